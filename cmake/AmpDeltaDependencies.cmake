@@ -1,0 +1,33 @@
+# Third-party dependencies as imported targets.
+#
+# Arrow C++ comes from the pinned pyarrow wheel (docs: ../shared/spec/arrow-sdk.md). The wheel ships
+# headers and versioned shared libraries but no CMake package, so ArrowSdk.cmake creates imported
+# targets named like Arrow's own packages; a system Arrow found through find_package can replace it.
+set(AMPDELTA_ARROW_SDK_ROOT "${CMAKE_SOURCE_DIR}/.deps/pyarrow/pyarrow"
+    CACHE PATH "Root of the Arrow C++ SDK unpacked from the pyarrow wheel")
+
+if(EXISTS "${AMPDELTA_ARROW_SDK_ROOT}/include/arrow/api.h")
+  include(ArrowSdk)
+  ampdelta_import_arrow_sdk("${AMPDELTA_ARROW_SDK_ROOT}" "26.0.1")
+else()
+  find_package(Arrow 26 CONFIG REQUIRED)
+  find_package(ArrowCompute CONFIG REQUIRED)
+  find_package(ArrowAcero CONFIG REQUIRED)
+  find_package(Parquet CONFIG REQUIRED)
+  find_package(ArrowDataset CONFIG REQUIRED)
+  find_package(ArrowFlight CONFIG REQUIRED)
+endif()
+
+find_package(Threads REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(CURL REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+if(AMPDELTA_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(AMPDELTA_BUILD_BENCHMARKS)
+  find_package(benchmark REQUIRED)
+endif()

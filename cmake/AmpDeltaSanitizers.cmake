@@ -1,0 +1,10 @@
+# INTERFACE target enabling the sanitizers named in AMPDELTA_SANITIZE on everything that links it.
+add_library(ampdelta_sanitizers INTERFACE)
+if(AMPDELTA_SANITIZE)
+  set(_flags -fsanitize=${AMPDELTA_SANITIZE} -fno-omit-frame-pointer)
+  if(AMPDELTA_SANITIZE MATCHES "undefined")
+    list(APPEND _flags -fno-sanitize-recover=all)
+  endif()
+  target_compile_options(ampdelta_sanitizers INTERFACE ${_flags})
+  target_link_options(ampdelta_sanitizers INTERFACE ${_flags})
+endif()

@@ -1,0 +1,98 @@
+#pragma once
+
+/// \file client.h
+/// \brief Flight client for Amp: run a SQL query and read record batches together with
+/// their block-range metadata.
+///
+/// The call sequence is Amp's: GetFlightInfo with a CMD descriptor holding an Any-packed
+/// `CommandStatementQuery`, then DoGet on the first endpoint's ticket over the same
+/// connection (amp-protocol.md §1.1).
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <arrow/result.h>
+#include <arrow/type_fwd.h>
+
+#include "ampdelta/amp/block_range.h"
+
+namespace ampdelta::amp {
+
+/// \brief Connection options.
+struct ClientOptions {
+  /// Bearer token; when unset, the `AMP_AUTH_TOKEN` environment variable is used.
+  std::optional<std::string> auth_token;
+  /// Largest gRPC message accepted; Amp sends up to ~2 MiB slices, big rows can exceed it.
+  int max_receive_message_bytes = 256 * 1024 * 1024;
+  /// PEM root certificates for `grpc+tls://`; empty uses the system roots.
+  std::string tls_root_certs;
+  /// Skip TLS certificate verification (development only).
+  bool disable_server_verification = false;
+  /// Deadline for GetFlightInfo (planning); DoGet streams have no deadline.
+  std::chrono::milliseconds plan_timeout{std::chrono::minutes(5)};
+};
+
+/// \brief Per-query options.
+struct QueryOptions {
+  /// Sends `amp-stream: true` (stream) or `false` (batch); unset leaves it to the SQL's
+  /// `SETTINGS stream = true`.
+  std::optional<bool> stream;
+  /// Resume after this cursor (`amp-resume`); streaming queries only.
+  std::optional<Cursor> resume;
+};
+
+/// \brief One message from DoGet: a record batch (possibly 0 rows) and its metadata.
+struct ResponseBatch {
+  /// Never null; 0 rows for markers, keep-alives and metadata-only messages.
+  std::shared_ptr<arrow::RecordBatch> data;
+  /// Parsed `app_metadata`; empty ranges when the message carried none.
+  BatchMetadata metadata;
+  /// True when the message carried `app_metadata`.
+  bool has_metadata = false;
+  /// True when the message carried metadata but no record batch.
+  bool metadata_only = false;
+};
+
+/// \brief The result stream of one query. Thread-compatible; Cancel() may be called from
+/// another thread.
+class QueryStream {
+ public:
+  virtual ~QueryStream() = default;
+
+  /// \brief Return the result schema.
+  virtual const std::shared_ptr<arrow::Schema>& schema() const = 0;
+
+  /// \brief Return the next message, or std::nullopt at the end of the stream.
+  ///
+  /// Errors are kServerError (gRPC code and server message) or kProtocolError (malformed
+  /// metadata).
+  virtual arrow::Result<std::optional<ResponseBatch>> Next() = 0;
+
+  /// \brief Ask the server to stop sending; a blocked Next() then returns an error or end.
+  virtual void Cancel() = 0;
+};
+
+/// \brief A connection to an Amp server. Thread-safe: several queries may run at once.
+class Client {
+ public:
+  virtual ~Client() = default;
+
+  /// \brief Connect to `grpc://host:port` or `grpc+tls://host:port`.
+  static arrow::Result<std::unique_ptr<Client>> Connect(const std::string& url,
+                                                        const ClientOptions& options = {});
+
+  /// \brief Plan `sql` and open its result stream.
+  virtual arrow::Result<std::unique_ptr<QueryStream>> Query(
+      const std::string& sql, const QueryOptions& options = {}) = 0;
+
+  /// \brief Plan `sql` and return its result schema without reading data.
+  virtual arrow::Result<std::shared_ptr<arrow::Schema>> GetSchema(
+      const std::string& sql, const QueryOptions& options = {}) = 0;
+
+  /// \brief Return the URL this client connected to.
+  virtual const std::string& url() const = 0;
+};
+
+}  // namespace ampdelta::amp

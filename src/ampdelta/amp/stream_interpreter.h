@@ -1,0 +1,104 @@
+#pragma once
+
+/// \file stream_interpreter.h
+/// \brief A pure state machine that interprets the block ranges of an Amp stream.
+///
+/// Amp never flags a reorg: the client infers one when a microbatch starts at or below the
+/// end of what it already received (amp-protocol.md §1.6). The interpreter validates the
+/// hash chain, rejects gaps and hash mismatches as protocol errors, reports reorgs with the
+/// ranges they invalidate, and flags partial reorgs, where the fork falls strictly inside a
+/// completed microbatch whose earlier rows will not be re-sent. It does no IO, so every
+/// scenario can be scripted in unit tests.
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <arrow/result.h>
+
+#include "ampdelta/amp/block_range.h"
+
+namespace ampdelta::amp {
+
+/// \brief What one message of the stream means.
+struct StreamEvent {
+  enum class Kind : uint8_t {
+    /// Rows of an open microbatch.
+    kData,
+    /// A 0-row message inside a microbatch (keep-alive) or with no ranges.
+    kKeepAlive,
+    /// The `ranges_complete` marker: the microbatch(es) in `ranges` are complete.
+    kMicrobatchEnd,
+  };
+
+  Kind kind = Kind::kKeepAlive;
+  /// The message's ranges.
+  std::vector<BlockRange> ranges;
+  /// Ranges (network, start, end; no hashes) whose data must be undone before this
+  /// message's data is applied. Non-empty means a reorg was detected.
+  std::vector<BlockRange> invalidated;
+  /// True when a fork fell strictly inside a completed microbatch: its rows before the
+  /// fork will not be re-sent, so the consumer must reconnect from `resume_cursor`.
+  bool partial_reorg = false;
+  /// For a partial reorg, where to resume (the block before the straddling range).
+  std::optional<Cursor> resume_cursor;
+  /// True when the message repeats a microbatch that already completed.
+  bool replayed = false;
+
+  /// \brief Return true when this message reveals a reorg.
+  bool is_reorg() const { return !invalidated.empty(); }
+};
+
+/// \brief Interpret a stream's metadata one message at a time. Thread-compatible.
+class StreamInterpreter {
+ public:
+  /// \brief Tuning knobs.
+  struct Options {
+    /// Completed ranges kept per network to locate partial reorgs.
+    size_t history_limit = 4096;
+  };
+
+  StreamInterpreter() : StreamInterpreter(Options{}) {}
+  explicit StreamInterpreter(Options options) : options_(options) {}
+
+  /// \brief Seed with ranges already completed (e.g. read back from a table), in order.
+  void SeedCompleted(const std::vector<BlockRange>& ranges);
+
+  /// \brief Seed with a resume cursor: each entry acts as a completed one-block range, so
+  /// a server rewind below it shows up as a reorg.
+  void SeedCursor(const Cursor& cursor);
+
+  /// \brief Interpret one message.
+  ///
+  /// \param[in] metadata the message's parsed app_metadata
+  /// \param[in] num_rows the number of rows it carried
+  /// \return the event, or a kProtocolError for gaps, hash mismatches, invalid reorgs and
+  ///   microbatches that change range without their completion marker
+  arrow::Result<StreamEvent> Accept(const BatchMetadata& metadata, int64_t num_rows);
+
+  /// \brief Return the cursor after the last completed microbatch of every network.
+  Cursor CompletedCursor() const;
+
+  /// \brief Return the open (incomplete) microbatch range of a network, if any.
+  std::optional<BlockRange> OpenRange(const std::string& network) const;
+
+ private:
+  struct NetworkState {
+    std::deque<BlockRange> completed;
+    std::optional<BlockRange> open;
+  };
+
+  arrow::Status AcceptRange(const BlockRange& range, StreamEvent* event);
+  arrow::Status HandleBackwards(NetworkState* state, const BlockRange& range,
+                                StreamEvent* event);
+  void Complete(NetworkState* state, const BlockRange& range);
+
+  Options options_;
+  std::map<std::string, NetworkState> networks_;
+};
+
+}  // namespace ampdelta::amp

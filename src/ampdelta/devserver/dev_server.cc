@@ -1,0 +1,482 @@
+#include "ampdelta/devserver/dev_server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <arrow/flight/api.h>
+#include <arrow/ipc/api.h>
+#include <arrow/record_batch.h>
+#include <arrow/util/byte_size.h>
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/devserver/parquet_dataset.h"
+#include "ampdelta/devserver/query.h"
+#include "ampdelta/devserver/sql.h"
+#include "ampdelta/devserver/statement_command.h"
+#include "ampdelta/util/logging.h"
+
+namespace ampdelta::devserver {
+namespace {
+
+namespace flight = arrow::flight;
+using nlohmann::json;
+
+// Amp slices batches larger than about 2 MiB into several FlightData messages.
+constexpr int64_t kTargetMessageBytes = 2 * 1024 * 1024;
+
+std::string Lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::optional<std::string> Header(const flight::ServerCallContext& context,
+                                  std::string_view name) {
+  const auto& headers = context.incoming_headers();
+  auto it = headers.find(name);
+  if (it == headers.end()) return std::nullopt;
+  return std::string(it->second);
+}
+
+// The opaque ticket: everything DoGet needs to re-plan the query.
+struct Ticket {
+  std::string query;
+  bool streaming = false;
+  json cursor;  // null or {network: {number, hash}}
+
+  std::string Encode() const {
+    return json{{"query", query}, {"stream", streaming}, {"cursor", cursor}}.dump();
+  }
+
+  static arrow::Result<Ticket> Decode(std::string_view bytes) {
+    json doc = json::parse(bytes, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object() || !doc.contains("query") ||
+        !doc["query"].is_string()) {
+      return arrow::Status::Invalid("ticket decoding error: not a dev-server ticket");
+    }
+    Ticket ticket;
+    ticket.query = doc["query"].get<std::string>();
+    ticket.streaming = doc.value("stream", false);
+    ticket.cursor = doc.value("cursor", json());
+    return ticket;
+  }
+};
+
+// app_metadata exactly as Amp writes it (serde_json without preserve_order: keys sorted).
+std::string RangesMetadata(const std::string& network, const ServedRange* range,
+                           bool complete) {
+  json ranges = json::array();
+  if (range) {
+    json item = {{"network", network},
+                 {"numbers", {{"start", range->start}, {"end", range->end}}},
+                 {"hash", range->hash},
+                 {"prev_hash", range->prev_hash}};
+    if (range->timestamp) item["timestamp"] = *range->timestamp;
+    ranges.push_back(std::move(item));
+  }
+  return json{{"ranges", std::move(ranges)}, {"ranges_complete", complete}}.dump();
+}
+
+arrow::Status NonIncremental(const std::string& operation) {
+  return arrow::Status::Invalid(
+      "invalid query: non-incremental queries are not supported for streaming, query "
+      "contains non-incremental operation: ",
+      operation);
+}
+
+// Streams a query's results as Flight payloads, generating them on demand so memory stays
+// bounded however long the range is.
+class QueryDataStream : public flight::FlightDataStream {
+ public:
+  QueryDataStream(std::shared_ptr<const BoundQuery> query, bool streaming,
+                  std::optional<ChainPosition> resume, StreamOptions options,
+                  const flight::ServerCallContext* context, const std::atomic<bool>* stopping)
+      : query_(std::move(query)),
+        streaming_(streaming),
+        previous_(std::move(resume)),
+        options_(options),
+        context_(context),
+        stopping_(stopping),
+        aggregator_(query_.get()) {}
+
+  std::shared_ptr<arrow::Schema> schema() override { return query_->output_schema(); }
+
+  arrow::Result<flight::FlightPayload> GetSchemaPayload() override {
+    flight::FlightPayload payload;
+    arrow::ipc::DictionaryFieldMapper mapper(*query_->output_schema());
+    ARROW_RETURN_NOT_OK(arrow::ipc::GetSchemaPayload(*query_->output_schema(), ipc_options_,
+                                                     mapper, &payload.ipc_message));
+    return payload;
+  }
+
+  arrow::Result<flight::FlightPayload> Next() override {
+    while (pending_.empty()) {
+      if (done_) return flight::FlightPayload{};
+      ARROW_RETURN_NOT_OK(streaming_ ? ProduceStreaming() : ProduceBatch());
+    }
+    flight::FlightPayload payload = std::move(pending_.front());
+    pending_.pop_front();
+    return payload;
+  }
+
+ private:
+  arrow::Status Push(const std::shared_ptr<arrow::RecordBatch>& batch,
+                     const std::string& metadata) {
+    flight::FlightPayload payload;
+    ARROW_RETURN_NOT_OK(
+        arrow::ipc::GetRecordBatchPayload(*batch, ipc_options_, &payload.ipc_message));
+    payload.app_metadata = arrow::Buffer::FromString(metadata);
+    pending_.push_back(std::move(payload));
+    return arrow::Status::OK();
+  }
+
+  arrow::Status PushEmpty(const std::string& metadata) {
+    ARROW_ASSIGN_OR_RAISE(auto empty, arrow::RecordBatch::MakeEmpty(query_->output_schema()));
+    return Push(empty, metadata);
+  }
+
+  // Push a data batch, sliced like Amp's so no message is much larger than 2 MiB.
+  arrow::Status PushSliced(const std::shared_ptr<arrow::RecordBatch>& batch,
+                           const std::string& metadata) {
+    const int64_t rows = batch->num_rows();
+    if (rows == 0) return arrow::Status::OK();
+    const int64_t bytes = std::max<int64_t>(1, arrow::util::TotalBufferSize(*batch));
+    const int64_t per_slice = std::max<int64_t>(1, rows * kTargetMessageBytes / bytes);
+    for (int64_t offset = 0; offset < rows; offset += per_slice) {
+      ARROW_RETURN_NOT_OK(Push(batch->Slice(offset, per_slice), metadata));
+    }
+    return arrow::Status::OK();
+  }
+
+  arrow::Status CheckStillWanted() const {
+    if (stopping_->load()) {
+      return flight::MakeFlightError(flight::FlightStatusCode::Unavailable,
+                                     "dev server is shutting down");
+    }
+    if (context_->is_cancelled()) return arrow::Status::Cancelled("client cancelled");
+    return arrow::Status::OK();
+  }
+
+  arrow::Status ProduceBatch() {
+    const Dataset& dataset = *query_->dataset();
+    if (iterator_ == nullptr) {
+      synced_ = dataset.Synced();
+      metadata_ = RangesMetadata(dataset.network(), synced_ ? &synced_->range : nullptr,
+                                 /*complete=*/false);
+      if (!synced_) return FinishBatch();
+      ARROW_ASSIGN_OR_RAISE(iterator_, dataset.Scan(query_->table(), *synced_));
+    }
+    ARROW_RETURN_NOT_OK(CheckStillWanted());
+    ARROW_ASSIGN_OR_RAISE(auto source, iterator_->Next());
+    if (source == nullptr) return FinishBatch();
+    ARROW_ASSIGN_OR_RAISE(auto batch, query_->Transform(source));
+    if (query_->is_aggregate()) return aggregator_.Consume(batch);
+    if (query_->limit()) {
+      const int64_t left = static_cast<int64_t>(*query_->limit()) - rows_sent_;
+      if (batch->num_rows() >= left) {
+        ARROW_RETURN_NOT_OK(PushSliced(batch->Slice(0, left), metadata_));
+        rows_sent_ += left;
+        return FinishBatch();
+      }
+    }
+    rows_sent_ += batch->num_rows();
+    return PushSliced(batch, metadata_);
+  }
+
+  arrow::Status FinishBatch() {
+    if (query_->is_aggregate()) {
+      ARROW_ASSIGN_OR_RAISE(auto result, aggregator_.Finish());
+      ARROW_RETURN_NOT_OK(Push(result, metadata_));
+    } else if (rows_sent_ == 0) {
+      // Amp always sends at least one (possibly empty) data batch before the marker.
+      ARROW_RETURN_NOT_OK(PushEmpty(metadata_));
+    }
+    ARROW_RETURN_NOT_OK(
+        PushEmpty(RangesMetadata(query_->dataset()->network(),
+                                 synced_ ? &synced_->range : nullptr, /*complete=*/true)));
+    done_ = true;
+    return arrow::Status::OK();
+  }
+
+  arrow::Status ProduceStreaming() {
+    const Dataset& dataset = *query_->dataset();
+    if (iterator_ == nullptr) {
+      // Between microbatches: wait for the next one to exist.
+      while (true) {
+        ARROW_RETURN_NOT_OK(CheckStillWanted());
+        const uint64_t seen = dataset.change_counter();
+        current_ = dataset.NextMicrobatch(previous_, options_.max_microbatch_blocks);
+        if (current_) break;
+        if (first_ && !dataset.Synced()) {
+          // Nothing synced at all: Amp answers with the batch-style empty stream and ends.
+          streaming_ = false;
+          return ProduceBatch();
+        }
+        dataset.WaitForChange(seen, options_.poll_interval);
+      }
+      first_ = false;
+      metadata_ = RangesMetadata(dataset.network(), &current_->range, /*complete=*/false);
+      if (options_.keepalive_at_microbatch_start) ARROW_RETURN_NOT_OK(PushEmpty(metadata_));
+      ARROW_ASSIGN_OR_RAISE(iterator_, dataset.Scan(query_->table(), *current_));
+      return arrow::Status::OK();
+    }
+    ARROW_RETURN_NOT_OK(CheckStillWanted());
+    ARROW_ASSIGN_OR_RAISE(auto source, iterator_->Next());
+    if (source == nullptr) {
+      ARROW_RETURN_NOT_OK(
+          PushEmpty(RangesMetadata(dataset.network(), &current_->range, /*complete=*/true)));
+      previous_ = ChainPosition{current_->range.end, current_->range.hash};
+      iterator_.reset();
+      return arrow::Status::OK();
+    }
+    ARROW_ASSIGN_OR_RAISE(auto batch, query_->Transform(source));
+    return PushSliced(batch, metadata_);
+  }
+
+  std::shared_ptr<const BoundQuery> query_;
+  bool streaming_;
+  std::optional<ChainPosition> previous_;
+  StreamOptions options_;
+  const flight::ServerCallContext* context_;
+  const std::atomic<bool>* stopping_;
+  arrow::ipc::IpcWriteOptions ipc_options_ = arrow::ipc::IpcWriteOptions::Defaults();
+
+  std::deque<flight::FlightPayload> pending_;
+  bool done_ = false;
+  bool first_ = true;
+  std::unique_ptr<BatchIterator> iterator_;
+  std::optional<ScanRange> synced_;
+  std::optional<ScanRange> current_;
+  std::string metadata_;
+  int64_t rows_sent_ = 0;
+  BoundQuery::Aggregator aggregator_;
+};
+
+class AmpFlightService : public flight::FlightServerBase {
+ public:
+  AmpFlightService(Catalog catalog, StreamOptions stream,
+                   std::optional<std::string> required_token)
+      : catalog_(std::move(catalog)),
+        stream_(stream),
+        required_token_(std::move(required_token)) {}
+
+  arrow::Status GetFlightInfo(const flight::ServerCallContext& context,
+                              const flight::FlightDescriptor& request,
+                              std::unique_ptr<flight::FlightInfo>* info) override {
+    ARROW_RETURN_NOT_OK(CheckAuth(context));
+    if (request.type != flight::FlightDescriptor::CMD) {
+      return arrow::Status::Invalid("unsupported flight descriptor type: ",
+                                    request.type == flight::FlightDescriptor::PATH ? "PATH"
+                                                                                   : "UNKNOWN");
+    }
+    ARROW_ASSIGN_OR_RAISE(std::string sql, DecodeStatementQueryCommand(request.cmd));
+    ARROW_ASSIGN_OR_RAISE(auto query, Plan(sql));
+
+    Ticket ticket;
+    ticket.query = sql;
+    ticket.streaming = query->streaming_setting();
+    if (auto header = Header(context, "amp-stream")) {
+      const std::string value = Lower(*header);
+      if (value == "true" || value == "1") ticket.streaming = true;
+      if (value == "false" || value == "0") ticket.streaming = false;
+    }
+    if (auto header = Header(context, "amp-resume")) {
+      // Amp ignores a cursor that is not valid JSON and starts from scratch.
+      json cursor = json::parse(*header, nullptr, false);
+      if (!cursor.is_discarded() && cursor.is_object()) ticket.cursor = std::move(cursor);
+    }
+    AMPDELTA_LOG_INFO("devserver plan stream=", ticket.streaming ? "true" : "false",
+                      " sql=", sql);
+    ARROW_ASSIGN_OR_RAISE(
+        flight::FlightInfo result,
+        flight::FlightInfo::Make(*query->output_schema(), request,
+                                 {flight::FlightEndpoint{{ticket.Encode()}, {}, std::nullopt, ""}},
+                                 /*total_records=*/-1, /*total_bytes=*/-1, /*ordered=*/false));
+    *info = std::make_unique<flight::FlightInfo>(std::move(result));
+    return arrow::Status::OK();
+  }
+
+  arrow::Status DoGet(const flight::ServerCallContext& context,
+                      const flight::Ticket& request,
+                      std::unique_ptr<flight::FlightDataStream>* stream) override {
+    ARROW_RETURN_NOT_OK(CheckAuth(context));
+    ARROW_ASSIGN_OR_RAISE(Ticket ticket, Ticket::Decode(request.ticket));
+    ARROW_ASSIGN_OR_RAISE(auto query, Plan(ticket.query));
+    std::optional<ChainPosition> resume;
+    if (ticket.streaming) {
+      if (auto operation = query->NonIncrementalOperation()) return NonIncremental(*operation);
+      if (ticket.cursor.is_object()) {
+        ARROW_ASSIGN_OR_RAISE(resume, CursorFor(ticket.cursor, query->dataset()->network()));
+      }
+    }
+    *stream = std::make_unique<QueryDataStream>(std::move(query), ticket.streaming,
+                                                std::move(resume), stream_, &context,
+                                                &stopping_);
+    return arrow::Status::OK();
+  }
+
+  void BeginShutdown() { stopping_.store(true); }
+
+ private:
+  arrow::Status CheckAuth(const flight::ServerCallContext& context) const {
+    if (!required_token_) return arrow::Status::OK();
+    auto header = Header(context, "authorization");
+    if (!header || *header != "Bearer " + *required_token_) {
+      return flight::MakeFlightError(flight::FlightStatusCode::Unauthenticated,
+                                     "missing or invalid bearer token");
+    }
+    return arrow::Status::OK();
+  }
+
+  arrow::Result<std::shared_ptr<const BoundQuery>> Plan(const std::string& sql) const {
+    std::string trimmed = sql;
+    trimmed.erase(0, trimmed.find_first_not_of(" \t\r\n"));
+    if (trimmed.empty()) return arrow::Status::Invalid("invalid query: query is empty");
+    ARROW_ASSIGN_OR_RAISE(sql::SelectStatement statement, sql::Parse(sql));
+    return BoundQuery::Bind(statement, catalog_);
+  }
+
+  // Narrow a cursor to the query's network, as Amp's StreamingQuery::spawn does.
+  static arrow::Result<ChainPosition> CursorFor(const json& cursor, const std::string& network) {
+    auto entry = cursor.find(network);
+    if (entry == cursor.end()) {
+      std::string networks;
+      for (auto it = cursor.begin(); it != cursor.end(); ++it) {
+        networks += (networks.empty() ? "" : ", ") + it.key();
+      }
+      return flight::MakeFlightError(
+          flight::FlightStatusCode::Internal,
+          "streaming execution error | Caused by: expected cursor for network '" + network +
+              "', but cursor only contains networks: [" + networks + "]");
+    }
+    if (!entry->is_object() || !entry->contains("number") ||
+        !(*entry)["number"].is_number_unsigned() || !entry->contains("hash") ||
+        !(*entry)["hash"].is_string()) {
+      return flight::MakeFlightError(flight::FlightStatusCode::Internal,
+                                     "streaming execution error | Caused by: malformed cursor "
+                                     "for network '" + network + "'");
+    }
+    return ChainPosition{(*entry)["number"].get<uint64_t>(),
+                         (*entry)["hash"].get<std::string>()};
+  }
+
+  Catalog catalog_;
+  StreamOptions stream_;
+  std::optional<std::string> required_token_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace
+
+class DevServer::Impl {
+ public:
+  DevServerOptions options;
+  std::shared_ptr<SyntheticChain> chain;
+  std::unique_ptr<AmpFlightService> service;
+  std::thread ticker;
+  std::mutex mutex;
+  std::condition_variable stopped_cv;
+  bool stopped = false;
+  uint64_t initial_head = 0;
+
+  arrow::Status Advance(uint64_t blocks) {
+    if (chain == nullptr) return arrow::Status::Invalid("the synthetic chain is not served");
+    const LiveOptions& live = options.live;
+    for (uint64_t i = 0; i < blocks; ++i) {
+      chain->AdvanceHead(1);
+      const uint64_t head = chain->head();
+      auto scripted = live.reorg_at.find(head);
+      if (scripted != live.reorg_at.end()) ARROW_RETURN_NOT_OK(chain->Reorg(scripted->second));
+      if (live.reorg_every > 0 && (head - initial_head) % live.reorg_every == 0) {
+        ARROW_RETURN_NOT_OK(chain->Reorg(live.reorg_depth));
+        AMPDELTA_LOG_INFO("devserver reorg head=", head, " depth=", live.reorg_depth);
+      }
+    }
+    return arrow::Status::OK();
+  }
+
+  void Tick() {
+    const auto interval = options.live.block_interval;
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!stopped) {
+      if (stopped_cv.wait_for(lock, interval, [&] { return stopped; })) break;
+      if (options.live.max_head != 0 && chain->head() >= options.live.max_head) continue;
+      lock.unlock();
+      arrow::Status status = Advance(1);
+      if (!status.ok()) AMPDELTA_LOG_WARN("devserver advance failed: ", status.ToString());
+      lock.lock();
+    }
+  }
+};
+
+DevServer::DevServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+DevServer::~DevServer() {
+  arrow::Status status = Shutdown();
+  if (!status.ok()) AMPDELTA_LOG_WARN("devserver shutdown failed: ", status.ToString());
+}
+
+arrow::Result<std::unique_ptr<DevServer>> DevServer::Start(DevServerOptions options) {
+  auto impl = std::make_unique<Impl>();
+  Catalog catalog;
+  if (options.serve_synthetic) {
+    impl->chain = std::make_shared<SyntheticChain>(options.chain);
+    impl->initial_head = impl->chain->head();
+    catalog.Add(impl->chain);
+  }
+  for (const auto& [name, dir] : options.parquet_datasets) {
+    ARROW_ASSIGN_OR_RAISE(auto dataset, ParquetDataset::Open(name, dir));
+    catalog.Add(std::move(dataset));
+  }
+  if (catalog.datasets().empty()) return arrow::Status::Invalid("no dataset to serve");
+  impl->service = std::make_unique<AmpFlightService>(std::move(catalog), options.stream,
+                                                     options.required_token);
+  ARROW_ASSIGN_OR_RAISE(auto location,
+                        flight::Location::ForGrpcTcp(options.host, options.port));
+  flight::FlightServerOptions server_options(location);
+  ARROW_RETURN_NOT_OK(impl->service->Init(server_options));
+  impl->options = std::move(options);
+  if (impl->chain != nullptr && impl->options.live.block_interval.count() > 0) {
+    Impl* raw = impl.get();
+    impl->ticker = std::thread([raw] { raw->Tick(); });
+  }
+  AMPDELTA_LOG_INFO("devserver listening port=", impl->service->port());
+  return std::unique_ptr<DevServer>(new DevServer(std::move(impl)));
+}
+
+int DevServer::port() const { return impl_->service->port(); }
+
+std::string DevServer::url() const {
+  return "grpc://" + impl_->options.host + ":" + std::to_string(port());
+}
+
+SyntheticChain* DevServer::chain() const { return impl_->chain.get(); }
+
+arrow::Status DevServer::AdvanceHead(uint64_t blocks) { return impl_->Advance(blocks); }
+
+arrow::Status DevServer::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (impl_->stopped) return arrow::Status::OK();
+    impl_->stopped = true;
+  }
+  impl_->stopped_cv.notify_all();
+  if (impl_->ticker.joinable()) impl_->ticker.join();
+  impl_->service->BeginShutdown();
+  // Open streams notice `stopping` within one poll interval; give them a moment to end.
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(2);
+  ARROW_RETURN_NOT_OK(impl_->service->Shutdown(&deadline));
+  return impl_->service->Wait();
+}
+
+void DevServer::Wait() {
+  std::unique_lock<std::mutex> lock(impl_->mutex);
+  impl_->stopped_cv.wait(lock, [&] { return impl_->stopped; });
+}
+
+}  // namespace ampdelta::devserver

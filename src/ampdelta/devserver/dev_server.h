@@ -1,0 +1,98 @@
+#pragma once
+
+/// \file dev_server.h
+/// \brief An Amp-compatible Flight server for demos, tests and benchmarks.
+///
+/// It speaks Amp's wire protocol (amp-protocol.md §1): GetFlightInfo with an Any-packed
+/// `CommandStatementQuery`, DoGet with per-batch `app_metadata`, 0-row `ranges_complete`
+/// markers, streaming microbatches as the head advances, `amp-resume` and `amp-stream`
+/// headers, and Amp's gRPC error codes. It is a development tool, not Amp.
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <arrow/result.h>
+#include <arrow/status.h>
+
+#include "ampdelta/devserver/synthetic_chain.h"
+
+namespace ampdelta::devserver {
+
+/// \brief How streaming queries are served.
+struct StreamOptions {
+  /// Largest microbatch, in blocks (Amp's `server_microbatch_max_interval`).
+  uint64_t max_microbatch_blocks = 1000;
+  /// Send a 0-row keep-alive batch at the start of every microbatch, as Amp's keep-alive
+  /// timer does when it first fires.
+  bool keepalive_at_microbatch_start = false;
+  /// How often a waiting stream checks for cancellation and shutdown.
+  std::chrono::milliseconds poll_interval{50};
+};
+
+/// \brief How the synthetic chain moves on its own.
+struct LiveOptions {
+  /// Time between new blocks; zero keeps the chain still (tests advance it by hand).
+  std::chrono::milliseconds block_interval{0};
+  /// Stop advancing at this head (0: never stop).
+  uint64_t max_head = 0;
+  /// Reorg every N new blocks (0: never), replacing `reorg_depth` blocks.
+  uint64_t reorg_every = 0;
+  uint64_t reorg_depth = 1;
+  /// Scripted reorgs: when the head reaches the key, replace `value` blocks.
+  std::map<uint64_t, uint64_t> reorg_at;
+};
+
+/// \brief Everything the dev server can be told.
+struct DevServerOptions {
+  std::string host = "127.0.0.1";
+  /// 0 picks a free port.
+  int port = 0;
+  /// Serve the synthetic chain.
+  bool serve_synthetic = true;
+  SyntheticChainOptions chain;
+  /// Parquet folders served as datasets: (name, directory).
+  std::vector<std::pair<std::string, std::string>> parquet_datasets;
+  StreamOptions stream;
+  LiveOptions live;
+  /// When set, every call must carry `authorization: Bearer <token>`.
+  std::optional<std::string> required_token;
+};
+
+/// \brief A running dev server. Thread-safe.
+class DevServer {
+ public:
+  /// \brief Load the datasets, bind the port and start serving.
+  static arrow::Result<std::unique_ptr<DevServer>> Start(DevServerOptions options);
+
+  ~DevServer();
+  DevServer(const DevServer&) = delete;
+  DevServer& operator=(const DevServer&) = delete;
+
+  /// \brief Return the bound port.
+  int port() const;
+  /// \brief Return `grpc://host:port`.
+  std::string url() const;
+  /// \brief Return the synthetic chain, or nullptr when it is not served.
+  SyntheticChain* chain() const;
+
+  /// \brief Append `blocks` blocks to the synthetic chain, applying the reorg rules.
+  arrow::Status AdvanceHead(uint64_t blocks = 1);
+
+  /// \brief End open streams and stop serving; idempotent.
+  arrow::Status Shutdown();
+
+  /// \brief Block until Shutdown() is called from another thread.
+  void Wait();
+
+ private:
+  class Impl;
+  explicit DevServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ampdelta::devserver

@@ -1,0 +1,219 @@
+#include "ampdelta/devserver/parquet_dataset.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+
+#include <arrow/compute/api.h>
+#include <arrow/io/file.h>
+#include <arrow/record_batch.h>
+#include <arrow/util/key_value_metadata.h>
+#include <nlohmann/json.hpp>
+#include <parquet/arrow/reader.h>
+#include <parquet/file_reader.h>
+#include <parquet/metadata.h>
+
+namespace ampdelta::devserver {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+arrow::Result<std::unique_ptr<parquet::arrow::FileReader>> OpenParquet(
+    const std::string& path) {
+  ARROW_ASSIGN_OR_RAISE(auto input, arrow::io::ReadableFile::Open(path));
+  return parquet::arrow::OpenFile(input, arrow::default_memory_pool());
+}
+
+// Parse the file's `nozzle_metadata` ranges (Amp writes one per network).
+arrow::Result<std::vector<std::pair<std::string, ServedRange>>> ReadRanges(
+    const std::string& path, const parquet::FileMetaData& metadata) {
+  const auto kv = metadata.key_value_metadata();
+  const int index = kv == nullptr ? -1 : kv->FindKey("nozzle_metadata");
+  if (index < 0) {
+    return arrow::Status::Invalid("Parquet file ", path,
+                                  " has no 'nozzle_metadata' key-value entry");
+  }
+  json doc = json::parse(kv->value(index), nullptr, false);
+  if (doc.is_discarded() || !doc.contains("ranges") || !doc["ranges"].is_array()) {
+    return arrow::Status::Invalid("Parquet file ", path,
+                                  " has malformed 'nozzle_metadata'");
+  }
+  std::vector<std::pair<std::string, ServedRange>> out;
+  for (const auto& item : doc["ranges"]) {
+    if (!item.contains("network") || !item.contains("numbers")) {
+      return arrow::Status::Invalid("Parquet file ", path, " has a malformed range");
+    }
+    ServedRange range;
+    range.start = item["numbers"].value("start", uint64_t{0});
+    range.end = item["numbers"].value("end", uint64_t{0});
+    range.hash = item.value("hash", std::string());
+    range.prev_hash = item.value("prev_hash", std::string());
+    if (item.contains("timestamp") && item["timestamp"].is_number_unsigned()) {
+      range.timestamp = item["timestamp"].get<uint64_t>();
+    }
+    out.emplace_back(item["network"].get<std::string>(), range);
+  }
+  return out;
+}
+
+class ParquetIterator : public BatchIterator {
+ public:
+  ParquetIterator(std::vector<ParquetDataset::File> files, uint64_t from, uint64_t to,
+                  std::string block_column)
+      : files_(std::move(files)), from_(from), to_(to), block_column_(std::move(block_column)) {}
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override {
+    while (true) {
+      if (reader_ == nullptr) {
+        if (next_file_ >= files_.size()) return nullptr;
+        const ParquetDataset::File& file = files_[next_file_++];
+        ARROW_ASSIGN_OR_RAISE(file_reader_, OpenParquet(file.path));
+        ARROW_ASSIGN_OR_RAISE(reader_, file_reader_->GetRecordBatchReader());
+        // Files wholly inside the range need no row filter.
+        needs_filter_ = file.range.start < from_ || file.range.end > to_;
+      }
+      std::shared_ptr<arrow::RecordBatch> batch;
+      ARROW_RETURN_NOT_OK(reader_->ReadNext(&batch));
+      if (batch == nullptr) {
+        reader_.reset();
+        file_reader_.reset();
+        continue;
+      }
+      if (!needs_filter_) return batch;
+      auto column = batch->GetColumnByName(block_column_);
+      if (column == nullptr) return batch;
+      namespace cp = arrow::compute;
+      ARROW_ASSIGN_OR_RAISE(auto low, cp::CallFunction("greater_equal",
+                                                       {column, arrow::Datum(from_)}));
+      ARROW_ASSIGN_OR_RAISE(auto high,
+                            cp::CallFunction("less_equal", {column, arrow::Datum(to_)}));
+      ARROW_ASSIGN_OR_RAISE(auto mask, cp::CallFunction("and", {low, high}));
+      ARROW_ASSIGN_OR_RAISE(auto filtered, cp::Filter(batch, mask));
+      return filtered.record_batch();
+    }
+  }
+
+ private:
+  std::vector<ParquetDataset::File> files_;
+  uint64_t from_;
+  uint64_t to_;
+  std::string block_column_;
+  size_t next_file_ = 0;
+  std::unique_ptr<parquet::arrow::FileReader> file_reader_;
+  std::unique_ptr<arrow::RecordBatchReader> reader_;
+  bool needs_filter_ = false;
+};
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<ParquetDataset>> ParquetDataset::Open(const std::string& name,
+                                                                    const std::string& dir) {
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) {
+    return arrow::Status::IOError("dataset directory '", dir, "' does not exist");
+  }
+  std::shared_ptr<ParquetDataset> dataset(new ParquetDataset());
+  dataset->name_ = name;
+  std::map<uint64_t, ServedRange> distinct;
+  for (const auto& table_dir : fs::directory_iterator(dir)) {
+    if (!table_dir.is_directory()) continue;
+    // The newest revision wins: revision folders are UUIDv7s, which sort by creation time.
+    std::string newest;
+    for (const auto& revision : fs::directory_iterator(table_dir.path())) {
+      if (revision.is_directory()) {
+        newest = std::max(newest, revision.path().filename().string());
+      }
+    }
+    if (newest.empty()) continue;
+    Table table;
+    for (const auto& entry : fs::directory_iterator(table_dir.path() / newest)) {
+      if (entry.path().extension() != ".parquet") continue;
+      File file;
+      file.path = entry.path().string();
+      ARROW_ASSIGN_OR_RAISE(auto reader, OpenParquet(file.path));
+      const auto metadata = reader->parquet_reader()->metadata();
+      file.num_rows = metadata->num_rows();
+      ARROW_ASSIGN_OR_RAISE(auto ranges, ReadRanges(file.path, *metadata));
+      if (ranges.size() != 1) {
+        return arrow::Status::NotImplemented("Parquet file ", file.path, " covers ",
+                                             ranges.size(), " networks; one is supported");
+      }
+      if (dataset->network_.empty()) dataset->network_ = ranges[0].first;
+      if (dataset->network_ != ranges[0].first) {
+        return arrow::Status::Invalid("dataset '", dir, "' mixes networks '",
+                                      dataset->network_, "' and '", ranges[0].first, "'");
+      }
+      file.range = ranges[0].second;
+      if (table.schema == nullptr) ARROW_RETURN_NOT_OK(reader->GetSchema(&table.schema));
+      distinct[file.range.start] = file.range;
+      table.files.push_back(std::move(file));
+    }
+    if (table.files.empty()) continue;
+    std::sort(table.files.begin(), table.files.end(),
+              [](const File& a, const File& b) { return a.range.start < b.range.start; });
+    dataset->tables_[table_dir.path().filename().string()] = std::move(table);
+  }
+  if (dataset->tables_.empty()) {
+    return arrow::Status::Invalid("dataset directory '", dir,
+                                  "' holds no <table>/<revision>/*.parquet files");
+  }
+  for (auto& [start, range] : distinct) dataset->ranges_.push_back(range);
+  return dataset;
+}
+
+std::vector<std::string> ParquetDataset::table_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, table] : tables_) names.push_back(name);
+  return names;
+}
+
+arrow::Result<std::shared_ptr<arrow::Schema>> ParquetDataset::TableSchema(
+    const std::string& table) const {
+  auto it = tables_.find(table);
+  if (it == tables_.end()) {
+    return arrow::Status::KeyError("table '", table, "' not found in dataset '", name_, "'");
+  }
+  return it->second.schema;
+}
+
+std::optional<ScanRange> ParquetDataset::Synced() const {
+  if (ranges_.empty()) return std::nullopt;
+  ScanRange out;
+  out.range = ranges_.back();
+  out.range.start = ranges_.front().start;
+  out.range.prev_hash = ranges_.front().prev_hash;
+  return out;
+}
+
+std::optional<ScanRange> ParquetDataset::NextMicrobatch(
+    const std::optional<ChainPosition>& previous, uint64_t max_blocks) const {
+  (void)max_blocks;  // file ranges are served as they were written
+  for (const auto& range : ranges_) {
+    if (!previous || range.start > previous->number) return ScanRange{range, nullptr};
+  }
+  return std::nullopt;
+}
+
+void ParquetDataset::WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const {
+  (void)seen;  // the files never change
+  std::this_thread::sleep_for(timeout);
+}
+
+arrow::Result<std::unique_ptr<BatchIterator>> ParquetDataset::Scan(
+    const std::string& table, const ScanRange& range) const {
+  auto it = tables_.find(table);
+  if (it == tables_.end()) return TableSchema(table).status();
+  std::vector<File> files;
+  for (const auto& file : it->second.files) {
+    if (file.range.end >= range.range.start && file.range.start <= range.range.end) {
+      files.push_back(file);
+    }
+  }
+  const std::string block_column =
+      it->second.schema->GetFieldIndex("_block_num") >= 0 ? "_block_num" : "block_num";
+  return std::make_unique<ParquetIterator>(std::move(files), range.range.start,
+                                           range.range.end, block_column);
+}
+
+}  // namespace ampdelta::devserver

@@ -1,0 +1,368 @@
+#include "ampdelta/devserver/query.h"
+
+#include <arrow/array.h>
+#include <arrow/builder.h>
+#include <arrow/record_batch.h>
+#include <arrow/scalar.h>
+#include <arrow/type.h>
+
+#include "ampdelta/util/hex.h"
+
+namespace ampdelta::devserver {
+namespace {
+
+namespace cp = arrow::compute;
+
+arrow::Status Invalid(const std::string& what) {
+  return arrow::Status::Invalid("invalid query: ", what);
+}
+
+const char* ComparisonFunction(sql::CompareOp op) {
+  switch (op) {
+    case sql::CompareOp::kEq:
+      return "equal";
+    case sql::CompareOp::kNe:
+      return "not_equal";
+    case sql::CompareOp::kLt:
+      return "less";
+    case sql::CompareOp::kLe:
+      return "less_equal";
+    case sql::CompareOp::kGt:
+      return "greater";
+    case sql::CompareOp::kGe:
+      return "greater_equal";
+  }
+  return "equal";
+}
+
+std::string Describe(const sql::Literal& literal) {
+  switch (literal.kind) {
+    case sql::Literal::Kind::kString:
+      return "'" + literal.text + "'";
+    case sql::Literal::Kind::kHexBytes:
+      return "x'" + ToHex(literal.text) + "'";
+    case sql::Literal::Kind::kBoolean:
+      return literal.boolean ? "true" : "false";
+    default:
+      return literal.text;
+  }
+}
+
+// Type a literal as the column it is compared with.
+arrow::Result<std::shared_ptr<arrow::Scalar>> TypeLiteral(const sql::Literal& literal,
+                                                          const arrow::Field& field) {
+  const auto& type = field.type();
+  auto mismatch = [&](const std::string& why) {
+    return Invalid("cannot compare column '" + field.name() + "' (" + type->ToString() +
+                   ") with " + Describe(literal) + (why.empty() ? "" : ": " + why));
+  };
+  std::shared_ptr<arrow::Scalar> raw;
+  switch (literal.kind) {
+    case sql::Literal::Kind::kInteger: {
+      if (!arrow::is_integer(type->id()) && !arrow::is_floating(type->id()) &&
+          !arrow::is_decimal(type->id())) {
+        return mismatch("");
+      }
+      if (!literal.text.empty() && literal.text[0] == '-') {
+        raw = arrow::MakeScalar(int64_t{std::stoll(literal.text)});
+      } else {
+        errno = 0;
+        const unsigned long long value = std::strtoull(literal.text.c_str(), nullptr, 10);
+        if (errno == ERANGE) return mismatch("out of range");
+        raw = arrow::MakeScalar(static_cast<uint64_t>(value));
+      }
+      break;
+    }
+    case sql::Literal::Kind::kFloat:
+      if (!arrow::is_floating(type->id()) && !arrow::is_decimal(type->id())) {
+        return mismatch("");
+      }
+      raw = arrow::MakeScalar(std::stod(literal.text));
+      break;
+    case sql::Literal::Kind::kBoolean:
+      if (type->id() != arrow::Type::BOOL) return mismatch("");
+      return arrow::MakeScalar(literal.boolean);
+    case sql::Literal::Kind::kHexBytes:
+    case sql::Literal::Kind::kString: {
+      if (type->id() == arrow::Type::STRING || type->id() == arrow::Type::LARGE_STRING) {
+        if (literal.kind != sql::Literal::Kind::kString) return mismatch("");
+        raw = arrow::MakeScalar(literal.text);
+        break;
+      }
+      if (type->id() == arrow::Type::FIXED_SIZE_BINARY || type->id() == arrow::Type::BINARY ||
+          type->id() == arrow::Type::LARGE_BINARY) {
+        std::string bytes = literal.text;
+        if (literal.kind == sql::Literal::Kind::kString) {
+          auto decoded = FromHex(literal.text);
+          if (!decoded.ok()) return mismatch("expected a 0x-prefixed hex string");
+          bytes = *decoded;
+        }
+        if (type->id() == arrow::Type::FIXED_SIZE_BINARY) {
+          const auto width =
+              static_cast<size_t>(static_cast<const arrow::FixedSizeBinaryType&>(*type).byte_width());
+          if (bytes.size() != width) {
+            return mismatch("expected " + std::to_string(width) + " bytes, got " +
+                            std::to_string(bytes.size()));
+          }
+          return std::make_shared<arrow::FixedSizeBinaryScalar>(arrow::Buffer::FromString(bytes),
+                                                                type);
+        }
+        return std::make_shared<arrow::BinaryScalar>(arrow::Buffer::FromString(bytes));
+      }
+      if (type->id() == arrow::Type::TIMESTAMP && literal.kind == sql::Literal::Kind::kString) {
+        const auto& ts = static_cast<const arrow::TimestampType&>(*type);
+        auto parsed = arrow::Scalar::Parse(arrow::timestamp(ts.unit()), literal.text);
+        if (!parsed.ok()) return mismatch("not an ISO-8601 timestamp");
+        const auto& value = static_cast<const arrow::TimestampScalar&>(**parsed).value;
+        return std::make_shared<arrow::TimestampScalar>(value, type);
+      }
+      if (type->id() == arrow::Type::DATE32 && literal.kind == sql::Literal::Kind::kString) {
+        auto parsed = arrow::Scalar::Parse(type, literal.text);
+        if (!parsed.ok()) return mismatch("not a date");
+        return *parsed;
+      }
+      return mismatch("");
+    }
+    case sql::Literal::Kind::kNull:
+      return mismatch("");
+  }
+  cp::CastOptions options = cp::CastOptions::Safe(type);
+  auto cast = cp::Cast(arrow::Datum(raw), options);
+  if (!cast.ok()) return mismatch("value out of range for the column type");
+  return cast->scalar();
+}
+
+arrow::Result<int> FindColumn(const arrow::Schema& schema, const std::string& name,
+                              const std::string& source_name) {
+  const int index = schema.GetFieldIndex(name);
+  if (index >= 0) return index;
+  std::string available;
+  for (const auto& field : schema.fields()) {
+    if (!available.empty()) available += ", ";
+    available += field->name();
+  }
+  return Invalid("column '" + name + "' not found in " + source_name +
+                 " (available: " + available + ")");
+}
+
+}  // namespace
+
+void Catalog::Add(std::shared_ptr<Dataset> dataset) {
+  const std::string name = dataset->name();
+  datasets_[name] = std::move(dataset);
+}
+
+arrow::Result<std::shared_ptr<Dataset>> Catalog::Find(const std::string& name) const {
+  std::string key = name;
+  const size_t at = key.find('@');
+  if (at != std::string::npos) key.erase(at);
+  auto it = datasets_.find(key);
+  if (it != datasets_.end()) return it->second;
+  std::shared_ptr<Dataset> match;
+  for (const auto& [full, dataset] : datasets_) {
+    const size_t slash = full.find('/');
+    if (slash != std::string::npos && full.substr(slash + 1) == key) {
+      if (match != nullptr) return Invalid("dataset name '" + name + "' is ambiguous");
+      match = dataset;
+    }
+  }
+  if (match != nullptr) return match;
+  std::string known;
+  for (const auto& [full, dataset] : datasets_) known += (known.empty() ? "" : ", ") + full;
+  return Invalid("table reference resolution failed: dataset '" + name +
+                 "' not found (known: " + known + ")");
+}
+
+arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
+                                    const std::shared_ptr<arrow::Schema>& input,
+                                    const std::string& source_name, BoundQuery* query) {
+  Stage stage;
+  for (const auto& comparison : statement.where) {
+    ARROW_ASSIGN_OR_RAISE(int column, FindColumn(*input, comparison.column, source_name));
+    ARROW_ASSIGN_OR_RAISE(auto value, TypeLiteral(comparison.value, *input->field(column)));
+    stage.filters.push_back({column, ComparisonFunction(comparison.op), std::move(value)});
+  }
+  std::vector<std::shared_ptr<arrow::Field>> fields;
+  bool any_aggregate = false;
+  bool any_plain = false;
+  for (const auto& item : statement.items) {
+    switch (item.kind) {
+      case sql::SelectItem::Kind::kStar:
+        any_plain = true;
+        for (int i = 0; i < input->num_fields(); ++i) {
+          stage.projection.push_back(i);
+          fields.push_back(input->field(i));
+        }
+        break;
+      case sql::SelectItem::Kind::kColumn: {
+        any_plain = true;
+        ARROW_ASSIGN_OR_RAISE(int column, FindColumn(*input, item.column, source_name));
+        stage.projection.push_back(column);
+        auto field = input->field(column);
+        fields.push_back(item.alias.empty() ? field : field->WithName(item.alias));
+        break;
+      }
+      case sql::SelectItem::Kind::kAggregate:
+        any_aggregate = true;
+        break;
+    }
+  }
+  if (any_aggregate && any_plain) {
+    return Invalid("unsupported SQL construct: columns mixed with aggregates (GROUP BY)");
+  }
+  if (any_aggregate) {
+    // Aggregation happens after the last stage's filters; the stage passes every column.
+    for (int i = 0; i < input->num_fields(); ++i) stage.projection.push_back(i);
+    stage.output = input;
+    for (const auto& item : statement.items) {
+      Aggregate aggregate{item.function, -1};
+      std::string name;
+      std::shared_ptr<arrow::DataType> type = arrow::int64();
+      const char* fn = item.function == sql::AggregateFn::kMin
+                           ? "min"
+                           : (item.function == sql::AggregateFn::kMax ? "max" : "count");
+      if (!item.column.empty()) {
+        ARROW_ASSIGN_OR_RAISE(aggregate.column, FindColumn(*input, item.column, source_name));
+        if (item.function != sql::AggregateFn::kCount) {
+          type = input->field(aggregate.column)->type();
+        }
+        name = std::string(fn) + "(" + item.column + ")";
+      } else {
+        name = "count(*)";
+      }
+      query->aggregates_.push_back(aggregate);
+      const bool nullable = item.function != sql::AggregateFn::kCount;
+      fields.push_back(arrow::field(item.alias.empty() ? name : item.alias, type, nullable));
+    }
+    query->output_schema_ = arrow::schema(std::move(fields));
+  } else {
+    stage.output = arrow::schema(fields);
+    query->output_schema_ = stage.output;
+  }
+  query->stages_.push_back(std::move(stage));
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::shared_ptr<const BoundQuery>> BoundQuery::Bind(
+    const sql::SelectStatement& statement, const Catalog& catalog) {
+  auto query = std::make_shared<BoundQuery>();
+  query->streaming_setting_ = statement.streaming();
+  query->limit_ = statement.limit;
+  // Walk down to the innermost FROM, then bind stages from the inside out.
+  std::vector<const sql::SelectStatement*> chain;
+  for (const sql::SelectStatement* current = &statement;;) {
+    chain.push_back(current);
+    if (std::holds_alternative<sql::TableName>(current->from)) break;
+    current = std::get<std::shared_ptr<sql::SelectStatement>>(current->from).get();
+  }
+  const auto& table_name = std::get<sql::TableName>(chain.back()->from);
+  ARROW_ASSIGN_OR_RAISE(query->dataset_, catalog.Find(table_name.dataset));
+  auto schema = query->dataset_->TableSchema(table_name.table);
+  if (!schema.ok()) {
+    return Invalid("table reference resolution failed: " + schema.status().message());
+  }
+  query->table_ = table_name.table;
+  std::shared_ptr<arrow::Schema> input = *schema;
+  std::string source_name = table_name.dataset + "." + table_name.table;
+  for (size_t i = chain.size(); i-- > 0;) {
+    const sql::SelectStatement* stage = chain[i];
+    if (i > 0) {
+      if (stage->limit) return Invalid("unsupported SQL construct: LIMIT in a subquery");
+      for (const auto& item : stage->items) {
+        if (item.kind == sql::SelectItem::Kind::kAggregate) {
+          return Invalid("unsupported SQL construct: aggregate in a subquery");
+        }
+      }
+    }
+    ARROW_RETURN_NOT_OK(BindStage(*stage, input, source_name, query.get()));
+    input = query->stages_.back().output;
+    source_name = "subquery";
+  }
+  return query;
+}
+
+std::optional<std::string> BoundQuery::NonIncrementalOperation() const {
+  if (!aggregates_.empty()) return std::string("Aggregate");
+  if (limit_) return std::string("Limit");
+  return std::nullopt;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::Transform(
+    const std::shared_ptr<arrow::RecordBatch>& source) const {
+  std::shared_ptr<arrow::RecordBatch> batch = source;
+  for (const Stage& stage : stages_) {
+    if (!stage.filters.empty() && batch->num_rows() > 0) {
+      arrow::Datum mask;
+      for (const Predicate& predicate : stage.filters) {
+        ARROW_ASSIGN_OR_RAISE(
+            arrow::Datum part,
+            cp::CallFunction(predicate.function,
+                             {batch->column(predicate.column), arrow::Datum(predicate.value)}));
+        if (mask.is_value()) {
+          ARROW_ASSIGN_OR_RAISE(mask, cp::CallFunction("and_kleene", {mask, part}));
+        } else {
+          mask = std::move(part);
+        }
+      }
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum filtered, cp::Filter(batch, mask));
+      batch = filtered.record_batch();
+    }
+    std::vector<std::shared_ptr<arrow::Array>> columns;
+    columns.reserve(stage.projection.size());
+    for (int index : stage.projection) columns.push_back(batch->column(index));
+    batch = arrow::RecordBatch::Make(stage.output, batch->num_rows(), std::move(columns));
+  }
+  return batch;
+}
+
+arrow::Status BoundQuery::Aggregator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch) {
+  const auto& aggregates = query_->aggregates_;
+  if (partials_.empty()) {
+    partials_.resize(aggregates.size());
+    non_null_.assign(aggregates.size(), 0);
+  }
+  rows_ += batch->num_rows();
+  if (batch->num_rows() == 0) return arrow::Status::OK();
+  for (size_t i = 0; i < aggregates.size(); ++i) {
+    const Aggregate& aggregate = aggregates[i];
+    if (aggregate.column < 0) continue;
+    const auto& column = batch->column(aggregate.column);
+    non_null_[i] += column->length() - column->null_count();
+    if (aggregate.function == sql::AggregateFn::kCount) continue;
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum min_max, cp::CallFunction("min_max", {column}));
+    const auto& pair = static_cast<const arrow::StructScalar&>(*min_max.scalar());
+    partials_[i].push_back(pair.value[aggregate.function == sql::AggregateFn::kMin ? 0 : 1]);
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::Aggregator::Finish() const {
+  const auto& aggregates = query_->aggregates_;
+  const auto& schema = query_->output_schema_;
+  std::vector<std::shared_ptr<arrow::Array>> columns;
+  for (size_t i = 0; i < aggregates.size(); ++i) {
+    const Aggregate& aggregate = aggregates[i];
+    std::shared_ptr<arrow::Scalar> result;
+    if (aggregate.function == sql::AggregateFn::kCount) {
+      result = arrow::MakeScalar(
+          int64_t{aggregate.column < 0 ? rows_ : (non_null_.empty() ? 0 : non_null_[i])});
+    } else if (partials_.empty() || partials_[i].empty()) {
+      result = arrow::MakeNullScalar(schema->field(static_cast<int>(i))->type());
+    } else {
+      // Reduce the per-batch partial results the same way.
+      std::unique_ptr<arrow::ArrayBuilder> builder;
+      ARROW_RETURN_NOT_OK(arrow::MakeBuilder(arrow::default_memory_pool(),
+                                             partials_[i].front()->type, &builder));
+      for (const auto& partial : partials_[i]) ARROW_RETURN_NOT_OK(builder->AppendScalar(*partial));
+      ARROW_ASSIGN_OR_RAISE(auto values, builder->Finish());
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum min_max, cp::CallFunction("min_max", {values}));
+      const auto& pair = static_cast<const arrow::StructScalar&>(*min_max.scalar());
+      result = pair.value[aggregate.function == sql::AggregateFn::kMin ? 0 : 1];
+    }
+    ARROW_ASSIGN_OR_RAISE(auto array, arrow::MakeArrayFromScalar(*result, 1));
+    columns.push_back(std::move(array));
+  }
+  return arrow::RecordBatch::Make(schema, 1, std::move(columns));
+}
+
+}  // namespace ampdelta::devserver

@@ -1,0 +1,89 @@
+#pragma once
+
+/// \file sql.h
+/// \brief Parser for the SQL subset the dev server answers (product.md §11).
+///
+/// Supported: `SELECT` of columns (optionally `AS alias`), `*`, `MIN/MAX/COUNT` aggregates;
+/// `FROM "ns/name".table`, `dataset.table` or a parenthesised subquery with an optional
+/// alias; `WHERE` with comparisons, `BETWEEN … AND …` and `AND`; `LIMIT n`;
+/// `SETTINGS key = value, …`. Anything else fails with an `invalid query:` message that
+/// names the construct.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <arrow/result.h>
+
+namespace ampdelta::devserver::sql {
+
+/// \brief A literal value in a predicate.
+struct Literal {
+  enum class Kind : uint8_t { kInteger, kFloat, kString, kBoolean, kHexBytes, kNull };
+  Kind kind = Kind::kNull;
+  /// Decimal digits (with sign) for integers, the text for floats and strings, the raw
+  /// bytes for hex literals.
+  std::string text;
+  bool boolean = false;
+};
+
+/// \brief Comparison operators.
+enum class CompareOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
+
+/// \brief `column <op> literal`. BETWEEN is parsed into two comparisons.
+struct Comparison {
+  std::string column;
+  CompareOp op = CompareOp::kEq;
+  Literal value;
+};
+
+/// \brief Aggregate functions.
+enum class AggregateFn : uint8_t { kMin, kMax, kCount };
+
+/// \brief One item of the select list.
+struct SelectItem {
+  enum class Kind : uint8_t { kColumn, kStar, kAggregate };
+  Kind kind = Kind::kColumn;
+  /// Column name (empty for `*` and `COUNT(*)`).
+  std::string column;
+  AggregateFn function = AggregateFn::kCount;
+  /// Output name given with AS, or empty.
+  std::string alias;
+};
+
+struct SelectStatement;
+
+/// \brief A table reference `dataset.table`.
+struct TableName {
+  std::string dataset;
+  std::string table;
+};
+
+/// \brief A parsed SELECT.
+struct SelectStatement {
+  std::vector<SelectItem> items;
+  std::variant<TableName, std::shared_ptr<SelectStatement>> from;
+  /// Alias of the FROM item, or empty.
+  std::string from_alias;
+  std::vector<Comparison> where;
+  std::optional<uint64_t> limit;
+  /// Lower-case keys; values as written (lower-cased for booleans).
+  std::map<std::string, std::string> settings;
+
+  /// \brief Return true when `SETTINGS stream = true` is present.
+  bool streaming() const;
+};
+
+/// \brief Parse one statement (a trailing `;` is allowed).
+///
+/// \return the statement, or Invalid("invalid query: …") naming what is wrong
+arrow::Result<SelectStatement> Parse(const std::string& text);
+
+/// \brief Return the SQL spelling of an operator ("=", "<", …).
+const char* CompareOpName(CompareOp op);
+
+}  // namespace ampdelta::devserver::sql

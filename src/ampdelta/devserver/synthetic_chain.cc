@@ -1,0 +1,577 @@
+#include "ampdelta/devserver/synthetic_chain.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <functional>
+
+#include <arrow/builder.h>
+#include <arrow/record_batch.h>
+#include <arrow/table_builder.h>
+#include <arrow/util/decimal.h>
+
+#include "ampdelta/devserver/evm_schemas.h"
+#include "ampdelta/util/hex.h"
+
+namespace ampdelta::devserver {
+namespace {
+
+using Hash32 = std::array<uint8_t, 32>;
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
+
+// Tags keep the pseudo-random streams of different fields independent.
+enum Tag : uint64_t {
+  kTagBlockHash = 1,
+  kTagBlockRow = 2,
+  kTagStateRoot = 3,
+  kTagTxRoot = 4,
+  kTagReceiptRoot = 5,
+  kTagMixHash = 6,
+  kTagWithdrawals = 7,
+  kTagBeaconRoot = 8,
+  kTagRequests = 9,
+  kTagTxHash = 1'000,
+  kTagTxRow = 2'000'000,
+  kTagLogRow = 4'000'000,
+};
+
+uint64_t Mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t Seed(uint64_t seed, uint64_t number, uint64_t generation, uint64_t tag) {
+  return Mix(Mix(Mix(seed + kGolden) ^ number) ^ (generation * kGolden)) ^ Mix(tag);
+}
+
+class Rng {
+ public:
+  explicit Rng(uint64_t state) : state_(state) {}
+  uint64_t Next() {
+    state_ += kGolden;
+    return Mix(state_);
+  }
+  uint64_t Below(uint64_t bound) { return Next() % bound; }
+  void Fill(uint8_t* out, size_t size) {
+    for (size_t i = 0; i < size; i += 8) {
+      const uint64_t word = Next();
+      std::memcpy(out + i, &word, std::min<size_t>(8, size - i));
+    }
+  }
+
+ private:
+  uint64_t state_;
+};
+
+Hash32 MakeHash(uint64_t seed, uint64_t number, uint64_t generation, uint64_t tag) {
+  Hash32 out;
+  Rng rng(Seed(seed, number, generation, tag));
+  rng.Fill(out.data(), out.size());
+  return out;
+}
+
+std::string HashHex(const Hash32& hash) {
+  return ToHex0x(std::string_view(reinterpret_cast<const char*>(hash.data()), hash.size()));
+}
+
+constexpr int64_t kNanosPerSecond = 1'000'000'000;
+
+// The keccak of an empty RLP list, the ommers hash of every post-merge block.
+constexpr uint8_t kEmptyOmmersHash[32] = {
+    0x1d, 0xcc, 0x4d, 0xe8, 0xde, 0xc7, 0x5d, 0x7a, 0xab, 0x85, 0xb5,
+    0x67, 0xb6, 0xcc, 0xd4, 0x1a, 0xd3, 0x12, 0x45, 0x1b, 0x94, 0x8a,
+    0x74, 0x13, 0xf0, 0xa1, 0x42, 0xfd, 0x40, 0xd4, 0x93, 0x47};
+
+template <typename T>
+T* Column(arrow::RecordBatchBuilder* builder, int index) {
+  return builder->GetFieldAs<T>(index);
+}
+
+}  // namespace
+
+// An immutable snapshot of the reorg history: enough to compute every block's generation.
+class SyntheticChain::View : public ChainView {
+ public:
+  View(const SyntheticChainOptions* options, std::vector<uint64_t> sorted_forks)
+      : options_(options), sorted_forks_(std::move(sorted_forks)) {}
+
+  uint64_t Generation(uint64_t number) const {
+    return static_cast<uint64_t>(
+        std::upper_bound(sorted_forks_.begin(), sorted_forks_.end(), number) -
+        sorted_forks_.begin());
+  }
+
+  Hash32 BlockHash(uint64_t number) const {
+    return MakeHash(options_->seed, number, Generation(number), kTagBlockHash);
+  }
+
+  Hash32 ParentHash(uint64_t number) const {
+    if (number == 0) return Hash32{};
+    return BlockHash(number - 1);
+  }
+
+  Hash32 TxHash(uint64_t number, uint64_t generation, uint32_t index) const {
+    return MakeHash(options_->seed, number, generation, kTagTxHash + index);
+  }
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Blocks(uint64_t from, uint64_t to) const;
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Transactions(uint64_t from,
+                                                                  uint64_t to) const;
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Logs(uint64_t from, uint64_t to) const;
+
+  const SyntheticChainOptions& options() const { return *options_; }
+
+ private:
+  const SyntheticChainOptions* options_;
+  std::vector<uint64_t> sorted_forks_;
+};
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Blocks(
+    uint64_t from, uint64_t to) const {
+  const int64_t rows = static_cast<int64_t>(to - from + 1);
+  ARROW_ASSIGN_OR_RAISE(auto builder, arrow::RecordBatchBuilder::Make(
+                                          BlocksSchema(), arrow::default_memory_pool(), rows));
+  auto* b = builder.get();
+  uint8_t bloom[256];
+  for (uint64_t n = from; n <= to; ++n) {
+    const uint64_t gen = Generation(n);
+    const uint64_t seed = options_->seed;
+    Rng rng(Seed(seed, n, gen, kTagBlockRow));
+    const Hash32 hash = BlockHash(n);
+    const Hash32 parent = ParentHash(n);
+    uint8_t miner[20];
+    Rng(Seed(seed, rng.Below(16), 0, kTagBlockRow)).Fill(miner, sizeof(miner));
+    ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 0)->Append(n));
+    ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 1)->Append(n));
+    ARROW_RETURN_NOT_OK(
+        Column<arrow::TimestampBuilder>(b, 2)->Append(BlockTimestamp(n) * kNanosPerSecond));
+    ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 3)->Append(hash.data()));
+    ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 4)->Append(parent.data()));
+    ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 5)->Append(kEmptyOmmersHash));
+    ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 6)->Append(miner));
+    ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 7)->Append(
+        MakeHash(seed, n, gen, kTagStateRoot).data()));
+    ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 8)->Append(
+        MakeHash(seed, n, gen, kTagTxRoot).data()));
+    ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 9)->Append(
+        MakeHash(seed, n, gen, kTagReceiptRoot).data()));
+    rng.Fill(bloom, sizeof(bloom));
+    ARROW_RETURN_NOT_OK(Column<arrow::BinaryBuilder>(b, 10)->Append(bloom, sizeof(bloom)));
+    ARROW_RETURN_NOT_OK(Column<arrow::Decimal128Builder>(b, 11)->Append(arrow::Decimal128(0)));
+    ARROW_RETURN_NOT_OK(Column<arrow::Decimal128Builder>(b, 12)->Append(
+        arrow::Decimal128("58750003716598352816469")));
+    const uint64_t gas_limit = 60'000'000;
+    ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 13)->Append(gas_limit));
+    ARROW_RETURN_NOT_OK(
+        Column<arrow::UInt64Builder>(b, 14)->Append(1'000'000 + rng.Below(59'000'000)));
+    static constexpr char kExtra[] = "acme-builder";
+    ARROW_RETURN_NOT_OK(
+        Column<arrow::BinaryBuilder>(b, 15)->Append(kExtra, sizeof(kExtra) - 1));
+    ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 16)->Append(
+        MakeHash(seed, n, gen, kTagMixHash).data()));
+    ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 17)->Append(0));
+    ARROW_RETURN_NOT_OK(Column<arrow::Decimal128Builder>(b, 18)->Append(
+        arrow::Decimal128(static_cast<int64_t>(100'000'000 + rng.Below(30'000'000'000)))));
+    ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 19)->Append(
+        MakeHash(seed, n, gen, kTagWithdrawals).data()));
+    ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 20)->Append(131'072 * rng.Below(7)));
+    ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 21)->Append(rng.Below(1'000'000)));
+    ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 22)->Append(
+        MakeHash(seed, n, gen, kTagBeaconRoot).data()));
+    // requests_hash appeared with a later fork: leave some blocks without it.
+    if (n % 3 == 0) {
+      ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 23)->AppendNull());
+    } else {
+      ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 23)->Append(
+          MakeHash(seed, n, gen, kTagRequests).data()));
+    }
+  }
+  return builder->Flush();
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Transactions(
+    uint64_t from, uint64_t to) const {
+  const uint32_t per_block = options_->transactions_per_block;
+  const int64_t rows = static_cast<int64_t>((to - from + 1) * per_block);
+  ARROW_ASSIGN_OR_RAISE(auto builder,
+                        arrow::RecordBatchBuilder::Make(TransactionsSchema(),
+                                                        arrow::default_memory_pool(), rows));
+  auto* b = builder.get();
+  auto* access_list = Column<arrow::ListBuilder>(b, 24);
+  auto* access_entry = static_cast<arrow::StructBuilder*>(access_list->value_builder());
+  auto* access_address =
+      static_cast<arrow::FixedSizeBinaryBuilder*>(access_entry->field_builder(0));
+  auto* storage_keys = static_cast<arrow::ListBuilder*>(access_entry->field_builder(1));
+  auto* storage_key = static_cast<arrow::FixedSizeBinaryBuilder*>(storage_keys->value_builder());
+  auto* blob_hashes = Column<arrow::ListBuilder>(b, 25);
+  auto* blob_hash = static_cast<arrow::FixedSizeBinaryBuilder*>(blob_hashes->value_builder());
+  auto* auth_list = Column<arrow::ListBuilder>(b, 26);
+  auto* auth = static_cast<arrow::StructBuilder*>(auth_list->value_builder());
+
+  uint8_t bytes[32];
+  uint8_t input[160];
+  for (uint64_t n = from; n <= to; ++n) {
+    const uint64_t gen = Generation(n);
+    const Hash32 block_hash = BlockHash(n);
+    const int64_t timestamp = BlockTimestamp(n) * kNanosPerSecond;
+    for (uint32_t i = 0; i < per_block; ++i) {
+      Rng rng(Seed(options_->seed, n, gen, kTagTxRow + i));
+      const Hash32 tx_hash = TxHash(n, gen, i);
+      // 0 legacy, 2 EIP-1559, 3 blob, 4 set-code: a mix that exercises every nullable column.
+      const uint64_t pick = rng.Below(40);
+      const int32_t type = pick < 8 ? 0 : (pick < 36 ? 2 : (pick < 39 ? 3 : 4));
+      ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 0)->Append(n));
+      ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 1)->Append(block_hash.data()));
+      ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 2)->Append(n));
+      ARROW_RETURN_NOT_OK(Column<arrow::TimestampBuilder>(b, 3)->Append(timestamp));
+      ARROW_RETURN_NOT_OK(Column<arrow::UInt32Builder>(b, 4)->Append(i));
+      ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 5)->Append(tx_hash.data()));
+      if (rng.Below(16) == 0) {  // contract creation
+        ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 6)->AppendNull());
+      } else {
+        rng.Fill(bytes, 20);
+        ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 6)->Append(bytes));
+      }
+      ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 7)->Append(rng.Below(100'000)));
+      const int64_t gas_price = static_cast<int64_t>(1'000'000'000 + rng.Below(50'000'000'000));
+      ARROW_RETURN_NOT_OK(
+          Column<arrow::Decimal128Builder>(b, 8)->Append(arrow::Decimal128(gas_price)));
+      const uint64_t gas_limit = 21'000 + rng.Below(2'000'000);
+      ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 9)->Append(gas_limit));
+      // value: a decimal string of a U256 wei amount; some exceed 2^64.
+      std::string value = std::to_string(rng.Below(1'000'000'000'000'000'000ULL));
+      if (rng.Below(8) == 0) value += std::to_string(100'000'000 + rng.Below(900'000'000));
+      if (rng.Below(4) == 0) value = "0";
+      ARROW_RETURN_NOT_OK(Column<arrow::StringBuilder>(b, 10)->Append(value));
+      const size_t input_size = type == 0 && rng.Below(2) == 0 ? 0 : 4 + rng.Below(150);
+      rng.Fill(input, input_size);
+      ARROW_RETURN_NOT_OK(
+          Column<arrow::BinaryBuilder>(b, 11)->Append(input, static_cast<int32_t>(input_size)));
+      rng.Fill(bytes, 32);
+      ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 12)->Append(bytes));
+      rng.Fill(bytes, 32);
+      ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 13)->Append(bytes));
+      ARROW_RETURN_NOT_OK(Column<arrow::BooleanBuilder>(b, 14)->Append(rng.Below(2) == 1));
+      ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 15)->Append(1));
+      ARROW_RETURN_NOT_OK(
+          Column<arrow::UInt64Builder>(b, 16)->Append(21'000 + rng.Below(gas_limit - 20'999)));
+      ARROW_RETURN_NOT_OK(Column<arrow::Int32Builder>(b, 17)->Append(type));
+      auto* max_fee = Column<arrow::Decimal128Builder>(b, 18);
+      auto* max_priority = Column<arrow::Decimal128Builder>(b, 19);
+      auto* max_blob_fee = Column<arrow::Decimal128Builder>(b, 20);
+      if (type == 0) {
+        ARROW_RETURN_NOT_OK(max_fee->AppendNull());
+        ARROW_RETURN_NOT_OK(max_priority->AppendNull());
+      } else {
+        ARROW_RETURN_NOT_OK(max_fee->Append(arrow::Decimal128(gas_price * 2)));
+        ARROW_RETURN_NOT_OK(max_priority->Append(
+            arrow::Decimal128(static_cast<int64_t>(rng.Below(2'000'000'000)))));
+      }
+      if (type == 3) {
+        ARROW_RETURN_NOT_OK(max_blob_fee->Append(arrow::Decimal128(int64_t{1'000'000'000})));
+      } else {
+        ARROW_RETURN_NOT_OK(max_blob_fee->AppendNull());
+      }
+      rng.Fill(bytes, 20);
+      ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 21)->Append(bytes));
+      ARROW_RETURN_NOT_OK(Column<arrow::BooleanBuilder>(b, 22)->Append(rng.Below(20) != 0));
+      ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 23)->AppendNull());
+      // access_list: null for legacy transactions, empty or one entry otherwise.
+      if (type == 0) {
+        ARROW_RETURN_NOT_OK(access_list->AppendNull());
+      } else {
+        ARROW_RETURN_NOT_OK(access_list->Append());
+        if (rng.Below(4) == 0) {
+          ARROW_RETURN_NOT_OK(access_entry->Append());
+          rng.Fill(bytes, 20);
+          ARROW_RETURN_NOT_OK(access_address->Append(bytes));
+          ARROW_RETURN_NOT_OK(storage_keys->Append());
+          const uint64_t keys = 1 + rng.Below(3);
+          for (uint64_t k = 0; k < keys; ++k) {
+            rng.Fill(bytes, 32);
+            ARROW_RETURN_NOT_OK(storage_key->Append(bytes));
+          }
+        }
+      }
+      if (type == 3) {
+        ARROW_RETURN_NOT_OK(blob_hashes->Append());
+        const uint64_t blobs = 1 + rng.Below(3);
+        for (uint64_t k = 0; k < blobs; ++k) {
+          rng.Fill(bytes, 32);
+          bytes[0] = 0x01;  // versioned hash prefix
+          ARROW_RETURN_NOT_OK(blob_hash->Append(bytes));
+        }
+      } else {
+        ARROW_RETURN_NOT_OK(blob_hashes->AppendNull());
+      }
+      if (type == 4) {
+        ARROW_RETURN_NOT_OK(auth_list->Append());
+        ARROW_RETURN_NOT_OK(auth->Append());
+        ARROW_RETURN_NOT_OK(
+            static_cast<arrow::UInt64Builder*>(auth->field_builder(0))->Append(1));
+        rng.Fill(bytes, 20);
+        ARROW_RETURN_NOT_OK(
+            static_cast<arrow::FixedSizeBinaryBuilder*>(auth->field_builder(1))->Append(bytes));
+        ARROW_RETURN_NOT_OK(static_cast<arrow::UInt64Builder*>(auth->field_builder(2))
+                                ->Append(rng.Below(1000)));
+        ARROW_RETURN_NOT_OK(static_cast<arrow::BooleanBuilder*>(auth->field_builder(3))
+                                ->Append(rng.Below(2) == 1));
+        rng.Fill(bytes, 32);
+        ARROW_RETURN_NOT_OK(
+            static_cast<arrow::FixedSizeBinaryBuilder*>(auth->field_builder(4))->Append(bytes));
+        rng.Fill(bytes, 32);
+        ARROW_RETURN_NOT_OK(
+            static_cast<arrow::FixedSizeBinaryBuilder*>(auth->field_builder(5))->Append(bytes));
+      } else {
+        ARROW_RETURN_NOT_OK(auth_list->AppendNull());
+      }
+    }
+  }
+  return builder->Flush();
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Logs(
+    uint64_t from, uint64_t to) const {
+  const uint32_t per_block =
+      options_->transactions_per_block * options_->logs_per_transaction;
+  const int64_t rows = static_cast<int64_t>((to - from + 1) * per_block);
+  ARROW_ASSIGN_OR_RAISE(auto builder, arrow::RecordBatchBuilder::Make(
+                                          LogsSchema(), arrow::default_memory_pool(), rows));
+  auto* b = builder.get();
+  uint8_t bytes[32];
+  uint8_t data[256];
+  for (uint64_t n = from; n <= to; ++n) {
+    const uint64_t gen = Generation(n);
+    const Hash32 block_hash = BlockHash(n);
+    const int64_t timestamp = BlockTimestamp(n) * kNanosPerSecond;
+    uint32_t log_index = 0;
+    for (uint32_t i = 0; i < options_->transactions_per_block; ++i) {
+      const Hash32 tx_hash = TxHash(n, gen, i);
+      for (uint32_t k = 0; k < options_->logs_per_transaction; ++k, ++log_index) {
+        Rng rng(Seed(options_->seed, n, gen, kTagLogRow + log_index));
+        ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 0)->Append(n));
+        ARROW_RETURN_NOT_OK(
+            Column<arrow::FixedSizeBinaryBuilder>(b, 1)->Append(block_hash.data()));
+        ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 2)->Append(n));
+        ARROW_RETURN_NOT_OK(Column<arrow::TimestampBuilder>(b, 3)->Append(timestamp));
+        ARROW_RETURN_NOT_OK(
+            Column<arrow::FixedSizeBinaryBuilder>(b, 4)->Append(tx_hash.data()));
+        ARROW_RETURN_NOT_OK(Column<arrow::UInt32Builder>(b, 5)->Append(i));
+        ARROW_RETURN_NOT_OK(Column<arrow::UInt32Builder>(b, 6)->Append(log_index));
+        rng.Fill(bytes, 20);
+        ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 7)->Append(bytes));
+        const uint64_t topics = rng.Below(5);
+        for (int t = 0; t < 4; ++t) {
+          auto* topic = Column<arrow::FixedSizeBinaryBuilder>(b, 8 + t);
+          if (static_cast<uint64_t>(t) < topics) {
+            rng.Fill(bytes, 32);
+            ARROW_RETURN_NOT_OK(topic->Append(bytes));
+          } else {
+            ARROW_RETURN_NOT_OK(topic->AppendNull());
+          }
+        }
+        const size_t data_size = 32 * rng.Below(5);
+        rng.Fill(data, data_size);
+        ARROW_RETURN_NOT_OK(
+            Column<arrow::BinaryBuilder>(b, 12)->Append(data, static_cast<int32_t>(data_size)));
+      }
+    }
+  }
+  return builder->Flush();
+}
+
+namespace {
+
+class SyntheticIterator : public BatchIterator {
+ public:
+  SyntheticIterator(std::function<arrow::Result<std::shared_ptr<arrow::RecordBatch>>(
+                        uint64_t, uint64_t)>
+                        generate,
+                    uint64_t from, uint64_t to, uint64_t blocks_per_batch)
+      : generate_(std::move(generate)),
+        next_(from),
+        to_(to),
+        blocks_per_batch_(std::max<uint64_t>(1, blocks_per_batch)) {}
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override {
+    if (done_ || next_ > to_) return nullptr;
+    const uint64_t end = std::min(to_, next_ + blocks_per_batch_ - 1);
+    auto batch = generate_(next_, end);
+    if (end == to_) {
+      done_ = true;
+    } else {
+      next_ = end + 1;
+    }
+    return batch;
+  }
+
+ private:
+  std::function<arrow::Result<std::shared_ptr<arrow::RecordBatch>>(uint64_t, uint64_t)>
+      generate_;
+  uint64_t next_;
+  uint64_t to_;
+  uint64_t blocks_per_batch_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+SyntheticChain::SyntheticChain(SyntheticChainOptions options)
+    : options_(std::move(options)),
+      head_(options_.start_block + std::max<uint64_t>(options_.initial_blocks, 1) - 1) {}
+
+std::vector<std::string> SyntheticChain::table_names() const {
+  return {"blocks", "transactions", "logs"};
+}
+
+arrow::Result<std::shared_ptr<arrow::Schema>> SyntheticChain::TableSchema(
+    const std::string& table) const {
+  if (table == "blocks") return BlocksSchema();
+  if (table == "transactions") return TransactionsSchema();
+  if (table == "logs") return LogsSchema();
+  return arrow::Status::KeyError("table '", table, "' not found in dataset '",
+                                 options_.dataset, "' (tables: blocks, transactions, logs)");
+}
+
+int64_t SyntheticChain::BlockTimestamp(uint64_t number) {
+  return kAnchorUnixSeconds +
+         (static_cast<int64_t>(number) - kAnchorBlock) * kBlockSeconds;
+}
+
+std::shared_ptr<const SyntheticChain::View> SyntheticChain::SnapshotLocked() const {
+  std::vector<uint64_t> forks = reorg_forks_;
+  std::sort(forks.begin(), forks.end());
+  return std::make_shared<View>(&options_, std::move(forks));
+}
+
+ScanRange SyntheticChain::MakeRangeLocked(uint64_t start, uint64_t end) const {
+  auto view = SnapshotLocked();
+  ScanRange out;
+  out.range.start = start;
+  out.range.end = end;
+  out.range.hash = HashHex(view->BlockHash(end));
+  out.range.prev_hash = HashHex(view->ParentHash(start));
+  out.range.timestamp = static_cast<uint64_t>(BlockTimestamp(end));
+  out.view = std::move(view);
+  return out;
+}
+
+std::optional<ScanRange> SyntheticChain::Synced() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return MakeRangeLocked(options_.start_block, head_);
+}
+
+uint64_t SyntheticChain::RestartPointLocked(const ChainPosition& previous) const {
+  const uint64_t n = previous.number;
+  // Reorgs that touched block n, in the order they happened.
+  std::vector<uint64_t> touching;
+  for (uint64_t fork : reorg_forks_) {
+    if (fork <= n) touching.push_back(fork);
+  }
+  // Find which generation of block n the client saw; the reorgs after that one moved the
+  // chain under it, and the lowest of their fork points is where the chain diverged.
+  for (size_t seen = touching.size(); seen-- > 0;) {
+    if (HashHex(MakeHash(options_.seed, n, seen, kTagBlockHash)) == previous.hash) {
+      uint64_t restart = n;
+      for (size_t i = seen; i < touching.size(); ++i) restart = std::min(restart, touching[i]);
+      return restart;
+    }
+  }
+  // An unknown hash: re-emit from the cursor's block, as Amp does.
+  return n;
+}
+
+std::optional<ScanRange> SyntheticChain::NextMicrobatch(
+    const std::optional<ChainPosition>& previous, uint64_t max_blocks) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t start = options_.start_block;
+  if (previous) {
+    if (previous->number > head_) return std::nullopt;  // wait until the block exists
+    const auto view = SnapshotLocked();
+    const bool canonical = previous->number + 1 >= options_.start_block &&
+                           HashHex(view->BlockHash(previous->number)) == previous->hash;
+    start = canonical ? previous->number + 1 : RestartPointLocked(*previous);
+    start = std::max(start, options_.start_block);
+  }
+  if (start > head_) return std::nullopt;
+  const uint64_t end = std::min(head_, start + std::max<uint64_t>(max_blocks, 1) - 1);
+  return MakeRangeLocked(start, end);
+}
+
+uint64_t SyntheticChain::change_counter() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return change_counter_;
+}
+
+void SyntheticChain::WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait_for(lock, timeout, [&] { return change_counter_ != seen; });
+}
+
+void SyntheticChain::AdvanceHead(uint64_t count) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    head_ += count;
+    ++change_counter_;
+  }
+  changed_.notify_all();
+}
+
+arrow::Status SyntheticChain::Reorg(uint64_t depth) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (depth == 0) return arrow::Status::Invalid("reorg depth must be at least 1");
+    if (depth > head_ - options_.start_block + 1) {
+      return arrow::Status::Invalid("reorg depth ", depth, " reaches below the first block ",
+                                    options_.start_block);
+    }
+    reorg_forks_.push_back(head_ - depth + 1);
+    ++change_counter_;
+  }
+  changed_.notify_all();
+  return arrow::Status::OK();
+}
+
+uint64_t SyntheticChain::head() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return head_;
+}
+
+uint64_t SyntheticChain::reorg_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return reorg_forks_.size();
+}
+
+std::string SyntheticChain::BlockHash(uint64_t number) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return HashHex(SnapshotLocked()->BlockHash(number));
+}
+
+arrow::Result<std::unique_ptr<BatchIterator>> SyntheticChain::Scan(
+    const std::string& table, const ScanRange& range) const {
+  auto view = std::dynamic_pointer_cast<const View>(range.view);
+  if (view == nullptr) return arrow::Status::Invalid("scan range from another dataset");
+  const uint64_t max_rows = options_.max_rows_per_batch;
+  const uint64_t txs = std::max<uint32_t>(options_.transactions_per_block, 1);
+  const uint64_t logs = std::max<uint64_t>(txs * options_.logs_per_transaction, 1);
+  if (table == "blocks") {
+    return std::make_unique<SyntheticIterator>(
+        [view](uint64_t a, uint64_t b) { return view->Blocks(a, b); }, range.range.start,
+        range.range.end, max_rows);
+  }
+  if (table == "transactions") {
+    return std::make_unique<SyntheticIterator>(
+        [view](uint64_t a, uint64_t b) { return view->Transactions(a, b); },
+        range.range.start, range.range.end, max_rows / txs);
+  }
+  if (table == "logs") {
+    return std::make_unique<SyntheticIterator>(
+        [view](uint64_t a, uint64_t b) { return view->Logs(a, b); }, range.range.start,
+        range.range.end, max_rows / logs);
+  }
+  return TableSchema(table).status();
+}
+
+}  // namespace ampdelta::devserver

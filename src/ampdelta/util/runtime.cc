@@ -1,0 +1,24 @@
+#include "ampdelta/util/runtime.h"
+
+#include <mutex>
+
+#include <arrow/compute/initialize.h>
+#include <arrow/filesystem/filesystem.h>
+
+namespace ampdelta {
+
+arrow::Status InitializeRuntime() {
+  static std::once_flag once;
+  static arrow::Status result;
+  std::call_once(once, [] {
+    result = arrow::compute::Initialize();
+    if (!result.ok()) return;
+    arrow::fs::FileSystemGlobalOptions options;
+    options.tls_ca_file_path = "/etc/ssl/certs/ca-certificates.crt";
+    options.tls_ca_dir_path = "/etc/ssl/certs";
+    result = arrow::fs::Initialize(options);
+  });
+  return result;
+}
+
+}  // namespace ampdelta

@@ -1,0 +1,90 @@
+#pragma once
+
+/// \file status.h
+/// \brief Typed error outcomes carried inside arrow::Status.
+///
+/// Callers branch on an ErrorCode (commit conflict, protocol error, …) through IsError(),
+/// never on message text. The code travels as an arrow::StatusDetail, so it survives
+/// WithMessage() and ARROW_RETURN_NOT_OK propagation.
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <arrow/status.h>
+
+namespace ampdelta {
+
+/// \brief Outcomes a caller may need to tell apart.
+enum class ErrorCode : uint8_t {
+  /// The Amp server broke its own protocol (gap, hash mismatch, malformed metadata).
+  kProtocolError,
+  /// The Amp server (or the transport to it) returned a gRPC error.
+  kServerError,
+  /// A reorg invalidated data the caller holds; see the message for the ranges.
+  kReorgDetected,
+  /// Someone else committed a conflicting change first.
+  kCommitConflict,
+  /// The table uses a protocol feature ampdelta does not implement.
+  kUnsupportedFeature,
+  /// The table's log is damaged or inconsistent.
+  kCorruptLog,
+  /// A conditional write found its precondition violated (object already exists).
+  kPreconditionFailed,
+  /// The caller's input (SQL, configuration, options) is invalid.
+  kInvalidInput,
+};
+
+/// \brief Return the stable lower-case name of an ErrorCode.
+const char* ErrorCodeName(ErrorCode code);
+
+/// \brief arrow::StatusDetail holding an ErrorCode.
+class ErrorDetail : public arrow::StatusDetail {
+ public:
+  static constexpr const char* kTypeId = "ampdelta::ErrorDetail";
+
+  /// \param[in] code the outcome
+  /// \param[in] subcode a finer, source-specific code (e.g. the gRPC status name
+  ///   `UNAVAILABLE` of a server error); may be empty
+  explicit ErrorDetail(ErrorCode code, std::string subcode = {})
+      : code_(code), subcode_(std::move(subcode)) {}
+
+  const char* type_id() const override { return kTypeId; }
+  std::string ToString() const override;
+
+  /// \brief Return the detail's code.
+  ErrorCode code() const { return code_; }
+  /// \brief Return the source-specific code, or an empty string.
+  const std::string& subcode() const { return subcode_; }
+
+ private:
+  ErrorCode code_;
+  std::string subcode_;
+};
+
+/// \brief Attach an ErrorCode (and optional subcode) to a status; OK stays OK.
+arrow::Status WithErrorCode(arrow::Status status, ErrorCode code,
+                            std::string subcode = {});
+
+/// \brief Return the ErrorCode attached to a status, if any.
+const ErrorDetail* GetErrorDetail(const arrow::Status& status);
+
+/// \brief Return true when the status carries the given ErrorCode.
+bool IsError(const arrow::Status& status, ErrorCode code);
+
+/// \brief Build an error status of arrow code `base` with an ErrorCode and a message made
+/// of the concatenated arguments.
+template <typename... Args>
+arrow::Status MakeError(ErrorCode code, arrow::StatusCode base, Args&&... args) {
+  return arrow::Status::FromDetailAndArgs(base, std::make_shared<ErrorDetail>(code),
+                                          std::forward<Args>(args)...);
+}
+
+/// \brief Shorthand for a protocol error (arrow::StatusCode::IOError).
+template <typename... Args>
+arrow::Status ProtocolError(Args&&... args) {
+  return MakeError(ErrorCode::kProtocolError, arrow::StatusCode::IOError,
+                   std::forward<Args>(args)...);
+}
+
+}  // namespace ampdelta

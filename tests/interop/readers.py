@@ -1,0 +1,124 @@
+"""Reference Delta Lake readers for interop tests.
+
+Each ``read_*`` function takes a Delta table path and returns a
+``pyarrow.Table`` as read by one independent implementation:
+
+    read_deltalake(path, version=None)   delta-rs (deltalake)
+    read_duckdb(path)                    DuckDB + delta extension (delta_scan)
+    read_polars(path, version=None)      polars (pl.read_delta, via delta-rs)
+    read_spark(path, version=None)       Apache Spark + delta-spark
+
+The environment comes from scripts/setup_python.sh: the venv at .deps/venv
+and the delta-spark jars pre-fetched into the Ivy cache at .deps/ivy2.
+Nothing here touches the network: DuckDB loads its delta extension from the
+duckdb-extension-delta wheel, and Spark resolves its jars from .deps/ivy2.
+
+Arrow types differ slightly between readers for the same Delta type: polars
+gives large_string/large_binary/large_list, DuckDB names list items "l" and
+timestamp zones "Etc/UTC" (others: "UTC"). Cast to one schema before
+comparing values.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+IVY_DIR = Path(os.environ.get("AMPDELTA_IVY_DIR", REPO_ROOT / ".deps" / "ivy2"))
+
+
+def read_deltalake(path, version: int | None = None) -> pa.Table:
+    from deltalake import DeltaTable
+
+    return DeltaTable(str(path), version=version).to_pyarrow_table()
+
+
+def duckdb_delta_extension_path() -> Path:
+    """The delta.duckdb_extension file shipped in the duckdb-extension-delta wheel."""
+    import duckdb
+    import duckdb_extension_delta
+
+    ext = (Path(duckdb_extension_delta.__file__).parent / "extensions"
+           / f"v{duckdb.__version__}" / "delta.duckdb_extension")
+    if not ext.is_file():
+        raise FileNotFoundError(
+            f"{ext} missing: duckdb-extension-delta must match duckdb {duckdb.__version__}")
+    return ext
+
+
+def read_duckdb(path) -> pa.Table:
+    import duckdb
+
+    # Never download extensions; load delta from the wheel's file instead.
+    con = duckdb.connect(config={"autoinstall_known_extensions": False})
+    try:
+        ext = str(duckdb_delta_extension_path()).replace("'", "''")
+        con.execute(f"LOAD '{ext}'")
+        return con.execute("SELECT * FROM delta_scan(?)",
+                           [os.path.abspath(path)]).to_arrow_table()
+    finally:
+        con.close()
+
+
+def read_polars(path, version: int | None = None) -> pa.Table:
+    import polars as pl
+
+    return pl.read_delta(str(path), version=version).to_arrow()
+
+
+_spark = None
+
+SPARK_CONF = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.memory": "1g",
+    "spark.jars.ivy": str(IVY_DIR),
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.sql.shuffle.partitions": "1",
+    "spark.default.parallelism": "1",
+    "spark.databricks.delta.snapshotPartitions": "1",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def spark_session():
+    """A module-wide local[1] SparkSession with Delta, started on first use."""
+    global _spark
+    if _spark is None:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        from delta import configure_spark_with_delta_pip
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder.master("local[1]").appName("ampdelta-interop")
+        for key, value in SPARK_CONF.items():
+            builder = builder.config(key, value)
+        warehouse = tempfile.mkdtemp(prefix="ampdelta-spark-wh-")
+        atexit.register(shutil.rmtree, warehouse, ignore_errors=True)
+        builder = builder.config("spark.sql.warehouse.dir", warehouse)
+        _spark = configure_spark_with_delta_pip(builder).getOrCreate()
+        _spark.sparkContext.setLogLevel("ERROR")
+    return _spark
+
+
+def read_spark(path, version: int | None = None) -> pa.Table:
+    reader = spark_session().read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    return reader.load(os.path.abspath(path)).toArrow()
+
+
+READERS = {
+    "deltalake": read_deltalake,
+    "duckdb": read_duckdb,
+    "polars": read_polars,
+    "spark": read_spark,
+}

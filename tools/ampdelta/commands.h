@@ -1,0 +1,32 @@
+#pragma once
+
+/// \file commands.h
+/// \brief The CLI's subcommands. Each registers its options on the app and returns the
+/// exit code through a callback set on the subcommand.
+
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace ampdelta::cli {
+
+/// \brief Exit codes: 0 success, 1 failure of the operation, 2 usage error.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+/// \brief A registered subcommand: runs when selected and returns the exit code.
+using CommandRunner = std::function<int()>;
+
+/// \brief `ampdelta dev-server`.
+CommandRunner AddDevServerCommand(CLI::App& app);
+/// \brief `ampdelta query`.
+CommandRunner AddQueryCommand(CLI::App& app);
+/// \brief `ampdelta demo`.
+CommandRunner AddDemoCommand(CLI::App& app);
+
+/// \brief Print `ampdelta: error: <message>` on stderr.
+void PrintError(const std::string& message);
+
+}  // namespace ampdelta::cli

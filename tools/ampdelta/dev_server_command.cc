@@ -1,0 +1,140 @@
+// `ampdelta dev-server`: run the Amp-compatible development server until SIGINT/SIGTERM.
+
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "ampdelta/devserver/dev_server.h"
+#include "commands.h"
+
+namespace ampdelta::cli {
+namespace {
+
+struct DevServerArgs {
+  devserver::DevServerOptions options;
+  uint64_t block_interval_ms = 0;
+  std::vector<std::string> reorg_at;
+  std::vector<std::string> datasets;
+  bool no_synthetic = false;
+  std::string token;
+};
+
+bool ParseReorgAt(const std::string& text, uint64_t* block, uint64_t* depth) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return false;
+  try {
+    *block = std::stoull(text.substr(0, colon));
+    *depth = std::stoull(text.substr(colon + 1));
+  } catch (const std::exception&) {
+    return false;
+  }
+  return *depth > 0;
+}
+
+int RunDevServer(DevServerArgs& args) {
+  devserver::DevServerOptions& options = args.options;
+  options.serve_synthetic = !args.no_synthetic;
+  options.live.block_interval = std::chrono::milliseconds(args.block_interval_ms);
+  for (const auto& item : args.reorg_at) {
+    uint64_t block = 0;
+    uint64_t depth = 0;
+    if (!ParseReorgAt(item, &block, &depth)) {
+      PrintError("--reorg-at expects BLOCK:DEPTH with DEPTH >= 1, got '" + item + "'");
+      return kExitUsage;
+    }
+    options.live.reorg_at[block] = depth;
+  }
+  for (const auto& item : args.datasets) {
+    const size_t equals = item.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == item.size()) {
+      PrintError("--dataset expects NAME=DIR, got '" + item + "'");
+      return kExitUsage;
+    }
+    options.parquet_datasets.emplace_back(item.substr(0, equals), item.substr(equals + 1));
+  }
+  if (!args.token.empty()) options.required_token = args.token;
+
+  // Block the stop signals before any server thread starts, so only sigwait sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = devserver::DevServer::Start(options);
+  if (!server.ok()) {
+    PrintError("dev-server failed to start: " + server.status().ToString());
+    return kExitFailure;
+  }
+  std::cout << "ampdelta dev-server listening on " << (*server)->url() << std::endl;
+  if ((*server)->chain() != nullptr) {
+    const auto* chain = (*server)->chain();
+    std::cerr << "serving \"" << chain->name() << "\" (network " << chain->network()
+              << ") blocks " << chain->first_block() << ".." << chain->head() << std::endl;
+  }
+  int received = 0;
+  sigwait(&signals, &received);
+  std::cerr << "stopping dev-server (signal " << received << ")" << std::endl;
+  arrow::Status status = (*server)->Shutdown();
+  if (!status.ok()) {
+    PrintError(status.ToString());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandRunner AddDevServerCommand(CLI::App& app) {
+  auto args = std::make_shared<DevServerArgs>();
+  auto& options = args->options;
+  CLI::App* cmd = app.add_subcommand(
+      "dev-server", "Run an Amp-compatible Flight server over a synthetic chain or Parquet");
+  cmd->add_option("--host", options.host, "address to bind")->capture_default_str();
+  cmd->add_option("--port", options.port, "port to bind (0 picks a free one)")
+      ->default_val(1602)
+      ->capture_default_str();
+  cmd->add_option("--start-block", options.chain.start_block, "first block of the chain")
+      ->capture_default_str();
+  cmd->add_option("--blocks", options.chain.initial_blocks, "blocks that exist at start")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--txs-per-block", options.chain.transactions_per_block,
+                  "transactions per block")
+      ->capture_default_str();
+  cmd->add_option("--logs-per-tx", options.chain.logs_per_transaction,
+                  "logs per transaction")
+      ->capture_default_str();
+  cmd->add_option("--seed", options.chain.seed, "seed of every hash and value")
+      ->capture_default_str();
+  cmd->add_option("--dataset-name", options.chain.dataset, "name of the synthetic dataset")
+      ->capture_default_str();
+  cmd->add_option("--network", options.chain.network, "network of the synthetic dataset")
+      ->capture_default_str();
+  cmd->add_option("--block-interval-ms", args->block_interval_ms,
+                  "add a block every N ms (0: the chain stays still)")
+      ->capture_default_str();
+  cmd->add_option("--max-head", options.live.max_head, "stop adding blocks at this head");
+  cmd->add_option("--reorg-every", options.live.reorg_every,
+                  "reorg after every N new blocks");
+  cmd->add_option("--reorg-depth", options.live.reorg_depth, "depth of --reorg-every reorgs")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--reorg-at", args->reorg_at,
+                  "BLOCK:DEPTH: when the head reaches BLOCK, replace DEPTH blocks");
+  cmd->add_option("--microbatch-max-blocks", options.stream.max_microbatch_blocks,
+                  "largest streaming microbatch in blocks")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("--keepalives", options.stream.keepalive_at_microbatch_start,
+                "send a 0-row keep-alive batch at each microbatch start");
+  cmd->add_option("--dataset", args->datasets,
+                  "NAME=DIR: serve Amp Parquet files (DIR/<table>/<revision>/*.parquet)");
+  cmd->add_flag("--no-synthetic", args->no_synthetic, "do not serve the synthetic chain");
+  cmd->add_option("--require-token", args->token,
+                  "reject calls without `authorization: Bearer TOKEN`");
+  return [args] { return RunDevServer(*args); };
+}
+
+}  // namespace ampdelta::cli

@@ -1,0 +1,171 @@
+// `ampdelta query`: run SQL on an Amp server and print what came back.
+
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include <arrow/record_batch.h>
+
+#include "ampdelta/amp/client.h"
+#include "ampdelta/amp/stream_interpreter.h"
+#include "commands.h"
+#include "table_format.h"
+
+namespace ampdelta::cli {
+namespace {
+
+struct QueryArgs {
+  std::string server = "grpc://localhost:1602";
+  std::string sql;
+  std::string token;
+  std::string resume;
+  bool stream = false;
+  std::string format = "table";
+  int64_t max_rows = 20;
+  uint64_t max_microbatches = 0;
+};
+
+std::string RangesText(const std::vector<amp::BlockRange>& ranges) {
+  if (ranges.empty()) return "[]";
+  std::string out;
+  for (const auto& range : ranges) out += (out.empty() ? "" : ",") + range.ToString();
+  return out;
+}
+
+arrow::Status RunBatch(amp::QueryStream& stream, const QueryArgs& args) {
+  int64_t rows = 0;
+  int64_t messages = 0;
+  bool complete = false;
+  std::vector<amp::BlockRange> ranges;
+  std::vector<std::vector<std::string>> shown;
+  while (true) {
+    ARROW_ASSIGN_OR_RAISE(auto message, stream.Next());
+    if (!message) break;
+    ++messages;
+    const arrow::RecordBatch& batch = *message->data;
+    if (message->has_metadata) {
+      ranges = message->metadata.ranges;
+      complete = complete || message->metadata.ranges_complete;
+    }
+    for (int64_t i = 0; i < batch.num_rows() && static_cast<int64_t>(shown.size()) < args.max_rows;
+         ++i) {
+      auto formatted = FormatRows(batch, {i});
+      shown.push_back(std::move(formatted.front()));
+    }
+    if (args.format == "csv") {
+      for (int64_t i = 0; i < batch.num_rows(); ++i) {
+        for (int c = 0; c < batch.num_columns(); ++c) {
+          std::cout << (c ? "," : "") << FormatValue(*batch.column(c), i);
+        }
+        std::cout << "\n";
+      }
+    }
+    rows += batch.num_rows();
+  }
+  if (args.format == "table") std::cout << FormatTable(stream.schema(), shown);
+  if (args.format == "table" && rows > static_cast<int64_t>(shown.size())) {
+    std::cout << "(" << rows - static_cast<int64_t>(shown.size()) << " more rows)\n";
+  }
+  std::cout << "rows=" << rows << " messages=" << messages << " ranges=" << RangesText(ranges)
+            << " ranges_complete=" << (complete ? "true" : "false") << std::endl;
+  return arrow::Status::OK();
+}
+
+arrow::Status RunStream(amp::QueryStream& stream, const QueryArgs& args,
+                        const std::optional<amp::Cursor>& resume) {
+  amp::StreamInterpreter interpreter;
+  if (resume) interpreter.SeedCursor(*resume);
+  uint64_t completed = 0;
+  int64_t microbatch_rows = 0;
+  while (args.max_microbatches == 0 || completed < args.max_microbatches) {
+    ARROW_ASSIGN_OR_RAISE(auto message, stream.Next());
+    if (!message) break;
+    ARROW_ASSIGN_OR_RAISE(amp::StreamEvent event,
+                          interpreter.Accept(message->metadata, message->data->num_rows()));
+    if (event.is_reorg()) {
+      std::cout << (event.partial_reorg ? "partial reorg" : "reorg")
+                << " invalidated=" << RangesText(event.invalidated);
+      if (event.resume_cursor) std::cout << " resume=" << amp::CursorToJson(*event.resume_cursor);
+      std::cout << std::endl;
+      if (event.partial_reorg) break;
+    }
+    microbatch_rows += message->data->num_rows();
+    if (event.kind == amp::StreamEvent::Kind::kMicrobatchEnd) {
+      ++completed;
+      std::cout << "microbatch " << RangesText(event.ranges) << " rows=" << microbatch_rows;
+      if (!event.ranges.empty()) std::cout << " hash=" << event.ranges.back().hash;
+      std::cout << std::endl;
+      microbatch_rows = 0;
+    }
+  }
+  std::cout << "microbatches=" << completed
+            << " cursor=" << amp::CursorToJson(interpreter.CompletedCursor()) << std::endl;
+  return arrow::Status::OK();
+}
+
+int RunQuery(const QueryArgs& args) {
+  amp::ClientOptions options;
+  if (!args.token.empty()) options.auth_token = args.token;
+  auto client = amp::Client::Connect(args.server, options);
+  if (!client.ok()) {
+    PrintError(client.status().message());
+    return kExitFailure;
+  }
+  amp::QueryOptions query_options;
+  if (args.stream) query_options.stream = true;
+  if (!args.resume.empty()) {
+    auto cursor = amp::ParseCursor(args.resume);
+    if (!cursor.ok()) {
+      PrintError(cursor.status().message());
+      return kExitUsage;
+    }
+    query_options.resume = *cursor;
+  }
+  auto stream = (*client)->Query(args.sql, query_options);
+  if (!stream.ok()) {
+    PrintError(stream.status().message());
+    return kExitFailure;
+  }
+  // Ctrl-C cancels the stream; the reader then ends and the summary still prints.
+  std::unique_ptr<amp::QueryStream> owned = std::move(*stream);
+  amp::QueryStream* raw = owned.get();
+  static std::atomic<amp::QueryStream*> active{nullptr};
+  active.store(raw);
+  std::signal(SIGINT, [](int) {
+    // Cancel() only flags the call in gRPC, which is safe enough for an interactive stop.
+    if (auto* s = active.load()) s->Cancel();
+  });
+  arrow::Status status = args.stream || args.max_microbatches > 0
+                             ? RunStream(*raw, args, query_options.resume)
+                             : RunBatch(*raw, args);
+  active.store(nullptr);
+  if (!status.ok()) {
+    PrintError(status.message());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandRunner AddQueryCommand(CLI::App& app) {
+  auto args = std::make_shared<QueryArgs>();
+  CLI::App* cmd = app.add_subcommand("query", "Run SQL on an Amp server and print the result");
+  cmd->add_option("--server", args->server, "grpc:// or grpc+tls:// URL")->capture_default_str();
+  cmd->add_option("--sql", args->sql, "the query")->required();
+  cmd->add_option("--token", args->token, "bearer token (default: $AMP_AUTH_TOKEN)");
+  cmd->add_flag("--stream", args->stream, "stream (sends amp-stream: true)");
+  cmd->add_option("--resume", args->resume,
+                  "resume cursor JSON {\"network\":{\"number\":N,\"hash\":\"0x…\"}}");
+  cmd->add_option("--format", args->format, "table, csv or count")
+      ->check(CLI::IsMember({"table", "csv", "count"}))
+      ->capture_default_str();
+  cmd->add_option("--max-rows", args->max_rows, "rows shown in table format")
+      ->capture_default_str();
+  cmd->add_option("--max-microbatches", args->max_microbatches,
+                  "stop a stream after N completed microbatches");
+  return [args] { return RunQuery(*args); };
+}
+
+}  // namespace ampdelta::cli
