@@ -1,0 +1,225 @@
+#include "ampdelta/amp/stream_interpreter.h"
+
+#include "tests/support/test_util.h"
+
+namespace ampdelta::amp {
+namespace {
+
+// A scripted chain: block hashes depend on (number, epoch); bumping a network's epoch at
+// a block forks the chain from there, like the Rust client's scenario builder.
+class Chain {
+ public:
+  std::string Hash(uint64_t number) const {
+    uint64_t epoch = 0;
+    for (uint64_t fork : forks_) {
+      if (number >= fork) ++epoch;
+    }
+    std::string digits = std::to_string(number) + "e" + std::to_string(epoch);
+    return "0x" + std::string(64 - digits.size(), '0') + digits;
+  }
+  void Fork(uint64_t at) { forks_.push_back(at); }
+
+  BlockRange Range(uint64_t start, uint64_t end, const std::string& network = "eth") const {
+    return BlockRange{network, start, end, Hash(end), start == 0 ? kZero : Hash(start - 1),
+                      std::nullopt};
+  }
+
+  static inline const std::string kZero = "0x" + std::string(64, '0');
+
+ private:
+  std::vector<uint64_t> forks_;
+};
+
+BatchMetadata Data(const BlockRange& range) { return BatchMetadata{{range}, false, ""}; }
+BatchMetadata Marker(const BlockRange& range) { return BatchMetadata{{range}, true, ""}; }
+
+class StreamInterpreterTest : public ::testing::Test {
+ protected:
+  // Feed one complete microbatch: a data batch and its marker.
+  void Microbatch(const BlockRange& range) {
+    ASSERT_OK_AND_ASSIGN(StreamEvent data, interpreter_.Accept(Data(range), 10));
+    EXPECT_EQ(data.kind, StreamEvent::Kind::kData);
+    EXPECT_FALSE(data.is_reorg()) << range.ToString();
+    ASSERT_OK_AND_ASSIGN(StreamEvent end, interpreter_.Accept(Marker(range), 0));
+    EXPECT_EQ(end.kind, StreamEvent::Kind::kMicrobatchEnd);
+  }
+
+  Chain chain_;
+  StreamInterpreter interpreter_;
+};
+
+TEST_F(StreamInterpreterTest, ConsecutiveMicrobatchesContinueTheHashChain) {
+  Microbatch(chain_.Range(0, 10));
+  Microbatch(chain_.Range(11, 20));
+  Microbatch(chain_.Range(21, 21));
+  EXPECT_EQ(interpreter_.CompletedCursor().at("eth"), (CursorEntry{21, chain_.Hash(21)}));
+}
+
+TEST_F(StreamInterpreterTest, SeveralDataBatchesOfOneMicrobatchAreAccepted) {
+  const BlockRange range = chain_.Range(0, 10);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Data(range), 5));
+    EXPECT_EQ(event.kind, StreamEvent::Kind::kData);
+    EXPECT_FALSE(event.replayed);
+  }
+  ASSERT_OK_AND_ASSIGN(StreamEvent keepalive, interpreter_.Accept(Data(range), 0));
+  EXPECT_EQ(keepalive.kind, StreamEvent::Kind::kKeepAlive);
+  ASSERT_OK_AND_ASSIGN(StreamEvent end, interpreter_.Accept(Marker(range), 0));
+  EXPECT_EQ(end.kind, StreamEvent::Kind::kMicrobatchEnd);
+  EXPECT_EQ(interpreter_.OpenRange("eth"), std::nullopt);
+}
+
+TEST_F(StreamInterpreterTest, MarkerOnlyMicrobatchCompletes) {
+  Microbatch(chain_.Range(0, 10));
+  ASSERT_OK_AND_ASSIGN(StreamEvent end, interpreter_.Accept(Marker(chain_.Range(11, 15)), 0));
+  EXPECT_EQ(end.kind, StreamEvent::Kind::kMicrobatchEnd);
+  EXPECT_EQ(interpreter_.CompletedCursor().at("eth").number, 15u);
+}
+
+TEST_F(StreamInterpreterTest, WrongPrevHashIsAProtocolError) {
+  Microbatch(chain_.Range(0, 10));
+  BlockRange next = chain_.Range(11, 20);
+  next.prev_hash = chain_.Hash(3);
+  EXPECT_THAT(interpreter_.Accept(Data(next), 1),
+              testing::HasErrorCode(ErrorCode::kProtocolError));
+  EXPECT_THAT(interpreter_.Accept(Data(next), 1), testing::StatusHasMessage("hash mismatch"));
+}
+
+TEST_F(StreamInterpreterTest, GapIsAProtocolError) {
+  Microbatch(chain_.Range(0, 10));
+  EXPECT_THAT(interpreter_.Accept(Data(chain_.Range(12, 20)), 1),
+              testing::StatusHasMessage("gap in stream"));
+}
+
+TEST_F(StreamInterpreterTest, NewRangeWithoutMarkerIsAProtocolError) {
+  ASSERT_OK(interpreter_.Accept(Data(chain_.Range(0, 10)), 1).status());
+  EXPECT_THAT(interpreter_.Accept(Data(chain_.Range(11, 20)), 1),
+              testing::StatusHasMessage("no ranges_complete marker"));
+}
+
+TEST_F(StreamInterpreterTest, ReorgAtMicrobatchBoundaryInvalidatesFromTheFork) {
+  Microbatch(chain_.Range(0, 9));
+  Microbatch(chain_.Range(10, 19));
+  Microbatch(chain_.Range(20, 29));
+  chain_.Fork(20);
+  const BlockRange replay = chain_.Range(20, 31);
+  ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Data(replay), 12));
+  ASSERT_TRUE(event.is_reorg());
+  EXPECT_FALSE(event.partial_reorg);
+  ASSERT_EQ(event.invalidated.size(), 1u);
+  EXPECT_EQ(event.invalidated[0].start, 20u);
+  EXPECT_EQ(event.invalidated[0].end, 31u);
+  // The rest of the replayed microbatch is ordinary data, and the chain continues on the
+  // new fork.
+  ASSERT_OK_AND_ASSIGN(StreamEvent more, interpreter_.Accept(Data(replay), 3));
+  EXPECT_FALSE(more.is_reorg());
+  ASSERT_OK(interpreter_.Accept(Marker(replay), 0).status());
+  Microbatch(chain_.Range(32, 40));
+}
+
+TEST_F(StreamInterpreterTest, DeepReorgAcrossSeveralMicrobatches) {
+  for (uint64_t start = 0; start < 50; start += 10) Microbatch(chain_.Range(start, start + 9));
+  chain_.Fork(10);
+  ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Data(chain_.Range(10, 45)), 1));
+  ASSERT_TRUE(event.is_reorg());
+  EXPECT_FALSE(event.partial_reorg);
+  EXPECT_EQ(event.invalidated[0].start, 10u);
+  EXPECT_EQ(event.invalidated[0].end, 49u);
+}
+
+TEST_F(StreamInterpreterTest, ReorgOnAMarkerOnlyMicrobatchIsReported) {
+  Microbatch(chain_.Range(0, 9));
+  Microbatch(chain_.Range(10, 19));
+  chain_.Fork(10);
+  ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Marker(chain_.Range(10, 20)), 0));
+  EXPECT_EQ(event.kind, StreamEvent::Kind::kMicrobatchEnd);
+  ASSERT_TRUE(event.is_reorg());
+  EXPECT_EQ(interpreter_.CompletedCursor().at("eth"), (CursorEntry{20, chain_.Hash(20)}));
+}
+
+TEST_F(StreamInterpreterTest, PartialReorgInvalidatesTheStraddlingRangeAndSaysWhereToResume) {
+  Microbatch(chain_.Range(0, 10));
+  Microbatch(chain_.Range(11, 20));
+  chain_.Fork(15);
+  ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Data(chain_.Range(15, 22)), 8));
+  ASSERT_TRUE(event.is_reorg());
+  EXPECT_TRUE(event.partial_reorg);
+  EXPECT_EQ(event.invalidated[0].start, 11u);
+  EXPECT_EQ(event.invalidated[0].end, 22u);
+  ASSERT_TRUE(event.resume_cursor.has_value());
+  EXPECT_EQ(event.resume_cursor->at("eth"), (CursorEntry{10, chain_.Hash(10)}));
+  // Reconnected from the cursor, the server re-sends everything from block 11.
+  EXPECT_EQ(interpreter_.CompletedCursor().at("eth"), (CursorEntry{10, chain_.Hash(10)}));
+  Microbatch(chain_.Range(11, 22));
+}
+
+TEST_F(StreamInterpreterTest, PartialReorgOfTheFirstRangeUsesItsPrevHash) {
+  Microbatch(chain_.Range(5, 20));
+  chain_.Fork(12);
+  ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Data(chain_.Range(12, 25)), 1));
+  EXPECT_TRUE(event.partial_reorg);
+  EXPECT_EQ(event.resume_cursor->at("eth"), (CursorEntry{4, chain_.Hash(4)}));
+  Microbatch(chain_.Range(5, 25));
+}
+
+TEST_F(StreamInterpreterTest, BackwardsJumpWithUnchangedPrevHashIsAnInvalidReorg) {
+  Microbatch(chain_.Range(0, 10));
+  BlockRange bogus = chain_.Range(5, 12);
+  bogus.prev_hash = chain_.Hash(10);
+  EXPECT_THAT(interpreter_.Accept(Data(bogus), 1), testing::StatusHasMessage("invalid reorg"));
+}
+
+TEST_F(StreamInterpreterTest, ReplayedCompletedMicrobatchIsFlagged) {
+  const BlockRange range = chain_.Range(0, 10);
+  Microbatch(range);
+  ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Data(range), 4));
+  EXPECT_TRUE(event.replayed);
+  EXPECT_FALSE(event.is_reorg());
+}
+
+TEST_F(StreamInterpreterTest, ResumeCursorContinuesOrDetectsRewind) {
+  StreamInterpreter resumed;
+  resumed.SeedCursor({{"eth", {10, chain_.Hash(10)}}});
+  ASSERT_OK_AND_ASSIGN(StreamEvent ok, resumed.Accept(Data(chain_.Range(11, 20)), 1));
+  EXPECT_FALSE(ok.is_reorg());
+
+  // The cursor's block was reorged away while the loader was down: the server rewinds.
+  StreamInterpreter rewound;
+  rewound.SeedCursor({{"eth", {10, chain_.Hash(10)}}});
+  chain_.Fork(8);
+  ASSERT_OK_AND_ASSIGN(StreamEvent event, rewound.Accept(Data(chain_.Range(8, 14)), 1));
+  ASSERT_TRUE(event.is_reorg());
+  EXPECT_FALSE(event.partial_reorg);
+  EXPECT_EQ(event.invalidated[0].start, 8u);
+  EXPECT_EQ(event.invalidated[0].end, 14u);
+}
+
+TEST_F(StreamInterpreterTest, SeededCompletedRangesLocatePartialReorgsAfterRestart) {
+  StreamInterpreter restarted;
+  restarted.SeedCompleted({chain_.Range(0, 10), chain_.Range(11, 20)});
+  chain_.Fork(18);
+  ASSERT_OK_AND_ASSIGN(StreamEvent event, restarted.Accept(Data(chain_.Range(18, 21)), 1));
+  EXPECT_TRUE(event.partial_reorg);
+  EXPECT_EQ(event.invalidated[0].start, 11u);
+}
+
+TEST_F(StreamInterpreterTest, NetworksAreIndependent) {
+  const BlockRange eth = chain_.Range(0, 10, "eth");
+  const BlockRange base = chain_.Range(100, 110, "base");
+  ASSERT_OK(interpreter_.Accept(BatchMetadata{{eth, base}, false, ""}, 5).status());
+  ASSERT_OK(interpreter_.Accept(BatchMetadata{{eth, base}, true, ""}, 0).status());
+  Cursor cursor = interpreter_.CompletedCursor();
+  EXPECT_EQ(cursor.at("eth").number, 10u);
+  EXPECT_EQ(cursor.at("base").number, 110u);
+}
+
+TEST_F(StreamInterpreterTest, EmptyRangesAreNotAnError) {
+  ASSERT_OK_AND_ASSIGN(StreamEvent data, interpreter_.Accept(BatchMetadata{{}, false, ""}, 0));
+  EXPECT_EQ(data.kind, StreamEvent::Kind::kKeepAlive);
+  ASSERT_OK_AND_ASSIGN(StreamEvent end, interpreter_.Accept(BatchMetadata{{}, true, ""}, 0));
+  EXPECT_EQ(end.kind, StreamEvent::Kind::kMicrobatchEnd);
+  EXPECT_TRUE(interpreter_.CompletedCursor().empty());
+}
+
+}  // namespace
+}  // namespace ampdelta::amp

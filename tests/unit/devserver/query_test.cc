@@ -1,0 +1,155 @@
+#include "ampdelta/devserver/query.h"
+
+#include <arrow/array.h>
+#include <arrow/record_batch.h>
+#include <arrow/scalar.h>
+#include <arrow/table.h>
+
+#include "ampdelta/devserver/synthetic_chain.h"
+#include "tests/support/test_util.h"
+
+namespace ampdelta::devserver {
+namespace {
+
+class QueryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SyntheticChainOptions options;
+    options.initial_blocks = 20;
+    chain_ = std::make_shared<SyntheticChain>(options);
+    catalog_.Add(chain_);
+  }
+
+  arrow::Result<std::shared_ptr<const BoundQuery>> Bind(const std::string& text) {
+    ARROW_ASSIGN_OR_RAISE(auto statement, sql::Parse(text));
+    return BoundQuery::Bind(statement, catalog_);
+  }
+
+  // Run a bound query over the whole chain and return its rows as one batch.
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Run(const std::string& text) {
+    ARROW_ASSIGN_OR_RAISE(auto query, Bind(text));
+    ARROW_ASSIGN_OR_RAISE(auto iterator, chain_->Scan(query->table(), *chain_->Synced()));
+    BoundQuery::Aggregator aggregator(query.get());
+    std::vector<std::shared_ptr<arrow::RecordBatch>> out;
+    while (true) {
+      ARROW_ASSIGN_OR_RAISE(auto batch, iterator->Next());
+      if (batch == nullptr) break;
+      ARROW_ASSIGN_OR_RAISE(auto transformed, query->Transform(batch));
+      if (query->is_aggregate()) {
+        ARROW_RETURN_NOT_OK(aggregator.Consume(transformed));
+      } else {
+        out.push_back(transformed);
+      }
+    }
+    if (query->is_aggregate()) return aggregator.Finish();
+    ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches(query->output_schema(), out));
+    return table->CombineChunksToBatch();
+  }
+
+  std::shared_ptr<SyntheticChain> chain_;
+  Catalog catalog_;
+};
+
+TEST_F(QueryTest, ProjectsColumnsWithAliasesInOrder) {
+  ASSERT_OK_AND_ASSIGN(auto batch,
+                       Run(R"(SELECT gas_used AS g, block_num FROM "acme/eth_mainnet".blocks)"));
+  ASSERT_EQ(batch->num_columns(), 2);
+  EXPECT_EQ(batch->schema()->field(0)->name(), "g");
+  EXPECT_EQ(batch->schema()->field(1)->name(), "block_num");
+  EXPECT_FALSE(batch->schema()->field(1)->nullable());
+  EXPECT_EQ(batch->num_rows(), 20);
+}
+
+TEST_F(QueryTest, FiltersWithComparisonsAndBetween) {
+  ASSERT_OK_AND_ASSIGN(auto batch,
+                       Run("SELECT block_num FROM \"acme/eth_mainnet\".blocks WHERE block_num "
+                           "BETWEEN 24000003 AND 24000007 AND block_num != 24000005"));
+  const auto& numbers = static_cast<const arrow::UInt64Array&>(*batch->column(0));
+  ASSERT_EQ(numbers.length(), 4);
+  EXPECT_EQ(numbers.Value(0), 24'000'003u);
+  EXPECT_EQ(numbers.Value(2), 24'000'006u);
+}
+
+TEST_F(QueryTest, FiltersOnHashesAndTimestamps) {
+  const std::string hash = chain_->BlockHash(24'000'004);
+  ASSERT_OK_AND_ASSIGN(auto by_hash,
+                       Run("SELECT block_num FROM \"acme/eth_mainnet\".blocks WHERE hash = '" +
+                           hash + "'"));
+  ASSERT_EQ(by_hash->num_rows(), 1);
+  EXPECT_EQ(static_cast<const arrow::UInt64Array&>(*by_hash->column(0)).Value(0), 24'000'004u);
+  ASSERT_OK_AND_ASSIGN(auto by_time, Run("SELECT block_num FROM \"acme/eth_mainnet\".blocks "
+                                         "WHERE timestamp >= '2025-12-13 00:07:11'"));
+  EXPECT_EQ(by_time->num_rows(), 15);  // blocks 5..19 are at or after 00:07:11
+}
+
+TEST_F(QueryTest, AggregatesMinMaxCount) {
+  ASSERT_OK_AND_ASSIGN(auto batch,
+                       Run("SELECT COUNT(*) AS n, MIN(block_num) lo, MAX(block_num) hi, "
+                           "COUNT(\"to\") FROM \"acme/eth_mainnet\".transactions "
+                           "WHERE block_num >= 24000010"));
+  ASSERT_EQ(batch->num_rows(), 1);
+  EXPECT_EQ(batch->schema()->field(0)->name(), "n");
+  EXPECT_EQ(batch->schema()->field(3)->name(), "count(to)");
+  ASSERT_OK_AND_ASSIGN(auto n, batch->column(0)->GetScalar(0));
+  ASSERT_OK_AND_ASSIGN(auto lo, batch->column(1)->GetScalar(0));
+  ASSERT_OK_AND_ASSIGN(auto hi, batch->column(2)->GetScalar(0));
+  ASSERT_OK_AND_ASSIGN(auto non_null_to, batch->column(3)->GetScalar(0));
+  EXPECT_EQ(n->ToString(), "80");  // 10 blocks × 8 transactions
+  EXPECT_EQ(lo->ToString(), "24000010");
+  EXPECT_EQ(hi->ToString(), "24000019");
+  EXPECT_LT(static_cast<const arrow::Int64Scalar&>(*non_null_to).value, 80);
+  EXPECT_GT(static_cast<const arrow::Int64Scalar&>(*non_null_to).value, 0);
+}
+
+TEST_F(QueryTest, AggregateOverNoRowsGivesZeroAndNull) {
+  ASSERT_OK_AND_ASSIGN(auto batch, Run("SELECT COUNT(*), MAX(block_num) FROM "
+                                       "\"acme/eth_mainnet\".blocks WHERE block_num > 1"
+                                       "00000000"));
+  ASSERT_OK_AND_ASSIGN(auto count, batch->column(0)->GetScalar(0));
+  EXPECT_EQ(count->ToString(), "0");
+  EXPECT_TRUE(batch->column(1)->IsNull(0));
+}
+
+TEST_F(QueryTest, SubqueryProjectsAndFiltersInStages) {
+  ASSERT_OK_AND_ASSIGN(
+      auto batch,
+      Run("SELECT n FROM (SELECT block_num AS n, gas_used FROM \"acme/eth_mainnet\".blocks "
+          "WHERE block_num < 24000010) AS s WHERE n >= 24000008"));
+  ASSERT_EQ(batch->num_rows(), 2);
+  EXPECT_EQ(batch->schema()->field(0)->name(), "n");
+}
+
+TEST_F(QueryTest, ResolvesDatasetNamesWithVersionOrWithoutNamespace) {
+  EXPECT_OK(Bind(R"(SELECT * FROM "acme/eth_mainnet@1.0.0".blocks)").status());
+  EXPECT_OK(Bind("SELECT * FROM eth_mainnet.logs").status());
+}
+
+TEST_F(QueryTest, BindErrorsNameWhatIsWrong) {
+  EXPECT_THAT(Bind("SELECT * FROM nope.blocks"), testing::StatusHasMessage("dataset 'nope'"));
+  EXPECT_THAT(Bind("SELECT * FROM eth_mainnet.receipts"),
+              testing::StatusHasMessage("table 'receipts' not found"));
+  EXPECT_THAT(Bind("SELECT wat FROM eth_mainnet.blocks"),
+              testing::StatusHasMessage("column 'wat' not found"));
+  EXPECT_THAT(Bind("SELECT * FROM eth_mainnet.blocks WHERE block_num = -1"),
+              testing::StatusHasMessage("out of range"));
+  EXPECT_THAT(Bind("SELECT * FROM eth_mainnet.blocks WHERE block_num = 'x'"),
+              testing::StatusHasMessage("cannot compare column 'block_num'"));
+  EXPECT_THAT(Bind("SELECT * FROM eth_mainnet.blocks WHERE hash = '0x00'"),
+              testing::StatusHasMessage("expected 32 bytes"));
+  EXPECT_THAT(Bind("SELECT block_num, COUNT(*) FROM eth_mainnet.blocks"),
+              testing::StatusHasMessage("GROUP BY"));
+  EXPECT_THAT(Bind("SELECT * FROM (SELECT COUNT(*) FROM eth_mainnet.blocks) s"),
+              testing::StatusHasMessage("aggregate in a subquery"));
+}
+
+TEST_F(QueryTest, ReportsNonIncrementalOperations) {
+  ASSERT_OK_AND_ASSIGN(auto aggregate, Bind("SELECT COUNT(*) FROM eth_mainnet.blocks"));
+  EXPECT_EQ(aggregate->NonIncrementalOperation(), std::optional<std::string>("Aggregate"));
+  ASSERT_OK_AND_ASSIGN(auto limited, Bind("SELECT * FROM eth_mainnet.blocks LIMIT 3"));
+  EXPECT_EQ(limited->NonIncrementalOperation(), std::optional<std::string>("Limit"));
+  ASSERT_OK_AND_ASSIGN(auto plain, Bind("SELECT * FROM eth_mainnet.blocks"));
+  EXPECT_EQ(plain->NonIncrementalOperation(), std::nullopt);
+}
+
+}  // namespace
+}  // namespace ampdelta::devserver
