@@ -217,15 +217,39 @@ LOGS_SCHEMA = pa.schema([
 ])
 
 
+def nested_fields(f: pa.Field, path: str = ""):
+    """(path, nullable) of a field and of every field nested in it, names included.
+
+    pyarrow's type equality ignores the name of a list's item field, so the names are
+    checked through the paths."""
+    path = f"{path}.{f.name}" if path else f.name
+    yield path, f.nullable
+    t = f.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        yield from nested_fields(t.value_field, path)
+    elif pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            yield from nested_fields(t.field(i), path)
+
+
 def assert_schema_equal(actual: pa.Schema, expected: pa.Schema) -> None:
-    """Field by field (name, type, nullability, nested item names), with a readable diff."""
+    """Names, order, types, nullability and nested field names, with a readable diff."""
     assert actual.names == expected.names
     for got, want in zip(actual, expected):
         assert got.type == want.type, f"{got.name}: {got.type} != {want.type}"
-        assert got.nullable == want.nullable, f"{got.name}: nullable {got.nullable}"
-        # pa.DataType equality ignores nothing relevant here, but be explicit about lists.
-        assert str(got.type) == str(want.type), got.name
+        assert list(nested_fields(got)) == list(nested_fields(want)), got.name
     assert actual.equals(expected), f"\n{actual}\n!=\n{expected}"
+
+
+def test_schema_check_sees_list_item_names():
+    renamed = pa.schema([n("blob_versioned_hashes",
+                           pa.list_(pa.field("element", B32, nullable=False)))])
+    with pytest.raises(AssertionError):
+        assert_schema_equal(renamed, pa.schema([TRANSACTIONS_SCHEMA.field("blob_versioned_hashes")]))
+    nullable_item = pa.schema([n("blob_versioned_hashes", pa.list_(B32))])
+    with pytest.raises(AssertionError):
+        assert_schema_equal(nullable_item,
+                            pa.schema([TRANSACTIONS_SCHEMA.field("blob_versioned_hashes")]))
 
 
 # --------------------------------------------------------------------------------------
@@ -510,7 +534,8 @@ def test_streaming_microbatches(streaming_server, quickstart_url):
                       (24_000_060, 24_000_089), (24_000_090, 24_000_099)]
     for mb, (start, end) in zip(microbatches, bounds):
         check_range(mb.range, "mainnet", start, end)
-        assert sorted(r["block_num"] for r in mb.rows) == list(range(start, end + 1))
+        # every block exactly once, rows ordered by block number (§1.4)
+        assert [r["block_num"] for r in mb.rows] == list(range(start, end + 1))
         by_number = {r["block_num"]: r for r in mb.rows}
         assert mb.range["hash"] == hex_hash(by_number[end]["hash"])
         assert mb.range["prev_hash"] == hex_hash(by_number[start]["parent_hash"])
