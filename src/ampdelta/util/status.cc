@@ -20,6 +20,8 @@ const char* ErrorCodeName(ErrorCode code) {
       return "precondition_failed";
     case ErrorCode::kInvalidInput:
       return "invalid_input";
+    case ErrorCode::kNotFound:
+      return "not_found";
   }
   return "unknown";
 }

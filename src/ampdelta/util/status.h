@@ -33,6 +33,8 @@ enum class ErrorCode : uint8_t {
   kPreconditionFailed,
   /// The caller's input (SQL, configuration, options) is invalid.
   kInvalidInput,
+  /// The object, file or table does not exist.
+  kNotFound,
 };
 
 /// \brief Return the stable lower-case name of an ErrorCode.
@@ -78,6 +80,13 @@ template <typename... Args>
 arrow::Status MakeError(ErrorCode code, arrow::StatusCode base, Args&&... args) {
   return arrow::Status::FromDetailAndArgs(base, std::make_shared<ErrorDetail>(code),
                                           std::forward<Args>(args)...);
+}
+
+/// \brief Shorthand for "object not found" (arrow::StatusCode::IOError + kNotFound).
+template <typename... Args>
+arrow::Status NotFoundError(Args&&... args) {
+  return MakeError(ErrorCode::kNotFound, arrow::StatusCode::IOError,
+                   std::forward<Args>(args)...);
 }
 
 /// \brief Shorthand for a protocol error (arrow::StatusCode::IOError).

@@ -1,0 +1,92 @@
+#pragma once
+
+/// \file fault_store.h
+/// \brief A decorator that injects storage failures, for tests and chaos runs.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ampdelta/storage/object_store.h"
+
+namespace ampdelta::storage {
+
+/// \brief The calls a fault can target.
+enum class StoreOp : uint8_t {
+  kHead,
+  kGet,
+  kList,
+  kPut,
+  kDelete,
+  kOpenOutputStream,
+  kOpenInputFile,
+};
+
+/// \brief One injected fault.
+struct FaultRule {
+  StoreOp op = StoreOp::kPut;
+  /// Only calls whose key contains this substring count (empty: every key).
+  std::string path_contains;
+  /// Fail the Nth matching call (1-based); 0 fails every matching call.
+  int64_t nth = 1;
+  /// Perform the operation, then report failure: the reply was lost after the write
+  /// succeeded (the hardest case for a committer).
+  bool lose_reply = false;
+  /// The error returned.
+  std::string message = "injected fault";
+};
+
+/// \brief Wraps another store; calls pass through unless a rule fires. Thread-safe.
+class FaultStore : public ObjectStore {
+ public:
+  explicit FaultStore(std::shared_ptr<ObjectStore> inner) : inner_(std::move(inner)) {}
+
+  /// \brief Add a rule; rules are checked in the order they were added.
+  void AddRule(FaultRule rule);
+  /// \brief Remove every rule.
+  void ClearRules();
+  /// \brief Return how many calls of `op` were made so far.
+  int64_t calls(StoreOp op) const;
+  /// \brief Return how many faults fired so far.
+  int64_t faults_fired() const { return fired_.load(); }
+
+  std::string root_uri() const override { return inner_->root_uri(); }
+  arrow::Result<ObjectMeta> Head(const std::string& path) override;
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Get(const std::string& path) override;
+  arrow::Result<std::shared_ptr<arrow::Buffer>> GetRange(const std::string& path,
+                                                         int64_t offset,
+                                                         int64_t length) override;
+  arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenInputFile(
+      const std::string& path) override;
+  arrow::Result<std::vector<ObjectMeta>> List(const std::string& prefix,
+                                              const std::string& start_after) override;
+  arrow::Status Put(const std::string& path, const std::shared_ptr<arrow::Buffer>& data,
+                    PutMode mode) override;
+  arrow::Status Delete(const std::string& path) override;
+  arrow::Result<std::shared_ptr<arrow::io::OutputStream>> OpenOutputStream(
+      const std::string& path) override;
+
+ private:
+  struct Decision {
+    bool fail = false;
+    bool lose_reply = false;
+    std::string message;
+  };
+  Decision Check(StoreOp op, const std::string& path);
+
+  std::shared_ptr<ObjectStore> inner_;
+  mutable std::mutex mutex_;
+  struct ActiveRule {
+    FaultRule rule;
+    int64_t matched = 0;
+  };
+  std::vector<ActiveRule> rules_;
+  int64_t calls_[7] = {};
+  std::atomic<int64_t> fired_{0};
+};
+
+}  // namespace ampdelta::storage

@@ -1,0 +1,286 @@
+#include "ampdelta/storage/local_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <arrow/buffer.h>
+#include <arrow/io/file.h>
+
+#include "ampdelta/util/status.h"
+#include "ampdelta/util/uuid.h"
+
+namespace ampdelta::storage {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Temporary files are hidden and carry this marker, so listings skip them.
+constexpr std::string_view kTempMarker = ".ampdelta-tmp-";
+
+arrow::Status ErrnoError(const char* what, const std::string& path, int error) {
+  if (error == ENOENT) return NotFoundError(what, " ", path, ": no such file");
+  return arrow::Status::IOError(what, " ", path, ": ", std::strerror(error));
+}
+
+int64_t MtimeMs(const struct stat& info) {
+  return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000 + info.st_mtim.tv_nsec / 1'000'000;
+}
+
+std::string TempPathFor(const std::string& full) {
+  const fs::path target(full);
+  return (target.parent_path() /
+          (std::string(kTempMarker) + target.filename().string() + "." + NewUuid()))
+      .string();
+}
+
+arrow::Status EnsureParent(const std::string& full) {
+  std::error_code error;
+  fs::create_directories(fs::path(full).parent_path(), error);
+  if (error) {
+    return arrow::Status::IOError("cannot create directory for ", full, ": ",
+                                  error.message());
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Status SyncDirectory(const std::string& full) {
+  const std::string dir = fs::path(full).parent_path().string();
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open directory", dir, errno);
+  const int rc = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  if (rc != 0) return ErrnoError("fsync directory", dir, error);
+  return arrow::Status::OK();
+}
+
+// Write `data` to a new file at `path` and fsync it.
+arrow::Status WriteSynced(const std::string& path, const arrow::Buffer& data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("create", path, errno);
+  const uint8_t* bytes = data.data();
+  int64_t left = data.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, bytes, static_cast<size_t>(left));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int error = errno;
+      ::close(fd);
+      return ErrnoError("write", path, error);
+    }
+    bytes += n;
+    left -= n;
+  }
+  if (::fsync(fd) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return ErrnoError("fsync", path, error);
+  }
+  if (::close(fd) != 0) return ErrnoError("close", path, errno);
+  return arrow::Status::OK();
+}
+
+// Publish a staged file under its final name. Without replacement, link(2) fails with
+// EEXIST when the name exists: the atomic create-if-absent.
+arrow::Status Publish(const std::string& temp, const std::string& full, PutMode mode) {
+  if (mode == PutMode::kOverwrite) {
+    if (::rename(temp.c_str(), full.c_str()) != 0) {
+      const int error = errno;
+      ::unlink(temp.c_str());
+      return ErrnoError("rename to", full, error);
+    }
+    return SyncDirectory(full);
+  }
+  const int rc = ::link(temp.c_str(), full.c_str());
+  const int error = errno;
+  ::unlink(temp.c_str());
+  if (rc != 0) {
+    if (error == EEXIST) {
+      return MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::AlreadyExists,
+                       "object already exists: ", full);
+    }
+    return ErrnoError("link to", full, error);
+  }
+  return SyncDirectory(full);
+}
+
+// An output stream to a hidden temporary file, renamed into place on Close().
+class LocalOutputStream : public arrow::io::OutputStream {
+ public:
+  static arrow::Result<std::shared_ptr<LocalOutputStream>> Open(std::string full) {
+    ARROW_RETURN_NOT_OK(EnsureParent(full));
+    std::string temp = TempPathFor(full);
+    ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::FileOutputStream::Open(temp));
+    return std::shared_ptr<LocalOutputStream>(
+        new LocalOutputStream(std::move(full), std::move(temp), std::move(file)));
+  }
+
+  ~LocalOutputStream() override {
+    if (!closed_) {
+      (void)file_->Close();
+      ::unlink(temp_.c_str());
+    }
+  }
+
+  arrow::Status Close() override {
+    if (closed_) return arrow::Status::OK();
+    closed_ = true;
+    arrow::Status status = file_->Flush();
+    if (status.ok() && ::fsync(file_->file_descriptor()) != 0) {
+      status = ErrnoError("fsync", temp_, errno);
+    }
+    arrow::Status close_status = file_->Close();
+    if (status.ok()) status = close_status;
+    if (!status.ok()) {
+      ::unlink(temp_.c_str());
+      return status;
+    }
+    return Publish(temp_, full_, PutMode::kOverwrite);
+  }
+
+  arrow::Status Abort() override {
+    if (closed_) return arrow::Status::OK();
+    closed_ = true;
+    arrow::Status status = file_->Abort();
+    ::unlink(temp_.c_str());
+    return status;
+  }
+
+  bool closed() const override { return closed_; }
+  arrow::Result<int64_t> Tell() const override { return file_->Tell(); }
+  arrow::Status Write(const void* data, int64_t nbytes) override {
+    return file_->Write(data, nbytes);
+  }
+  arrow::Status Write(const std::shared_ptr<arrow::Buffer>& data) override {
+    return file_->Write(data);
+  }
+  arrow::Status Flush() override { return file_->Flush(); }
+
+ private:
+  LocalOutputStream(std::string full, std::string temp,
+                    std::shared_ptr<arrow::io::FileOutputStream> file)
+      : full_(std::move(full)), temp_(std::move(temp)), file_(std::move(file)) {}
+
+  std::string full_;
+  std::string temp_;
+  std::shared_ptr<arrow::io::FileOutputStream> file_;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<LocalStore>> LocalStore::Make(const std::string& root) {
+  if (root.empty()) return arrow::Status::Invalid("local store root is empty");
+  std::error_code error;
+  fs::path absolute = fs::absolute(fs::path(root), error);
+  if (error) return arrow::Status::IOError("cannot resolve path ", root, ": ", error.message());
+  std::string normalized = absolute.lexically_normal().string();
+  while (normalized.size() > 1 && normalized.back() == '/') normalized.pop_back();
+  return std::shared_ptr<LocalStore>(new LocalStore(std::move(normalized)));
+}
+
+std::string LocalStore::root_uri() const { return "file://" + root_; }
+
+arrow::Result<std::string> LocalStore::FullPath(const std::string& path) const {
+  if (path.empty() || path.front() == '/') {
+    return arrow::Status::Invalid("object key must be a relative path: '", path, "'");
+  }
+  for (const auto& part : fs::path(path)) {
+    if (part == "..") return arrow::Status::Invalid("object key escapes the root: '", path, "'");
+  }
+  return root_ + "/" + path;
+}
+
+arrow::Result<ObjectMeta> LocalStore::Head(const std::string& path) {
+  ARROW_ASSIGN_OR_RAISE(std::string full, FullPath(path));
+  struct stat info {};
+  if (::stat(full.c_str(), &info) != 0) return ErrnoError("stat", full, errno);
+  if (!S_ISREG(info.st_mode)) return NotFoundError("not a file: ", full);
+  return ObjectMeta{path, static_cast<int64_t>(info.st_size), MtimeMs(info)};
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> LocalStore::Get(const std::string& path) {
+  ARROW_ASSIGN_OR_RAISE(auto file, OpenInputFile(path));
+  ARROW_ASSIGN_OR_RAISE(int64_t size, file->GetSize());
+  return file->ReadAt(0, size);
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> LocalStore::GetRange(const std::string& path,
+                                                                   int64_t offset,
+                                                                   int64_t length) {
+  ARROW_ASSIGN_OR_RAISE(auto file, OpenInputFile(path));
+  return file->ReadAt(offset, length);
+}
+
+arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> LocalStore::OpenInputFile(
+    const std::string& path) {
+  ARROW_ASSIGN_OR_RAISE(std::string full, FullPath(path));
+  struct stat info {};
+  if (::stat(full.c_str(), &info) != 0) return ErrnoError("open", full, errno);
+  if (!S_ISREG(info.st_mode)) return NotFoundError("not a file: ", full);
+  ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(full));
+  return file;
+}
+
+arrow::Result<std::vector<ObjectMeta>> LocalStore::List(const std::string& prefix,
+                                                        const std::string& start_after) {
+  // Walk from the deepest directory the prefix names, then filter by the full prefix.
+  const size_t slash = prefix.rfind('/');
+  const std::string base = slash == std::string::npos ? "" : prefix.substr(0, slash);
+  const fs::path start = base.empty() ? fs::path(root_) : fs::path(root_) / base;
+  std::vector<ObjectMeta> out;
+  std::error_code error;
+  if (!fs::is_directory(start, error)) return out;
+  fs::recursive_directory_iterator it(start, error), end;
+  if (error) return arrow::Status::IOError("cannot list ", start.string(), ": ", error.message());
+  for (; it != end; it.increment(error)) {
+    if (error) {
+      return arrow::Status::IOError("cannot list ", start.string(), ": ", error.message());
+    }
+    if (!it->is_regular_file(error)) continue;
+    const std::string name = it->path().filename().string();
+    if (name.rfind(kTempMarker, 0) == 0) continue;
+    std::string key = it->path().lexically_relative(root_).string();
+    if (key.rfind(prefix, 0) != 0 || key <= start_after) continue;
+    struct stat info {};
+    if (::stat(it->path().c_str(), &info) != 0) continue;  // deleted while listing
+    out.push_back(ObjectMeta{std::move(key), static_cast<int64_t>(info.st_size), MtimeMs(info)});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ObjectMeta& a, const ObjectMeta& b) { return a.path < b.path; });
+  return out;
+}
+
+arrow::Status LocalStore::Put(const std::string& path, const std::shared_ptr<arrow::Buffer>& data,
+                              PutMode mode) {
+  ARROW_ASSIGN_OR_RAISE(std::string full, FullPath(path));
+  ARROW_RETURN_NOT_OK(EnsureParent(full));
+  const std::string temp = TempPathFor(full);
+  arrow::Status written = WriteSynced(temp, *data);
+  if (!written.ok()) {
+    ::unlink(temp.c_str());
+    return written;
+  }
+  return Publish(temp, full, mode);
+}
+
+arrow::Status LocalStore::Delete(const std::string& path) {
+  ARROW_ASSIGN_OR_RAISE(std::string full, FullPath(path));
+  if (::unlink(full.c_str()) != 0 && errno != ENOENT) return ErrnoError("delete", full, errno);
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::shared_ptr<arrow::io::OutputStream>> LocalStore::OpenOutputStream(
+    const std::string& path) {
+  ARROW_ASSIGN_OR_RAISE(std::string full, FullPath(path));
+  ARROW_ASSIGN_OR_RAISE(auto stream, LocalOutputStream::Open(std::move(full)));
+  return stream;
+}
+
+}  // namespace ampdelta::storage

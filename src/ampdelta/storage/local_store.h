@@ -1,0 +1,48 @@
+#pragma once
+
+/// \file local_store.h
+/// \brief ObjectStore on a local (POSIX) file system.
+
+#include <memory>
+#include <string>
+
+#include "ampdelta/storage/object_store.h"
+
+namespace ampdelta::storage {
+
+/// \brief Objects are files under a root directory. Thread-safe and safe across processes:
+/// create-if-absent stages a temporary file and publishes it with link(2), which fails if
+/// the name exists, so exactly one concurrent writer wins. Files and their directory are
+/// fsync'ed before a write returns.
+class LocalStore : public ObjectStore {
+ public:
+  /// \brief Open a store rooted at `root` (created lazily by the first write).
+  static arrow::Result<std::shared_ptr<LocalStore>> Make(const std::string& root);
+
+  std::string root_uri() const override;
+  arrow::Result<ObjectMeta> Head(const std::string& path) override;
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Get(const std::string& path) override;
+  arrow::Result<std::shared_ptr<arrow::Buffer>> GetRange(const std::string& path,
+                                                         int64_t offset,
+                                                         int64_t length) override;
+  arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenInputFile(
+      const std::string& path) override;
+  arrow::Result<std::vector<ObjectMeta>> List(const std::string& prefix,
+                                              const std::string& start_after) override;
+  arrow::Status Put(const std::string& path, const std::shared_ptr<arrow::Buffer>& data,
+                    PutMode mode) override;
+  arrow::Status Delete(const std::string& path) override;
+  arrow::Result<std::shared_ptr<arrow::io::OutputStream>> OpenOutputStream(
+      const std::string& path) override;
+
+  /// \brief Return the absolute root directory.
+  const std::string& root() const { return root_; }
+
+ private:
+  explicit LocalStore(std::string root) : root_(std::move(root)) {}
+  arrow::Result<std::string> FullPath(const std::string& path) const;
+
+  std::string root_;
+};
+
+}  // namespace ampdelta::storage

@@ -1,0 +1,83 @@
+#include "ampdelta/storage/object_store_registry.h"
+
+#include <cctype>
+#include <mutex>
+
+#include "ampdelta/storage/local_store.h"
+#include "ampdelta/storage/memory_store.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::storage {
+namespace {
+
+std::shared_ptr<ObjectStore> SharedMemoryStore(const std::string& name) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<MemoryStore>> stores;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& store = stores[name];
+  if (store == nullptr) store = std::make_shared<MemoryStore>(name);
+  return store;
+}
+
+// Percent-decode a file URI path ("file:///a%20b" names "/a b").
+std::string DecodePercent(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+      out.push_back(static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(text[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string UriScheme(const std::string& uri) {
+  const size_t colon = uri.find("://");
+  if (colon == std::string::npos || colon == 0) {
+    // "file:/abs" (one slash) is what Spark writes.
+    if (uri.rfind("file:", 0) == 0) return "file";
+    return "";
+  }
+  std::string scheme = uri.substr(0, colon);
+  for (char& c : scheme) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.') {
+      return "";
+    }
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return scheme;
+}
+
+arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
+    const std::string& uri, const std::map<std::string, std::string>& options) {
+  (void)options;  // local and memory stores take none
+  const std::string scheme = UriScheme(uri);
+  if (scheme.empty()) {
+    ARROW_ASSIGN_OR_RAISE(auto store, LocalStore::Make(uri));
+    return store;
+  }
+  if (scheme == "file") {
+    std::string path = uri.substr(uri.find(':') + 1);
+    // file:///abs, file://localhost/abs and file:/abs all name /abs.
+    if (path.rfind("//localhost/", 0) == 0) path = path.substr(11);
+    while (path.rfind("//", 0) == 0) path = path.substr(1);
+    ARROW_ASSIGN_OR_RAISE(auto store, LocalStore::Make(DecodePercent(path)));
+    return store;
+  }
+  if (scheme == "memory") return SharedMemoryStore(uri.substr(9));
+  if (scheme == "s3" || scheme == "s3a" || scheme == "gs" || scheme == "gcs" ||
+      scheme == "az" || scheme == "abfs" || scheme == "abfss" || scheme == "azure") {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::NotImplemented,
+                     "cloud storage ('", scheme, "://') is not available in this build of "
+                     "ampdelta yet; use a local path");
+  }
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                   "unsupported table location scheme '", scheme, "://' in '", uri, "'");
+}
+
+}  // namespace ampdelta::storage
