@@ -25,6 +25,16 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
+find_package(ZLIB REQUIRED)
+# CRoaring (Debian's libroaring-dev) ships no CMake package: import it by hand.
+find_library(ROARING_LIBRARY roaring REQUIRED)
+find_path(ROARING_INCLUDE_DIR roaring/roaring.h REQUIRED)
+if(NOT TARGET Roaring::roaring)
+  add_library(Roaring::roaring UNKNOWN IMPORTED)
+  set_target_properties(Roaring::roaring PROPERTIES
+    IMPORTED_LOCATION "${ROARING_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${ROARING_INCLUDE_DIR}")
+endif()
 if(AMPDELTA_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -1,0 +1,167 @@
+#include "ampdelta/delta/log_segment.h"
+
+#include <algorithm>
+#include <map>
+
+#include <arrow/buffer.h>
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/util/logging.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::delta {
+namespace {
+
+arrow::Status CorruptLog(const std::string& root, const std::string& what) {
+  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "Delta log of ", root,
+                   " is unusable: ", what);
+}
+
+struct Listing {
+  std::map<Version, ParsedLogPath> commits;
+  std::map<Version, std::vector<ParsedLogPath>> checkpoint_files;
+  bool any = false;
+};
+
+arrow::Result<Listing> ListLog(storage::ObjectStore& store, const std::string& start_after) {
+  Listing listing;
+  ARROW_ASSIGN_OR_RAISE(auto objects,
+                        store.List(std::string(kLogDir) + "/", start_after));
+  for (const auto& object : objects) {
+    listing.any = true;
+    auto parsed = ParseLogPath(object.path);
+    if (!parsed) continue;
+    parsed->size = object.size;
+    parsed->last_modified_ms = object.last_modified_ms;
+    if (parsed->type == LogFileType::kCommit) {
+      listing.commits[parsed->version] = *parsed;
+    } else if (parsed->is_checkpoint()) {
+      listing.checkpoint_files[parsed->version].push_back(*parsed);
+    }
+  }
+  return listing;
+}
+
+// Return the complete checkpoints of a listing, newest first.
+std::vector<CheckpointFiles> CompleteCheckpoints(const Listing& listing) {
+  std::vector<CheckpointFiles> out;
+  for (auto it = listing.checkpoint_files.rbegin(); it != listing.checkpoint_files.rend(); ++it) {
+    const auto& files = it->second;
+    // Prefer a UUID-named V2 checkpoint, then a classic one, then a complete multi-part set.
+    const ParsedLogPath* single = nullptr;
+    for (const auto& file : files) {
+      if (file.type == LogFileType::kUuidCheckpointJson ||
+          file.type == LogFileType::kUuidCheckpointParquet) {
+        single = &file;
+        break;
+      }
+    }
+    if (single == nullptr) {
+      for (const auto& file : files) {
+        if (file.type == LogFileType::kCheckpoint) single = &file;
+      }
+    }
+    if (single != nullptr) {
+      out.push_back(CheckpointFiles{it->first, {*single}});
+      continue;
+    }
+    std::map<int32_t, std::map<int32_t, ParsedLogPath>> by_parts;
+    for (const auto& file : files) {
+      if (file.type == LogFileType::kMultiPartCheckpoint) by_parts[file.parts][file.part] = file;
+    }
+    for (const auto& [parts, found] : by_parts) {
+      if (static_cast<int32_t>(found.size()) == parts) {
+        CheckpointFiles checkpoint{it->first, {}};
+        for (const auto& [part, file] : found) checkpoint.files.push_back(file);
+        out.push_back(std::move(checkpoint));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<Version> ReadLastCheckpointHint(storage::ObjectStore& store) {
+  auto data = store.Get(LastCheckpointPath());
+  if (!data.ok()) return std::nullopt;
+  auto doc = nlohmann::json::parse((*data)->ToString(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("version") ||
+      !doc["version"].is_number_integer()) {
+    AMPDELTA_LOG_WARN("delta ignoring unreadable _last_checkpoint table=", store.root_uri());
+    return std::nullopt;
+  }
+  return doc["version"].get<Version>();
+}
+
+arrow::Result<std::vector<ParsedLogPath>> ListCommits(storage::ObjectStore& store) {
+  ARROW_ASSIGN_OR_RAISE(Listing listing, ListLog(store, ""));
+  std::vector<ParsedLogPath> commits;
+  for (auto& [version, commit] : listing.commits) commits.push_back(commit);
+  return commits;
+}
+
+arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
+                                          std::optional<Version> target) {
+  const std::string root = store.root_uri();
+  // Start the listing at the hinted checkpoint when it can serve the target; fall back to
+  // a full listing when the hint is stale or points at nothing.
+  std::optional<Version> hint = ReadLastCheckpointHint(store);
+  if (hint && target && *hint > *target) hint.reset();
+  Listing listing;
+  bool full = true;
+  if (hint) {
+    ARROW_ASSIGN_OR_RAISE(listing, ListLog(store, std::string(kLogDir) + "/" + VersionDigits(*hint)));
+    auto checkpoints = CompleteCheckpoints(listing);
+    full = checkpoints.empty();
+  }
+  if (full) {
+    ARROW_ASSIGN_OR_RAISE(listing, ListLog(store, ""));
+  }
+  if (listing.commits.empty() && listing.checkpoint_files.empty()) {
+    return NotFoundError("no Delta table at ", root, " (no _delta_log entries)");
+  }
+
+  std::vector<CheckpointFiles> checkpoints = CompleteCheckpoints(listing);
+  Version latest = -1;
+  if (!listing.commits.empty()) latest = listing.commits.rbegin()->first;
+  if (!checkpoints.empty()) latest = std::max(latest, checkpoints.front().version);
+  if (latest < 0) return CorruptLog(root, "no commit and no complete checkpoint");
+  const Version version = target.value_or(latest);
+  if (version < 0) return arrow::Status::Invalid("table version must be >= 0, got ", version);
+  if (version > latest) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "version ", version,
+                     " of ", root, " does not exist (latest is ", latest, ")");
+  }
+
+  LogSegment segment;
+  segment.version = version;
+  for (auto& [v, commit] : listing.commits) segment.listed_commits.push_back(commit);
+  for (auto& checkpoint : checkpoints) {
+    if (checkpoint.version > version) continue;
+    if (!segment.checkpoint) {
+      segment.checkpoint = checkpoint;
+    } else {
+      segment.older_checkpoints.push_back(checkpoint);
+    }
+  }
+  const Version first_needed = segment.checkpoint ? segment.checkpoint->version + 1 : 0;
+  for (Version v = first_needed; v <= version; ++v) {
+    auto it = listing.commits.find(v);
+    if (it == listing.commits.end()) {
+      if (!segment.checkpoint && v == 0) {
+        return CorruptLog(root, "commit 0 is missing and there is no checkpoint to start from");
+      }
+      Version next = v;
+      while (next <= version && listing.commits.count(next) == 0) ++next;
+      return CorruptLog(root, "versions are not contiguous: commit(s) " + std::to_string(v) +
+                                  (next - 1 > v ? ".." + std::to_string(next - 1) : "") +
+                                  " missing before version " + std::to_string(version));
+    }
+    segment.commits.push_back(it->second);
+  }
+  return segment;
+}
+
+}  // namespace ampdelta::delta

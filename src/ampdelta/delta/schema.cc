@@ -1,0 +1,448 @@
+#include "ampdelta/delta/schema.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <functional>
+#include <set>
+
+#include <arrow/array.h>
+#include <arrow/compute/api.h>
+#include <arrow/record_batch.h>
+#include <arrow/type.h>
+#include <arrow/util/key_value_metadata.h>
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::delta {
+namespace {
+
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+namespace cp = arrow::compute;
+
+arrow::Status BadSchema(const std::string& what) {
+  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid, "invalid Delta schema: ",
+                   what);
+}
+
+arrow::Result<std::shared_ptr<arrow::DataType>> TypeFromJson(const json& type);
+
+arrow::Result<std::shared_ptr<arrow::Field>> FieldFromJson(const json& field) {
+  if (!field.is_object() || !field.contains("name") || !field["name"].is_string() ||
+      !field.contains("type")) {
+    return BadSchema("field without name/type: " + field.dump());
+  }
+  ARROW_ASSIGN_OR_RAISE(auto type, TypeFromJson(field["type"]));
+  const bool nullable = field.value("nullable", true);
+  std::shared_ptr<arrow::KeyValueMetadata> metadata;
+  if (field.contains("metadata") && field["metadata"].is_object() && !field["metadata"].empty()) {
+    metadata = std::make_shared<arrow::KeyValueMetadata>();
+    for (auto it = field["metadata"].begin(); it != field["metadata"].end(); ++it) {
+      metadata->Append(it.key(), it->dump());
+    }
+  }
+  return arrow::field(field["name"].get<std::string>(), std::move(type), nullable,
+                      std::move(metadata));
+}
+
+arrow::Result<std::shared_ptr<arrow::DataType>> PrimitiveFromName(const std::string& name) {
+  if (name == "string") return arrow::utf8();
+  if (name == "long") return arrow::int64();
+  if (name == "integer") return arrow::int32();
+  if (name == "short") return arrow::int16();
+  if (name == "byte") return arrow::int8();
+  if (name == "float") return arrow::float32();
+  if (name == "double") return arrow::float64();
+  if (name == "boolean") return arrow::boolean();
+  if (name == "binary") return arrow::binary();
+  if (name == "date") return arrow::date32();
+  if (name == "timestamp") return arrow::timestamp(arrow::TimeUnit::MICRO, "UTC");
+  if (name == "timestamp_ntz") return arrow::timestamp(arrow::TimeUnit::MICRO);
+  if (name == "void") return arrow::null();
+  if (name == "variant") {
+    // Stored as a struct of the binary metadata and value (PROTOCOL.md "Variant Data Type").
+    return arrow::struct_({arrow::field("value", arrow::binary(), false),
+                           arrow::field("metadata", arrow::binary(), false)});
+  }
+  if (name.rfind("decimal", 0) == 0) {
+    int precision = 10;
+    int scale = 0;
+    if (name != "decimal" &&
+        std::sscanf(name.c_str(), "decimal(%d,%d)", &precision, &scale) != 2 &&
+        std::sscanf(name.c_str(), "decimal( %d , %d )", &precision, &scale) != 2) {
+      return BadSchema("bad decimal type '" + name + "'");
+    }
+    if (precision < 1 || precision > 38 || scale < 0 || scale > precision) {
+      return BadSchema("decimal precision/scale out of range in '" + name + "'");
+    }
+    return arrow::decimal128(precision, scale);
+  }
+  return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
+                   "unsupported Delta type '", name, "'");
+}
+
+arrow::Result<std::shared_ptr<arrow::DataType>> TypeFromJson(const json& type) {
+  if (type.is_string()) return PrimitiveFromName(type.get<std::string>());
+  if (!type.is_object() || !type.contains("type") || !type["type"].is_string()) {
+    return BadSchema("bad type: " + type.dump());
+  }
+  const std::string kind = type["type"].get<std::string>();
+  if (kind == "struct") {
+    if (!type.contains("fields") || !type["fields"].is_array()) {
+      return BadSchema("struct without fields");
+    }
+    arrow::FieldVector fields;
+    for (const auto& field : type["fields"]) {
+      ARROW_ASSIGN_OR_RAISE(auto parsed, FieldFromJson(field));
+      fields.push_back(std::move(parsed));
+    }
+    return arrow::struct_(std::move(fields));
+  }
+  if (kind == "array") {
+    if (!type.contains("elementType")) return BadSchema("array without elementType");
+    ARROW_ASSIGN_OR_RAISE(auto element, TypeFromJson(type["elementType"]));
+    return arrow::list(arrow::field("element", element, type.value("containsNull", true)));
+  }
+  if (kind == "map") {
+    if (!type.contains("keyType") || !type.contains("valueType")) {
+      return BadSchema("map without keyType/valueType");
+    }
+    ARROW_ASSIGN_OR_RAISE(auto key, TypeFromJson(type["keyType"]));
+    ARROW_ASSIGN_OR_RAISE(auto value, TypeFromJson(type["valueType"]));
+    return std::make_shared<arrow::MapType>(
+        arrow::field("key", key, false),
+        arrow::field("value", value, type.value("valueContainsNull", true)));
+  }
+  return BadSchema("unknown complex type '" + kind + "'");
+}
+
+arrow::Result<ojson> TypeToJson(const arrow::DataType& type);
+
+arrow::Result<ojson> FieldToJson(const arrow::Field& field) {
+  ARROW_ASSIGN_OR_RAISE(ojson type, TypeToJson(*field.type()));
+  ojson metadata = ojson::object();
+  if (field.metadata() != nullptr) {
+    for (int64_t i = 0; i < field.metadata()->size(); ++i) {
+      const std::string& key = field.metadata()->key(i);
+      const std::string& value = field.metadata()->value(i);
+      if (key.rfind("ARROW:", 0) == 0 || key.rfind("PARQUET:", 0) == 0) continue;
+      ojson parsed = ojson::parse(value, nullptr, false);
+      metadata[key] = parsed.is_discarded() ? ojson(value) : parsed;
+    }
+  }
+  return ojson{{"name", field.name()},
+               {"type", std::move(type)},
+               {"nullable", field.nullable()},
+               {"metadata", std::move(metadata)}};
+}
+
+arrow::Result<ojson> TypeToJson(const arrow::DataType& type) {
+  switch (type.id()) {
+    case arrow::Type::STRING:
+      return ojson("string");
+    case arrow::Type::INT64:
+      return ojson("long");
+    case arrow::Type::INT32:
+      return ojson("integer");
+    case arrow::Type::INT16:
+      return ojson("short");
+    case arrow::Type::INT8:
+      return ojson("byte");
+    case arrow::Type::FLOAT:
+      return ojson("float");
+    case arrow::Type::DOUBLE:
+      return ojson("double");
+    case arrow::Type::BOOL:
+      return ojson("boolean");
+    case arrow::Type::BINARY:
+      return ojson("binary");
+    case arrow::Type::DATE32:
+      return ojson("date");
+    case arrow::Type::NA:
+      return ojson("void");
+    case arrow::Type::TIMESTAMP: {
+      const auto& ts = static_cast<const arrow::TimestampType&>(type);
+      if (ts.unit() != arrow::TimeUnit::MICRO) break;
+      if (ts.timezone().empty()) return ojson("timestamp_ntz");
+      return ojson("timestamp");
+    }
+    case arrow::Type::DECIMAL128: {
+      const auto& dec = static_cast<const arrow::Decimal128Type&>(type);
+      return ojson("decimal(" + std::to_string(dec.precision()) + "," +
+                   std::to_string(dec.scale()) + ")");
+    }
+    case arrow::Type::LIST: {
+      const auto& list = static_cast<const arrow::ListType&>(type);
+      ARROW_ASSIGN_OR_RAISE(ojson element, TypeToJson(*list.value_type()));
+      return ojson{{"type", "array"},
+                   {"elementType", std::move(element)},
+                   {"containsNull", list.value_field()->nullable()}};
+    }
+    case arrow::Type::MAP: {
+      const auto& map = static_cast<const arrow::MapType&>(type);
+      ARROW_ASSIGN_OR_RAISE(ojson key, TypeToJson(*map.key_type()));
+      ARROW_ASSIGN_OR_RAISE(ojson value, TypeToJson(*map.item_type()));
+      return ojson{{"type", "map"},
+                   {"keyType", std::move(key)},
+                   {"valueType", std::move(value)},
+                   {"valueContainsNull", map.item_field()->nullable()}};
+    }
+    case arrow::Type::STRUCT: {
+      ojson fields = ojson::array();
+      for (const auto& child : type.fields()) {
+        ARROW_ASSIGN_OR_RAISE(ojson field, FieldToJson(*child));
+        fields.push_back(std::move(field));
+      }
+      return ojson{{"type", "struct"}, {"fields", std::move(fields)}};
+    }
+    default:
+      break;
+  }
+  return arrow::Status::Invalid("type ", type.ToString(), " has no Delta equivalent");
+}
+
+std::string Lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+arrow::Status UnsupportedType(const std::string& column, const arrow::DataType& type,
+                              const std::string& hint = "") {
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '", column,
+                   "' has type ", type.ToString(), ", which Delta Lake cannot store",
+                   hint.empty() ? "" : " (" + hint + ")");
+}
+
+arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& column,
+                                                            const arrow::DataType& type);
+
+arrow::Result<std::shared_ptr<arrow::Field>> ToTableField(const std::string& path,
+                                                          const arrow::Field& field) {
+  ARROW_ASSIGN_OR_RAISE(auto type, ToTableType(path, *field.type()));
+  return arrow::field(field.name(), std::move(type), field.nullable());
+}
+
+arrow::Status CheckUniqueNames(const arrow::FieldVector& fields, const std::string& parent) {
+  std::set<std::string> seen;
+  for (const auto& field : fields) {
+    if (!seen.insert(Lower(field->name())).second) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "duplicate column name '", parent.empty() ? "" : parent + ".",
+                       field->name(), "' (Delta column names are case-insensitive)");
+    }
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& column,
+                                                            const arrow::DataType& type) {
+  switch (type.id()) {
+    case arrow::Type::INT8:
+    case arrow::Type::INT16:
+    case arrow::Type::INT32:
+    case arrow::Type::INT64:
+    case arrow::Type::FLOAT:
+    case arrow::Type::DOUBLE:
+    case arrow::Type::BOOL:
+    case arrow::Type::STRING:
+    case arrow::Type::BINARY:
+    case arrow::Type::DATE32:
+    case arrow::Type::DECIMAL128:
+    case arrow::Type::NA:
+      return type.GetSharedPtr();
+    case arrow::Type::UINT8:
+      return arrow::int16();
+    case arrow::Type::UINT16:
+      return arrow::int32();
+    case arrow::Type::UINT32:
+    case arrow::Type::UINT64:
+      return arrow::int64();
+    case arrow::Type::LARGE_STRING:
+    case arrow::Type::STRING_VIEW:
+      return arrow::utf8();
+    case arrow::Type::LARGE_BINARY:
+    case arrow::Type::BINARY_VIEW:
+    case arrow::Type::FIXED_SIZE_BINARY:
+      return arrow::binary();
+    case arrow::Type::DATE64:
+      return arrow::date32();
+    case arrow::Type::TIMESTAMP: {
+      const auto& ts = static_cast<const arrow::TimestampType&>(type);
+      return ts.timezone().empty() ? arrow::timestamp(arrow::TimeUnit::MICRO)
+                                   : arrow::timestamp(arrow::TimeUnit::MICRO, "UTC");
+    }
+    case arrow::Type::DICTIONARY:
+      return ToTableType(column,
+                         *static_cast<const arrow::DictionaryType&>(type).value_type());
+    case arrow::Type::LIST:
+    case arrow::Type::LARGE_LIST:
+    case arrow::Type::FIXED_SIZE_LIST:
+    case arrow::Type::LIST_VIEW:
+    case arrow::Type::LARGE_LIST_VIEW: {
+      const auto& child = *type.field(0);
+      ARROW_ASSIGN_OR_RAISE(auto element, ToTableType(column + ".element", *child.type()));
+      return arrow::list(arrow::field("element", std::move(element), child.nullable()));
+    }
+    case arrow::Type::MAP: {
+      const auto& map = static_cast<const arrow::MapType&>(type);
+      ARROW_ASSIGN_OR_RAISE(auto key, ToTableType(column + ".key", *map.key_type()));
+      ARROW_ASSIGN_OR_RAISE(auto value, ToTableType(column + ".value", *map.item_type()));
+      return std::make_shared<arrow::MapType>(
+          arrow::field("key", std::move(key), false),
+          arrow::field("value", std::move(value), map.item_field()->nullable()));
+    }
+    case arrow::Type::STRUCT: {
+      arrow::FieldVector fields;
+      for (const auto& child : type.fields()) {
+        ARROW_ASSIGN_OR_RAISE(auto field, ToTableField(column + "." + child->name(), *child));
+        fields.push_back(std::move(field));
+      }
+      ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, column));
+      return arrow::struct_(std::move(fields));
+    }
+    case arrow::Type::DECIMAL256: {
+      const auto& dec = static_cast<const arrow::Decimal256Type&>(type);
+      return UnsupportedType(column, type,
+                             "Delta decimals hold at most 38 digits; precision " +
+                                 std::to_string(dec.precision()) + " needs Decimal256");
+    }
+    case arrow::Type::HALF_FLOAT:
+      return UnsupportedType(column, type, "cast it to float in the query");
+    default:
+      return UnsupportedType(column, type);
+  }
+}
+
+// Cast one column to its table type. Integer narrowing is checked; times are truncated.
+arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(const std::string& name,
+                                                           const std::shared_ptr<arrow::Array>& column,
+                                                           const std::shared_ptr<arrow::DataType>& target) {
+  if (column->type()->Equals(*target)) return column;
+  cp::CastOptions options = cp::CastOptions::Safe(target);
+  options.allow_time_truncate = true;
+  auto cast = cp::Cast(*column, target, options);
+  if (cast.ok()) return *cast;
+  // Name the column and the first offending value, e.g. a UInt64 above 2^63-1.
+  if (column->type_id() == arrow::Type::UINT64 && target->id() == arrow::Type::INT64) {
+    const auto& values = static_cast<const arrow::UInt64Array&>(*column);
+    for (int64_t i = 0; i < values.length(); ++i) {
+      if (values.IsValid(i) && values.Value(i) > static_cast<uint64_t>(INT64_MAX)) {
+        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '", name,
+                         "' (uint64) has value ", values.Value(i),
+                         ", above the largest Delta long (9223372036854775807)");
+      }
+    }
+  }
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '", name,
+                   "' cannot be stored as Delta ", DeltaTypeName(*target), ": ",
+                   cast.status().message());
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::Schema>> SchemaFromJson(std::string_view schema_string) {
+  json doc = json::parse(schema_string, nullptr, false);
+  if (doc.is_discarded()) return BadSchema("schemaString is not JSON");
+  if (!doc.is_object() || doc.value("type", "") != "struct" || !doc.contains("fields") ||
+      !doc["fields"].is_array()) {
+    return BadSchema("schemaString is not a struct");
+  }
+  arrow::FieldVector fields;
+  for (const auto& field : doc["fields"]) {
+    ARROW_ASSIGN_OR_RAISE(auto parsed, FieldFromJson(field));
+    fields.push_back(std::move(parsed));
+  }
+  return arrow::schema(std::move(fields));
+}
+
+arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema) {
+  ojson fields = ojson::array();
+  for (const auto& field : schema.fields()) {
+    auto encoded = FieldToJson(*field);
+    if (!encoded.ok()) {
+      return arrow::Status::Invalid("column '", field->name(), "': ", encoded.status().message());
+    }
+    fields.push_back(std::move(*encoded));
+  }
+  return ojson{{"type", "struct"}, {"fields", std::move(fields)}}.dump();
+}
+
+arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema& source) {
+  arrow::FieldVector fields;
+  for (const auto& field : source.fields()) {
+    ARROW_ASSIGN_OR_RAISE(auto converted, ToTableField(field->name(), *field));
+    fields.push_back(std::move(converted));
+  }
+  ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, ""));
+  return arrow::schema(std::move(fields));
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
+    const std::shared_ptr<arrow::RecordBatch>& batch,
+    const std::shared_ptr<arrow::Schema>& table_schema) {
+  std::vector<std::shared_ptr<arrow::Array>> columns;
+  columns.reserve(table_schema->num_fields());
+  for (const auto& field : table_schema->fields()) {
+    auto source = batch->GetColumnByName(field->name());
+    if (source == nullptr) {
+      if (!field->nullable()) {
+        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                         "the data has no column '", field->name(),
+                         "', which the table requires (not nullable)");
+      }
+      ARROW_ASSIGN_OR_RAISE(auto nulls, arrow::MakeArrayOfNull(field->type(), batch->num_rows()));
+      columns.push_back(std::move(nulls));
+      continue;
+    }
+    ARROW_ASSIGN_OR_RAISE(auto conformed, ConformColumn(field->name(), source, field->type()));
+    if (!field->nullable() && conformed->null_count() > 0) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '",
+                       field->name(), "' is not nullable but the data has ",
+                       conformed->null_count(), " nulls");
+    }
+    columns.push_back(std::move(conformed));
+  }
+  return arrow::RecordBatch::Make(table_schema, batch->num_rows(), std::move(columns));
+}
+
+std::string DeltaTypeName(const arrow::DataType& type) {
+  auto encoded = TypeToJson(type);
+  if (!encoded.ok()) return type.ToString();
+  if (encoded->is_string()) return encoded->get<std::string>();
+  return (*encoded)["type"].get<std::string>();
+}
+
+bool NeedsTimestampNtz(const arrow::Schema& schema) {
+  std::function<bool(const arrow::DataType&)> visit = [&](const arrow::DataType& type) {
+    if (type.id() == arrow::Type::TIMESTAMP) {
+      return static_cast<const arrow::TimestampType&>(type).timezone().empty();
+    }
+    for (const auto& child : type.fields()) {
+      if (visit(*child->type())) return true;
+    }
+    return false;
+  };
+  for (const auto& field : schema.fields()) {
+    if (visit(*field->type())) return true;
+  }
+  return false;
+}
+
+std::optional<std::string> FieldMetadataValue(const arrow::Field& field, const std::string& key) {
+  if (field.metadata() == nullptr) return std::nullopt;
+  const int index = field.metadata()->FindKey(key);
+  if (index < 0) return std::nullopt;
+  return field.metadata()->value(index);
+}
+
+std::string PhysicalName(const arrow::Field& field) {
+  auto value = FieldMetadataValue(field, "delta.columnMapping.physicalName");
+  if (!value) return field.name();
+  json parsed = json::parse(*value, nullptr, false);
+  if (parsed.is_string()) return parsed.get<std::string>();
+  return field.name();
+}
+
+}  // namespace ampdelta::delta

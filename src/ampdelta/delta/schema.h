@@ -1,0 +1,59 @@
+#pragma once
+
+/// \file schema.h
+/// \brief Delta schemas (PROTOCOL.md "Schema Serialization Format") as Arrow schemas, and the
+/// mapping from the Arrow types Amp sends to the types Delta can store (product.md §6).
+///
+/// A table schema is an arrow::Schema using only Delta-representable types: int8…int64,
+/// float32/64, bool, utf8, binary, date32, timestamp(µs, "UTC") (Delta `timestamp`),
+/// timestamp(µs) (Delta `timestamp_ntz`), decimal128, list, map, struct, null (`void`).
+/// Delta field metadata is kept on Arrow fields, one key per entry, values as JSON text.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <arrow/result.h>
+#include <arrow/type_fwd.h>
+
+namespace ampdelta::delta {
+
+/// \brief Parse a `schemaString` into an Arrow schema.
+arrow::Result<std::shared_ptr<arrow::Schema>> SchemaFromJson(std::string_view schema_string);
+
+/// \brief Serialise a table schema as a `schemaString`.
+/// \return Invalid when a field's type is not Delta-representable
+arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema);
+
+/// \brief Map a source (Amp) schema to the table schema ampdelta writes: unsigned integers
+/// widened (UInt64 → long), timestamps → µs (tz-aware → `timestamp`, naive →
+/// `timestamp_ntz`), fixed/large binaries → binary, large/view strings → string,
+/// dictionaries → their value type, FixedSizeList/LargeList → list.
+/// \return Invalid naming the column and type for Float16, Decimal256, time, duration,
+///   interval, union and other types Delta cannot store, or duplicate column names
+///   (compared case-insensitively)
+arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema& source);
+
+/// \brief Convert a batch to `table_schema` (same column names, in the table's order;
+/// columns the batch lacks become nulls). Timestamps are truncated to microseconds.
+/// \return Invalid naming the column and value when a value does not fit (e.g. a UInt64
+///   above 2^63-1), or when a column is missing but not nullable
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
+    const std::shared_ptr<arrow::RecordBatch>& batch,
+    const std::shared_ptr<arrow::Schema>& table_schema);
+
+/// \brief Return the Delta type name of an Arrow type as used in messages ("long", …).
+std::string DeltaTypeName(const arrow::DataType& type);
+
+/// \brief Return true when a table schema needs the `timestampNtz` feature.
+bool NeedsTimestampNtz(const arrow::Schema& schema);
+
+/// \brief Return the physical name of a field under column mapping, or its name.
+std::string PhysicalName(const arrow::Field& field);
+
+/// \brief Key under which Delta's field metadata entries are kept: the entry name itself;
+/// these helpers read one as JSON text.
+std::optional<std::string> FieldMetadataValue(const arrow::Field& field, const std::string& key);
+
+}  // namespace ampdelta::delta

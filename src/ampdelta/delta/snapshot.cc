@@ -1,0 +1,391 @@
+#include "ampdelta/delta/snapshot.h"
+
+#include <algorithm>
+#include <cctype>
+#include <unordered_map>
+
+#include <arrow/buffer.h>
+#include <arrow/type.h>
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/delta/action_json.h"
+#include "ampdelta/delta/checkpoint_reader.h"
+#include "ampdelta/delta/schema.h"
+#include "ampdelta/delta/table_features.h"
+#include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/util/logging.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::delta {
+namespace {
+
+arrow::Status CorruptLog(const std::string& root, const std::string& what) {
+  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "Delta log of ", root,
+                   " is unusable: ", what);
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Reconciles actions in log order (PROTOCOL.md "Action Reconciliation").
+struct ReplayState {
+  std::optional<Protocol> protocol;
+  std::optional<Metadata> metadata;
+  std::unordered_map<std::string, Add> files;
+  std::unordered_map<std::string, Remove> tombstones;
+  std::map<std::string, SetTransaction> txns;
+  std::map<std::string, DomainMetadata> domains;
+
+  static std::string Key(const std::string& file_key,
+                         const std::optional<DeletionVectorDescriptor>& dv) {
+    return dv ? file_key + "\n" + dv->UniqueId() : file_key;
+  }
+
+  template <typename KeyFn>
+  void Apply(Action&& action, const KeyFn& key_of) {
+    if (auto* add = std::get_if<Add>(&action)) {
+      std::string key = Key(key_of(add->path), add->deletion_vector);
+      tombstones.erase(key);
+      files[std::move(key)] = std::move(*add);
+    } else if (auto* remove = std::get_if<Remove>(&action)) {
+      std::string key = Key(key_of(remove->path), remove->deletion_vector);
+      files.erase(key);
+      tombstones[std::move(key)] = std::move(*remove);
+    } else if (auto* p = std::get_if<Protocol>(&action)) {
+      protocol = std::move(*p);
+    } else if (auto* m = std::get_if<Metadata>(&action)) {
+      metadata = std::move(*m);
+    } else if (auto* txn = std::get_if<SetTransaction>(&action)) {
+      txns[txn->app_id] = std::move(*txn);
+    } else if (auto* domain = std::get_if<DomainMetadata>(&action)) {
+      if (domain->removed) {
+        domains.erase(domain->domain);
+      } else {
+        domains[domain->domain] = std::move(*domain);
+      }
+    }
+  }
+};
+
+arrow::Result<std::vector<Action>> ReadCommitActions(storage::ObjectStore& store,
+                                                     const ParsedLogPath& commit) {
+  ARROW_ASSIGN_OR_RAISE(auto data, store.Get(commit.path));
+  return ParseCommit(std::string_view(reinterpret_cast<const char*>(data->data()),
+                                      static_cast<size_t>(data->size())),
+                     commit.path);
+}
+
+// The commit time of a version: the in-commit timestamp when present, else the file time.
+int64_t CommitTimestamp(const std::vector<Action>& actions, int64_t file_time) {
+  for (const auto& action : actions) {
+    if (const auto* info = std::get_if<CommitInfo>(&action)) {
+      if (info->in_commit_timestamp) return *info->in_commit_timestamp;
+    }
+  }
+  return file_time;
+}
+
+}  // namespace
+
+std::string DecodeLogPath(const std::string& path) {
+  std::string out;
+  out.reserve(path.size());
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && i + 2 < path.size()) {
+      const int hi = HexDigit(path[i + 1]);
+      const int lo = HexDigit(path[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out.push_back(static_cast<char>(hi * 16 + lo));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(path[i]);
+  }
+  return out;
+}
+
+std::string EncodeLogPath(const std::string& key) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : key) {
+    const bool keep = std::isalnum(c) || std::string_view("-._~/=:@+!$&'(),;").find(static_cast<char>(c)) !=
+                                             std::string_view::npos;
+    if (keep && c < 0x80) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0x0f]);
+    }
+  }
+  return out;
+}
+
+std::string Snapshot::FileKey(const std::string& log_path) const {
+  const std::string scheme = storage::UriScheme(log_path);
+  if (scheme.empty()) return DecodeLogPath(log_path);
+  // An absolute URI: make it relative when it lies inside this table.
+  std::string absolute = log_path;
+  std::string root = store_->root_uri();
+  if (scheme == "file") {
+    std::string path = DecodeLogPath(log_path.substr(5));
+    while (path.rfind("//", 0) == 0) path = path.substr(1);
+    absolute = path;
+    root = root.rfind("file://", 0) == 0 ? root.substr(7) : root;
+  }
+  if (absolute.rfind(root + "/", 0) == 0) return absolute.substr(root.size() + 1);
+  return absolute;
+}
+
+std::optional<int64_t> Snapshot::AppTransactionVersion(const std::string& app_id) const {
+  auto it = txns_.find(app_id);
+  if (it == txns_.end()) return std::nullopt;
+  return it->second.version;
+}
+
+int64_t Snapshot::total_bytes() const {
+  int64_t total = 0;
+  for (const auto& file : files_) total += file.size;
+  return total;
+}
+
+std::optional<int64_t> Snapshot::num_records() const {
+  int64_t total = 0;
+  for (const auto& file : files_) {
+    if (!file.stats) return std::nullopt;
+    auto stats = nlohmann::json::parse(*file.stats, nullptr, false);
+    if (stats.is_discarded() || !stats.contains("numRecords") ||
+        !stats["numRecords"].is_number_integer()) {
+      return std::nullopt;
+    }
+    total += stats["numRecords"].get<int64_t>();
+    if (file.deletion_vector) total -= file.deletion_vector->cardinality;
+  }
+  return total;
+}
+
+arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
+    std::shared_ptr<storage::ObjectStore> store, LogSegment segment) {
+  auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
+  snapshot->store_ = store;
+  const std::string root = store->root_uri();
+  auto key_of = [&](const std::string& path) { return snapshot->FileKey(path); };
+
+  ReplayState state;
+  std::vector<ParsedLogPath> commits = segment.commits;
+  if (segment.checkpoint) {
+    // A damaged checkpoint is skipped in favour of an older one or of the commits.
+    std::vector<CheckpointFiles> candidates = {*segment.checkpoint};
+    candidates.insert(candidates.end(), segment.older_checkpoints.begin(),
+                      segment.older_checkpoints.end());
+    arrow::Status first_error;
+    bool loaded = false;
+    std::vector<ParsedLogPath> all_commits;
+    for (const auto& candidate : candidates) {
+      auto actions = ReadCheckpoint(*store, candidate);
+      if (!actions.ok()) {
+        if (first_error.ok()) first_error = actions.status();
+        AMPDELTA_LOG_WARN("delta skipping unreadable checkpoint version=", candidate.version,
+                          " table=", root, " error=", actions.status().message());
+        continue;
+      }
+      if (candidate.version != segment.checkpoint->version) {
+        // Replaying from an older checkpoint needs every commit after it.
+        if (all_commits.empty()) {
+          ARROW_ASSIGN_OR_RAISE(all_commits, ListCommits(*store));
+        }
+        std::vector<ParsedLogPath> needed;
+        for (const auto& commit : all_commits) {
+          if (commit.version > candidate.version && commit.version <= segment.version) {
+            needed.push_back(commit);
+          }
+        }
+        if (static_cast<Version>(needed.size()) != segment.version - candidate.version) continue;
+        commits = std::move(needed);
+      }
+      for (auto& action : *actions) state.Apply(std::move(action), key_of);
+      loaded = true;
+      break;
+    }
+    if (!loaded) {
+      if (all_commits.empty()) {
+          ARROW_ASSIGN_OR_RAISE(all_commits, ListCommits(*store));
+        }
+      std::vector<ParsedLogPath> needed;
+      for (const auto& commit : all_commits) {
+        if (commit.version <= segment.version) needed.push_back(commit);
+      }
+      const bool complete = static_cast<Version>(needed.size()) == segment.version + 1 &&
+                            (needed.empty() || needed.front().version == 0);
+      if (!complete) {
+        return CorruptLog(root, "checkpoint " + std::to_string(segment.checkpoint->version) +
+                                    " cannot be read (" + first_error.message() +
+                                    ") and the commits before it are gone");
+      }
+      commits = std::move(needed);
+    }
+  }
+
+  int64_t last_time = segment.checkpoint && !segment.checkpoint->files.empty()
+                          ? segment.checkpoint->files.front().last_modified_ms
+                          : 0;
+  for (const auto& commit : commits) {
+    ARROW_ASSIGN_OR_RAISE(auto actions, ReadCommitActions(*store, commit));
+    last_time = CommitTimestamp(actions, commit.last_modified_ms);
+    for (auto& action : actions) state.Apply(std::move(action), key_of);
+  }
+
+  if (!state.protocol) return CorruptLog(root, "no protocol action up to version " +
+                                                   std::to_string(segment.version));
+  if (!state.metadata) return CorruptLog(root, "no metaData action up to version " +
+                                                   std::to_string(segment.version));
+  ARROW_RETURN_NOT_OK(CheckReadSupported(*state.protocol));
+  ARROW_ASSIGN_OR_RAISE(snapshot->schema_, SchemaFromJson(state.metadata->schema_string));
+
+  snapshot->version_ = segment.version;
+  snapshot->protocol_ = std::move(*state.protocol);
+  snapshot->metadata_ = std::move(*state.metadata);
+  snapshot->properties_ = ParseTableProperties(snapshot->metadata_.configuration);
+  snapshot->timestamp_ms_ = last_time;
+  snapshot->files_.reserve(state.files.size());
+  for (auto& [key, add] : state.files) snapshot->files_.push_back(std::move(add));
+  std::sort(snapshot->files_.begin(), snapshot->files_.end(),
+            [](const Add& a, const Add& b) { return a.path < b.path; });
+  for (auto& [key, remove] : state.tombstones) snapshot->tombstones_.push_back(std::move(remove));
+  std::sort(snapshot->tombstones_.begin(), snapshot->tombstones_.end(),
+            [](const Remove& a, const Remove& b) { return a.path < b.path; });
+  snapshot->txns_ = std::move(state.txns);
+  if (snapshot->properties_.set_transaction_retention_ms) {
+    const int64_t cutoff = last_time - *snapshot->properties_.set_transaction_retention_ms;
+    for (auto it = snapshot->txns_.begin(); it != snapshot->txns_.end();) {
+      if (it->second.last_updated && *it->second.last_updated < cutoff) {
+        it = snapshot->txns_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  snapshot->domains_ = std::move(state.domains);
+  snapshot->segment_ = std::move(segment);
+  return snapshot;
+}
+
+arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Load(
+    std::shared_ptr<storage::ObjectStore> store, const SnapshotOptions& options) {
+  std::optional<Version> version = options.version;
+  if (options.timestamp_ms) {
+    if (version) return arrow::Status::Invalid("give a version or a timestamp, not both");
+    ARROW_ASSIGN_OR_RAISE(auto commits, ListCommits(*store));
+    if (commits.empty()) return NotFoundError("no Delta table at ", store->root_uri());
+    std::optional<Version> found;
+    for (const auto& commit : commits) {
+      int64_t time = commit.last_modified_ms;
+      // In-commit timestamps, when the table has them, beat file times.
+      ARROW_ASSIGN_OR_RAISE(auto actions, ReadCommitActions(*store, commit));
+      time = CommitTimestamp(actions, time);
+      if (time <= *options.timestamp_ms) found = commit.version;
+    }
+    if (!found) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "timestamp ",
+                       *options.timestamp_ms, " is before the earliest available version of ",
+                       store->root_uri());
+    }
+    version = found;
+  }
+  ARROW_ASSIGN_OR_RAISE(LogSegment segment, BuildLogSegment(*store, version));
+  ARROW_ASSIGN_OR_RAISE(auto snapshot, Replay(std::move(store), std::move(segment)));
+  return std::shared_ptr<const Snapshot>(std::move(snapshot));
+}
+
+arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Update() const {
+  ARROW_ASSIGN_OR_RAISE(auto listed,
+                        store_->List(std::string(kLogDir) + "/",
+                                     std::string(kLogDir) + "/" + VersionDigits(version_) + ".json"));
+  std::vector<ParsedLogPath> commits;
+  for (const auto& object : listed) {
+    auto parsed = ParseLogPath(object.path);
+    if (!parsed || parsed->type != LogFileType::kCommit || parsed->version <= version_) continue;
+    parsed->last_modified_ms = object.last_modified_ms;
+    parsed->size = object.size;
+    commits.push_back(*parsed);
+  }
+  if (commits.empty()) return shared_from_this();
+  std::sort(commits.begin(), commits.end(),
+            [](const ParsedLogPath& a, const ParsedLogPath& b) { return a.version < b.version; });
+  // New commits must follow this version without gaps; otherwise load from scratch.
+  for (size_t i = 0; i < commits.size(); ++i) {
+    if (commits[i].version != version_ + 1 + static_cast<Version>(i)) {
+      return Load(store_);
+    }
+  }
+  auto updated = std::shared_ptr<Snapshot>(new Snapshot(*this));
+  auto key_of = [&](const std::string& path) { return updated->FileKey(path); };
+  ReplayState state;
+  state.protocol = protocol_;
+  state.metadata = metadata_;
+  for (const auto& add : files_) {
+    state.files[ReplayState::Key(key_of(add.path), add.deletion_vector)] = add;
+  }
+  for (const auto& remove : tombstones_) {
+    state.tombstones[ReplayState::Key(key_of(remove.path), remove.deletion_vector)] = remove;
+  }
+  state.txns = txns_;
+  state.domains = domains_;
+  int64_t last_time = timestamp_ms_;
+  for (const auto& commit : commits) {
+    ARROW_ASSIGN_OR_RAISE(auto actions, ReadCommitActions(*store_, commit));
+    last_time = CommitTimestamp(actions, commit.last_modified_ms);
+    for (auto& action : actions) state.Apply(std::move(action), key_of);
+  }
+  ARROW_RETURN_NOT_OK(CheckReadSupported(*state.protocol));
+  if (state.metadata->schema_string != metadata_.schema_string) {
+    ARROW_ASSIGN_OR_RAISE(updated->schema_, SchemaFromJson(state.metadata->schema_string));
+  }
+  updated->version_ = commits.back().version;
+  updated->protocol_ = std::move(*state.protocol);
+  updated->metadata_ = std::move(*state.metadata);
+  updated->properties_ = ParseTableProperties(updated->metadata_.configuration);
+  updated->timestamp_ms_ = last_time;
+  updated->files_.clear();
+  for (auto& [key, add] : state.files) updated->files_.push_back(std::move(add));
+  std::sort(updated->files_.begin(), updated->files_.end(),
+            [](const Add& a, const Add& b) { return a.path < b.path; });
+  updated->tombstones_.clear();
+  for (auto& [key, remove] : state.tombstones) updated->tombstones_.push_back(std::move(remove));
+  std::sort(updated->tombstones_.begin(), updated->tombstones_.end(),
+            [](const Remove& a, const Remove& b) { return a.path < b.path; });
+  updated->txns_ = std::move(state.txns);
+  updated->domains_ = std::move(state.domains);
+  updated->segment_.version = updated->version_;
+  for (const auto& commit : commits) updated->segment_.commits.push_back(commit);
+  return std::shared_ptr<const Snapshot>(std::move(updated));
+}
+
+arrow::Result<std::vector<HistoryEntry>> ReadHistory(storage::ObjectStore& store, size_t limit) {
+  ARROW_ASSIGN_OR_RAISE(auto commits, ListCommits(store));
+  if (commits.empty()) return NotFoundError("no Delta table at ", store.root_uri());
+  std::vector<HistoryEntry> history;
+  for (auto it = commits.rbegin(); it != commits.rend(); ++it) {
+    if (limit != 0 && history.size() >= limit) break;
+    HistoryEntry entry;
+    entry.version = it->version;
+    entry.timestamp_ms = it->last_modified_ms;
+    ARROW_ASSIGN_OR_RAISE(auto actions, ReadCommitActions(store, *it));
+    for (auto& action : actions) {
+      if (auto* info = std::get_if<CommitInfo>(&action)) {
+        if (info->in_commit_timestamp) entry.timestamp_ms = *info->in_commit_timestamp;
+        entry.commit_info = std::move(*info);
+        break;
+      }
+    }
+    history.push_back(std::move(entry));
+  }
+  return history;
+}
+
+}  // namespace ampdelta::delta

@@ -1,0 +1,119 @@
+#pragma once
+
+/// \file snapshot.h
+/// \brief An immutable view of a table at one version, built by log replay
+/// (PROTOCOL.md "Action Reconciliation").
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <arrow/result.h>
+#include <arrow/type_fwd.h>
+
+#include "ampdelta/delta/actions.h"
+#include "ampdelta/delta/log_segment.h"
+#include "ampdelta/delta/table_properties.h"
+#include "ampdelta/storage/object_store.h"
+
+namespace ampdelta::delta {
+
+/// \brief Which version to load.
+struct SnapshotOptions {
+  /// A version (time travel); the latest when unset.
+  std::optional<Version> version;
+  /// The newest version committed at or before this time (ms since epoch).
+  std::optional<int64_t> timestamp_ms;
+};
+
+/// \brief A table version: protocol, metadata, live files, tombstones, app transactions and
+/// domain metadata. Immutable and thread-safe.
+class Snapshot : public std::enable_shared_from_this<Snapshot> {
+ public:
+  /// \brief Load a snapshot of the table in `store`.
+  ///
+  /// Errors: kNotFound (no table), kCorruptLog (gaps, missing protocol/metadata, unreadable
+  /// log), kUnsupportedFeature (reader features ampdelta lacks), Invalid (a version or
+  /// timestamp outside the table's history).
+  static arrow::Result<std::shared_ptr<const Snapshot>> Load(
+      std::shared_ptr<storage::ObjectStore> store, const SnapshotOptions& options = {});
+
+  /// \brief Return the snapshot advanced to the latest version, replaying only new commits
+  /// (itself when nothing changed).
+  arrow::Result<std::shared_ptr<const Snapshot>> Update() const;
+
+  Version version() const { return version_; }
+  const Protocol& protocol() const { return protocol_; }
+  const Metadata& metadata() const { return metadata_; }
+  /// \brief Return the table schema (Delta types as Arrow types).
+  const std::shared_ptr<arrow::Schema>& schema() const { return schema_; }
+  const std::vector<std::string>& partition_columns() const {
+    return metadata_.partition_columns;
+  }
+  /// \brief Return the live data files, ordered by path.
+  const std::vector<Add>& files() const { return files_; }
+  /// \brief Return the tombstones still in the log (for VACUUM).
+  const std::vector<Remove>& tombstones() const { return tombstones_; }
+  /// \brief Return the latest `txn` per app id.
+  const std::map<std::string, SetTransaction>& app_transactions() const { return txns_; }
+  /// \brief Return the live (not removed) domain metadata per domain.
+  const std::map<std::string, DomainMetadata>& domain_metadata() const { return domains_; }
+  /// \brief Return the typed table properties.
+  const TableProperties& properties() const { return properties_; }
+  /// \brief Return the commit time of this version (in-commit timestamp or file time), ms.
+  int64_t timestamp_ms() const { return timestamp_ms_; }
+  const LogSegment& log_segment() const { return segment_; }
+  const std::shared_ptr<storage::ObjectStore>& store() const { return store_; }
+
+  /// \brief Return the version committed for `app_id`, if any.
+  std::optional<int64_t> AppTransactionVersion(const std::string& app_id) const;
+  /// \brief Return the sum of file sizes.
+  int64_t total_bytes() const;
+  /// \brief Return the live row count when every file has statistics (net of deletion
+  /// vectors), else nullopt.
+  std::optional<int64_t> num_records() const;
+
+  /// \brief Return the table-relative key of a file path from the log (percent-decoded,
+  /// absolute URIs inside the table made relative).
+  std::string FileKey(const std::string& log_path) const;
+
+ private:
+  Snapshot() = default;
+  static arrow::Result<std::shared_ptr<Snapshot>> Replay(
+      std::shared_ptr<storage::ObjectStore> store, LogSegment segment);
+
+  std::shared_ptr<storage::ObjectStore> store_;
+  LogSegment segment_;
+  Version version_ = 0;
+  Protocol protocol_;
+  Metadata metadata_;
+  std::shared_ptr<arrow::Schema> schema_;
+  std::vector<Add> files_;
+  std::vector<Remove> tombstones_;
+  std::map<std::string, SetTransaction> txns_;
+  std::map<std::string, DomainMetadata> domains_;
+  TableProperties properties_;
+  int64_t timestamp_ms_ = 0;
+};
+
+/// \brief One entry of a table's history.
+struct HistoryEntry {
+  Version version = 0;
+  int64_t timestamp_ms = 0;
+  /// The commit's commitInfo, when it has one.
+  std::optional<CommitInfo> commit_info;
+};
+
+/// \brief Return the history of a table, newest first, at most `limit` entries (0: all).
+arrow::Result<std::vector<HistoryEntry>> ReadHistory(storage::ObjectStore& store, size_t limit);
+
+/// \brief Percent-decode a log path once (`add.path` is an RFC 2396 URI).
+std::string DecodeLogPath(const std::string& path);
+
+/// \brief Percent-encode a table-relative file key for `add.path`: everything but
+/// unreserved characters, `/`, `=`, `:`, `@`, `+` and `-`.
+std::string EncodeLogPath(const std::string& key);
+
+}  // namespace ampdelta::delta

@@ -1,0 +1,99 @@
+#include "ampdelta/delta/table_properties.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "ampdelta/util/logging.h"
+
+namespace ampdelta::delta {
+namespace {
+
+std::optional<std::string> Find(const std::map<std::string, std::string>& config,
+                                const std::string& key) {
+  auto it = config.find(key);
+  if (it != config.end()) return it->second;
+  return std::nullopt;
+}
+
+std::optional<int64_t> ParseInt(const std::string& text) {
+  try {
+    size_t used = 0;
+    const long long value = std::stoll(text, &used);
+    if (used != text.size()) return std::nullopt;
+    return value;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+arrow::Result<int64_t> ParseIntervalMs(const std::string& text) {
+  std::istringstream in(text);
+  std::string first;
+  in >> first;
+  std::string lowered = first;
+  std::transform(lowered.begin(), lowered.end(), lowered.begin(), ::tolower);
+  std::string number_text = first;
+  if (lowered == "interval") in >> number_text;
+  std::string unit;
+  in >> unit;
+  std::transform(unit.begin(), unit.end(), unit.begin(), ::tolower);
+  auto number = ParseInt(number_text);
+  if (!number || unit.empty()) return arrow::Status::Invalid("bad interval '", text, "'");
+  if (unit.back() == 's' && unit.size() > 1) unit.pop_back();
+  static const std::map<std::string, double> kMillis = {
+      {"nanosecond", 1e-6}, {"microsecond", 1e-3}, {"millisecond", 1},
+      {"second", 1e3},      {"minute", 6e4},       {"hour", 3.6e6},
+      {"day", 8.64e7},      {"week", 6.048e8}};
+  auto it = kMillis.find(unit);
+  if (it == kMillis.end()) return arrow::Status::Invalid("bad interval unit in '", text, "'");
+  return static_cast<int64_t>(static_cast<double>(*number) * it->second);
+}
+
+TableProperties ParseTableProperties(const std::map<std::string, std::string>& config) {
+  TableProperties props;
+  auto interval = [&](const std::string& key, const std::string& legacy, int64_t* out) {
+    auto value = Find(config, key);
+    if (!value) value = Find(config, legacy);
+    if (!value) return;
+    auto parsed = ParseIntervalMs(*value);
+    if (parsed.ok()) {
+      *out = *parsed;
+    } else {
+      AMPDELTA_LOG_WARN("delta ignoring property ", key, "=", *value);
+    }
+  };
+  auto boolean = [&](const std::string& key, bool* out) {
+    auto value = Find(config, key);
+    if (!value) return;
+    std::string lowered = *value;
+    std::transform(lowered.begin(), lowered.end(), lowered.begin(), ::tolower);
+    if (lowered == "true") *out = true;
+    if (lowered == "false") *out = false;
+  };
+  if (auto value = Find(config, "delta.checkpointInterval")) {
+    if (auto parsed = ParseInt(*value); parsed && *parsed > 0) props.checkpoint_interval = *parsed;
+  }
+  interval("delta.logRetentionDuration", "logRetentionDuration", &props.log_retention_ms);
+  interval("delta.deletedFileRetentionDuration", "deletedFileRetentionDuration",
+           &props.deleted_file_retention_ms);
+  boolean("delta.enableExpiredLogCleanup", &props.enable_expired_log_cleanup);
+  boolean("delta.appendOnly", &props.append_only);
+  if (auto value = Find(config, "delta.dataSkippingNumIndexedCols")) {
+    if (auto parsed = ParseInt(*value)) props.data_skipping_num_indexed_cols = *parsed;
+  }
+  props.data_skipping_stats_columns = Find(config, "delta.dataSkippingStatsColumns");
+  if (auto value = Find(config, "delta.targetFileSize")) {
+    if (auto parsed = ParseInt(*value); parsed && *parsed > 0) props.target_file_size = *parsed;
+  }
+  if (auto value = Find(config, "delta.setTransactionRetentionDuration")) {
+    if (auto parsed = ParseIntervalMs(*value); parsed.ok()) {
+      props.set_transaction_retention_ms = *parsed;
+    }
+  }
+  return props;
+}
+
+}  // namespace ampdelta::delta

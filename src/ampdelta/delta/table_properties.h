@@ -1,0 +1,44 @@
+#pragma once
+
+/// \file table_properties.h
+/// \brief Typed view of the `delta.*` table properties ampdelta acts on.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <arrow/result.h>
+
+namespace ampdelta::delta {
+
+/// \brief Table properties with Spark's defaults.
+struct TableProperties {
+  /// `delta.checkpointInterval`: checkpoint every N commits.
+  int64_t checkpoint_interval = 10;
+  /// `delta.logRetentionDuration` (default 30 days), milliseconds.
+  int64_t log_retention_ms = int64_t{30} * 24 * 3600 * 1000;
+  /// `delta.deletedFileRetentionDuration` (default 1 week), milliseconds.
+  int64_t deleted_file_retention_ms = int64_t{7} * 24 * 3600 * 1000;
+  /// `delta.enableExpiredLogCleanup`.
+  bool enable_expired_log_cleanup = true;
+  /// `delta.appendOnly`.
+  bool append_only = false;
+  /// `delta.dataSkippingNumIndexedCols` (-1: all columns).
+  int64_t data_skipping_num_indexed_cols = 32;
+  /// `delta.dataSkippingStatsColumns`, when set.
+  std::optional<std::string> data_skipping_stats_columns;
+  /// `delta.targetFileSize` in bytes, when set.
+  std::optional<int64_t> target_file_size;
+  /// `delta.setTransactionRetentionDuration`, when set.
+  std::optional<int64_t> set_transaction_retention_ms;
+};
+
+/// \brief Parse the properties of a table's configuration; unknown keys are ignored and
+/// malformed values fall back to defaults.
+TableProperties ParseTableProperties(const std::map<std::string, std::string>& configuration);
+
+/// \brief Parse `interval <n> <unit>` (also without the `interval` prefix) to milliseconds.
+arrow::Result<int64_t> ParseIntervalMs(const std::string& text);
+
+}  // namespace ampdelta::delta
