@@ -1,5 +1,6 @@
 // `ampdelta table info|history|files`: inspect a Delta table.
 
+#include <chrono>
 #include <ctime>
 #include <iostream>
 #include <memory>
@@ -7,9 +8,19 @@
 #include <arrow/type.h>
 #include <nlohmann/json.hpp>
 
+#include <arrow/io/file.h>
+#include <arrow/ipc/reader.h>
+#include <arrow/record_batch.h>
+#include <arrow/table.h>
+#include <parquet/arrow/reader.h>
+
 #include "ampdelta/delta/action_json.h"
+#include "ampdelta/delta/checkpoint_writer.h"
+#include "ampdelta/delta/scan.h"
 #include "ampdelta/delta/schema.h"
 #include "ampdelta/delta/snapshot.h"
+#include "ampdelta/delta/table_writer.h"
+#include "table_format.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "commands.h"
 
@@ -24,6 +35,23 @@ struct TableArgs {
   std::optional<int64_t> version;
   std::string timestamp;
   size_t limit = 0;
+  // write
+  std::vector<std::string> inputs;
+  std::string mode = "append";
+  std::vector<std::string> partition_by;
+  bool no_merge_schema = false;
+  std::string compression = "zstd";
+  std::optional<int> compression_level;
+  int64_t target_file_size = 128 * 1024 * 1024;
+  int64_t max_rows_per_file = 0;
+  int64_t max_rows_per_group = 1'048'576;
+  std::vector<std::string> properties;
+  std::string app_id;
+  std::optional<int64_t> app_version;
+  // delete / scan
+  std::string where;
+  std::vector<std::string> columns;
+  std::string format = "table";
 };
 
 std::string IsoTime(int64_t ms) {
@@ -217,6 +245,144 @@ arrow::Status History(const TableArgs& args) {
   return arrow::Status::OK();
 }
 
+
+// Read an Arrow IPC (file or stream) or Parquet file as batches.
+arrow::Result<std::shared_ptr<arrow::Table>> ReadInput(const std::string& path) {
+  ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(path));
+  if (path.size() >= 8 && path.substr(path.size() - 8) == ".parquet") {
+    ARROW_ASSIGN_OR_RAISE(auto reader, parquet::arrow::OpenFile(file, arrow::default_memory_pool()));
+    return reader->ReadTable();
+  }
+  auto ipc_file = arrow::ipc::RecordBatchFileReader::Open(file);
+  if (ipc_file.ok()) {
+    return (*ipc_file)->ToTable();
+  }
+  ARROW_RETURN_NOT_OK(file->Seek(0));
+  ARROW_ASSIGN_OR_RAISE(auto stream, arrow::ipc::RecordBatchStreamReader::Open(file));
+  return stream->ToTable();
+}
+
+arrow::Status Write(const TableArgs& args) {
+  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
+  if (args.inputs.empty()) return arrow::Status::Invalid("give at least one --input file");
+  std::vector<std::shared_ptr<arrow::Table>> tables;
+  for (const auto& input : args.inputs) {
+    ARROW_ASSIGN_OR_RAISE(auto table, ReadInput(input));
+    tables.push_back(std::move(table));
+  }
+  delta::TableWriteOptions options;
+  ARROW_ASSIGN_OR_RAISE(options.mode, delta::ParseSaveMode(args.mode));
+  options.partition_by = args.partition_by;
+  options.merge_schema = !args.no_merge_schema;
+  ARROW_ASSIGN_OR_RAISE(options.files.codec, delta::ParseCodec(args.compression));
+  options.files.compression_level = args.compression_level;
+  options.files.target_file_size = args.target_file_size;
+  options.files.max_rows_per_file = args.max_rows_per_file;
+  options.files.max_rows_per_group = args.max_rows_per_group;
+  for (const auto& property : args.properties) {
+    const size_t equals = property.find('=');
+    if (equals == std::string::npos) return arrow::Status::Invalid("--property expects KEY=VALUE");
+    options.configuration[property.substr(0, equals)] = property.substr(equals + 1);
+  }
+  if (!args.app_id.empty()) {
+    if (!args.app_version) return arrow::Status::Invalid("--app-id needs --app-version");
+    options.app_transaction = delta::SetTransaction{args.app_id, *args.app_version, std::nullopt};
+  }
+  ARROW_ASSIGN_OR_RAISE(auto writer,
+                        delta::TableWriter::Open(store, tables.front()->schema(), options));
+  if (args.app_version && writer->read_snapshot()) {
+    auto committed = writer->read_snapshot()->AppTransactionVersion(args.app_id);
+    if (committed && *committed >= *args.app_version) {
+      std::cout << "skipped: app " << args.app_id << " already committed version " << *committed
+                << std::endl;
+      return arrow::Status::OK();
+    }
+  }
+  for (const auto& table : tables) {
+    arrow::TableBatchReader reader(*table);
+    std::shared_ptr<arrow::RecordBatch> batch;
+    while (true) {
+      arrow::Status status = reader.ReadNext(&batch);
+      if (status.ok() && batch == nullptr) break;
+      if (status.ok()) status = writer->Write(batch);
+      if (!status.ok()) {
+        (void)writer->Abort();
+        return status;
+      }
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(auto result, writer->Commit());
+  if (!result.committed) {
+    std::cout << "skipped: table exists (mode ignore)" << std::endl;
+    return arrow::Status::OK();
+  }
+  std::cout << "version=" << result.commit.version << " rows=" << result.rows
+            << " files_added=" << result.files_added << " files_removed=" << result.files_removed
+            << " bytes=" << result.bytes << " attempts=" << result.commit.attempts
+            << (result.commit.checkpoint_written ? " checkpoint=written" : "") << std::endl;
+  return arrow::Status::OK();
+}
+
+arrow::Status Delete(const TableArgs& args) {
+  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
+  ARROW_ASSIGN_OR_RAISE(auto result, delta::DeleteRows(store, args.where));
+  if (!result.version) {
+    std::cout << "nothing matched; no commit (files_skipped=" << result.files_skipped << ")" << std::endl;
+    return arrow::Status::OK();
+  }
+  std::cout << "version=" << *result.version << " rows_deleted=" << result.rows_deleted
+            << " files_removed=" << result.files_removed << " files_added=" << result.files_added
+            << " rows_copied=" << result.rows_copied << " files_skipped=" << result.files_skipped
+            << std::endl;
+  return arrow::Status::OK();
+}
+
+arrow::Status Checkpoint(const TableArgs& args) {
+  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
+  ARROW_ASSIGN_OR_RAISE(auto snapshot, delta::Snapshot::Load(store));
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  ARROW_ASSIGN_OR_RAISE(auto info, delta::WriteCheckpoint(*snapshot, now));
+  std::cout << "checkpoint version=" << info.version << " actions=" << info.num_actions
+            << " files=" << info.num_add_files << " bytes=" << info.size_in_bytes << std::endl;
+  return arrow::Status::OK();
+}
+
+arrow::Status Scan(const TableArgs& args) {
+  ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(args));
+  delta::ScanOptions options;
+  options.columns = args.columns;
+  if (!args.where.empty()) {
+    ARROW_ASSIGN_OR_RAISE(auto predicate, delta::Predicate::Parse(args.where, snapshot->schema()));
+    options.predicate = std::move(predicate);
+  }
+  ARROW_ASSIGN_OR_RAISE(auto scan, delta::TableScan::Make(snapshot, options));
+  int64_t rows = 0;
+  std::vector<std::vector<std::string>> shown;
+  while (true) {
+    ARROW_ASSIGN_OR_RAISE(auto batch, scan->Next());
+    if (batch == nullptr) break;
+    if (args.format == "csv") {
+      for (int64_t i = 0; i < batch->num_rows(); ++i) {
+        for (int c = 0; c < batch->num_columns(); ++c) {
+          std::cout << (c ? "," : "") << FormatValue(*batch->column(c), i);
+        }
+        std::cout << "\n";
+      }
+    } else if (args.format == "table") {
+      for (int64_t i = 0; i < batch->num_rows() && shown.size() < 20; ++i) {
+        shown.push_back(FormatRows(*batch, {i}).front());
+      }
+    }
+    rows += batch->num_rows();
+  }
+  if (args.format == "table") std::cout << FormatTable(scan->schema(), shown);
+  std::cout << "rows=" << rows << " files_scanned=" << scan->files_scanned()
+            << " files_skipped=" << scan->files_skipped() << std::endl;
+  return arrow::Status::OK();
+}
+
 void AddReadOptions(CLI::App* cmd, TableArgs* args, bool time_travel) {
   cmd->add_option("path", args->path, "table path or URI")->required();
   cmd->add_flag("--json", args->json, "print JSON");
@@ -241,10 +407,44 @@ CommandRunner AddTableCommand(CLI::App& app) {
   CLI::App* history = table->add_subcommand("history", "The commits, newest first");
   AddReadOptions(history, args.get(), false);
   history->add_option("--limit", args->limit, "show at most N commits (0: all)");
-  return [args, info, files, history]() {
+  CLI::App* write = table->add_subcommand(
+      "write", "Write Arrow IPC or Parquet files into the table as one commit");
+  write->add_option("path", args->path, "table path or URI")->required();
+  write->add_option("--input", args->inputs, "Arrow IPC (file/stream) or .parquet file")->required();
+  write->add_option("--mode", args->mode, "append, overwrite, error or ignore")->capture_default_str();
+  write->add_option("--partition-by", args->partition_by, "partition columns (new tables)")
+      ->delimiter(',');
+  write->add_flag("--no-merge-schema", args->no_merge_schema, "fail on any schema difference");
+  write->add_option("--compression", args->compression, "zstd, snappy, gzip, lz4, brotli, uncompressed")
+      ->capture_default_str();
+  write->add_option("--compression-level", args->compression_level, "codec level");
+  write->add_option("--target-file-size", args->target_file_size, "roll files at this size (bytes)")
+      ->capture_default_str();
+  write->add_option("--max-rows-per-file", args->max_rows_per_file, "roll files after N rows");
+  write->add_option("--max-rows-per-group", args->max_rows_per_group, "Parquet row-group rows")
+      ->capture_default_str();
+  write->add_option("--property", args->properties, "KEY=VALUE table property of a new table");
+  write->add_option("--app-id", args->app_id, "commit an application transaction id");
+  write->add_option("--app-version", args->app_version, "its version; skipped if already committed");
+  CLI::App* del = table->add_subcommand("delete", "Delete rows (copy-on-write, one commit)");
+  del->add_option("path", args->path, "table path or URI")->required();
+  del->add_option("--where", args->where, "predicate, e.g. 'block_num >= 100' (default: all rows)");
+  CLI::App* checkpoint = table->add_subcommand("checkpoint", "Write a checkpoint of the latest version");
+  checkpoint->add_option("path", args->path, "table path or URI")->required();
+  CLI::App* scan = table->add_subcommand("scan", "Read rows (pruned by --where)");
+  AddReadOptions(scan, args.get(), true);
+  scan->add_option("--where", args->where, "predicate");
+  scan->add_option("--columns", args->columns, "columns to read")->delimiter(',');
+  scan->add_option("--format", args->format, "table, csv or count")
+      ->check(CLI::IsMember({"table", "csv", "count"}));
+  return [args, info, files, history, write, del, checkpoint, scan]() {
     if (info->parsed()) return Report(Info(*args));
     if (files->parsed()) return Report(Files(*args));
     if (history->parsed()) return Report(History(*args));
+    if (write->parsed()) return Report(Write(*args));
+    if (del->parsed()) return Report(Delete(*args));
+    if (checkpoint->parsed()) return Report(Checkpoint(*args));
+    if (scan->parsed()) return Report(Scan(*args));
     return kExitUsage;
   };
 }

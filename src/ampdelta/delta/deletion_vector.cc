@@ -26,7 +26,10 @@ namespace {
 // --- Z85 (ZeroMQ RFC 32) --------------------------------------------------------------
 
 constexpr std::string_view kZ85Alphabet =
-    "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+    "0123456789"
+    "abcdefghijklmnopqrstuvwxyz"
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    ".-:+=^!/*?&<>()[]{}@%$#";
 
 constexpr std::array<int8_t, 256> MakeZ85DecodeTable() {
   std::array<int8_t, 256> table{};
@@ -44,9 +47,12 @@ constexpr std::array<int8_t, 256> kZ85Decode = MakeZ85DecodeTable();
 // PROTOCOL.md "Deletion Vector Format": the magic number in front of the portable 64-bit
 // roaring serialization.
 constexpr uint32_t kPortableMagic = 1681511377;
-// Delta's Java RoaringBitmapArray can also write a "native" layout under the next lower
-// magic number; Delta never stores it in tables, but name it when we see it.
+// Delta's Java RoaringBitmapArray also has a "native" layout under the next lower magic
+// number, which the protocol does not allow in tables; PROTOCOL.md's inline example uses
+// it, with the magic number big-endian. Recognise it to name it in the error.
 constexpr uint32_t kNativeMagic = 1681511376;
+// kNativeMagic stored big-endian and read little-endian.
+constexpr uint32_t kNativeMagicSwapped = 0xD0D33964;
 // PROTOCOL.md "Deletion Vector File Storage Format": byte 0 of a DV file.
 constexpr uint8_t kDvFileFormatVersion = 1;
 // Where the first DV of a file starts when the descriptor has no offset: right after the
@@ -57,13 +63,18 @@ constexpr size_t kUuidZ85Length = 20;
 // Smallest serialized 32-bit portable bitmap (cookie + container count).
 constexpr size_t kMinPortableBitmapSize = 8;
 
+uint32_t LoadLE16(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8);
+}
+
 uint32_t LoadLE32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
          (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
 }
 
 uint64_t LoadLE64(const uint8_t* p) {
-  return static_cast<uint64_t>(LoadLE32(p)) | (static_cast<uint64_t>(LoadLE32(p + 4)) << 32);
+  return static_cast<uint64_t>(LoadLE32(p)) |
+         (static_cast<uint64_t>(LoadLE32(p + 4)) << 32);
 }
 
 uint32_t LoadBE32(const uint8_t* p) {
@@ -71,7 +82,9 @@ uint32_t LoadBE32(const uint8_t* p) {
          (static_cast<uint32_t>(p[2]) << 8) | static_cast<uint32_t>(p[3]);
 }
 
-const uint8_t* Bytes(std::string_view s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+const uint8_t* Bytes(std::string_view s) {
+  return reinterpret_cast<const uint8_t*>(s.data());
+}
 
 std::string Hex32(uint32_t value) {
   const char bytes[4] = {static_cast<char>(value >> 24), static_cast<char>(value >> 16),
@@ -146,8 +159,8 @@ arrow::Result<DeletedRows> DeletedRows::FromRows(const std::vector<uint64_t>& ro
     roaring_bitmap_run_optimize(bitmap.get());
     buckets.push_back(Impl::Bucket{key, std::move(bitmap)});
   }
-  return DeletedRows(
-      std::make_shared<const Impl>(std::move(buckets), static_cast<int64_t>(sorted.size())));
+  return DeletedRows(std::make_shared<const Impl>(std::move(buckets),
+                                                  static_cast<int64_t>(sorted.size())));
 }
 
 bool DeletedRows::Contains(uint64_t row) const {
@@ -225,14 +238,14 @@ arrow::Result<std::string> DecodeZ85(std::string_view text) {
       const int8_t digit = kZ85Decode[static_cast<unsigned char>(text[i])];
       if (digit < 0) {
         return arrow::Status::Invalid("invalid Z85 character 0x",
-                                      ToHex(std::string_view(&text[i], 1)), " at position ",
-                                      i);
+                                      ToHex(std::string_view(&text[i], 1)),
+                                      " at position ", i);
       }
       value = value * 85 + static_cast<uint64_t>(digit);
     }
     if (value > std::numeric_limits<uint32_t>::max()) {
-      return arrow::Status::Invalid("Z85 group '", text.substr(group, 5), "' at position ",
-                                    group, " exceeds 32 bits");
+      return arrow::Status::Invalid("Z85 group '", text.substr(group, 5),
+                                    "' at position ", group, " exceeds 32 bits");
     }
     out.push_back(static_cast<char>(value >> 24));
     out.push_back(static_cast<char>(value >> 16));
@@ -267,16 +280,150 @@ arrow::Result<std::string> EncodeZ85(std::string_view bytes) {
 
 // --- Bitmap parsing -------------------------------------------------------------------
 
+namespace {
+
+// RoaringFormatSpec cookies of the 32-bit portable format.
+constexpr uint32_t kSerialCookieNoRun = 12346;
+constexpr uint32_t kSerialCookie = 12347;
+// With run containers, the offset header is present only from this many containers on.
+constexpr uint32_t kNoOffsetThreshold = 4;
+// Containers with more values than this are bitsets (absent a run flag).
+constexpr uint32_t kMaxArrayCardinality = 4096;
+constexpr size_t kBitsetBytes = 8192;
+
+// Consume one 32-bit roaring bitmap in the portable format (RoaringFormatSpec) from the
+// front of `*in`, validating it completely, and build it through CRoaring's add API.
+//
+// CRoaring 0.2.66's roaring_bitmap_portable_deserialize_safe only bounds its reads: it
+// accepts containers whose contents are inconsistent (bitset cardinalities that disagree
+// with the bits, unsorted arrays, empty or overlapping runs), and iterating such a bitmap
+// can crash. A DV is untrusted input, so parse it here instead.
+arrow::Result<RoaringPtr> ParsePortableBitmap32(std::string_view* in) {
+  std::string_view data = *in;
+  auto need = [&data](size_t n, const char* what) -> arrow::Status {
+    if (data.size() < n) return CorruptBitmap("truncated ", what);
+    return arrow::Status::OK();
+  };
+  ARROW_RETURN_NOT_OK(need(4, "cookie"));
+  const uint32_t cookie = LoadLE32(Bytes(data));
+  data.remove_prefix(4);
+  uint32_t size = 0;
+  std::string_view run_flags;
+  bool has_offsets = true;
+  if ((cookie & 0xFFFF) == kSerialCookie) {
+    size = (cookie >> 16) + 1;
+    const size_t flag_bytes = (size + 7) / 8;
+    ARROW_RETURN_NOT_OK(need(flag_bytes, "run-container flags"));
+    run_flags = data.substr(0, flag_bytes);
+    data.remove_prefix(flag_bytes);
+    has_offsets = size >= kNoOffsetThreshold;
+  } else if (cookie == kSerialCookieNoRun) {
+    ARROW_RETURN_NOT_OK(need(4, "container count"));
+    size = LoadLE32(Bytes(data));
+    data.remove_prefix(4);
+    if (size > 65536) return CorruptBitmap("container count ", size, " exceeds 65536");
+  } else {
+    return CorruptBitmap("unknown 32-bit bitmap cookie ", cookie);
+  }
+  ARROW_RETURN_NOT_OK(need(static_cast<size_t>(size) * 4, "container headers"));
+  const std::string_view headers = data.substr(0, static_cast<size_t>(size) * 4);
+  data.remove_prefix(headers.size());
+  if (has_offsets) {
+    // The offsets only help random access; the containers follow in order anyway.
+    ARROW_RETURN_NOT_OK(need(static_cast<size_t>(size) * 4, "container offsets"));
+    data.remove_prefix(static_cast<size_t>(size) * 4);
+  }
+
+  RoaringPtr bitmap(roaring_bitmap_create());
+  if (bitmap == nullptr) return arrow::Status::OutOfMemory("cannot allocate a bitmap");
+  std::vector<uint32_t> values;
+  int32_t previous_key = -1;
+  for (uint32_t i = 0; i < size; ++i) {
+    const uint8_t* header = Bytes(headers) + 4 * i;
+    const uint32_t key = LoadLE16(header);
+    const uint32_t cardinality = LoadLE16(header + 2) + 1;
+    if (static_cast<int32_t>(key) <= previous_key) {
+      return CorruptBitmap("container keys are not ascending (", key, " after ",
+                           previous_key, ")");
+    }
+    previous_key = static_cast<int32_t>(key);
+    const uint32_t high = key << 16;
+    const bool is_run =
+        !run_flags.empty() && (static_cast<uint8_t>(run_flags[i / 8]) >> (i % 8)) & 1;
+    if (is_run) {
+      ARROW_RETURN_NOT_OK(need(2, "run count"));
+      const uint32_t runs = LoadLE16(Bytes(data));
+      data.remove_prefix(2);
+      ARROW_RETURN_NOT_OK(need(static_cast<size_t>(runs) * 4, "runs"));
+      const uint8_t* p = Bytes(data);
+      uint32_t total = 0;
+      int64_t previous_end = -1;
+      for (uint32_t r = 0; r < runs; ++r, p += 4) {
+        const uint32_t start = LoadLE16(p);
+        const uint32_t end =
+            start + LoadLE16(p + 2);  // inclusive: the field is length - 1
+        if (static_cast<int64_t>(start) <= previous_end || end > 0xFFFF) {
+          return CorruptBitmap("run container ", key,
+                               " has overlapping or oversized runs");
+        }
+        previous_end = end;
+        total += end - start + 1;
+        roaring_bitmap_add_range_closed(bitmap.get(), high | start, high | end);
+      }
+      data.remove_prefix(static_cast<size_t>(runs) * 4);
+      if (total != cardinality) {
+        return CorruptBitmap("run container ", key, " holds ", total,
+                             " values but its header says ", cardinality);
+      }
+    } else if (cardinality <= kMaxArrayCardinality) {
+      ARROW_RETURN_NOT_OK(need(static_cast<size_t>(cardinality) * 2, "array container"));
+      const uint8_t* p = Bytes(data);
+      values.clear();
+      int64_t previous = -1;
+      for (uint32_t v = 0; v < cardinality; ++v, p += 2) {
+        const uint32_t low = LoadLE16(p);
+        if (static_cast<int64_t>(low) <= previous) {
+          return CorruptBitmap("array container ", key, " is not strictly ascending");
+        }
+        previous = low;
+        values.push_back(high | low);
+      }
+      data.remove_prefix(static_cast<size_t>(cardinality) * 2);
+      roaring_bitmap_add_many(bitmap.get(), values.size(), values.data());
+    } else {
+      ARROW_RETURN_NOT_OK(need(kBitsetBytes, "bitset container"));
+      const uint8_t* p = Bytes(data);
+      values.clear();
+      for (uint32_t byte = 0; byte < kBitsetBytes; ++byte) {
+        for (uint32_t bit = 0; bit < 8; ++bit) {
+          if ((p[byte] >> bit) & 1) values.push_back(high | (byte * 8 + bit));
+        }
+      }
+      data.remove_prefix(kBitsetBytes);
+      if (values.size() != cardinality) {
+        return CorruptBitmap("bitset container ", key, " holds ", values.size(),
+                             " values but its header says ", cardinality);
+      }
+      roaring_bitmap_add_many(bitmap.get(), values.size(), values.data());
+    }
+  }
+  *in = data;
+  return bitmap;
+}
+
+}  // namespace
+
 arrow::Result<DeletedRows> ParseRoaring64Portable(std::string_view bytes) {
   if (bytes.size() < 4) {
     return CorruptBitmap(bytes.size(), " bytes, too short for the magic number");
   }
   const uint32_t magic = LoadLE32(Bytes(bytes));
-  if (magic == kNativeMagic) {
+  if (magic == kNativeMagic || magic == kNativeMagicSwapped) {
     return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
                      "deletion vector bitmap uses the native RoaringBitmapArray format "
-                     "(magic number ",
-                     magic, "); only the portable format (", kPortableMagic,
+                     "(first bytes 0x",
+                     ToHex(bytes.substr(0, 4)),
+                     "); only the portable format (magic number ", kPortableMagic,
                      ") is supported");
   }
   if (magic != kPortableMagic) {
@@ -286,8 +433,8 @@ arrow::Result<DeletedRows> ParseRoaring64Portable(std::string_view bytes) {
   if (rest.size() < 8) return CorruptBitmap("truncated bucket count");
   const uint64_t bucket_count = LoadLE64(Bytes(rest));
   rest.remove_prefix(8);
-  // Every bucket takes at least a key and an empty 32-bit bitmap; bounding the count by the
-  // bytes left keeps a corrupt count from driving a huge allocation.
+  // Every bucket takes at least a key and an empty 32-bit bitmap; bounding the count by
+  // the bytes left keeps a corrupt count from driving a huge allocation.
   if (bucket_count > rest.size() / (4 + kMinPortableBitmapSize)) {
     return CorruptBitmap("bucket count ", bucket_count, " does not fit in ", rest.size(),
                          " bytes");
@@ -308,14 +455,12 @@ arrow::Result<DeletedRows> ParseRoaring64Portable(std::string_view bytes) {
       return CorruptBitmap("bucket keys are not ascending (", key, " after ",
                            buckets.back().key, ")");
     }
-    const size_t size = roaring_bitmap_portable_deserialize_size(rest.data(), rest.size());
-    if (size == 0) return CorruptBitmap("bucket ", b, " (key ", key, ") is not a valid "
-                                        "portable roaring bitmap or is truncated");
-    RoaringPtr bitmap(roaring_bitmap_portable_deserialize_safe(rest.data(), size));
-    if (bitmap == nullptr) {
-      return CorruptBitmap("bucket ", b, " (key ", key, ") cannot be deserialized");
+    auto parsed = ParsePortableBitmap32(&rest);
+    if (!parsed.ok()) {
+      return parsed.status().WithMessage(parsed.status().message(), " (bucket ", b,
+                                         ", key ", key, ")");
     }
-    rest.remove_prefix(size);
+    RoaringPtr bitmap = std::move(parsed).ValueUnsafe();
     const uint64_t count = roaring_bitmap_get_cardinality(bitmap.get());
     if (count == 0) continue;
     cardinality += static_cast<int64_t>(count);
@@ -367,8 +512,10 @@ std::string FormatUuid(std::string_view bytes) {
          hex.substr(16, 4) + "-" + hex.substr(20, 12);
 }
 
-// Return `path` relative to `root` when it lies strictly inside it (both absolute, local).
-std::optional<std::string> RelativeUnder(const std::string& root, const std::string& path) {
+// Return `path` relative to `root` when it lies strictly inside it (both absolute and
+// local).
+std::optional<std::string> RelativeUnder(const std::string& root,
+                                         const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path base = fs::path(root).lexically_normal();
   const fs::path target = fs::path(path).lexically_normal();
@@ -455,13 +602,15 @@ arrow::Result<DeletedRows> ReadDvFile(storage::ObjectStore& store, const std::st
   }
   const int64_t got = record == nullptr ? 0 : record->size();
   if (got < 4) {
-    return CorruptDv(dv, "file ", key, " ends before the length field at offset ", offset);
+    return CorruptDv(dv, "file ", key, " ends before the length field at offset ",
+                     offset);
   }
   const uint8_t* p = record->data();
   const uint32_t stored_size = LoadBE32(p);
   if (stored_size != static_cast<uint32_t>(dv.size_in_bytes)) {
-    return CorruptDv(dv, "length field in ", key, " at offset ", offset, " is ", stored_size,
-                     " bytes but the descriptor's sizeInBytes is ", dv.size_in_bytes);
+    return CorruptDv(dv, "length field in ", key, " at offset ", offset, " is ",
+                     stored_size, " bytes but the descriptor's sizeInBytes is ",
+                     dv.size_in_bytes);
   }
   if (got < record_length) {
     return CorruptDv(dv, "file ", key, " is truncated: ", got, " of ", record_length,
@@ -469,8 +618,8 @@ arrow::Result<DeletedRows> ReadDvFile(storage::ObjectStore& store, const std::st
   }
   const uint8_t* bitmap = p + 4;
   const uint32_t stored_crc = LoadBE32(bitmap + dv.size_in_bytes);
-  const auto computed_crc = static_cast<uint32_t>(
-      crc32(0L, bitmap, static_cast<uInt>(dv.size_in_bytes)));
+  const auto computed_crc =
+      static_cast<uint32_t>(crc32(0L, bitmap, static_cast<uInt>(dv.size_in_bytes)));
   if (stored_crc != computed_crc) {
     return CorruptDv(dv, "checksum mismatch in ", key, " at offset ", offset,
                      ": stored CRC-32 0x", Hex32(stored_crc), ", computed 0x",
@@ -487,8 +636,9 @@ arrow::Result<DeletedRows> ReadDvFile(storage::ObjectStore& store, const std::st
 arrow::Result<std::string> UuidDeletionVectorPath(std::string_view path_or_inline_dv) {
   if (path_or_inline_dv.size() < kUuidZ85Length) {
     return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError,
-                     "deletion vector path '", path_or_inline_dv, "' is shorter than the ",
-                     kUuidZ85Length, " Z85 characters of a UUID");
+                     "deletion vector path '", path_or_inline_dv,
+                     "' is shorter than the ", kUuidZ85Length,
+                     " Z85 characters of a UUID");
   }
   const std::string_view prefix =
       path_or_inline_dv.substr(0, path_or_inline_dv.size() - kUuidZ85Length);
@@ -507,7 +657,9 @@ arrow::Result<DeletedRows> LoadDeletionVector(storage::ObjectStore& table_store,
   if (dv.cardinality < 0) return CorruptDv(dv, "negative cardinality ", dv.cardinality);
   DeletedRows rows;
   if (dv.storage_type == "i") {
-    if (dv.size_in_bytes < 0) return CorruptDv(dv, "negative sizeInBytes ", dv.size_in_bytes);
+    if (dv.size_in_bytes < 0) {
+      return CorruptDv(dv, "negative sizeInBytes ", dv.size_in_bytes);
+    }
     auto bytes = DecodeZ85(dv.path_or_inline_dv);
     if (!bytes.ok()) return CorruptDv(dv, "inline data: ", bytes.status().message());
     // Z85 works on 4-byte groups, so writers zero-pad the bitmap to a multiple of 4 and

@@ -22,8 +22,8 @@ namespace ampdelta::delta {
 /// DVs and UUID-named DV files).
 ///
 /// \param[in] text Z85 characters; the length must be a multiple of 5
-/// \return 4 bytes per 5 characters; Status::Invalid for a bad length, a character outside
-///   the Z85 alphabet, or a group whose value does not fit 32 bits
+/// \return 4 bytes per 5 characters; Status::Invalid for a bad length, a character
+///   outside the Z85 alphabet, or a group whose value does not fit 32 bits
 arrow::Result<std::string> DecodeZ85(std::string_view text);
 
 /// \brief Encode bytes as Z85 text.
@@ -32,8 +32,8 @@ arrow::Result<std::string> DecodeZ85(std::string_view text);
 /// \return 5 characters per 4 bytes; Status::Invalid for a bad length
 arrow::Result<std::string> EncodeZ85(std::string_view bytes);
 
-/// \brief The deleted row indexes of one data file, held as 32-bit roaring bitmaps keyed by
-/// the high 32 bits of the row index (the shape of the on-disk format).
+/// \brief The deleted row indexes of one data file, held as 32-bit roaring bitmaps keyed
+/// by the high 32 bits of the row index (the shape of the on-disk format).
 ///
 /// Immutable once built, so thread-safe; copies are cheap and share the bitmaps.
 class DeletedRows {
@@ -47,7 +47,7 @@ class DeletedRows {
   /// \return the set; Status::OutOfMemory if a bitmap cannot be allocated
   static arrow::Result<DeletedRows> FromRows(const std::vector<uint64_t>& rows);
 
-  /// \brief Return true when the row with index `row` (0-based, in file order) is deleted.
+  /// \brief Return true when row `row` (0-based index in file order) is deleted.
   bool Contains(uint64_t row) const;
 
   /// \brief Return the number of deleted rows.
@@ -97,7 +97,8 @@ arrow::Result<DeletedRows> ParseRoaring64Portable(std::string_view bytes);
 ///
 /// \param[in] path_or_inline_dv an optional random prefix and 20 Z85 characters encoding
 ///   the 16 bytes of the UUID
-/// \return the key; ErrorCode::kCorruptLog (IOError) when the text is too short or not Z85
+/// \return the key; ErrorCode::kCorruptLog (IOError) when the text is too short or is
+///   not Z85
 arrow::Result<std::string> UuidDeletionVectorPath(std::string_view path_or_inline_dv);
 
 /// \brief Load and verify the deletion vector a descriptor points to.

@@ -1,0 +1,82 @@
+#pragma once
+
+/// \file data_file_writer.h
+/// \brief Write Arrow batches as a table's Parquet data files: one open file per partition,
+/// files rolled by size or rows, statistics per file, memory bounded by row groups.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <arrow/result.h>
+#include <arrow/type_fwd.h>
+
+#include "ampdelta/delta/actions.h"
+#include "ampdelta/delta/stats.h"
+#include "ampdelta/storage/object_store.h"
+
+namespace ampdelta::delta {
+
+/// \brief Parquet compression codecs.
+enum class Codec : uint8_t { kUncompressed, kSnappy, kGzip, kZstd, kLz4, kBrotli };
+
+/// \brief Parse a codec name (`zstd`, `snappy`, `gzip`, `lz4`, `brotli`, `uncompressed`/`none`).
+arrow::Result<Codec> ParseCodec(const std::string& name);
+/// \brief Return the codec's lower-case name, as used in file names.
+const char* CodecName(Codec codec);
+
+/// \brief How data files are written.
+struct DataFileOptions {
+  Codec codec = Codec::kZstd;
+  std::optional<int> compression_level;
+  bool dictionary = true;
+  /// Parquet column statistics and page indexes (readers use them to skip pages).
+  bool parquet_statistics = true;
+  /// Rows per Parquet row group.
+  int64_t max_rows_per_group = 1'048'576;
+  /// Roll to a new file once a file reaches this size (checked at row-group boundaries).
+  int64_t target_file_size = 128 * 1024 * 1024;
+  /// Roll to a new file after this many rows (0: no limit).
+  int64_t max_rows_per_file = 0;
+  /// Delta statistics settings (from the table properties).
+  StatsOptions stats;
+};
+
+/// \brief Writes data files and describes them as `add` actions. Files are visible in
+/// storage as they close, but belong to the table only once a commit references them.
+/// Thread-compatible.
+class DataFileWriter {
+ public:
+  /// \param[in] store the table's store
+  /// \param[in] table_schema the table schema; batches passed to Write() must have it
+  /// \param[in] partition_columns partition columns (not stored in the files)
+  static arrow::Result<std::unique_ptr<DataFileWriter>> Make(
+      std::shared_ptr<storage::ObjectStore> store, std::shared_ptr<arrow::Schema> table_schema,
+      std::vector<std::string> partition_columns, DataFileOptions options);
+
+  ~DataFileWriter();
+
+  /// \brief Write a batch (already conformed to the table schema).
+  arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& batch);
+
+  /// \brief Close every open file and return all files written, as `add` actions
+  /// (dataChange = true; callers may change it).
+  arrow::Result<std::vector<Add>> Finish();
+
+  /// \brief Delete every file written so far (for a load that will not commit).
+  arrow::Status Abort();
+
+  /// \brief Return the bytes of the files closed so far.
+  int64_t bytes_written() const;
+  /// \brief Return the rows written so far.
+  int64_t rows_written() const;
+
+ private:
+  class Impl;
+  explicit DataFileWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ampdelta::delta

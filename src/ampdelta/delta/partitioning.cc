@@ -1,0 +1,197 @@
+#include "ampdelta/delta/partitioning.h"
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+#include <arrow/array.h>
+#include <arrow/scalar.h>
+#include <arrow/type.h>
+#include <arrow/util/decimal.h>
+
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::delta {
+namespace {
+
+constexpr const char* kHiveNull = "__HIVE_DEFAULT_PARTITION__";
+
+enum class CivilFormat : uint8_t { kDate, kDateTime, kIsoDateTime };
+
+std::string Civil(int64_t seconds, CivilFormat format) {
+  const std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[40];
+  switch (format) {
+    case CivilFormat::kDate:
+      std::strftime(text, sizeof(text), "%Y-%m-%d", &tm);
+      break;
+    case CivilFormat::kDateTime:
+      std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &tm);
+      break;
+    case CivilFormat::kIsoDateTime:
+      std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
+      break;
+  }
+  return text;
+}
+
+// Split a timestamp into whole seconds and microseconds (flooring for pre-1970 values).
+void SplitMicros(int64_t micros, int64_t* seconds, int64_t* fraction) {
+  *seconds = micros / 1'000'000;
+  *fraction = micros % 1'000'000;
+  if (*fraction < 0) {
+    *fraction += 1'000'000;
+    *seconds -= 1;
+  }
+}
+
+int64_t ToMicros(int64_t value, arrow::TimeUnit::type unit) {
+  switch (unit) {
+    case arrow::TimeUnit::SECOND:
+      return value * 1'000'000;
+    case arrow::TimeUnit::MILLI:
+      return value * 1'000;
+    case arrow::TimeUnit::MICRO:
+      return value;
+    case arrow::TimeUnit::NANO:
+      return value / 1'000;
+  }
+  return value;
+}
+
+}  // namespace
+
+std::string EscapePartitionPathValue(const std::string& value) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  static constexpr std::string_view kSpecial = "\"#%'*/:=?\\{[]^";
+  std::string out;
+  for (unsigned char c : value) {
+    if (c < 0x20 || c == 0x7f || kSpecial.find(static_cast<char>(c)) != std::string_view::npos) {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0x0f]);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+std::string PartitionFolder(const std::vector<std::string>& columns,
+                            const NullableStringMap& values) {
+  std::string out;
+  for (const auto& column : columns) {
+    auto it = values.find(column);
+    const bool null = it == values.end() || !it->second || it->second->empty();
+    if (!out.empty()) out += '/';
+    out += EscapePartitionPathValue(column) + "=" +
+           (null ? std::string(kHiveNull) : EscapePartitionPathValue(*it->second));
+  }
+  return out;
+}
+
+bool IsPartitionableType(const arrow::DataType& type) {
+  switch (type.id()) {
+    case arrow::Type::INT8:
+    case arrow::Type::INT16:
+    case arrow::Type::INT32:
+    case arrow::Type::INT64:
+    case arrow::Type::FLOAT:
+    case arrow::Type::DOUBLE:
+    case arrow::Type::BOOL:
+    case arrow::Type::STRING:
+    case arrow::Type::DATE32:
+    case arrow::Type::TIMESTAMP:
+    case arrow::Type::DECIMAL128:
+      return true;
+    default:
+      return false;
+  }
+}
+
+arrow::Result<std::optional<std::string>> SerializePartitionValue(const arrow::Array& array,
+                                                                  int64_t row) {
+  if (array.IsNull(row)) return std::nullopt;
+  switch (array.type_id()) {
+    case arrow::Type::INT8:
+      return std::to_string(static_cast<const arrow::Int8Array&>(array).Value(row));
+    case arrow::Type::INT16:
+      return std::to_string(static_cast<const arrow::Int16Array&>(array).Value(row));
+    case arrow::Type::INT32:
+      return std::to_string(static_cast<const arrow::Int32Array&>(array).Value(row));
+    case arrow::Type::INT64:
+      return std::to_string(static_cast<const arrow::Int64Array&>(array).Value(row));
+    case arrow::Type::BOOL:
+      return std::string(static_cast<const arrow::BooleanArray&>(array).Value(row) ? "true"
+                                                                                   : "false");
+    case arrow::Type::STRING:
+      return std::string(static_cast<const arrow::StringArray&>(array).GetView(row));
+    case arrow::Type::FLOAT:
+    case arrow::Type::DOUBLE: {
+      const double value = array.type_id() == arrow::Type::FLOAT
+                               ? static_cast<const arrow::FloatArray&>(array).Value(row)
+                               : static_cast<const arrow::DoubleArray&>(array).Value(row);
+      if (std::isnan(value)) return std::string("NaN");
+      if (std::isinf(value)) return std::string(value > 0 ? "Infinity" : "-Infinity");
+      char text[40];
+      std::snprintf(text, sizeof(text), "%.17g", value);
+      return std::string(text);
+    }
+    case arrow::Type::DECIMAL128:
+      return static_cast<const arrow::Decimal128Array&>(array).FormatValue(row);
+    case arrow::Type::DATE32:
+      return Civil(int64_t{static_cast<const arrow::Date32Array&>(array).Value(row)} * 86400,
+                   CivilFormat::kDate);
+    case arrow::Type::TIMESTAMP: {
+      const auto& type = static_cast<const arrow::TimestampType&>(*array.type());
+      const int64_t micros =
+          ToMicros(static_cast<const arrow::TimestampArray&>(array).Value(row), type.unit());
+      int64_t seconds = 0;
+      int64_t fraction = 0;
+      SplitMicros(micros, &seconds, &fraction);
+      char frac[16];
+      std::snprintf(frac, sizeof(frac), ".%06lld", static_cast<long long>(fraction));
+      if (type.timezone().empty()) return Civil(seconds, CivilFormat::kDateTime) + frac;
+      return Civil(seconds, CivilFormat::kIsoDateTime) + frac + "Z";
+    }
+    default:
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "cannot partition by a column of type ", array.type()->ToString());
+  }
+}
+
+arrow::Result<std::shared_ptr<arrow::Scalar>> ParsePartitionValue(
+    const std::optional<std::string>& value, const std::shared_ptr<arrow::DataType>& type) {
+  if (!value || (value->empty() && type->id() != arrow::Type::STRING)) {
+    return arrow::MakeNullScalar(type);
+  }
+  if (type->id() == arrow::Type::TIMESTAMP) {
+    // Accept "YYYY-MM-DD HH:MM:SS[.f]" and ISO-8601 "…T…[.f]Z" (both UTC for timestamp).
+    std::string text = *value;
+    for (char& c : text) {
+      if (c == 'T') c = ' ';
+    }
+    const bool utc = !text.empty() && text.back() == 'Z';
+    if (utc) text.pop_back();
+    auto parsed = arrow::Scalar::Parse(arrow::timestamp(arrow::TimeUnit::MICRO), text);
+    if (!parsed.ok()) {
+      return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid,
+                       "bad timestamp partition value '", *value, "'");
+    }
+    return std::make_shared<arrow::TimestampScalar>(
+        static_cast<const arrow::TimestampScalar&>(**parsed).value, type);
+  }
+  if (type->id() == arrow::Type::BINARY) {
+    return std::make_shared<arrow::BinaryScalar>(arrow::Buffer::FromString(*value));
+  }
+  auto parsed = arrow::Scalar::Parse(type, *value);
+  if (!parsed.ok()) {
+    return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid,
+                     "bad partition value '", *value, "' for type ", type->ToString());
+  }
+  return *parsed;
+}
+
+}  // namespace ampdelta::delta

@@ -1,0 +1,379 @@
+#include "ampdelta/delta/table_writer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <sstream>
+
+#include <arrow/record_batch.h>
+#include <arrow/table.h>
+#include <arrow/type.h>
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/delta/partitioning.h"
+#include "ampdelta/delta/predicate.h"
+#include "ampdelta/delta/scan.h"
+#include "ampdelta/delta/schema.h"
+#include "ampdelta/delta/table_features.h"
+#include "ampdelta/util/status.h"
+#include "ampdelta/util/uuid.h"
+
+namespace ampdelta::delta {
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+template <typename... Args>
+arrow::Status InputError(Args&&... args) {
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, std::forward<Args>(args)...);
+}
+
+std::string PythonList(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
+  return out + "]";
+}
+
+std::string PythonSet(const std::vector<std::string>& names) {
+  std::string out = "{";
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
+  return out + "}";
+}
+
+Remove RemoveFor(const Add& add) {
+  Remove remove;
+  remove.path = add.path;
+  remove.data_change = true;
+  remove.extended_file_metadata = true;
+  remove.partition_values = add.partition_values;
+  remove.size = add.size;
+  remove.stats = add.stats;
+  remove.deletion_vector = add.deletion_vector;
+  return remove;
+}
+
+// Reconcile the incoming data's schema with the table's (merge_schema semantics).
+arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(const arrow::Schema& table,
+                                                              const arrow::Schema& incoming,
+                                                              bool merge_schema) {
+  std::vector<std::string> added;
+  std::vector<std::string> missing;
+  std::vector<std::string> changed;
+  for (const auto& field : incoming.fields()) {
+    auto existing = table.GetFieldByName(field->name());
+    if (existing == nullptr) {
+      added.push_back(field->name());
+    } else if (!existing->type()->Equals(*field->type(), /*check_metadata=*/false)) {
+      changed.push_back(field->name() + " (table " + DeltaTypeName(*existing->type()) +
+                        ", data " + DeltaTypeName(*field->type()) + ")");
+    }
+  }
+  for (const auto& field : table.fields()) {
+    if (incoming.GetFieldIndex(field->name()) < 0) missing.push_back(field->name());
+  }
+  if (!changed.empty()) {
+    return InputError("schema mismatch: column types differ: ", PythonList(changed));
+  }
+  if (!merge_schema && (!added.empty() || !missing.empty())) {
+    std::string message = "schema mismatch with merge_schema=false:";
+    if (!added.empty()) message += " columns not in the table: " + PythonList(added) + ";";
+    if (!missing.empty()) message += " table columns missing from the data: " + PythonList(missing) + ";";
+    message.pop_back();
+    return InputError(message);
+  }
+  for (const auto& name : missing) {
+    if (!table.GetFieldByName(name)->nullable()) {
+      return InputError("the data has no column '", name, "', which the table requires (not nullable)");
+    }
+  }
+  if (added.empty()) return std::shared_ptr<arrow::Schema>();
+  arrow::FieldVector fields = table.fields();
+  for (const auto& name : added) fields.push_back(incoming.GetFieldByName(name)->WithNullable(true));
+  return arrow::schema(std::move(fields));
+}
+
+}  // namespace
+
+arrow::Result<SaveMode> ParseSaveMode(const std::string& mode) {
+  if (mode == "append") return SaveMode::kAppend;
+  if (mode == "overwrite") return SaveMode::kOverwrite;
+  if (mode == "error" || mode == "errorifexists") return SaveMode::kErrorIfExists;
+  if (mode == "ignore") return SaveMode::kIgnore;
+  return InputError("Invalid save mode provided: ", mode, " (use append, overwrite, error or ignore)");
+}
+
+DataFileOptions FileOptionsForTable(const Snapshot* snapshot, DataFileOptions base) {
+  if (snapshot == nullptr) return base;
+  const TableProperties& props = snapshot->properties();
+  base.stats.num_indexed_cols = props.data_skipping_num_indexed_cols;
+  if (props.data_skipping_stats_columns) {
+    std::vector<std::string> columns;
+    std::stringstream in(*props.data_skipping_stats_columns);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      item.erase(0, item.find_first_not_of(" `"));
+      item.erase(item.find_last_not_of(" `") + 1);
+      if (!item.empty()) columns.push_back(item);
+    }
+    base.stats.stats_columns = std::move(columns);
+  }
+  return base;
+}
+
+class TableWriter::Impl {
+ public:
+  std::shared_ptr<storage::ObjectStore> store;
+  TableWriteOptions options;
+  std::shared_ptr<const Snapshot> snapshot;
+  std::shared_ptr<arrow::Schema> table_schema;
+  std::vector<std::string> partition_columns;
+  std::optional<Metadata> new_metadata;
+  std::optional<Protocol> new_protocol;
+  std::unique_ptr<DataFileWriter> writer;
+  bool skipped = false;
+  bool done = false;
+
+  arrow::Status Prepare(const std::shared_ptr<arrow::Schema>& source_schema) {
+    auto loaded = Snapshot::Load(store);
+    if (loaded.ok()) {
+      snapshot = *loaded;
+    } else if (!IsError(loaded.status(), ErrorCode::kNotFound)) {
+      return loaded.status();
+    }
+    ARROW_ASSIGN_OR_RAISE(auto incoming, ToTableSchema(*source_schema));
+    // partition_by must name columns of the data (the seed's message and the columns).
+    std::vector<std::string> not_found;
+    for (const auto& column : options.partition_by) {
+      if (incoming->GetFieldIndex(column) < 0) not_found.push_back(column);
+    }
+    if (!not_found.empty()) {
+      std::vector<std::string> available;
+      for (const auto& field : incoming->fields()) available.push_back(field->name());
+      return InputError("Partition columns ", PythonSet(not_found), " not found in table; "
+                        "available columns: ", PythonList(available));
+    }
+    for (const auto& column : options.partition_by) {
+      if (!IsPartitionableType(*incoming->GetFieldByName(column)->type())) {
+        return InputError("cannot partition by column '", column, "' of type ",
+                          DeltaTypeName(*incoming->GetFieldByName(column)->type()));
+      }
+    }
+    const bool replace_schema = snapshot && options.mode == SaveMode::kOverwrite && options.overwrite_schema;
+    if (snapshot && !replace_schema) {
+      if (options.mode == SaveMode::kErrorIfExists) {
+        return InputError("table already exists at ", store->root_uri(), " (mode error)");
+      }
+      if (options.mode == SaveMode::kIgnore) {
+        skipped = true;
+        return arrow::Status::OK();
+      }
+      if (!options.partition_by.empty() && options.partition_by != snapshot->partition_columns()) {
+        return InputError("Specified table partitioning does not match table partitioning: "
+                          "specified ", PythonList(options.partition_by), ", table ",
+                          PythonList(snapshot->partition_columns()));
+      }
+      partition_columns = snapshot->partition_columns();
+      ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
+                                              *snapshot->schema()));
+      ARROW_ASSIGN_OR_RAISE(auto merged, ReconcileSchema(*snapshot->schema(), *incoming,
+                                                         options.merge_schema));
+      table_schema = snapshot->schema();
+      if (merged != nullptr) {
+        // New columns: the commit carries the widened metadata.
+        Metadata metadata = snapshot->metadata();
+        ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*merged));
+        table_schema = merged;
+        if (NeedsTimestampNtz(*merged) && !NeedsTimestampNtz(*snapshot->schema())) {
+          return InputError("adding a timestamp column without time zone needs the "
+                            "timestampNtz table feature, which ampdelta does not add to "
+                            "existing tables");
+        }
+        new_metadata = std::move(metadata);
+      }
+    } else {
+      // A new table (or an overwrite that replaces the schema).
+      table_schema = incoming;
+      partition_columns = options.partition_by;
+      Metadata metadata;
+      metadata.id = snapshot ? snapshot->metadata().id : NewUuid();
+      metadata.name = options.name;
+      metadata.description = options.description;
+      ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*table_schema));
+      metadata.partition_columns = partition_columns;
+      metadata.configuration = snapshot ? snapshot->metadata().configuration : options.configuration;
+      metadata.created_time = snapshot ? snapshot->metadata().created_time : std::optional<int64_t>(NowMs());
+      Protocol protocol = ProtocolForNewTable(*table_schema);
+      if (snapshot) {
+        // Keep a stronger existing protocol.
+        if (snapshot->protocol().min_writer_version > protocol.min_writer_version ||
+            snapshot->protocol().min_reader_version > protocol.min_reader_version) {
+          protocol = snapshot->protocol();
+        }
+        ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
+                                                *snapshot->schema()));
+      }
+      new_protocol = protocol;
+      new_metadata = std::move(metadata);
+    }
+    DataFileOptions file_options = FileOptionsForTable(snapshot.get(), options.files);
+    if (!snapshot) {
+      const TableProperties props = ParseTableProperties(options.configuration);
+      file_options.stats.num_indexed_cols = props.data_skipping_num_indexed_cols;
+    }
+    ARROW_ASSIGN_OR_RAISE(writer, DataFileWriter::Make(store, table_schema, partition_columns,
+                                                       std::move(file_options)));
+    return arrow::Status::OK();
+  }
+};
+
+TableWriter::TableWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TableWriter::~TableWriter() = default;
+
+arrow::Result<std::unique_ptr<TableWriter>> TableWriter::Open(
+    std::shared_ptr<storage::ObjectStore> store, const std::shared_ptr<arrow::Schema>& source_schema,
+    TableWriteOptions options) {
+  auto impl = std::make_unique<Impl>();
+  impl->store = std::move(store);
+  impl->options = std::move(options);
+  ARROW_RETURN_NOT_OK(impl->Prepare(source_schema));
+  return std::unique_ptr<TableWriter>(new TableWriter(std::move(impl)));
+}
+
+bool TableWriter::skipped() const { return impl_->skipped; }
+const std::shared_ptr<arrow::Schema>& TableWriter::table_schema() const { return impl_->table_schema; }
+const std::shared_ptr<const Snapshot>& TableWriter::read_snapshot() const { return impl_->snapshot; }
+int64_t TableWriter::rows_written() const { return impl_->writer ? impl_->writer->rows_written() : 0; }
+int64_t TableWriter::bytes_written() const { return impl_->writer ? impl_->writer->bytes_written() : 0; }
+
+arrow::Status TableWriter::Write(const std::shared_ptr<arrow::RecordBatch>& batch) {
+  if (impl_->skipped) return arrow::Status::OK();
+  if (impl_->done) return arrow::Status::Invalid("write after commit");
+  ARROW_ASSIGN_OR_RAISE(auto conformed, ConformBatch(batch, impl_->table_schema));
+  return impl_->writer->Write(conformed);
+}
+
+arrow::Result<TableWriteResult> TableWriter::Commit() {
+  TableWriteResult result;
+  if (impl_->skipped) return result;
+  if (impl_->done) return arrow::Status::Invalid("write already committed");
+  impl_->done = true;
+  ARROW_ASSIGN_OR_RAISE(std::vector<Add> adds, impl_->writer->Finish());
+  Transaction txn(impl_->store, impl_->snapshot, impl_->options.commit);
+  if (impl_->new_protocol) txn.SetProtocol(*impl_->new_protocol);
+  if (impl_->new_metadata) txn.SetMetadata(*impl_->new_metadata);
+  std::vector<Remove> removes;
+  const bool overwrite = impl_->options.mode == SaveMode::kOverwrite && impl_->snapshot;
+  if (overwrite) {
+    for (const auto& add : impl_->snapshot->files()) removes.push_back(RemoveFor(add));
+    txn.ReplaceWholeTable();
+  }
+  result.rows = impl_->writer->rows_written();
+  result.bytes = impl_->writer->bytes_written();
+  result.files_added = static_cast<int64_t>(adds.size());
+  result.files_removed = static_cast<int64_t>(removes.size());
+  txn.AddFiles(std::move(adds));
+  txn.RemoveFiles(std::move(removes));
+  if (impl_->options.app_transaction) txn.SetAppTransaction(*impl_->options.app_transaction);
+  std::map<std::string, std::string> parameters = impl_->options.operation_parameters;
+  static const char* kModes[] = {"Append", "Overwrite", "ErrorIfExists", "Ignore"};
+  parameters["mode"] = kModes[static_cast<int>(impl_->options.mode)];
+  parameters["partitionBy"] = nlohmann::json(impl_->partition_columns).dump();
+  txn.SetOperation(impl_->options.operation, parameters);
+  txn.SetOperationMetrics({{"numFiles", std::to_string(result.files_added)},
+                           {"numOutputRows", std::to_string(result.rows)},
+                           {"numOutputBytes", std::to_string(result.bytes)},
+                           {"numRemovedFiles", std::to_string(result.files_removed)}});
+  auto committed = txn.Commit();
+  if (!committed.ok()) {
+    // Nothing references the files: remove them so the table stays exactly as it was.
+    (void)impl_->writer->Abort();
+    return committed.status();
+  }
+  result.committed = true;
+  result.commit = std::move(*committed);
+  return result;
+}
+
+arrow::Status TableWriter::Abort() {
+  impl_->done = true;
+  return impl_->writer ? impl_->writer->Abort() : arrow::Status::OK();
+}
+
+arrow::Result<DeleteResult> DeleteRows(std::shared_ptr<storage::ObjectStore> store,
+                                       const std::string& predicate_text,
+                                       const DataFileOptions& file_options,
+                                       const CommitOptions& commit_options) {
+  ARROW_ASSIGN_OR_RAISE(auto snapshot, Snapshot::Load(store));
+  ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
+                                          *snapshot->schema()));
+  std::optional<Predicate> predicate;
+  if (!predicate_text.empty()) {
+    ARROW_ASSIGN_OR_RAISE(predicate, Predicate::Parse(predicate_text, snapshot->schema()));
+  }
+  DeleteResult result;
+  Transaction txn(store, snapshot, commit_options);
+  ARROW_ASSIGN_OR_RAISE(auto writer,
+                        DataFileWriter::Make(store, snapshot->schema(), snapshot->partition_columns(),
+                                             FileOptionsForTable(snapshot.get(), file_options)));
+  std::vector<Remove> removes;
+  std::vector<std::string> read;
+  for (const auto& file : snapshot->files()) {
+    const FileMatch match = predicate ? predicate->Classify(file, snapshot->partition_columns())
+                                      : FileMatch::kAll;
+    if (match == FileMatch::kNone) {
+      ++result.files_skipped;
+      continue;
+    }
+    read.push_back(snapshot->FileKey(file.path));
+    if (match == FileMatch::kAll) {
+      auto stats = file.stats ? nlohmann::json::parse(*file.stats, nullptr, false) : nlohmann::json();
+      if (stats.is_object() && stats.contains("numRecords") && stats["numRecords"].is_number_integer()) {
+        result.rows_deleted += stats["numRecords"].get<int64_t>() -
+                               (file.deletion_vector ? file.deletion_vector->cardinality : 0);
+      }
+      removes.push_back(RemoveFor(file));
+      continue;
+    }
+    // Rewrite the file without the matching rows.
+    ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, file));
+    ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch());
+    ARROW_ASSIGN_OR_RAISE(auto matches, predicate->Evaluate(*batch));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum keep, arrow::compute::CallFunction("invert", {matches}));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum kept, arrow::compute::Filter(batch, keep));
+    auto remaining = kept.record_batch();
+    const int64_t deleted = batch->num_rows() - remaining->num_rows();
+    if (deleted == 0) continue;  // statistics were loose: the file stays as it is
+    result.rows_deleted += deleted;
+    result.rows_copied += remaining->num_rows();
+    removes.push_back(RemoveFor(file));
+    ARROW_RETURN_NOT_OK(writer->Write(remaining));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto adds, writer->Finish());
+  if (removes.empty()) return result;
+  result.files_removed = static_cast<int64_t>(removes.size());
+  result.files_added = static_cast<int64_t>(adds.size());
+  txn.AddFiles(std::move(adds));
+  txn.RemoveFiles(std::move(removes));
+  txn.ReadFiles(read);
+  if (!predicate) txn.ReadWholeTable();
+  std::map<std::string, std::string> parameters;
+  parameters["predicate"] = nlohmann::json(std::vector<std::string>{predicate_text.empty() ? "true" : predicate_text}).dump();
+  txn.SetOperation("DELETE", parameters);
+  txn.SetOperationMetrics({{"numRemovedFiles", std::to_string(result.files_removed)},
+                           {"numAddedFiles", std::to_string(result.files_added)},
+                           {"numDeletedRows", std::to_string(result.rows_deleted)},
+                           {"numCopiedRows", std::to_string(result.rows_copied)}});
+  auto committed = txn.Commit();
+  if (!committed.ok()) {
+    (void)writer->Abort();
+    return committed.status();
+  }
+  result.version = committed->version;
+  return result;
+}
+
+}  // namespace ampdelta::delta

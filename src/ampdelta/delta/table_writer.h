@@ -1,0 +1,133 @@
+#pragma once
+
+/// \file table_writer.h
+/// \brief Write a stream of batches into a table as one commit: create, append, overwrite,
+/// or do nothing / fail when the table exists. Data files stream out as batches arrive;
+/// nothing is visible to readers until the single commit at the end.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <arrow/result.h>
+#include <arrow/type_fwd.h>
+
+#include "ampdelta/delta/data_file_writer.h"
+#include "ampdelta/delta/snapshot.h"
+#include "ampdelta/delta/transaction.h"
+
+namespace ampdelta::delta {
+
+/// \brief What to do when the table exists (delta-rs save modes).
+enum class SaveMode : uint8_t {
+  kAppend,
+  /// Replace every row of the table with the written rows (one commit; older versions
+  /// stay readable).
+  kOverwrite,
+  /// Fail if the table exists.
+  kErrorIfExists,
+  /// Write nothing if the table exists.
+  kIgnore,
+};
+
+/// \brief Parse `append`, `overwrite`, `error`, `ignore`.
+arrow::Result<SaveMode> ParseSaveMode(const std::string& mode);
+
+/// \brief Options of one write.
+struct TableWriteOptions {
+  SaveMode mode = SaveMode::kAppend;
+  /// Partition columns: for a new table; for an existing one they must match.
+  std::vector<std::string> partition_by;
+  /// Allow new columns (added as nullable, in the same commit). When false any schema
+  /// difference fails, naming the columns.
+  bool merge_schema = true;
+  /// Allow an overwrite to replace the table's schema and partitioning.
+  bool overwrite_schema = false;
+  DataFileOptions files;
+  /// Table properties of a new table (`delta.*`).
+  std::map<std::string, std::string> configuration;
+  std::optional<std::string> name;
+  std::optional<std::string> description;
+  /// Committed atomically with the data (exactly-once streaming).
+  std::optional<SetTransaction> app_transaction;
+  CommitOptions commit;
+  /// commitInfo.operation and extra operationParameters.
+  std::string operation = "WRITE";
+  std::map<std::string, std::string> operation_parameters;
+};
+
+/// \brief Outcome of a write.
+struct TableWriteResult {
+  /// False when the table existed and the mode was ignore.
+  bool committed = false;
+  CommitResult commit;
+  int64_t rows = 0;
+  int64_t bytes = 0;
+  int64_t files_added = 0;
+  int64_t files_removed = 0;
+};
+
+/// \brief One write operation. Thread-compatible.
+class TableWriter {
+ public:
+  /// \brief Prepare a write of batches with `source_schema` into the table at `store`.
+  ///
+  /// Errors (the table is untouched): kInvalidInput for partition columns missing from the
+  /// data or differing from the table's, schema differences with merge_schema=false, or
+  /// types Delta cannot store; kUnsupportedFeature for tables ampdelta cannot write;
+  /// Invalid when the table exists and the mode is error.
+  static arrow::Result<std::unique_ptr<TableWriter>> Open(
+      std::shared_ptr<storage::ObjectStore> store,
+      const std::shared_ptr<arrow::Schema>& source_schema, TableWriteOptions options);
+
+  ~TableWriter();
+
+  /// \brief Return true when nothing will be written (mode ignore, table exists).
+  bool skipped() const;
+  /// \brief Return the schema the table will have after the commit.
+  const std::shared_ptr<arrow::Schema>& table_schema() const;
+  /// \brief Return the snapshot the write is based on (nullptr for a new table).
+  const std::shared_ptr<const Snapshot>& read_snapshot() const;
+
+  /// \brief Convert and write a batch (values that do not fit fail naming column and value).
+  arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& batch);
+
+  /// \brief Close the data files and commit them.
+  arrow::Result<TableWriteResult> Commit();
+
+  /// \brief Delete the data files written so far; the table stays as it was.
+  arrow::Status Abort();
+
+  int64_t rows_written() const;
+  int64_t bytes_written() const;
+
+ private:
+  class Impl;
+  explicit TableWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// \brief Outcome of a delete.
+struct DeleteResult {
+  std::optional<Version> version;  // unset when nothing matched
+  int64_t files_removed = 0;
+  int64_t files_added = 0;
+  int64_t rows_deleted = 0;
+  int64_t rows_copied = 0;
+  int64_t files_skipped = 0;
+};
+
+/// \brief Delete the rows matching `predicate` (every row when empty) by copy-on-write:
+/// files that cannot match are untouched, files that wholly match are removed, others
+/// are rewritten without the matching rows; one commit.
+arrow::Result<DeleteResult> DeleteRows(std::shared_ptr<storage::ObjectStore> store,
+                                       const std::string& predicate,
+                                       const DataFileOptions& files = {},
+                                       const CommitOptions& commit = {});
+
+/// \brief Return data file options with the table's statistics and size properties applied.
+DataFileOptions FileOptionsForTable(const Snapshot* snapshot, DataFileOptions base);
+
+}  // namespace ampdelta::delta
