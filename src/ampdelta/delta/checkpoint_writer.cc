@@ -35,7 +35,8 @@ std::shared_ptr<arrow::DataType> DeletionVectorType() {
 // Append a JSON value to a builder of the matching Arrow type (null when absent).
 arrow::Status AppendJson(arrow::ArrayBuilder* builder, const json* value) {
   if (value == nullptr || value->is_null()) return builder->AppendNull();
-  const auto& type = *builder->type();
+  const std::shared_ptr<arrow::DataType> type_holder = builder->type();
+  const arrow::DataType& type = *type_holder;
   switch (type.id()) {
     case arrow::Type::STRING:
       return static_cast<arrow::StringBuilder*>(builder)->Append(

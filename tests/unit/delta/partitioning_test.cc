@@ -1,0 +1,46 @@
+#include "ampdelta/delta/partitioning.h"
+
+#include <arrow/array.h>
+#include <arrow/builder.h>
+#include <arrow/scalar.h>
+#include <arrow/type.h>
+
+#include "ampdelta/delta/snapshot.h"
+#include "tests/support/test_util.h"
+
+namespace ampdelta::delta {
+namespace {
+
+TEST(PartitioningTest, FoldersUseSparkEscapingAndHiveNull) {
+  EXPECT_EQ(EscapePartitionPathValue("2021-09-08 11:11:11"), "2021-09-08 11%3A11%3A11");
+  EXPECT_EQ(EscapePartitionPathValue("bar+%21"), "bar+%2521");
+  EXPECT_EQ(EscapePartitionPathValue("A/A"), "A%2FA");
+  EXPECT_EQ(PartitionFolder({"a", "b"}, {{"a", "x=y"}, {"b", std::nullopt}}),
+            "a=x%3Dy/b=__HIVE_DEFAULT_PARTITION__");
+  // The log path encodes the folder's % again.
+  EXPECT_EQ(EncodeLogPath("x=A%2FA/part 1.parquet"), "x=A%252FA/part%201.parquet");
+  EXPECT_EQ(DecodeLogPath("x=A%252FA/part%201.parquet"), "x=A%2FA/part 1.parquet");
+}
+
+TEST(PartitioningTest, ValuesSerialiseAsTheSpecSays) {
+  arrow::TimestampBuilder ts(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"), arrow::default_memory_pool());
+  ASSERT_OK(ts.Append(1'704'103'200'000'123));
+  ASSERT_OK(ts.AppendNull());
+  ASSERT_OK_AND_ASSIGN(auto tss, ts.Finish());
+  ASSERT_OK_AND_ASSIGN(auto value, SerializePartitionValue(*tss, 0));
+  EXPECT_EQ(*value, "2024-01-01T10:00:00.000123Z");
+  ASSERT_OK_AND_ASSIGN(auto null_value, SerializePartitionValue(*tss, 1));
+  EXPECT_FALSE(null_value.has_value());
+  arrow::Date32Builder date;
+  ASSERT_OK(date.Append(18878));
+  ASSERT_OK_AND_ASSIGN(auto dates, date.Finish());
+  ASSERT_OK_AND_ASSIGN(auto day, SerializePartitionValue(*dates, 0));
+  EXPECT_EQ(*day, "2021-09-08");
+  ASSERT_OK_AND_ASSIGN(auto parsed, ParsePartitionValue(std::string("2024-01-01T10:00:00.000123Z"), tss->type()));
+  EXPECT_EQ(static_cast<const arrow::TimestampScalar&>(*parsed).value, 1'704'103'200'000'123);
+  ASSERT_OK_AND_ASSIGN(auto old_style, ParsePartitionValue(std::string("2021-09-08 11:11:11"), tss->type()));
+  EXPECT_TRUE(old_style->is_valid);
+}
+
+}  // namespace
+}  // namespace ampdelta::delta

@@ -1,0 +1,86 @@
+#include "ampdelta/delta/schema.h"
+
+#include <arrow/array.h>
+#include <arrow/builder.h>
+#include <arrow/record_batch.h>
+#include <arrow/type.h>
+
+#include "tests/support/test_util.h"
+
+namespace ampdelta::delta {
+namespace {
+
+TEST(SchemaTest, DeltaJsonRoundTripsNestedTypesAndMetadata) {
+  const std::string json =
+      R"j({"type":"struct","fields":[{"name":"a","type":"long","nullable":false,"metadata":{}},)j"
+      R"j({"name":"s","type":{"type":"struct","fields":[{"name":"x","type":"decimal(38,0)","nullable":true,"metadata":{"comment":"c"}}]},"nullable":true,"metadata":{}},)j"
+      R"j({"name":"l","type":{"type":"array","elementType":"binary","containsNull":false},"nullable":true,"metadata":{}},)j"
+      R"j({"name":"m","type":{"type":"map","keyType":"string","valueType":"timestamp","valueContainsNull":true},"nullable":true,"metadata":{}},)j"
+      R"j({"name":"n","type":"timestamp_ntz","nullable":true,"metadata":{"delta.columnMapping.id":3}}]})j";
+  ASSERT_OK_AND_ASSIGN(auto schema, SchemaFromJson(json));
+  EXPECT_TRUE(schema->field(0)->type()->Equals(arrow::int64()));
+  EXPECT_FALSE(schema->field(0)->nullable());
+  EXPECT_TRUE(schema->field(4)->type()->Equals(arrow::timestamp(arrow::TimeUnit::MICRO)));
+  EXPECT_TRUE(NeedsTimestampNtz(*schema));
+  ASSERT_OK_AND_ASSIGN(std::string back, SchemaToJson(*schema));
+  EXPECT_EQ(back, json);
+}
+
+TEST(SchemaTest, AmpTypesMapToDeltaTypes) {
+  auto source = arrow::schema({
+      arrow::field("u64", arrow::uint64()), arrow::field("u8", arrow::uint8()),
+      arrow::field("u16", arrow::uint16()), arrow::field("u32", arrow::uint32()),
+      arrow::field("ts", arrow::timestamp(arrow::TimeUnit::NANO, "+00:00")),
+      arrow::field("naive", arrow::timestamp(arrow::TimeUnit::MILLI)),
+      arrow::field("hash", arrow::fixed_size_binary(32)),
+      arrow::field("big", arrow::large_utf8()),
+      arrow::field("dict", arrow::dictionary(arrow::int32(), arrow::utf8())),
+      arrow::field("fsl", arrow::fixed_size_list(arrow::uint32(), 2)),
+      arrow::field("wei", arrow::decimal128(38, 0)),
+  });
+  ASSERT_OK_AND_ASSIGN(auto table, ToTableSchema(*source));
+  const std::vector<std::string> expected = {"long", "short", "integer", "long", "timestamp",
+                                             "timestamp_ntz", "binary", "string", "string",
+                                             "array", "decimal(38,0)"};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(DeltaTypeName(*table->field(static_cast<int>(i))->type()), expected[i]) << i;
+  }
+}
+
+TEST(SchemaTest, UnsupportedTypesAndDuplicateNamesNameTheColumn) {
+  EXPECT_THAT(ToTableSchema(*arrow::schema({arrow::field("x", arrow::decimal256(50, 0))})),
+              testing::StatusHasMessage("column 'x'"));
+  EXPECT_THAT(ToTableSchema(*arrow::schema({arrow::field("t", arrow::time64(arrow::TimeUnit::NANO))})),
+              testing::StatusHasMessage("cannot store"));
+  EXPECT_THAT(ToTableSchema(*arrow::schema({arrow::field("A", arrow::int32()),
+                                            arrow::field("a", arrow::int32())})),
+              testing::StatusHasMessage("duplicate column name 'a'"));
+}
+
+TEST(SchemaTest, ConformingNamesOverflowingUint64Values) {
+  arrow::UInt64Builder builder;
+  ASSERT_OK(builder.AppendValues({1, 18446744073709551615ULL}));
+  ASSERT_OK_AND_ASSIGN(auto array, builder.Finish());
+  auto source = arrow::schema({arrow::field("gas_used", arrow::uint64())});
+  auto batch = arrow::RecordBatch::Make(source, 2, {array});
+  ASSERT_OK_AND_ASSIGN(auto table, ToTableSchema(*source));
+  EXPECT_THAT(ConformBatch(batch, table),
+              testing::StatusHasMessage("column 'gas_used' (uint64) has value 18446744073709551615"));
+}
+
+TEST(SchemaTest, ConformingTruncatesNanosecondsAndFillsMissingColumns) {
+  arrow::TimestampBuilder builder(arrow::timestamp(arrow::TimeUnit::NANO, "+00:00"),
+                                  arrow::default_memory_pool());
+  ASSERT_OK(builder.Append(1'500'001'999));
+  ASSERT_OK_AND_ASSIGN(auto array, builder.Finish());
+  auto source = arrow::schema({arrow::field("ts", array->type())});
+  auto batch = arrow::RecordBatch::Make(source, 1, {array});
+  auto table = arrow::schema({arrow::field("ts", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
+                              arrow::field("extra", arrow::int64())});
+  ASSERT_OK_AND_ASSIGN(auto conformed, ConformBatch(batch, table));
+  EXPECT_EQ(static_cast<const arrow::TimestampArray&>(*conformed->column(0)).Value(0), 1'500'001);
+  EXPECT_EQ(conformed->column(1)->null_count(), 1);
+}
+
+}  // namespace
+}  // namespace ampdelta::delta

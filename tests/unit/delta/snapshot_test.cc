@@ -1,0 +1,93 @@
+#include "ampdelta/delta/snapshot.h"
+
+#include <arrow/buffer.h>
+
+#include "ampdelta/delta/action_json.h"
+#include "ampdelta/delta/log_path.h"
+#include "ampdelta/storage/memory_store.h"
+#include "tests/unit/delta/table_test_util.h"
+
+namespace ampdelta::delta {
+namespace {
+
+using test_tables::Blocks;
+using test_tables::WriteBatches;
+
+class SnapshotTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<storage::MemoryStore> store_ = std::make_shared<storage::MemoryStore>();
+};
+
+TEST_F(SnapshotTest, MissingTableIsNotFound) {
+  EXPECT_THAT(Snapshot::Load(store_), testing::HasErrorCode(ErrorCode::kNotFound));
+}
+
+TEST_F(SnapshotTest, GapsAndMissingVersionZeroAreCorruptLogs) {
+  for (int i = 0; i < 4; ++i) ASSERT_OK(WriteBatches(store_, {Blocks(i, i + 1)}).status());
+  ASSERT_OK(store_->Delete(CommitPath(2)));
+  EXPECT_THAT(Snapshot::Load(store_), testing::StatusHasMessage("not contiguous"));
+  ASSERT_OK_AND_ASSIGN(auto early, Snapshot::Load(store_, {1, {}}));
+  EXPECT_EQ(early->version(), 1);
+  ASSERT_OK(store_->Delete(CommitPath(0)));
+  EXPECT_THAT(Snapshot::Load(store_, {1, {}}), testing::StatusHasMessage("commit 0 is missing"));
+  EXPECT_THAT(Snapshot::Load(store_, {9, {}}), testing::StatusHasMessage("does not exist"));
+}
+
+TEST_F(SnapshotTest, MissingProtocolOrMetadataIsReported) {
+  Add add;
+  add.path = "x.parquet";
+  ASSERT_OK(store_->Put(CommitPath(0), arrow::Buffer::FromString(EncodeCommit({add})),
+                        storage::PutMode::kCreateIfAbsent));
+  EXPECT_THAT(Snapshot::Load(store_), testing::StatusHasMessage("no protocol action"));
+}
+
+TEST_F(SnapshotTest, ReplayKeepsLatestTxnAndTombstones) {
+  TableWriteOptions first;
+  first.app_transaction = SetTransaction{"app", 1, {}};
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 5)}, first).status());
+  TableWriteOptions second;
+  second.app_transaction = SetTransaction{"app", 2, {}};
+  second.mode = SaveMode::kOverwrite;
+  ASSERT_OK(WriteBatches(store_, {Blocks(5, 6)}, second).status());
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  EXPECT_EQ(snapshot->AppTransactionVersion("app"), std::optional<int64_t>(2));
+  EXPECT_EQ(snapshot->files().size(), 1u);
+  EXPECT_EQ(snapshot->tombstones().size(), 1u);
+  ASSERT_OK_AND_ASSIGN(auto old, Snapshot::Load(store_, {0, {}}));
+  EXPECT_EQ(old->AppTransactionVersion("app"), std::optional<int64_t>(1));
+}
+
+TEST_F(SnapshotTest, UpdateReplaysOnlyNewCommits) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 5)}).status());
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  ASSERT_OK_AND_ASSIGN(auto same, snapshot->Update());
+  EXPECT_EQ(same.get(), snapshot.get());
+  ASSERT_OK(WriteBatches(store_, {Blocks(5, 7)}).status());
+  ASSERT_OK(DeleteRows(store_, "block_num < 2").status());
+  ASSERT_OK_AND_ASSIGN(auto updated, snapshot->Update());
+  EXPECT_EQ(updated->version(), 2);
+  ASSERT_OK_AND_ASSIGN(auto fresh, Snapshot::Load(store_));
+  EXPECT_EQ(updated->files(), fresh->files());
+}
+
+TEST_F(SnapshotTest, StaleLastCheckpointIsTolerated) {
+  TableWriteOptions options;
+  options.configuration["delta.checkpointInterval"] = "2";
+  for (int i = 0; i < 5; ++i) ASSERT_OK(WriteBatches(store_, {Blocks(i, i + 1)}, options).status());
+  ASSERT_OK(store_->Put(LastCheckpointPath(), arrow::Buffer::FromString(R"({"version":2,"size":1})"),
+                        storage::PutMode::kOverwrite));
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  EXPECT_EQ(snapshot->version(), 4);
+  EXPECT_EQ(snapshot->log_segment().checkpoint->version, 4);
+  ASSERT_OK(store_->Put(LastCheckpointPath(), arrow::Buffer::FromString("garbage"),
+                        storage::PutMode::kOverwrite));
+  ASSERT_OK(Snapshot::Load(store_).status());
+  // A damaged checkpoint falls back to an older one or to the commits.
+  ASSERT_OK(store_->Put(CheckpointPath(4), arrow::Buffer::FromString("not parquet"),
+                        storage::PutMode::kOverwrite));
+  ASSERT_OK_AND_ASSIGN(auto recovered, Snapshot::Load(store_));
+  EXPECT_EQ(recovered->files().size(), 5u);
+}
+
+}  // namespace
+}  // namespace ampdelta::delta

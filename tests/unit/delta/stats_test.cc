@@ -1,0 +1,91 @@
+#include "ampdelta/delta/stats.h"
+
+#include <arrow/array.h>
+#include <arrow/builder.h>
+#include <arrow/record_batch.h>
+#include <arrow/type.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/test_util.h"
+
+namespace ampdelta::delta {
+namespace {
+
+using nlohmann::json;
+
+std::shared_ptr<arrow::Array> Int64s(std::vector<std::optional<int64_t>> values) {
+  arrow::Int64Builder builder;
+  for (auto v : values) {
+    if (v) {
+      (void)builder.Append(*v);
+    } else {
+      (void)builder.AppendNull();
+    }
+  }
+  return *builder.Finish();
+}
+
+std::shared_ptr<arrow::Array> Strings(std::vector<std::string> values) {
+  arrow::StringBuilder builder;
+  for (const auto& v : values) (void)builder.Append(v);
+  return *builder.Finish();
+}
+
+TEST(StatsTest, NumbersAndNullCountsAcrossBatches) {
+  auto schema = arrow::schema({arrow::field("n", arrow::int64())});
+  StatsCollector stats(schema, {});
+  ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(schema, 3, {Int64s({5, std::nullopt, 7})})));
+  ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(schema, 2, {Int64s({-2, 9})})));
+  const json out = json::parse(stats.ToJson());
+  EXPECT_EQ(out["numRecords"], 5);
+  EXPECT_EQ(out["minValues"]["n"], -2);
+  EXPECT_EQ(out["maxValues"]["n"], 9);
+  EXPECT_EQ(out["nullCount"]["n"], 1);
+}
+
+TEST(StatsTest, StringsAreTruncatedAndMaxStaysAnUpperBound) {
+  auto schema = arrow::schema({arrow::field("s", arrow::utf8())});
+  StatsCollector stats(schema, {});
+  const std::string long_value = std::string(40, 'b');
+  ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(schema, 2, {Strings({std::string(40, 'a'), long_value})})));
+  const json out = json::parse(stats.ToJson());
+  EXPECT_EQ(out["minValues"]["s"], std::string(32, 'a'));
+  const std::string max = out["maxValues"]["s"];
+  EXPECT_EQ(max, std::string(32, 'b') + "\x7f");
+  EXPECT_GT(max, long_value);
+}
+
+TEST(StatsTest, TimestampsKeepMillisecondsAndIndexedColumnsAreLimited) {
+  arrow::TimestampBuilder ts(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"), arrow::default_memory_pool());
+  ASSERT_OK(ts.AppendValues({1'000'123'456, 2'000'999'999}));
+  auto schema = arrow::schema({arrow::field("t", ts.type()), arrow::field("n", arrow::int64()),
+                               arrow::field("b", arrow::boolean())});
+  arrow::BooleanBuilder b;
+  ASSERT_OK(b.AppendValues(std::vector<bool>{true, false}));
+  StatsOptions options;
+  options.num_indexed_cols = 2;
+  StatsCollector stats(schema, options);
+  ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(schema, 2, {*ts.Finish(), Int64s({1, 2}), *b.Finish()})));
+  const json out = json::parse(stats.ToJson());
+  EXPECT_EQ(out["minValues"]["t"], "1970-01-01T00:16:40.123Z");
+  EXPECT_EQ(out["maxValues"]["t"], "1970-01-01T00:33:20.999Z");
+  EXPECT_FALSE(out["nullCount"].contains("b"));
+}
+
+TEST(StatsTest, NestedLeavesGetNullCountsAndNaNSkipsMinMax) {
+  auto inner = arrow::struct_({arrow::field("x", arrow::int64())});
+  auto schema = arrow::schema({arrow::field("s", inner), arrow::field("f", arrow::float64())});
+  auto s = std::make_shared<arrow::StructArray>(inner, 2, arrow::ArrayVector{Int64s({1, std::nullopt})});
+  arrow::DoubleBuilder f;
+  ASSERT_OK(f.AppendValues({1.0, std::nan("")}));
+  StatsCollector stats(schema, {});
+  ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(schema, 2, {s, *f.Finish()})));
+  const json out = json::parse(stats.ToJson());
+  EXPECT_EQ(out["nullCount"]["s"]["x"], 1);
+  EXPECT_EQ(out["minValues"]["s"]["x"], 1);
+  EXPECT_FALSE(out["minValues"].contains("f"));
+  EXPECT_EQ(out["nullCount"]["f"], 0);
+}
+
+}  // namespace
+}  // namespace ampdelta::delta

@@ -1,0 +1,188 @@
+#include "ampdelta/delta/table_writer.h"
+
+#include <thread>
+
+#include "ampdelta/delta/log_path.h"
+#include "ampdelta/storage/local_store.h"
+#include "ampdelta/storage/memory_store.h"
+#include "tests/support/temp_dir.h"
+#include "tests/unit/delta/table_test_util.h"
+
+namespace ampdelta::delta {
+namespace {
+
+using test_tables::BlockNumbers;
+using test_tables::Blocks;
+using test_tables::Range;
+using test_tables::WriteBatches;
+
+class TableWriterTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<storage::ObjectStore> store_ = std::make_shared<storage::MemoryStore>();
+};
+
+TEST_F(TableWriterTest, CreateThenAppendThenOverwriteKeepsHistory) {
+  ASSERT_OK_AND_ASSIGN(auto created, WriteBatches(store_, {Blocks(0, 10), Blocks(10, 20)}));
+  EXPECT_EQ(created.commit.version, 0);
+  EXPECT_EQ(created.rows, 20);
+  ASSERT_OK_AND_ASSIGN(auto appended, WriteBatches(store_, {Blocks(20, 25)}));
+  EXPECT_EQ(appended.commit.version, 1);
+  TableWriteOptions overwrite;
+  overwrite.mode = SaveMode::kOverwrite;
+  ASSERT_OK_AND_ASSIGN(auto replaced, WriteBatches(store_, {Blocks(100, 103), Blocks(103, 105)}, overwrite));
+  EXPECT_EQ(replaced.commit.version, 2);
+  ASSERT_OK_AND_ASSIGN(auto latest, BlockNumbers(store_));
+  EXPECT_EQ(latest, Range(100, 105));
+  ASSERT_OK_AND_ASSIGN(auto before, BlockNumbers(store_, 1));
+  EXPECT_EQ(before, Range(0, 25));
+}
+
+TEST_F(TableWriterTest, ErrorAndIgnoreModesRespectAnExistingTable) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 3)}).status());
+  TableWriteOptions error;
+  error.mode = SaveMode::kErrorIfExists;
+  EXPECT_THAT(WriteBatches(store_, {Blocks(3, 4)}, error), testing::StatusHasMessage("already exists"));
+  TableWriteOptions ignore;
+  ignore.mode = SaveMode::kIgnore;
+  ASSERT_OK_AND_ASSIGN(auto ignored, WriteBatches(store_, {Blocks(3, 4)}, ignore));
+  EXPECT_FALSE(ignored.committed);
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  EXPECT_EQ(snapshot->version(), 0);
+}
+
+TEST_F(TableWriterTest, PartitionErrorsUseTheSeedMessagesAndWriteNothing) {
+  TableWriteOptions missing;
+  missing.partition_by = {"chain"};
+  EXPECT_THAT(WriteBatches(store_, {Blocks(0, 3)}, missing),
+              testing::StatusHasMessage("Partition columns {'chain'} not found in table"));
+  ASSERT_OK_AND_ASSIGN(auto listing, store_->List("", ""));
+  EXPECT_TRUE(listing.empty());
+  TableWriteOptions by_network;
+  by_network.partition_by = {"network"};
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 3)}, by_network).status());
+  TableWriteOptions other;
+  other.partition_by = {"block_num"};
+  EXPECT_THAT(WriteBatches(store_, {Blocks(3, 4)}, other),
+              testing::StatusHasMessage("Specified table partitioning does not match table partitioning"));
+}
+
+TEST_F(TableWriterTest, MergeSchemaAddsColumnsOrRefusesDifferences) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 2)}).status());
+  auto wider = Blocks(2, 4);
+  arrow::Int64Builder extra;
+  ASSERT_OK(extra.AppendValues({7, 8}));
+  ASSERT_OK_AND_ASSIGN(auto extra_array, extra.Finish());
+  ASSERT_OK_AND_ASSIGN(wider, wider->AddColumn(2, arrow::field("gas", arrow::int64()), extra_array));
+  TableWriteOptions strict;
+  strict.merge_schema = false;
+  EXPECT_THAT(WriteBatches(store_, {wider}, strict), testing::StatusHasMessage("['gas']"));
+  ASSERT_OK(WriteBatches(store_, {Blocks(4, 5)}, strict).status());  // matching data still loads
+  ASSERT_OK_AND_ASSIGN(auto merged, WriteBatches(store_, {wider}));
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  EXPECT_EQ(snapshot->schema()->num_fields(), 3);
+  EXPECT_TRUE(snapshot->schema()->field(2)->nullable());
+}
+
+TEST_F(TableWriterTest, FailedWriteLeavesNoFilesAndNoCommit) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 2)}).status());
+  ASSERT_OK_AND_ASSIGN(auto before, store_->List("", ""));
+  arrow::UInt64Builder big;
+  ASSERT_OK(big.Append(18446744073709551615ULL));
+  arrow::StringBuilder net;
+  ASSERT_OK(net.Append("eth"));
+  auto bad = arrow::RecordBatch::Make(Blocks(0, 1)->schema(), 1, {*big.Finish(), *net.Finish()});
+  ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(store_, bad->schema(), {}));
+  ASSERT_OK(writer->Write(Blocks(5, 9)));
+  EXPECT_THAT(writer->Write(bad), testing::StatusHasMessage("18446744073709551615"));
+  ASSERT_OK(writer->Abort());
+  ASSERT_OK_AND_ASSIGN(auto after, store_->List("", ""));
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_EQ(after[i].path, before[i].path);
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  EXPECT_EQ(snapshot->version(), 0);
+}
+
+TEST_F(TableWriterTest, FilesRollByRowsAndCarryStatistics) {
+  TableWriteOptions options;
+  options.files.max_rows_per_file = 4;
+  ASSERT_OK_AND_ASSIGN(auto result, WriteBatches(store_, {Blocks(0, 10)}, options));
+  EXPECT_EQ(result.files_added, 3);
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  EXPECT_EQ(snapshot->num_records(), std::optional<int64_t>(10));
+  ASSERT_OK_AND_ASSIGN(auto predicate, Predicate::Parse("block_num >= 8", snapshot->schema()));
+  int none = 0;
+  for (const auto& file : snapshot->files()) {
+    if (predicate.Classify(file, {}) == FileMatch::kNone) ++none;
+  }
+  EXPECT_EQ(none, 2);
+}
+
+TEST_F(TableWriterTest, DeleteRewritesOnlyFilesThatMayMatch) {
+  TableWriteOptions options;
+  options.files.max_rows_per_file = 5;
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 20)}, options).status());
+  ASSERT_OK_AND_ASSIGN(auto deleted, DeleteRows(store_, "block_num >= 7 AND block_num < 15"));
+  EXPECT_EQ(deleted.rows_deleted, 8);
+  EXPECT_EQ(deleted.files_skipped, 2);   // 0..4 and 15..19 untouched
+  EXPECT_EQ(deleted.files_removed, 2);   // 5..9 rewritten, 10..14 removed whole
+  EXPECT_EQ(deleted.rows_copied, 2);
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  std::vector<int64_t> expected = Range(0, 7);
+  for (int64_t i = 15; i < 20; ++i) expected.push_back(i);
+  EXPECT_EQ(rows, expected);
+  ASSERT_OK_AND_ASSIGN(auto nothing, DeleteRows(store_, "block_num > 1000"));
+  EXPECT_FALSE(nothing.version.has_value());
+  ASSERT_OK_AND_ASSIGN(auto all, DeleteRows(store_, ""));
+  EXPECT_EQ(all.rows_deleted, 12);
+  ASSERT_OK_AND_ASSIGN(auto empty, BlockNumbers(store_));
+  EXPECT_TRUE(empty.empty());
+  EXPECT_THAT(DeleteRows(store_, "nope = 1"), testing::StatusHasMessage("no column 'nope'"));
+}
+
+TEST_F(TableWriterTest, CheckpointsEveryIntervalAndSnapshotsReadThem) {
+  TableWriteOptions options;
+  options.configuration["delta.checkpointInterval"] = "3";
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_OK_AND_ASSIGN(auto result, WriteBatches(store_, {Blocks(i * 10, i * 10 + 10)}, options));
+    EXPECT_EQ(result.commit.checkpoint_written, i == 3 || i == 6) << i;
+  }
+  ASSERT_OK(store_->Head(CheckpointPath(6)).status());
+  ASSERT_OK(store_->Head(LastCheckpointPath()).status());
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  ASSERT_TRUE(snapshot->log_segment().checkpoint.has_value());
+  EXPECT_EQ(snapshot->log_segment().checkpoint->version, 6);
+  EXPECT_EQ(snapshot->log_segment().commits.size(), 1u);
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(0, 80));
+  // Without the commits before the checkpoint the table still loads.
+  for (int v = 0; v < 6; ++v) ASSERT_OK(store_->Delete(CommitPath(v)));
+  ASSERT_OK_AND_ASSIGN(auto again, BlockNumbers(store_));
+  EXPECT_EQ(again, Range(0, 80));
+}
+
+TEST(TableWriterConcurrencyTest, ConcurrentAppendsAllLandExactlyOnce) {
+  ampdelta::testing::TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path() + "/t"));
+  std::shared_ptr<storage::ObjectStore> store = local;
+  constexpr int kWriters = 6;
+  std::vector<std::thread> threads;
+  std::vector<arrow::Status> statuses(kWriters);
+  for (int i = 0; i < kWriters; ++i) {
+    threads.emplace_back([&, i] {
+      statuses[i] = WriteBatches(store, {Blocks(i * 100, i * 100 + 50)}).status();
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const auto& status : statuses) EXPECT_OK(status);
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store));
+  std::vector<int64_t> expected;
+  for (int i = 0; i < kWriters; ++i) {
+    for (int64_t n = i * 100; n < i * 100 + 50; ++n) expected.push_back(n);
+  }
+  EXPECT_EQ(rows, expected);
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store));
+  EXPECT_EQ(snapshot->version(), kWriters - 1);
+}
+
+}  // namespace
+}  // namespace ampdelta::delta

@@ -1,0 +1,131 @@
+#include "ampdelta/delta/transaction.h"
+
+#include "ampdelta/delta/log_path.h"
+#include "ampdelta/storage/fault_store.h"
+#include "ampdelta/storage/memory_store.h"
+#include "tests/unit/delta/table_test_util.h"
+
+namespace ampdelta::delta {
+namespace {
+
+using test_tables::Blocks;
+using test_tables::WriteBatches;
+
+class TransactionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_OK(WriteBatches(store_, {Blocks(0, 10)}).status()); }
+
+  std::shared_ptr<const Snapshot> Latest() { return *Snapshot::Load(store_); }
+
+  Add FileAdd(const std::string& path) {
+    Add add;
+    add.path = path;
+    add.size = 1;
+    return add;
+  }
+
+  std::shared_ptr<storage::MemoryStore> inner_ = std::make_shared<storage::MemoryStore>();
+  std::shared_ptr<storage::FaultStore> store_ = std::make_shared<storage::FaultStore>(inner_);
+};
+
+TEST_F(TransactionTest, BlindAppendsFromTheSameSnapshotBothCommit) {
+  auto read = Latest();
+  Transaction first(store_, read);
+  first.AddFiles({FileAdd("a.parquet")});
+  Transaction second(store_, read);
+  second.AddFiles({FileAdd("b.parquet")});
+  ASSERT_OK_AND_ASSIGN(auto one, first.Commit());
+  ASSERT_OK_AND_ASSIGN(auto two, second.Commit());
+  EXPECT_EQ(one.version, 1);
+  EXPECT_EQ(two.version, 2);
+  EXPECT_EQ(two.attempts, 2);
+  EXPECT_EQ(Latest()->files().size(), 3u);
+}
+
+TEST_F(TransactionTest, SameAppIdConflicts) {
+  auto read = Latest();
+  Transaction first(store_, read);
+  first.SetAppTransaction({"stream-1", 5, {}});
+  first.AddFiles({FileAdd("a.parquet")});
+  Transaction second(store_, read);
+  second.SetAppTransaction({"stream-1", 5, {}});
+  second.AddFiles({FileAdd("b.parquet")});
+  ASSERT_OK(first.Commit().status());
+  EXPECT_THAT(second.Commit(), testing::HasErrorCode(ErrorCode::kCommitConflict));
+  EXPECT_EQ(Latest()->AppTransactionVersion("stream-1"), std::optional<int64_t>(5));
+  EXPECT_EQ(Latest()->files().size(), 2u);
+}
+
+TEST_F(TransactionTest, RemovingTheSameFileTwiceConflicts) {
+  auto read = Latest();
+  Remove remove;
+  remove.path = read->files().front().path;
+  Transaction first(store_, read);
+  first.RemoveFiles({remove});
+  Transaction second(store_, read);
+  second.RemoveFiles({remove});
+  ASSERT_OK(first.Commit().status());
+  EXPECT_THAT(second.Commit(), testing::StatusHasMessage("also removes"));
+}
+
+TEST_F(TransactionTest, MetadataChangeConflictsWithEverything) {
+  auto read = Latest();
+  Transaction change(store_, read);
+  Metadata metadata = read->metadata();
+  metadata.configuration["delta.appendOnly"] = "false";
+  change.SetMetadata(metadata);
+  Transaction append(store_, read);
+  append.AddFiles({FileAdd("c.parquet")});
+  ASSERT_OK(change.Commit().status());
+  EXPECT_THAT(append.Commit(), testing::StatusHasMessage("metadata"));
+}
+
+TEST_F(TransactionTest, LostReplyAfterASuccessfulWriteIsNotADuplicate) {
+  store_->AddRule({storage::StoreOp::kPut, "_delta_log/00000000000000000001.json", 1, true, "reply lost"});
+  Transaction txn(store_, Latest());
+  txn.AddFiles({FileAdd("d.parquet")});
+  ASSERT_OK_AND_ASSIGN(auto result, txn.Commit());
+  EXPECT_EQ(result.version, 1);
+  EXPECT_EQ(store_->faults_fired(), 1);
+  EXPECT_THAT(store_->Head(CommitPath(2)), testing::HasErrorCode(ErrorCode::kNotFound));
+  EXPECT_EQ(Latest()->files().size(), 2u);
+}
+
+TEST_F(TransactionTest, FailedWriteIsRetriedWithoutDuplicates) {
+  store_->AddRule({storage::StoreOp::kPut, "_delta_log/00000000000000000001.json", 1, false, "503"});
+  Transaction txn(store_, Latest());
+  txn.AddFiles({FileAdd("e.parquet")});
+  ASSERT_OK_AND_ASSIGN(auto result, txn.Commit());
+  EXPECT_EQ(result.version, 1);
+  EXPECT_EQ(result.attempts, 2);
+}
+
+TEST_F(TransactionTest, OverwriteRebasesOverConcurrentAppends) {
+  auto read = Latest();
+  Transaction append(store_, read);
+  append.AddFiles({FileAdd("late.parquet")});
+  Transaction overwrite(store_, read);
+  overwrite.ReplaceWholeTable();
+  std::vector<Remove> removes;
+  for (const auto& file : read->files()) {
+    Remove remove;
+    remove.path = file.path;
+    removes.push_back(remove);
+  }
+  overwrite.RemoveFiles(removes);
+  overwrite.AddFiles({FileAdd("new.parquet")});
+  ASSERT_OK(append.Commit().status());
+  ASSERT_OK(overwrite.Commit().status());
+  ASSERT_EQ(Latest()->files().size(), 1u);
+  EXPECT_EQ(Latest()->files().front().path, "new.parquet");
+}
+
+TEST_F(TransactionTest, TablesWithUnknownWriterFeaturesAreRefused) {
+  auto read = Latest();
+  Transaction upgrade(store_, read);
+  upgrade.SetProtocol(Protocol{1, 7, std::nullopt, std::vector<std::string>{"rowTracking", "appendOnly"}});
+  EXPECT_THAT(upgrade.Commit(), testing::StatusHasMessage("rowTracking"));
+}
+
+}  // namespace
+}  // namespace ampdelta::delta
