@@ -588,28 +588,53 @@ def test_partition_values_special_characters(tmp_path):
         seen.add(folder)
     assert seen == want_dirs
 
-    assert_readers(path, expected, key="id")
-
-    # Spark writing the same rows produces the same folder names.
+    # Spark writing the same rows produces the same folders and partitionValues.
     spark_path = tmp_path / "spark_partitioned"
     spark = spark_session()
-    spark.createDataFrame(table.to_pandas(types_mapper=None) if False else
-                          table.cast(pa.schema([pa.field("id", pa.int64()), ("network", pa.utf8()),
-                                                ("day", pa.date32()), ("bucket", pa.int32()),
-                                                ("block_num", pa.int64()), ("payload", pa.utf8())]))
-                          .to_pylist()) \
+    spark.createDataFrame(table.to_pylist(), "id long, network string, day date, bucket int, "
+                          "block_num long, payload string") \
         .write.format("delta").partitionBy("network", "day", "bucket").save(str(spark_path))
     assert data_file_dirs(spark_path) == want_dirs
 
-    # Filters on partition columns prune by partition value in every reader.
-    spark_rows = spark.read.format("delta").load(str(path)).where("network = 'a/b'").toArrow()
-    assert sorted(spark_rows.column("id").to_pylist()) == \
-        [r["id"] for r in expected if r["network"] == "a/b"]
-    spark_null = spark.read.format("delta").load(str(path)).where("network IS NULL").toArrow()
-    assert sorted(spark_null.column("id").to_pylist()) == \
-        [r["id"] for r in expected if r["network"] is None]
+    def values_by_folder(table_path):
+        out = {}
+        for version in log_versions(table_path):
+            for add in actions_of(table_path, version, "add"):
+                folder = urllib.parse.unquote(add["path"]).rsplit("/", 1)[0]
+                out.setdefault(folder, set()).add(json.dumps(add["partitionValues"], sort_keys=True))
+        return out
+
+    problems = []
+    spark_values = values_by_folder(spark_path)
+    ours = values_by_folder(path)
+    assert set(ours) == set(spark_values)
+    value_diffs = {f: (sorted(ours[f]), sorted(spark_values[f]))
+                   for f in ours if ours[f] != spark_values[f]}
+    # An empty string and null share the __HIVE_DEFAULT_PARTITION__ folder; Spark records
+    # both as a JSON null partition value (PROTOCOL.md: "" also means null).
+    if value_diffs:
+        problems.append(f"partitionValues differ from Spark's (ampdelta, spark): {value_diffs}")
+
+    try:
+        assert_readers(path, expected, key="id")
+    except AssertionError as exc:
+        problems.append(str(exc))
+
+    # Filters on partition columns prune by partition value; results stay exact.
+    for where, want_ids in [
+            ("network = 'a/b'", [r["id"] for r in expected if r["network"] == "a/b"]),
+            ("network = 'null'", [r["id"] for r in expected if r["network"] == "null"]),
+            ("network IS NULL", [r["id"] for r in expected if r["network"] is None]),
+            ("day IS NULL", [r["id"] for r in expected if r["day"] is None]),
+            ("day = DATE'2024-02-29' AND bucket = 1",
+             [r["id"] for r in expected if r["day"] == dt.date(2024, 2, 29) and r["bucket"] == 1])]:
+        got = spark.read.format("delta").load(str(path)).where(where).toArrow()
+        if sorted(got.column("id").to_pylist()) != sorted(want_ids):
+            problems.append(f"spark where {where}: ids {sorted(got.column('id').to_pylist())}, "
+                            f"expected {sorted(want_ids)}")
     dl = read_deltalake_filtered(path, [("network", "=", "p%q")])
     assert sorted(dl.column("id").to_pylist()) == [r["id"] for r in expected if r["network"] == "p%q"]
+    assert not problems, "\n".join(problems)
 
 
 def read_deltalake_filtered(path, filters) -> pa.Table:
@@ -632,3 +657,774 @@ def test_partition_by_timestamp_bool_unsigned(tmp_path):
     expected = [{"id": i, "ts": ns_to_expected(ts_ns[i]), "flag": [True, False, None, True][i],
                  "block_num": [INT64_MAX, 5, 5, 0][i]} for i in range(4)]
     assert_readers(path, expected, key="id")
+
+
+# ======================================================================================
+# 3. Many commits with checkpoints; time travel
+
+
+def simple_rows(ids, network="mainnet") -> list[dict]:
+    return [{"id": i, "block_num": 1_000 + i, "network": network, "payload": f"p{i}"} for i in ids]
+
+
+def simple_table(rows: list[dict]) -> pa.Table:
+    return pa.table({
+        "id": pa.array([r["id"] for r in rows], pa.uint64()),
+        "block_num": pa.array([r["block_num"] for r in rows], pa.uint64()),
+        "network": pa.array([r["network"] for r in rows], pa.utf8()),
+        "payload": pa.array([r["payload"] for r in rows], pa.utf8()),
+    }, schema=pa.schema([("id", pa.uint64()), ("block_num", pa.uint64()),
+                         ("network", pa.utf8()), ("payload", pa.utf8())]))
+
+
+@pytest.mark.timeout(600)
+def test_many_commits_with_checkpoints_and_time_travel(tmp_path):
+    path = tmp_path / "checkpointed"
+    per_version: list[list[dict]] = []
+    next_id = 0
+    for version in range(11):
+        rows = simple_rows(range(next_id, next_id + 3 + version))
+        next_id += len(rows)
+        args = ["--property", "delta.checkpointInterval=3"] if version == 0 else []
+        summary = write(tmp_path, path, simple_table(rows), *args)
+        assert summary["version"] == str(version), summary
+        per_version.append(rows)
+
+    def rows_at(version):
+        return [r for rows in per_version[:version + 1] for r in rows]
+
+    log = path / "_delta_log"
+    assert table_metadata(path)["configuration"].get("delta.checkpointInterval") == "3"
+    checkpoints = sorted(p.name for p in log.glob("*.checkpoint*.parquet"))
+    # A checkpoint every 3 commits (versions 3, 6, 9).
+    assert checkpoints == [f"{v:020d}.checkpoint.parquet" for v in (3, 6, 9)], checkpoints
+    last = json.loads((log / "_last_checkpoint").read_text())
+    assert last["version"] == 9, last
+    assert (log / f"{last['version']:020d}.checkpoint.parquet").is_file()
+
+    # An explicit checkpoint of the latest version (10).
+    proc = run_cli("table", "checkpoint", path)
+    assert proc.returncode == 0, describe(proc)
+    assert (log / f"{10:020d}.checkpoint.parquet").is_file()
+    assert json.loads((log / "_last_checkpoint").read_text())["version"] == 10
+
+    # Latest version in all readers.
+    assert_readers(path, rows_at(10), key="id")
+    # Time travel to versions before, at and after checkpoints.
+    for version in (0, 2, 3, 5, 9):
+        assert_readers(path, rows_at(version), key="id", version=version)
+
+    # The checkpoint alone describes the table: drop the JSON commits before it (Spark
+    # still wants the checkpoint version's own commit file, as after metadata cleanup).
+    copy = tmp_path / "checkpoint_only"
+    shutil.copytree(path, copy)
+    for version in range(0, 10):
+        (copy / "_delta_log" / f"{version:020d}.json").unlink()
+    for name in ("00000000000000000003.checkpoint.parquet", "00000000000000000006.checkpoint.parquet",
+                 "00000000000000000009.checkpoint.parquet"):
+        (copy / "_delta_log" / name).unlink()
+    assert_readers(copy, rows_at(10), key="id")
+
+    # A later commit after the checkpoint: checkpoint + JSON tail.
+    tail_rows = simple_rows(range(next_id, next_id + 5))
+    summary = write(tmp_path, copy, simple_table(tail_rows))
+    assert summary["version"] == "11", summary
+    assert_readers(copy, rows_at(10) + tail_rows, key="id")
+
+
+# ======================================================================================
+# 4. Overwrite
+
+
+@pytest.mark.timeout(300)
+def test_overwrite_replaces_rows_and_keeps_history(tmp_path):
+    path = tmp_path / "overwritten"
+    old_a = simple_rows(range(0, 30))
+    old_b = simple_rows(range(30, 40), network="base")
+    new = simple_rows(range(500, 520), network="optimism")
+    write(tmp_path, path, simple_table(old_a), "--max-rows-per-file", "10")
+    write(tmp_path, path, simple_table(old_b))
+    files_before = {a["path"] for v in (0, 1) for a in actions_of(path, v, "add")}
+    summary = write(tmp_path, path, simple_table(new), "--mode", "overwrite")
+    assert summary["version"] == "2", summary
+
+    removed = {r["path"] for r in actions_of(path, 2, "remove")}
+    assert removed == files_before
+    assert all(r["dataChange"] for r in actions_of(path, 2, "remove"))
+    commit_info = actions_of(path, 2, "commitInfo")[0]
+    assert commit_info["operation"] == "WRITE"
+    assert commit_info["operationParameters"]["mode"] == "Overwrite"
+
+    assert_readers(path, new, key="id")
+    assert_readers(path, old_a + old_b, key="id", version=1)
+    assert_readers(path, old_a, key="id", version=0)
+
+
+# ======================================================================================
+# 5. Delete with predicates
+
+
+@pytest.mark.timeout(300)
+def test_delete_with_predicates(tmp_path):
+    path = tmp_path / "deleted"
+    rows = [dict(r, network="mainnet" if r["id"] % 2 else "base") for r in simple_rows(range(100))]
+    write(tmp_path, path, simple_table(rows), "--max-rows-per-file", "10")  # 10 files, 10 blocks each
+    assert len(actions_of(path, 0, "add")) == 10
+
+    # v1: part of one file (block_num 1095..1099 of 1090..1099) → that file is rewritten.
+    proc = run_cli("table", "delete", path, "--where", "block_num >= 1095")
+    assert proc.returncode == 0, describe(proc)
+    assert log_versions(path) == [0, 1]
+    removes, adds = actions_of(path, 1, "remove"), actions_of(path, 1, "add")
+    assert len(removes) == 1 and len(adds) == 1, (removes, adds)
+    assert json.loads(adds[0]["stats"])["numRecords"] == 5
+    assert actions_of(path, 1, "commitInfo")[0]["operation"] == "DELETE"
+    v1 = [r for r in rows if r["block_num"] < 1095]
+
+    # v2: whole files only (1070..1094: two original files and the rewritten one).
+    proc = run_cli("table", "delete", path, "--where", "block_num >= 1070")
+    assert proc.returncode == 0, describe(proc)
+    removes, adds = actions_of(path, 2, "remove"), actions_of(path, 2, "add")
+    assert len(removes) == 3 and adds == [], (removes, adds)
+    v2 = [r for r in v1 if r["block_num"] < 1070]
+
+    # v3: a conjunction that matches rows spread over every remaining file.
+    proc = run_cli("table", "delete", path, "--where", "block_num >= 1030 AND network = 'base'")
+    assert proc.returncode == 0, describe(proc)
+    v3 = [r for r in v2 if not (r["block_num"] >= 1030 and r["network"] == "base")]
+
+    # v4: nothing matches → no rows change (a no-op commit or none at all).
+    proc = run_cli("table", "delete", path, "--where", "block_num >= 5000")
+    assert proc.returncode == 0, describe(proc)
+
+    assert_readers(path, v3, key="id")
+    assert_readers(path, rows, key="id", version=0)
+    assert_readers(path, v1, key="id", version=1)
+    assert_readers(path, v2, key="id", version=2, readers={"deltalake": read_deltalake})
+
+    scan = run_cli("table", "scan", path, "--format", "count")
+    assert scan.returncode == 0, describe(scan)
+    assert parse_summary(scan.stdout.strip().splitlines()[-1])["rows"] == str(len(v3))
+
+
+# ======================================================================================
+# 6. Data skipping with ampdelta's statistics
+
+
+def spark_scan_metrics(df) -> tuple[list, int]:
+    """Collect df; return its rows and the files its FileSourceScanExec read."""
+    rows = df.collect()
+    plan = df._jdf.queryExecution().executedPlan()
+    num_files = 0
+    found = False
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        name = node.getClass().getSimpleName()
+        if name == "AdaptiveSparkPlanExec":
+            stack.append(node.executedPlan())
+            continue
+        if "FileSourceScan" in name:
+            found = True
+            num_files += int(node.metrics().apply("numFiles").value())
+        children = node.children()
+        for i in range(children.size()):
+            stack.append(children.apply(i))
+    assert found, plan.toString()
+    return rows, num_files
+
+
+@pytest.mark.timeout(300)
+def test_spark_data_skipping_uses_ampdelta_stats(tmp_path):
+    path = tmp_path / "skipping"
+    rows = simple_rows(range(200))
+    summary = write(tmp_path, path, simple_table(rows), "--max-rows-per-file", "20")
+    assert summary["files_added"] == "10", summary
+
+    spark = spark_session()
+    df = spark.read.format("delta").load(str(path))
+    got, files = spark_scan_metrics(df.where("block_num = 1042"))
+    assert [r["id"] for r in got] == [42]
+    assert files == 1, f"Spark read {files} files for block_num = 1042"
+    got, files = spark_scan_metrics(df.where("block_num >= 1150"))
+    assert sorted(r["id"] for r in got) == list(range(150, 200))
+    assert files == 3, files
+    got, files = spark_scan_metrics(df.where("block_num = 99999"))
+    assert got == [] and files == 0, files
+    got, files = spark_scan_metrics(df.where("payload = 'p7'"))  # string stats
+    assert [r["id"] for r in got] == [7]
+    assert files < 10, files
+
+    scan = run_cli("table", "scan", path, "--where", "block_num = 1042", "--format", "count")
+    assert scan.returncode == 0, describe(scan)
+    result = parse_summary(scan.stdout.strip().splitlines()[-1])
+    assert result["rows"] == "1" and int(result["files_skipped"]) > 0, result
+    assert int(result["files_scanned"]) == 1, result
+
+
+def duckdb_query(path, where: str) -> pa.Table:
+    import duckdb
+
+    from readers import duckdb_delta_extension_path
+
+    con = duckdb.connect(config={"autoinstall_known_extensions": False})
+    try:
+        ext = str(duckdb_delta_extension_path()).replace("'", "''")
+        con.execute(f"LOAD '{ext}'")
+        con.execute("SET TimeZone = 'UTC'")
+        return con.execute(f"SELECT * FROM delta_scan(?) WHERE {where}",
+                           [os.path.abspath(path)]).to_arrow_table()
+    finally:
+        con.close()
+
+
+@pytest.mark.timeout(600)
+def test_filters_on_every_stats_type_are_exact(tmp_path):
+    """Readers skip files by ampdelta's min/max/nullCount stats: a wrong statistic
+    (timestamp precision, decimal, string, unsigned → signed) loses rows here."""
+    path = tmp_path / "stats_types"
+    rows = transactions_rows(5_000, 20)
+    write(tmp_path, path, transactions_table(rows), "--max-rows-per-file", "6")
+    expected = transactions_expected(rows)
+    mid = expected[len(expected) // 2]
+    special = next(r for r in expected if r["nonce"] == INT64_MAX)
+    ts_text = mid["timestamp"].strftime("%Y-%m-%d %H:%M:%S.%f")
+    # The latest timestamp has sub-millisecond digits: the file's maxValues (truncated to
+    # milliseconds, PROTOCOL.md "Per-file Statistics") is below it.
+    last = max(expected, key=lambda r: r["timestamp"])
+    assert last["timestamp"].microsecond % 1000
+    last_text = last["timestamp"].strftime("%Y-%m-%d %H:%M:%S.%f")
+
+    cases = [
+        ("block_num = 5007", "block_num = 5007", lambda r: r["block_num"] == 5007),
+        ("block_num BETWEEN 5003 AND 5005", "block_num BETWEEN 5003 AND 5005",
+         lambda r: 5003 <= r["block_num"] <= 5005),
+        (f"timestamp = TIMESTAMP'{ts_text}'", f"timestamp = TIMESTAMPTZ '{ts_text}+00'",
+         lambda r: r["timestamp"] == mid["timestamp"]),
+        (f"timestamp >= TIMESTAMP'{ts_text}'", f"timestamp >= TIMESTAMPTZ '{ts_text}+00'",
+         lambda r: r["timestamp"] >= mid["timestamp"]),
+        (f"timestamp <= TIMESTAMP'{ts_text}'", f"timestamp <= TIMESTAMPTZ '{ts_text}+00'",
+         lambda r: r["timestamp"] <= mid["timestamp"]),
+        (f"timestamp = TIMESTAMP'{last_text}'", f"timestamp = TIMESTAMPTZ '{last_text}+00'",
+         lambda r: r["timestamp"] == last["timestamp"]),
+        (f"timestamp >= TIMESTAMP'{last_text}'", f"timestamp >= TIMESTAMPTZ '{last_text}+00'",
+         lambda r: r["timestamp"] >= last["timestamp"]),
+        (f"gas_price = {MAX_DEC38}", f"gas_price = {MAX_DEC38}::DECIMAL(38,0)",
+         lambda r: r["gas_price"] == MAX_DEC38),
+        (f"value = '{mid['value']}'", f"value = '{mid['value']}'",
+         lambda r: r["value"] == mid["value"]),
+        ("tx_index = 4294967295", "tx_index = 4294967295", lambda r: r["tx_index"] == 2**32 - 1),
+        (f"nonce = {INT64_MAX}", f"nonce = {INT64_MAX}", lambda r: r["nonce"] == INT64_MAX),
+        ("type = -1", "type = -1", lambda r: r["type"] == -1),
+        ("`to` IS NULL", '"to" IS NULL', lambda r: r["to"] is None),
+        ("state_root IS NOT NULL", "state_root IS NOT NULL", lambda r: r["state_root"] is not None),
+        (f"block_num = {special['block_num']} AND tx_index = {special['tx_index']}",
+         f"block_num = {special['block_num']} AND tx_index = {special['tx_index']}",
+         lambda r: r["block_num"] == special["block_num"] and r["tx_index"] == special["tx_index"]),
+    ]
+    spark = spark_session()
+    df = spark.read.format("delta").load(str(path))
+    total_files = len(cli_json("table", "files", path))
+    problems = []
+    skipped_somewhere = False
+    for spark_where, duck_where, predicate in cases:
+        want = sorted((r["block_num"], r["tx_index"]) for r in expected if predicate(r))
+        assert want, spark_where
+        got_rows, files = spark_scan_metrics(df.where(spark_where).select("block_num", "tx_index"))
+        got = sorted((r["block_num"], r["tx_index"]) for r in got_rows)
+        if got != want:
+            problems.append(f"spark {spark_where}: {len(got)} rows, expected {len(want)}")
+        skipped_somewhere |= files < total_files
+        duck = duckdb_query(path, duck_where)
+        got = sorted(zip(duck.column("block_num").to_pylist(), duck.column("tx_index").to_pylist()))
+        if got != want:
+            problems.append(f"duckdb {duck_where}: {len(got)} rows, expected {len(want)}")
+    assert skipped_somewhere
+    # delta-rs with filters (file pruning by stats, then row filtering).
+    from deltalake import DeltaTable
+    dl = DeltaTable(str(path)).to_pyarrow_table(
+        filters=[("timestamp", "=", mid["timestamp"])])
+    if dl.num_rows != sum(1 for r in expected if r["timestamp"] == mid["timestamp"]):
+        problems.append(f"deltalake timestamp = {mid['timestamp']}: {dl.num_rows} rows")
+    assert not problems, "\n".join(problems)
+
+
+# ======================================================================================
+# 7. Concurrent writers
+
+
+def start_writes(path: Path, inputs: list[Path], *args: str) -> list[subprocess.Popen]:
+    """Start one `table write` per input, all at once."""
+    cli, env = str(cli_path()), cli_env()
+    return [subprocess.Popen([cli, "table", "write", str(path), "--mode", "append",
+                              "--input", str(item), *args],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             stdin=subprocess.DEVNULL)
+            for item in inputs]
+
+
+def finish_writes(procs) -> list[dict[str, str]]:
+    results, failures = [], []
+    for proc in procs:
+        out, err = proc.communicate(timeout=CLI_TIMEOUT_S)
+        if proc.returncode != 0:
+            failures.append(f"exit {proc.returncode}\nstdout:\n{out}\nstderr:\n{err}")
+        else:
+            results.append(parse_summary(out.strip().splitlines()[-1]))
+    assert not failures, "\n---\n".join(failures)
+    return results
+
+
+def id_rows(ids) -> pa.Table:
+    ids = list(ids)
+    return pa.table({"id": pa.array(ids, pa.uint64()),
+                     "block_num": pa.array([i // 10 for i in ids], pa.uint64()),
+                     "payload": pa.array([f"row-{i}" for i in ids], pa.utf8())})
+
+
+def assert_every_id_once(path: Path, want_ids: list[int]):
+    for name, reader in (("deltalake", read_deltalake), ("duckdb", read_duckdb)):
+        got = sorted(reader(path).column("id").to_pylist())
+        if got != sorted(want_ids):
+            missing = sorted(set(want_ids) - set(got))
+            dupes = sorted({i for i in got if got.count(i) > 1})
+            pytest.fail(f"[{name}] {len(got)} rows, expected {len(want_ids)}; "
+                        f"missing ids {missing[:20]}, duplicated ids {dupes[:20]}")
+
+
+WRITERS = 4
+
+
+@pytest.mark.timeout(600)
+def test_concurrent_appends(tmp_path):
+    path = tmp_path / "concurrent"
+    write(tmp_path, path, id_rows(range(0, 10)))
+    want_ids = list(range(0, 10))
+    results = []
+    for round_no in range(1, 6):
+        inputs = []
+        for w in range(WRITERS):
+            ids = range(round_no * 1000 + w * 100, round_no * 1000 + w * 100 + 25)
+            want_ids += ids
+            inputs.append(new_input(tmp_path, id_rows(ids)))
+        results += finish_writes(start_writes(path, inputs))
+
+    commits = 1 + 5 * WRITERS
+    assert log_versions(path) == list(range(commits))
+    assert sorted(int(r["version"]) for r in results) == list(range(1, commits))
+    assert_every_id_once(path, want_ids)
+
+    history = {h["version"]: h for h in cli_json("table", "history", path)}
+    assert sorted(history) == list(range(commits))
+    retried = [r for r in results if int(r["attempts"]) > 1]
+    assert retried, f"no write lost a race in 5 rounds of {WRITERS}: {results}"
+    for r in results:
+        entry = history[int(r["version"])]
+        assert entry["operation"] == "WRITE"
+        # A commit that lost races was rebased: it read an older version than its parent.
+        if int(r["attempts"]) > 1:
+            assert entry["readVersion"] < int(r["version"]) - 1, (r, entry)
+        else:
+            assert entry["readVersion"] == int(r["version"]) - 1, (r, entry)
+    # Only version 0 carries protocol and metadata.
+    for version in range(1, commits):
+        actions = log_actions(path, version)
+        assert not any("metaData" in a or "protocol" in a for a in actions), version
+    assert_readers(path, [{"id": i, "block_num": i // 10, "payload": f"row-{i}"} for i in want_ids],
+                   key="id", readers={"polars": read_polars, "spark": read_spark})
+
+
+@pytest.mark.timeout(600)
+def test_concurrent_table_creation(tmp_path):
+    lost_creation = 0
+    for round_no in range(3):
+        path = tmp_path / f"created_{round_no}"
+        want_ids = []
+        inputs = []
+        for w in range(WRITERS):
+            ids = range(w * 100, w * 100 + 30)
+            want_ids += ids
+            inputs.append(new_input(tmp_path, id_rows(ids)))
+        results = finish_writes(start_writes(path, inputs, "--partition-by", "block_num"))
+        assert sorted(int(r["version"]) for r in results) == list(range(WRITERS))
+        assert log_versions(path) == list(range(WRITERS))
+        # One writer created the table; the others lost version 0 and appended (or, when
+        # they started late, found the table already there).
+        creator = [r for r in results if r["version"] == "0"]
+        assert len(creator) == 1 and creator[0]["attempts"] == "1", results
+        lost_creation += sum(1 for r in results if int(r["attempts"]) > 1)
+        assert sum(1 for v in range(WRITERS)
+                   for a in log_actions(path, v) if "metaData" in a or "protocol" in a) == 2
+        assert all("metaData" in a or "protocol" in a or "commitInfo" in a or "add" in a
+                   for a in log_actions(path, 0))
+        assert table_metadata(path)["partitionColumns"] == ["block_num"]
+        assert_every_id_once(path, want_ids)
+        history = cli_json("table", "history", path)
+        assert sorted(h["version"] for h in history) == list(range(WRITERS))
+    assert lost_creation > 0, "no writer lost the race to create the table in 3 rounds"
+
+
+# ======================================================================================
+# 8. Errors leave the table unchanged
+
+
+def log_state(path: Path) -> dict[str, bytes]:
+    log = path / "_delta_log"
+    return {p.name: p.read_bytes() for p in log.iterdir()} if log.is_dir() else {}
+
+
+def assert_write_fails(tmp_path, path, table, *args, contains=()) -> str:
+    before = log_state(path)
+    proc = table_write(path, new_input(tmp_path, table), args=args, expect_ok=False)
+    assert proc.returncode == 1, describe(proc)
+    for text in contains:
+        assert text in proc.stderr, f"{text!r} not in stderr\n{describe(proc)}"
+    assert log_state(path) == before, "the failed write changed _delta_log"
+    assert "version=" not in proc.stdout
+    return proc.stderr
+
+
+@pytest.mark.timeout(120)
+def test_uint64_overflow_fails_without_commit(tmp_path):
+    path = tmp_path / "overflow"
+    bad = pa.table({"id": pa.array([1, 2, 3], pa.uint64()),
+                    "gas_used": pa.array([5, 2**63, 7], pa.uint64())})
+    # A new table: nothing is created.
+    assert_write_fails(tmp_path, path, bad, contains=("gas_used", "9223372036854775808"))
+    assert not (path / "_delta_log" / f"{0:020d}.json").exists()
+
+    write(tmp_path, path, pa.table({"id": pa.array([0], pa.uint64()),
+                                    "gas_used": pa.array([INT64_MAX], pa.uint64())}))
+    bad_max = pa.table({"id": pa.array([4], pa.uint64()),
+                        "gas_used": pa.array([2**64 - 1], pa.uint64())})
+    assert_write_fails(tmp_path, path, bad_max, contains=("gas_used", "18446744073709551615"))
+    assert log_versions(path) == [0]
+
+    # Nested: a UInt64 inside List<Struct>.
+    nested_path = tmp_path / "overflow_nested"
+    nested = pa.table({
+        "id": pa.array([1, 2], pa.uint64()),
+        "authorization_list": pa.array(
+            [[{"chain_id": 1}], [{"chain_id": 2**63 + 5}]],
+            pa.list_(pa.field("item", pa.struct([("chain_id", pa.uint64())]), nullable=False)))})
+    assert_write_fails(tmp_path, nested_path, nested,
+                       contains=("authorization_list", "9223372036854775813"))
+    assert read_deltalake(path).column("gas_used").to_pylist() == [INT64_MAX]
+
+
+@pytest.mark.timeout(120)
+def test_partition_errors(tmp_path):
+    path = tmp_path / "partition_errors"
+    rows = simple_table(simple_rows(range(10)))
+    assert_write_fails(tmp_path, path, rows, "--partition-by", "nosuchcol",
+                       contains=("Partition columns {'nosuchcol'} not found in table",))
+    assert not path.exists() or log_state(path) == {}
+
+    write(tmp_path, path, rows, "--partition-by", "network")
+    assert_write_fails(tmp_path, path, simple_table(simple_rows(range(10, 20))),
+                       "--partition-by", "block_num",
+                       contains=("Specified table partitioning does not match table partitioning",))
+    assert_write_fails(tmp_path, path, simple_table(simple_rows(range(10, 20))),
+                       "--partition-by", "network,block_num",
+                       contains=("Specified table partitioning does not match table partitioning",))
+    # The same partitioning (or none given) appends.
+    write(tmp_path, path, simple_table(simple_rows(range(10, 20))), "--partition-by", "network")
+    write(tmp_path, path, simple_table(simple_rows(range(20, 30))))
+    assert log_versions(path) == [0, 1, 2]
+    assert sorted(read_deltalake(path).column("id").to_pylist()) == list(range(30))
+
+
+@pytest.mark.timeout(300)
+def test_schema_merge_and_no_merge(tmp_path):
+    path = tmp_path / "schema"
+    v0 = simple_rows(range(10))
+    write(tmp_path, path, simple_table(v0))
+
+    # --no-merge-schema with an extra column: refused, naming the column.
+    extra = simple_table(simple_rows(range(10, 15))).append_column(
+        "gas_price", pa.array([decimal.Decimal(i) for i in range(5)], EVM_CURRENCY))
+    assert_write_fails(tmp_path, path, extra, "--no-merge-schema", contains=("gas_price",))
+    # --no-merge-schema with a missing column: refused, naming it.
+    missing = simple_table(simple_rows(range(10, 15))).drop_columns(["payload"])
+    assert_write_fails(tmp_path, path, missing, "--no-merge-schema", contains=("payload",))
+    # A column whose type differs: refused with or without merging.
+    retyped = simple_table(simple_rows(range(10, 15))).set_column(
+        3, "payload", pa.array([1, 2, 3, 4, 5], pa.int64()))
+    assert_write_fails(tmp_path, path, retyped, contains=("payload",))
+    assert_write_fails(tmp_path, path, retyped, "--no-merge-schema", contains=("payload",))
+    assert log_versions(path) == [0]
+
+    # A matching write with --no-merge-schema succeeds (column order may differ).
+    v1 = simple_rows(range(10, 15))
+    matching = simple_table(v1).select(["payload", "network", "block_num", "id"])
+    assert write(tmp_path, path, matching, "--no-merge-schema")["version"] == "1"
+
+    # Default (merge): the extra column is added; old rows read it as null.
+    v2 = simple_rows(range(15, 20))
+    with_extra = simple_table(v2).append_column(
+        "gas_price", pa.array([decimal.Decimal(10**30 + i) for i in range(5)], EVM_CURRENCY))
+    assert write(tmp_path, path, with_extra)["version"] == "2"
+    fields = {f["name"]: f for f in json.loads(table_metadata(path)["schemaString"])["fields"]}
+    assert fields["gas_price"]["type"] == "decimal(38,0)" and fields["gas_price"]["nullable"]
+    # Then data without the new column: null there too.
+    v3 = simple_rows(range(20, 23))
+    assert write(tmp_path, path, simple_table(v3))["version"] == "3"
+
+    want = ([dict(r, gas_price=None) for r in v0 + v1 + v3] +
+            [dict(r, gas_price=decimal.Decimal(10**30 + i)) for i, r in enumerate(v2)])
+    assert_readers(path, want, key="id")
+    assert_readers(path, v0 + v1, key="id", version=1)
+
+
+# ======================================================================================
+# More statistics and layout checks
+
+
+def check_filters(path: Path, expected: list[dict], cases, key="id") -> list[str]:
+    """Run each (spark_where, duckdb_where, python predicate) in Spark and DuckDB; return
+    the mismatches. Wrong file statistics make a reader skip a file that holds matches."""
+    spark = spark_session()
+    df = spark.read.format("delta").load(str(path))
+    problems = []
+    for spark_where, duck_where, predicate in cases:
+        want = sorted(r[key] for r in expected if predicate(r))
+        try:
+            got = sorted(r[key] for r in df.where(spark_where).select(key).collect())
+        except Exception as exc:  # noqa: BLE001
+            got = f"error {type(exc).__name__}: {str(exc)[:300]}"
+        if got != want:
+            problems.append(f"spark {spark_where}: got {got}, expected {want}")
+        try:
+            got = sorted(duckdb_query(path, duck_where).column(key).to_pylist())
+        except Exception as exc:  # noqa: BLE001
+            got = f"error {type(exc).__name__}: {str(exc)[:300]}"
+        if got != want:
+            problems.append(f"duckdb {duck_where}: got {got}, expected {want}")
+    return problems
+
+
+@pytest.mark.timeout(300)
+def test_filters_on_other_types_are_exact(tmp_path):
+    path = tmp_path / "extra_filters"
+    table, expected = amp_extra_types_table()
+    write(tmp_path, path, table, "--max-rows-per-file", "2")
+    ntz = expected[5]["ts_ntz"]
+    ntz_text = ntz.strftime("%Y-%m-%d %H:%M:%S.%f")
+    cases = [
+        (f"ts_ntz = TIMESTAMP_NTZ'{ntz_text}'", f"ts_ntz = TIMESTAMP '{ntz_text}'",
+         lambda r: r["ts_ntz"] == ntz),
+        (f"ts_ntz >= TIMESTAMP_NTZ'{ntz_text}'", f"ts_ntz >= TIMESTAMP '{ntz_text}'",
+         lambda r: r["ts_ntz"] is not None and r["ts_ntz"] >= ntz),
+        ("day = DATE'2022-01-12'", "day = DATE '2022-01-12'",
+         lambda r: r["day"] == dt.date(2022, 1, 12)),
+        ("f64 > 1.0", "f64 > 1.0", lambda r: r["f64"] is not None and r["f64"] > 1.0),
+        ("f32 = 3.5", "f32 = 3.5", lambda r: r["f32"] == 3.5),
+        ("u32 = 4294967290", "u32 = 4294967290", lambda r: r["u32"] == 4294967290),
+        ("u8 >= 250", "u8 >= 250", lambda r: r["u8"] >= 250),
+        ("i8 = -125", "i8 = -125", lambda r: r["i8"] == -125),
+        ("large_text = 'large-5'", "large_text = 'large-5'", lambda r: r["large_text"] == "large-5"),
+        ("dict_text = 'δέλτα'", "dict_text = 'δέλτα'", lambda r: r["dict_text"] == "δέλτα"),
+        ("dict_text = ''", "dict_text = ''", lambda r: r["dict_text"] == ""),
+        ("nested.a = 3", "nested.a = 3", lambda r: r["nested"]["a"] == 3),
+        ("nested.c.d = 'x7'", "nested.c.d = 'x7'", lambda r: r["nested"]["c"]["d"] == "x7"),
+        ("dec = 4.04", "dec = 4.04", lambda r: r["dec"] == decimal.Decimal("4.04")),
+        ("large_list IS NULL", "large_list IS NULL", lambda r: r["large_list"] is None),
+    ]
+    problems = check_filters(path, expected, cases)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.timeout(300)
+def test_long_and_multibyte_string_stats(tmp_path):
+    """String stats are cut to a prefix; the max must still bound every value, and a cut
+    must not split a UTF-8 (or UTF-16 surrogate pair) character."""
+    path = tmp_path / "strings"
+    values = [
+        "0x" + "ab" * 32,                       # a 66-char hex string (tx hash as text)
+        "0x" + "ab" * 31 + "ff",
+        "a" * 31 + "😀" + "tail",               # 4-byte char across the 32-char boundary
+        "a" * 31 + "😀" + "tailz",
+        "é" * 40,                                # 2-byte chars
+        "é" * 39 + "f",
+        "\U0010FFFF" * 40,                       # highest code point
+        "z" * 32,
+        "z" * 33,
+        "z" * 32 + "\U0010FFFF",
+        "",
+        "ÿ" * 50,
+    ]
+    ids = list(range(len(values)))
+    table = pa.table({"id": pa.array(ids, pa.int64()), "s": pa.array(values, pa.utf8())})
+    write(tmp_path, path, table, "--max-rows-per-file", "2")
+    expected = [{"id": i, "s": v} for i, v in zip(ids, values)]
+    assert_readers(path, expected, key="id")
+    for add in actions_of(path, 0, "add"):
+        json.loads(add["stats"])  # valid JSON (valid UTF-8)
+
+    def quote(v):
+        return v.replace("'", "''")
+
+    cases = []
+    for v in values:
+        cases.append((f"s = '{quote(v)}'", f"s = '{quote(v)}'", lambda r, v=v: r["s"] == v))
+    cases.append(("s >= 'zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz'", "s >= 'zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz'",
+                  lambda r: r["s"] >= "z" * 33))
+    problems = check_filters(path, expected, cases)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.timeout(300)
+def test_float_nan_and_infinity(tmp_path):
+    path = tmp_path / "floats"
+    values = [1.5, float("nan"), float("inf"), float("-inf"), None, -0.0, 2.5, float("nan")]
+    ids = list(range(len(values)))
+    table = pa.table({"id": pa.array(ids, pa.int64()),
+                      "f": pa.array(values, pa.float64()),
+                      "g": pa.array(values, pa.float32())})
+    write(tmp_path, path, table, "--max-rows-per-file", "2")
+    for add in actions_of(path, 0, "add"):
+        json.loads(add["stats"])
+
+    def nan_safe(v):
+        return "NaN" if isinstance(v, float) and v != v else v
+
+    expected = [{"id": i, "f": nan_safe(v), "g": nan_safe(v)} for i, v in zip(ids, values)]
+    failures = []
+    for name, reader in READERS.items():
+        try:
+            got = [{k: nan_safe(x) for k, x in row.items()} for row in rows_of(reader(path), "id")]
+        except Exception as exc:  # noqa: BLE001
+            failures.append(f"[{name}] {type(exc).__name__}: {str(exc)[:500]}")
+            continue
+        if got != expected:
+            failures.append(f"[{name}] {first_difference(got, expected)}")
+    # Spark and DuckDB order NaN above +Infinity (so NaN > 2.0 holds).
+    def above(v, bound, inclusive=False):
+        return v == "NaN" or (isinstance(v, float) and (v >= bound if inclusive else v > bound))
+
+    cases = [("f > 2.0", "f > 2.0", lambda r: above(r["f"], 2.0)),
+             ("f < 0", "f < 0", lambda r: isinstance(r["f"], float) and r["f"] < 0),
+             ("f = 2.5", "f = 2.5", lambda r: r["f"] == 2.5),
+             ("g >= 1.5", "g >= 1.5", lambda r: above(r["g"], 1.5, inclusive=True)),
+             ("isnan(f)", "isnan(f)", lambda r: r["f"] == "NaN")]
+    failures += check_filters(path, expected, cases)
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.timeout(300)
+def test_partitioned_delete_and_checkpoint(tmp_path):
+    """Deletes on a partitioned table with special partition values, then a checkpoint
+    that alone must describe those files (null partition values, escaped paths)."""
+    path = tmp_path / "partitioned_cp"
+    table, expected = partitioned_input()
+    # Avoid "" (see test_partition_values_special_characters) to test the rest independently.
+    keep = [i for i, r in enumerate(table.to_pylist()) if r["network"] != ""]
+    table = table.take(keep)
+    expected = [r for r in expected if r["id"] in {table.column("id")[i].as_py()
+                                                    for i in range(table.num_rows)}]
+    write(tmp_path, path, table, "--partition-by", "network,day",
+          "--property", "delta.checkpointInterval=1000")
+    proc = run_cli("table", "delete", path, "--where", "network = 'a/b'")
+    assert proc.returncode == 0, describe(proc)
+    assert actions_of(path, 1, "add") == []  # whole partitions go, nothing is rewritten
+    proc = run_cli("table", "delete", path, "--where", "block_num >= 1030 AND network = 'p%q'")
+    assert proc.returncode == 0, describe(proc)
+    proc = run_cli("table", "delete", path, "--where", "day IS NULL")
+    assert proc.returncode == 0, describe(proc)
+    want = [r for r in expected if r["network"] != "a/b"
+            and not (r["block_num"] >= 1030 and r["network"] == "p%q") and r["day"] is not None]
+    proc = run_cli("table", "checkpoint", path)
+    assert proc.returncode == 0, describe(proc)
+    last = json.loads((path / "_delta_log" / "_last_checkpoint").read_text())
+    copy = tmp_path / "partitioned_cp_copy"
+    shutil.copytree(path, copy)
+    for version in range(last["version"]):
+        (copy / "_delta_log" / f"{version:020d}.json").unlink()
+    assert_readers(copy, want, key="id")
+    assert_readers(path, expected, key="id", version=0, readers={"deltalake": read_deltalake})
+
+
+# ======================================================================================
+# Writer options, modes and application transactions
+
+
+@pytest.mark.timeout(300)
+def test_compression_codecs_and_row_groups(tmp_path):
+    path = tmp_path / "codecs"
+    all_rows = []
+    next_id = 0
+    for codec, extra in [("zstd", ["--compression-level", "9"]), ("snappy", []), ("gzip", []),
+                         ("lz4", []), ("uncompressed", [])]:
+        rows = simple_rows(range(next_id, next_id + 50), network=codec)
+        next_id += 50
+        write(tmp_path, path, simple_table(rows), "--compression", codec,
+              "--max-rows-per-group", "7", *extra)
+        all_rows += rows
+    assert_readers(path, all_rows, key="id")
+    # Brotli: Spark's Parquet reader has no brotli codec (BrotliCodec is not on Spark's
+    # classpath), so only the other readers can check it.
+    brotli = tmp_path / "brotli"
+    rows = simple_rows(range(1000, 1050), network="brotli")
+    write(tmp_path, brotli, simple_table(rows), "--compression", "brotli")
+    assert_readers(brotli, rows, key="id", readers={
+        "deltalake": read_deltalake, "duckdb": read_duckdb, "polars": read_polars})
+
+
+@pytest.mark.timeout(300)
+def test_empty_write_and_save_modes(tmp_path):
+    path = tmp_path / "modes"
+    empty = simple_table([])
+    summary = write(tmp_path, path, empty)
+    assert summary["version"] == "0" and summary["rows"] == "0", summary
+    assert actions_of(path, 0, "add") == []
+    for name, reader in READERS.items():
+        got = reader(path)
+        assert got.num_rows == 0, name
+        assert set(got.column_names) == {"id", "block_num", "network", "payload"}, name
+
+    rows = simple_rows(range(5))
+    write(tmp_path, path, simple_table(rows))
+    # error: the table exists → exit 1, no commit.
+    assert_write_fails(tmp_path, path, simple_table(simple_rows(range(5, 9))), "--mode", "error",
+                       contains=("already exists",))
+    # ignore: exit 0, no commit.
+    before = log_state(path)
+    proc = table_write(path, new_input(tmp_path, simple_table(simple_rows(range(5, 9)))),
+                       args=("--mode", "ignore"), expect_ok=False)
+    assert proc.returncode == 0, describe(proc)
+    assert log_state(path) == before
+    assert_readers(path, rows, key="id")
+
+
+@pytest.mark.timeout(120)
+def test_app_transactions_are_idempotent_across_checkpoints(tmp_path):
+    from deltalake import DeltaTable
+
+    path = tmp_path / "app_txn"
+    rows1 = simple_rows(range(0, 5))
+    s = write(tmp_path, path, simple_table(rows1), "--app-id", "amp-loader", "--app-version", "1")
+    assert s["version"] == "0"
+    txns = actions_of(path, 0, "txn")
+    assert len(txns) == 1 and txns[0]["appId"] == "amp-loader" and txns[0]["version"] == 1
+    # The same app version again: skipped, no commit.
+    before = log_state(path)
+    proc = table_write(path, new_input(tmp_path, simple_table(simple_rows(range(100, 105)))),
+                       args=("--app-id", "amp-loader", "--app-version", "1"), expect_ok=False)
+    assert proc.returncode == 0, describe(proc)
+    assert log_state(path) == before
+    rows2 = simple_rows(range(5, 10))
+    assert write(tmp_path, path, simple_table(rows2), "--app-id", "amp-loader",
+                 "--app-version", "2")["version"] == "1"
+    proc = run_cli("table", "checkpoint", path)
+    assert proc.returncode == 0, describe(proc)
+    # Only the checkpoint (and its commit) left: the txn version must survive.
+    (path / "_delta_log" / f"{0:020d}.json").unlink()
+    assert DeltaTable(str(path)).transaction_version("amp-loader") == 2
+    info = cli_json("table", "info", path)
+    assert info["app_transactions"] == {"amp-loader": 2} or \
+        info["app_transactions"].get("amp-loader", {}).get("version") == 2, info
+    proc = table_write(path, new_input(tmp_path, simple_table(simple_rows(range(200, 205)))),
+                       args=("--app-id", "amp-loader", "--app-version", "2"), expect_ok=False)
+    assert proc.returncode == 0, describe(proc)
+    assert log_versions(path) == [1]
+    assert sorted(read_deltalake(path).column("id").to_pylist()) == list(range(10))

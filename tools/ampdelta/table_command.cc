@@ -246,29 +246,57 @@ arrow::Status History(const TableArgs& args) {
 }
 
 
-// Read an Arrow IPC (file or stream) or Parquet file as batches.
-arrow::Result<std::shared_ptr<arrow::Table>> ReadInput(const std::string& path) {
-  ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(path));
+// Open an Arrow IPC (file or stream) or Parquet file as a stream of batches, so inputs of any
+// size are written with bounded memory.
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> OpenInput(const std::string& path) {
+  ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::MemoryMappedFile::Open(path, arrow::io::FileMode::READ));
   if (path.size() >= 8 && path.substr(path.size() - 8) == ".parquet") {
     ARROW_ASSIGN_OR_RAISE(auto reader, parquet::arrow::OpenFile(file, arrow::default_memory_pool()));
-    return reader->ReadTable();
+    ARROW_ASSIGN_OR_RAISE(auto batches, reader->GetRecordBatchReader());
+    // Keep the Parquet reader alive as long as its batch reader.
+    struct Owning : arrow::RecordBatchReader {
+      std::unique_ptr<parquet::arrow::FileReader> owner;
+      std::unique_ptr<arrow::RecordBatchReader> inner;
+      std::shared_ptr<arrow::Schema> schema() const override { return inner->schema(); }
+      arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* batch) override {
+        return inner->ReadNext(batch);
+      }
+    };
+    auto owning = std::make_shared<Owning>();
+    owning->owner = std::move(reader);
+    owning->inner = std::move(batches);
+    return owning;
   }
   auto ipc_file = arrow::ipc::RecordBatchFileReader::Open(file);
   if (ipc_file.ok()) {
-    return (*ipc_file)->ToTable();
+    struct FileBatches : arrow::RecordBatchReader {
+      std::shared_ptr<arrow::ipc::RecordBatchFileReader> file;
+      int next = 0;
+      std::shared_ptr<arrow::Schema> schema() const override { return file->schema(); }
+      arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* batch) override {
+        if (next >= file->num_record_batches()) {
+          batch->reset();
+          return arrow::Status::OK();
+        }
+        return file->ReadRecordBatch(next++).Value(batch);
+      }
+    };
+    auto reader = std::make_shared<FileBatches>();
+    reader->file = *ipc_file;
+    return reader;
   }
   ARROW_RETURN_NOT_OK(file->Seek(0));
   ARROW_ASSIGN_OR_RAISE(auto stream, arrow::ipc::RecordBatchStreamReader::Open(file));
-  return stream->ToTable();
+  return stream;
 }
 
 arrow::Status Write(const TableArgs& args) {
   ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
   if (args.inputs.empty()) return arrow::Status::Invalid("give at least one --input file");
-  std::vector<std::shared_ptr<arrow::Table>> tables;
+  std::vector<std::shared_ptr<arrow::RecordBatchReader>> inputs;
   for (const auto& input : args.inputs) {
-    ARROW_ASSIGN_OR_RAISE(auto table, ReadInput(input));
-    tables.push_back(std::move(table));
+    ARROW_ASSIGN_OR_RAISE(auto reader, OpenInput(input));
+    inputs.push_back(std::move(reader));
   }
   delta::TableWriteOptions options;
   ARROW_ASSIGN_OR_RAISE(options.mode, delta::ParseSaveMode(args.mode));
@@ -289,7 +317,7 @@ arrow::Status Write(const TableArgs& args) {
     options.app_transaction = delta::SetTransaction{args.app_id, *args.app_version, std::nullopt};
   }
   ARROW_ASSIGN_OR_RAISE(auto writer,
-                        delta::TableWriter::Open(store, tables.front()->schema(), options));
+                        delta::TableWriter::Open(store, inputs.front()->schema(), options));
   if (args.app_version && writer->read_snapshot()) {
     auto committed = writer->read_snapshot()->AppTransactionVersion(args.app_id);
     if (committed && *committed >= *args.app_version) {
@@ -298,11 +326,10 @@ arrow::Status Write(const TableArgs& args) {
       return arrow::Status::OK();
     }
   }
-  for (const auto& table : tables) {
-    arrow::TableBatchReader reader(*table);
+  for (const auto& reader : inputs) {
     std::shared_ptr<arrow::RecordBatch> batch;
     while (true) {
-      arrow::Status status = reader.ReadNext(&batch);
+      arrow::Status status = reader->ReadNext(&batch);
       if (status.ok() && batch == nullptr) break;
       if (status.ok()) status = writer->Write(batch);
       if (!status.ok()) {

@@ -151,6 +151,9 @@ class DataFileWriter::Impl {
     parquet::ArrowWriterProperties::Builder arrow_builder;
     arrow_builder.coerce_timestamps(arrow::TimeUnit::MICRO);
     arrow_builder.enable_compliant_nested_types();
+    // Encode a row group's columns in parallel on Arrow's CPU pool: files are written one
+    // at a time from this thread, so the pool cannot deadlock on nested file writes.
+    arrow_builder.set_use_threads(options_.parallel_encoding);
     arrow_properties_ = arrow_builder.build();
     return arrow::Status::OK();
   }

@@ -42,6 +42,8 @@ struct DataFileOptions {
   int64_t max_rows_per_file = 0;
   /// Delta statistics settings (from the table properties).
   StatsOptions stats;
+  /// Encode the columns of a row group on several threads.
+  bool parallel_encoding = true;
 };
 
 /// \brief Writes data files and describes them as `add` actions. Files are visible in

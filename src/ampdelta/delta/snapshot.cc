@@ -303,20 +303,23 @@ arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Load(
 }
 
 arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Update() const {
-  ARROW_ASSIGN_OR_RAISE(auto listed,
-                        store_->List(std::string(kLogDir) + "/",
-                                     std::string(kLogDir) + "/" + VersionDigits(version_) + ".json"));
+  // Probe the next versions directly: one HEAD per new commit, whatever the log's length.
   std::vector<ParsedLogPath> commits;
-  for (const auto& object : listed) {
-    auto parsed = ParseLogPath(object.path);
-    if (!parsed || parsed->type != LogFileType::kCommit || parsed->version <= version_) continue;
-    parsed->last_modified_ms = object.last_modified_ms;
-    parsed->size = object.size;
-    commits.push_back(*parsed);
+  for (Version v = version_ + 1;; ++v) {
+    auto head = store_->Head(CommitPath(v));
+    if (!head.ok()) {
+      if (IsError(head.status(), ErrorCode::kNotFound)) break;
+      return head.status();
+    }
+    ParsedLogPath parsed;
+    parsed.path = CommitPath(v);
+    parsed.type = LogFileType::kCommit;
+    parsed.version = v;
+    parsed.size = head->size;
+    parsed.last_modified_ms = head->last_modified_ms;
+    commits.push_back(std::move(parsed));
   }
   if (commits.empty()) return shared_from_this();
-  std::sort(commits.begin(), commits.end(),
-            [](const ParsedLogPath& a, const ParsedLogPath& b) { return a.version < b.version; });
   // New commits must follow this version without gaps; otherwise load from scratch.
   for (size_t i = 0; i < commits.size(); ++i) {
     if (commits[i].version != version_ + 1 + static_cast<Version>(i)) {

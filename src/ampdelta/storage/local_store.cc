@@ -246,8 +246,10 @@ arrow::Result<std::vector<ObjectMeta>> LocalStore::List(const std::string& prefi
     if (!it->is_regular_file(error)) continue;
     const std::string name = it->path().filename().string();
     if (name.rfind(kTempMarker, 0) == 0) continue;
-    std::string key = it->path().lexically_relative(root_).string();
-    if (key.rfind(prefix, 0) != 0 || key <= start_after) continue;
+    const std::string& full = it->path().native();
+    if (full.size() <= root_.size() + 1) continue;
+    std::string key = full.substr(root_.size() + 1);
+    if (key.compare(0, prefix.size(), prefix) != 0 || key <= start_after) continue;
     struct stat info {};
     if (::stat(it->path().c_str(), &info) != 0) continue;  // deleted while listing
     out.push_back(ObjectMeta{std::move(key), static_cast<int64_t>(info.st_size), MtimeMs(info)});
