@@ -111,10 +111,6 @@ def actions_of(path: Path, version: int, kind: str) -> list[dict]:
     return [a[kind] for a in log_actions(path, version) if kind in a]
 
 
-def log_snapshot_files(path: Path) -> set[str]:
-    return {p.name for p in (path / "_delta_log").iterdir()}
-
-
 # --------------------------------------------------------------------------------------
 # Normalising reader output
 
@@ -142,21 +138,19 @@ def norm(value):
     return value
 
 
-def rows_of(table: pa.Table, key) -> list[dict]:
+def _sorted_rows(rows: list[dict], key) -> list[dict]:
     keys = [key] if isinstance(key, str) else list(key)
-    rows = [{k: norm(v) for k, v in row.items()} for row in table.to_pylist()]
+    return sorted(rows, key=lambda row: tuple(
+        (row[k] is None, row[k] if row[k] is not None else 0) for k in keys))
 
-    def sort_key(row):
-        return tuple((row[k] is None, row[k] if row[k] is not None else 0) for k in keys)
 
-    return sorted(rows, key=sort_key)
+def rows_of(table: pa.Table, key) -> list[dict]:
+    """A reader's table as normalised row dicts, sorted by key."""
+    return _sorted_rows([{k: norm(v) for k, v in row.items()} for row in table.to_pylist()], key)
 
 
 def expected_rows(rows: list[dict], key) -> list[dict]:
-    return rows_of(pa.Table.from_pylist([]), key) if not rows else sorted(
-        [{k: norm(v) for k, v in row.items()} for row in rows],
-        key=lambda row: tuple((row[k] is None, row[k] if row[k] is not None else 0)
-                              for k in ([key] if isinstance(key, str) else key)))
+    return _sorted_rows([{k: norm(v) for k, v in row.items()} for row in rows], key)
 
 
 def first_difference(got: list[dict], want: list[dict]) -> str:
@@ -501,6 +495,20 @@ def test_map_ntz_and_other_arrow_types_all_readers(tmp_path):
 
     assert_readers(path, expected, key="id")
 
+    # A checkpoint of a (3,7) table: it alone must carry the protocol with its features.
+    proc = run_cli("table", "checkpoint", path)
+    assert proc.returncode == 0, describe(proc)
+    more_table, more_expected = amp_extra_types_table()
+    more_table = more_table.set_column(0, "id", pa.array(range(100, 100 + more_table.num_rows),
+                                                         pa.uint64()))
+    more_expected = [dict(r, id=100 + i) for i, r in enumerate(more_expected)]
+    assert write(tmp_path, path, more_table)["version"] == "1"
+    proc = run_cli("table", "checkpoint", path)
+    assert proc.returncode == 0, describe(proc)
+    (path / "_delta_log" / f"{0:020d}.json").unlink()
+    (path / "_delta_log" / f"{0:020d}.checkpoint.parquet").unlink()
+    assert_readers(path, expected + more_expected, key="id")
+
 
 # ======================================================================================
 # 2. Partitioning: special characters, nulls, Hive folders with Spark's escaping
@@ -730,6 +738,28 @@ def test_many_commits_with_checkpoints_and_time_travel(tmp_path):
     summary = write(tmp_path, copy, simple_table(tail_rows))
     assert summary["version"] == "11", summary
     assert_readers(copy, rows_at(10) + tail_rows, key="id")
+
+
+@pytest.mark.timeout(300)
+def test_log_cleanup_keeps_table_readable(tmp_path):
+    """With a zero log retention, ampdelta deletes the commits a checkpoint covers: the
+    table must stay readable everywhere (Spark needs the checkpoint version's commit)."""
+    path = tmp_path / "cleaned"
+    all_rows = []
+    for version in range(8):
+        rows = simple_rows(range(version * 10, version * 10 + 10))
+        args = ["--property", "delta.checkpointInterval=2",
+                "--property", "delta.logRetentionDuration=interval 0 seconds"] if version == 0 else []
+        assert write(tmp_path, path, simple_table(rows), *args)["version"] == str(version)
+        all_rows += rows
+        time.sleep(0.01)
+    commits = log_versions(path)
+    assert commits[-1] == 7 and commits[0] > 0, f"no commit was cleaned up: {commits}"
+    assert commits == list(range(commits[0], 8))
+    assert (path / "_delta_log" / f"{commits[0]:020d}.checkpoint.parquet").is_file()
+    assert_readers(path, all_rows, key="id")
+    history = cli_json("table", "history", path)
+    assert [h["version"] for h in history] == list(range(7, commits[0] - 1, -1))
 
 
 # ======================================================================================
@@ -1275,6 +1305,9 @@ def test_long_and_multibyte_string_stats(tmp_path):
 
 @pytest.mark.timeout(300)
 def test_float_nan_and_infinity(tmp_path):
+    """NaN/±Infinity round-trip, and range filters keep NaN rows (Spark and DuckDB order NaN
+    above +Infinity). Spark's own files record NaN as the Parquet and Delta max; Parquet
+    min/max that leave NaN out let Spark and DuckDB skip a row group that holds a NaN."""
     path = tmp_path / "floats"
     values = [1.5, float("nan"), float("inf"), float("-inf"), None, -0.0, 2.5, float("nan")]
     ids = list(range(len(values)))
@@ -1283,7 +1316,7 @@ def test_float_nan_and_infinity(tmp_path):
                       "g": pa.array(values, pa.float32())})
     write(tmp_path, path, table, "--max-rows-per-file", "2")
     for add in actions_of(path, 0, "add"):
-        json.loads(add["stats"])
+        json.loads(add["stats"])  # valid JSON: no bare NaN/Infinity tokens
 
     def nan_safe(v):
         return "NaN" if isinstance(v, float) and v != v else v
@@ -1428,3 +1461,39 @@ def test_app_transactions_are_idempotent_across_checkpoints(tmp_path):
     assert proc.returncode == 0, describe(proc)
     assert log_versions(path) == [1]
     assert sorted(read_deltalake(path).column("id").to_pylist()) == list(range(10))
+
+
+@pytest.mark.xfail(strict=False, reason=(
+    "delta-rs (deltalake 1.6.6) to_pyarrow_dataset turns a file's missing min/max into "
+    "`col >= null and col <= null` fragment guarantees, so pyarrow prunes every such file. "
+    "ampdelta leaves out min/max for decimals with scale != 0 or beyond int64, for float "
+    "files with NaN or ±Infinity and for strings whose truncated max cannot be bounded."))
+@pytest.mark.timeout(120)
+def test_deltalake_filters_on_columns_without_min_max(tmp_path):
+    from deltalake import DeltaTable
+
+    problems = []
+    path = tmp_path / "dec"
+    table, expected = amp_extra_types_table()
+    write(tmp_path, path, table)
+    got = DeltaTable(str(path)).to_pyarrow_table(
+        filters=[("dec", "=", decimal.Decimal("4.04"))]).column("id").to_pylist()
+    if got != [4]:
+        problems.append(f"decimal(10,2) dec = 4.04: ids {got}, expected [4]")
+
+    path = tmp_path / "tx"
+    rows = transactions_rows(7_000, 6)
+    write(tmp_path, path, transactions_table(rows))
+    want = sorted(r["block_num"] * 10 + r["tx_index"] for r in rows if r["gas_price"] == MAX_DEC38)
+    got_t = DeltaTable(str(path)).to_pyarrow_table(filters=[("gas_price", "=", MAX_DEC38)])
+    got = sorted(b * 10 + i for b, i in zip(got_t.column("block_num").to_pylist(),
+                                            got_t.column("tx_index").to_pylist()))
+    if got != want:
+        problems.append(f"decimal(38,0) gas_price = 10^38-1: {len(got)} rows, expected {len(want)}")
+
+    path = tmp_path / "floats"
+    write(tmp_path, path, pa.table({"id": [0, 1], "f": [float("inf"), 1.0]}))
+    got = DeltaTable(str(path)).to_pyarrow_table(filters=[("f", ">", 0.5)]).column("id").to_pylist()
+    if sorted(got) != [0, 1]:
+        problems.append(f"double with +inf, f > 0.5: ids {got}, expected [0, 1]")
+    assert not problems, "\n".join(problems)

@@ -250,7 +250,9 @@ arrow::Result<Action> ActionFromJson(const std::string& name, const json& body,
       metadata.format.provider = provider.value_or("parquet");
       ARROW_ASSIGN_OR_RAISE(metadata.format.options, f.StringMap("options"));
     }
-    ARROW_ASSIGN_OR_RAISE(metadata.schema_string, r.String("schemaString"));
+    // Optional here: only the metaData that wins replay must have a schema (see Snapshot).
+    ARROW_ASSIGN_OR_RAISE(auto schema_string, r.OptString("schemaString"));
+    metadata.schema_string = schema_string.value_or("");
     ARROW_ASSIGN_OR_RAISE(auto partitions, r.OptStringList("partitionColumns"));
     metadata.partition_columns = partitions.value_or(std::vector<std::string>{});
     ARROW_ASSIGN_OR_RAISE(metadata.configuration, r.StringMap("configuration"));

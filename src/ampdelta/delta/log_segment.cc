@@ -155,9 +155,10 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
       }
       Version next = v;
       while (next <= version && listing.commits.count(next) == 0) ++next;
-      return CorruptLog(root, "versions are not contiguous: commit(s) " + std::to_string(v) +
+      return CorruptLog(root, "versions are not contiguous: commit " + std::to_string(v) +
                                   (next - 1 > v ? ".." + std::to_string(next - 1) : "") +
-                                  " missing before version " + std::to_string(version));
+                                  " is missing (needed to reconstruct version " +
+                                  std::to_string(version) + ")");
     }
     segment.commits.push_back(it->second);
   }

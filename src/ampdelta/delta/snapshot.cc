@@ -245,6 +245,10 @@ arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
   if (!state.metadata) return CorruptLog(root, "no metaData action up to version " +
                                                    std::to_string(segment.version));
   ARROW_RETURN_NOT_OK(CheckReadSupported(*state.protocol));
+  if (state.metadata->schema_string.empty()) {
+    return CorruptLog(root, "the metaData in effect at version " + std::to_string(segment.version) +
+                                " has no 'schemaString'");
+  }
   ARROW_ASSIGN_OR_RAISE(snapshot->schema_, SchemaFromJson(state.metadata->schema_string));
 
   snapshot->version_ = segment.version;
@@ -371,7 +375,12 @@ arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Update() const {
 
 arrow::Result<std::vector<HistoryEntry>> ReadHistory(storage::ObjectStore& store, size_t limit) {
   ARROW_ASSIGN_OR_RAISE(auto commits, ListCommits(store));
-  if (commits.empty()) return NotFoundError("no Delta table at ", store.root_uri());
+  if (commits.empty()) {
+    // A table whose commits were all cleaned up after a checkpoint has no history to show.
+    ARROW_ASSIGN_OR_RAISE(auto entries, store.List(std::string(kLogDir) + "/", ""));
+    if (entries.empty()) return NotFoundError("no Delta table at ", store.root_uri());
+    return std::vector<HistoryEntry>{};
+  }
   std::vector<HistoryEntry> history;
   for (auto it = commits.rbegin(); it != commits.rend(); ++it) {
     if (limit != 0 && history.size() >= limit) break;
