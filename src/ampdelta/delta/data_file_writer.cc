@@ -68,6 +68,41 @@ struct OpenFile {
   int64_t buffered_rows = 0;
 };
 
+void CollectFloatPaths(const arrow::Field& field, const std::string& prefix,
+                       std::vector<std::string>* out) {
+  const std::string path = prefix.empty() ? field.name() : prefix + "." + field.name();
+  const auto& type = *field.type();
+  switch (type.id()) {
+    case arrow::Type::FLOAT:
+    case arrow::Type::DOUBLE:
+      out->push_back(path);
+      break;
+    case arrow::Type::STRUCT:
+      for (const auto& child : type.fields()) CollectFloatPaths(*child, path, out);
+      break;
+    case arrow::Type::LIST: {
+      // Compliant nested types: <name>.list.element
+      const auto element = type.field(0)->WithName("element");
+      CollectFloatPaths(*element, path + ".list", out);
+      break;
+    }
+    case arrow::Type::MAP: {
+      const auto& map = static_cast<const arrow::MapType&>(type);
+      CollectFloatPaths(*map.key_field()->WithName("key"), path + ".key_value", out);
+      CollectFloatPaths(*map.item_field()->WithName("value"), path + ".key_value", out);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+std::vector<std::string> FloatColumnPaths(const arrow::Schema& schema) {
+  std::vector<std::string> out;
+  for (const auto& field : schema.fields()) CollectFloatPaths(*field, "", &out);
+  return out;
+}
+
 }  // namespace
 
 arrow::Result<Codec> ParseCodec(const std::string& name) {
@@ -143,6 +178,9 @@ class DataFileWriter::Impl {
     if (options_.parquet_statistics) {
       builder.enable_statistics();
       builder.enable_write_page_index();
+      // Parquet min/max leave NaN out, so engines that sort NaN above +Infinity (Spark,
+      // DuckDB) would skip row groups holding NaN: no Parquet statistics for floats.
+      for (const auto& path : FloatColumnPaths(*data_schema_)) builder.disable_statistics(path);
     } else {
       builder.disable_statistics();
     }

@@ -126,8 +126,13 @@ arrow::Result<std::optional<std::string>> SerializePartitionValue(const arrow::A
     case arrow::Type::BOOL:
       return std::string(static_cast<const arrow::BooleanArray&>(array).Value(row) ? "true"
                                                                                    : "false");
-    case arrow::Type::STRING:
-      return std::string(static_cast<const arrow::StringArray&>(array).GetView(row));
+    case arrow::Type::STRING: {
+      // An empty string means null in partitionValues (PROTOCOL.md "Partition Value
+      // Serialization"); writing "" makes Spark read it back as a literal empty string.
+      std::string value(static_cast<const arrow::StringArray&>(array).GetView(row));
+      if (value.empty()) return std::nullopt;
+      return value;
+    }
     case arrow::Type::FLOAT:
     case arrow::Type::DOUBLE: {
       const double value = array.type_id() == arrow::Type::FLOAT

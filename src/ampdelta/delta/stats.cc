@@ -14,6 +14,8 @@
 #include <arrow/util/decimal.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/util/uuid.h"
+
 namespace ampdelta::delta {
 namespace {
 
@@ -172,6 +174,16 @@ struct Leaf {
   bool minmax_valid = true;
 };
 
+// A token standing for a raw JSON number in the dumped text; the random part keeps it from
+// colliding with any string value.
+std::string Placeholder(std::vector<std::pair<std::string, std::string>>* decimals,
+                        std::string digits) {
+  static const std::string kTag = "@ampdelta-decimal-" + NewUuid() + "-";
+  std::string token = kTag + std::to_string(decimals->size()) + "@";
+  decimals->emplace_back(token, std::move(digits));
+  return token;
+}
+
 std::string JoinPath(const std::vector<std::string>& path) {
   std::string out;
   for (const auto& part : path) out += (out.empty() ? "" : ".") + part;
@@ -282,6 +294,7 @@ arrow::Status StatsCollector::Update(const arrow::RecordBatch& batch) {
 
 std::string StatsCollector::ToJson() const {
   using ojson = nlohmann::ordered_json;
+  std::vector<std::pair<std::string, std::string>> decimals;  // placeholder -> digits
   ojson min_values = ojson::object();
   ojson max_values = ojson::object();
   ojson null_count = ojson::object();
@@ -311,16 +324,11 @@ std::string StatsCollector::ToJson() const {
         high = leaf.max.d;
         break;
       case Kind::kDecimal: {
-        // JSON numbers are read back as doubles by some engines: only values that stay
-        // exact (integral, within int64) are safe bounds; others get no min/max.
+        // Decimals are exact JSON numbers of up to 38 digits, which the JSON library would
+        // round through a double: emit a placeholder and splice the digits in afterwards.
         const int32_t scale = static_cast<const arrow::Decimal128Type&>(*leaf.type).scale();
-        const arrow::Decimal128 limit(INT64_MAX);
-        if (scale != 0 || leaf.min.dec > limit || leaf.max.dec > limit ||
-            leaf.min.dec < -limit || leaf.max.dec < -limit) {
-          continue;
-        }
-        low = static_cast<int64_t>(leaf.min.dec.low_bits());
-        high = static_cast<int64_t>(leaf.max.dec.low_bits());
+        low = Placeholder(&decimals, leaf.min.dec.ToString(scale));
+        high = Placeholder(&decimals, leaf.max.dec.ToString(scale));
         break;
       }
       case Kind::kDate: {
@@ -368,7 +376,13 @@ std::string StatsCollector::ToJson() const {
                {"minValues", std::move(min_values)},
                {"maxValues", std::move(max_values)},
                {"nullCount", std::move(null_count)}};
-  return out.dump();
+  std::string text = out.dump();
+  for (const auto& [placeholder, digits] : decimals) {
+    const std::string quoted = "\"" + placeholder + "\"";
+    const size_t at = text.find(quoted);
+    if (at != std::string::npos) text.replace(at, quoted.size(), digits);
+  }
+  return text;
 }
 
 }  // namespace ampdelta::delta

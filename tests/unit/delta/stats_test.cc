@@ -4,6 +4,7 @@
 #include <arrow/builder.h>
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
+#include <arrow/util/decimal.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/test_util.h"
@@ -85,6 +86,26 @@ TEST(StatsTest, NestedLeavesGetNullCountsAndNaNSkipsMinMax) {
   EXPECT_EQ(out["minValues"]["s"]["x"], 1);
   EXPECT_FALSE(out["minValues"].contains("f"));
   EXPECT_EQ(out["nullCount"]["f"], 0);
+}
+
+}  // namespace
+}  // namespace ampdelta::delta
+
+namespace ampdelta::delta {
+namespace {
+
+TEST(StatsDecimalTest, DecimalBoundsAreExactEvenBeyondDoublePrecision) {
+  arrow::Decimal128Builder builder(arrow::decimal128(38, 2));
+  ASSERT_OK(builder.Append(arrow::Decimal128("123456789012345678901234567890123456")));
+  ASSERT_OK(builder.Append(arrow::Decimal128("-105")));
+  auto schema = arrow::schema({arrow::field("d", builder.type())});
+  StatsCollector stats(schema, {});
+  ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(schema, 2, {*builder.Finish()})));
+  const std::string text = stats.ToJson();
+  EXPECT_NE(text.find(R"("minValues":{"d":-1.05})"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("maxValues":{"d":1234567890123456789012345678901234.56})"), std::string::npos)
+      << text;
+  EXPECT_FALSE(nlohmann::json::parse(text, nullptr, false).is_discarded());
 }
 
 }  // namespace
