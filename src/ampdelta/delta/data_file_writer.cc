@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <list>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include <arrow/array.h>
 #include <arrow/compute/api.h>
@@ -137,9 +141,10 @@ const char* CodecName(Codec codec) {
   return "zstd";
 }
 
-class DataFileWriter::Impl {
+// Writes files from the calling thread only.
+class SerialWriter {
  public:
-  Impl(std::shared_ptr<storage::ObjectStore> store, std::shared_ptr<arrow::Schema> table_schema,
+  SerialWriter(std::shared_ptr<storage::ObjectStore> store, std::shared_ptr<arrow::Schema> table_schema,
        std::vector<std::string> partition_columns, DataFileOptions options)
       : store_(std::move(store)),
         table_schema_(std::move(table_schema)),
@@ -196,8 +201,12 @@ class DataFileWriter::Impl {
     return arrow::Status::OK();
   }
 
-  arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& batch) {
-    if (batch->num_rows() == 0) return arrow::Status::OK();
+  arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& input) {
+    if (input->num_rows() == 0) return arrow::Status::OK();
+    std::shared_ptr<arrow::RecordBatch> batch = input;
+    if (options_.prepare) {
+      ARROW_ASSIGN_OR_RAISE(batch, options_.prepare(input));
+    }
     if (!batch->schema()->Equals(*table_schema_, /*check_metadata=*/false)) {
       return arrow::Status::Invalid("batch schema ", batch->schema()->ToString(),
                                     " differs from the table schema ",
@@ -253,7 +262,12 @@ class DataFileWriter::Impl {
   int64_t bytes_written() const { return bytes_written_; }
   int64_t rows_written() const { return rows_written_; }
 
-  ~Impl() {
+  void set_file_numbering(int64_t first, int64_t step) {
+    file_counter_ = first;
+    file_step_ = step;
+  }
+
+  ~SerialWriter() {
     if (!finished_ && (!open_.empty() || !added_.empty())) {
       arrow::Status status = Abort();
       if (!status.ok()) AMPDELTA_LOG_WARN("delta abandoned data files not removed: ", status.ToString());
@@ -275,7 +289,9 @@ class DataFileWriter::Impl {
       ARROW_RETURN_NOT_OK(CloseFile(oldest));
     }
     OpenFile file;
-    const std::string name = "part-" + std::to_string(100000 + file_counter_++).substr(1) + "-" +
+    const int64_t number = file_counter_;
+    file_counter_ += file_step_;
+    const std::string name = "part-" + std::to_string(100000 + number).substr(1) + "-" +
                              NewUuid() + "-c000." + CodecName(options_.codec) + ".parquet";
     file.key = folder.empty() ? name : folder + "/" + name;
     file.partition_values = values;
@@ -369,9 +385,158 @@ class DataFileWriter::Impl {
   std::list<std::string> recency_;
   std::vector<Add> added_;
   int64_t file_counter_ = 0;
+  int64_t file_step_ = 1;
   int64_t bytes_written_ = 0;
   int64_t rows_written_ = 0;
   bool finished_ = false;
+};
+
+
+// Fans batches out to worker threads, each with its own SerialWriter (own files, own
+// statistics), so encoding, compression and fsync use every core. Small writes stay on one
+// worker and produce one file; queues are bounded, so memory stays bounded.
+class DataFileWriter::Impl {
+ public:
+  Impl(std::shared_ptr<storage::ObjectStore> store, std::shared_ptr<arrow::Schema> table_schema,
+       std::vector<std::string> partition_columns, DataFileOptions options) {
+    int threads = options.num_threads > 0 ? options.num_threads
+                                          : static_cast<int>(std::thread::hardware_concurrency());
+    threads = std::max(1, std::min(threads, 8));
+    if (threads > 1) options.parallel_encoding = false;  // our threads replace Arrow's
+    threshold_ = options.parallel_threshold_bytes;
+    for (int i = 0; i < threads; ++i) {
+      auto worker = std::make_unique<Worker>();
+      worker->writer = std::make_unique<SerialWriter>(store, table_schema, partition_columns, options);
+      worker->writer->set_file_numbering(i, threads);
+      workers_.push_back(std::move(worker));
+    }
+  }
+
+  ~Impl() { StopWorkers(); }
+
+  arrow::Status Init() {
+    for (auto& worker : workers_) ARROW_RETURN_NOT_OK(worker->writer->Init());
+    if (workers_.size() > 1) {
+      for (auto& worker : workers_) {
+        Worker* raw = worker.get();
+        raw->thread = std::thread([raw] { raw->Run(); });
+      }
+    }
+    return arrow::Status::OK();
+  }
+
+  arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& batch) {
+    if (workers_.size() == 1) return workers_[0]->writer->Write(batch);
+    ARROW_RETURN_NOT_OK(FirstError());
+    // The first bytes go to one worker: small writes make one file.
+    size_t target = 0;
+    if (bytes_dispatched_ >= threshold_) target = next_++ % workers_.size();
+    bytes_dispatched_ += arrow::util::TotalBufferSize(*batch);
+    rows_ += batch->num_rows();
+    return workers_[target]->Push(batch);
+  }
+
+  arrow::Result<std::vector<Add>> Finish() {
+    StopWorkers();
+    ARROW_RETURN_NOT_OK(FirstError());
+    std::vector<Add> adds;
+    for (auto& worker : workers_) {
+      ARROW_ASSIGN_OR_RAISE(auto part, worker->writer->Finish());
+      for (auto& add : part) adds.push_back(std::move(add));
+    }
+    return adds;
+  }
+
+  arrow::Status Abort() {
+    StopWorkers();
+    arrow::Status first;
+    for (auto& worker : workers_) {
+      arrow::Status status = worker->writer->Abort();
+      if (!status.ok() && first.ok()) first = status;
+    }
+    return first;
+  }
+
+  int64_t bytes_written() const {
+    int64_t total = 0;
+    for (const auto& worker : workers_) total += worker->writer->bytes_written();
+    return total;
+  }
+
+  int64_t rows_written() const {
+    if (workers_.size() > 1) return rows_;
+    return workers_[0]->writer->rows_written();
+  }
+
+ private:
+  static constexpr size_t kQueueDepth = 2;
+
+  struct Worker {
+    std::unique_ptr<SerialWriter> writer;
+    std::thread thread;
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::deque<std::shared_ptr<arrow::RecordBatch>> queue;
+    bool stopping = false;
+    arrow::Status status;
+
+    arrow::Status Push(std::shared_ptr<arrow::RecordBatch> batch) {
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait(lock, [&] { return queue.size() < kQueueDepth || !status.ok(); });
+      if (!status.ok()) return status;
+      queue.push_back(std::move(batch));
+      changed.notify_all();
+      return arrow::Status::OK();
+    }
+
+    void Run() {
+      while (true) {
+        std::shared_ptr<arrow::RecordBatch> batch;
+        {
+          std::unique_lock<std::mutex> lock(mutex);
+          changed.wait(lock, [&] { return !queue.empty() || stopping; });
+          if (queue.empty()) return;
+          batch = std::move(queue.front());
+          queue.pop_front();
+          changed.notify_all();
+        }
+        arrow::Status result = status.ok() ? writer->Write(batch) : arrow::Status::OK();
+        if (!result.ok()) {
+          std::lock_guard<std::mutex> lock(mutex);
+          status = result;
+          queue.clear();
+          changed.notify_all();
+        }
+      }
+    }
+  };
+
+  void StopWorkers() {
+    for (auto& worker : workers_) {
+      {
+        std::lock_guard<std::mutex> lock(worker->mutex);
+        worker->stopping = true;
+      }
+      worker->changed.notify_all();
+    }
+    for (auto& worker : workers_) {
+      if (worker->thread.joinable()) worker->thread.join();
+    }
+  }
+
+  arrow::Status FirstError() {
+    for (auto& worker : workers_) {
+      std::lock_guard<std::mutex> lock(worker->mutex);
+      if (!worker->status.ok()) return worker->status;
+    }
+    return arrow::Status::OK();
+  }
+
+  std::vector<std::unique_ptr<Worker>> workers_;
+  int64_t threshold_ = 0;
+  int64_t bytes_dispatched_ = 0;
+  size_t next_ = 0;
+  int64_t rows_ = 0;
 };
 
 DataFileWriter::DataFileWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -5,6 +5,7 @@
 /// files rolled by size or rows, statistics per file, memory bounded by row groups.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,8 +43,18 @@ struct DataFileOptions {
   int64_t max_rows_per_file = 0;
   /// Delta statistics settings (from the table properties).
   StatsOptions stats;
-  /// Encode the columns of a row group on several threads.
+  /// Encode the columns of a row group on several threads (when num_threads is 1).
   bool parallel_encoding = true;
+  /// Files written concurrently, each by its own thread (0: one per core). Writes smaller
+  /// than a few tens of MiB still produce a single file.
+  int num_threads = 0;
+  /// Bytes written by one thread before the others join in.
+  int64_t parallel_threshold_bytes = 32 * 1024 * 1024;
+  /// Applied to every batch on the writing thread before it is written (e.g. conversion to
+  /// the table schema), so that work is spread over the threads too.
+  std::function<arrow::Result<std::shared_ptr<arrow::RecordBatch>>(
+      const std::shared_ptr<arrow::RecordBatch>&)>
+      prepare;
 };
 
 /// \brief Writes data files and describes them as `add` actions. Files are visible in
@@ -60,7 +71,8 @@ class DataFileWriter {
 
   ~DataFileWriter();
 
-  /// \brief Write a batch (already conformed to the table schema).
+  /// \brief Write a batch: one with the table schema, or one that `options.prepare` turns
+  /// into one.
   arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& batch);
 
   /// \brief Close every open file and return all files written, as `add` actions

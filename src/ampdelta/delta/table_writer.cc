@@ -224,6 +224,10 @@ class TableWriter::Impl {
       const TableProperties props = ParseTableProperties(options.configuration);
       file_options.stats.num_indexed_cols = props.data_skipping_num_indexed_cols;
     }
+    // Conversion to the table schema runs on the writer threads.
+    file_options.prepare = [schema = table_schema](const std::shared_ptr<arrow::RecordBatch>& batch) {
+      return ConformBatch(batch, schema);
+    };
     ARROW_ASSIGN_OR_RAISE(writer, DataFileWriter::Make(store, table_schema, partition_columns,
                                                        std::move(file_options)));
     return arrow::Status::OK();
@@ -252,8 +256,7 @@ int64_t TableWriter::bytes_written() const { return impl_->writer ? impl_->write
 arrow::Status TableWriter::Write(const std::shared_ptr<arrow::RecordBatch>& batch) {
   if (impl_->skipped) return arrow::Status::OK();
   if (impl_->done) return arrow::Status::Invalid("write after commit");
-  ARROW_ASSIGN_OR_RAISE(auto conformed, ConformBatch(batch, impl_->table_schema));
-  return impl_->writer->Write(conformed);
+  return impl_->writer->Write(batch);
 }
 
 arrow::Result<TableWriteResult> TableWriter::Commit() {
@@ -261,7 +264,12 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   if (impl_->skipped) return result;
   if (impl_->done) return arrow::Status::Invalid("write already committed");
   impl_->done = true;
-  ARROW_ASSIGN_OR_RAISE(std::vector<Add> adds, impl_->writer->Finish());
+  auto finished = impl_->writer->Finish();
+  if (!finished.ok()) {
+    (void)impl_->writer->Abort();
+    return finished.status();
+  }
+  std::vector<Add> adds = std::move(*finished);
   Transaction txn(impl_->store, impl_->snapshot, impl_->options.commit);
   if (impl_->new_protocol) txn.SetProtocol(*impl_->new_protocol);
   if (impl_->new_metadata) txn.SetMetadata(*impl_->new_metadata);
