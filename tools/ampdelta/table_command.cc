@@ -249,7 +249,8 @@ arrow::Status History(const TableArgs& args) {
 // Open an Arrow IPC (file or stream) or Parquet file as a stream of batches, so inputs of any
 // size are written with bounded memory.
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> OpenInput(const std::string& path) {
-  ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::MemoryMappedFile::Open(path, arrow::io::FileMode::READ));
+  // Plain reads, not a memory map: mapped pages would count as this process's memory.
+  ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(path));
   if (path.size() >= 8 && path.substr(path.size() - 8) == ".parquet") {
     ARROW_ASSIGN_OR_RAISE(auto reader, parquet::arrow::OpenFile(file, arrow::default_memory_pool()));
     ARROW_ASSIGN_OR_RAISE(auto batches, reader->GetRecordBatchReader());
