@@ -7,13 +7,14 @@ RELEASE_BUILD := build/release
 VENV_PY := .deps/venv/bin/python
 
 # Sanitizer runtime options for the test build (house-style.md §4). Arrow from the wheel is
-# not instrumented, hence detect_container_overflow=0 and the system allocator.
-export ASAN_OPTIONS := detect_leaks=1:halt_on_error=1:detect_container_overflow=0
-export LSAN_OPTIONS := suppressions=$(CURDIR)/ci/lsan.supp:print_suppressions=0
-export UBSAN_OPTIONS := print_stacktrace=1:halt_on_error=1
-export ARROW_DEFAULT_MEMORY_POOL := system
+# not instrumented, hence detect_container_overflow=0 and the system allocator. Only the test
+# targets use them: the demo and benchmarks run the release build with Arrow's allocator.
+TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_container_overflow=0 \
+  LSAN_OPTIONS=suppressions=$(CURDIR)/ci/lsan.supp:print_suppressions=0 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ARROW_DEFAULT_MEMORY_POOL=system
 
-.PHONY: setup build build-release test test-fast test-unit test-integration test-interop demo clean
+.PHONY: setup build build-release test test-fast test-unit test-integration test-interop demo bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -28,22 +29,27 @@ build-release: setup
 
 # Every test: C++ unit + integration (ctest), then the Python interop suite.
 test: build
-	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+	@cd $(ASAN_BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 600
 	@$(MAKE) --no-print-directory test-interop
 
 # The fast subset for iteration: unit tests only.
 test-fast: build
-	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
+	@cd $(ASAN_BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) -L unit
 
 test-integration: build
-	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L integration
+	@cd $(ASAN_BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) -L integration
 
 test-interop: build
-	@AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta \
+	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta \
 	  $(VENV_PY) -m pytest -q tests/interop
 
 demo: build-release
 	@$(RELEASE_BUILD)/tools/ampdelta/ampdelta demo
+
+# Benchmarks against their peers (docs/benchmarks.md); not part of `make test`.
+bench: build-release
+	@$(VENV_PY) bench/write_bench.py --rows 2000000 --rounds 5
+	@$(VENV_PY) bench/snapshot_bench.py --commits 10000 --rounds 5
 
 clean:
 	rm -rf build
