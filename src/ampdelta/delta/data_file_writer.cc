@@ -22,6 +22,7 @@
 #include "ampdelta/delta/partitioning.h"
 #include "ampdelta/delta/snapshot.h"
 #include "ampdelta/util/logging.h"
+#include "ampdelta/util/clock.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/uuid.h"
 
@@ -35,12 +36,6 @@ namespace cp = arrow::compute;
 constexpr int64_t kMaxBufferedRowGroupBytes = 64 * 1024 * 1024;
 // Open partition files beyond this are closed (least recently written first).
 constexpr size_t kMaxOpenFiles = 64;
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 parquet::Compression::type ToParquet(Codec codec) {
   switch (codec) {

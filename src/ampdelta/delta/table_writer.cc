@@ -15,17 +15,12 @@
 #include "ampdelta/delta/scan.h"
 #include "ampdelta/delta/schema.h"
 #include "ampdelta/delta/table_features.h"
+#include "ampdelta/util/clock.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/uuid.h"
 
 namespace ampdelta::delta {
 namespace {
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 template <typename... Args>
 arrow::Status InputError(Args&&... args) {

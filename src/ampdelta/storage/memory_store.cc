@@ -6,16 +6,11 @@
 #include <arrow/buffer.h>
 #include <arrow/io/memory.h>
 
+#include "ampdelta/util/clock.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::storage {
 namespace {
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Buffers writes and stores the object on Close().
 class MemoryOutputStream : public arrow::io::OutputStream {
