@@ -23,6 +23,8 @@ using CommandRunner = std::function<int()>;
 CommandRunner AddDevServerCommand(CLI::App& app);
 /// \brief `ampdelta query`.
 CommandRunner AddQueryCommand(CLI::App& app);
+/// \brief `ampdelta load`.
+CommandRunner AddLoadCommand(CLI::App& app);
 /// \brief `ampdelta table …`.
 CommandRunner AddTableCommand(CLI::App& app);
 /// \brief `ampdelta demo`.

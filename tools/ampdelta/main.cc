@@ -33,6 +33,7 @@ int Run(int argc, char** argv) {
   };
   add(AddDevServerCommand);
   add(AddQueryCommand);
+  add(AddLoadCommand);
   add(AddTableCommand);
   add(AddDemoCommand);
 

@@ -157,7 +157,15 @@ class TableWriter::Impl {
                           DeltaTypeName(*incoming->GetFieldByName(column)->type()));
       }
     }
-    const bool replace_schema = snapshot && options.mode == SaveMode::kOverwrite && options.overwrite_schema;
+    // An overwrite may replace the schema (and partitioning) when the new rows do not fit
+    // the table's; when they fit, the table keeps its metadata.
+    bool replace_schema = false;
+    if (snapshot && options.mode == SaveMode::kOverwrite && options.overwrite_schema) {
+      const bool partitioning_differs =
+          !options.partition_by.empty() && options.partition_by != snapshot->partition_columns();
+      replace_schema = partitioning_differs ||
+                       !ReconcileSchema(*snapshot->schema(), *incoming, options.merge_schema).ok();
+    }
     if (snapshot && !replace_schema) {
       if (options.mode == SaveMode::kErrorIfExists) {
         return InputError("table already exists at ", store->root_uri(), " (mode error)");
@@ -193,6 +201,14 @@ class TableWriter::Impl {
       // A new table (or an overwrite that replaces the schema).
       table_schema = incoming;
       partition_columns = options.partition_by;
+      if (partition_columns.empty() && snapshot) {
+        // Keep the table's partitioning when the new rows still have those columns.
+        bool all_present = true;
+        for (const auto& column : snapshot->partition_columns()) {
+          all_present = all_present && incoming->GetFieldIndex(column) >= 0;
+        }
+        if (all_present) partition_columns = snapshot->partition_columns();
+      }
       Metadata metadata;
       metadata.id = snapshot ? snapshot->metadata().id : NewUuid();
       metadata.name = options.name;

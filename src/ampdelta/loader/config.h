@@ -1,0 +1,58 @@
+#pragma once
+
+/// \file config.h
+/// \brief The `deltalake` connection configuration (product.md §4), with the Python SDK's
+/// keys, defaults and error messages.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <arrow/result.h>
+
+namespace ampdelta::loader {
+
+/// \brief `resilience.retry` (amp-protocol.md §3.8).
+struct RetryConfig {
+  bool enabled = true;
+  int max_retries = 5;
+  int64_t initial_backoff_ms = 2000;
+  int64_t max_backoff_ms = 120000;
+  double backoff_multiplier = 2.0;
+  bool jitter = true;
+};
+
+/// \brief `state` (amp-protocol.md §3.8).
+struct StateConfig {
+  bool enabled = true;
+  std::string storage = "memory";
+  std::string data_dir = ".amp_state";
+  bool store_batch_id = true;
+  bool store_full_metadata = false;
+};
+
+/// \brief A validated `deltalake` connection.
+struct DeltaLakeConfig {
+  std::string table_path;
+  std::map<std::string, std::string> storage_options;
+  std::vector<std::string> partition_by;
+  bool optimize_after_write = true;
+  bool vacuum_after_write = false;
+  bool merge_schema = true;
+  bool schema_evolution = true;
+  std::optional<int64_t> file_size_hint;
+  std::optional<int64_t> max_rows_per_file;
+  std::optional<int64_t> max_rows_per_group;
+  StateConfig state;
+  RetryConfig retry;
+};
+
+/// \brief Parse a configuration given as a JSON object.
+///
+/// \return Invalid("Invalid DeltaLakeLoader configuration: …") naming an unknown key (with a
+///   hint where the key belongs elsewhere), a key of the wrong type, or a missing table_path
+arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& json);
+
+}  // namespace ampdelta::loader

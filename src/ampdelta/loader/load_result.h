@@ -1,0 +1,42 @@
+#pragma once
+
+/// \file load_result.h
+/// \brief The outcome of a load, printed as the Python SDK prints its LoadResult.
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace ampdelta::loader {
+
+/// \brief An invalidated block range of a reorg.
+struct InvalidationRange {
+  std::string network;
+  uint64_t start = 0;
+  uint64_t end = 0;
+};
+
+/// \brief What a load did.
+struct LoadResult {
+  int64_t rows_loaded = 0;
+  double duration = 0;  // seconds
+  double ops_per_second = 0;
+  std::string table_name;
+  std::string loader_type = "deltalake";
+  bool success = false;
+  std::string error;
+  /// table_version, files_added, bytes_written, … as text.
+  std::map<std::string, std::string> metadata;
+  bool is_reorg = false;
+  std::vector<InvalidationRange> invalidation_ranges;
+
+  /// \brief `✅ Loaded N rows to DEST in S.SSs`, `🔄 Reorg detected: N ranges invalidated`
+  /// or `❌ Failed to load to DEST: ERROR`.
+  std::string ToString() const;
+};
+
+std::ostream& operator<<(std::ostream& out, const LoadResult& result);
+
+}  // namespace ampdelta::loader

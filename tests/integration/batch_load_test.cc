@@ -1,0 +1,111 @@
+// The deltalake loader against the in-process dev server, writing local tables.
+
+#include "ampdelta/delta/scan.h"
+#include "ampdelta/delta/snapshot.h"
+#include "ampdelta/devserver/dev_server.h"
+#include "ampdelta/loader/client.h"
+#include "ampdelta/storage/object_store_registry.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_util.h"
+
+namespace ampdelta {
+namespace {
+
+constexpr const char* kQuickstart =
+    R"(SELECT block_num, timestamp, hash, gas_used FROM "acme/eth_mainnet".blocks)";
+
+class BatchLoadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK_AND_ASSIGN(server_, devserver::DevServer::Start({}));
+    client_ = std::make_unique<Client>(server_->url());
+    table_ = dir_.path() + "/blocks";
+    ASSERT_OK(client_->ConfigureConnection("local_delta", "deltalake", {{"table_path", table_}}));
+  }
+
+  loader::LoadResult Load(const std::string& sql, const std::string& mode = "append") {
+    loader::LoadOptions options;
+    options.connection = "local_delta";
+    options.destination = "blocks";
+    options.mode = mode;
+    return client_->Sql(sql).Load(options);
+  }
+
+  std::shared_ptr<const delta::Snapshot> Snapshot() {
+    return *delta::Snapshot::Load(*storage::OpenObjectStore(table_));
+  }
+
+  ampdelta::testing::TempDir dir_;
+  std::unique_ptr<devserver::DevServer> server_;
+  std::unique_ptr<Client> client_;
+  std::string table_;
+};
+
+TEST_F(BatchLoadTest, QuickstartLoadsOneCommitWithTheSeedsTypes) {
+  const loader::LoadResult result = Load(kQuickstart);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(result.rows_loaded, 100);
+  EXPECT_EQ(result.metadata.at("table_version"), "0");
+  auto snapshot = Snapshot();
+  EXPECT_EQ(snapshot->num_records(), std::optional<int64_t>(100));
+  EXPECT_EQ(snapshot->schema()->field(0)->type()->ToString(), "int64");
+  EXPECT_EQ(snapshot->schema()->field(1)->type()->ToString(), "timestamp[us, tz=UTC]");
+  EXPECT_EQ(snapshot->schema()->field(2)->type()->ToString(), "binary");
+}
+
+TEST_F(BatchLoadTest, OverwriteKeepsEveryRowOfTheLoad) {
+  ASSERT_TRUE(Load(kQuickstart).success);
+  // A load of many batches: the Python loader would keep only the last one.
+  const auto result =
+      Load(R"(SELECT * FROM "acme/eth_mainnet".transactions WHERE block_num < 24000050)",
+           "overwrite");
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(result.rows_loaded, 400);
+  EXPECT_EQ(Snapshot()->num_records(), std::optional<int64_t>(400));
+}
+
+TEST_F(BatchLoadTest, ServerErrorsFailTheLoadAndLeaveTheTable) {
+  ASSERT_TRUE(Load(kQuickstart).success);
+  const auto result = Load(R"(SELECT nope FROM "acme/eth_mainnet".blocks)");
+  EXPECT_FALSE(result.success);
+  EXPECT_NE(result.error.find("INVALID_ARGUMENT: invalid query: column 'nope' not found"),
+            std::string::npos)
+      << result.error;
+  EXPECT_EQ(Snapshot()->version(), 0);
+  EXPECT_NE(result.ToString().find("❌ Failed to load to blocks"), std::string::npos);
+}
+
+TEST_F(BatchLoadTest, ServerDyingMidLoadCommitsNothing) {
+  devserver::DevServerOptions options;
+  options.chain.initial_blocks = 20000;
+  options.chain.transactions_per_block = 50;
+  ASSERT_OK_AND_ASSIGN(auto big, devserver::DevServer::Start(options));
+  Client client(big->url());
+  ASSERT_OK(client.ConfigureConnection("t", "deltalake", {{"table_path", table_}}));
+  loader::LoadOptions load;
+  load.connection = "t";
+  load.destination = "tx";
+  int64_t seen = 0;
+  load.progress = [&](int64_t rows, int64_t) {
+    seen = rows;
+    if (rows > 100'000) (void)big->Shutdown();
+  };
+  const auto result = client.Sql(R"(SELECT * FROM "acme/eth_mainnet".transactions)").Load(load);
+  EXPECT_FALSE(result.success);
+  EXPECT_GT(seen, 100'000);
+  EXPECT_THAT(storage::OpenObjectStore(table_).ValueOrDie()->List("", ""),
+              ::testing::ResultOf([](const auto& listing) { return listing->size(); }, 0u));
+}
+
+TEST_F(BatchLoadTest, UnknownConnectionOrBadConfigIsAClearError) {
+  EXPECT_THAT(client_->ConfigureConnection("x", "deltalake", {{"table_path", "t"}, {"batch_size", "10"}}),
+              testing::StatusHasMessage("unknown key 'batch_size'"));
+  EXPECT_THAT(client_->ConfigureConnection("x", "postgres", {{"table_path", "t"}}),
+              testing::StatusHasMessage("unknown loader 'postgres'"));
+  loader::LoadOptions options;
+  options.connection = "missing";
+  EXPECT_NE(client_->Sql(kQuickstart).Load(options).error.find("unknown connection"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ampdelta

@@ -1,0 +1,73 @@
+#include "ampdelta/loader/config.h"
+
+#include "ampdelta/loader/load_result.h"
+#include "tests/support/test_util.h"
+
+namespace ampdelta::loader {
+namespace {
+
+TEST(DeltaLakeConfigTest, DefaultsMatchThePythonSdk) {
+  ASSERT_OK_AND_ASSIGN(auto config, ParseDeltaLakeConfig(R"({"table_path":"./data/blocks"})"));
+  EXPECT_EQ(config.table_path, "./data/blocks");
+  EXPECT_TRUE(config.optimize_after_write);
+  EXPECT_FALSE(config.vacuum_after_write);
+  EXPECT_TRUE(config.merge_schema);
+  EXPECT_TRUE(config.schema_evolution);
+  EXPECT_TRUE(config.state.enabled);
+  EXPECT_EQ(config.retry.max_retries, 5);
+  EXPECT_EQ(config.retry.initial_backoff_ms, 2000);
+}
+
+TEST(DeltaLakeConfigTest, EveryKeyIsRead) {
+  ASSERT_OK_AND_ASSIGN(
+      auto config,
+      ParseDeltaLakeConfig(R"({"table_path":"s3://b/t","storage_options":{"AWS_REGION":"us-east-1"},
+        "partition_by":["network"],"optimize_after_write":false,"vacuum_after_write":true,
+        "merge_schema":false,"schema_evolution":false,"file_size_hint":1048576,
+        "max_rows_per_file":1000,"max_rows_per_group":100,
+        "state":{"enabled":false,"store_batch_id":false},
+        "resilience":{"retry":{"max_retries":2,"initial_backoff_ms":10}}})"));
+  EXPECT_EQ(config.storage_options.at("AWS_REGION"), "us-east-1");
+  EXPECT_EQ(config.partition_by, std::vector<std::string>{"network"});
+  EXPECT_FALSE(config.optimize_after_write);
+  EXPECT_TRUE(config.vacuum_after_write);
+  EXPECT_EQ(config.file_size_hint, std::optional<int64_t>(1048576));
+  EXPECT_EQ(config.max_rows_per_group, std::optional<int64_t>(100));
+  EXPECT_FALSE(config.state.enabled);
+  EXPECT_EQ(config.retry.max_retries, 2);
+}
+
+TEST(DeltaLakeConfigTest, UnknownKeysAndWrongTypesAreNamed) {
+  EXPECT_THAT(ParseDeltaLakeConfig(R"({"table_path":"t","batch_size":10})"),
+              testing::StatusHasMessage(
+                  "Invalid DeltaLakeLoader configuration: unknown key 'batch_size' (batch_size "
+                  "belongs to load()"));
+  EXPECT_THAT(ParseDeltaLakeConfig(R"({"table_path":"t","partition_by":"network"})"),
+              testing::StatusHasMessage("'partition_by' must be a list of strings"));
+  EXPECT_THAT(ParseDeltaLakeConfig(R"({"table_path":"t","merge_schema":"no"})"),
+              testing::StatusHasMessage("'merge_schema' must be a boolean"));
+  EXPECT_THAT(ParseDeltaLakeConfig(R"({"partition_by":[]})"),
+              testing::StatusHasMessage("'table_path' is required"));
+  EXPECT_THAT(ParseDeltaLakeConfig(R"({"table_path":"t","state":{"bogus":1}})"),
+              testing::StatusHasMessage("unknown key 'state.bogus'"));
+}
+
+TEST(LoadResultTest, PrintsLikeThePythonSdk) {
+  LoadResult ok;
+  ok.success = true;
+  ok.rows_loaded = 100;
+  ok.table_name = "blocks";
+  ok.duration = 0.0412;
+  EXPECT_EQ(ok.ToString(), "✅ Loaded 100 rows to blocks in 0.04s");
+  LoadResult failed;
+  failed.table_name = "blocks";
+  failed.error = "boom";
+  EXPECT_EQ(failed.ToString(), "❌ Failed to load to blocks: boom");
+  LoadResult reorg;
+  reorg.is_reorg = true;
+  reorg.invalidation_ranges.resize(2);
+  EXPECT_EQ(reorg.ToString(), "🔄 Reorg detected: 2 ranges invalidated");
+}
+
+}  // namespace
+}  // namespace ampdelta::loader

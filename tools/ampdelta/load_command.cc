@@ -1,0 +1,118 @@
+// `ampdelta load`: run SQL on an Amp server and load the result into a Delta table.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/amp/client.h"
+#include "ampdelta/loader/batch_loader.h"
+#include "ampdelta/loader/config.h"
+#include "commands.h"
+
+namespace ampdelta::cli {
+namespace {
+
+struct LoadArgs {
+  std::string server = "grpc://localhost:1602";
+  std::string table;
+  std::string sql;
+  std::string mode = "append";
+  std::vector<std::string> partition_by;
+  std::string config;
+  std::string compression = "zstd";
+  std::optional<int> compression_level;
+  std::string destination;
+  std::string token;
+};
+
+arrow::Result<std::string> ConfigJson(const LoadArgs& args) {
+  std::string text = args.config.empty() ? "{}" : args.config;
+  if (!text.empty() && text.front() == '@') {
+    std::ifstream file(text.substr(1));
+    if (!file) return arrow::Status::Invalid("cannot read config file '", text.substr(1), "'");
+    std::stringstream contents;
+    contents << file.rdbuf();
+    text = contents.str();
+  }
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return arrow::Status::Invalid("--config must be a JSON object or @file");
+  }
+  if (!args.table.empty()) doc["table_path"] = args.table;
+  if (!args.partition_by.empty()) doc["partition_by"] = args.partition_by;
+  return doc.dump();
+}
+
+int RunLoad(const LoadArgs& args) {
+  auto config_json = ConfigJson(args);
+  if (!config_json.ok()) {
+    PrintError(config_json.status().message());
+    return kExitUsage;
+  }
+  auto config = loader::ParseDeltaLakeConfig(*config_json);
+  if (!config.ok()) {
+    PrintError(config.status().message());
+    return kExitUsage;
+  }
+  amp::ClientOptions client_options;
+  if (!args.token.empty()) client_options.auth_token = args.token;
+  auto client = amp::Client::Connect(args.server, client_options);
+  if (!client.ok()) {
+    PrintError(client.status().message());
+    return kExitFailure;
+  }
+  loader::LoadOptions options;
+  options.destination = args.destination.empty() ? config->table_path : args.destination;
+  options.mode = args.mode;
+  options.compression = args.compression;
+  options.compression_level = args.compression_level;
+  // Progress on a terminal: rows, MB/s, elapsed; plain runs stay quiet until the result.
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  const auto start = std::chrono::steady_clock::now();
+  if (tty) {
+    options.progress = [start](int64_t rows, int64_t bytes) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "\r  %lld rows  %.1f MB/s  %.1fs elapsed ", static_cast<long long>(rows),
+                   seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0.0, seconds);
+    };
+  }
+  loader::LoadResult result = loader::LoadBatch(**client, args.sql, *config, options);
+  if (tty) std::fprintf(stderr, "\n");
+  std::cout << result << std::endl;
+  if (!result.success) return kExitFailure;
+  for (const auto& [key, value] : result.metadata) {
+    if (key == "table_version" || key == "files_added" || key == "bytes_written") {
+      std::cerr << key << "=" << value << " ";
+    }
+  }
+  std::cerr << std::endl;
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandRunner AddLoadCommand(CLI::App& app) {
+  auto args = std::make_shared<LoadArgs>();
+  CLI::App* cmd = app.add_subcommand("load", "Run SQL on Amp and load the result into a Delta table");
+  cmd->add_option("--server", args->server, "grpc:// or grpc+tls:// URL")->capture_default_str();
+  cmd->add_option("--table", args->table, "table_path (overrides --config)");
+  cmd->add_option("--sql", args->sql, "the query")->required();
+  cmd->add_option("--mode", args->mode, "append, overwrite, error or ignore")->capture_default_str();
+  cmd->add_option("--partition-by", args->partition_by, "partition columns")->delimiter(',');
+  cmd->add_option("--config", args->config, "deltalake connection config: JSON or @file");
+  cmd->add_option("--compression", args->compression, "Parquet codec")->capture_default_str();
+  cmd->add_option("--compression-level", args->compression_level, "codec level");
+  cmd->add_option("--destination", args->destination, "name of the load in the result");
+  cmd->add_option("--token", args->token, "bearer token (default: $AMP_AUTH_TOKEN)");
+  return [args] { return RunLoad(*args); };
+}
+
+}  // namespace ampdelta::cli
