@@ -45,6 +45,7 @@ struct TableArgs {
   int64_t target_file_size = 128 * 1024 * 1024;
   int64_t max_rows_per_file = 0;
   int64_t max_rows_per_group = 1'048'576;
+  bool no_dictionary = false;
   std::vector<std::string> properties;
   std::string app_id;
   std::optional<int64_t> app_version;
@@ -308,6 +309,7 @@ arrow::Status Write(const TableArgs& args) {
   options.files.target_file_size = args.target_file_size;
   options.files.max_rows_per_file = args.max_rows_per_file;
   options.files.max_rows_per_group = args.max_rows_per_group;
+  options.files.dictionary = !args.no_dictionary;
   for (const auto& property : args.properties) {
     const size_t equals = property.find('=');
     if (equals == std::string::npos) return arrow::Status::Invalid("--property expects KEY=VALUE");
@@ -451,6 +453,7 @@ CommandRunner AddTableCommand(CLI::App& app) {
   write->add_option("--max-rows-per-file", args->max_rows_per_file, "roll files after N rows");
   write->add_option("--max-rows-per-group", args->max_rows_per_group, "Parquet row-group rows")
       ->capture_default_str();
+  write->add_flag("--no-dictionary", args->no_dictionary, "disable Parquet dictionary encoding");
   write->add_option("--property", args->properties, "KEY=VALUE table property of a new table");
   write->add_option("--app-id", args->app_id, "commit an application transaction id");
   write->add_option("--app-version", args->app_version, "its version; skipped if already committed");

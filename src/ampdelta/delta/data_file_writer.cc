@@ -14,6 +14,7 @@
 #include <arrow/compute/row/grouper.h>
 #include <arrow/io/interfaces.h>
 #include <arrow/record_batch.h>
+#include <arrow/scalar.h>
 #include <arrow/type.h>
 #include <arrow/util/byte_size.h>
 #include <parquet/arrow/writer.h>
@@ -166,26 +167,7 @@ class SerialWriter {
       }
     }
     data_schema_ = arrow::schema(std::move(data_fields));
-    parquet::WriterProperties::Builder builder;
-    builder.compression(ToParquet(options_.codec));
-    if (options_.compression_level) builder.compression_level(*options_.compression_level);
-    builder.max_row_group_length(std::max<int64_t>(1, options_.max_rows_per_group));
-    if (options_.dictionary) {
-      builder.enable_dictionary();
-    } else {
-      builder.disable_dictionary();
-    }
-    if (options_.parquet_statistics) {
-      builder.enable_statistics();
-      builder.enable_write_page_index();
-      // Parquet min/max leave NaN out, so engines that sort NaN above +Infinity (Spark,
-      // DuckDB) would skip row groups holding NaN: no Parquet statistics for floats.
-      for (const auto& path : FloatColumnPaths(*data_schema_)) builder.disable_statistics(path);
-    } else {
-      builder.disable_statistics();
-    }
-    builder.created_by("ampdelta");
-    properties_ = builder.build();
+    properties_ = MakeProperties({});
     parquet::ArrowWriterProperties::Builder arrow_builder;
     arrow_builder.coerce_timestamps(arrow::TimeUnit::MICRO);
     arrow_builder.enable_compliant_nested_types();
@@ -270,9 +252,57 @@ class SerialWriter {
   }
 
  private:
+  // Writer properties; dictionary encoding is switched off for `plain_columns`.
+  std::shared_ptr<parquet::WriterProperties> MakeProperties(
+      const std::vector<std::string>& plain_columns) const {
+    parquet::WriterProperties::Builder builder;
+    builder.compression(ToParquet(options_.codec));
+    if (options_.compression_level) builder.compression_level(*options_.compression_level);
+    builder.max_row_group_length(std::max<int64_t>(1, options_.max_rows_per_group));
+    if (options_.dictionary) {
+      builder.enable_dictionary();
+      for (const auto& column : plain_columns) builder.disable_dictionary(column);
+    } else {
+      builder.disable_dictionary();
+    }
+    if (options_.parquet_statistics) {
+      builder.enable_statistics();
+      builder.enable_write_page_index();
+      // Parquet min/max leave NaN out, so engines that sort NaN above +Infinity (Spark,
+      // DuckDB) would skip row groups holding NaN: no Parquet statistics for floats.
+      for (const auto& path : FloatColumnPaths(*data_schema_)) builder.disable_statistics(path);
+    } else {
+      builder.disable_statistics();
+    }
+    builder.created_by("ampdelta");
+    return builder.build();
+  }
+
+  // Top-level columns whose first rows are mostly distinct (hashes, signatures, ids): a
+  // dictionary would not shrink them and costs encoding time, so they are written plain.
+  // Columns that repeat (block hashes, addresses, flags) keep their dictionary.
+  arrow::Result<std::vector<std::string>> HighCardinalityColumns(const arrow::RecordBatch& sample) const {
+    std::vector<std::string> out;
+    if (!options_.dictionary || sample.num_rows() < kCardinalitySampleMinRows) return out;
+    const int64_t rows = std::min<int64_t>(sample.num_rows(), kCardinalitySampleRows);
+    for (int i = 0; i < sample.num_columns(); ++i) {
+      const auto& column = sample.column(i);
+      if (column->type()->num_fields() > 0 || column->type_id() == arrow::Type::BOOL) continue;
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum distinct,
+                            arrow::compute::CallFunction("count_distinct", {column->Slice(0, rows)}));
+      const int64_t count = static_cast<const arrow::Int64Scalar&>(*distinct.scalar()).value;
+      if (count * 2 > rows) out.push_back(sample.schema()->field(i)->name());
+    }
+    return out;
+  }
+
+  static constexpr int64_t kCardinalitySampleMinRows = 256;
+  static constexpr int64_t kCardinalitySampleRows = 8192;
+
   using OpenFiles = std::map<std::string, OpenFile>;
 
-  arrow::Result<OpenFiles::iterator> OpenFor(const NullableStringMap& values) {
+  arrow::Result<OpenFiles::iterator> OpenFor(const NullableStringMap& values,
+                                             const arrow::RecordBatch& sample) {
     const std::string folder = PartitionFolder(partition_columns_, values);
     auto it = open_.find(folder);
     if (it != open_.end()) {
@@ -290,10 +320,12 @@ class SerialWriter {
                              NewUuid() + "-c000." + CodecName(options_.codec) + ".parquet";
     file.key = folder.empty() ? name : folder + "/" + name;
     file.partition_values = values;
+    ARROW_ASSIGN_OR_RAISE(auto plain_columns, HighCardinalityColumns(sample));
+    const auto properties = plain_columns.empty() ? properties_ : MakeProperties(plain_columns);
     ARROW_ASSIGN_OR_RAISE(file.sink, store_->OpenOutputStream(file.key));
     ARROW_ASSIGN_OR_RAISE(file.writer,
                           parquet::arrow::FileWriter::Open(*data_schema_, arrow::default_memory_pool(),
-                                                           file.sink, properties_, arrow_properties_));
+                                                           file.sink, properties, arrow_properties_));
     file.stats = std::make_unique<StatsCollector>(data_schema_, options_.stats);
     recency_.push_back(folder);
     return open_.emplace(folder, std::move(file)).first;
@@ -312,7 +344,7 @@ class SerialWriter {
         arrow::RecordBatch::Make(data_schema_, batch->num_rows(), std::move(columns));
     int64_t offset = 0;
     while (offset < data->num_rows()) {
-      ARROW_ASSIGN_OR_RAISE(auto it, OpenFor(values));
+      ARROW_ASSIGN_OR_RAISE(auto it, OpenFor(values, *data));
       OpenFile& file = it->second;
       int64_t take = data->num_rows() - offset;
       if (options_.max_rows_per_file > 0) {

@@ -2,6 +2,10 @@
 
 #include <thread>
 
+#include <parquet/arrow/reader.h>
+#include <parquet/file_reader.h>
+#include <parquet/metadata.h>
+
 #include "ampdelta/delta/log_path.h"
 #include "ampdelta/storage/local_store.h"
 #include "ampdelta/storage/memory_store.h"
@@ -179,6 +183,26 @@ TEST_F(TableWriterTest, ParallelFileWritersKeepEveryRowOnce) {
   EXPECT_EQ(rows, Range(0, 3000));
   ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
   EXPECT_EQ(snapshot->num_records(), std::optional<int64_t>(3000));
+}
+
+TEST_F(TableWriterTest, MostlyDistinctColumnsAreWrittenWithoutDictionary) {
+  // block_num repeats (10 rows a block); the id column is unique like a transaction hash.
+  arrow::Int64Builder blocks;
+  arrow::StringBuilder ids;
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_OK(blocks.Append(i / 10));
+    ASSERT_OK(ids.Append("0x" + std::to_string(1'000'000'007LL * i)));
+  }
+  auto schema = arrow::schema({arrow::field("block", arrow::int64()), arrow::field("id", arrow::utf8())});
+  auto batch = arrow::RecordBatch::Make(schema, 2000, {*blocks.Finish(), *ids.Finish()});
+  ASSERT_OK(WriteBatches(store_, {batch}).status());
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  ASSERT_EQ(snapshot->files().size(), 1u);
+  ASSERT_OK_AND_ASSIGN(auto input, store_->OpenInputFile(DecodeLogPath(snapshot->files()[0].path)));
+  ASSERT_OK_AND_ASSIGN(auto reader, parquet::arrow::OpenFile(input, arrow::default_memory_pool()));
+  auto row_group = reader->parquet_reader()->metadata()->RowGroup(0);
+  EXPECT_TRUE(row_group->ColumnChunk(0)->has_dictionary_page());
+  EXPECT_FALSE(row_group->ColumnChunk(1)->has_dictionary_page());
 }
 
 TEST(TableWriterConcurrencyTest, ConcurrentAppendsAllLandExactlyOnce) {
