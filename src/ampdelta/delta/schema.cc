@@ -4,9 +4,11 @@
 #include <cctype>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include <arrow/array.h>
+#include <arrow/buffer.h>
 #include <arrow/compute/api.h>
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
@@ -315,11 +317,31 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
   }
 }
 
+// FixedSizeBinary (hashes, addresses) as binary without copying the values: only offsets
+// are built, the value buffer is shared. Falls back to a cast when offsets would overflow.
+arrow::Result<std::shared_ptr<arrow::Array>> FixedToBinary(const arrow::FixedSizeBinaryArray& fixed) {
+  const int64_t width = fixed.byte_width();
+  const int64_t slots = fixed.offset() + fixed.length();
+  if (slots * width >= std::numeric_limits<int32_t>::max()) {
+    return cp::Cast(fixed, arrow::binary(), cp::CastOptions::Safe(arrow::binary()));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto offsets, arrow::AllocateBuffer((slots + 1) * static_cast<int64_t>(sizeof(int32_t))));
+  auto* out = reinterpret_cast<int32_t*>(offsets->mutable_data());
+  for (int64_t i = 0; i <= slots; ++i) out[i] = static_cast<int32_t>(i * width);
+  auto data = arrow::ArrayData::Make(arrow::binary(), fixed.length(),
+                                     {fixed.null_bitmap(), std::move(offsets), fixed.values()},
+                                     fixed.null_count(), fixed.offset());
+  return arrow::MakeArray(std::move(data));
+}
+
 // Cast one column to its table type. Integer narrowing is checked; times are truncated.
 arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(const std::string& name,
                                                            const std::shared_ptr<arrow::Array>& column,
                                                            const std::shared_ptr<arrow::DataType>& target) {
   if (column->type()->Equals(*target)) return column;
+  if (column->type_id() == arrow::Type::FIXED_SIZE_BINARY && target->id() == arrow::Type::BINARY) {
+    return FixedToBinary(static_cast<const arrow::FixedSizeBinaryArray&>(*column));
+  }
   cp::CastOptions options = cp::CastOptions::Safe(target);
   options.allow_time_truncate = true;
   auto cast = cp::Cast(*column, target, options);
