@@ -16,6 +16,7 @@
 
 #include "ampdelta/delta/action_json.h"
 #include "ampdelta/delta/checkpoint_writer.h"
+#include "ampdelta/delta/maintenance.h"
 #include "ampdelta/delta/scan.h"
 #include "ampdelta/delta/schema.h"
 #include "ampdelta/delta/snapshot.h"
@@ -49,6 +50,12 @@ struct TableArgs {
   std::vector<std::string> properties;
   std::string app_id;
   std::optional<int64_t> app_version;
+  // maintenance
+  int64_t target_size = 128 * 1024 * 1024;
+  std::optional<double> retention_hours;
+  bool dry_run = false;
+  bool full = false;
+  bool force = false;
   // delete / scan
   std::string where;
   std::vector<std::string> columns;
@@ -413,6 +420,45 @@ arrow::Status Scan(const TableArgs& args) {
   return arrow::Status::OK();
 }
 
+arrow::Status Optimize(const TableArgs& args) {
+  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
+  delta::OptimizeOptions options;
+  options.target_size = args.target_size;
+  ARROW_ASSIGN_OR_RAISE(options.files.codec, delta::ParseCodec(args.compression));
+  ARROW_ASSIGN_OR_RAISE(auto result, delta::Optimize(store, options));
+  if (!result.version) {
+    std::cout << "nothing to compact" << std::endl;
+    return arrow::Status::OK();
+  }
+  std::cout << "version=" << *result.version << " files_removed=" << result.files_removed
+            << " files_added=" << result.files_added
+            << " partitions_optimized=" << result.partitions_optimized << " rows=" << result.rows
+            << std::endl;
+  return arrow::Status::OK();
+}
+
+arrow::Status Vacuum(const TableArgs& args) {
+  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
+  delta::VacuumOptions options;
+  options.retention_hours = args.retention_hours;
+  options.dry_run = args.dry_run;
+  options.full = args.full;
+  options.enforce_retention = !args.force;
+  ARROW_ASSIGN_OR_RAISE(auto result, delta::Vacuum(store, options));
+  for (const auto& file : result.files) std::cout << file << "\n";
+  std::cout << (result.dry_run ? "would delete " : "deleted ") << result.files.size() << " files ("
+            << result.bytes << " bytes)" << std::endl;
+  return arrow::Status::OK();
+}
+
+arrow::Status Restore(const TableArgs& args) {
+  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
+  if (!args.version) return arrow::Status::Invalid("restore needs --version");
+  ARROW_ASSIGN_OR_RAISE(auto result, delta::Restore(store, *args.version));
+  std::cout << "version=" << result.version << " restored to version " << *args.version << std::endl;
+  return arrow::Status::OK();
+}
+
 void AddReadOptions(CLI::App* cmd, TableArgs* args, bool time_travel) {
   cmd->add_option("path", args->path, "table path or URI")->required();
   cmd->add_flag("--json", args->json, "print JSON");
@@ -468,7 +514,25 @@ CommandRunner AddTableCommand(CLI::App& app) {
   scan->add_option("--columns", args->columns, "columns to read")->delimiter(',');
   scan->add_option("--format", args->format, "table, csv or count")
       ->check(CLI::IsMember({"table", "csv", "count"}));
-  return [args, info, files, history, write, del, checkpoint, scan]() {
+  CLI::App* optimize = table->add_subcommand("optimize", "Compact small files (dataChange=false)");
+  optimize->add_option("path", args->path, "table path or URI")->required();
+  optimize->add_option("--target-size", args->target_size, "target file size in bytes")
+      ->capture_default_str();
+  optimize->add_option("--compression", args->compression, "Parquet codec")->capture_default_str();
+  CLI::App* vacuum = table->add_subcommand("vacuum", "Delete files no version within the retention reads");
+  vacuum->add_option("path", args->path, "table path or URI")->required();
+  vacuum->add_flag("--dry-run", args->dry_run, "list, delete nothing");
+  vacuum->add_option("--retention-hours", args->retention_hours,
+                     "keep files versions of the last H hours read (default: the table's, 7 days)");
+  vacuum->add_flag("--full", args->full, "also delete files the log never mentions");
+  vacuum->add_flag("--force", args->force, "allow a retention below the table's");
+  CLI::App* restore = table->add_subcommand("restore", "Make the latest version equal an older one");
+  restore->add_option("path", args->path, "table path or URI")->required();
+  restore->add_option("--version", args->version, "version to restore")->required();
+  return [args, info, files, history, write, del, checkpoint, scan, optimize, vacuum, restore]() {
+    if (optimize->parsed()) return Report(Optimize(*args));
+    if (vacuum->parsed()) return Report(Vacuum(*args));
+    if (restore->parsed()) return Report(Restore(*args));
     if (info->parsed()) return Report(Info(*args));
     if (files->parsed()) return Report(Files(*args));
     if (history->parsed()) return Report(History(*args));

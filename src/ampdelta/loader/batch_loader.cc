@@ -6,6 +6,7 @@
 #include <arrow/record_batch.h>
 #include <arrow/util/byte_size.h>
 
+#include "ampdelta/delta/maintenance.h"
 #include "ampdelta/delta/table_writer.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/logging.h"
@@ -76,6 +77,29 @@ arrow::Status Run(amp::Client& client, const std::string& sql, const DeltaLakeCo
     result->metadata["files_removed"] = std::to_string(committed.files_removed);
     result->metadata["bytes_written"] = std::to_string(committed.bytes);
     result->metadata["commit_attempts"] = std::to_string(committed.commit.attempts);
+  }
+  // Maintenance runs once per load, after the commit: a failure is reported, the load stands.
+  if (committed.committed && config.optimize_after_write) {
+    delta::OptimizeOptions optimize;
+    if (config.file_size_hint) optimize.target_size = *config.file_size_hint;
+    optimize.files.codec = write.files.codec;
+    auto compacted = delta::Optimize(store, optimize);
+    if (compacted.ok()) {
+      if (compacted->version) {
+        result->metadata["optimize_version"] = std::to_string(*compacted->version);
+        result->metadata["optimize_files_removed"] = std::to_string(compacted->files_removed);
+      }
+    } else {
+      result->metadata["optimize_error"] = compacted.status().message();
+    }
+  }
+  if (committed.committed && config.vacuum_after_write) {
+    auto vacuumed = delta::Vacuum(store);
+    if (vacuumed.ok()) {
+      result->metadata["vacuum_files_deleted"] = std::to_string(vacuumed->files.size());
+    } else {
+      result->metadata["vacuum_error"] = vacuumed.status().message();
+    }
   }
   return arrow::Status::OK();
 }

@@ -1,0 +1,118 @@
+#include "ampdelta/delta/maintenance.h"
+
+#include <arrow/buffer.h>
+
+#include "ampdelta/delta/log_path.h"
+#include "ampdelta/storage/memory_store.h"
+#include "tests/unit/delta/table_test_util.h"
+
+namespace ampdelta::delta {
+namespace {
+
+using test_tables::BlockNumbers;
+using test_tables::Blocks;
+using test_tables::Range;
+using test_tables::WriteBatches;
+
+class MaintenanceTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<storage::MemoryStore> store_ = std::make_shared<storage::MemoryStore>();
+};
+
+TEST_F(MaintenanceTest, OptimizePacksSmallFilesWithoutChangingData) {
+  TableWriteOptions by_network;
+  by_network.partition_by = {"network"};
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_OK(WriteBatches(store_, {Blocks(i * 10, i * 10 + 10, i % 2 ? "eth" : "base")}, by_network).status());
+  }
+  ASSERT_OK_AND_ASSIGN(auto before, Snapshot::Load(store_));
+  EXPECT_EQ(before->files().size(), 6u);
+  ASSERT_OK_AND_ASSIGN(auto result, Optimize(store_));
+  ASSERT_TRUE(result.version.has_value());
+  EXPECT_EQ(result.files_removed, 6);
+  EXPECT_EQ(result.files_added, 2);  // one per partition
+  EXPECT_EQ(result.partitions_optimized, 2);
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(0, 60));
+  ASSERT_OK_AND_ASSIGN(auto commit, store_->Get(CommitPath(*result.version)));
+  EXPECT_EQ(commit->ToString().find("\"dataChange\":true"), std::string::npos);
+  ASSERT_OK_AND_ASSIGN(auto again, Optimize(store_));
+  EXPECT_FALSE(again.version.has_value());
+}
+
+TEST_F(MaintenanceTest, CompactionCommitsDoNotConflictWithConcurrentAppends) {
+  for (int i = 0; i < 3; ++i) ASSERT_OK(WriteBatches(store_, {Blocks(i * 10, i * 10 + 10)}).status());
+  ASSERT_OK_AND_ASSIGN(auto read, Snapshot::Load(store_));
+  // A compaction staged against `read` (as Optimize stages it) ...
+  Transaction compaction(store_, read);
+  compaction.SetDataChange(false);
+  std::vector<Remove> removes;
+  std::vector<std::string> keys;
+  for (const auto& add : read->files()) {
+    Remove remove;
+    remove.path = add.path;
+    removes.push_back(remove);
+    keys.push_back(read->FileKey(add.path));
+  }
+  compaction.ReadFiles(keys);
+  compaction.RemoveFiles(removes);
+  Add packed;
+  packed.path = "packed.parquet";
+  packed.size = 1;
+  compaction.AddFiles({packed});
+  // ... loses the race to an append and still commits at the next version.
+  ASSERT_OK(WriteBatches(store_, {Blocks(100, 101)}).status());
+  ASSERT_OK_AND_ASSIGN(auto committed, compaction.Commit());
+  EXPECT_EQ(committed.version, 4);
+  EXPECT_EQ(committed.attempts, 2);
+  ASSERT_OK_AND_ASSIGN(auto latest, Snapshot::Load(store_));
+  EXPECT_EQ(latest->files().size(), 2u);  // the packed file and the concurrent append
+}
+
+TEST_F(MaintenanceTest, VacuumDeletesOnlyExpiredUnreferencedFiles) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 10)}).status());
+  TableWriteOptions overwrite;
+  overwrite.mode = SaveMode::kOverwrite;
+  ASSERT_OK(WriteBatches(store_, {Blocks(10, 20)}, overwrite).status());
+  // The default retention (7 days) keeps the file version 0 reads.
+  ASSERT_OK_AND_ASSIGN(auto kept, Vacuum(store_));
+  EXPECT_TRUE(kept.files.empty());
+  EXPECT_THAT(Vacuum(store_, {0.0, false, true, false}), testing::StatusHasMessage("shorter than"));
+  ASSERT_OK_AND_ASSIGN(auto dry, Vacuum(store_, {0.0, true, false, false}));
+  ASSERT_EQ(dry.files.size(), 1u);
+  EXPECT_OK(store_->Head(dry.files.front()).status());
+  ASSERT_OK_AND_ASSIGN(auto done, Vacuum(store_, {0.0, false, false, false}));
+  ASSERT_EQ(done.files.size(), 1u);
+  EXPECT_THAT(store_->Head(done.files.front()), testing::HasErrorCode(ErrorCode::kNotFound));
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(10, 20));
+  ASSERT_OK_AND_ASSIGN(auto history, ReadHistory(*store_, 2));
+  EXPECT_EQ(history[0].commit_info->operation, "VACUUM END");
+  EXPECT_EQ(history[1].commit_info->operation, "VACUUM START");
+}
+
+TEST_F(MaintenanceTest, FullVacuumRemovesFilesTheLogNeverMentioned) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 10)}).status());
+  ASSERT_OK(store_->Put("part-orphan.parquet", arrow::Buffer::FromString("x"), storage::PutMode::kOverwrite));
+  ASSERT_OK_AND_ASSIGN(auto lite, Vacuum(store_, {0.0, true, false, false}));
+  EXPECT_TRUE(lite.files.empty());
+  ASSERT_OK_AND_ASSIGN(auto full, Vacuum(store_, {0.0, false, false, true}));
+  ASSERT_EQ(full.files, std::vector<std::string>{"part-orphan.parquet"});
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(0, 10));
+}
+
+TEST_F(MaintenanceTest, RestoreBringsBackAnOlderVersion) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 10)}).status());
+  ASSERT_OK(WriteBatches(store_, {Blocks(10, 15)}).status());
+  ASSERT_OK(DeleteRows(store_, "block_num < 5").status());
+  ASSERT_OK_AND_ASSIGN(auto restored, Restore(store_, 1));
+  EXPECT_EQ(restored.version, 3);
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(0, 15));
+  ASSERT_OK_AND_ASSIGN(auto deleted, BlockNumbers(store_, 2));
+  EXPECT_EQ(deleted, Range(5, 15));
+}
+
+}  // namespace
+}  // namespace ampdelta::delta
