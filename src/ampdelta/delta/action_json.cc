@@ -437,12 +437,6 @@ struct ToJsonVisitor {
 
 }  // namespace
 
-std::string DeletionVectorDescriptor::UniqueId() const {
-  std::string id = storage_type + path_or_inline_dv;
-  if (offset) id += "@" + std::to_string(*offset);
-  return id;
-}
-
 arrow::Result<std::optional<Action>> ParseActionLine(std::string_view line) {
   const std::string source = "log line";
   json doc = json::parse(line, nullptr, false);

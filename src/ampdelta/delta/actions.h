@@ -172,6 +172,10 @@ struct Sidecar {
   bool operator==(const Sidecar&) const = default;
 };
 
+/// \brief Return the tombstone that removes `add` from the table, carrying its partition
+/// values, size, statistics and deletion vector (extendedFileMetadata).
+Remove RemoveFor(const Add& add, bool data_change = true);
+
 /// \brief Any action.
 using Action = std::variant<Protocol, Metadata, Add, Remove, SetTransaction, DomainMetadata,
                             CommitInfo, Cdc, CheckpointMetadata, Sidecar>;

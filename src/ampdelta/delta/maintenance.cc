@@ -20,18 +20,6 @@
 namespace ampdelta::delta {
 namespace {
 
-Remove RemoveOf(const Add& add, bool data_change) {
-  Remove remove;
-  remove.path = add.path;
-  remove.data_change = data_change;
-  remove.extended_file_metadata = true;
-  remove.partition_values = add.partition_values;
-  remove.size = add.size;
-  remove.stats = add.stats;
-  remove.deletion_vector = add.deletion_vector;
-  return remove;
-}
-
 std::string FileIdentity(const Snapshot& snapshot, const std::string& path,
                          const std::optional<DeletionVectorDescriptor>& dv) {
   return snapshot.FileKey(path) + (dv ? "\n" + dv->UniqueId() : "");
@@ -88,7 +76,7 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
         ARROW_RETURN_NOT_OK(writer->Write(batch));
         result.rows += batch->num_rows();
       }
-      removes.push_back(RemoveOf(*file, /*data_change=*/false));
+      removes.push_back(RemoveFor(*file, /*data_change=*/false));
       read.push_back(snapshot->FileKey(file->path));
     }
     ARROW_ASSIGN_OR_RAISE(auto written, writer->Finish());
@@ -225,7 +213,7 @@ arrow::Result<CommitResult> Restore(std::shared_ptr<storage::ObjectStore> store,
   std::vector<Remove> removes;
   for (const auto& add : latest->files()) {
     if (in_target.count(FileIdentity(*latest, add.path, add.deletion_vector)) == 0) {
-      removes.push_back(RemoveOf(add, /*data_change=*/true));
+      removes.push_back(RemoveFor(add, /*data_change=*/true));
     }
   }
   Transaction txn(store, latest, commit);

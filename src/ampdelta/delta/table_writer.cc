@@ -39,18 +39,6 @@ std::string PythonSet(const std::vector<std::string>& names) {
   return out + "}";
 }
 
-Remove RemoveFor(const Add& add) {
-  Remove remove;
-  remove.path = add.path;
-  remove.data_change = true;
-  remove.extended_file_metadata = true;
-  remove.partition_values = add.partition_values;
-  remove.size = add.size;
-  remove.stats = add.stats;
-  remove.deletion_vector = add.deletion_vector;
-  return remove;
-}
-
 // Reconcile the incoming data's schema with the table's (merge_schema semantics).
 arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(const arrow::Schema& table,
                                                               const arrow::Schema& incoming,

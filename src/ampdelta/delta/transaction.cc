@@ -146,16 +146,7 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
     }
   }
   // An overwrite replaces what others appended meanwhile too.
-  for (auto& add : winner_adds) {
-    Remove remove;
-    remove.path = add.path;
-    remove.data_change = true;
-    remove.extended_file_metadata = true;
-    remove.partition_values = add.partition_values;
-    remove.size = add.size;
-    remove.deletion_vector = add.deletion_vector;
-    removes_.push_back(std::move(remove));
-  }
+  for (const auto& add : winner_adds) removes_.push_back(RemoveFor(add));
   return arrow::Status::OK();
 }
 
