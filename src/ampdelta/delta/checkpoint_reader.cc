@@ -289,11 +289,9 @@ arrow::Result<std::vector<Action>> ReadParquetActions(storage::ObjectStore& stor
   std::unique_ptr<parquet::arrow::FileReader> reader = std::move(*opened);
   std::shared_ptr<arrow::Schema> schema;
   ARROW_RETURN_NOT_OK(reader->GetSchema(&schema));
-  // Select only the action columns (by top-level field), skipping e.g. stats_parsed-only
-  // tables' extra columns.
-  // ReadTable takes leaf column indices: collect the leaves of each action's field.
+  // Read only the action columns. ReadTable takes leaf column indices: collect the leaves
+  // of each action's top-level field.
   std::vector<int> leaves;
-  std::vector<std::string> names;
   std::function<void(const parquet::arrow::SchemaField&)> collect =
       [&](const parquet::arrow::SchemaField& field) {
         if (field.is_leaf()) leaves.push_back(field.column_index);
@@ -303,7 +301,6 @@ arrow::Result<std::vector<Action>> ReadParquetActions(storage::ObjectStore& stor
     const int index = schema->GetFieldIndex(name);
     if (index >= 0) {
       collect(reader->manifest().schema_fields[static_cast<size_t>(index)]);
-      names.push_back(name);
     }
   }
   auto read = reader->ReadTable(leaves);

@@ -31,8 +31,10 @@ int HexDigit(char c) {
   return -1;
 }
 
+}  // namespace
+
 // Reconciles actions in log order (PROTOCOL.md "Action Reconciliation").
-struct ReplayState {
+struct Snapshot::ReplayState {
   std::optional<Protocol> protocol;
   std::optional<Metadata> metadata;
   std::unordered_map<std::string, Add> files;
@@ -70,6 +72,8 @@ struct ReplayState {
     }
   }
 };
+
+namespace {
 
 arrow::Result<std::vector<Action>> ReadCommitActions(storage::ObjectStore& store,
                                                      const ParsedLogPath& commit) {
@@ -169,6 +173,51 @@ std::optional<int64_t> Snapshot::num_records() const {
   return total;
 }
 
+arrow::Status Snapshot::Adopt(ReplayState state, Version version, int64_t last_time) {
+  const std::string root = store_->root_uri();
+  if (!state.protocol) {
+    return CorruptLog(root, "no protocol action up to version " + std::to_string(version));
+  }
+  if (!state.metadata) {
+    return CorruptLog(root, "no metaData action up to version " + std::to_string(version));
+  }
+  ARROW_RETURN_NOT_OK(CheckReadSupported(*state.protocol));
+  if (state.metadata->schema_string.empty()) {
+    return CorruptLog(root, "the metaData in effect at version " + std::to_string(version) +
+                                " has no 'schemaString'");
+  }
+  if (schema_ == nullptr || state.metadata->schema_string != metadata_.schema_string) {
+    ARROW_ASSIGN_OR_RAISE(schema_, SchemaFromJson(state.metadata->schema_string));
+  }
+  version_ = version;
+  protocol_ = std::move(*state.protocol);
+  metadata_ = std::move(*state.metadata);
+  properties_ = ParseTableProperties(metadata_.configuration);
+  timestamp_ms_ = last_time;
+  files_.clear();
+  files_.reserve(state.files.size());
+  for (auto& [key, add] : state.files) files_.push_back(std::move(add));
+  std::sort(files_.begin(), files_.end(), [](const Add& a, const Add& b) { return a.path < b.path; });
+  tombstones_.clear();
+  for (auto& [key, remove] : state.tombstones) tombstones_.push_back(std::move(remove));
+  std::sort(tombstones_.begin(), tombstones_.end(),
+            [](const Remove& a, const Remove& b) { return a.path < b.path; });
+  txns_ = std::move(state.txns);
+  if (properties_.set_transaction_retention_ms) {
+    // Expired app transactions are forgotten (delta.setTransactionRetentionDuration).
+    const int64_t cutoff = last_time - *properties_.set_transaction_retention_ms;
+    for (auto it = txns_.begin(); it != txns_.end();) {
+      if (it->second.last_updated && *it->second.last_updated < cutoff) {
+        it = txns_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  domains_ = std::move(state.domains);
+  return arrow::Status::OK();
+}
+
 arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
     std::shared_ptr<storage::ObjectStore> store, LogSegment segment) {
   auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
@@ -240,41 +289,7 @@ arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
     for (auto& action : actions) state.Apply(std::move(action), key_of);
   }
 
-  if (!state.protocol) return CorruptLog(root, "no protocol action up to version " +
-                                                   std::to_string(segment.version));
-  if (!state.metadata) return CorruptLog(root, "no metaData action up to version " +
-                                                   std::to_string(segment.version));
-  ARROW_RETURN_NOT_OK(CheckReadSupported(*state.protocol));
-  if (state.metadata->schema_string.empty()) {
-    return CorruptLog(root, "the metaData in effect at version " + std::to_string(segment.version) +
-                                " has no 'schemaString'");
-  }
-  ARROW_ASSIGN_OR_RAISE(snapshot->schema_, SchemaFromJson(state.metadata->schema_string));
-
-  snapshot->version_ = segment.version;
-  snapshot->protocol_ = std::move(*state.protocol);
-  snapshot->metadata_ = std::move(*state.metadata);
-  snapshot->properties_ = ParseTableProperties(snapshot->metadata_.configuration);
-  snapshot->timestamp_ms_ = last_time;
-  snapshot->files_.reserve(state.files.size());
-  for (auto& [key, add] : state.files) snapshot->files_.push_back(std::move(add));
-  std::sort(snapshot->files_.begin(), snapshot->files_.end(),
-            [](const Add& a, const Add& b) { return a.path < b.path; });
-  for (auto& [key, remove] : state.tombstones) snapshot->tombstones_.push_back(std::move(remove));
-  std::sort(snapshot->tombstones_.begin(), snapshot->tombstones_.end(),
-            [](const Remove& a, const Remove& b) { return a.path < b.path; });
-  snapshot->txns_ = std::move(state.txns);
-  if (snapshot->properties_.set_transaction_retention_ms) {
-    const int64_t cutoff = last_time - *snapshot->properties_.set_transaction_retention_ms;
-    for (auto it = snapshot->txns_.begin(); it != snapshot->txns_.end();) {
-      if (it->second.last_updated && *it->second.last_updated < cutoff) {
-        it = snapshot->txns_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  snapshot->domains_ = std::move(state.domains);
+  ARROW_RETURN_NOT_OK(snapshot->Adopt(std::move(state), segment.version, last_time));
   snapshot->segment_ = std::move(segment);
   return snapshot;
 }
@@ -349,25 +364,7 @@ arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Update() const {
     last_time = CommitTimestamp(actions, commit.last_modified_ms);
     for (auto& action : actions) state.Apply(std::move(action), key_of);
   }
-  ARROW_RETURN_NOT_OK(CheckReadSupported(*state.protocol));
-  if (state.metadata->schema_string != metadata_.schema_string) {
-    ARROW_ASSIGN_OR_RAISE(updated->schema_, SchemaFromJson(state.metadata->schema_string));
-  }
-  updated->version_ = commits.back().version;
-  updated->protocol_ = std::move(*state.protocol);
-  updated->metadata_ = std::move(*state.metadata);
-  updated->properties_ = ParseTableProperties(updated->metadata_.configuration);
-  updated->timestamp_ms_ = last_time;
-  updated->files_.clear();
-  for (auto& [key, add] : state.files) updated->files_.push_back(std::move(add));
-  std::sort(updated->files_.begin(), updated->files_.end(),
-            [](const Add& a, const Add& b) { return a.path < b.path; });
-  updated->tombstones_.clear();
-  for (auto& [key, remove] : state.tombstones) updated->tombstones_.push_back(std::move(remove));
-  std::sort(updated->tombstones_.begin(), updated->tombstones_.end(),
-            [](const Remove& a, const Remove& b) { return a.path < b.path; });
-  updated->txns_ = std::move(state.txns);
-  updated->domains_ = std::move(state.domains);
+  ARROW_RETURN_NOT_OK(updated->Adopt(std::move(state), commits.back().version, last_time));
   updated->segment_.version = updated->version_;
   for (const auto& commit : commits) updated->segment_.commits.push_back(commit);
   return std::shared_ptr<const Snapshot>(std::move(updated));

@@ -80,7 +80,11 @@ class Snapshot : public std::enable_shared_from_this<Snapshot> {
   std::string FileKey(const std::string& log_path) const;
 
  private:
+  struct ReplayState;
+
   Snapshot() = default;
+  // Take the replayed state as this snapshot's content, after validating it.
+  arrow::Status Adopt(ReplayState state, Version version, int64_t last_time);
   static arrow::Result<std::shared_ptr<Snapshot>> Replay(
       std::shared_ptr<storage::ObjectStore> store, LogSegment segment);
 
