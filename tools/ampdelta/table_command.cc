@@ -21,6 +21,7 @@
 #include "ampdelta/delta/schema.h"
 #include "ampdelta/delta/snapshot.h"
 #include "ampdelta/delta/table_writer.h"
+#include "ampdelta/util/time_format.h"
 #include "table_format.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "commands.h"
@@ -63,14 +64,12 @@ struct TableArgs {
 };
 
 std::string IsoTime(int64_t ms) {
-  const std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[40];
-  std::snprintf(out, sizeof(out), "%s.%03dZ", text, static_cast<int>(ms % 1000));
-  return out;
+  int64_t seconds = 0;
+  int64_t millis = 0;
+  SplitEpoch(ms, 1000, &seconds, &millis);
+  char fraction[24];
+  std::snprintf(fraction, sizeof(fraction), ".%03lld", static_cast<long long>(millis));
+  return FormatCivil(seconds, CivilFormat::kIsoDateTime) + fraction + "Z";
 }
 
 arrow::Result<int64_t> ParseTimestampArg(const std::string& text) {

@@ -10,38 +10,17 @@
 #include <arrow/type.h>
 
 #include "ampdelta/util/hex.h"
+#include "ampdelta/util/time_format.h"
 
 namespace ampdelta::cli {
 namespace {
 
 std::string FormatTimestamp(int64_t value, const arrow::TimestampType& type) {
-  int64_t per_second = 1;
-  switch (type.unit()) {
-    case arrow::TimeUnit::SECOND:
-      per_second = 1;
-      break;
-    case arrow::TimeUnit::MILLI:
-      per_second = 1'000;
-      break;
-    case arrow::TimeUnit::MICRO:
-      per_second = 1'000'000;
-      break;
-    case arrow::TimeUnit::NANO:
-      per_second = 1'000'000'000;
-      break;
-  }
-  int64_t seconds = value / per_second;
-  int64_t fraction = value % per_second;
-  if (fraction < 0) {
-    fraction += per_second;
-    seconds -= 1;
-  }
-  const std::time_t t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &tm);
-  std::string out = text;
+  const int64_t per_second = UnitsPerSecond(type.unit());
+  int64_t seconds = 0;
+  int64_t fraction = 0;
+  SplitEpoch(value, per_second, &seconds, &fraction);
+  std::string out = FormatCivil(seconds, CivilFormat::kDateTime);
   if (fraction != 0) {
     std::string digits = std::to_string(fraction);
     const size_t width = std::to_string(per_second).size() - 1;

@@ -16,48 +16,24 @@
 #include "ampdelta/delta/action_json.h"
 #include "ampdelta/delta/action_json_internal.h"
 #include "ampdelta/util/status.h"
+#include "ampdelta/util/time_format.h"
 
 namespace ampdelta::delta {
 namespace {
 
 using nlohmann::json;
 
+// Stats-style text of a timestamp: ISO-8601 with milliseconds, `Z` when tz-aware.
 std::string FormatTimestamp(int64_t value, const arrow::TimestampType& type) {
-  int64_t per_second = 1;
-  int64_t per_milli = 1;
-  switch (type.unit()) {
-    case arrow::TimeUnit::SECOND:
-      per_second = 1;
-      break;
-    case arrow::TimeUnit::MILLI:
-      per_second = 1'000;
-      break;
-    case arrow::TimeUnit::MICRO:
-      per_second = 1'000'000;
-      per_milli = 1'000;
-      break;
-    case arrow::TimeUnit::NANO:
-      per_second = 1'000'000'000;
-      per_milli = 1'000'000;
-      break;
-  }
-  if (per_second == 1) per_milli = 1;
-  int64_t seconds = value / per_second;
-  int64_t remainder = value % per_second;
-  if (remainder < 0) {
-    remainder += per_second;
-    seconds -= 1;
-  }
-  const int64_t millis = per_second >= 1000 ? remainder / per_milli : 0;
-  const std::time_t t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[48];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[64];
-  std::snprintf(out, sizeof(out), "%s.%03lld%s", text, static_cast<long long>(millis),
-                type.timezone().empty() ? "" : "Z");
-  return out;
+  int64_t seconds = 0;
+  int64_t fraction = 0;
+  const int64_t per_second = UnitsPerSecond(type.unit());
+  SplitEpoch(value, per_second, &seconds, &fraction);
+  char millis[24];
+  std::snprintf(millis, sizeof(millis), ".%03lld",
+                static_cast<long long>(fraction * 1000 / per_second));
+  return FormatCivil(seconds, CivilFormat::kIsoDateTime) + millis +
+         (type.timezone().empty() ? "" : "Z");
 }
 
 // Convert one value of an Arrow array to JSON, so that checkpoint rows can go through the
@@ -89,15 +65,9 @@ json ValueToJson(const arrow::Array& array, int64_t i) {
       return std::string(static_cast<const arrow::LargeStringArray&>(array).GetView(i));
     case arrow::Type::BINARY:
       return std::string(static_cast<const arrow::BinaryArray&>(array).GetView(i));
-    case arrow::Type::DATE32: {
-      const std::time_t t =
-          static_cast<std::time_t>(static_cast<const arrow::Date32Array&>(array).Value(i)) * 86400;
-      std::tm tm{};
-      gmtime_r(&t, &tm);
-      char text[16];
-      std::strftime(text, sizeof(text), "%Y-%m-%d", &tm);
-      return std::string(text);
-    }
+    case arrow::Type::DATE32:
+      return FormatCivil(int64_t{static_cast<const arrow::Date32Array&>(array).Value(i)} * 86400,
+                         CivilFormat::kDate);
     case arrow::Type::TIMESTAMP:
       return FormatTimestamp(static_cast<const arrow::TimestampArray&>(array).Value(i),
                              static_cast<const arrow::TimestampType&>(*array.type()));

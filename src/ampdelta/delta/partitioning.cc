@@ -10,56 +10,12 @@
 #include <arrow/util/decimal.h>
 
 #include "ampdelta/util/status.h"
+#include "ampdelta/util/time_format.h"
 
 namespace ampdelta::delta {
 namespace {
 
 constexpr const char* kHiveNull = "__HIVE_DEFAULT_PARTITION__";
-
-enum class CivilFormat : uint8_t { kDate, kDateTime, kIsoDateTime };
-
-std::string Civil(int64_t seconds, CivilFormat format) {
-  const std::time_t t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[40];
-  switch (format) {
-    case CivilFormat::kDate:
-      std::strftime(text, sizeof(text), "%Y-%m-%d", &tm);
-      break;
-    case CivilFormat::kDateTime:
-      std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &tm);
-      break;
-    case CivilFormat::kIsoDateTime:
-      std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
-      break;
-  }
-  return text;
-}
-
-// Split a timestamp into whole seconds and microseconds (flooring for pre-1970 values).
-void SplitMicros(int64_t micros, int64_t* seconds, int64_t* fraction) {
-  *seconds = micros / 1'000'000;
-  *fraction = micros % 1'000'000;
-  if (*fraction < 0) {
-    *fraction += 1'000'000;
-    *seconds -= 1;
-  }
-}
-
-int64_t ToMicros(int64_t value, arrow::TimeUnit::type unit) {
-  switch (unit) {
-    case arrow::TimeUnit::SECOND:
-      return value * 1'000'000;
-    case arrow::TimeUnit::MILLI:
-      return value * 1'000;
-    case arrow::TimeUnit::MICRO:
-      return value;
-    case arrow::TimeUnit::NANO:
-      return value / 1'000;
-  }
-  return value;
-}
 
 }  // namespace
 
@@ -147,19 +103,20 @@ arrow::Result<std::optional<std::string>> SerializePartitionValue(const arrow::A
     case arrow::Type::DECIMAL128:
       return static_cast<const arrow::Decimal128Array&>(array).FormatValue(row);
     case arrow::Type::DATE32:
-      return Civil(int64_t{static_cast<const arrow::Date32Array&>(array).Value(row)} * 86400,
+      return FormatCivil(int64_t{static_cast<const arrow::Date32Array&>(array).Value(row)} * 86400,
                    CivilFormat::kDate);
     case arrow::Type::TIMESTAMP: {
       const auto& type = static_cast<const arrow::TimestampType&>(*array.type());
+      // Microseconds: Delta timestamps have no finer unit.
       const int64_t micros =
           ToMicros(static_cast<const arrow::TimestampArray&>(array).Value(row), type.unit());
       int64_t seconds = 0;
       int64_t fraction = 0;
-      SplitMicros(micros, &seconds, &fraction);
+      SplitEpoch(micros, 1'000'000, &seconds, &fraction);
       char frac[16];
       std::snprintf(frac, sizeof(frac), ".%06lld", static_cast<long long>(fraction));
-      if (type.timezone().empty()) return Civil(seconds, CivilFormat::kDateTime) + frac;
-      return Civil(seconds, CivilFormat::kIsoDateTime) + frac + "Z";
+      if (type.timezone().empty()) return FormatCivil(seconds, CivilFormat::kDateTime) + frac;
+      return FormatCivil(seconds, CivilFormat::kIsoDateTime) + frac + "Z";
     }
     default:
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,

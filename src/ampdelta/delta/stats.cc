@@ -14,6 +14,7 @@
 #include <arrow/util/decimal.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/util/time_format.h"
 #include "ampdelta/util/uuid.h"
 
 namespace ampdelta::delta {
@@ -99,21 +100,7 @@ arrow::Result<Value> FromScalar(Kind kind, const arrow::Scalar& scalar) {
       break;
     case Kind::kTimestamp: {
       const auto& type = static_cast<const arrow::TimestampType&>(*scalar.type);
-      int64_t raw = static_cast<const arrow::TimestampScalar&>(scalar).value;
-      switch (type.unit()) {
-        case arrow::TimeUnit::SECOND:
-          raw *= 1'000'000;
-          break;
-        case arrow::TimeUnit::MILLI:
-          raw *= 1'000;
-          break;
-        case arrow::TimeUnit::MICRO:
-          break;
-        case arrow::TimeUnit::NANO:
-          raw /= 1'000;
-          break;
-      }
-      value.i = raw;
+      value.i = ToMicros(static_cast<const arrow::TimestampScalar&>(scalar).value, type.unit());
       break;
     }
     case Kind::kNone:
@@ -193,22 +180,12 @@ std::string JoinPath(const std::vector<std::string>& path) {
 }  // namespace
 
 std::string FormatStatsTimestamp(int64_t micros, bool utc) {
-  int64_t millis = micros / 1000;
-  if (micros % 1000 < 0) millis -= 1;  // floor to the millisecond
-  int64_t seconds = millis / 1000;
-  int64_t ms = millis % 1000;
-  if (ms < 0) {
-    ms += 1000;
-    seconds -= 1;
-  }
-  const std::time_t t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[48];
-  std::snprintf(out, sizeof(out), "%s.%03lld%s", text, static_cast<long long>(ms), utc ? "Z" : "");
-  return out;
+  int64_t seconds = 0;
+  int64_t fraction = 0;
+  SplitEpoch(micros, 1'000'000, &seconds, &fraction);
+  char millis[24];
+  std::snprintf(millis, sizeof(millis), ".%03lld", static_cast<long long>(fraction / 1000));
+  return FormatCivil(seconds, CivilFormat::kIsoDateTime) + millis + (utc ? "Z" : "");
 }
 
 struct StatsCollector::Impl {
@@ -331,19 +308,10 @@ std::string StatsCollector::ToJson() const {
         high = Placeholder(&decimals, leaf.max.dec.ToString(scale));
         break;
       }
-      case Kind::kDate: {
-        const std::time_t lo = static_cast<std::time_t>(leaf.min.i) * 86400;
-        const std::time_t hi = static_cast<std::time_t>(leaf.max.i) * 86400;
-        char text[16];
-        std::tm tm{};
-        gmtime_r(&lo, &tm);
-        std::strftime(text, sizeof(text), "%Y-%m-%d", &tm);
-        low = text;
-        gmtime_r(&hi, &tm);
-        std::strftime(text, sizeof(text), "%Y-%m-%d", &tm);
-        high = text;
+      case Kind::kDate:
+        low = FormatCivil(leaf.min.i * 86400, CivilFormat::kDate);
+        high = FormatCivil(leaf.max.i * 86400, CivilFormat::kDate);
         break;
-      }
       case Kind::kTimestamp: {
         const bool utc = !static_cast<const arrow::TimestampType&>(*leaf.type).timezone().empty();
         low = FormatStatsTimestamp(leaf.min.i, utc);

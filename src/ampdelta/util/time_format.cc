@@ -1,0 +1,55 @@
+#include "ampdelta/util/time_format.h"
+
+#include <ctime>
+
+namespace ampdelta {
+
+std::string FormatCivil(int64_t seconds, CivilFormat format) {
+  const std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[40];
+  switch (format) {
+    case CivilFormat::kDate:
+      std::strftime(text, sizeof(text), "%Y-%m-%d", &tm);
+      break;
+    case CivilFormat::kDateTime:
+      std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &tm);
+      break;
+    case CivilFormat::kIsoDateTime:
+      std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
+      break;
+  }
+  return text;
+}
+
+int64_t UnitsPerSecond(arrow::TimeUnit::type unit) {
+  switch (unit) {
+    case arrow::TimeUnit::SECOND:
+      return 1;
+    case arrow::TimeUnit::MILLI:
+      return 1'000;
+    case arrow::TimeUnit::MICRO:
+      return 1'000'000;
+    case arrow::TimeUnit::NANO:
+      return 1'000'000'000;
+  }
+  return 1;
+}
+
+int64_t ToMicros(int64_t value, arrow::TimeUnit::type unit) {
+  const int64_t per_second = UnitsPerSecond(unit);
+  return per_second >= 1'000'000 ? value / (per_second / 1'000'000)
+                                 : value * (1'000'000 / per_second);
+}
+
+void SplitEpoch(int64_t value, int64_t per_second, int64_t* seconds, int64_t* fraction) {
+  *seconds = value / per_second;
+  *fraction = value % per_second;
+  if (*fraction < 0) {
+    *fraction += per_second;
+    *seconds -= 1;
+  }
+}
+
+}  // namespace ampdelta
