@@ -1,8 +1,11 @@
 // ampdelta: the command-line tool. stdout carries results only; diagnostics go to stderr.
 
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <vector>
+
+#include <arrow/memory_pool.h>
 
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/runtime.h"
@@ -48,6 +51,7 @@ int Run(int argc, char** argv) {
     return kExitUsage;
   }
   log::SetLevel(level);
+  AMPDELTA_LOG_DEBUG("memory pool: ", arrow::default_memory_pool()->backend_name());
   arrow::Status runtime = InitializeRuntime();
   if (!runtime.ok()) {
     PrintError(runtime.ToString());
@@ -63,6 +67,10 @@ int Run(int argc, char** argv) {
 }  // namespace ampdelta::cli
 
 int main(int argc, char** argv) {
+  // jemalloc keeps freed pages for reuse where mimalloc hands them back and the kernel zeroes
+  // them again: writes spend ~30% less system time (docs/benchmarks.md). Must be chosen before
+  // Arrow's first allocation; an explicit ARROW_DEFAULT_MEMORY_POOL wins.
+  ::setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", /*overwrite=*/0);
   try {
     return ampdelta::cli::Run(argc, argv);
   } catch (const std::exception& error) {
