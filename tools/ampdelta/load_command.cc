@@ -24,6 +24,8 @@ struct LoadArgs {
   std::string table;
   std::string sql;
   std::string mode = "append";
+  std::vector<std::string> merge_keys;
+  std::optional<int64_t> commit_every_rows;
   std::vector<std::string> partition_by;
   std::string config;
   std::string compression = "zstd";
@@ -71,17 +73,22 @@ int RunLoad(const LoadArgs& args) {
   loader::LoadOptions options;
   options.destination = args.destination.empty() ? config->table_path : args.destination;
   options.mode = args.mode;
+  options.merge_keys = args.merge_keys;
+  options.commit_every_rows = args.commit_every_rows;
   options.compression = args.compression;
   options.compression_level = args.compression_level;
   // Progress on a terminal: rows, MB/s, elapsed; plain runs stay quiet until the result.
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
   if (tty) {
-    options.progress = [start](int64_t rows, int64_t bytes) {
+    options.on_batch = [start](const loader::LoadResult& batch) {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::fprintf(stderr, "\r  %lld rows  %.1f MB/s  %.1fs elapsed ", static_cast<long long>(rows),
-                   seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0.0, seconds);
+      const double bytes = std::stod(batch.metadata.at("total_bytes"));
+      std::fprintf(stderr, "\r  %s rows  %s batches  %.1f MB/s  %.1fs elapsed ",
+                   batch.metadata.at("total_rows").c_str(),
+                   std::to_string(std::stoll(batch.metadata.at("batch_index")) + 1).c_str(),
+                   seconds > 0 ? bytes / 1e6 / seconds : 0.0, seconds);
     };
   }
   loader::LoadResult result = loader::LoadBatch(**client, args.sql, *config, options);
@@ -89,7 +96,8 @@ int RunLoad(const LoadArgs& args) {
   std::cout << result << std::endl;
   if (!result.success) return kExitFailure;
   for (const auto& [key, value] : result.metadata) {
-    if (key == "table_version" || key == "files_added" || key == "bytes_written") {
+    if (key == "table_version" || key == "files_added" || key == "bytes_written" ||
+        key == "commits" || key == "rows_inserted" || key == "rows_updated" || key == "retries") {
       std::cerr << key << "=" << value << " ";
     }
   }
@@ -105,7 +113,11 @@ CommandRunner AddLoadCommand(CLI::App& app) {
   cmd->add_option("--server", args->server, "grpc:// or grpc+tls:// URL")->capture_default_str();
   cmd->add_option("--table", args->table, "table_path (overrides --config)");
   cmd->add_option("--sql", args->sql, "the query")->required();
-  cmd->add_option("--mode", args->mode, "append, overwrite, error or ignore")->capture_default_str();
+  cmd->add_option("--mode", args->mode, "append, overwrite, merge, upsert, error or ignore")
+      ->capture_default_str();
+  cmd->add_option("--merge-keys", args->merge_keys, "key columns for merge/upsert")->delimiter(',');
+  cmd->add_option("--commit-every-rows", args->commit_every_rows,
+                  "commit every N rows instead of once at the end");
   cmd->add_option("--partition-by", args->partition_by, "partition columns")->delimiter(',');
   cmd->add_option("--config", args->config, "deltalake connection config: JSON or @file");
   cmd->add_option("--compression", args->compression, "Parquet codec")->capture_default_str();

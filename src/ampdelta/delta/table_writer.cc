@@ -117,6 +117,9 @@ class TableWriter::Impl {
   std::optional<Metadata> new_metadata;
   std::optional<Protocol> new_protocol;
   std::unique_ptr<DataFileWriter> writer;
+  std::vector<Remove> staged_removes;
+  std::vector<std::string> read_keys;
+  std::map<std::string, std::string> extra_metrics;
   bool skipped = false;
   bool done = false;
 
@@ -258,6 +261,15 @@ arrow::Status TableWriter::Write(const std::shared_ptr<arrow::RecordBatch>& batc
   return impl_->writer->Write(batch);
 }
 
+void TableWriter::StageRemoves(std::vector<Remove> files, std::vector<std::string> read_keys) {
+  for (auto& file : files) impl_->staged_removes.push_back(std::move(file));
+  for (auto& key : read_keys) impl_->read_keys.push_back(std::move(key));
+}
+
+void TableWriter::AddOperationMetrics(const std::map<std::string, std::string>& metrics) {
+  for (const auto& [key, value] : metrics) impl_->extra_metrics[key] = value;
+}
+
 arrow::Result<TableWriteResult> TableWriter::Commit() {
   TableWriteResult result;
   if (impl_->skipped) return result;
@@ -272,9 +284,12 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   Transaction txn(impl_->store, impl_->snapshot, impl_->options.commit);
   if (impl_->new_protocol) txn.SetProtocol(*impl_->new_protocol);
   if (impl_->new_metadata) txn.SetMetadata(*impl_->new_metadata);
-  std::vector<Remove> removes;
+  std::vector<Remove> removes = std::move(impl_->staged_removes);
+  txn.ReadFiles(impl_->read_keys);
+  if (impl_->options.serializable) txn.ConflictWithConcurrentAppends();
   const bool overwrite = impl_->options.mode == SaveMode::kOverwrite && impl_->snapshot;
   if (overwrite) {
+    removes.clear();
     for (const auto& add : impl_->snapshot->files()) removes.push_back(RemoveFor(add));
     txn.ReplaceWholeTable();
   }
@@ -286,14 +301,19 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   txn.RemoveFiles(std::move(removes));
   if (impl_->options.app_transaction) txn.SetAppTransaction(*impl_->options.app_transaction);
   std::map<std::string, std::string> parameters = impl_->options.operation_parameters;
-  static const char* kModes[] = {"Append", "Overwrite", "ErrorIfExists", "Ignore"};
-  parameters["mode"] = kModes[static_cast<int>(impl_->options.mode)];
-  parameters["partitionBy"] = nlohmann::json(impl_->partition_columns).dump();
+  if (impl_->options.operation == "WRITE") {
+    static const char* kModes[] = {"Append", "Overwrite", "ErrorIfExists", "Ignore"};
+    parameters["mode"] = kModes[static_cast<int>(impl_->options.mode)];
+    parameters["partitionBy"] = nlohmann::json(impl_->partition_columns).dump();
+  }
   txn.SetOperation(impl_->options.operation, parameters);
-  txn.SetOperationMetrics({{"numFiles", std::to_string(result.files_added)},
-                           {"numOutputRows", std::to_string(result.rows)},
-                           {"numOutputBytes", std::to_string(result.bytes)},
-                           {"numRemovedFiles", std::to_string(result.files_removed)}});
+  std::map<std::string, std::string> metrics = {
+      {"numFiles", std::to_string(result.files_added)},
+      {"numOutputRows", std::to_string(result.rows)},
+      {"numOutputBytes", std::to_string(result.bytes)},
+      {"numRemovedFiles", std::to_string(result.files_removed)}};
+  for (const auto& [key, value] : impl_->extra_metrics) metrics[key] = value;
+  txn.SetOperationMetrics(std::move(metrics));
   auto committed = txn.Commit();
   if (!committed.ok()) {
     // Nothing references the files: remove them so the table stays exactly as it was.

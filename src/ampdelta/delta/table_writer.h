@@ -56,6 +56,8 @@ struct TableWriteOptions {
   /// commitInfo.operation and extra operationParameters.
   std::string operation = "WRITE";
   std::map<std::string, std::string> operation_parameters;
+  /// Serializable isolation (Transaction::ConflictWithConcurrentAppends).
+  bool serializable = false;
 };
 
 /// \brief Outcome of a write.
@@ -93,6 +95,13 @@ class TableWriter {
 
   /// \brief Convert and write a batch (values that do not fit fail naming column and value).
   arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& batch);
+
+  /// \brief Remove `files` in the same commit (copy-on-write rewrites), declaring the
+  /// table-relative `read_keys` whose content the result depends on.
+  void StageRemoves(std::vector<Remove> files, std::vector<std::string> read_keys);
+
+  /// \brief Report extra commitInfo.operationMetrics (merge counts).
+  void AddOperationMetrics(const std::map<std::string, std::string>& metrics);
 
   /// \brief Close the data files and commit them.
   arrow::Result<TableWriteResult> Commit();

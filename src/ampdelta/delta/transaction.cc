@@ -62,7 +62,7 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version, in
   info.operation = operation_;
   info.operation_parameters = parameters_;
   if (read_snapshot_) info.read_version = read_snapshot_->version();
-  info.isolation_level = "WriteSerializable";
+  info.isolation_level = serializable_ ? "Serializable" : "WriteSerializable";
   const bool blind_append = removes_.empty() && !read_whole_table_ && read_files_.empty() &&
                             !metadata_ && !protocol_ && !txn_;
   info.is_blind_append = blind_append;
@@ -141,6 +141,11 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
       if (add->data_change && read_whole_table_ && !winner_blind && !replace_whole_table_) {
         return Conflict("concurrent commit ", version,
                         " changed data this transaction read; retry the operation");
+      }
+      if (add->data_change && serializable_) {
+        return Conflict("concurrent commit ", version,
+                        " added data while this transaction required serializable isolation; "
+                        "retry the operation");
       }
       if (replace_whole_table_ && add->data_change) winner_adds.push_back(*add);
     }

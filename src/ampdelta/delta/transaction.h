@@ -82,6 +82,9 @@ class Transaction {
   /// \brief Replace the whole table: files that concurrent commits added are removed too
   /// when the commit is rebased.
   void ReplaceWholeTable() { replace_whole_table_ = true; }
+  /// \brief Serializable isolation: any concurrent data change conflicts, blind appends
+  /// included (a merge must not miss rows another writer added with the same keys).
+  void ConflictWithConcurrentAppends() { serializable_ = true; }
   /// \brief Mark the commit as changing no data (compaction): rearrangements never
   /// conflict with appends.
   void SetDataChange(bool data_change) { data_change_ = data_change; }
@@ -113,6 +116,7 @@ class Transaction {
   std::map<std::string, std::string> parameters_;
   std::map<std::string, std::string> metrics_;
   bool read_whole_table_ = false;
+  bool serializable_ = false;
   bool replace_whole_table_ = false;
   bool data_change_ = true;
   std::set<std::string> read_files_;

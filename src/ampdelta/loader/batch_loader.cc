@@ -1,13 +1,19 @@
 #include "ampdelta/loader/batch_loader.h"
 
+#include <algorithm>
 #include <chrono>
-#include <cstdlib>
+#include <cmath>
+#include <random>
+#include <thread>
 
 #include <arrow/record_batch.h>
 #include <arrow/util/byte_size.h>
 
+#include "ampdelta/amp/server_error.h"
 #include "ampdelta/delta/maintenance.h"
+#include "ampdelta/delta/merge.h"
 #include "ampdelta/delta/table_writer.h"
+#include "ampdelta/storage/credentials.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
@@ -15,15 +21,30 @@
 namespace ampdelta::loader {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+bool IsMerge(const std::string& mode) { return mode == "merge" || mode == "upsert"; }
+
 arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& config,
                                                      const LoadOptions& options) {
   delta::TableWriteOptions write;
-  if (options.mode == "merge" || options.mode == "upsert") {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::NotImplemented, "mode '",
-                     options.mode, "' is not available in this version of ampdelta yet "
-                     "(use append, overwrite, error or ignore)");
+  if (IsMerge(options.mode)) {
+    if (options.merge_keys.empty()) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "mode '",
+                       options.mode, "' needs merge_keys: the columns that identify a row");
+    }
+    if (options.commit_every_rows) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "commit_every_rows cannot be combined with mode '", options.mode,
+                       "' (a merge commits once)");
+    }
+  } else {
+    ARROW_ASSIGN_OR_RAISE(write.mode, delta::ParseSaveMode(options.mode));
   }
-  ARROW_ASSIGN_OR_RAISE(write.mode, delta::ParseSaveMode(options.mode));
+  if (options.commit_every_rows && *options.commit_every_rows <= 0) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                     "commit_every_rows must be a positive number of rows");
+  }
   write.partition_by = config.partition_by;
   write.merge_schema = config.merge_schema;
   // schema_evolution: an overwrite may replace the table's schema.
@@ -36,50 +57,148 @@ arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& conf
   return write;
 }
 
-arrow::Status Run(amp::Client& client, const std::string& sql, const DeltaLakeConfig& config,
-                  const LoadOptions& options, LoadResult* result) {
-  ARROW_ASSIGN_OR_RAISE(auto write, WriteOptions(config, options));
-  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(config.table_path, config.storage_options));
+// What one attempt of a load has done so far.
+struct Progress {
+  int64_t rows = 0;
+  int64_t bytes = 0;
+  int64_t batches = 0;
+  int commits = 0;
+  int64_t rows_committed = 0;
+  int64_t files_added = 0;
+  int64_t files_removed = 0;
+  int64_t bytes_written = 0;
+  int64_t table_version = -1;
+  int commit_attempts = 0;
+};
+
+void Record(const delta::TableWriteResult& written, Progress* progress) {
+  if (!written.committed) return;
+  ++progress->commits;
+  progress->rows_committed += written.rows;
+  progress->files_added += written.files_added;
+  progress->files_removed += written.files_removed;
+  progress->bytes_written += written.bytes;
+  progress->table_version = written.commit.version;
+  progress->commit_attempts += written.commit.attempts;
+}
+
+std::string RangesText(const amp::BatchMetadata& metadata) {
+  std::string text;
+  for (const auto& range : metadata.ranges) {
+    if (!text.empty()) text += ",";
+    text += range.network + ":" + std::to_string(range.start) + "-" + std::to_string(range.end);
+  }
+  return text;
+}
+
+void ReportBatch(const LoadOptions& options, const std::string& table_name,
+                 const amp::ResponseBatch& message, const Progress& progress, double seconds) {
+  if (!options.on_batch || options.read_all) return;
+  LoadResult batch;
+  batch.table_name = table_name;
+  batch.success = true;
+  batch.rows_loaded = message.data->num_rows();
+  batch.duration = seconds;
+  batch.ops_per_second = seconds > 0 ? static_cast<double>(batch.rows_loaded) / seconds : 0;
+  batch.metadata["batch_index"] = std::to_string(progress.batches - 1);
+  batch.metadata["total_rows"] = std::to_string(progress.rows);
+  batch.metadata["total_bytes"] = std::to_string(progress.bytes);
+  const std::string ranges = RangesText(message.metadata);
+  if (!ranges.empty()) batch.metadata["block_ranges"] = ranges;
+  options.on_batch(batch);
+}
+
+// One run of the query into the table.
+arrow::Status LoadOnce(amp::Client& client, const std::string& sql, const LoadOptions& options,
+                       delta::TableWriteOptions write,
+                       const std::shared_ptr<storage::ObjectStore>& store,
+                       const std::string& table_name, Progress* progress,
+                       std::optional<delta::MergeResult>* merged) {
   amp::QueryOptions query;
   query.stream = false;
   ARROW_ASSIGN_OR_RAISE(auto stream, client.Query(sql, query));
-  ARROW_ASSIGN_OR_RAISE(auto writer, delta::TableWriter::Open(store, stream->schema(), write));
-  int64_t rows = 0;
-  int64_t bytes = 0;
+  const bool merge = IsMerge(options.mode);
+  std::unique_ptr<delta::TableWriter> writer;
+  std::vector<std::shared_ptr<arrow::RecordBatch>> merge_source;
+  auto fail = [&](const arrow::Status& status) {
+    stream->Cancel();
+    if (writer) (void)writer->Abort();
+    return status;
+  };
+  if (!merge) {
+    auto opened = delta::TableWriter::Open(store, stream->schema(), write);
+    if (!opened.ok()) return fail(opened.status());
+    writer = std::move(*opened);
+    // mode ignore on an existing table: nothing to read.
+    if (writer->skipped()) return fail(arrow::Status::OK());
+  }
+  int64_t rows_in_commit = 0;
+  auto last = Clock::now();
   while (true) {
     auto message = stream->Next();
-    if (!message.ok()) {
-      (void)writer->Abort();
-      return message.status();
-    }
+    if (!message.ok()) return fail(message.status());
     if (!message->has_value()) break;
     const auto& batch = (*message)->data;
     if (batch->num_rows() == 0) continue;  // markers and keep-alives carry no rows
-    arrow::Status written = writer->Write(batch);
-    if (!written.ok()) {
-      stream->Cancel();
-      (void)writer->Abort();
-      return written;
+    if (merge) {
+      merge_source.push_back(batch);
+    } else {
+      arrow::Status written = writer->Write(batch);
+      if (!written.ok()) return fail(written);
     }
-    rows += batch->num_rows();
-    bytes += arrow::util::TotalBufferSize(*batch);
-    if (options.progress) options.progress(rows, bytes);
+    progress->rows += batch->num_rows();
+    progress->bytes += arrow::util::TotalBufferSize(*batch);
+    ++progress->batches;
+    rows_in_commit += batch->num_rows();
+    const auto now = Clock::now();
+    ReportBatch(options, table_name, **message, *progress,
+                std::chrono::duration<double>(now - last).count());
+    last = now;
+    if (writer && options.commit_every_rows && rows_in_commit >= *options.commit_every_rows) {
+      auto committed = writer->Commit();
+      if (!committed.ok()) return fail(committed.status());
+      Record(*committed, progress);
+      // Later commits of the load add to what the first one left.
+      write.mode = delta::SaveMode::kAppend;
+      auto reopened = delta::TableWriter::Open(store, stream->schema(), write);
+      if (!reopened.ok()) return fail(reopened.status());
+      writer = std::move(*reopened);
+      rows_in_commit = 0;
+    }
   }
+  if (merge) {
+    delta::MergeOptions merge_options;
+    merge_options.keys = options.merge_keys;
+    merge_options.write = write;
+    ARROW_ASSIGN_OR_RAISE(auto result,
+                          delta::MergeRows(store, stream->schema(), merge_source, merge_options));
+    Record(result.write, progress);
+    *merged = std::move(result);
+    return arrow::Status::OK();
+  }
+  if (rows_in_commit == 0 && progress->commits > 0) return writer->Abort();
   ARROW_ASSIGN_OR_RAISE(auto committed, writer->Commit());
-  result->rows_loaded = rows;
-  result->metadata["operation"] = "load_table";
-  result->metadata["rows_loaded"] = std::to_string(rows);
-  result->metadata["write_mode"] = options.mode;
-  result->metadata["committed"] = committed.committed ? "true" : "false";
-  if (committed.committed) {
-    result->metadata["table_version"] = std::to_string(committed.commit.version);
-    result->metadata["files_added"] = std::to_string(committed.files_added);
-    result->metadata["files_removed"] = std::to_string(committed.files_removed);
-    result->metadata["bytes_written"] = std::to_string(committed.bytes);
-    result->metadata["commit_attempts"] = std::to_string(committed.commit.attempts);
+  Record(committed, progress);
+  return arrow::Status::OK();
+}
+
+// Delay before retry `attempt` (0-based) per resilience.retry.
+std::chrono::milliseconds Backoff(const RetryConfig& retry, int attempt) {
+  double delay = static_cast<double>(retry.initial_backoff_ms) *
+                 std::pow(retry.backoff_multiplier, attempt);
+  delay = std::min(delay, static_cast<double>(retry.max_backoff_ms));
+  if (retry.jitter) {
+    static thread_local std::mt19937_64 random{std::random_device{}()};
+    delay *= std::uniform_real_distribution<double>(0.5, 1.0)(random);
   }
-  // Maintenance runs once per load, after the commit: a failure is reported, the load stands.
-  if (committed.committed && config.optimize_after_write) {
+  return std::chrono::milliseconds(static_cast<int64_t>(delay));
+}
+
+void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
+                    const DeltaLakeConfig& config, const delta::TableWriteOptions& write,
+                    LoadResult* result) {
+  // Once per load, after the commit: a failure is reported, the load stands.
+  if (config.optimize_after_write) {
     delta::OptimizeOptions optimize;
     if (config.file_size_hint) optimize.target_size = *config.file_size_hint;
     optimize.files.codec = write.files.codec;
@@ -93,7 +212,7 @@ arrow::Status Run(amp::Client& client, const std::string& sql, const DeltaLakeCo
       result->metadata["optimize_error"] = compacted.status().message();
     }
   }
-  if (committed.committed && config.vacuum_after_write) {
+  if (config.vacuum_after_write) {
     auto vacuumed = delta::Vacuum(store);
     if (vacuumed.ok()) {
       result->metadata["vacuum_files_deleted"] = std::to_string(vacuumed->files.size());
@@ -101,6 +220,68 @@ arrow::Status Run(amp::Client& client, const std::string& sql, const DeltaLakeCo
       result->metadata["vacuum_error"] = vacuumed.status().message();
     }
   }
+}
+
+arrow::Status Run(amp::Client& client, const std::string& sql, const DeltaLakeConfig& config,
+                  const LoadOptions& options, LoadResult* result) {
+  ARROW_ASSIGN_OR_RAISE(auto write, WriteOptions(config, options));
+  const std::string warning = storage::MissingCredentialsWarning(config.table_path,
+                                                                 config.storage_options);
+  if (!warning.empty()) {
+    AMPDELTA_LOG_WARN(warning);
+    result->metadata["warning"] = warning;
+  }
+  std::shared_ptr<storage::ObjectStore> store = options.store;
+  if (store == nullptr) {
+    ARROW_ASSIGN_OR_RAISE(store, storage::OpenObjectStore(config.table_path, config.storage_options));
+  }
+  Progress progress;
+  std::optional<delta::MergeResult> merged;
+  for (int attempt = 0;; ++attempt) {
+    progress = Progress();
+    arrow::Status status =
+        LoadOnce(client, sql, options, write, store, result->table_name, &progress, &merged);
+    if (status.ok()) break;
+    const bool retryable = config.retry.enabled && attempt < config.retry.max_retries &&
+                           progress.commits == 0 && amp::IsTransientServerError(status);
+    if (!retryable) {
+      if (progress.commits > 0) {
+        return status.WithMessage(status.message(), " (", progress.rows_committed,
+                                  " rows of this load were already committed, up to table version ",
+                                  progress.table_version, ")");
+      }
+      return status;
+    }
+    const auto delay = Backoff(config.retry, attempt);
+    AMPDELTA_LOG_WARN("load into ", result->table_name, " failed (", status.message(),
+                      "); retry ", attempt + 1, "/", config.retry.max_retries, " in ",
+                      delay.count(), " ms");
+    result->metadata["retries"] = std::to_string(attempt + 1);
+    std::this_thread::sleep_for(delay);
+  }
+  result->rows_loaded = progress.rows;
+  result->metadata["operation"] = "load_table";
+  result->metadata["rows_loaded"] = std::to_string(progress.rows);
+  result->metadata["write_mode"] = options.mode;
+  result->metadata["committed"] = progress.commits > 0 ? "true" : "false";
+  if (progress.commits > 0) {
+    result->metadata["table_version"] = std::to_string(progress.table_version);
+    result->metadata["commits"] = std::to_string(progress.commits);
+    result->metadata["files_added"] = std::to_string(progress.files_added);
+    result->metadata["files_removed"] = std::to_string(progress.files_removed);
+    result->metadata["bytes_written"] = std::to_string(progress.bytes_written);
+    result->metadata["commit_attempts"] = std::to_string(progress.commit_attempts);
+  } else {
+    result->rows_loaded = 0;  // mode ignore on an existing table
+  }
+  if (merged) {
+    result->metadata["rows_inserted"] = std::to_string(merged->rows_inserted);
+    result->metadata["rows_updated"] = std::to_string(merged->rows_updated);
+    result->metadata["source_duplicates"] = std::to_string(merged->source_duplicates);
+    result->metadata["files_rewritten"] = std::to_string(merged->files_rewritten);
+    result->metadata["files_skipped"] = std::to_string(merged->files_skipped);
+  }
+  if (progress.commits > 0) RunMaintenance(store, config, write, result);
   return arrow::Status::OK();
 }
 
@@ -110,9 +291,9 @@ LoadResult LoadBatch(amp::Client& client, const std::string& sql, const DeltaLak
                      const LoadOptions& options) {
   LoadResult result;
   result.table_name = options.destination.empty() ? config.table_path : options.destination;
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = Clock::now();
   arrow::Status status = Run(client, sql, config, options, &result);
-  result.duration = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.duration = std::chrono::duration<double>(Clock::now() - start).count();
   result.success = status.ok();
   if (!status.ok()) {
     result.error = status.message();

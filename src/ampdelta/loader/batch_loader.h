@@ -8,12 +8,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <arrow/result.h>
 
 #include "ampdelta/amp/client.h"
 #include "ampdelta/loader/config.h"
 #include "ampdelta/loader/load_result.h"
+#include "ampdelta/storage/object_store.h"
 
 namespace ampdelta::loader {
 
@@ -23,19 +25,35 @@ struct LoadOptions {
   std::string connection;
   /// Names the load in results and logs; `table_path` decides where data goes.
   std::string destination;
-  /// append, overwrite, error or ignore.
+  /// append, overwrite, merge (= upsert), error or ignore.
   std::string mode = "append";
+  /// Key columns for merge/upsert.
+  std::vector<std::string> merge_keys;
+  /// Commit every N rows instead of once at the end (huge loads): each commit is atomic,
+  /// the load as a whole is not. Append and overwrite only (an overwrite replaces the table
+  /// in its first commit and appends afterwards).
+  std::optional<int64_t> commit_every_rows;
   /// Only changes how the result is reported: memory use is bounded either way.
   bool read_all = false;
   /// Parquet codec (`writer_properties` compression) and level.
   std::string compression = "zstd";
   std::optional<int> compression_level;
-  /// Called after each batch with the running totals (rows, bytes of Arrow data).
-  std::function<void(int64_t rows, int64_t bytes)> progress;
+  /// An already-open store to write to instead of opening `table_path` (custom stores,
+  /// fault injection in tests).
+  std::shared_ptr<storage::ObjectStore> store;
+  /// Per-batch progress (unless read_all): a LoadResult for each batch received, with
+  /// rows_loaded = the batch's rows and metadata batch_index, total_rows, total_bytes and
+  /// the batch's block ranges. Rows become visible only with the load's final commit.
+  std::function<void(const LoadResult& batch)> on_batch;
 };
 
 /// \brief Load the result of `sql` into the configured table. Never throws; failures
 /// come back as a LoadResult with success=false and the table left as it was.
+///
+/// Transient server failures (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED),
+/// before or during the stream, rerun the query with back-off per `config.retry`, as long as
+/// nothing of this load has been committed yet (with commit_every_rows, later failures are
+/// reported with the rows already committed).
 LoadResult LoadBatch(amp::Client& client, const std::string& sql,
                      const DeltaLakeConfig& config, const LoadOptions& options);
 

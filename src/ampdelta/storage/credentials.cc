@@ -1,0 +1,60 @@
+#include "ampdelta/storage/credentials.h"
+
+#include <cstdlib>
+
+#include "ampdelta/storage/object_store_registry.h"
+
+namespace ampdelta::storage {
+namespace {
+
+// The store family a scheme belongs to, as the warning names it.
+std::string Family(const std::string& scheme) {
+  if (scheme == "s3" || scheme == "s3a") return "S3";
+  if (scheme == "az" || scheme == "abfs" || scheme == "abfss" || scheme == "adl" ||
+      scheme == "azure") {
+    return "Azure";
+  }
+  if (scheme == "gs" || scheme == "gcs") return "GCS";
+  return "";
+}
+
+}  // namespace
+
+std::optional<std::string> LookupOption(const std::map<std::string, std::string>& options,
+                                        const std::string& key) {
+  auto it = options.find(key);
+  if (it != options.end() && !it->second.empty()) return it->second;
+  const char* env = std::getenv(key.c_str());
+  if (env != nullptr && *env != '\0') return std::string(env);
+  return std::nullopt;
+}
+
+std::vector<std::string> MissingCredentials(const std::string& uri,
+                                            const std::map<std::string, std::string>& options) {
+  const std::string family = Family(UriScheme(uri));
+  std::vector<std::string> missing;
+  auto require = [&](const std::string& key) {
+    if (!LookupOption(options, key)) missing.push_back(key);
+  };
+  if (family == "S3") {
+    require("AWS_ACCESS_KEY_ID");
+    require("AWS_SECRET_ACCESS_KEY");
+  } else if (family == "Azure") {
+    require("AZURE_STORAGE_ACCOUNT_NAME");
+    if (!LookupOption(options, "AZURE_STORAGE_SAS_TOKEN")) require("AZURE_STORAGE_ACCOUNT_KEY");
+  } else if (family == "GCS") {
+    if (!LookupOption(options, "GOOGLE_APPLICATION_CREDENTIALS")) require("GOOGLE_SERVICE_ACCOUNT");
+  }
+  return missing;
+}
+
+std::string MissingCredentialsWarning(const std::string& uri,
+                                      const std::map<std::string, std::string>& options) {
+  const auto missing = MissingCredentials(uri, options);
+  if (missing.empty()) return "";
+  std::string list = "[";
+  for (size_t i = 0; i < missing.size(); ++i) list += (i ? ", '" : "'") + missing[i] + "'";
+  return "Missing " + Family(UriScheme(uri)) + " credentials: " + list + "]";
+}
+
+}  // namespace ampdelta::storage

@@ -1,0 +1,33 @@
+#pragma once
+
+/// \file credentials.h
+/// \brief Which cloud credentials a table URL needs, looked up as the seed's loader does:
+/// in `storage_options` first, then in environment variables of the same names.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ampdelta::storage {
+
+/// \brief Return `key` from `options`, else from the environment, else nullopt.
+std::optional<std::string> LookupOption(const std::map<std::string, std::string>& options,
+                                        const std::string& key);
+
+/// \brief Return the credential keys a store at `uri` needs but neither `options` nor the
+/// environment has (empty for local paths and when credentials are complete).
+///
+/// S3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; Azure AZURE_STORAGE_ACCOUNT_NAME
+/// and AZURE_STORAGE_ACCOUNT_KEY (or AZURE_STORAGE_SAS_TOKEN instead of the key); GCS
+/// GOOGLE_SERVICE_ACCOUNT (or GOOGLE_APPLICATION_CREDENTIALS).
+std::vector<std::string> MissingCredentials(const std::string& uri,
+                                            const std::map<std::string, std::string>& options);
+
+/// \brief Return the seed's warning for missing credentials, e.g.
+/// `Missing S3 credentials: ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']`, or "" when
+/// nothing is missing.
+std::string MissingCredentialsWarning(const std::string& uri,
+                                      const std::map<std::string, std::string>& options);
+
+}  // namespace ampdelta::storage

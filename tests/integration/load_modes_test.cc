@@ -1,0 +1,415 @@
+// The deltalake loader's modes and resilience against the in-process dev server: merge and
+// upsert, commit_every_rows, per-batch results, retries of transient server failures, store
+// failures mid-load, and the seed page's examples.
+
+#include <arrow/compute/api.h>
+#include <arrow/table.h>
+#include <parquet/arrow/reader.h>
+#include <parquet/file_reader.h>
+
+#include "ampdelta/amp/server_error.h"
+#include "ampdelta/delta/scan.h"
+#include "ampdelta/delta/snapshot.h"
+#include "ampdelta/delta/table_writer.h"
+#include "ampdelta/devserver/dev_server.h"
+#include "ampdelta/loader/batch_loader.h"
+#include "ampdelta/loader/client.h"
+#include "ampdelta/storage/fault_store.h"
+#include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/util/status.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_util.h"
+
+namespace ampdelta {
+namespace {
+
+constexpr const char* kQuickstart =
+    R"(SELECT block_num, timestamp, hash, gas_used FROM "acme/eth_mainnet".blocks)";
+
+std::string Blocks(int from, int to) {
+  return std::string(R"(SELECT block_num, timestamp, hash, gas_used FROM "acme/eth_mainnet".blocks )") +
+         "WHERE block_num >= " + std::to_string(24000000 + from) +
+         " AND block_num < " + std::to_string(24000000 + to);
+}
+
+// An amp::Client whose first queries, or first streams part-way, fail as a dead server does.
+class FlakyClient : public amp::Client {
+ public:
+  FlakyClient(amp::Client* inner, int failing_queries, int failing_streams, std::string code)
+      : inner_(inner), failing_queries_(failing_queries), failing_streams_(failing_streams),
+        code_(std::move(code)) {}
+
+  arrow::Result<std::unique_ptr<amp::QueryStream>> Query(const std::string& sql,
+                                                         const amp::QueryOptions& options) override {
+    ++queries;
+    if (failing_queries_ > 0) {
+      --failing_queries_;
+      return Failure("GetFlightInfo");
+    }
+    ARROW_ASSIGN_OR_RAISE(auto stream, inner_->Query(sql, options));
+    const bool fail = failing_streams_ > 0;
+    if (fail) --failing_streams_;
+    return std::unique_ptr<amp::QueryStream>(new Stream(std::move(stream), fail ? this : nullptr));
+  }
+  arrow::Result<std::shared_ptr<arrow::Schema>> GetSchema(const std::string& sql,
+                                                          const amp::QueryOptions& options) override {
+    return inner_->GetSchema(sql, options);
+  }
+  const std::string& url() const override { return inner_->url(); }
+
+  int queries = 0;
+
+ private:
+  arrow::Status Failure(const char* call) const {
+    return WithErrorCode(arrow::Status::IOError(call, " failed: ", code_, ": injected"),
+                         ErrorCode::kServerError, code_);
+  }
+
+  // Fails after its second batch.
+  class Stream : public amp::QueryStream {
+   public:
+    Stream(std::unique_ptr<amp::QueryStream> inner, const FlakyClient* failing)
+        : inner_(std::move(inner)), failing_(failing) {}
+    const std::shared_ptr<arrow::Schema>& schema() const override { return inner_->schema(); }
+    arrow::Result<std::optional<amp::ResponseBatch>> Next() override {
+      if (failing_ != nullptr && ++messages_ > 2) return failing_->Failure("DoGet");
+      return inner_->Next();
+    }
+    void Cancel() override { inner_->Cancel(); }
+
+   private:
+    std::unique_ptr<amp::QueryStream> inner_;
+    const FlakyClient* failing_;
+    int messages_ = 0;
+  };
+
+  amp::Client* inner_;
+  int failing_queries_;
+  int failing_streams_;
+  std::string code_;
+};
+
+class LoadModesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    devserver::DevServerOptions options;
+    options.chain.transactions_per_block = 8;
+    options.chain.max_rows_per_batch = 128;  // several batches per query
+    ASSERT_OK_AND_ASSIGN(server_, devserver::DevServer::Start(options));
+    ASSERT_OK_AND_ASSIGN(amp_, amp::Client::Connect(server_->url()));
+    table_ = dir_.path() + "/blocks";
+  }
+
+  loader::DeltaLakeConfig Config(const std::string& extra = "") {
+    auto config = loader::ParseDeltaLakeConfig(
+        R"({"table_path": ")" + table_ + R"(", "optimize_after_write": false)" +
+        (extra.empty() ? "" : ", " + extra) + "}");
+    EXPECT_OK(config.status());
+    return *config;
+  }
+
+  loader::LoadResult Load(const std::string& sql, loader::LoadOptions options,
+                          const std::string& extra = "") {
+    options.destination = "blocks";
+    return loader::LoadBatch(*amp_, sql, Config(extra), options);
+  }
+
+  loader::LoadResult Load(const std::string& sql, const std::string& mode = "append",
+                          const std::string& extra = "") {
+    loader::LoadOptions options;
+    options.mode = mode;
+    return Load(sql, options, extra);
+  }
+
+  std::shared_ptr<const delta::Snapshot> Snapshot(std::optional<int64_t> version = std::nullopt) {
+    auto store = *storage::OpenObjectStore(table_);
+    delta::SnapshotOptions options;
+    options.version = version;
+    return *delta::Snapshot::Load(store, options);
+  }
+
+  // The table's rows as "block_num:gas_used", sorted.
+  std::vector<std::string> Rows(const std::shared_ptr<const delta::Snapshot>& snapshot,
+                                const std::string& value_column = "gas_used") {
+    auto scan = delta::TableScan::Make(snapshot, {{"block_num", value_column}, std::nullopt});
+    EXPECT_OK(scan.status());
+    auto table = (*scan)->ToTable();
+    EXPECT_OK(table.status());
+    std::vector<std::string> rows;
+    auto combined = *(*table)->CombineChunksToBatch();
+    for (int64_t i = 0; i < combined->num_rows(); ++i) {
+      rows.push_back((*combined->column(0)->GetScalar(i))->ToString() + ":" +
+                     (*combined->column(1)->GetScalar(i))->ToString());
+    }
+    std::sort(rows.begin(), rows.end());
+    return rows;
+  }
+
+  ampdelta::testing::TempDir dir_;
+  std::unique_ptr<devserver::DevServer> server_;
+  std::unique_ptr<amp::Client> amp_;
+  std::string table_;
+};
+
+TEST_F(LoadModesTest, MergeReplacesMatchingRowsInsertsOthersAndReadsOnlyFilesThatMayMatch) {
+  // Three files of 30 blocks each.
+  ASSERT_TRUE(Load(Blocks(0, 30)).success);
+  ASSERT_TRUE(Load(Blocks(30, 60)).success);
+  ASSERT_TRUE(Load(Blocks(60, 90)).success);
+  const auto before = Rows(Snapshot());
+  ASSERT_EQ(before.size(), 90u);
+
+  loader::LoadOptions options;
+  options.mode = "merge";
+  options.merge_keys = {"block_num"};
+  const auto result = Load(Blocks(80, 100), options);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(result.rows_loaded, 20);
+  EXPECT_EQ(result.metadata.at("rows_updated"), "10");
+  EXPECT_EQ(result.metadata.at("rows_inserted"), "10");
+  EXPECT_EQ(result.metadata.at("files_rewritten"), "1");
+  EXPECT_EQ(result.metadata.at("files_skipped"), "2");  // blocks 0-59: key stats exclude them
+  EXPECT_EQ(result.metadata.at("table_version"), "3");
+
+  auto snapshot = Snapshot();
+  const auto after = Rows(snapshot);
+  ASSERT_EQ(after.size(), 100u);  // every block once
+  std::set<std::string> distinct_blocks;
+  for (const auto& row : after) distinct_blocks.insert(row.substr(0, row.find(':')));
+  EXPECT_EQ(distinct_blocks.size(), 100u);
+  // The untouched files are the same files.
+  int kept = 0;
+  const auto previous = Snapshot(2);
+  for (const auto& file : previous->files()) {
+    for (const auto& now : snapshot->files()) kept += now.path == file.path ? 1 : 0;
+  }
+  EXPECT_EQ(kept, 2);
+  // One commit, named MERGE; the version before stays readable.
+  ASSERT_OK_AND_ASSIGN(auto history, delta::ReadHistory(**storage::OpenObjectStore(table_), 1));
+  ASSERT_TRUE(history[0].commit_info.has_value());
+  EXPECT_EQ(history[0].commit_info->operation, "MERGE");
+  EXPECT_EQ(Rows(Snapshot(2)), before);
+}
+
+TEST_F(LoadModesTest, UpsertKeepsTheLastRowOfEachKeyInsideTheLoad) {
+  loader::LoadOptions options;
+  options.mode = "upsert";
+  options.merge_keys = {"block_num"};
+  // 8 transactions per block: the last of each block wins.
+  const auto result = Load(R"(SELECT block_num, tx_index FROM "acme/eth_mainnet".transactions)",
+                           options);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(result.metadata.at("source_duplicates"), "700");
+  const auto rows = Rows(Snapshot(), "tx_index");
+  ASSERT_EQ(rows.size(), 100u);
+  for (const auto& row : rows) EXPECT_EQ(row.substr(row.find(':') + 1), "7") << row;
+}
+
+TEST_F(LoadModesTest, MergeWithCompositeKeysMatchesOnAllOfThem) {
+  const std::string tx = R"(SELECT block_num, tx_index, gas_used FROM "acme/eth_mainnet".transactions)";
+  ASSERT_TRUE(Load(tx + " WHERE block_num < 24000010").success);
+  loader::LoadOptions options;
+  options.mode = "merge";
+  options.merge_keys = {"block_num", "tx_index"};
+  const auto result = Load(tx + " WHERE block_num >= 24000005 AND block_num < 24000020", options);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(result.metadata.at("rows_updated"), "40");
+  EXPECT_EQ(result.metadata.at("rows_inserted"), "80");
+  EXPECT_EQ(Snapshot()->num_records(), std::optional<int64_t>(160));
+}
+
+TEST_F(LoadModesTest, MergeErrorsNameTheProblemAndLeaveTheTable) {
+  ASSERT_TRUE(Load(kQuickstart).success);
+  loader::LoadOptions options;
+  options.mode = "merge";
+  auto result = Load(kQuickstart, options);
+  EXPECT_FALSE(result.success);
+  EXPECT_NE(result.error.find("needs merge_keys"), std::string::npos) << result.error;
+  options.merge_keys = {"tx_hash"};
+  result = Load(kQuickstart, options);
+  EXPECT_FALSE(result.success);
+  EXPECT_NE(result.error.find("merge key column 'tx_hash' not found in the data"), std::string::npos)
+      << result.error;
+  EXPECT_EQ(Snapshot()->version(), 0);
+}
+
+TEST_F(LoadModesTest, CommitEveryRowsCommitsInSlicesAndOverwriteReplacesOnlyOnce) {
+  ASSERT_TRUE(Load(kQuickstart).success);
+  loader::LoadOptions options;
+  options.mode = "overwrite";
+  options.commit_every_rows = 200;
+  const auto result = Load(R"(SELECT block_num, gas_used FROM "acme/eth_mainnet".transactions)",
+                           options);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(result.rows_loaded, 800);
+  const int commits = std::stoi(result.metadata.at("commits"));
+  EXPECT_GE(commits, 2);
+  auto snapshot = Snapshot();
+  EXPECT_EQ(snapshot->version(), commits);
+  EXPECT_EQ(snapshot->num_records(), std::optional<int64_t>(800));
+}
+
+TEST_F(LoadModesTest, BatchLoadsReportEachBatchUnlessReadAll) {
+  loader::LoadOptions options;
+  std::vector<loader::LoadResult> batches;
+  options.on_batch = [&](const loader::LoadResult& batch) { batches.push_back(batch); };
+  const auto result = Load(R"(SELECT * FROM "acme/eth_mainnet".transactions)", options);
+  ASSERT_TRUE(result.success) << result.error;
+  ASSERT_GE(batches.size(), 2u);
+  int64_t sum = 0;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    EXPECT_TRUE(batches[i].success);
+    EXPECT_EQ(batches[i].metadata.at("batch_index"), std::to_string(i));
+    sum += batches[i].rows_loaded;
+    EXPECT_EQ(batches[i].metadata.at("total_rows"), std::to_string(sum));
+    EXPECT_NE(batches[i].metadata.at("block_ranges").find("mainnet:"), std::string::npos);
+  }
+  EXPECT_EQ(sum, result.rows_loaded);
+  batches.clear();
+  options.read_all = true;
+  ASSERT_TRUE(Load(R"(SELECT * FROM "acme/eth_mainnet".transactions)", options).success);
+  EXPECT_TRUE(batches.empty());
+}
+
+TEST_F(LoadModesTest, TransientServerFailuresAreRetriedWithoutDuplicatingRows) {
+  const std::string retry = R"("resilience": {"retry": {"initial_backoff_ms": 5, "jitter": false}})";
+  // Planning fails twice, then the stream dies after two messages once: three retries.
+  FlakyClient flaky(amp_.get(), /*failing_queries=*/2, /*failing_streams=*/1, "UNAVAILABLE");
+  loader::LoadOptions options;
+  options.destination = "tx";
+  const auto result = loader::LoadBatch(
+      flaky, R"(SELECT block_num, gas_used FROM "acme/eth_mainnet".transactions)", Config(retry),
+      options);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(flaky.queries, 4);
+  EXPECT_EQ(result.metadata.at("retries"), "3");
+  EXPECT_EQ(result.rows_loaded, 800);
+  auto snapshot = Snapshot();
+  EXPECT_EQ(snapshot->version(), 0);
+  EXPECT_EQ(snapshot->num_records(), std::optional<int64_t>(800));
+}
+
+TEST_F(LoadModesTest, RetriesStopAtMaxRetriesAndNonTransientErrorsAreNotRetried) {
+  const std::string retry =
+      R"("resilience": {"retry": {"max_retries": 2, "initial_backoff_ms": 5}})";
+  FlakyClient down(amp_.get(), /*failing_queries=*/10, 0, "UNAVAILABLE");
+  auto result = loader::LoadBatch(down, kQuickstart, Config(retry), {});
+  EXPECT_FALSE(result.success);
+  EXPECT_EQ(down.queries, 3);
+  EXPECT_NE(result.error.find("UNAVAILABLE"), std::string::npos) << result.error;
+
+  FlakyClient invalid(amp_.get(), /*failing_queries=*/1, 0, "INVALID_ARGUMENT");
+  result = loader::LoadBatch(invalid, kQuickstart, Config(retry), {});
+  EXPECT_FALSE(result.success);
+  EXPECT_EQ(invalid.queries, 1);
+
+  FlakyClient disabled(amp_.get(), /*failing_queries=*/1, 0, "UNAVAILABLE");
+  result = loader::LoadBatch(disabled, kQuickstart,
+                             Config(R"("resilience": {"retry": {"enabled": false}})"), {});
+  EXPECT_FALSE(result.success);
+  EXPECT_EQ(disabled.queries, 1);
+  EXPECT_FALSE(storage::OpenObjectStore(table_).ValueOrDie()->Head("_delta_log/00000000000000000000.json").ok());
+}
+
+TEST_F(LoadModesTest, AStoreWriteFailingMidLoadCommitsNothingAndLeavesNoFiles) {
+  ASSERT_TRUE(Load(R"(SELECT * FROM "acme/eth_mainnet".transactions WHERE block_num < 24000010)").success);
+  ASSERT_OK_AND_ASSIGN(auto local, storage::OpenObjectStore(table_));
+  auto faulty = std::make_shared<storage::FaultStore>(local);
+  storage::FaultRule rule;
+  rule.op = storage::StoreOp::kOpenOutputStream;
+  rule.nth = 2;  // the second data file
+  rule.message = "injected: disk full";
+  faulty->AddRule(rule);
+  loader::LoadOptions options;
+  options.store = faulty;
+  const auto result = Load(R"(SELECT * FROM "acme/eth_mainnet".transactions)", options,
+                           R"("max_rows_per_file": 100)");
+  EXPECT_FALSE(result.success);
+  EXPECT_NE(result.error.find("injected: disk full"), std::string::npos) << result.error;
+  EXPECT_EQ(faulty->faults_fired(), 1);
+  auto snapshot = Snapshot();
+  EXPECT_EQ(snapshot->version(), 0);
+  // Only the first load's data file and the log remain.
+  ASSERT_OK_AND_ASSIGN(auto listing, local->List("", ""));
+  int parquet = 0;
+  for (const auto& object : listing) parquet += object.path.ends_with(".parquet") ? 1 : 0;
+  EXPECT_EQ(parquet, static_cast<int>(snapshot->files().size()));
+}
+
+TEST_F(LoadModesTest, SeedReplaceFlowDeletesEveryRowThenAppends) {
+  ASSERT_TRUE(Load(kQuickstart).success);
+  ASSERT_OK_AND_ASSIGN(auto deleted, delta::DeleteRows(*storage::OpenObjectStore(table_), ""));
+  EXPECT_EQ(deleted.rows_deleted, 100);
+  EXPECT_EQ(Snapshot()->num_records(), std::optional<int64_t>(0));
+  ASSERT_TRUE(Load(kQuickstart).success);
+  EXPECT_EQ(Snapshot()->version(), 2);
+  EXPECT_EQ(Rows(Snapshot()).size(), 100u);
+  EXPECT_EQ(Rows(Snapshot(0)), Rows(Snapshot()));  // the previous versions stay readable
+}
+
+TEST_F(LoadModesTest, SeedZstdWriterPropertiesCompressEveryColumnChunkWithZstd) {
+  loader::LoadOptions options;
+  options.compression = "zstd";
+  options.compression_level = 9;
+  options.read_all = true;
+  ASSERT_TRUE(Load(kQuickstart, options).success);
+  auto snapshot = Snapshot();
+  ASSERT_EQ(snapshot->files().size(), 1u);
+  auto reader = parquet::ParquetFileReader::OpenFile(table_ + "/" + snapshot->files()[0].path);
+  auto metadata = reader->metadata();
+  for (int column = 0; column < metadata->num_columns(); ++column) {
+    EXPECT_EQ(metadata->RowGroup(0)->ColumnChunk(column)->compression(),
+              parquet::Compression::ZSTD);
+  }
+  options.compression = "brotli9";
+  const auto bad = Load(kQuickstart, options);
+  EXPECT_FALSE(bad.success);
+  EXPECT_NE(bad.error.find("brotli9"), std::string::npos) << bad.error;
+}
+
+TEST_F(LoadModesTest, SeedTroubleshootingErrorsLeaveTheTableUnchanged) {
+  ASSERT_TRUE(Load(kQuickstart, "append", R"("partition_by": ["block_num"])").success);
+  const auto before = Rows(Snapshot());
+  struct Case {
+    std::string extra;
+    std::string mode;
+    std::string message;
+  };
+  const Case cases[] = {
+      {R"("partition_by": ["network"])", "append", "Partition columns {'network'} not found in table"},
+      {R"("partition_by": ["gas_used"])", "append",
+       "Specified table partitioning does not match table partitioning"},
+      {R"("merge_schema": false)", "append", "schema mismatch with merge_schema=false"},
+      {"", "merge", "needs merge_keys"},
+      {"", "sideways", "Invalid save mode provided: sideways"},
+  };
+  for (const auto& c : cases) {
+    const std::string sql = c.extra.find("merge_schema") != std::string::npos
+                                ? R"(SELECT block_num, timestamp, hash, gas_used, nonce FROM "acme/eth_mainnet".blocks)"
+                                : kQuickstart;
+    const auto result = Load(sql, c.mode, c.extra);
+    EXPECT_FALSE(result.success) << c.message;
+    EXPECT_NE(result.error.find(c.message), std::string::npos) << result.error;
+    EXPECT_EQ(Snapshot()->version(), 0) << c.message;
+  }
+  EXPECT_EQ(Rows(Snapshot()), before);
+  // merge_schema=false still accepts a load that matches.
+  EXPECT_TRUE(Load(kQuickstart, "append", R"("merge_schema": false)").success);
+}
+
+TEST_F(LoadModesTest, MissingCloudCredentialsGiveTheSeedsWarning) {
+  ::unsetenv("AWS_ACCESS_KEY_ID");
+  ::unsetenv("AWS_SECRET_ACCESS_KEY");
+  auto config = loader::ParseDeltaLakeConfig(
+      R"({"table_path": "s3://my-bucket/amp/blocks", "storage_options": {"AWS_REGION": "us-east-1"}})");
+  ASSERT_OK(config.status());
+  loader::LoadOptions options;
+  options.store = *storage::OpenObjectStore(table_);  // where the rows really go
+  const auto result = loader::LoadBatch(*amp_, kQuickstart, *config, options);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(result.metadata.at("warning"),
+            "Missing S3 credentials: ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']");
+}
+
+}  // namespace
+}  // namespace ampdelta
