@@ -28,21 +28,28 @@ int64_t FaultStore::calls(StoreOp op) const {
 }
 
 FaultStore::Decision FaultStore::Check(StoreOp op, const std::string& path) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++calls_[static_cast<int>(op)];
-  for (auto& active : rules_) {
-    const FaultRule& rule = active.rule;
-    if (rule.op != op) continue;
-    if (!rule.path_contains.empty() && path.find(rule.path_contains) == std::string::npos) {
-      continue;
-    }
-    ++active.matched;
-    if (rule.nth == 0 || active.matched == rule.nth) {
-      ++fired_;
-      return Decision{true, rule.lose_reply, rule.message};
+  std::function<void()> before;
+  Decision decision;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++calls_[static_cast<int>(op)];
+    for (auto& active : rules_) {
+      const FaultRule& rule = active.rule;
+      if (rule.op != op) continue;
+      if (!rule.path_contains.empty() && path.find(rule.path_contains) == std::string::npos) {
+        continue;
+      }
+      ++active.matched;
+      if (rule.nth == 0 || active.matched == rule.nth) {
+        ++fired_;
+        before = rule.before;
+        decision = Decision{rule.fail, rule.fail && rule.lose_reply, rule.message};
+        break;
+      }
     }
   }
-  return Decision{};
+  if (before) before();
+  return decision;
 }
 
 arrow::Result<ObjectMeta> FaultStore::Head(const std::string& path) {

@@ -38,6 +38,10 @@ struct FaultRule {
   bool lose_reply = false;
   /// The error returned.
   std::string message = "injected fault";
+  /// Called when the rule fires, before the call goes on (outside the store's lock): a
+  /// concurrent writer's commit, a crash point. With `fail` false the call then proceeds.
+  std::function<void()> before;
+  bool fail = true;
 };
 
 /// \brief Wraps another store; calls pass through unless a rule fires. Thread-safe.

@@ -56,6 +56,18 @@ TEST_F(TransactionTest, SameAppIdConflicts) {
   EXPECT_EQ(Latest()->files().size(), 2u);
 }
 
+TEST_F(TransactionTest, SerializableTransactionsConflictWithConcurrentBlindAppends) {
+  auto read = Latest();
+  Transaction append(store_, read);
+  append.AddFiles({FileAdd("a.parquet")});
+  Transaction merge(store_, read);
+  merge.ConflictWithConcurrentAppends();
+  merge.AddFiles({FileAdd("b.parquet")});
+  ASSERT_OK(append.Commit().status());
+  EXPECT_THAT(merge.Commit(), testing::HasErrorCode(ErrorCode::kCommitConflict));
+  EXPECT_EQ(Latest()->version(), 1);
+}
+
 TEST_F(TransactionTest, RemovingTheSameFileTwiceConflicts) {
   auto read = Latest();
   Remove remove;
@@ -81,7 +93,7 @@ TEST_F(TransactionTest, MetadataChangeConflictsWithEverything) {
 }
 
 TEST_F(TransactionTest, LostReplyAfterASuccessfulWriteIsNotADuplicate) {
-  store_->AddRule({storage::StoreOp::kPut, "_delta_log/00000000000000000001.json", 1, true, "reply lost"});
+  store_->AddRule({storage::StoreOp::kPut, "_delta_log/00000000000000000001.json", 1, true, "reply lost", {}, true});
   Transaction txn(store_, Latest());
   txn.AddFiles({FileAdd("d.parquet")});
   ASSERT_OK_AND_ASSIGN(auto result, txn.Commit());
@@ -92,7 +104,7 @@ TEST_F(TransactionTest, LostReplyAfterASuccessfulWriteIsNotADuplicate) {
 }
 
 TEST_F(TransactionTest, FailedWriteIsRetriedWithoutDuplicates) {
-  store_->AddRule({storage::StoreOp::kPut, "_delta_log/00000000000000000001.json", 1, false, "503"});
+  store_->AddRule({storage::StoreOp::kPut, "_delta_log/00000000000000000001.json", 1, false, "503", {}, true});
   Transaction txn(store_, Latest());
   txn.AddFiles({FileAdd("e.parquet")});
   ASSERT_OK_AND_ASSIGN(auto result, txn.Commit());
