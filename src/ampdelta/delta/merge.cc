@@ -202,6 +202,10 @@ arrow::Result<MergeResult> MergeOnce(const std::shared_ptr<storage::ObjectStore>
   }
 
   const auto& snapshot = writer->read_snapshot();
+  if (snapshot != nullptr && result.source_rows == 0) {
+    ARROW_RETURN_NOT_OK(writer->Abort());
+    return result;  // nothing to merge: no commit
+  }
   std::unordered_set<std::string> matched;
   if (snapshot != nullptr && !last.empty()) {
     ARROW_ASSIGN_OR_RAISE(auto prune, KeyRangePredicate(conformed, schema, indices));

@@ -143,28 +143,38 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql, const LoadOp
     if (merge) {
       merge_source.push_back(batch);
     } else {
-      arrow::Status written = writer->Write(batch);
-      if (!written.ok()) return fail(written);
+      // With commit_every_rows a batch may be split across commits.
+      std::shared_ptr<arrow::RecordBatch> rest = batch;
+      while (rest->num_rows() > 0) {
+        std::shared_ptr<arrow::RecordBatch> part = rest;
+        if (options.commit_every_rows) {
+          const int64_t room = *options.commit_every_rows - rows_in_commit;
+          part = rest->Slice(0, std::min(room, rest->num_rows()));
+        }
+        arrow::Status written = writer->Write(part);
+        if (!written.ok()) return fail(written);
+        rows_in_commit += part->num_rows();
+        rest = rest->Slice(part->num_rows());
+        if (options.commit_every_rows && rows_in_commit >= *options.commit_every_rows) {
+          auto committed = writer->Commit();
+          if (!committed.ok()) return fail(committed.status());
+          Record(*committed, progress);
+          // Later commits of the load add to what the first one left.
+          write.mode = delta::SaveMode::kAppend;
+          auto reopened = delta::TableWriter::Open(store, stream->schema(), write);
+          if (!reopened.ok()) return fail(reopened.status());
+          writer = std::move(*reopened);
+          rows_in_commit = 0;
+        }
+      }
     }
     progress->rows += batch->num_rows();
     progress->bytes += arrow::util::TotalBufferSize(*batch);
     ++progress->batches;
-    rows_in_commit += batch->num_rows();
     const auto now = Clock::now();
     ReportBatch(options, table_name, **message, *progress,
                 std::chrono::duration<double>(now - last).count());
     last = now;
-    if (writer && options.commit_every_rows && rows_in_commit >= *options.commit_every_rows) {
-      auto committed = writer->Commit();
-      if (!committed.ok()) return fail(committed.status());
-      Record(*committed, progress);
-      // Later commits of the load add to what the first one left.
-      write.mode = delta::SaveMode::kAppend;
-      auto reopened = delta::TableWriter::Open(store, stream->schema(), write);
-      if (!reopened.ok()) return fail(reopened.status());
-      writer = std::move(*reopened);
-      rows_in_commit = 0;
-    }
   }
   if (merge) {
     delta::MergeOptions merge_options;
