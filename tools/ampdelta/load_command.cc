@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include "ampdelta/amp/client.h"
 #include "ampdelta/loader/batch_loader.h"
 #include "ampdelta/loader/config.h"
+#include "ampdelta/loader/stream_loader.h"
 #include "commands.h"
 
 namespace ampdelta::cli {
@@ -32,7 +35,58 @@ struct LoadArgs {
   std::optional<int> compression_level;
   std::string destination;
   std::string token;
+  bool stream = false;
+  bool no_reorg_detection = false;
+  std::optional<uint64_t> until_block;
+  int64_t commit_interval_ms = 1000;
+  int64_t commit_rows = 1'000'000;
 };
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void RequestStop(int) { g_stop.store(true); }
+
+// Streams: one result line per commit and per reorg on stdout; a progress line (head, rows/s,
+// commits, reorgs) on a terminal; SIGINT/SIGTERM stop after the current commit.
+loader::LoadResult RunStream(amp::Client& client, const LoadArgs& args,
+                             const loader::DeltaLakeConfig& config, loader::LoadOptions options) {
+  options.with_reorg_detection = !args.no_reorg_detection;
+  options.until_block = args.until_block;
+  options.stream_commit_interval = std::chrono::milliseconds(args.commit_interval_ms);
+  options.stream_commit_rows = args.commit_rows;
+  options.stop = &g_stop;
+  std::signal(SIGINT, RequestStop);
+  std::signal(SIGTERM, RequestStop);
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto totals = std::make_shared<std::pair<int64_t, int64_t>>(0, 0);  // rows, commits
+  auto reorgs = std::make_shared<int64_t>(0);
+  options.on_result = [=](const loader::LoadResult& result) {
+    if (result.is_reorg) {
+      ++*reorgs;
+    } else {
+      totals->first += result.rows_loaded;
+      ++totals->second;
+    }
+    if (tty) std::fprintf(stderr, "\r\033[K");
+    std::cout << result;
+    if (!result.is_reorg) std::cout << " [" << result.metadata.at("block_ranges") << "]";
+    std::cout << std::endl;
+    if (tty) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const std::string& ranges =
+          result.is_reorg ? std::string("-") : result.metadata.at("block_ranges");
+      std::fprintf(stderr, "  head %s  %.0f rows/s  %lld commits  %lld reorgs  %.0fs ",
+                   ranges.substr(ranges.rfind('-') + 1).c_str(),
+                   seconds > 0 ? static_cast<double>(totals->first) / seconds : 0.0,
+                   static_cast<long long>(totals->second), static_cast<long long>(*reorgs), seconds);
+    }
+  };
+  loader::LoadResult result = loader::LoadStream(client, args.sql, config, options);
+  if (tty) std::fprintf(stderr, "\n");
+  return result;
+}
 
 arrow::Result<std::string> ConfigJson(const LoadArgs& args) {
   std::string text = args.config.empty() ? "{}" : args.config;
@@ -77,6 +131,18 @@ int RunLoad(const LoadArgs& args) {
   options.commit_every_rows = args.commit_every_rows;
   options.compression = args.compression;
   options.compression_level = args.compression_level;
+  if (args.stream) {
+    loader::LoadResult result = RunStream(**client, args, *config, options);
+    std::cout << result << std::endl;
+    for (const auto& [key, value] : result.metadata) {
+      if (key == "table_version" || key == "commits" || key == "reorgs" || key == "head" ||
+          key == "rows_undone" || key == "reconnects") {
+        std::cerr << key << "=" << value << " ";
+      }
+    }
+    std::cerr << std::endl;
+    return result.success ? kExitOk : kExitFailure;
+  }
   // Progress on a terminal: rows, MB/s, elapsed; plain runs stay quiet until the result.
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
@@ -123,6 +189,16 @@ CommandRunner AddLoadCommand(CLI::App& app) {
   cmd->add_option("--compression", args->compression, "Parquet codec")->capture_default_str();
   cmd->add_option("--compression-level", args->compression_level, "codec level");
   cmd->add_option("--destination", args->destination, "name of the load in the result");
+  cmd->add_flag("--stream", args->stream,
+                "streaming query: follow the chain, exactly once, undoing reorgs (Ctrl-C stops)");
+  cmd->add_flag("--no-reorg-detection", args->no_reorg_detection,
+                "streams: load what arrives, undo nothing (with_reorg_detection=False)");
+  cmd->add_option("--until-block", args->until_block, "streams: stop once this block is committed");
+  cmd->add_option("--commit-interval-ms", args->commit_interval_ms,
+                  "streams: commit complete microbatches at least this often")
+      ->capture_default_str();
+  cmd->add_option("--commit-rows", args->commit_rows, "streams: or when this many rows wait")
+      ->capture_default_str();
   cmd->add_option("--token", args->token, "bearer token (default: $AMP_AUTH_TOKEN)");
   return [args] { return RunLoad(*args); };
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/deletion_vector.h"
+#include "ampdelta/delta/file_tags.h"
 #include "ampdelta/delta/partitioning.h"
 #include "ampdelta/delta/scan.h"
 #include "ampdelta/delta/table_features.h"
@@ -35,6 +36,7 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
   std::map<std::string, std::vector<const Add*>> by_partition;
   for (const auto& add : snapshot->files()) {
     if (add.size >= options.target_size && !add.deletion_vector) continue;
+    if (options.eligible && !options.eligible(add)) continue;
     by_partition[PartitionFolder(snapshot->partition_columns(), add.partition_values)].push_back(&add);
   }
   // Bins of about target_size; a bin of one file without deletions gains nothing.
@@ -80,7 +82,11 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
       read.push_back(snapshot->FileKey(file->path));
     }
     ARROW_ASSIGN_OR_RAISE(auto written, writer->Finish());
-    for (auto& add : written) adds.push_back(std::move(add));
+    const auto tags = MergeFileTags(bin);
+    for (auto& add : written) {
+      add.tags = tags;
+      adds.push_back(std::move(add));
+    }
     partitions.insert(PartitionFolder(snapshot->partition_columns(), bin.front()->partition_values));
   }
   result.files_removed = static_cast<int64_t>(removes.size());

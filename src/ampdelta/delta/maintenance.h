@@ -3,6 +3,7 @@
 /// \file maintenance.h
 /// \brief Table maintenance: OPTIMIZE (bin-packing compaction), VACUUM and RESTORE.
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,8 @@ namespace ampdelta::delta {
 struct OptimizeOptions {
   /// Files are packed into files of about this size; files at least this large stay.
   int64_t target_size = 128 * 1024 * 1024;
+  /// Only files this accepts are compacted (e.g. a stream's finalised files); all when unset.
+  std::function<bool(const Add&)> eligible;
   DataFileOptions files;
   CommitOptions commit;
 };
@@ -35,7 +38,8 @@ struct OptimizeResult {
 
 /// \brief Bin-pack the small files of each partition into files of about the target size,
 /// in one commit whose actions have dataChange = false: readers see the same rows, and
-/// concurrent appends never conflict with it. Deletion vectors are applied while rewriting.
+/// concurrent appends never conflict with it. Deletion vectors are applied while rewriting;
+/// the new files' tags are merged from the old ones (file_tags.h).
 arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> store,
                                        const OptimizeOptions& options = {});
 

@@ -118,17 +118,23 @@ class TableWriter::Impl {
   std::optional<Protocol> new_protocol;
   std::unique_ptr<DataFileWriter> writer;
   std::vector<Remove> staged_removes;
+  std::vector<Add> staged_adds;
+  std::optional<NullableStringMap> file_tags;
   std::vector<std::string> read_keys;
   std::map<std::string, std::string> extra_metrics;
   bool skipped = false;
   bool done = false;
 
   arrow::Status Prepare(const std::shared_ptr<arrow::Schema>& source_schema) {
-    auto loaded = Snapshot::Load(store);
-    if (loaded.ok()) {
-      snapshot = *loaded;
-    } else if (!IsError(loaded.status(), ErrorCode::kNotFound)) {
-      return loaded.status();
+    if (options.read_snapshot != nullptr) {
+      snapshot = options.read_snapshot;
+    } else {
+      auto loaded = Snapshot::Load(store);
+      if (loaded.ok()) {
+        snapshot = *loaded;
+      } else if (!IsError(loaded.status(), ErrorCode::kNotFound)) {
+        return loaded.status();
+      }
     }
     ARROW_ASSIGN_OR_RAISE(auto incoming, ToTableSchema(*source_schema));
     // partition_by must name columns of the data (the seed's message and the columns).
@@ -266,6 +272,16 @@ void TableWriter::StageRemoves(std::vector<Remove> files, std::vector<std::strin
   for (auto& key : read_keys) impl_->read_keys.push_back(std::move(key));
 }
 
+void TableWriter::SetAppTransaction(SetTransaction txn) {
+  impl_->options.app_transaction = std::move(txn);
+}
+
+void TableWriter::SetFileTags(NullableStringMap tags) { impl_->file_tags = std::move(tags); }
+
+void TableWriter::StageAdds(std::vector<Add> files) {
+  for (auto& file : files) impl_->staged_adds.push_back(std::move(file));
+}
+
 void TableWriter::AddOperationMetrics(const std::map<std::string, std::string>& metrics) {
   for (const auto& [key, value] : metrics) impl_->extra_metrics[key] = value;
 }
@@ -281,6 +297,10 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
     return finished.status();
   }
   std::vector<Add> adds = std::move(*finished);
+  if (impl_->file_tags) {
+    for (auto& add : adds) add.tags = impl_->file_tags;
+  }
+  for (auto& add : impl_->staged_adds) adds.push_back(std::move(add));
   Transaction txn(impl_->store, impl_->snapshot, impl_->options.commit);
   if (impl_->new_protocol) txn.SetProtocol(*impl_->new_protocol);
   if (impl_->new_metadata) txn.SetMetadata(*impl_->new_metadata);

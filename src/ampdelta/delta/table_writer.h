@@ -52,6 +52,9 @@ struct TableWriteOptions {
   std::optional<std::string> description;
   /// Committed atomically with the data (exactly-once streaming).
   std::optional<SetTransaction> app_transaction;
+  /// The table as last seen (a stream's previous commit), so Open need not read the log
+  /// again; a stale snapshot is fine, the commit rebases over newer versions.
+  std::shared_ptr<const Snapshot> read_snapshot;
   CommitOptions commit;
   /// commitInfo.operation and extra operationParameters.
   std::string operation = "WRITE";
@@ -99,6 +102,16 @@ class TableWriter {
   /// \brief Remove `files` in the same commit (copy-on-write rewrites), declaring the
   /// table-relative `read_keys` whose content the result depends on.
   void StageRemoves(std::vector<Remove> files, std::vector<std::string> read_keys);
+
+  /// \brief Commit an application transaction with the data (exactly-once streaming).
+  void SetAppTransaction(SetTransaction txn);
+
+  /// \brief Set the tags (`add.tags`) of every data file this write adds.
+  void SetFileTags(NullableStringMap tags);
+
+  /// \brief Add `files` as they are (e.g. re-tagged existing files, dataChange=false) in
+  /// the same commit.
+  void StageAdds(std::vector<Add> files);
 
   /// \brief Report extra commitInfo.operationMetrics (merge counts).
   void AddOperationMetrics(const std::map<std::string, std::string>& metrics);

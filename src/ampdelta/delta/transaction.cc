@@ -86,7 +86,7 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version, in
   }
   for (const auto& add : adds_) {
     Add file = add;
-    file.data_change = data_change_;
+    file.data_change = data_change_ && add.data_change;  // a re-tag is no data change
     actions.emplace_back(std::move(file));
   }
   (void)version;

@@ -1,5 +1,7 @@
 #include "ampdelta/loader/batch_loader.h"
 
+#include "ampdelta/loader/load_common.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,41 +23,12 @@
 namespace ampdelta::loader {
 namespace {
 
+using internal::Backoff;
+using internal::IsMerge;
+using internal::RunMaintenance;
+using internal::WriteOptions;
+
 using Clock = std::chrono::steady_clock;
-
-bool IsMerge(const std::string& mode) { return mode == "merge" || mode == "upsert"; }
-
-arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& config,
-                                                     const LoadOptions& options) {
-  delta::TableWriteOptions write;
-  if (IsMerge(options.mode)) {
-    if (options.merge_keys.empty()) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "mode '",
-                       options.mode, "' needs merge_keys: the columns that identify a row");
-    }
-    if (options.commit_every_rows) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "commit_every_rows cannot be combined with mode '", options.mode,
-                       "' (a merge commits once)");
-    }
-  } else {
-    ARROW_ASSIGN_OR_RAISE(write.mode, delta::ParseSaveMode(options.mode));
-  }
-  if (options.commit_every_rows && *options.commit_every_rows <= 0) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "commit_every_rows must be a positive number of rows");
-  }
-  write.partition_by = config.partition_by;
-  write.merge_schema = config.merge_schema;
-  // schema_evolution: an overwrite may replace the table's schema.
-  write.overwrite_schema = config.schema_evolution;
-  ARROW_ASSIGN_OR_RAISE(write.files.codec, delta::ParseCodec(options.compression));
-  write.files.compression_level = options.compression_level;
-  if (config.file_size_hint) write.files.target_file_size = *config.file_size_hint;
-  if (config.max_rows_per_file) write.files.max_rows_per_file = *config.max_rows_per_file;
-  if (config.max_rows_per_group) write.files.max_rows_per_group = *config.max_rows_per_group;
-  return write;
-}
 
 // What one attempt of a load has done so far.
 struct Progress {
@@ -190,46 +163,6 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql, const LoadOp
   ARROW_ASSIGN_OR_RAISE(auto committed, writer->Commit());
   Record(committed, progress);
   return arrow::Status::OK();
-}
-
-// Delay before retry `attempt` (0-based) per resilience.retry.
-std::chrono::milliseconds Backoff(const RetryConfig& retry, int attempt) {
-  double delay = static_cast<double>(retry.initial_backoff_ms) *
-                 std::pow(retry.backoff_multiplier, attempt);
-  delay = std::min(delay, static_cast<double>(retry.max_backoff_ms));
-  if (retry.jitter) {
-    static thread_local std::mt19937_64 random{std::random_device{}()};
-    delay *= std::uniform_real_distribution<double>(0.5, 1.0)(random);
-  }
-  return std::chrono::milliseconds(static_cast<int64_t>(delay));
-}
-
-void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
-                    const DeltaLakeConfig& config, const delta::TableWriteOptions& write,
-                    LoadResult* result) {
-  // Once per load, after the commit: a failure is reported, the load stands.
-  if (config.optimize_after_write) {
-    delta::OptimizeOptions optimize;
-    if (config.file_size_hint) optimize.target_size = *config.file_size_hint;
-    optimize.files.codec = write.files.codec;
-    auto compacted = delta::Optimize(store, optimize);
-    if (compacted.ok()) {
-      if (compacted->version) {
-        result->metadata["optimize_version"] = std::to_string(*compacted->version);
-        result->metadata["optimize_files_removed"] = std::to_string(compacted->files_removed);
-      }
-    } else {
-      result->metadata["optimize_error"] = compacted.status().message();
-    }
-  }
-  if (config.vacuum_after_write) {
-    auto vacuumed = delta::Vacuum(store);
-    if (vacuumed.ok()) {
-      result->metadata["vacuum_files_deleted"] = std::to_string(vacuumed->files.size());
-    } else {
-      result->metadata["vacuum_error"] = vacuumed.status().message();
-    }
-  }
 }
 
 arrow::Status Run(amp::Client& client, const std::string& sql, const DeltaLakeConfig& config,

@@ -4,6 +4,8 @@
 /// \brief Run a batch query on Amp and load its result into a Delta table as one commit:
 /// data files stream out as batches arrive, readers see the whole load or nothing.
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -41,6 +43,19 @@ struct LoadOptions {
   /// An already-open store to write to instead of opening `table_path` (custom stores,
   /// fault injection in tests).
   std::shared_ptr<storage::ObjectStore> store;
+  // Streaming (LoadStream).
+  /// Undo the rows of reorged microbatches (false: load what arrives, undo nothing).
+  bool with_reorg_detection = true;
+  /// A commit groups complete microbatches until it holds this many rows…
+  int64_t stream_commit_rows = 1'000'000;
+  /// …or its first microbatch completed this long ago (live streams commit about this often).
+  std::chrono::milliseconds stream_commit_interval{1000};
+  /// Stop once a commit reaches this block (backfills, tests); run until stopped when unset.
+  std::optional<uint64_t> until_block;
+  /// Set to true to stop after the current commit (Ctrl-C).
+  std::atomic<bool>* stop = nullptr;
+  /// Streams report each commit and each reorg here.
+  std::function<void(const LoadResult&)> on_result;
   /// Per-batch progress (unless read_all): a LoadResult for each batch received, with
   /// rows_loaded = the batch's rows and metadata batch_index, total_rows, total_bytes and
   /// the batch's block ranges. Rows become visible only with the load's final commit.

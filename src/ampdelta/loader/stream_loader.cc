@@ -1,0 +1,601 @@
+#include "ampdelta/loader/stream_loader.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <arrow/array.h>
+#include <arrow/builder.h>
+#include <arrow/compute/api.h>
+#include <arrow/record_batch.h>
+#include <arrow/table.h>
+
+#include "ampdelta/amp/server_error.h"
+#include "ampdelta/amp/stream_interpreter.h"
+#include "ampdelta/delta/file_tags.h"
+#include "ampdelta/delta/maintenance.h"
+#include "ampdelta/delta/scan.h"
+#include "ampdelta/delta/table_writer.h"
+#include "ampdelta/loader/load_common.h"
+#include "ampdelta/loader/stream_state.h"
+#include "ampdelta/storage/credentials.h"
+#include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/util/logging.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::loader {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Message = arrow::Result<std::optional<amp::ResponseBatch>>;
+
+// Completed ranges per network the interpreter is seeded with on (re)connect: enough to
+// place any reorg the server can report inside what the table holds.
+constexpr size_t kSeedRanges = 4096;
+// Finalised files (all ranges this far below the head) are compacted every so many commits.
+constexpr int64_t kCompactEveryCommits = 100;
+constexpr uint64_t kReorgWindowBlocks = 256;
+
+// Messages from the reader thread; bounded so a slow table applies back-pressure.
+class MessageQueue {
+ public:
+  void Push(Message message) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    space_.wait(lock, [&] { return closed_ || queue_.size() < kCapacity; });
+    if (closed_) return;
+    queue_.push_back(std::move(message));
+    ready_.notify_one();
+  }
+  // Return nullopt on timeout.
+  std::optional<Message> Pop(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!ready_.wait_for(lock, timeout, [&] { return !queue_.empty(); })) return std::nullopt;
+    Message message = std::move(queue_.front());
+    queue_.pop_front();
+    space_.notify_one();
+    return message;
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+    space_.notify_all();
+  }
+
+ private:
+  static constexpr size_t kCapacity = 8;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::condition_variable space_;
+  std::deque<Message> queue_;
+  bool closed_ = false;
+};
+
+// Reads a stream on its own thread, so the loader can commit on a timer while the server is
+// quiet and notice a stop request.
+class StreamReader {
+ public:
+  explicit StreamReader(std::unique_ptr<amp::QueryStream> stream) : stream_(std::move(stream)) {
+    thread_ = std::thread([this] {
+      while (true) {
+        Message message = stream_->Next();
+        const bool last = !message.ok() || !message->has_value();
+        queue_.Push(std::move(message));
+        if (last) break;
+      }
+    });
+  }
+  ~StreamReader() {
+    stream_->Cancel();
+    queue_.Close();
+    thread_.join();
+  }
+  MessageQueue& queue() { return queue_; }
+
+ private:
+  std::unique_ptr<amp::QueryStream> stream_;
+  MessageQueue queue_;
+  std::thread thread_;
+};
+
+enum class Outcome : uint8_t { kEnded, kStopped, kReconnect };
+
+class StreamLoad {
+ public:
+  StreamLoad(amp::Client& client, std::string sql, const DeltaLakeConfig& config,
+             const LoadOptions& options, std::shared_ptr<storage::ObjectStore> store,
+             delta::TableWriteOptions write, LoadResult* result)
+      : client_(client), sql_(std::move(sql)), config_(config), options_(options),
+        store_(std::move(store)), write_(std::move(write)), result_(result),
+        app_id_(StreamAppId(sql_)) {}
+
+  arrow::Status Run() {
+    int failures = 0;
+    while (true) {
+      ARROW_RETURN_NOT_OK(Refresh());
+      auto outcome = Connect();
+      Abandon();
+      if (outcome.ok()) {
+        if (*outcome != Outcome::kReconnect) return arrow::Status::OK();
+        failures = 0;
+        continue;
+      }
+      const arrow::Status& status = outcome.status();
+      if (commits_ > failures_reset_at_) failures = 0;  // progress since the last failure
+      failures_reset_at_ = commits_;
+      const bool retryable = config_.retry.enabled && failures < config_.retry.max_retries &&
+                             amp::IsTransientServerError(status);
+      if (!retryable) return status;
+      const auto delay = internal::Backoff(config_.retry, failures++);
+      AMPDELTA_LOG_WARN("stream into ", result_->table_name, " interrupted (", status.message(),
+                        "); reconnecting in ", delay.count(), " ms from the table's state");
+      result_->metadata["reconnects"] = std::to_string(++reconnects_);
+      if (Sleep(delay)) return arrow::Status::OK();
+    }
+  }
+
+ private:
+  // Re-read the table: the snapshot, the stream's txn version and recorded ranges.
+  arrow::Status Refresh() {
+    if (snapshot_ != nullptr) {
+      ARROW_ASSIGN_OR_RAISE(snapshot_, snapshot_->Update());
+    } else {
+      auto loaded = delta::Snapshot::Load(store_);
+      if (loaded.ok()) {
+        snapshot_ = *loaded;
+      } else if (!IsError(loaded.status(), ErrorCode::kNotFound)) {
+        return loaded.status();
+      }
+    }
+    ARROW_ASSIGN_OR_RAISE(state_, ReadStreamState(snapshot_.get(), app_id_));
+    return arrow::Status::OK();
+  }
+
+  arrow::Result<Outcome> Connect() {
+    amp::StreamInterpreter interpreter;
+    amp::QueryOptions query;
+    query.stream = true;
+    if (config_.state.enabled) {
+      for (const auto& [network, ranges] : state_.ranges) {
+        const size_t skip = ranges.size() > kSeedRanges ? ranges.size() - kSeedRanges : 0;
+        interpreter.SeedCompleted({ranges.begin() + static_cast<std::ptrdiff_t>(skip), ranges.end()});
+      }
+      const amp::Cursor cursor = state_.ResumeCursor();
+      if (!cursor.empty()) query.resume = cursor;
+    }
+    ARROW_ASSIGN_OR_RAISE(auto stream, client_.Query(sql_, query));
+    source_schema_ = stream->schema();
+    StreamReader reader(std::move(stream));
+    while (true) {
+      if (Stopping()) {
+        ARROW_RETURN_NOT_OK(CommitIfIdle());
+        if (open_rows_ == 0) return Outcome::kStopped;
+      }
+      auto popped = reader.queue().Pop(WaitTime());
+      if (!popped) {
+        if (Due()) ARROW_RETURN_NOT_OK(CommitIfIdle());
+        continue;
+      }
+      ARROW_ASSIGN_OR_RAISE(auto message, std::move(*popped));
+      if (!message) {
+        ARROW_RETURN_NOT_OK(CommitIfIdle());
+        return Outcome::kEnded;
+      }
+      const int64_t rows = message->data->num_rows();
+      ARROW_ASSIGN_OR_RAISE(auto event, interpreter.Accept(message->metadata, rows));
+      if (event.is_reorg()) {
+        ++reorgs_;
+        if (options_.with_reorg_detection) {
+          ARROW_RETURN_NOT_OK(CommitIfIdle());
+          ARROW_RETURN_NOT_OK(Undo(event.invalidated));
+          // After a partial reorg the rows before the fork in the straddling range are not
+          // re-sent: resume from what the table now holds.
+          if (event.partial_reorg) return Outcome::kReconnect;
+        }
+      }
+      if (event.replayed) continue;  // a microbatch the table already has
+      if (event.kind == amp::StreamEvent::Kind::kData && rows > 0) {
+        ARROW_RETURN_NOT_OK(WriteRows(message->data, event.ranges));
+      } else if (event.kind == amp::StreamEvent::Kind::kMicrobatchEnd) {
+        ARROW_RETURN_NOT_OK(CompleteMicrobatch(event.ranges));
+        if (ReachedUntil()) {
+          ARROW_RETURN_NOT_OK(CommitIfIdle());
+          return Outcome::kStopped;
+        }
+      }
+    }
+  }
+
+  bool Stopping() const { return options_.stop != nullptr && options_.stop->load(); }
+
+  bool ReachedUntil() const {
+    if (!options_.until_block) return false;
+    for (const auto& [network, entry] : head_) {
+      if (entry >= *options_.until_block) return true;
+    }
+    return false;
+  }
+
+  // Sleep for `delay` unless asked to stop; return true when stopping.
+  bool Sleep(std::chrono::milliseconds delay) const {
+    const auto until = Clock::now() + delay;
+    while (Clock::now() < until) {
+      if (Stopping()) return true;
+      std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(),
+                                                            std::chrono::milliseconds(50)));
+    }
+    return Stopping();
+  }
+
+  std::chrono::milliseconds WaitTime() const {
+    if (pending_ranges_.empty()) return std::chrono::milliseconds(100);
+    const auto left = options_.stream_commit_interval -
+                      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - group_start_);
+    return std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(100));
+  }
+
+  bool Due() const {
+    return !pending_ranges_.empty() &&
+           (pending_rows_ >= options_.stream_commit_rows ||
+            Clock::now() - group_start_ >= options_.stream_commit_interval);
+  }
+
+  arrow::Status WriteRows(const std::shared_ptr<arrow::RecordBatch>& data,
+                          const std::vector<amp::BlockRange>& ranges) {
+    std::shared_ptr<arrow::RecordBatch> batch = data;
+    if (config_.state.store_batch_id) {
+      ARROW_ASSIGN_OR_RAISE(batch, AddBatchIdColumn(batch, BatchIdValue(ranges)));
+    }
+    if (writer_ == nullptr) {
+      delta::TableWriteOptions write = write_;
+      write.read_snapshot = snapshot_;
+      write.operation = "STREAMING UPDATE";
+      write.operation_parameters = {{"outputMode", "Append"}, {"queryId", app_id_}};
+      ARROW_ASSIGN_OR_RAISE(writer_, delta::TableWriter::Open(store_, batch->schema(), write));
+    }
+    ARROW_RETURN_NOT_OK(writer_->Write(batch));
+    open_rows_ += batch->num_rows();
+    rows_seen_ += batch->num_rows();
+    return arrow::Status::OK();
+  }
+
+  arrow::Status CompleteMicrobatch(const std::vector<amp::BlockRange>& ranges) {
+    for (const auto& range : ranges) {
+      head_[range.network] = std::max(head_[range.network], range.end);
+    }
+    if (open_rows_ > 0) {
+      if (pending_ranges_.empty()) group_start_ = Clock::now();
+      pending_ranges_.insert(pending_ranges_.end(), ranges.begin(), ranges.end());
+      pending_rows_ += open_rows_;
+      open_rows_ = 0;
+    }
+    if (Due() || ReachedUntil()) return CommitIfIdle();
+    return arrow::Status::OK();
+  }
+
+  // Commit the complete microbatches written so far (never a partial one).
+  arrow::Status CommitIfIdle() {
+    if (pending_ranges_.empty() || open_rows_ > 0) return arrow::Status::OK();
+    writer_->SetFileTags({{kRangesTag, RangesToTag(pending_ranges_)}});
+    ARROW_RETURN_NOT_OK(Finish(writer_.get()));
+    const int64_t rows = pending_rows_;
+    writer_.reset();
+    LoadResult commit;
+    commit.table_name = result_->table_name;
+    commit.success = true;
+    commit.rows_loaded = rows;
+    commit.duration = std::chrono::duration<double>(Clock::now() - group_start_).count();
+    commit.metadata["table_version"] = std::to_string(snapshot_->version());
+    commit.metadata["block_ranges"] = RangesText(pending_ranges_);
+    rows_loaded_ += rows;
+    pending_ranges_.clear();
+    pending_rows_ = 0;
+    Report(commit);
+    return MaybeCompact();
+  }
+
+  // Commit a writer with the stream's next txn version and move the snapshot forward.
+  arrow::Status Finish(delta::TableWriter* writer) {
+    const int64_t next = state_.txn_version.value_or(0) + 1;
+    writer->SetAppTransaction(delta::SetTransaction{app_id_, next, {}});
+    auto committed = writer->Commit();
+    if (!committed.ok()) {
+      if (IsError(committed.status(), ErrorCode::kCommitConflict)) {
+        return committed.status().WithMessage(
+            "another loader is writing stream ", app_id_, " into this table (",
+            committed.status().message(), "); this loader stops");
+      }
+      return committed.status();
+    }
+    state_.txn_version = next;
+    ++commits_;
+    if (snapshot_ != nullptr) {
+      ARROW_ASSIGN_OR_RAISE(snapshot_, snapshot_->Update());
+    } else {
+      ARROW_ASSIGN_OR_RAISE(snapshot_, delta::Snapshot::Load(store_));
+    }
+    return arrow::Status::OK();
+  }
+
+  static std::string RangesText(const std::vector<amp::BlockRange>& ranges) {
+    std::map<std::string, std::pair<uint64_t, uint64_t>> span;
+    for (const auto& range : ranges) {
+      auto [it, fresh] = span.try_emplace(range.network, range.start, range.end);
+      if (!fresh) {
+        it->second.first = std::min(it->second.first, range.start);
+        it->second.second = std::max(it->second.second, range.end);
+      }
+    }
+    std::string text;
+    for (const auto& [network, bounds] : span) {
+      text += (text.empty() ? "" : ",") + network + ":" + std::to_string(bounds.first) + "-" +
+              std::to_string(bounds.second);
+    }
+    return text;
+  }
+
+  void Report(const LoadResult& result) const {
+    if (options_.on_result) options_.on_result(result);
+  }
+
+  // Remove the rows of every recorded microbatch a reorg invalidates, in one commit.
+  arrow::Status Undo(const std::vector<amp::BlockRange>& invalidated) {
+    const auto start = Clock::now();
+    ARROW_RETURN_NOT_OK(Refresh());
+    // The invalidated microbatches: recorded ranges at or past each fork.
+    std::set<std::string> ids;
+    std::vector<amp::BlockRange> undone;
+    for (const auto& fork : invalidated) {
+      auto it = state_.ranges.find(fork.network);
+      if (it == state_.ranges.end()) continue;
+      for (const auto& range : it->second) {
+        if (range.end >= fork.start) {
+          ids.insert(BatchId(range));
+          undone.push_back(range);
+        }
+      }
+    }
+    LoadResult reorg;
+    reorg.table_name = result_->table_name;
+    reorg.success = true;
+    reorg.is_reorg = true;
+    for (const auto& fork : invalidated) {
+      reorg.invalidation_ranges.push_back({fork.network, fork.start, fork.end});
+    }
+    if (ids.empty() || snapshot_ == nullptr) {
+      Report(reorg);  // nothing of it was committed
+      return arrow::Status::OK();
+    }
+    auto invalid = [&](const amp::BlockRange& range) { return ids.count(BatchId(range)) != 0; };
+    // Files whose recorded ranges include an invalidated microbatch.
+    std::vector<const delta::Add*> affected;
+    for (const auto& file : snapshot_->files()) {
+      for (const auto& fork : invalidated) {
+        ARROW_ASSIGN_OR_RAISE(bool reaches, FileReachesBlock(file, fork.network, fork.start));
+        if (reaches) {
+          affected.push_back(&file);
+          break;
+        }
+      }
+    }
+    delta::TableWriteOptions write = write_;
+    write.mode = delta::SaveMode::kAppend;
+    write.read_snapshot = snapshot_;
+    write.operation = "DELETE";
+    write.operation_parameters = {{"predicate", "[\"reorg: " + RangesText(invalidated) + "\"]"}};
+    ARROW_ASSIGN_OR_RAISE(auto writer, delta::TableWriter::Open(store_, snapshot_->schema(), write));
+    std::vector<delta::Remove> removes;
+    std::vector<delta::Add> retagged;
+    std::vector<std::string> read;
+    std::vector<amp::BlockRange> kept_ranges;
+    int64_t rows_removed = 0;
+    int64_t files_rewritten = 0;
+    for (const delta::Add* file : affected) {
+      ARROW_ASSIGN_OR_RAISE(auto ranges, RangesFromTag(*file->tags->at(kRangesTag)));
+      std::vector<amp::BlockRange> remaining;
+      for (const auto& range : ranges) {
+        if (!invalid(range)) remaining.push_back(range);
+      }
+      read.push_back(snapshot_->FileKey(file->path));
+      ARROW_ASSIGN_OR_RAISE(auto table, delta::ReadDataFile(*snapshot_, *file));
+      ARROW_ASSIGN_OR_RAISE(auto rows, table->CombineChunksToBatch());
+      ARROW_ASSIGN_OR_RAISE(auto keep, KeepMask(*rows, ids));
+      const int64_t kept = keep.second;
+      const int64_t removed = rows->num_rows() - kept;
+      if (removed == 0) {
+        // The tags named a microbatch whose rows went to another file: re-tag only.
+        delta::Add copy = *file;
+        copy.data_change = false;
+        if (remaining.empty()) {
+          copy.tags->erase(kRangesTag);
+        } else {
+          (*copy.tags)[kRangesTag] = RangesToTag(remaining);
+        }
+        retagged.push_back(std::move(copy));
+        continue;
+      }
+      rows_removed += removed;
+      removes.push_back(delta::RemoveFor(*file));
+      if (kept == 0) continue;
+      ++files_rewritten;
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum filtered, arrow::compute::Filter(rows, keep.first));
+      ARROW_RETURN_NOT_OK(writer->Write(filtered.record_batch()));
+      kept_ranges.insert(kept_ranges.end(), remaining.begin(), remaining.end());
+    }
+    if (!kept_ranges.empty()) writer->SetFileTags({{kRangesTag, RangesToTag(kept_ranges)}});
+    writer->StageRemoves(std::move(removes), std::move(read));
+    writer->StageAdds(std::move(retagged));
+    writer->AddOperationMetrics({{"numDeletedRows", std::to_string(rows_removed)}});
+    ARROW_RETURN_NOT_OK(Finish(writer.get()));
+    reorg.rows_loaded = 0;
+    reorg.duration = std::chrono::duration<double>(Clock::now() - start).count();
+    reorg.metadata["table_version"] = std::to_string(snapshot_->version());
+    reorg.metadata["rows_removed"] = std::to_string(rows_removed);
+    reorg.metadata["files_touched"] = std::to_string(affected.size());
+    reorg.metadata["files_rewritten"] = std::to_string(files_rewritten);
+    rows_undone_ += rows_removed;
+    Report(reorg);
+    // The table changed under the recorded state.
+    return Refresh();
+  }
+
+  // Rows to keep: those whose _amp_batch_id names no invalidated microbatch.
+  static arrow::Result<std::pair<std::shared_ptr<arrow::Array>, int64_t>> KeepMask(
+      const arrow::RecordBatch& rows, const std::set<std::string>& ids) {
+    auto column = rows.GetColumnByName(kBatchIdColumn);
+    if (column == nullptr) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "cannot undo a reorg: the table has no ", kBatchIdColumn,
+                       " column (state.store_batch_id was off)");
+    }
+    arrow::BooleanBuilder mask;
+    ARROW_RETURN_NOT_OK(mask.Reserve(rows.num_rows()));
+    int64_t kept = 0;
+    const auto& values = static_cast<const arrow::StringArray&>(*column);
+    for (int64_t i = 0; i < rows.num_rows(); ++i) {
+      bool keep = true;
+      if (values.IsValid(i)) {
+        std::string_view value = values.GetView(i);
+        size_t from = 0;
+        while (keep && from <= value.size()) {
+          const size_t bar = std::min(value.find('|', from), value.size());
+          keep = ids.count(std::string(value.substr(from, bar - from))) == 0;
+          from = bar + 1;
+        }
+      }
+      mask.UnsafeAppend(keep);
+      kept += keep ? 1 : 0;
+    }
+    ARROW_ASSIGN_OR_RAISE(auto array, mask.Finish());
+    return std::make_pair(std::shared_ptr<arrow::Array>(array), kept);
+  }
+
+  // Compact files that no reorg can reach any more, every so many commits.
+  arrow::Status MaybeCompact() {
+    if (!config_.optimize_after_write || commits_ % kCompactEveryCommits != 0) return arrow::Status::OK();
+    const auto head = head_;
+    delta::OptimizeOptions optimize;
+    if (config_.file_size_hint) optimize.target_size = *config_.file_size_hint;
+    optimize.files.codec = write_.files.codec;
+    optimize.eligible = [head](const delta::Add& file) {
+      if (!file.tags) return true;
+      auto tag = file.tags->find(kRangesTag);
+      if (tag == file.tags->end() || !tag->second) return true;
+      auto ranges = RangesFromTag(*tag->second);
+      if (!ranges.ok()) return false;
+      for (const auto& range : *ranges) {
+        auto it = head.find(range.network);
+        if (it == head.end() || range.end + kReorgWindowBlocks > it->second) return false;
+      }
+      return true;
+    };
+    auto compacted = delta::Optimize(store_, optimize);
+    if (!compacted.ok()) {
+      AMPDELTA_LOG_WARN("stream compaction failed (the stream goes on): ", compacted.status().message());
+    } else if (compacted->version) {
+      result_->metadata["compactions"] = std::to_string(++compactions_);
+    }
+    return arrow::Status::OK();
+  }
+
+  // Drop uncommitted rows (their microbatches are re-sent after reconnecting).
+  void Abandon() {
+    if (writer_ != nullptr) (void)writer_->Abort();
+    writer_.reset();
+    pending_ranges_.clear();
+    pending_rows_ = 0;
+    open_rows_ = 0;
+  }
+
+ public:
+  void Summarise() const {
+    result_->rows_loaded = rows_loaded_;
+    result_->metadata["operation"] = "load_stream";
+    result_->metadata["app_id"] = app_id_;
+    result_->metadata["commits"] = std::to_string(commits_);
+    result_->metadata["reorgs"] = std::to_string(reorgs_);
+    result_->metadata["rows_undone"] = std::to_string(rows_undone_);
+    if (snapshot_ != nullptr) result_->metadata["table_version"] = std::to_string(snapshot_->version());
+    if (!head_.empty()) {
+      std::string head;
+      for (const auto& [network, block] : head_) {
+        head += (head.empty() ? "" : ",") + network + ":" + std::to_string(block);
+      }
+      result_->metadata["head"] = head;
+    }
+  }
+
+ private:
+  amp::Client& client_;
+  const std::string sql_;
+  const DeltaLakeConfig& config_;
+  const LoadOptions& options_;
+  std::shared_ptr<storage::ObjectStore> store_;
+  const delta::TableWriteOptions write_;
+  LoadResult* result_;
+  const std::string app_id_;
+
+  std::shared_ptr<const delta::Snapshot> snapshot_;
+  StreamState state_;
+  std::shared_ptr<arrow::Schema> source_schema_;
+  std::unique_ptr<delta::TableWriter> writer_;
+  std::vector<amp::BlockRange> pending_ranges_;
+  int64_t pending_rows_ = 0;
+  int64_t open_rows_ = 0;
+  Clock::time_point group_start_;
+  std::map<std::string, uint64_t> head_;
+  int64_t rows_seen_ = 0;
+  int64_t rows_loaded_ = 0;
+  int64_t rows_undone_ = 0;
+  int64_t commits_ = 0;
+  int64_t failures_reset_at_ = 0;
+  int64_t reorgs_ = 0;
+  int64_t reconnects_ = 0;
+  int64_t compactions_ = 0;
+};
+
+}  // namespace
+
+LoadResult LoadStream(amp::Client& client, const std::string& sql, const DeltaLakeConfig& config,
+                      const LoadOptions& options) {
+  LoadResult result;
+  result.table_name = options.destination.empty() ? config.table_path : options.destination;
+  const auto start = Clock::now();
+  arrow::Status status = [&]() -> arrow::Status {
+    if (options.mode != "append") {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "streaming loads append (mode '", options.mode, "' is for batch loads)");
+    }
+    if (options.with_reorg_detection && !config.state.store_batch_id) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "undoing reorgs needs the ", kBatchIdColumn,
+                       " column: set state.store_batch_id=true or with_reorg_detection=false");
+    }
+    ARROW_ASSIGN_OR_RAISE(auto write, internal::WriteOptions(config, options));
+    const std::string warning =
+        storage::MissingCredentialsWarning(config.table_path, config.storage_options);
+    if (!warning.empty()) {
+      AMPDELTA_LOG_WARN(warning);
+      result.metadata["warning"] = warning;
+    }
+    std::shared_ptr<storage::ObjectStore> store = options.store;
+    if (store == nullptr) {
+      ARROW_ASSIGN_OR_RAISE(store, storage::OpenObjectStore(config.table_path, config.storage_options));
+    }
+    StreamLoad load(client, sql, config, options, store, std::move(write), &result);
+    arrow::Status ran = load.Run();
+    load.Summarise();
+    return ran;
+  }();
+  result.duration = std::chrono::duration<double>(Clock::now() - start).count();
+  result.success = status.ok();
+  if (!status.ok()) result.error = status.message();
+  result.ops_per_second =
+      result.duration > 0 ? static_cast<double>(result.rows_loaded) / result.duration : 0;
+  return result;
+}
+
+}  // namespace ampdelta::loader

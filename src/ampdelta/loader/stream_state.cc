@@ -1,0 +1,106 @@
+#include "ampdelta/loader/stream_state.h"
+
+#include <algorithm>
+
+#include <arrow/array.h>
+#include <arrow/builder.h>
+#include <arrow/record_batch.h>
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/util/sha256.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::loader {
+
+std::string BatchId(const amp::BlockRange& range) {
+  const std::string position =
+      range.network + ":" + std::to_string(range.start) + ":" + std::to_string(range.end);
+  const std::string end_hash = range.hash.empty() ? Sha256Hex(position) : range.hash;
+  return Sha256Hex(position + ":" + end_hash + ":" + range.prev_hash).substr(0, 16);
+}
+
+std::string BatchIdValue(const std::vector<amp::BlockRange>& ranges) {
+  std::string value;
+  for (const auto& range : ranges) value += (value.empty() ? "" : "|") + BatchId(range);
+  return value;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> AddBatchIdColumn(
+    const std::shared_ptr<arrow::RecordBatch>& batch, const std::string& value) {
+  ARROW_ASSIGN_OR_RAISE(auto column,
+                        arrow::MakeArrayFromScalar(arrow::StringScalar(value), batch->num_rows()));
+  const int index = batch->schema()->GetFieldIndex(kBatchIdColumn);
+  if (index >= 0) return batch->SetColumn(index, batch->schema()->field(index), column);
+  return batch->AddColumn(batch->num_columns(), arrow::field(kBatchIdColumn, arrow::utf8()), column);
+}
+
+std::string RangesToTag(const std::vector<amp::BlockRange>& ranges) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& range : ranges) {
+    out.push_back({{"network", range.network},
+                   {"start", range.start},
+                   {"end", range.end},
+                   {"hash", range.hash},
+                   {"prev_hash", range.prev_hash}});
+  }
+  return out.dump();
+}
+
+arrow::Result<std::vector<amp::BlockRange>> RangesFromTag(const std::string& tag) {
+  auto parsed = amp::ParseBatchMetadata(R"({"ranges":)" + tag + "}");
+  if (!parsed.ok()) {
+    return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid, "file tag ", kRangesTag,
+                     " is not a list of block ranges: ", parsed.status().message());
+  }
+  return std::move(parsed->ranges);
+}
+
+std::string StreamAppId(const std::string& sql) {
+  return "ampdelta-stream-" + Sha256Hex(sql).substr(0, 16);
+}
+
+amp::Cursor StreamState::ResumeCursor() const {
+  amp::Cursor cursor;
+  for (const auto& [network, list] : ranges) {
+    if (list.empty()) continue;
+    const auto newest = std::max_element(list.begin(), list.end(), [](const auto& a, const auto& b) {
+      return a.end < b.end;
+    });
+    cursor[network] = amp::CursorEntry{newest->end, newest->hash};
+  }
+  return cursor;
+}
+
+arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
+                                           const std::string& app_id) {
+  StreamState state;
+  if (snapshot == nullptr) return state;
+  state.txn_version = snapshot->AppTransactionVersion(app_id);
+  for (const auto& file : snapshot->files()) {
+    if (!file.tags) continue;
+    auto tag = file.tags->find(kRangesTag);
+    if (tag == file.tags->end() || !tag->second) continue;
+    ARROW_ASSIGN_OR_RAISE(auto ranges, RangesFromTag(*tag->second));
+    for (auto& range : ranges) state.ranges[range.network].push_back(std::move(range));
+  }
+  for (auto& [network, list] : state.ranges) {
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+      return a.start != b.start ? a.start < b.start : a.end < b.end;
+    });
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  return state;
+}
+
+arrow::Result<bool> FileReachesBlock(const delta::Add& file, const std::string& network,
+                                     uint64_t from) {
+  if (!file.tags) return false;
+  auto tag = file.tags->find(kRangesTag);
+  if (tag == file.tags->end() || !tag->second) return false;
+  ARROW_ASSIGN_OR_RAISE(auto ranges, RangesFromTag(*tag->second));
+  return std::any_of(ranges.begin(), ranges.end(), [&](const amp::BlockRange& range) {
+    return range.network == network && range.end >= from;
+  });
+}
+
+}  // namespace ampdelta::loader

@@ -1,0 +1,69 @@
+#pragma once
+
+/// \file stream_state.h
+/// \brief A streaming load's state, kept in the Delta table itself (docs/streaming.md):
+/// a `txn` action per stream (its app id and a commit counter) and, on every data file, the
+/// block ranges of the microbatches whose rows it may hold (`add.tags`, a JSON array: a
+/// superset, merged as a set by compaction and rewrites). Rows carry `_amp_batch_id`.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <arrow/result.h>
+#include <arrow/type_fwd.h>
+
+#include "ampdelta/amp/block_range.h"
+#include "ampdelta/delta/actions.h"
+#include "ampdelta/delta/snapshot.h"
+
+namespace ampdelta::loader {
+
+/// The column every streamed row carries (the Python SDK's name and values).
+inline constexpr const char* kBatchIdColumn = "_amp_batch_id";
+/// The `add.tags` key holding a file's block ranges.
+inline constexpr const char* kRangesTag = "ampdelta.blockRanges";
+
+/// \brief The Python SDK's id of one block range (amp-protocol.md §3.6): 16 hex digits of
+/// sha256("{network}:{start}:{end}:{end_hash}:{prev_hash}"); without a hash, end_hash is
+/// sha256("{network}:{start}:{end}").
+std::string BatchId(const amp::BlockRange& range);
+
+/// \brief The `_amp_batch_id` value of a batch: the ids of its ranges joined with "|".
+std::string BatchIdValue(const std::vector<amp::BlockRange>& ranges);
+
+/// \brief Return `batch` with `_amp_batch_id` appended (the same value on every row).
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> AddBatchIdColumn(
+    const std::shared_ptr<arrow::RecordBatch>& batch, const std::string& value);
+
+/// \brief Encode block ranges for kRangesTag (flat `{network,start,end,hash,prev_hash}`).
+std::string RangesToTag(const std::vector<amp::BlockRange>& ranges);
+/// \brief Decode kRangesTag.
+arrow::Result<std::vector<amp::BlockRange>> RangesFromTag(const std::string& tag);
+
+/// \brief The stream's app id for `txn`: stable for a query, different across queries.
+std::string StreamAppId(const std::string& sql);
+
+/// \brief What the table says about a stream.
+struct StreamState {
+  /// The stream's last committed `txn` version (its commit counter); nullopt: never ran.
+  std::optional<int64_t> txn_version;
+  /// Every block range recorded on a live file, per network, sorted by start, deduplicated.
+  std::map<std::string, std::vector<amp::BlockRange>> ranges;
+
+  /// \brief Return the cursor after the newest recorded range of every network.
+  amp::Cursor ResumeCursor() const;
+};
+
+/// \brief Read a stream's state from a snapshot (nullptr: a table that does not exist).
+arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
+                                           const std::string& app_id);
+
+/// \brief Return true when one of `file`'s recorded ranges is on `network` and ends at or
+/// after `from` (its rows may be invalidated by a reorg from `from`).
+arrow::Result<bool> FileReachesBlock(const delta::Add& file, const std::string& network,
+                                     uint64_t from);
+
+}  // namespace ampdelta::loader
