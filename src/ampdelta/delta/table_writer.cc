@@ -128,7 +128,7 @@ class TableWriter::Impl {
   arrow::Status Prepare(const std::shared_ptr<arrow::Schema>& source_schema) {
     if (options.read_snapshot != nullptr) {
       snapshot = options.read_snapshot;
-    } else {
+    } else if (!options.expect_new_table) {
       auto loaded = Snapshot::Load(store);
       if (loaded.ok()) {
         snapshot = *loaded;

@@ -55,6 +55,9 @@ struct TableWriteOptions {
   /// The table as last seen (a stream's previous commit), so Open need not read the log
   /// again; a stale snapshot is fine, the commit rebases over newer versions.
   std::shared_ptr<const Snapshot> read_snapshot;
+  /// The caller saw no table (and read_snapshot is null): commit as the table's creator,
+  /// so a table someone else created meanwhile is a conflict, never silently appended to.
+  bool expect_new_table = false;
   CommitOptions commit;
   /// commitInfo.operation and extra operationParameters.
   std::string operation = "WRITE";

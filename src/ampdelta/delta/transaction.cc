@@ -220,6 +220,10 @@ arrow::Result<CommitResult> Transaction::Commit() {
         return Conflict("the table was created concurrently with a different schema or "
                         "partitioning");
       }
+      if (txn_ && existing->AppTransactionVersion(txn_->app_id)) {
+        return Conflict("application '", txn_->app_id, "' created the table concurrently; "
+                        "another writer runs the same app");
+      }
       protocol_.reset();
       metadata_.reset();
       read_snapshot_ = existing;

@@ -166,8 +166,12 @@ class StreamLoad {
       const amp::Cursor cursor = state_.ResumeCursor();
       if (!cursor.empty()) query.resume = cursor;
     }
+    if (options_.until_block && query.resume) {
+      for (const auto& [network, entry] : *query.resume) {
+        if (entry.number >= *options_.until_block) return Outcome::kStopped;  // already there
+      }
+    }
     ARROW_ASSIGN_OR_RAISE(auto stream, client_.Query(sql_, query));
-    source_schema_ = stream->schema();
     StreamReader reader(std::move(stream));
     while (true) {
       if (Stopping()) {
@@ -252,13 +256,13 @@ class StreamLoad {
     if (writer_ == nullptr) {
       delta::TableWriteOptions write = write_;
       write.read_snapshot = snapshot_;
+      write.expect_new_table = snapshot_ == nullptr;  // the state said: no table yet
       write.operation = "STREAMING UPDATE";
       write.operation_parameters = {{"outputMode", "Append"}, {"queryId", app_id_}};
       ARROW_ASSIGN_OR_RAISE(writer_, delta::TableWriter::Open(store_, batch->schema(), write));
     }
     ARROW_RETURN_NOT_OK(writer_->Write(batch));
     open_rows_ += batch->num_rows();
-    rows_seen_ += batch->num_rows();
     return arrow::Status::OK();
   }
 
@@ -540,14 +544,12 @@ class StreamLoad {
 
   std::shared_ptr<const delta::Snapshot> snapshot_;
   StreamState state_;
-  std::shared_ptr<arrow::Schema> source_schema_;
   std::unique_ptr<delta::TableWriter> writer_;
   std::vector<amp::BlockRange> pending_ranges_;
   int64_t pending_rows_ = 0;
   int64_t open_rows_ = 0;
   Clock::time_point group_start_;
   std::map<std::string, uint64_t> head_;
-  int64_t rows_seen_ = 0;
   int64_t rows_loaded_ = 0;
   int64_t rows_undone_ = 0;
   int64_t commits_ = 0;

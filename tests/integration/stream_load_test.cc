@@ -1,0 +1,355 @@
+// Streaming loads against the in-process dev server: scripted reorgs (at the head, across a
+// commit group, partial, right after a restart), disconnects, two loaders on one stream.
+// After each scenario the table must hold exactly the canonical chain's rows.
+
+#include <filesystem>
+#include <thread>
+
+#include <arrow/array.h>
+#include <arrow/table.h>
+
+#include "ampdelta/amp/client.h"
+#include "ampdelta/delta/scan.h"
+#include "ampdelta/delta/snapshot.h"
+#include "ampdelta/devserver/dev_server.h"
+#include "ampdelta/loader/stream_loader.h"
+#include "ampdelta/loader/stream_state.h"
+#include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/util/hex.h"
+#include "ampdelta/util/status.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_util.h"
+
+namespace ampdelta {
+namespace {
+
+constexpr uint64_t kFirst = 24'000'000;
+constexpr const char* kBlocks = R"(SELECT block_num, hash, gas_used FROM "acme/eth_mainnet".blocks)";
+
+// Fails its first stream after `after` messages, as a dropped connection does.
+class DroppingClient : public amp::Client {
+ public:
+  DroppingClient(amp::Client* inner, int after) : inner_(inner), after_(after) {}
+  arrow::Result<std::unique_ptr<amp::QueryStream>> Query(const std::string& sql,
+                                                         const amp::QueryOptions& options) override {
+    ARROW_ASSIGN_OR_RAISE(auto stream, inner_->Query(sql, options));
+    ++queries;
+    const int after = queries == 1 ? after_ : -1;
+    return std::unique_ptr<amp::QueryStream>(new Stream(std::move(stream), after));
+  }
+  arrow::Result<std::shared_ptr<arrow::Schema>> GetSchema(const std::string& sql,
+                                                          const amp::QueryOptions& options) override {
+    return inner_->GetSchema(sql, options);
+  }
+  const std::string& url() const override { return inner_->url(); }
+  int queries = 0;
+
+ private:
+  class Stream : public amp::QueryStream {
+   public:
+    Stream(std::unique_ptr<amp::QueryStream> inner, int after) : inner_(std::move(inner)), after_(after) {}
+    const std::shared_ptr<arrow::Schema>& schema() const override { return inner_->schema(); }
+    arrow::Result<std::optional<amp::ResponseBatch>> Next() override {
+      if (after_ >= 0 && seen_++ >= after_) {
+        return WithErrorCode(arrow::Status::IOError("DoGet failed: UNAVAILABLE: connection reset"),
+                             ErrorCode::kServerError, "UNAVAILABLE");
+      }
+      return inner_->Next();
+    }
+    void Cancel() override { inner_->Cancel(); }
+
+   private:
+    std::unique_ptr<amp::QueryStream> inner_;
+    int after_;
+    int seen_ = 0;
+  };
+  amp::Client* inner_;
+  int after_;
+};
+
+class StreamLoadTest : public ::testing::Test {
+ protected:
+  void Start(devserver::DevServerOptions options) {
+    ASSERT_OK_AND_ASSIGN(server_, devserver::DevServer::Start(std::move(options)));
+    ASSERT_OK_AND_ASSIGN(amp_, amp::Client::Connect(server_->url()));
+    table_ = dir_.path() + "/blocks";
+  }
+
+  // A chain that grows every few ms from 100 blocks to `blocks`, reorging on schedule.
+  void StartLive(uint64_t blocks, uint64_t reorg_every = 0, uint64_t reorg_depth = 1,
+                 uint64_t microbatch_blocks = 1000) {
+    devserver::DevServerOptions options;
+    options.live.block_interval = std::chrono::milliseconds(5);
+    options.live.max_head = kFirst + blocks - 1;
+    options.live.reorg_every = reorg_every;
+    options.live.reorg_depth = reorg_depth;
+    options.stream.max_microbatch_blocks = microbatch_blocks;
+    Start(std::move(options));
+  }
+
+  loader::DeltaLakeConfig Config() {
+    auto config = loader::ParseDeltaLakeConfig(
+        R"({"table_path": ")" + table_ +
+        R"(", "optimize_after_write": false, "resilience": {"retry": {"initial_backoff_ms": 10}}})");
+    EXPECT_OK(config.status());
+    return *config;
+  }
+
+  loader::LoadOptions Options(uint64_t until) {
+    loader::LoadOptions options;
+    options.destination = "blocks";
+    options.until_block = until;
+    options.stream_commit_interval = std::chrono::milliseconds(20);
+    options.on_result = [this](const loader::LoadResult& result) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      results_.push_back(result);
+    };
+    return options;
+  }
+
+  loader::LoadResult Stream(uint64_t until, amp::Client* client = nullptr) {
+    const auto config = Config();
+    return loader::LoadStream(client ? *client : *amp_, kBlocks, config, Options(until));
+  }
+
+  // block_num -> hash, from a batch query (the canonical chain now).
+  std::map<int64_t, std::string> Canonical() {
+    auto stream = amp_->Query(R"(SELECT block_num, hash FROM "acme/eth_mainnet".blocks)");
+    EXPECT_OK(stream.status());
+    std::map<int64_t, std::string> out;
+    while (true) {
+      auto message = (*stream)->Next();
+      EXPECT_OK(message.status());
+      if (!message.ok() || !message->has_value()) break;
+      const auto& batch = (*message)->data;
+      for (int64_t i = 0; i < batch->num_rows(); ++i) {
+        const auto number = static_cast<const arrow::UInt64Scalar&>(**batch->column(0)->GetScalar(i)).value;
+        const auto& hash = static_cast<const arrow::FixedSizeBinaryArray&>(*batch->column(1));
+        out[static_cast<int64_t>(number)] = ToHex0x(std::string_view(
+            reinterpret_cast<const char*>(hash.GetValue(i)), static_cast<size_t>(hash.byte_width())));
+      }
+    }
+    return out;
+  }
+
+  std::shared_ptr<const delta::Snapshot> Snapshot() {
+    return *delta::Snapshot::Load(*storage::OpenObjectStore(table_));
+  }
+
+  // (block_num, hash, _amp_batch_id) rows of the table, sorted.
+  std::vector<std::tuple<int64_t, std::string, std::string>> TableRows() {
+    auto scan = delta::TableScan::Make(Snapshot(), {{"block_num", "hash", "_amp_batch_id"}, std::nullopt});
+    EXPECT_OK(scan.status());
+    auto table = *(*scan)->ToTable();
+    auto batch = *table->CombineChunksToBatch();
+    std::vector<std::tuple<int64_t, std::string, std::string>> rows;
+    const auto& numbers = static_cast<const arrow::Int64Array&>(*batch->column(0));
+    const auto& hashes = static_cast<const arrow::BinaryArray&>(*batch->column(1));
+    const auto& ids = static_cast<const arrow::StringArray&>(*batch->column(2));
+    for (int64_t i = 0; i < batch->num_rows(); ++i) {
+      rows.emplace_back(numbers.Value(i), ToHex0x(hashes.GetView(i)), ids.GetString(i));
+    }
+    std::sort(rows.begin(), rows.end());
+    return rows;
+  }
+
+  // The table equals the canonical chain from kFirst to `last`: every block once, with the
+  // canonical hash, and its _amp_batch_id is the SDK's id of a recorded range holding it.
+  void ExpectCanonical(uint64_t last) {
+    const auto canonical = Canonical();
+    const auto rows = TableRows();
+    ASSERT_EQ(rows.size(), last - kFirst + 1);
+    auto state = *loader::ReadStreamState(Snapshot().get(), loader::StreamAppId(kBlocks));
+    std::map<std::string, amp::BlockRange> by_id;
+    for (const auto& range : state.ranges["mainnet"]) by_id[loader::BatchId(range)] = range;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto& [number, hash, id] = rows[i];
+      ASSERT_EQ(number, static_cast<int64_t>(kFirst + i)) << "block missing or repeated";
+      EXPECT_EQ(hash, canonical.at(number)) << "block " << number << " is not canonical";
+      auto range = by_id.find(id);
+      ASSERT_NE(range, by_id.end()) << "block " << number << " has batch id " << id;
+      EXPECT_LE(range->second.start, static_cast<uint64_t>(number));
+      EXPECT_GE(range->second.end, static_cast<uint64_t>(number));
+    }
+  }
+
+  int Reorgs() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<int>(std::count_if(results_.begin(), results_.end(),
+                                          [](const auto& r) { return r.is_reorg; }));
+  }
+
+  ampdelta::testing::TempDir dir_;
+  std::unique_ptr<devserver::DevServer> server_;
+  std::unique_ptr<amp::Client> amp_;
+  std::string table_;
+  std::mutex mutex_;
+  std::vector<loader::LoadResult> results_;
+};
+
+TEST_F(StreamLoadTest, ADepthOneReorgOfTheCommittedHeadIsUndone) {
+  devserver::DevServerOptions options;
+  options.stream.max_microbatch_blocks = 1;
+  Start(options);
+  loader::LoadResult result;
+  std::thread loader_thread([&] { result = Stream(kFirst + 105); });
+  while (true) {
+    auto loaded = delta::Snapshot::Load(*storage::OpenObjectStore(table_));
+    if (loaded.ok()) {
+      auto state = *loader::ReadStreamState(loaded->get(), loader::StreamAppId(kBlocks));
+      if (state.ResumeCursor()["mainnet"].number >= kFirst + 99) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_OK(server_->chain()->Reorg(1));  // block 99 gets a new hash
+  ASSERT_OK(server_->AdvanceHead(6));
+  loader_thread.join();
+  ASSERT_TRUE(result.success) << result.error;
+  ASSERT_EQ(Reorgs(), 1);
+  const auto& reorg = *std::find_if(results_.begin(), results_.end(), [](const auto& r) { return r.is_reorg; });
+  EXPECT_EQ(reorg.metadata.at("rows_removed"), "1");
+  ExpectCanonical(kFirst + 105);
+}
+
+// (The dev server's scheduled reorgs replace the block just added too, so depth d shows
+// d-1 replaced blocks to a stream that follows the head.)
+TEST_F(StreamLoadTest, ReorgsOfDepthTwoToFiveAtTheHeadLeaveExactlyTheCanonicalChain) {
+  for (uint64_t depth : {2, 3, 5}) {
+    SCOPED_TRACE("depth " + std::to_string(depth));
+    results_.clear();
+    StartLive(/*blocks=*/150, /*reorg_every=*/7, depth);  // last reorg at head 149 - 1
+    const auto result = Stream(kFirst + 149);
+    ASSERT_TRUE(result.success) << result.error;
+    EXPECT_GT(Reorgs(), 0);
+    ExpectCanonical(kFirst + 149);
+    server_.reset();
+    std::filesystem::remove_all(table_);
+  }
+}
+
+TEST_F(StreamLoadTest, AReorgDeeperThanACommitGroupRewritesOnlyTheFilesHoldingIt) {
+  StartLive(/*blocks=*/160, /*reorg_every=*/20, /*depth=*/8);
+  loader::LoadOptions options = Options(kFirst + 159);
+  options.stream_commit_rows = 3;  // groups of a few blocks: the reorg spans several commits
+  const auto result = loader::LoadStream(*amp_, kBlocks, Config(), options);
+  ASSERT_TRUE(result.success) << result.error;
+  ASSERT_GT(Reorgs(), 0);
+  ExpectCanonical(kFirst + 159);
+  for (const auto& reorg : results_) {
+    if (!reorg.is_reorg || reorg.metadata.count("files_touched") == 0) continue;
+    // Never the whole table: only files holding the last ~8 blocks.
+    EXPECT_LT(std::stoi(reorg.metadata.at("files_touched")), 10);
+    EXPECT_LE(std::stoi(reorg.metadata.at("rows_removed")), 8 + 3);
+  }
+}
+
+TEST_F(StreamLoadTest, APartialReorgInvalidatesTheStraddlingMicrobatchAndResumesBeforeIt) {
+  devserver::DevServerOptions options;
+  options.stream.max_microbatch_blocks = 50;
+  Start(options);
+  std::atomic<bool> done{false};
+  loader::LoadResult result;
+  std::thread loader_thread([&] {
+    result = Stream(kFirst + 110);
+    done = true;
+  });
+  // Wait until the microbatch 50..99 is committed, then fork at 97 (inside it).
+  while (true) {
+    auto loaded = delta::Snapshot::Load(*storage::OpenObjectStore(table_));
+    if (loaded.ok()) {
+      auto state = *loader::ReadStreamState(loaded->get(), loader::StreamAppId(kBlocks));
+      if (state.ResumeCursor()["mainnet"].number >= kFirst + 99) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_OK(server_->chain()->Reorg(3));
+  ASSERT_OK(server_->AdvanceHead(11));
+  loader_thread.join();
+  ASSERT_TRUE(result.success) << result.error;
+  ASSERT_EQ(Reorgs(), 1);
+  const auto& reorg = *std::find_if(results_.begin(), results_.end(), [](const auto& r) { return r.is_reorg; });
+  EXPECT_EQ(reorg.metadata.at("rows_removed"), "50");  // all of 50..99, not only 97..99
+  ExpectCanonical(kFirst + 110);
+}
+
+TEST_F(StreamLoadTest, AReorgRightAfterARestartIsUndoneFromTheTablesState) {
+  devserver::DevServerOptions options;
+  options.stream.max_microbatch_blocks = 10;
+  Start(options);
+  auto first = Stream(kFirst + 99);
+  ASSERT_TRUE(first.success) << first.error;
+  const auto before = Snapshot()->version();
+  // While the loader is down, the chain forks below its last block.
+  ASSERT_OK(server_->chain()->Reorg(3));
+  ASSERT_OK(server_->AdvanceHead(5));
+  auto second = Stream(kFirst + 104);
+  ASSERT_TRUE(second.success) << second.error;
+  EXPECT_EQ(Reorgs(), 1);
+  ExpectCanonical(kFirst + 104);
+  // The version before the reorg stays readable.
+  delta::SnapshotOptions at;
+  at.version = before;
+  ASSERT_OK_AND_ASSIGN(auto old, delta::Snapshot::Load(*storage::OpenObjectStore(table_), at));
+  EXPECT_EQ(old->num_records(), std::optional<int64_t>(100));
+}
+
+TEST_F(StreamLoadTest, ARestartResumesAfterTheLastCommittedBlockWithoutRepeatingRows) {
+  StartLive(/*blocks=*/180);
+  ASSERT_TRUE(Stream(kFirst + 120).success);
+  const auto commits_before = Snapshot()->version();
+  const auto result = Stream(kFirst + 179);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_GT(Snapshot()->version(), commits_before);
+  ExpectCanonical(kFirst + 179);
+  auto state = *loader::ReadStreamState(Snapshot().get(), loader::StreamAppId(kBlocks));
+  EXPECT_EQ(state.txn_version, std::optional<int64_t>(Snapshot()->version() + 1));
+}
+
+TEST_F(StreamLoadTest, ADisconnectMidMicrobatchReconnectsAndResumesFromTheTable) {
+  StartLive(/*blocks=*/150, /*reorg_every=*/9, /*depth=*/2);
+  DroppingClient dropping(amp_.get(), /*after=*/7);
+  const auto result = Stream(kFirst + 149, &dropping);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_GE(dropping.queries, 2);
+  EXPECT_EQ(result.metadata.at("reconnects"), "1");
+  ExpectCanonical(kFirst + 149);
+}
+
+TEST_F(StreamLoadTest, WithoutReorgDetectionNothingIsUndone) {
+  StartLive(/*blocks=*/130, /*reorg_every=*/10, /*depth=*/3);
+  loader::LoadOptions options = Options(kFirst + 129);
+  options.with_reorg_detection = false;
+  const auto result = loader::LoadStream(*amp_, kBlocks, Config(), options);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(result.metadata.at("rows_undone"), "0");
+  const auto rows = TableRows();
+  std::set<int64_t> distinct;
+  for (const auto& row : rows) distinct.insert(std::get<0>(row));
+  EXPECT_EQ(distinct.size(), 130u);
+  EXPECT_GT(rows.size(), distinct.size());  // the reorged blocks are there twice
+}
+
+TEST_F(StreamLoadTest, TwoLoadersOnOneStreamOneWinsAndNothingIsDuplicated) {
+  StartLive(/*blocks=*/400);
+  loader::LoadResult results[2];
+  std::thread loaders[2];
+  for (int i = 0; i < 2; ++i) {
+    loaders[i] = std::thread([&, i] { results[i] = Stream(kFirst + 399); });
+  }
+  for (auto& thread : loaders) thread.join();
+  const int failed = (results[0].success ? 0 : 1) + (results[1].success ? 0 : 1);
+  ASSERT_EQ(failed, 1) << results[0].error << " / " << results[1].error;
+  const auto& loser = results[0].success ? results[1] : results[0];
+  EXPECT_NE(loser.error.find("another loader is writing stream"), std::string::npos) << loser.error;
+  ExpectCanonical(kFirst + 399);
+  if (HasFailure()) {
+    for (const auto& r : results_) {
+      std::cerr << r.ToString() << " v=" << (r.metadata.count("table_version") ? r.metadata.at("table_version") : "")
+                << " " << (r.metadata.count("block_ranges") ? r.metadata.at("block_ranges") : "") << "\n";
+    }
+    std::cerr << results[0].error << " | " << results[1].error << "\n";
+  }
+}
+
+}  // namespace
+}  // namespace ampdelta
