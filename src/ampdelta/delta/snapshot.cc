@@ -181,28 +181,45 @@ arrow::Status Snapshot::Adopt(ReplayState state, Version version, int64_t last_t
   if (!state.metadata) {
     return CorruptLog(root, "no metaData action up to version " + std::to_string(version));
   }
-  ARROW_RETURN_NOT_OK(CheckReadSupported(*state.protocol));
-  if (state.metadata->schema_string.empty()) {
+  // Entries sorted by their replay key (file key + DV id), the order Update relies on.
+  std::vector<std::pair<std::string, Add>> files(std::make_move_iterator(state.files.begin()),
+                                                 std::make_move_iterator(state.files.end()));
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  files_.items_.clear();
+  files_.items_.reserve(files.size());
+  for (auto& [key, add] : files) files_.items_.push_back(std::make_shared<const Add>(std::move(add)));
+  std::vector<std::pair<std::string, Remove>> tombstones(
+      std::make_move_iterator(state.tombstones.begin()), std::make_move_iterator(state.tombstones.end()));
+  std::sort(tombstones.begin(), tombstones.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  tombstones_.items_.clear();
+  tombstones_.items_.reserve(tombstones.size());
+  for (auto& [key, remove] : tombstones) {
+    tombstones_.items_.push_back(std::make_shared<const Remove>(std::move(remove)));
+  }
+  return AdoptTableState(std::move(*state.protocol), std::move(*state.metadata),
+                         std::move(state.txns), std::move(state.domains), version, last_time);
+}
+
+arrow::Status Snapshot::AdoptTableState(Protocol protocol, Metadata metadata,
+                                        std::map<std::string, SetTransaction> txns,
+                                        std::map<std::string, DomainMetadata> domains,
+                                        Version version, int64_t last_time) {
+  const std::string root = store_->root_uri();
+  ARROW_RETURN_NOT_OK(CheckReadSupported(protocol));
+  if (metadata.schema_string.empty()) {
     return CorruptLog(root, "the metaData in effect at version " + std::to_string(version) +
                                 " has no 'schemaString'");
   }
-  if (schema_ == nullptr || state.metadata->schema_string != metadata_.schema_string) {
-    ARROW_ASSIGN_OR_RAISE(schema_, SchemaFromJson(state.metadata->schema_string));
+  if (schema_ == nullptr || metadata.schema_string != metadata_.schema_string) {
+    ARROW_ASSIGN_OR_RAISE(schema_, SchemaFromJson(metadata.schema_string));
   }
   version_ = version;
-  protocol_ = std::move(*state.protocol);
-  metadata_ = std::move(*state.metadata);
+  protocol_ = std::move(protocol);
+  metadata_ = std::move(metadata);
   properties_ = ParseTableProperties(metadata_.configuration);
   timestamp_ms_ = last_time;
-  files_.clear();
-  files_.reserve(state.files.size());
-  for (auto& [key, add] : state.files) files_.push_back(std::move(add));
-  std::sort(files_.begin(), files_.end(), [](const Add& a, const Add& b) { return a.path < b.path; });
-  tombstones_.clear();
-  for (auto& [key, remove] : state.tombstones) tombstones_.push_back(std::move(remove));
-  std::sort(tombstones_.begin(), tombstones_.end(),
-            [](const Remove& a, const Remove& b) { return a.path < b.path; });
-  txns_ = std::move(state.txns);
+  txns_ = std::move(txns);
   if (properties_.set_transaction_retention_ms) {
     // Expired app transactions are forgotten (delta.setTransactionRetentionDuration).
     const int64_t cutoff = last_time - *properties_.set_transaction_retention_ms;
@@ -214,8 +231,60 @@ arrow::Status Snapshot::Adopt(ReplayState state, Version version, int64_t last_t
       }
     }
   }
-  domains_ = std::move(state.domains);
+  domains_ = std::move(domains);
   return arrow::Status::OK();
+}
+
+namespace {
+
+// Position of `key` in a list sorted by replay key, and whether it is there.
+template <typename T, typename KeyFn>
+std::pair<size_t, bool> Find(const std::vector<std::shared_ptr<const T>>& items,
+                             const std::string& key, const KeyFn& key_of) {
+  auto it = std::lower_bound(items.begin(), items.end(), key,
+                             [&](const std::shared_ptr<const T>& item, const std::string& k) {
+                               return key_of(*item) < k;
+                             });
+  const size_t index = static_cast<size_t>(it - items.begin());
+  return {index, it != items.end() && key_of(**it) == key};
+}
+
+template <typename T, typename KeyFn>
+void Upsert(std::vector<std::shared_ptr<const T>>* items, const std::string& key, T value,
+            const KeyFn& key_of) {
+  auto [index, found] = Find(*items, key, key_of);
+  auto entry = std::make_shared<const T>(std::move(value));
+  if (found) {
+    (*items)[index] = std::move(entry);
+  } else {
+    items->insert(items->begin() + static_cast<std::ptrdiff_t>(index), std::move(entry));
+  }
+}
+
+template <typename T, typename KeyFn>
+void Erase(std::vector<std::shared_ptr<const T>>* items, const std::string& key, const KeyFn& key_of) {
+  auto [index, found] = Find(*items, key, key_of);
+  if (found) items->erase(items->begin() + static_cast<std::ptrdiff_t>(index));
+}
+
+}  // namespace
+
+void Snapshot::ApplyFileAction(Action&& action) {
+  auto add_key = [this](const Add& add) {
+    return ReplayState::Key(FileKey(add.path), add.deletion_vector);
+  };
+  auto remove_key = [this](const Remove& remove) {
+    return ReplayState::Key(FileKey(remove.path), remove.deletion_vector);
+  };
+  if (auto* add = std::get_if<Add>(&action)) {
+    const std::string key = add_key(*add);
+    Erase(&tombstones_.items_, key, remove_key);
+    Upsert(&files_.items_, key, std::move(*add), add_key);
+  } else if (auto* remove = std::get_if<Remove>(&action)) {
+    const std::string key = remove_key(*remove);
+    Erase(&files_.items_, key, add_key);
+    Upsert(&tombstones_.items_, key, std::move(*remove), remove_key);
+  }
 }
 
 arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
@@ -290,7 +359,7 @@ arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
   }
 
   ARROW_RETURN_NOT_OK(snapshot->Adopt(std::move(state), segment.version, last_time));
-  snapshot->segment_ = std::move(segment);
+  snapshot->segment_ = std::make_shared<const LogSegment>(std::move(segment));
   return snapshot;
 }
 
@@ -345,28 +414,51 @@ arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Update() const {
       return Load(store_);
     }
   }
+  // The new snapshot shares every unchanged file entry with this one; only the new
+  // commits' actions are applied, so the cost follows what changed, not the table's size.
   auto updated = std::shared_ptr<Snapshot>(new Snapshot(*this));
-  auto key_of = [&](const std::string& path) { return updated->FileKey(path); };
-  ReplayState state;
-  state.protocol = protocol_;
-  state.metadata = metadata_;
-  for (const auto& add : files_) {
-    state.files[ReplayState::Key(key_of(add.path), add.deletion_vector)] = add;
-  }
-  for (const auto& remove : tombstones_) {
-    state.tombstones[ReplayState::Key(key_of(remove.path), remove.deletion_vector)] = remove;
-  }
-  state.txns = txns_;
-  state.domains = domains_;
+  Protocol protocol = protocol_;
+  Metadata metadata = metadata_;
+  auto txns = txns_;
+  auto domains = domains_;
   int64_t last_time = timestamp_ms_;
   for (const auto& commit : commits) {
     ARROW_ASSIGN_OR_RAISE(auto actions, ReadCommitActions(*store_, commit));
     last_time = CommitTimestamp(actions, commit.last_modified_ms);
-    for (auto& action : actions) state.Apply(std::move(action), key_of);
+    for (auto& action : actions) {
+      if (auto* p = std::get_if<Protocol>(&action)) {
+        protocol = std::move(*p);
+      } else if (auto* m = std::get_if<Metadata>(&action)) {
+        metadata = std::move(*m);
+      } else if (auto* txn = std::get_if<SetTransaction>(&action)) {
+        txns[txn->app_id] = std::move(*txn);
+      } else if (auto* domain = std::get_if<DomainMetadata>(&action)) {
+        if (domain->removed) {
+          domains.erase(domain->domain);
+        } else {
+          domains[domain->domain] = std::move(*domain);
+        }
+      } else {
+        updated->ApplyFileAction(std::move(action));
+      }
+    }
   }
-  ARROW_RETURN_NOT_OK(updated->Adopt(std::move(state), commits.back().version, last_time));
-  updated->segment_.version = updated->version_;
-  for (const auto& commit : commits) updated->segment_.commits.push_back(commit);
+  ARROW_RETURN_NOT_OK(updated->AdoptTableState(std::move(protocol), std::move(metadata),
+                                               std::move(txns), std::move(domains),
+                                               commits.back().version, last_time));
+  // The segment keeps the checkpoint and the latest commits only: the state is replayed
+  // already, and copying a growing listing would make long-lived updates slower and slower.
+  constexpr size_t kUpdateSegmentCommits = 100;
+  auto segment = std::make_shared<LogSegment>();
+  segment->version = updated->version_;
+  segment->checkpoint = segment_->checkpoint;
+  segment->commits = segment_->commits;
+  segment->commits.insert(segment->commits.end(), commits.begin(), commits.end());
+  if (segment->commits.size() > kUpdateSegmentCommits) {
+    segment->commits.erase(segment->commits.begin(),
+                           segment->commits.end() - static_cast<std::ptrdiff_t>(kUpdateSegmentCommits));
+  }
+  updated->segment_ = std::move(segment);
   return std::shared_ptr<const Snapshot>(std::move(updated));
 }
 

@@ -1,0 +1,191 @@
+// Streaming benchmarks against the in-process dev server (driven by bench/stream_bench.py):
+//
+//   latency  commit latency of one-block live microbatches at table versions ~10, ~1,000 and
+//            ~10,000 (one commit per microbatch; checkpoints every 10 commits);
+//   reorg    stream a large transactions table, then a 10-block reorg at the head: the undo's
+//            time, files touched and rows removed; plus catch-up rows/s of the stream vs a
+//            batch load of the same range.
+//
+// Prints one JSON object on stdout.
+
+#include <algorithm>
+#include <cstdlib>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/amp/client.h"
+#include "ampdelta/delta/snapshot.h"
+#include "ampdelta/devserver/dev_server.h"
+#include "ampdelta/loader/batch_loader.h"
+#include "ampdelta/loader/stream_loader.h"
+#include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/util/runtime.h"
+
+namespace {
+
+using ampdelta::loader::LoadResult;
+using Clock = std::chrono::steady_clock;
+constexpr uint64_t kFirst = 24'000'000;
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+ampdelta::loader::DeltaLakeConfig Config(const std::string& table) {
+  return *ampdelta::loader::ParseDeltaLakeConfig(R"({"table_path": ")" + table +
+                                                  R"(", "optimize_after_write": false})");
+}
+
+int Fail(const std::string& what) {
+  std::cerr << "stream_bench: " << what << std::endl;
+  return 1;
+}
+
+int Latency(const std::string& dir, uint64_t commits, nlohmann::json* out) {
+  ampdelta::devserver::DevServerOptions options;
+  options.chain.initial_blocks = commits + 60;
+  options.stream.max_microbatch_blocks = 1;
+  auto server = ampdelta::devserver::DevServer::Start(options);
+  if (!server.ok()) return Fail(server.status().ToString());
+  auto client = ampdelta::amp::Client::Connect((*server)->url());
+  if (!client.ok()) return Fail(client.status().ToString());
+  const std::string table = dir + "/latency";
+  std::vector<std::pair<int64_t, double>> samples;  // (version, commit ms)
+  ampdelta::loader::LoadOptions load;
+  load.until_block = kFirst + commits + 59;
+  load.stream_commit_rows = 1;  // every one-block microbatch is a commit
+  load.on_result = [&](const LoadResult& result) {
+    if (result.is_reorg) return;
+    samples.emplace_back(std::stoll(result.metadata.at("table_version")),
+                         std::stod(result.metadata.at("commit_ms")));
+  };
+  const auto start = Clock::now();
+  const auto result = ampdelta::loader::LoadStream(
+      **client, R"(SELECT block_num, hash, gas_used FROM "acme/eth_mainnet".blocks)",
+      Config(table), load);
+  if (!result.success) return Fail(result.error);
+  nlohmann::json latency;
+  for (int64_t at : {int64_t{10}, int64_t{1000}, static_cast<int64_t>(commits)}) {
+    std::vector<double> window;
+    for (const auto& [version, ms] : samples) {
+      if (version >= at && version < at + 50) window.push_back(ms);
+    }
+    latency["version_" + std::to_string(at)] = {{"median_ms", Median(window)},
+                                                {"samples", window.size()}};
+  }
+  latency["commits"] = samples.size();
+  latency["seconds"] = std::chrono::duration<double>(Clock::now() - start).count();
+  (*out)["latency"] = latency;
+  std::filesystem::remove_all(table);
+  return 0;
+}
+
+int Reorg(const std::string& dir, uint64_t blocks, uint32_t txs, nlohmann::json* out) {
+  ampdelta::devserver::DevServerOptions options;
+  options.chain.initial_blocks = blocks;
+  options.chain.transactions_per_block = txs;
+  auto server = ampdelta::devserver::DevServer::Start(options);
+  if (!server.ok()) return Fail(server.status().ToString());
+  auto client = ampdelta::amp::Client::Connect((*server)->url());
+  if (!client.ok()) return Fail(client.status().ToString());
+  const std::string sql = R"(SELECT * FROM "acme/eth_mainnet".transactions)";
+  const std::string table = dir + "/streamed";
+  const uint64_t head = kFirst + blocks - 1;
+
+  std::mutex mutex;
+  std::optional<LoadResult> reorg;
+  Clock::time_point caught_up;
+  bool at_head = false;
+  ampdelta::loader::LoadOptions load;
+  load.until_block = head + 1;
+  load.compression = "snappy";
+  load.on_result = [&](const LoadResult& result) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (result.is_reorg) {
+      reorg = result;
+    } else if (!at_head && result.metadata.at("block_ranges").ends_with("-" + std::to_string(head))) {
+      caught_up = Clock::now();
+      at_head = true;
+    }
+  };
+  const auto start = Clock::now();
+  LoadResult streamed;
+  std::thread loader([&] { streamed = ampdelta::loader::LoadStream(**client, sql, Config(table), load); });
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (at_head) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // A 10-block reorg at the head: blocks head-9..head get new hashes, then one more block.
+  (void)(*server)->chain()->Reorg(10);
+  (void)(*server)->AdvanceHead(1);
+  loader.join();
+  if (!streamed.success) return Fail(streamed.error);
+  if (!reorg) return Fail("no reorg seen");
+  const double catch_up = std::chrono::duration<double>(caught_up - start).count();
+  const int64_t rows = static_cast<int64_t>(blocks) * txs;
+  auto snapshot = *ampdelta::delta::Snapshot::Load(*ampdelta::storage::OpenObjectStore(table));
+
+  // The same range as a batch load (the stream's alternative for a backfill).
+  const std::string batch_table = dir + "/batch";
+  ampdelta::loader::LoadOptions batch;
+  batch.compression = "snappy";
+  const auto batch_start = Clock::now();
+  const auto loaded = ampdelta::loader::LoadBatch(
+      **client, sql + " WHERE block_num <= " + std::to_string(head), Config(batch_table), batch);
+  if (!loaded.success) return Fail(loaded.error);
+  const double batch_seconds = std::chrono::duration<double>(Clock::now() - batch_start).count();
+  std::filesystem::remove_all(batch_table);
+
+  (*out)["reorg"] = {
+      {"table", table},
+      {"rows", rows},
+      {"table_files", snapshot->files().size()},
+      {"undo_seconds", reorg->duration},
+      {"files_touched", std::stoll(reorg->metadata.at("files_touched"))},
+      {"rows_removed", std::stoll(reorg->metadata.at("rows_removed"))},
+  };
+  (*out)["catch_up"] = {{"stream_seconds", catch_up},
+                        {"stream_rows_per_second", rows / catch_up},
+                        {"batch_seconds", batch_seconds},
+                        {"batch_rows_per_second", rows / batch_seconds}};
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", 0);  // as the ampdelta tool does
+  CLI::App app{"ampdelta streaming benchmarks"};
+  std::string dir;
+  uint64_t commits = 10000;
+  uint64_t blocks = 100000;
+  uint32_t txs = 100;
+  std::string only;
+  app.add_option("--dir", dir, "work directory")->required();
+  app.add_option("--commits", commits, "latency: commits to reach")->capture_default_str();
+  app.add_option("--blocks", blocks, "reorg: blocks of the streamed table")->capture_default_str();
+  app.add_option("--txs-per-block", txs, "reorg: transactions per block")->capture_default_str();
+  app.add_option("--only", only, "latency or reorg");
+  CLI11_PARSE(app, argc, argv);
+  if (!ampdelta::InitializeRuntime().ok()) return 1;
+  nlohmann::json out;
+  if (only.empty() || only == "latency") {
+    if (int rc = Latency(dir, commits, &out); rc != 0) return rc;
+  }
+  if (only.empty() || only == "reorg") {
+    if (int rc = Reorg(dir, blocks, txs, &out); rc != 0) return rc;
+  }
+  std::cout << out.dump(2) << std::endl;
+  return 0;
+}
