@@ -105,13 +105,19 @@ int Reorg(const std::string& dir, uint64_t blocks, uint32_t txs, nlohmann::json*
   Clock::time_point caught_up;
   bool at_head = false;
   ampdelta::loader::LoadOptions load;
-  load.until_block = head + 1;
+  constexpr uint64_t kLiveBlocks = 20;
+  uint64_t committed_to = 0;
+  load.until_block = head + kLiveBlocks + 1;
   load.compression = "snappy";
   load.on_result = [&](const LoadResult& result) {
     std::lock_guard<std::mutex> lock(mutex);
     if (result.is_reorg) {
       reorg = result;
-    } else if (!at_head && result.metadata.at("block_ranges").ends_with("-" + std::to_string(head))) {
+      return;
+    }
+    const std::string& ranges = result.metadata.at("block_ranges");
+    committed_to = std::max<uint64_t>(committed_to, std::stoull(ranges.substr(ranges.rfind('-') + 1)));
+    if (!at_head && result.metadata.at("block_ranges").ends_with("-" + std::to_string(head))) {
       caught_up = Clock::now();
       at_head = true;
     }
@@ -126,7 +132,18 @@ int Reorg(const std::string& dir, uint64_t blocks, uint32_t txs, nlohmann::json*
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  // A 10-block reorg at the head: blocks head-9..head get new hashes, then one more block.
+  // Follow the live head for 20 one-block microbatches, as a stream does after catching up.
+  for (uint64_t block = head + 1; block <= head + kLiveBlocks; ++block) {
+    (void)(*server)->AdvanceHead(1);
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (committed_to >= block) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  // A 10-block reorg at the head: its last 10 blocks get new hashes, then one more block.
   (void)(*server)->chain()->Reorg(10);
   (void)(*server)->AdvanceHead(1);
   loader.join();

@@ -329,6 +329,31 @@ TEST_F(StreamLoadTest, WithoutReorgDetectionNothingIsUndone) {
   EXPECT_GT(rows.size(), distinct.size());  // the reorged blocks are there twice
 }
 
+TEST_F(StreamLoadTest, LongStreamsCompactFinalisedFilesAndKeepTheirState) {
+  StartLive(/*blocks=*/260, /*reorg_every=*/11, /*depth=*/3, /*microbatch_blocks=*/1);
+  auto config = *loader::ParseDeltaLakeConfig(R"({"table_path": ")" + table_ + R"("})");
+  loader::LoadOptions options = Options(kFirst + 259);
+  options.stream_commit_rows = 1;  // a commit per block
+  options.stream_compact_every_commits = 40;
+  options.stream_reorg_window_blocks = 20;
+  const auto result = loader::LoadStream(*amp_, kBlocks, config, options);
+  ASSERT_TRUE(result.success) << result.error;
+  ASSERT_GE(std::stoi(result.metadata.at("compactions")), 1);
+  auto snapshot = Snapshot();
+  EXPECT_LT(snapshot->files().size(), 200u);  // compacted: fewer files than commits
+  // Compacted files carry the union of their ranges, so batch ids still resolve, and
+  // reorgs after compaction were undone exactly.
+  ExpectCanonical(kFirst + 259);
+  // A deep reorg reaching into compacted files rewrites them without the invalidated rows.
+  ASSERT_OK(server_->chain()->Reorg(60));
+  ASSERT_OK(server_->AdvanceHead(1));
+  results_.clear();
+  const auto again = loader::LoadStream(*amp_, kBlocks, config, Options(kFirst + 260));
+  ASSERT_TRUE(again.success) << again.error;
+  EXPECT_EQ(Reorgs(), 1);
+  ExpectCanonical(kFirst + 260);
+}
+
 TEST_F(StreamLoadTest, TwoLoadersOnOneStreamOneWinsAndNothingIsDuplicated) {
   StartLive(/*blocks=*/400);
   loader::LoadResult results[2];

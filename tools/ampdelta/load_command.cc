@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <ctime>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -77,8 +78,14 @@ loader::LoadResult RunStream(amp::Client& client, const LoadArgs& args,
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const std::string& ranges =
           result.is_reorg ? std::string("-") : result.metadata.at("block_ranges");
-      std::fprintf(stderr, "  head %s  %.0f rows/s  %lld commits  %lld reorgs  %.0fs ",
-                   ranges.substr(ranges.rfind('-') + 1).c_str(),
+      // Lag: how far the committed head's block time is behind the wall clock.
+      std::string lag = "?";
+      auto block_time = result.metadata.find("end_timestamp");
+      if (block_time != result.metadata.end()) {
+        lag = std::to_string(std::time(nullptr) - std::stoll(block_time->second)) + "s";
+      }
+      std::fprintf(stderr, "  head %s  lag %s  %.0f rows/s  %lld commits  %lld reorgs  %.0fs ",
+                   ranges.substr(ranges.rfind('-') + 1).c_str(), lag.c_str(),
                    seconds > 0 ? static_cast<double>(totals->first) / seconds : 0.0,
                    static_cast<long long>(totals->second), static_cast<long long>(*reorgs), seconds);
     }

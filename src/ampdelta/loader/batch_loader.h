@@ -50,6 +50,10 @@ struct LoadOptions {
   int64_t stream_commit_rows = 1'000'000;
   /// …or its first microbatch completed this long ago (live streams commit about this often).
   std::chrono::milliseconds stream_commit_interval{1000};
+  /// With optimize_after_write: compact finalised files every this many commits…
+  int64_t stream_compact_every_commits = 100;
+  /// …where finalised means all of a file's ranges end this many blocks below the head.
+  uint64_t stream_reorg_window_blocks = 256;
   /// Stop once a commit reaches this block (backfills, tests); run until stopped when unset.
   std::optional<uint64_t> until_block;
   /// Set to true to stop after the current commit (Ctrl-C).

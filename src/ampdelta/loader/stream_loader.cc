@@ -36,9 +36,6 @@ using Message = arrow::Result<std::optional<amp::ResponseBatch>>;
 // Completed ranges per network the interpreter is seeded with on (re)connect: enough to
 // place any reorg the server can report inside what the table holds.
 constexpr size_t kSeedRanges = 4096;
-// Finalised files (all ranges this far below the head) are compacted every so many commits.
-constexpr int64_t kCompactEveryCommits = 100;
-constexpr uint64_t kReorgWindowBlocks = 256;
 
 // Messages from the reader thread; bounded so a slow table applies back-pressure.
 class MessageQueue {
@@ -299,6 +296,9 @@ class StreamLoad {
     commit.metadata["block_ranges"] = RangesText(pending_ranges_);
     // Closing the files, the commit and reading it back: what a live microbatch waits for.
     commit.metadata["commit_ms"] = std::to_string(commit_ms);
+    if (pending_ranges_.back().timestamp) {
+      commit.metadata["end_timestamp"] = std::to_string(*pending_ranges_.back().timestamp);
+    }
     rows_loaded_ += rows;
     pending_ranges_.clear();
     pending_rows_ = 0;
@@ -484,12 +484,16 @@ class StreamLoad {
 
   // Compact files that no reorg can reach any more, every so many commits.
   arrow::Status MaybeCompact() {
-    if (!config_.optimize_after_write || commits_ % kCompactEveryCommits != 0) return arrow::Status::OK();
+    const int64_t every = options_.stream_compact_every_commits;
+    if (!config_.optimize_after_write || every <= 0 || commits_ % every != 0) {
+      return arrow::Status::OK();
+    }
     const auto head = head_;
+    const uint64_t window = options_.stream_reorg_window_blocks;
     delta::OptimizeOptions optimize;
     if (config_.file_size_hint) optimize.target_size = *config_.file_size_hint;
     optimize.files.codec = write_.files.codec;
-    optimize.eligible = [head](const delta::Add& file) {
+    optimize.eligible = [head, window](const delta::Add& file) {
       if (!file.tags) return true;
       auto tag = file.tags->find(kRangesTag);
       if (tag == file.tags->end() || !tag->second) return true;
@@ -497,7 +501,7 @@ class StreamLoad {
       if (!ranges.ok()) return false;
       for (const auto& range : *ranges) {
         auto it = head.find(range.network);
-        if (it == head.end() || range.end + kReorgWindowBlocks > it->second) return false;
+        if (it == head.end() || range.end + window > it->second) return false;
       }
       return true;
     };
