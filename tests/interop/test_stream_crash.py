@@ -50,7 +50,7 @@ SEED = int(os.environ.get("AMPDELTA_CRASH_SEED") or 20251213)
 KILL_AFTER_S = (0.05, 1.0)
 # What one trial costs on average (the sleep plus starting, killing and reaping the loader);
 # the chain keeps growing (and reorging) for about as long as the trials take.
-TRIAL_ESTIMATE_S = sum(KILL_AFTER_S) / 2 + 0.15
+TRIAL_ESTIMATE_S = sum(KILL_AFTER_S) / 2 + 0.05
 
 LOADER_STOP_TIMEOUT_S = 10.0
 RESULT_RE = re.compile(r"^✅ Loaded (\d+) rows to (.+?) in [\d.]+s(?: \[mainnet:(\d+)-(\d+)\])?$")
