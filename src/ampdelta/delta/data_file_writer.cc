@@ -7,6 +7,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include <arrow/array.h>
@@ -17,6 +18,7 @@
 #include <arrow/scalar.h>
 #include <arrow/type.h>
 #include <arrow/util/byte_size.h>
+#include <arrow/util/compression.h>
 #include <parquet/arrow/writer.h>
 #include <parquet/properties.h>
 
@@ -167,7 +169,7 @@ class SerialWriter {
       }
     }
     data_schema_ = arrow::schema(std::move(data_fields));
-    properties_ = MakeProperties({});
+    properties_ = MakeProperties(ColumnPlan{});
     parquet::ArrowWriterProperties::Builder arrow_builder;
     arrow_builder.coerce_timestamps(arrow::TimeUnit::MICRO);
     arrow_builder.enable_compliant_nested_types();
@@ -252,16 +254,27 @@ class SerialWriter {
   }
 
  private:
-  // Writer properties; dictionary encoding is switched off for `plain_columns`.
-  std::shared_ptr<parquet::WriterProperties> MakeProperties(
-      const std::vector<std::string>& plain_columns) const {
+  // How a file's columns are encoded, decided from its first rows.
+  struct ColumnPlan {
+    // Mostly-distinct columns (hashes, signatures, ids): no dictionary, no min/max.
+    std::vector<std::string> plain;
+    // Values the codec cannot shrink (random bytes): stored uncompressed.
+    std::vector<std::string> uncompressed;
+    bool empty() const { return plain.empty() && uncompressed.empty(); }
+  };
+
+  // Writer properties for `plan`.
+  std::shared_ptr<parquet::WriterProperties> MakeProperties(const ColumnPlan& plan) const {
     parquet::WriterProperties::Builder builder;
     builder.compression(ToParquet(options_.codec));
     if (options_.compression_level) builder.compression_level(*options_.compression_level);
+    for (const auto& column : plan.uncompressed) {
+      builder.compression(column, parquet::Compression::UNCOMPRESSED);
+    }
     builder.max_row_group_length(std::max<int64_t>(1, options_.max_rows_per_group));
     if (options_.dictionary) {
       builder.enable_dictionary();
-      for (const auto& column : plain_columns) builder.disable_dictionary(column);
+      for (const auto& column : plan.plain) builder.disable_dictionary(column);
     } else {
       builder.disable_dictionary();
     }
@@ -273,7 +286,7 @@ class SerialWriter {
       for (const auto& path : FloatColumnPaths(*data_schema_)) builder.disable_statistics(path);
       // Min/max of mostly-distinct binary columns (hashes, signatures) prune nothing: their
       // values are spread uniformly, and comparing them costs ~5% of a write.
-      for (const auto& column : plain_columns) {
+      for (const auto& column : plan.plain) {
         auto field = data_schema_->GetFieldByName(column);
         if (field != nullptr && arrow::is_binary_like(field->type()->id())) {
           builder.disable_statistics(column);
@@ -286,22 +299,59 @@ class SerialWriter {
     return builder.build();
   }
 
+  // The value bytes of a binary-like column's first `rows` rows (empty for other types).
+  static std::string_view ValueBytes(const arrow::Array& column, int64_t rows) {
+    const auto& data = *column.data();
+    if (column.type_id() == arrow::Type::BINARY || column.type_id() == arrow::Type::STRING) {
+      const auto* offsets = data.GetValues<int32_t>(1);
+      const auto* values = data.buffers[2] ? data.buffers[2]->data() : nullptr;
+      if (values == nullptr) return {};
+      return std::string_view(reinterpret_cast<const char*>(values) + offsets[0],
+                              static_cast<size_t>(offsets[rows] - offsets[0]));
+    }
+    if (column.type_id() == arrow::Type::FIXED_SIZE_BINARY) {
+      const int width = column.type()->byte_width();
+      return std::string_view(reinterpret_cast<const char*>(data.buffers[1]->data()) +
+                                  data.offset * width,
+                              static_cast<size_t>(rows * width));
+    }
+    return {};
+  }
+
   // Top-level columns whose first rows are mostly distinct (hashes, signatures, ids): a
   // dictionary would not shrink them and costs encoding time, so they are written plain.
-  // Columns that repeat (block hashes, addresses, flags) keep their dictionary.
-  arrow::Result<std::vector<std::string>> HighCardinalityColumns(const arrow::RecordBatch& sample) const {
-    std::vector<std::string> out;
-    if (!options_.dictionary || sample.num_rows() < kCardinalitySampleMinRows) return out;
+  // Columns that repeat (block hashes, addresses, flags) keep their dictionary. Plain binary
+  // columns the codec cannot shrink by 10% (random hashes and signatures) skip compression:
+  // the file is as large, and compressing them was most of the codec's time.
+  arrow::Result<ColumnPlan> PlanColumns(const arrow::RecordBatch& sample) const {
+    ColumnPlan plan;
+    if (!options_.dictionary || sample.num_rows() < kCardinalitySampleMinRows) return plan;
     const int64_t rows = std::min<int64_t>(sample.num_rows(), kCardinalitySampleRows);
+    std::unique_ptr<arrow::util::Codec> codec;
+    if (options_.codec != Codec::kUncompressed) {
+      ARROW_ASSIGN_OR_RAISE(codec, arrow::util::Codec::Create(ToParquet(options_.codec)));
+    }
     for (int i = 0; i < sample.num_columns(); ++i) {
       const auto& column = sample.column(i);
       if (column->type()->num_fields() > 0 || column->type_id() == arrow::Type::BOOL) continue;
       ARROW_ASSIGN_OR_RAISE(arrow::Datum distinct,
                             arrow::compute::CallFunction("count_distinct", {column->Slice(0, rows)}));
       const int64_t count = static_cast<const arrow::Int64Scalar&>(*distinct.scalar()).value;
-      if (count * 2 > rows) out.push_back(sample.schema()->field(i)->name());
+      if (count * 2 <= rows) continue;
+      const std::string& name = sample.schema()->field(i)->name();
+      plan.plain.push_back(name);
+      const std::string_view bytes = ValueBytes(*column->Slice(0, rows), rows);
+      if (codec == nullptr || bytes.size() < 4096) continue;
+      std::vector<uint8_t> out(static_cast<size_t>(
+          codec->MaxCompressedLen(static_cast<int64_t>(bytes.size()),
+                                  reinterpret_cast<const uint8_t*>(bytes.data()))));
+      ARROW_ASSIGN_OR_RAISE(int64_t compressed,
+                            codec->Compress(static_cast<int64_t>(bytes.size()),
+                                            reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int64_t>(out.size()), out.data()));
+      if (compressed * 10 > static_cast<int64_t>(bytes.size()) * 9) plan.uncompressed.push_back(name);
     }
-    return out;
+    return plan;
   }
 
   static constexpr int64_t kCardinalitySampleMinRows = 256;
@@ -328,8 +378,8 @@ class SerialWriter {
                              NewUuid() + "-c000." + CodecName(options_.codec) + ".parquet";
     file.key = folder.empty() ? name : folder + "/" + name;
     file.partition_values = values;
-    ARROW_ASSIGN_OR_RAISE(auto plain_columns, HighCardinalityColumns(sample));
-    const auto properties = plain_columns.empty() ? properties_ : MakeProperties(plain_columns);
+    ARROW_ASSIGN_OR_RAISE(auto plan, PlanColumns(sample));
+    const auto properties = plan.empty() ? properties_ : MakeProperties(plan);
     ARROW_ASSIGN_OR_RAISE(file.sink, store_->OpenOutputStream(file.key));
     ARROW_ASSIGN_OR_RAISE(file.writer,
                           parquet::arrow::FileWriter::Open(*data_schema_, arrow::default_memory_pool(),
