@@ -1404,6 +1404,29 @@ def test_compression_codecs_and_row_groups(tmp_path):
 
 
 @pytest.mark.timeout(300)
+def test_random_columns_stored_uncompressed_beside_compressed_ones_read_back(tmp_path):
+    """Plain binary columns the codec cannot shrink (random hashes) are written uncompressed
+    while the rest of the file is compressed: every reader must read the mixed file."""
+    import random
+    import pyarrow.parquet as pq
+    rng = random.Random(7)
+    rows = [{"id": i, "hash": bytes(rng.getrandbits(8) for _ in range(32)),
+             "note": f"transfer number {i % 10}"} for i in range(3000)]
+    table = pa.table({"id": pa.array([r["id"] for r in rows], pa.int64()),
+                      "hash": pa.array([r["hash"] for r in rows], pa.binary(32)),
+                      "note": pa.array([r["note"] for r in rows], pa.utf8())})
+    path = tmp_path / "mixed"
+    write(tmp_path, path, table, "--compression", "zstd")
+    files = list(path.glob("*.parquet"))
+    assert len(files) == 1
+    chunks = pq.ParquetFile(files[0]).metadata.row_group(0)
+    codecs = {chunks.column(i).path_in_schema: chunks.column(i).compression
+              for i in range(chunks.num_columns)}
+    assert codecs == {"id": "ZSTD", "hash": "UNCOMPRESSED", "note": "ZSTD"}, codecs
+    assert_readers(path, rows, key="id")
+
+
+@pytest.mark.timeout(300)
 def test_empty_write_and_save_modes(tmp_path):
     path = tmp_path / "modes"
     empty = simple_table([])
