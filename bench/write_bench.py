@@ -47,20 +47,8 @@ with pq.ParquetWriter(dst, reader.schema, compression=codec) as writer:
 
 def fetch(url: str, path: str, rows_wanted: int) -> int:
     import pyarrow as pa
-    import pyarrow.flight as flight
-    from google.protobuf import any_pb2, descriptor_pb2, descriptor_pool, message_factory
-    pool = descriptor_pool.DescriptorPool()
-    fd = descriptor_pb2.FileDescriptorProto(name="q.proto", package="arrow.flight.protocol.sql")
-    msg = fd.message_type.add(name="CommandStatementQuery")
-    msg.field.add(name="query", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
-                  label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
-    pool.Add(fd)
-    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("arrow.flight.protocol.sql.CommandStatementQuery"))
-    command = any_pb2.Any()
-    command.Pack(cls(query='SELECT * FROM "acme/eth_mainnet".transactions'))
-    client = flight.connect(url)
-    info = client.get_flight_info(flight.FlightDescriptor.for_command(command.SerializeToString()))
-    reader = client.do_get(info.endpoints[0].ticket)
+    from amp_flight import do_get
+    reader = do_get(url, 'SELECT * FROM "acme/eth_mainnet".transactions')
     rows = 0
     with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, reader.schema) as writer:
         while True:

@@ -173,6 +173,18 @@ class StreamLoadTest : public ::testing::Test {
     }
   }
 
+  // Wait until the table records block `block` as committed by the stream.
+  void WaitUntilCommitted(uint64_t block) {
+    while (true) {
+      auto loaded = delta::Snapshot::Load(*storage::OpenObjectStore(table_));
+      if (loaded.ok()) {
+        auto state = *loader::ReadStreamState(loaded->get(), loader::StreamAppId(kBlocks));
+        if (state.ResumeCursor()["mainnet"].number >= block) return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
   int Reorgs() {
     std::lock_guard<std::mutex> lock(mutex_);
     return static_cast<int>(std::count_if(results_.begin(), results_.end(),
@@ -193,14 +205,7 @@ TEST_F(StreamLoadTest, ADepthOneReorgOfTheCommittedHeadIsUndone) {
   Start(options);
   loader::LoadResult result;
   std::thread loader_thread([&] { result = Stream(kFirst + 105); });
-  while (true) {
-    auto loaded = delta::Snapshot::Load(*storage::OpenObjectStore(table_));
-    if (loaded.ok()) {
-      auto state = *loader::ReadStreamState(loaded->get(), loader::StreamAppId(kBlocks));
-      if (state.ResumeCursor()["mainnet"].number >= kFirst + 99) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitUntilCommitted(kFirst + 99);
   ASSERT_OK(server_->chain()->Reorg(1));  // block 99 gets a new hash
   ASSERT_OK(server_->AdvanceHead(6));
   loader_thread.join();
@@ -254,14 +259,7 @@ TEST_F(StreamLoadTest, APartialReorgInvalidatesTheStraddlingMicrobatchAndResumes
     done = true;
   });
   // Wait until the microbatch 50..99 is committed, then fork at 97 (inside it).
-  while (true) {
-    auto loaded = delta::Snapshot::Load(*storage::OpenObjectStore(table_));
-    if (loaded.ok()) {
-      auto state = *loader::ReadStreamState(loaded->get(), loader::StreamAppId(kBlocks));
-      if (state.ResumeCursor()["mainnet"].number >= kFirst + 99) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  WaitUntilCommitted(kFirst + 99);
   ASSERT_OK(server_->chain()->Reorg(3));
   ASSERT_OK(server_->AdvanceHead(11));
   loader_thread.join();

@@ -57,7 +57,14 @@ struct Snapshot::ReplayState {
       std::string key = Key(key_of(remove->path), remove->deletion_vector);
       files.erase(key);
       tombstones[std::move(key)] = std::move(*remove);
-    } else if (auto* p = std::get_if<Protocol>(&action)) {
+    } else {
+      ApplyTableAction(std::move(action));
+    }
+  }
+
+  // Protocol, metadata, txn and domain actions; return false for anything else.
+  bool ApplyTableAction(Action&& action) {
+    if (auto* p = std::get_if<Protocol>(&action)) {
       protocol = std::move(*p);
     } else if (auto* m = std::get_if<Metadata>(&action)) {
       metadata = std::move(*m);
@@ -69,7 +76,10 @@ struct Snapshot::ReplayState {
       } else {
         domains[domain->domain] = std::move(*domain);
       }
+    } else {
+      return false;
     }
+    return true;
   }
 };
 
@@ -417,34 +427,25 @@ arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Update() const {
   // The new snapshot shares every unchanged file entry with this one; only the new
   // commits' actions are applied, so the cost follows what changed, not the table's size.
   auto updated = std::shared_ptr<Snapshot>(new Snapshot(*this));
-  Protocol protocol = protocol_;
-  Metadata metadata = metadata_;
-  auto txns = txns_;
-  auto domains = domains_;
+  ReplayState table;  // protocol, metadata, txns and domains only; files apply in place
+  table.protocol = protocol_;
+  table.metadata = metadata_;
+  table.txns = txns_;
+  table.domains = domains_;
   int64_t last_time = timestamp_ms_;
   for (const auto& commit : commits) {
     ARROW_ASSIGN_OR_RAISE(auto actions, ReadCommitActions(*store_, commit));
     last_time = CommitTimestamp(actions, commit.last_modified_ms);
     for (auto& action : actions) {
-      if (auto* p = std::get_if<Protocol>(&action)) {
-        protocol = std::move(*p);
-      } else if (auto* m = std::get_if<Metadata>(&action)) {
-        metadata = std::move(*m);
-      } else if (auto* txn = std::get_if<SetTransaction>(&action)) {
-        txns[txn->app_id] = std::move(*txn);
-      } else if (auto* domain = std::get_if<DomainMetadata>(&action)) {
-        if (domain->removed) {
-          domains.erase(domain->domain);
-        } else {
-          domains[domain->domain] = std::move(*domain);
-        }
-      } else {
+      if (std::holds_alternative<Add>(action) || std::holds_alternative<Remove>(action)) {
         updated->ApplyFileAction(std::move(action));
+      } else {
+        table.ApplyTableAction(std::move(action));
       }
     }
   }
-  ARROW_RETURN_NOT_OK(updated->AdoptTableState(std::move(protocol), std::move(metadata),
-                                               std::move(txns), std::move(domains),
+  ARROW_RETURN_NOT_OK(updated->AdoptTableState(std::move(*table.protocol), std::move(*table.metadata),
+                                               std::move(table.txns), std::move(table.domains),
                                                commits.back().version, last_time));
   // The segment keeps the checkpoint and the latest commits only: the state is replayed
   // already, and copying a growing listing would make long-lived updates slower and slower.

@@ -168,16 +168,7 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql, const LoadOp
 arrow::Status Run(amp::Client& client, const std::string& sql, const DeltaLakeConfig& config,
                   const LoadOptions& options, LoadResult* result) {
   ARROW_ASSIGN_OR_RAISE(auto write, WriteOptions(config, options));
-  const std::string warning = storage::MissingCredentialsWarning(config.table_path,
-                                                                 config.storage_options);
-  if (!warning.empty()) {
-    AMPDELTA_LOG_WARN(warning);
-    result->metadata["warning"] = warning;
-  }
-  std::shared_ptr<storage::ObjectStore> store = options.store;
-  if (store == nullptr) {
-    ARROW_ASSIGN_OR_RAISE(store, storage::OpenObjectStore(config.table_path, config.storage_options));
-  }
+  ARROW_ASSIGN_OR_RAISE(auto store, internal::OpenStore(config, options, result));
   Progress progress;
   std::optional<delta::MergeResult> merged;
   for (int attempt = 0;; ++attempt) {
@@ -232,18 +223,11 @@ arrow::Status Run(amp::Client& client, const std::string& sql, const DeltaLakeCo
 
 LoadResult LoadBatch(amp::Client& client, const std::string& sql, const DeltaLakeConfig& config,
                      const LoadOptions& options) {
-  LoadResult result;
-  result.table_name = options.destination.empty() ? config.table_path : options.destination;
-  const auto start = Clock::now();
-  arrow::Status status = Run(client, sql, config, options, &result);
-  result.duration = std::chrono::duration<double>(Clock::now() - start).count();
-  result.success = status.ok();
-  if (!status.ok()) {
-    result.error = status.message();
-    result.rows_loaded = 0;
-  }
-  result.ops_per_second = result.duration > 0 ? static_cast<double>(result.rows_loaded) / result.duration : 0;
-  return result;
+  return internal::RunLoad(config, options, [&](LoadResult* result) {
+    arrow::Status status = Run(client, sql, config, options, result);
+    if (!status.ok()) result->rows_loaded = 0;  // nothing of a failed batch load is committed
+    return status;
+  });
 }
 
 }  // namespace ampdelta::loader

@@ -5,6 +5,9 @@
 #include <random>
 
 #include "ampdelta/delta/maintenance.h"
+#include "ampdelta/storage/credentials.h"
+#include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::loader::internal {
@@ -81,6 +84,33 @@ void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
       result->metadata["vacuum_error"] = vacuumed.status().message();
     }
   }
+}
+
+arrow::Result<std::shared_ptr<storage::ObjectStore>> OpenStore(const DeltaLakeConfig& config,
+                                                               const LoadOptions& options,
+                                                               LoadResult* result) {
+  const std::string warning =
+      storage::MissingCredentialsWarning(config.table_path, config.storage_options);
+  if (!warning.empty()) {
+    AMPDELTA_LOG_WARN(warning);
+    result->metadata["warning"] = warning;
+  }
+  if (options.store != nullptr) return options.store;
+  return storage::OpenObjectStore(config.table_path, config.storage_options);
+}
+
+LoadResult RunLoad(const DeltaLakeConfig& config, const LoadOptions& options,
+                   const std::function<arrow::Status(LoadResult*)>& body) {
+  LoadResult result;
+  result.table_name = options.destination.empty() ? config.table_path : options.destination;
+  const auto start = std::chrono::steady_clock::now();
+  arrow::Status status = body(&result);
+  result.duration = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.success = status.ok();
+  if (!status.ok()) result.error = status.message();
+  result.ops_per_second =
+      result.duration > 0 ? static_cast<double>(result.rows_loaded) / result.duration : 0;
+  return result;
 }
 
 }  // namespace ampdelta::loader::internal

@@ -5,6 +5,7 @@
 /// retry back-off, and the once-per-load maintenance.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,5 +34,16 @@ std::chrono::milliseconds Backoff(const RetryConfig& retry, int attempt);
 void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
                     const DeltaLakeConfig& config, const delta::TableWriteOptions& write,
                     LoadResult* result);
+
+/// \brief The store a load writes to: `options.store`, else the one `table_path` names;
+/// warns (log and result metadata) when cloud credentials are missing.
+arrow::Result<std::shared_ptr<storage::ObjectStore>> OpenStore(const DeltaLakeConfig& config,
+                                                               const LoadOptions& options,
+                                                               LoadResult* result);
+
+/// \brief Run a load and fill in what every LoadResult reports: table name, duration,
+/// success or the error, rows per second. `body` fills rows_loaded and metadata.
+LoadResult RunLoad(const DeltaLakeConfig& config, const LoadOptions& options,
+                   const std::function<arrow::Status(LoadResult*)>& body);
 
 }  // namespace ampdelta::loader::internal

@@ -572,10 +572,7 @@ class StreamLoad {
 
 LoadResult LoadStream(amp::Client& client, const std::string& sql, const DeltaLakeConfig& config,
                       const LoadOptions& options) {
-  LoadResult result;
-  result.table_name = options.destination.empty() ? config.table_path : options.destination;
-  const auto start = Clock::now();
-  arrow::Status status = [&]() -> arrow::Status {
+  return internal::RunLoad(config, options, [&](LoadResult* result) -> arrow::Status {
     if (options.mode != "append") {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                        "streaming loads append (mode '", options.mode, "' is for batch loads)");
@@ -586,27 +583,12 @@ LoadResult LoadStream(amp::Client& client, const std::string& sql, const DeltaLa
                        " column: set state.store_batch_id=true or with_reorg_detection=false");
     }
     ARROW_ASSIGN_OR_RAISE(auto write, internal::WriteOptions(config, options));
-    const std::string warning =
-        storage::MissingCredentialsWarning(config.table_path, config.storage_options);
-    if (!warning.empty()) {
-      AMPDELTA_LOG_WARN(warning);
-      result.metadata["warning"] = warning;
-    }
-    std::shared_ptr<storage::ObjectStore> store = options.store;
-    if (store == nullptr) {
-      ARROW_ASSIGN_OR_RAISE(store, storage::OpenObjectStore(config.table_path, config.storage_options));
-    }
-    StreamLoad load(client, sql, config, options, store, std::move(write), &result);
+    ARROW_ASSIGN_OR_RAISE(auto store, internal::OpenStore(config, options, result));
+    StreamLoad load(client, sql, config, options, store, std::move(write), result);
     arrow::Status ran = load.Run();
     load.Summarise();
     return ran;
-  }();
-  result.duration = std::chrono::duration<double>(Clock::now() - start).count();
-  result.success = status.ok();
-  if (!status.ok()) result.error = status.message();
-  result.ops_per_second =
-      result.duration > 0 ? static_cast<double>(result.rows_loaded) / result.duration : 0;
-  return result;
+  });
 }
 
 }  // namespace ampdelta::loader
