@@ -17,6 +17,7 @@
 #include "ampdelta/storage/fault_store.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/status.h"
+#include "tests/support/faulty_amp_client.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_util.h"
 
@@ -31,63 +32,6 @@ std::string Blocks(int from, int to) {
          "WHERE block_num >= " + std::to_string(24000000 + from) +
          " AND block_num < " + std::to_string(24000000 + to);
 }
-
-// An amp::Client whose first queries, or first streams part-way, fail as a dead server does.
-class FlakyClient : public amp::Client {
- public:
-  FlakyClient(amp::Client* inner, int failing_queries, int failing_streams, std::string code)
-      : inner_(inner), failing_queries_(failing_queries), failing_streams_(failing_streams),
-        code_(std::move(code)) {}
-
-  arrow::Result<std::unique_ptr<amp::QueryStream>> Query(const std::string& sql,
-                                                         const amp::QueryOptions& options) override {
-    ++queries;
-    if (failing_queries_ > 0) {
-      --failing_queries_;
-      return Failure("GetFlightInfo");
-    }
-    ARROW_ASSIGN_OR_RAISE(auto stream, inner_->Query(sql, options));
-    const bool fail = failing_streams_ > 0;
-    if (fail) --failing_streams_;
-    return std::unique_ptr<amp::QueryStream>(new Stream(std::move(stream), fail ? this : nullptr));
-  }
-  arrow::Result<std::shared_ptr<arrow::Schema>> GetSchema(const std::string& sql,
-                                                          const amp::QueryOptions& options) override {
-    return inner_->GetSchema(sql, options);
-  }
-  const std::string& url() const override { return inner_->url(); }
-
-  int queries = 0;
-
- private:
-  arrow::Status Failure(const char* call) const {
-    return WithErrorCode(arrow::Status::IOError(call, " failed: ", code_, ": injected"),
-                         ErrorCode::kServerError, code_);
-  }
-
-  // Fails after its second batch.
-  class Stream : public amp::QueryStream {
-   public:
-    Stream(std::unique_ptr<amp::QueryStream> inner, const FlakyClient* failing)
-        : inner_(std::move(inner)), failing_(failing) {}
-    const std::shared_ptr<arrow::Schema>& schema() const override { return inner_->schema(); }
-    arrow::Result<std::optional<amp::ResponseBatch>> Next() override {
-      if (failing_ != nullptr && ++messages_ > 2) return failing_->Failure("DoGet");
-      return inner_->Next();
-    }
-    void Cancel() override { inner_->Cancel(); }
-
-   private:
-    std::unique_ptr<amp::QueryStream> inner_;
-    const FlakyClient* failing_;
-    int messages_ = 0;
-  };
-
-  amp::Client* inner_;
-  int failing_queries_;
-  int failing_streams_;
-  std::string code_;
-};
 
 class LoadModesTest : public ::testing::Test {
  protected:
@@ -274,7 +218,7 @@ TEST_F(LoadModesTest, BatchLoadsReportEachBatchUnlessReadAll) {
 TEST_F(LoadModesTest, TransientServerFailuresAreRetriedWithoutDuplicatingRows) {
   const std::string retry = R"("resilience": {"retry": {"initial_backoff_ms": 5, "jitter": false}})";
   // Planning fails twice, then the stream dies after two messages once: three retries.
-  FlakyClient flaky(amp_.get(), /*failing_queries=*/2, /*failing_streams=*/1, "UNAVAILABLE");
+  testing::FaultyAmpClient flaky(amp_.get(), {.failing_queries = 2, .failing_streams = 1});
   loader::LoadOptions options;
   options.destination = "tx";
   const auto result = loader::LoadBatch(
@@ -292,18 +236,18 @@ TEST_F(LoadModesTest, TransientServerFailuresAreRetriedWithoutDuplicatingRows) {
 TEST_F(LoadModesTest, RetriesStopAtMaxRetriesAndNonTransientErrorsAreNotRetried) {
   const std::string retry =
       R"("resilience": {"retry": {"max_retries": 2, "initial_backoff_ms": 5}})";
-  FlakyClient down(amp_.get(), /*failing_queries=*/10, 0, "UNAVAILABLE");
+  testing::FaultyAmpClient down(amp_.get(), {.failing_queries = 10});
   auto result = loader::LoadBatch(down, kQuickstart, Config(retry), {});
   EXPECT_FALSE(result.success);
   EXPECT_EQ(down.queries, 3);
   EXPECT_NE(result.error.find("UNAVAILABLE"), std::string::npos) << result.error;
 
-  FlakyClient invalid(amp_.get(), /*failing_queries=*/1, 0, "INVALID_ARGUMENT");
+  testing::FaultyAmpClient invalid(amp_.get(), {.failing_queries = 1, .code = "INVALID_ARGUMENT"});
   result = loader::LoadBatch(invalid, kQuickstart, Config(retry), {});
   EXPECT_FALSE(result.success);
   EXPECT_EQ(invalid.queries, 1);
 
-  FlakyClient disabled(amp_.get(), /*failing_queries=*/1, 0, "UNAVAILABLE");
+  testing::FaultyAmpClient disabled(amp_.get(), {.failing_queries = 1});
   result = loader::LoadBatch(disabled, kQuickstart,
                              Config(R"("resilience": {"retry": {"enabled": false}})"), {});
   EXPECT_FALSE(result.success);

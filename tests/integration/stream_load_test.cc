@@ -17,6 +17,7 @@
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/hex.h"
 #include "ampdelta/util/status.h"
+#include "tests/support/faulty_amp_client.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_util.h"
 
@@ -25,47 +26,6 @@ namespace {
 
 constexpr uint64_t kFirst = 24'000'000;
 constexpr const char* kBlocks = R"(SELECT block_num, hash, gas_used FROM "acme/eth_mainnet".blocks)";
-
-// Fails its first stream after `after` messages, as a dropped connection does.
-class DroppingClient : public amp::Client {
- public:
-  DroppingClient(amp::Client* inner, int after) : inner_(inner), after_(after) {}
-  arrow::Result<std::unique_ptr<amp::QueryStream>> Query(const std::string& sql,
-                                                         const amp::QueryOptions& options) override {
-    ARROW_ASSIGN_OR_RAISE(auto stream, inner_->Query(sql, options));
-    ++queries;
-    const int after = queries == 1 ? after_ : -1;
-    return std::unique_ptr<amp::QueryStream>(new Stream(std::move(stream), after));
-  }
-  arrow::Result<std::shared_ptr<arrow::Schema>> GetSchema(const std::string& sql,
-                                                          const amp::QueryOptions& options) override {
-    return inner_->GetSchema(sql, options);
-  }
-  const std::string& url() const override { return inner_->url(); }
-  int queries = 0;
-
- private:
-  class Stream : public amp::QueryStream {
-   public:
-    Stream(std::unique_ptr<amp::QueryStream> inner, int after) : inner_(std::move(inner)), after_(after) {}
-    const std::shared_ptr<arrow::Schema>& schema() const override { return inner_->schema(); }
-    arrow::Result<std::optional<amp::ResponseBatch>> Next() override {
-      if (after_ >= 0 && seen_++ >= after_) {
-        return WithErrorCode(arrow::Status::IOError("DoGet failed: UNAVAILABLE: connection reset"),
-                             ErrorCode::kServerError, "UNAVAILABLE");
-      }
-      return inner_->Next();
-    }
-    void Cancel() override { inner_->Cancel(); }
-
-   private:
-    std::unique_ptr<amp::QueryStream> inner_;
-    int after_;
-    int seen_ = 0;
-  };
-  amp::Client* inner_;
-  int after_;
-};
 
 class StreamLoadTest : public ::testing::Test {
  protected:
@@ -305,7 +265,8 @@ TEST_F(StreamLoadTest, ARestartResumesAfterTheLastCommittedBlockWithoutRepeating
 
 TEST_F(StreamLoadTest, ADisconnectMidMicrobatchReconnectsAndResumesFromTheTable) {
   StartLive(/*blocks=*/150, /*reorg_every=*/9, /*depth=*/2);
-  DroppingClient dropping(amp_.get(), /*after=*/7);
+  // The first stream drops after 7 messages, as a lost connection does.
+  testing::FaultyAmpClient dropping(amp_.get(), {.failing_streams = 1, .messages_before_failure = 7});
   const auto result = Stream(kFirst + 149, &dropping);
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_GE(dropping.queries, 2);
