@@ -50,6 +50,8 @@ demo: build-release
 bench: build-release
 	@$(VENV_PY) bench/write_bench.py --rows 2000000 --rounds 5
 	@$(VENV_PY) bench/snapshot_bench.py --commits 10000 --rounds 5
+	@$(VENV_PY) bench/load_bench.py --rows 2000000 --rounds 3
+	@$(VENV_PY) bench/stream_bench.py --commits 10000 --blocks 100000
 
 clean:
 	rm -rf build
