@@ -14,7 +14,7 @@ TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_container_overflo
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ARROW_DEFAULT_MEMORY_POOL=system
 
-.PHONY: setup build build-release test test-fast test-unit test-integration test-interop demo bench clean
+.PHONY: setup build build-release test test-fast test-unit test-integration test-interop soak demo bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -42,6 +42,11 @@ test-integration: build
 test-interop: build
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta \
 	  $(VENV_PY) -m pytest -q tests/interop
+
+# The streaming crash test as a longer soak (kill -9 at 200 random moments; ~6 min).
+soak: build
+	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta AMPDELTA_CRASH_TRIALS=200 \
+	  $(VENV_PY) -m pytest -q -p no:cacheprovider tests/interop/test_stream_crash.py --timeout 1800
 
 demo: build-release
 	@$(RELEASE_BUILD)/tools/ampdelta/ampdelta demo
