@@ -195,6 +195,20 @@ class StreamLoad {
           // After a partial reorg the rows before the fork in the straddling range are not
           // re-sent: resume from what the table now holds.
           if (event.partial_reorg) return Outcome::kReconnect;
+        } else if (event.partial_reorg) {
+          // Nothing is undone: go on with what arrives. The interpreter gave up the
+          // straddling range, so restart it at the fork's parent and read this message again.
+          std::vector<amp::BlockRange> parents;
+          for (const auto& range : event.ranges) {
+            amp::BlockRange parent;
+            parent.network = range.network;
+            parent.start = parent.end = range.start - 1;
+            parent.hash = range.prev_hash;
+            parents.push_back(std::move(parent));
+          }
+          interpreter = amp::StreamInterpreter();
+          interpreter.SeedCompleted(parents);
+          ARROW_ASSIGN_OR_RAISE(event, interpreter.Accept(message->metadata, rows));
         }
       }
       if (event.replayed) continue;  // a microbatch the table already has
