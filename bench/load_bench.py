@@ -148,6 +148,9 @@ print(json.dumps({"rows": rows, "load_seconds": time.perf_counter() - start}))
 def timed(cmd: list, log_dir: pathlib.Path) -> tuple:
     """Runs cmd; returns (wall seconds, peak RSS MiB, stdout)."""
     out_path, err_path = log_dir / "stdout", log_dir / "stderr"
+    # Start every peer with no dirty pages left by the one before: otherwise the kernel's
+    # write-back of the previous peer's output runs (and is paid for) during this one.
+    os.sync()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err)

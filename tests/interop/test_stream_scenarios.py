@@ -125,9 +125,11 @@ def reorg_commits(table: Path) -> list[dict]:
 
 
 def file_ranges(add: dict) -> list[dict]:
+    # One stream per table here: its key is RANGES_TAG + "." + the stream's app id.
     tags = add.get("tags") or {}
-    assert RANGES_TAG in tags, f"data file {add['path']} has no {RANGES_TAG} tag: {tags}"
-    ranges = json.loads(tags[RANGES_TAG])
+    keys = [k for k in tags if k.startswith(RANGES_TAG + ".ampdelta-stream-")]
+    assert len(keys) == 1, f"data file {add['path']} has no single {RANGES_TAG}.* tag: {tags}"
+    ranges = json.loads(tags[keys[0]])
     assert isinstance(ranges, list) and ranges, f"{add['path']}: bad {RANGES_TAG} {ranges!r}"
     return ranges
 

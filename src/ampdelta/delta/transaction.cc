@@ -96,6 +96,11 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version, in
 arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Version version) {
   std::set<std::string> our_removes;
   for (const auto& remove : removes_) our_removes.insert(DecodeLogPath(remove.path));
+  // Files we re-add as they are (re-tagged, dataChange=false) must still exist: a concurrent
+  // remove of one, even by a compaction, would be undone by our add.
+  for (const auto& add : adds_) {
+    if (!add.data_change) our_removes.insert(DecodeLogPath(add.path));
+  }
   std::set<std::string> our_domains;
   for (const auto& domain : domains_) our_domains.insert(domain.domain);
   bool winner_blind = false;
@@ -219,6 +224,10 @@ arrow::Result<CommitResult> Transaction::Commit() {
           existing->metadata().partition_columns != metadata.partition_columns) {
         return Conflict("the table was created concurrently with a different schema or "
                         "partitioning");
+      }
+      if (serializable_ || replace_whole_table_) {
+        return Conflict("the table was created concurrently; this ",
+                        serializable_ ? "merge" : "overwrite", " must read it first: retry");
       }
       if (txn_ && existing->AppTransactionVersion(txn_->app_id)) {
         return Conflict("application '", txn_->app_id, "' created the table concurrently; "

@@ -200,6 +200,7 @@ class StreamLoad {
           // straddling range, so restart it at the fork's parent and read this message again.
           std::vector<amp::BlockRange> parents;
           for (const auto& range : event.ranges) {
+            if (range.start == 0) continue;  // a fork at genesis has no parent to seed
             amp::BlockRange parent;
             parent.network = range.network;
             parent.start = parent.end = range.start - 1;
@@ -211,7 +212,18 @@ class StreamLoad {
           ARROW_ASSIGN_OR_RAISE(event, interpreter.Accept(message->metadata, rows));
         }
       }
-      if (event.replayed) continue;  // a microbatch the table already has
+      // A microbatch the table already has: skip all of its messages, up to its marker.
+      if (event.replayed) {
+        replaying_ = event.kind == amp::StreamEvent::Kind::kMicrobatchEnd
+                         ? std::nullopt
+                         : std::optional<std::vector<amp::BlockRange>>(event.ranges);
+        continue;
+      }
+      if (replaying_ && event.ranges == *replaying_) {
+        if (event.kind == amp::StreamEvent::Kind::kMicrobatchEnd) replaying_.reset();
+        continue;
+      }
+      replaying_.reset();
       if (event.kind == amp::StreamEvent::Kind::kData && rows > 0) {
         ARROW_RETURN_NOT_OK(WriteRows(message->data, event.ranges));
       } else if (event.kind == amp::StreamEvent::Kind::kMicrobatchEnd) {
@@ -294,7 +306,7 @@ class StreamLoad {
   // Commit the complete microbatches written so far (never a partial one).
   arrow::Status CommitIfIdle() {
     if (pending_ranges_.empty() || open_rows_ > 0) return arrow::Status::OK();
-    writer_->SetFileTags({{kRangesTag, RangesToTag(pending_ranges_)}});
+    writer_->SetFileTags({{RangesTagKey(app_id_), RangesToTag(pending_ranges_)}});
     const auto commit_start = Clock::now();
     ARROW_RETURN_NOT_OK(Finish(writer_.get()));
     const double commit_ms =
@@ -397,7 +409,7 @@ class StreamLoad {
     std::vector<const delta::Add*> affected;
     for (const auto& file : snapshot_->files()) {
       for (const auto& fork : invalidated) {
-        ARROW_ASSIGN_OR_RAISE(bool reaches, FileReachesBlock(file, fork.network, fork.start));
+        ARROW_ASSIGN_OR_RAISE(bool reaches, FileReachesBlock(file, app_id_, fork.network, fork.start));
         if (reaches) {
           affected.push_back(&file);
           break;
@@ -417,7 +429,7 @@ class StreamLoad {
     int64_t rows_removed = 0;
     int64_t files_rewritten = 0;
     for (const delta::Add* file : affected) {
-      ARROW_ASSIGN_OR_RAISE(auto ranges, RangesFromTag(*file->tags->at(kRangesTag)));
+      ARROW_ASSIGN_OR_RAISE(auto ranges, RangesFromTag(*file->tags->at(RangesTagKey(app_id_))));
       std::vector<amp::BlockRange> remaining;
       for (const auto& range : ranges) {
         if (!invalid(range)) remaining.push_back(range);
@@ -433,9 +445,9 @@ class StreamLoad {
         delta::Add copy = *file;
         copy.data_change = false;
         if (remaining.empty()) {
-          copy.tags->erase(kRangesTag);
+          copy.tags->erase(RangesTagKey(app_id_));
         } else {
-          (*copy.tags)[kRangesTag] = RangesToTag(remaining);
+          (*copy.tags)[RangesTagKey(app_id_)] = RangesToTag(remaining);
         }
         retagged.push_back(std::move(copy));
         continue;
@@ -448,7 +460,7 @@ class StreamLoad {
       ARROW_RETURN_NOT_OK(writer->Write(filtered.record_batch()));
       kept_ranges.insert(kept_ranges.end(), remaining.begin(), remaining.end());
     }
-    if (!kept_ranges.empty()) writer->SetFileTags({{kRangesTag, RangesToTag(kept_ranges)}});
+    if (!kept_ranges.empty()) writer->SetFileTags({{RangesTagKey(app_id_), RangesToTag(kept_ranges)}});
     writer->StageRemoves(std::move(removes), std::move(read));
     writer->StageAdds(std::move(retagged));
     writer->AddOperationMetrics({{"numDeletedRows", std::to_string(rows_removed)}});
@@ -507,9 +519,9 @@ class StreamLoad {
     delta::OptimizeOptions optimize;
     if (config_.file_size_hint) optimize.target_size = *config_.file_size_hint;
     optimize.files.codec = write_.files.codec;
-    optimize.eligible = [head, window](const delta::Add& file) {
+    optimize.eligible = [head, window, key = RangesTagKey(app_id_)](const delta::Add& file) {
       if (!file.tags) return true;
-      auto tag = file.tags->find(kRangesTag);
+      auto tag = file.tags->find(key);
       if (tag == file.tags->end() || !tag->second) return true;
       auto ranges = RangesFromTag(*tag->second);
       if (!ranges.ok()) return false;
@@ -568,6 +580,8 @@ class StreamLoad {
   std::shared_ptr<const delta::Snapshot> snapshot_;
   StreamState state_;
   std::unique_ptr<delta::TableWriter> writer_;
+  // The ranges of a microbatch being re-sent that the table already holds.
+  std::optional<std::vector<amp::BlockRange>> replaying_;
   std::vector<amp::BlockRange> pending_ranges_;
   int64_t pending_rows_ = 0;
   int64_t open_rows_ = 0;

@@ -34,14 +34,21 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> AddBatchIdColumn(
   return batch->AddColumn(batch->num_columns(), arrow::field(kBatchIdColumn, arrow::utf8()), column);
 }
 
+std::string RangesTagKey(const std::string& app_id) {
+  return std::string(kRangesTag) + "." + app_id;
+}
+
 std::string RangesToTag(const std::vector<amp::BlockRange>& ranges) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& range : ranges) {
-    out.push_back({{"network", range.network},
-                   {"start", range.start},
-                   {"end", range.end},
-                   {"hash", range.hash},
-                   {"prev_hash", range.prev_hash}});
+    nlohmann::json entry = {{"network", range.network},
+                            {"start", range.start},
+                            {"end", range.end},
+                            {"hash", range.hash},
+                            {"prev_hash", range.prev_hash}};
+    // Kept so a range read back compares equal to the one the server sends again.
+    if (range.timestamp) entry["timestamp"] = *range.timestamp;
+    out.push_back(std::move(entry));
   }
   return out.dump();
 }
@@ -78,7 +85,7 @@ arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
   state.txn_version = snapshot->AppTransactionVersion(app_id);
   for (const auto& file : snapshot->files()) {
     if (!file.tags) continue;
-    auto tag = file.tags->find(kRangesTag);
+    auto tag = file.tags->find(RangesTagKey(app_id));
     if (tag == file.tags->end() || !tag->second) continue;
     ARROW_ASSIGN_OR_RAISE(auto ranges, RangesFromTag(*tag->second));
     for (auto& range : ranges) state.ranges[range.network].push_back(std::move(range));
@@ -92,10 +99,10 @@ arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
   return state;
 }
 
-arrow::Result<bool> FileReachesBlock(const delta::Add& file, const std::string& network,
-                                     uint64_t from) {
+arrow::Result<bool> FileReachesBlock(const delta::Add& file, const std::string& app_id,
+                                     const std::string& network, uint64_t from) {
   if (!file.tags) return false;
-  auto tag = file.tags->find(kRangesTag);
+  auto tag = file.tags->find(RangesTagKey(app_id));
   if (tag == file.tags->end() || !tag->second) return false;
   ARROW_ASSIGN_OR_RAISE(auto ranges, RangesFromTag(*tag->second));
   return std::any_of(ranges.begin(), ranges.end(), [&](const amp::BlockRange& range) {

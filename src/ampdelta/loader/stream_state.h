@@ -23,8 +23,13 @@ namespace ampdelta::loader {
 
 /// The column every streamed row carries (the Python SDK's name and values).
 inline constexpr const char* kBatchIdColumn = "_amp_batch_id";
-/// The `add.tags` key holding a file's block ranges.
+/// The prefix of the `add.tags` key holding a file's block ranges; the key is
+/// `ampdelta.blockRanges.<app id>` (RangesTagKey), so streams sharing a table never read or
+/// undo each other's ranges.
 inline constexpr const char* kRangesTag = "ampdelta.blockRanges";
+
+/// \brief The tag key of one stream's block ranges.
+std::string RangesTagKey(const std::string& app_id);
 
 /// \brief The Python SDK's id of one block range (amp-protocol.md §3.6): 16 hex digits of
 /// sha256("{network}:{start}:{end}:{end_hash}:{prev_hash}"); without a hash, end_hash is
@@ -61,9 +66,9 @@ struct StreamState {
 arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
                                            const std::string& app_id);
 
-/// \brief Return true when one of `file`'s recorded ranges is on `network` and ends at or
+/// \brief Return true when one of `file`'s recorded ranges (of stream `app_id`) is on `network` and ends at or
 /// after `from` (its rows may be invalidated by a reorg from `from`).
-arrow::Result<bool> FileReachesBlock(const delta::Add& file, const std::string& network,
-                                     uint64_t from);
+arrow::Result<bool> FileReachesBlock(const delta::Add& file, const std::string& app_id,
+                                     const std::string& network, uint64_t from);
 
 }  // namespace ampdelta::loader

@@ -68,6 +68,37 @@ TEST_F(TransactionTest, SerializableTransactionsConflictWithConcurrentBlindAppen
   EXPECT_EQ(Latest()->version(), 1);
 }
 
+TEST_F(TransactionTest, ReTaggingAFileThatACompactionRemovedConflicts) {
+  auto read = Latest();
+  Add retagged = read->files().front();
+  retagged.data_change = false;
+  retagged.tags = NullableStringMap{{"k", "v"}};
+  Transaction compaction(store_, read);
+  compaction.SetDataChange(false);
+  compaction.RemoveFiles({RemoveFor(read->files().front(), /*data_change=*/false)});
+  compaction.AddFiles({FileAdd("compacted.parquet")});
+  Transaction retag(store_, read);
+  retag.AddFiles({retagged});
+  ASSERT_OK(compaction.Commit().status());
+  EXPECT_THAT(retag.Commit(), testing::HasErrorCode(ErrorCode::kCommitConflict));
+}
+
+TEST_F(TransactionTest, ASerializableCreateThatLostTheRaceConflictsInsteadOfAppending) {
+  auto fresh = std::make_shared<storage::MemoryStore>();
+  auto create = [&](bool serializable) {
+    Transaction txn(fresh, nullptr);
+    auto table = *Snapshot::Load(store_);
+    txn.SetProtocol(table->protocol());
+    txn.SetMetadata(table->metadata());
+    txn.AddFiles({FileAdd(serializable ? "merge.parquet" : "first.parquet")});
+    if (serializable) txn.ConflictWithConcurrentAppends();
+    return txn.Commit();
+  };
+  ASSERT_OK(create(false).status());
+  EXPECT_THAT(create(true), testing::HasErrorCode(ErrorCode::kCommitConflict));
+  EXPECT_EQ((*Snapshot::Load(fresh))->version(), 0);
+}
+
 TEST_F(TransactionTest, RemovingTheSameFileTwiceConflicts) {
   auto read = Latest();
   Remove remove;

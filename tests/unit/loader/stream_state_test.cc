@@ -43,9 +43,10 @@ TEST(BatchIdTest, SeveralRangesAreJoinedWithABarAndAppendedAsTheLastColumn) {
 }
 
 TEST(StreamStateTest, RangesRoundTripThroughTheFileTag) {
-  const std::vector<amp::BlockRange> ranges = {
+  std::vector<amp::BlockRange> ranges = {
       Range("mainnet", 10, 19, "0x" + std::string(64, 'a'), "0x" + std::string(64, 'b')),
       Range("mainnet", 20, 20, "0x" + std::string(64, 'c'), "0x" + std::string(64, 'a'))};
+  ranges[1].timestamp = 1765585559;  // kept: a re-sent range must compare equal
   ASSERT_OK_AND_ASSIGN(auto decoded, RangesFromTag(RangesToTag(ranges)));
   EXPECT_EQ(decoded, ranges);
   EXPECT_THAT(RangesFromTag("{not json"), testing::HasErrorCode(ErrorCode::kCorruptLog));
@@ -62,12 +63,14 @@ TEST(StreamStateTest, TheResumeCursorIsTheNewestRecordedRangePerNetwork) {
 
 TEST(StreamStateTest, AFileReachesABlockWhenOneOfItsRangesEndsAtOrAfterIt) {
   delta::Add file;
-  file.tags = delta::NullableStringMap{{kRangesTag, RangesToTag({Range("mainnet", 10, 19, "0x01")})}};
-  EXPECT_TRUE(*FileReachesBlock(file, "mainnet", 19));
-  EXPECT_TRUE(*FileReachesBlock(file, "mainnet", 5));
-  EXPECT_FALSE(*FileReachesBlock(file, "mainnet", 20));
-  EXPECT_FALSE(*FileReachesBlock(file, "base", 0));
-  EXPECT_FALSE(*FileReachesBlock(delta::Add{}, "mainnet", 0));  // untagged: not a stream's
+  file.tags = delta::NullableStringMap{
+      {RangesTagKey("app-a"), RangesToTag({Range("mainnet", 10, 19, "0x01")})}};
+  EXPECT_TRUE(*FileReachesBlock(file, "app-a", "mainnet", 19));
+  EXPECT_TRUE(*FileReachesBlock(file, "app-a", "mainnet", 5));
+  EXPECT_FALSE(*FileReachesBlock(file, "app-a", "mainnet", 20));
+  EXPECT_FALSE(*FileReachesBlock(file, "app-a", "base", 0));
+  EXPECT_FALSE(*FileReachesBlock(file, "app-b", "mainnet", 0));  // another stream's file
+  EXPECT_FALSE(*FileReachesBlock(delta::Add{}, "app-a", "mainnet", 0));  // untagged
 }
 
 TEST(StreamStateTest, AppIdsAreStablePerQueryAndDifferAcrossQueries) {
