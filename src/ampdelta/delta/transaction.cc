@@ -248,6 +248,18 @@ arrow::Result<CommitResult> Transaction::Commit() {
         return data.status();
       }
       ARROW_ASSIGN_OR_RAISE(auto winner, ParseCommit((*data)->ToString(), CommitPath(next)));
+      // Our own write, landed late after a failure we could not resolve: it is committed.
+      const bool ours = std::any_of(winner.begin(), winner.end(), [&](const Action& action) {
+        const auto* info = std::get_if<CommitInfo>(&action);
+        return info != nullptr && info->txn_id == txn_id_;
+      });
+      if (ours) {
+        committed_ = true;
+        result.version = next;
+        result.attempts = attempt;
+        if (options_.post_commit_hooks) RunPostCommit(next, &result);
+        return result;
+      }
       ARROW_RETURN_NOT_OK(CheckConflicts(winner, next));
       ++next;
     }

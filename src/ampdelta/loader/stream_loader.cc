@@ -379,7 +379,16 @@ class StreamLoad {
   // Remove the rows of every recorded microbatch a reorg invalidates, in one commit.
   arrow::Status Undo(const std::vector<amp::BlockRange>& invalidated) {
     const auto start = Clock::now();
+    const auto expected = state_.txn_version;
     ARROW_RETURN_NOT_OK(Refresh());
+    if (state_.txn_version != expected) {
+      // Another loader of this stream committed since our last commit: never adopt its
+      // progress silently (the one-loader-per-stream guarantee).
+      return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::Invalid,
+                       "another loader is writing stream ", app_id_,
+                       " into this table (its txn moved to ", state_.txn_version.value_or(0),
+                       "); this loader stops");
+    }
     // The invalidated microbatches: recorded ranges at or past each fork.
     std::set<std::string> ids;
     std::vector<amp::BlockRange> undone;

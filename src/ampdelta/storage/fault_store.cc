@@ -3,11 +3,15 @@
 #include <arrow/buffer.h>
 #include <arrow/io/interfaces.h>
 
+#include "ampdelta/util/status.h"
+
 namespace ampdelta::storage {
 namespace {
 
-arrow::Status Injected(const std::string& message, const std::string& path) {
-  return arrow::Status::IOError(message, " (", path, ")");
+template <typename Decision>
+arrow::Status Injected(const Decision& decision, const std::string& path) {
+  if (decision.not_found) return NotFoundError(decision.message, " (", path, ")");
+  return arrow::Status::IOError(decision.message, " (", path, ")");
 }
 
 }  // namespace
@@ -43,7 +47,7 @@ FaultStore::Decision FaultStore::Check(StoreOp op, const std::string& path) {
       if (rule.nth == 0 || active.matched == rule.nth) {
         ++fired_;
         before = rule.before;
-        decision = Decision{rule.fail, rule.fail && rule.lose_reply, rule.message};
+        decision = Decision{rule.fail, rule.fail && rule.lose_reply, rule.message, rule.not_found};
         break;
       }
     }
@@ -54,15 +58,15 @@ FaultStore::Decision FaultStore::Check(StoreOp op, const std::string& path) {
 
 arrow::Result<ObjectMeta> FaultStore::Head(const std::string& path) {
   Decision decision = Check(StoreOp::kHead, path);
-  if (decision.fail && !decision.lose_reply) return Injected(decision.message, path);
+  if (decision.fail && !decision.lose_reply) return Injected(decision, path);
   auto result = inner_->Head(path);
-  if (decision.fail) return Injected(decision.message, path);
+  if (decision.fail) return Injected(decision, path);
   return result;
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> FaultStore::Get(const std::string& path) {
   Decision decision = Check(StoreOp::kGet, path);
-  if (decision.fail) return Injected(decision.message, path);
+  if (decision.fail) return Injected(decision, path);
   return inner_->Get(path);
 }
 
@@ -70,45 +74,45 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> FaultStore::GetRange(const std::st
                                                                    int64_t offset,
                                                                    int64_t length) {
   Decision decision = Check(StoreOp::kGet, path);
-  if (decision.fail) return Injected(decision.message, path);
+  if (decision.fail) return Injected(decision, path);
   return inner_->GetRange(path, offset, length);
 }
 
 arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> FaultStore::OpenInputFile(
     const std::string& path) {
   Decision decision = Check(StoreOp::kOpenInputFile, path);
-  if (decision.fail) return Injected(decision.message, path);
+  if (decision.fail) return Injected(decision, path);
   return inner_->OpenInputFile(path);
 }
 
 arrow::Result<std::vector<ObjectMeta>> FaultStore::List(const std::string& prefix,
                                                         const std::string& start_after) {
   Decision decision = Check(StoreOp::kList, prefix);
-  if (decision.fail) return Injected(decision.message, prefix);
+  if (decision.fail) return Injected(decision, prefix);
   return inner_->List(prefix, start_after);
 }
 
 arrow::Status FaultStore::Put(const std::string& path, const std::shared_ptr<arrow::Buffer>& data,
                               PutMode mode) {
   Decision decision = Check(StoreOp::kPut, path);
-  if (decision.fail && !decision.lose_reply) return Injected(decision.message, path);
+  if (decision.fail && !decision.lose_reply) return Injected(decision, path);
   ARROW_RETURN_NOT_OK(inner_->Put(path, data, mode));
-  if (decision.fail) return Injected(decision.message, path);
+  if (decision.fail) return Injected(decision, path);
   return arrow::Status::OK();
 }
 
 arrow::Status FaultStore::Delete(const std::string& path) {
   Decision decision = Check(StoreOp::kDelete, path);
-  if (decision.fail && !decision.lose_reply) return Injected(decision.message, path);
+  if (decision.fail && !decision.lose_reply) return Injected(decision, path);
   ARROW_RETURN_NOT_OK(inner_->Delete(path));
-  if (decision.fail) return Injected(decision.message, path);
+  if (decision.fail) return Injected(decision, path);
   return arrow::Status::OK();
 }
 
 arrow::Result<std::shared_ptr<arrow::io::OutputStream>> FaultStore::OpenOutputStream(
     const std::string& path) {
   Decision decision = Check(StoreOp::kOpenOutputStream, path);
-  if (decision.fail) return Injected(decision.message, path);
+  if (decision.fail) return Injected(decision, path);
   return inner_->OpenOutputStream(path);
 }
 

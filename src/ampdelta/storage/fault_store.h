@@ -42,6 +42,9 @@ struct FaultRule {
   /// concurrent writer's commit, a crash point. With `fail` false the call then proceeds.
   std::function<void()> before;
   bool fail = true;
+  /// Fail as a missing object (ErrorCode::kNotFound) instead of an IOError: a read-back that
+  /// misses a write still in flight.
+  bool not_found = false;
 };
 
 /// \brief Wraps another store; calls pass through unless a rule fires. Thread-safe.
@@ -79,6 +82,7 @@ class FaultStore : public ObjectStore {
     bool fail = false;
     bool lose_reply = false;
     std::string message;
+    bool not_found = false;
   };
   Decision Check(StoreOp op, const std::string& path);
 

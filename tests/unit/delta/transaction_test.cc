@@ -99,6 +99,27 @@ TEST_F(TransactionTest, ASerializableCreateThatLostTheRaceConflictsInsteadOfAppe
   EXPECT_EQ((*Snapshot::Load(fresh))->version(), 0);
 }
 
+TEST_F(TransactionTest, OurOwnLateWriteIsRecognisedAndNotCommittedTwice) {
+  // The write lands but its reply is lost, and the read-back misses it (still in flight):
+  // the retry then finds the version taken — by our own commit, which must not repeat.
+  storage::FaultRule lost;
+  lost.op = storage::StoreOp::kPut;
+  lost.path_contains = "_delta_log/00000000000000000001.json";
+  lost.lose_reply = true;
+  store_->AddRule(lost);
+  storage::FaultRule missed;
+  missed.op = storage::StoreOp::kGet;
+  missed.path_contains = "_delta_log/00000000000000000001.json";
+  missed.not_found = true;
+  store_->AddRule(missed);
+  Transaction append(store_, Latest());
+  append.AddFiles({FileAdd("a.parquet")});
+  ASSERT_OK_AND_ASSIGN(auto committed, append.Commit());
+  EXPECT_EQ(committed.version, 1);
+  EXPECT_EQ(Latest()->version(), 1);
+  EXPECT_EQ(Latest()->files().size(), 2u);
+}
+
 TEST_F(TransactionTest, RemovingTheSameFileTwiceConflicts) {
   auto read = Latest();
   Remove remove;
@@ -124,7 +145,7 @@ TEST_F(TransactionTest, MetadataChangeConflictsWithEverything) {
 }
 
 TEST_F(TransactionTest, LostReplyAfterASuccessfulWriteIsNotADuplicate) {
-  store_->AddRule({storage::StoreOp::kPut, "_delta_log/00000000000000000001.json", 1, true, "reply lost", {}, true});
+  store_->AddRule({storage::StoreOp::kPut, "_delta_log/00000000000000000001.json", 1, true, "reply lost", {}, true, false});
   Transaction txn(store_, Latest());
   txn.AddFiles({FileAdd("d.parquet")});
   ASSERT_OK_AND_ASSIGN(auto result, txn.Commit());
@@ -135,7 +156,7 @@ TEST_F(TransactionTest, LostReplyAfterASuccessfulWriteIsNotADuplicate) {
 }
 
 TEST_F(TransactionTest, FailedWriteIsRetriedWithoutDuplicates) {
-  store_->AddRule({storage::StoreOp::kPut, "_delta_log/00000000000000000001.json", 1, false, "503", {}, true});
+  store_->AddRule({storage::StoreOp::kPut, "_delta_log/00000000000000000001.json", 1, false, "503", {}, true, false});
   Transaction txn(store_, Latest());
   txn.AddFiles({FileAdd("e.parquet")});
   ASSERT_OK_AND_ASSIGN(auto result, txn.Commit());

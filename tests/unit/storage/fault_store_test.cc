@@ -15,7 +15,7 @@ class FaultStoreTest : public ::testing::Test {
 };
 
 TEST_F(FaultStoreTest, FailsTheNthMatchingCallOnly) {
-  store_.AddRule({StoreOp::kPut, "_delta_log/", 2, false, "boom", {}, true});
+  store_.AddRule({StoreOp::kPut, "_delta_log/", 2, false, "boom", {}, true, false});
   EXPECT_OK(store_.Put("data/a", arrow::Buffer::FromString("a"), PutMode::kOverwrite));
   EXPECT_OK(store_.Put("_delta_log/0.json", arrow::Buffer::FromString("a"), PutMode::kOverwrite));
   EXPECT_THAT(store_.Put("_delta_log/1.json", arrow::Buffer::FromString("b"), PutMode::kOverwrite),
@@ -27,7 +27,7 @@ TEST_F(FaultStoreTest, FailsTheNthMatchingCallOnly) {
 }
 
 TEST_F(FaultStoreTest, LostReplyPerformsTheWriteButReportsFailure) {
-  store_.AddRule({StoreOp::kPut, "", 1, true, "connection reset", {}, true});
+  store_.AddRule({StoreOp::kPut, "", 1, true, "connection reset", {}, true, false});
   EXPECT_THAT(store_.Put("k", arrow::Buffer::FromString("v"), PutMode::kCreateIfAbsent),
               testing::StatusHasMessage("connection reset"));
   ASSERT_OK_AND_ASSIGN(auto data, inner_->Get("k"));
@@ -35,7 +35,7 @@ TEST_F(FaultStoreTest, LostReplyPerformsTheWriteButReportsFailure) {
 }
 
 TEST_F(FaultStoreTest, EveryCallRuleAndClear) {
-  store_.AddRule({StoreOp::kList, "", 0, false, "down", {}, true});
+  store_.AddRule({StoreOp::kList, "", 0, false, "down", {}, true, false});
   EXPECT_FALSE(store_.List("", "").ok());
   EXPECT_FALSE(store_.List("", "").ok());
   store_.ClearRules();
