@@ -417,7 +417,13 @@ arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Update() const {
     parsed.last_modified_ms = head->last_modified_ms;
     commits.push_back(std::move(parsed));
   }
-  if (commits.empty()) return shared_from_this();
+  if (commits.empty()) {
+    // No next commit: either nothing changed, or the log was cleaned up past this version
+    // (an idle reader older than the log retention). A newer checkpoint tells them apart.
+    const auto checkpoint = ReadLastCheckpointHint(*store_);
+    if (checkpoint && *checkpoint > version_) return Load(store_);
+    return shared_from_this();
+  }
   // New commits must follow this version without gaps; otherwise load from scratch.
   for (size_t i = 0; i < commits.size(); ++i) {
     if (commits[i].version != version_ + 1 + static_cast<Version>(i)) {

@@ -70,6 +70,22 @@ TEST_F(SnapshotTest, UpdateReplaysOnlyNewCommits) {
   EXPECT_EQ(updated->files(), fresh->files());
 }
 
+TEST_F(SnapshotTest, UpdateOfASnapshotOlderThanTheCleanedUpLogReloads) {
+  TableWriteOptions options;
+  options.configuration["delta.checkpointInterval"] = "2";
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 5)}, options).status());
+  ASSERT_OK_AND_ASSIGN(auto idle, Snapshot::Load(store_));
+  for (uint64_t i = 1; i <= 3; ++i) {
+    ASSERT_OK(WriteBatches(store_, {Blocks(5 * i, 5 * i + 5)}).status());
+  }
+  // Log cleanup removed the commits the idle reader would need; a checkpoint covers them.
+  ASSERT_OK(store_->Delete("_delta_log/00000000000000000001.json"));
+  ASSERT_OK(store_->Delete("_delta_log/00000000000000000002.json"));
+  ASSERT_OK_AND_ASSIGN(auto updated, idle->Update());
+  EXPECT_EQ(updated->version(), 3);
+  EXPECT_EQ(updated->num_records(), std::optional<int64_t>(20));
+}
+
 TEST_F(SnapshotTest, StaleLastCheckpointIsTolerated) {
   TableWriteOptions options;
   options.configuration["delta.checkpointInterval"] = "2";
