@@ -1,5 +1,7 @@
 #include "ampdelta/delta/merge.h"
 
+#include <cmath>
+#include <limits>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -67,6 +69,16 @@ class KeyEncoder {
     const auto id = column.type_id();
     if (id == arrow::Type::BOOL) {
       out->push_back(static_cast<const arrow::BooleanArray&>(column).Value(row) ? '\1' : '\0');
+      return;
+    }
+    if (id == arrow::Type::FLOAT || id == arrow::Type::DOUBLE) {
+      // Equal numbers encode equally: -0.0 is 0.0, and every NaN is the same NaN.
+      double number = id == arrow::Type::FLOAT
+                          ? static_cast<double>(static_cast<const arrow::FloatArray&>(column).Value(row))
+                          : static_cast<const arrow::DoubleArray&>(column).Value(row);
+      if (number == 0) number = 0.0;
+      if (std::isnan(number)) number = std::numeric_limits<double>::quiet_NaN();
+      out->append(reinterpret_cast<const char*>(&number), sizeof(number));
       return;
     }
     std::string_view value;

@@ -2,6 +2,9 @@
 
 #include <arrow/builder.h>
 
+#include <cmath>
+#include <limits>
+
 #include "ampdelta/storage/fault_store.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/unit/delta/table_test_util.h"
@@ -86,6 +89,27 @@ TEST_F(MergeTest, AConcurrentAppendMakesTheMergeRunAgainSoNoKeyIsDuplicated) {
   auto networks = Networks();
   EXPECT_EQ(networks[11], "b");
   EXPECT_EQ(networks[12], "c");
+}
+
+TEST_F(MergeTest, FloatKeysMatchByValueNegativeZeroAndNaNIncluded) {
+  auto batch = [](std::vector<double> keys, const std::string& tag) {
+    arrow::DoubleBuilder numbers;
+    arrow::StringBuilder tags;
+    for (double key : keys) {
+      (void)numbers.Append(key);
+      (void)tags.Append(tag);
+    }
+    auto schema = arrow::schema({arrow::field("k", arrow::float64()), arrow::field("tag", arrow::utf8())});
+    return arrow::RecordBatch::Make(schema, static_cast<int64_t>(keys.size()),
+                                    {*numbers.Finish(), *tags.Finish()});
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  ASSERT_OK_AND_ASSIGN(auto first, Merge({batch({0.0, nan, 1.5}, "old")}, {"k"}));
+  EXPECT_EQ(first.rows_inserted, 3);
+  ASSERT_OK_AND_ASSIGN(auto second, Merge({batch({-0.0, -nan, 1.5}, "new")}, {"k"}));
+  EXPECT_EQ(second.rows_updated, 3);
+  EXPECT_EQ(second.rows_inserted, 0);
+  EXPECT_EQ((*Snapshot::Load(store_))->num_records(), std::optional<int64_t>(3));
 }
 
 TEST_F(MergeTest, MissingKeyColumnsAreRefusedAndTheTableIsUnchanged) {
