@@ -1,22 +1,16 @@
 #include "ampdelta/loader/batch_loader.h"
 
-#include "ampdelta/loader/load_common.h"
-
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <random>
 #include <thread>
 
 #include <arrow/record_batch.h>
 #include <arrow/util/byte_size.h>
 
 #include "ampdelta/amp/server_error.h"
-#include "ampdelta/delta/maintenance.h"
 #include "ampdelta/delta/merge.h"
 #include "ampdelta/delta/table_writer.h"
-#include "ampdelta/storage/credentials.h"
-#include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/loader/load_common.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
 

@@ -16,14 +16,11 @@
 
 #include "ampdelta/amp/server_error.h"
 #include "ampdelta/amp/stream_interpreter.h"
-#include "ampdelta/delta/file_tags.h"
 #include "ampdelta/delta/maintenance.h"
 #include "ampdelta/delta/scan.h"
 #include "ampdelta/delta/table_writer.h"
 #include "ampdelta/loader/load_common.h"
 #include "ampdelta/loader/stream_state.h"
-#include "ampdelta/storage/credentials.h"
-#include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
 
@@ -482,8 +479,8 @@ class StreamLoad {
     reorg.metadata["files_rewritten"] = std::to_string(files_rewritten);
     rows_undone_ += rows_removed;
     Report(reorg);
-    // The table changed under the recorded state.
-    return Refresh();
+    // state_.ranges is stale now; every reader of it (the next undo, a reconnect) refreshes.
+    return arrow::Status::OK();
   }
 
   // Rows to keep: those whose _amp_batch_id names no invalidated microbatch.
