@@ -19,8 +19,9 @@ else()
 endif()
 
 find_package(Threads REQUIRED)
-find_package(OpenSSL REQUIRED)
+# libcurl is Debian's GnuTLS build (see storage/http_client.h for why not OpenSSL).
 find_package(CURL REQUIRED)
+find_package(pugixml REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)

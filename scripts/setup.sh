@@ -15,7 +15,7 @@ APT_PACKAGES=(
   g++ cmake ninja-build make unzip ca-certificates
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
-  libcurl4-openssl-dev libssl-dev libroaring-dev zlib1g-dev
+  libcurl4-gnutls-dev libgnutls28-dev libpugixml-dev libroaring-dev zlib1g-dev
 )
 if ! command -v java >/dev/null 2>&1; then APT_PACKAGES+=(openjdk-17-jre-headless); fi
 missing=()

@@ -10,6 +10,8 @@
 #include "ampdelta/storage/fault_store.h"
 #include "ampdelta/storage/local_store.h"
 #include "ampdelta/storage/memory_store.h"
+#include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/util/uuid.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_util.h"
 
@@ -23,11 +25,31 @@ std::shared_ptr<arrow::Buffer> Bytes(const std::string& text) {
 struct StoreFactory {
   std::string name;
   std::function<std::shared_ptr<ObjectStore>(const std::string& dir)> make;
+  /// For cloud stores: the environment variable naming the root URL of an emulator
+  /// (tests/interop/test_cloud_stores.py starts the emulators and sets it, with the
+  /// store's options in the environment). Unset: the store's tests are skipped.
+  const char* root_variable = nullptr;
 };
+
+// A cloud store under a fresh prefix of the emulator's bucket/container, so every test
+// starts empty.
+std::shared_ptr<ObjectStore> OpenCloudStore(const char* root_variable) {
+  const char* root = std::getenv(root_variable);
+  auto store = OpenObjectStore(std::string(root) + "/" + NewUuid());
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? *store : nullptr;
+}
 
 class ObjectStoreConformanceTest : public ::testing::TestWithParam<StoreFactory> {
  protected:
-  void SetUp() override { store_ = GetParam().make(dir_.path()); }
+  void SetUp() override {
+    const char* variable = GetParam().root_variable;
+    if (variable != nullptr && std::getenv(variable) == nullptr) {
+      GTEST_SKIP() << variable << " is not set (the cloud emulator tests set it)";
+    }
+    store_ = variable != nullptr ? OpenCloudStore(variable) : GetParam().make(dir_.path());
+    ASSERT_NE(store_, nullptr);
+  }
 
   std::string Read(const std::string& key) {
     auto data = store_->Get(key);
@@ -177,6 +199,35 @@ TEST_P(ObjectStoreConformanceTest, AbandonedStreamLeavesNothing) {
   }
 }
 
+TEST_P(ObjectStoreConformanceTest, LargeStreamedObjectRoundTripsInParts) {
+  // Larger than a cloud store's part size (16 MiB), so the upload is multipart.
+  std::string content(17 * 1024 * 1024 + 123, '\0');
+  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>((i * 131) >> 7);
+  ASSERT_OK_AND_ASSIGN(auto stream, store_->OpenOutputStream("big/part-0.parquet"));
+  for (size_t offset = 0; offset < content.size(); offset += 1'000'000) {
+    ASSERT_OK(stream->Write(content.data() + offset,
+                            static_cast<int64_t>(std::min<size_t>(1'000'000, content.size() - offset))));
+  }
+  EXPECT_THAT(store_->Head("big/part-0.parquet"), testing::HasErrorCode(ErrorCode::kNotFound));
+  ASSERT_OK(stream->Close());
+  ASSERT_OK_AND_ASSIGN(ObjectMeta meta, store_->Head("big/part-0.parquet"));
+  EXPECT_EQ(meta.size, static_cast<int64_t>(content.size()));
+  ASSERT_OK_AND_ASSIGN(auto tail, store_->GetRange("big/part-0.parquet", meta.size - 10, 10));
+  EXPECT_EQ(tail->ToString(), content.substr(content.size() - 10));
+  EXPECT_TRUE(Read("big/part-0.parquet") == content);
+}
+
+TEST_P(ObjectStoreConformanceTest, AbandonedMultipartStreamLeavesNothing) {
+  {
+    ASSERT_OK_AND_ASSIGN(auto stream, store_->OpenOutputStream("big/abandoned.parquet"));
+    const std::string chunk(1024 * 1024, 'z');
+    for (int i = 0; i < 17; ++i) ASSERT_OK(stream->Write(chunk.data(), 1024 * 1024));
+  }
+  EXPECT_THAT(store_->Head("big/abandoned.parquet"), testing::HasErrorCode(ErrorCode::kNotFound));
+  ASSERT_OK_AND_ASSIGN(auto listing, store_->List("", ""));
+  EXPECT_TRUE(listing.empty());
+}
+
 TEST_P(ObjectStoreConformanceTest, KeysWithSpecialCharactersRoundTrip) {
   const std::string key = "x=A%2FA/y=b b/z=é€/part-0 #1.parquet";
   ASSERT_OK(store_->Put(key, Bytes("v"), PutMode::kCreateIfAbsent));
@@ -203,7 +254,10 @@ INSTANTIATE_TEST_SUITE_P(
         StoreFactory{"fault_passthrough",
                      [](const std::string& dir) -> std::shared_ptr<ObjectStore> {
                        return std::make_shared<FaultStore>(*LocalStore::Make(dir + "/t"));
-                     }}),
+                     }},
+        StoreFactory{"s3", nullptr, "AMPDELTA_TEST_S3_ROOT"},
+        StoreFactory{"azure", nullptr, "AMPDELTA_TEST_AZURE_ROOT"},
+        StoreFactory{"gcs", nullptr, "AMPDELTA_TEST_GCS_ROOT"}),
     [](const ::testing::TestParamInfo<StoreFactory>& param_info) { return param_info.param.name; });
 
 }  // namespace

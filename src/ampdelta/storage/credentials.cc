@@ -1,8 +1,11 @@
 #include "ampdelta/storage/credentials.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/util/status.h"
 
 namespace ampdelta::storage {
 namespace {
@@ -24,9 +27,31 @@ std::optional<std::string> LookupOption(const std::map<std::string, std::string>
                                         const std::string& key) {
   auto it = options.find(key);
   if (it != options.end() && !it->second.empty()) return it->second;
+  // deltalake users also write the keys in lower case (`aws_region`).
+  for (const auto& [name, value] : options) {
+    if (!value.empty() && name.size() == key.size() &&
+        std::equal(name.begin(), name.end(), key.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) ==
+                 std::tolower(static_cast<unsigned char>(b));
+        })) {
+      return value;
+    }
+  }
   const char* env = std::getenv(key.c_str());
   if (env != nullptr && *env != '\0') return std::string(env);
   return std::nullopt;
+}
+
+arrow::Result<bool> LookupFlag(const std::map<std::string, std::string>& options,
+                               const std::string& key, bool fallback) {
+  auto value = LookupOption(options, key);
+  if (!value) return fallback;
+  std::string lower = *value;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "true" || lower == "1" || lower == "yes") return true;
+  if (lower == "false" || lower == "0" || lower == "no") return false;
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "storage option ", key,
+                   " must be true or false, not '", *value, "'");
 }
 
 std::vector<std::string> MissingCredentials(const std::string& uri,

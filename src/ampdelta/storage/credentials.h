@@ -9,9 +9,12 @@
 #include <string>
 #include <vector>
 
+#include <arrow/result.h>
+
 namespace ampdelta::storage {
 
-/// \brief Return `key` from `options`, else from the environment, else nullopt.
+/// \brief Return `key` from `options` (any letter case), else from the environment, else
+/// nullopt.
 std::optional<std::string> LookupOption(const std::map<std::string, std::string>& options,
                                         const std::string& key);
 
@@ -29,5 +32,10 @@ std::vector<std::string> MissingCredentials(const std::string& uri,
 /// nothing is missing.
 std::string MissingCredentialsWarning(const std::string& uri,
                                       const std::map<std::string, std::string>& options);
+
+/// \brief Return a boolean option: true for `true`/`1`/`yes` (any case), `fallback` when
+/// unset; other values are an error naming the key.
+arrow::Result<bool> LookupFlag(const std::map<std::string, std::string>& options,
+                               const std::string& key, bool fallback = false);
 
 }  // namespace ampdelta::storage

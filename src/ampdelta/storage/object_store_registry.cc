@@ -5,6 +5,7 @@
 
 #include "ampdelta/storage/local_store.h"
 #include "ampdelta/storage/memory_store.h"
+#include "ampdelta/storage/s3_store.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::storage {
@@ -55,7 +56,6 @@ std::string UriScheme(const std::string& uri) {
 
 arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     const std::string& uri, const std::map<std::string, std::string>& options) {
-  (void)options;  // local and memory stores take none
   const std::string scheme = UriScheme(uri);
   if (scheme.empty()) {
     ARROW_ASSIGN_OR_RAISE(auto store, LocalStore::Make(uri));
@@ -70,7 +70,11 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     return store;
   }
   if (scheme == "memory") return SharedMemoryStore(uri.substr(9));
-  if (scheme == "s3" || scheme == "s3a" || scheme == "gs" || scheme == "gcs" ||
+  if (scheme == "s3" || scheme == "s3a") {
+    ARROW_ASSIGN_OR_RAISE(auto store, S3Store::Make(uri, options));
+    return store;
+  }
+  if (scheme == "gs" || scheme == "gcs" ||
       scheme == "az" || scheme == "abfs" || scheme == "abfss" || scheme == "azure") {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::NotImplemented,
                      "cloud storage ('", scheme, "://') is not available in this build of "

@@ -87,4 +87,24 @@ std::string Sha256Hex(std::string_view data) {
   return ToHex(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
+std::array<uint8_t, 32> HmacSha256(std::string_view key, std::string_view message) {
+  constexpr size_t kBlock = 64;
+  std::string block_key(key);
+  if (block_key.size() > kBlock) {
+    const auto digest = Sha256(block_key);
+    block_key.assign(reinterpret_cast<const char*>(digest.data()), digest.size());
+  }
+  block_key.resize(kBlock, '\0');
+  std::string inner(kBlock, '\0');
+  std::string outer(kBlock, '\0');
+  for (size_t i = 0; i < kBlock; ++i) {
+    inner[i] = static_cast<char>(block_key[i] ^ 0x36);
+    outer[i] = static_cast<char>(block_key[i] ^ 0x5c);
+  }
+  inner.append(message);
+  const auto inner_digest = Sha256(inner);
+  outer.append(reinterpret_cast<const char*>(inner_digest.data()), inner_digest.size());
+  return Sha256(outer);
+}
+
 }  // namespace ampdelta

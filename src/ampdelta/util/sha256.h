@@ -1,7 +1,8 @@
 #pragma once
 
 /// \file sha256.h
-/// \brief SHA-256 (FIPS 180-4), for the Python SDK's `_amp_batch_id`.
+/// \brief SHA-256 (FIPS 180-4) and HMAC-SHA256, for the Python SDK's `_amp_batch_id` and
+/// for signing cloud storage requests.
 ///
 /// Implemented here rather than taken from OpenSSL: the Arrow SDK's libparquet exports its
 /// own bundled OpenSSL symbols, and linking Debian's libcrypto beside it would let one
@@ -19,5 +20,8 @@ std::array<uint8_t, 32> Sha256(std::string_view data);
 
 /// \brief Return the SHA-256 digest of `data` as 64 lower-case hex digits.
 std::string Sha256Hex(std::string_view data);
+
+/// \brief Return HMAC-SHA256 (RFC 2104) of `message` under `key` (cloud request signing).
+std::array<uint8_t, 32> HmacSha256(std::string_view key, std::string_view message);
 
 }  // namespace ampdelta

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "ampdelta/util/hex.h"
+
 namespace ampdelta {
 namespace {
 
@@ -22,6 +24,22 @@ TEST(Sha256Test, PaddingBoundariesAt55To64Bytes) {
             "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
   EXPECT_EQ(Sha256Hex(std::string(64, 'a')),
             "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+}
+
+std::string HmacHex(std::string_view key, std::string_view message) {
+  const auto mac = HmacSha256(key, message);
+  return ToHex(std::string_view(reinterpret_cast<const char*>(mac.data()), mac.size()));
+}
+
+TEST(HmacSha256Test, MatchesTheRfc4231Vectors) {
+  // Test cases 1, 2 and 6 (a key longer than the block is hashed first).
+  EXPECT_EQ(HmacHex(std::string(20, '\x0b'), "Hi There"),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  EXPECT_EQ(HmacHex("Jefe", "what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  EXPECT_EQ(HmacHex(std::string(131, '\xaa'),
+                    "Test Using Larger Than Block-Size Key - Hash Key First"),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
 }
 
 }  // namespace

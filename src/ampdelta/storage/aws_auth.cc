@@ -1,0 +1,301 @@
+#include "ampdelta/storage/aws_auth.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <pugixml.hpp>
+
+#include "ampdelta/storage/cloud_io.h"
+#include "ampdelta/storage/credentials.h"
+#include "ampdelta/util/clock.h"
+#include "ampdelta/util/hex.h"
+#include "ampdelta/util/sha256.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::storage {
+namespace {
+
+std::string Lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+std::string Trim(const std::string& text) {
+  const size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos) return "";
+  const size_t end = text.find_last_not_of(" \t\r\n");
+  return text.substr(start, end - start + 1);
+}
+
+std::string HmacRaw(std::string_view key, std::string_view message) {
+  const auto mac = HmacSha256(key, message);
+  return std::string(reinterpret_cast<const char*>(mac.data()), mac.size());
+}
+
+// Refresh temporary credentials this long before they expire.
+constexpr int64_t kRefreshMarginMs = 5 * 60 * 1000;
+
+std::string HomeFile(const char* relative) {
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "") + "/" + relative;
+}
+
+// Read `[profile]` (or `[profile name]` in config files) key = value pairs from an INI file.
+std::map<std::string, std::string> ReadProfile(const std::string& path, const std::string& profile) {
+  std::map<std::string, std::string> values;
+  std::ifstream in(path);
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    line = Trim(line);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line.front() == '[' && line.back() == ']') {
+      std::string name = Trim(line.substr(1, line.size() - 2));
+      if (name.rfind("profile ", 0) == 0) name = Trim(name.substr(8));
+      inside = name == profile;
+      continue;
+    }
+    const size_t equals = line.find('=');
+    if (inside && equals != std::string::npos) {
+      values[Lower(Trim(line.substr(0, equals)))] = Trim(line.substr(equals + 1));
+    }
+  }
+  return values;
+}
+
+arrow::Status CredentialError(const std::string& source, const std::string& detail) {
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::IOError,
+                   "could not get AWS credentials from ", source, ": ", detail);
+}
+
+arrow::Result<HttpResponse> SendOnce(HttpClient& client, const HttpRequest& request,
+                                     const std::string& source) {
+  RetryPolicy policy;
+  policy.max_retries = 3;
+  ARROW_ASSIGN_OR_RAISE(
+      auto sent, SendWithRetry(client, request, [](HttpRequest*) { return arrow::Status::OK(); },
+                               policy));
+  if (sent.response.status / 100 != 2) {
+    return CredentialError(source, "HTTP " + std::to_string(sent.response.status) + " from " +
+                                       request.DisplayUrl());
+  }
+  return std::move(sent.response);
+}
+
+// Split "http://host:port/path" into origin and path.
+void SplitUrl(const std::string& url, std::string* origin, std::string* path) {
+  const size_t scheme_end = url.find("://");
+  const size_t path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+  *origin = path_start == std::string::npos ? url : url.substr(0, path_start);
+  *path = path_start == std::string::npos ? "/" : url.substr(path_start);
+}
+
+}  // namespace
+
+void SignAwsV4(HttpRequest* request, const AwsCredentials& credentials, const std::string& region,
+               const std::string& service, const std::string& payload_hash, int64_t now_seconds) {
+  const std::time_t now = static_cast<std::time_t>(now_seconds);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &utc);
+  const std::string amz_date = stamp;
+  const std::string date = amz_date.substr(0, 8);
+
+  request->SetHeader("x-amz-date", amz_date);
+  request->SetHeader("x-amz-content-sha256", payload_hash);
+  if (!credentials.session_token.empty()) {
+    request->SetHeader("x-amz-security-token", credentials.session_token);
+  }
+  const size_t scheme_end = request->origin.find("://");
+  std::string host = scheme_end == std::string::npos ? request->origin
+                                                      : request->origin.substr(scheme_end + 3);
+  // curl leaves default ports out of the Host header; so must the signature.
+  if (host.size() > 4 && host.compare(host.size() - 4, 4, ":443") == 0 &&
+      request->origin.rfind("https", 0) == 0) {
+    host.resize(host.size() - 4);
+  } else if (host.size() > 3 && host.compare(host.size() - 3, 3, ":80") == 0 &&
+             request->origin.rfind("http:", 0) == 0) {
+    host.resize(host.size() - 3);
+  }
+
+  std::vector<std::pair<std::string, std::string>> headers = {{"host", host}};
+  for (const auto& [name, value] : request->headers) headers.emplace_back(Lower(name), Trim(value));
+  std::sort(headers.begin(), headers.end());
+  std::string canonical_headers;
+  std::string signed_headers;
+  for (const auto& [name, value] : headers) {
+    canonical_headers += name + ":" + value + "\n";
+    if (!signed_headers.empty()) signed_headers += ';';
+    signed_headers += name;
+  }
+  std::vector<std::pair<std::string, std::string>> query;
+  for (const auto& [key, value] : request->query) {
+    query.emplace_back(UriEncode(key, false), UriEncode(value, false));
+  }
+  std::sort(query.begin(), query.end());
+  std::string canonical_query;
+  for (const auto& [key, value] : query) {
+    if (!canonical_query.empty()) canonical_query += '&';
+    canonical_query += key + "=" + value;
+  }
+  const std::string canonical_request = request->method + "\n" + request->path + "\n" +
+                                        canonical_query + "\n" + canonical_headers + "\n" +
+                                        signed_headers + "\n" + payload_hash;
+  const std::string scope = date + "/" + region + "/" + service + "/aws4_request";
+  const std::string string_to_sign =
+      "AWS4-HMAC-SHA256\n" + amz_date + "\n" + scope + "\n" + Sha256Hex(canonical_request);
+  std::string key = HmacRaw("AWS4" + credentials.secret_access_key, date);
+  key = HmacRaw(key, region);
+  key = HmacRaw(key, service);
+  key = HmacRaw(key, "aws4_request");
+  const std::string signature = ToHex(HmacRaw(key, string_to_sign));
+  request->SetHeader("Authorization", "AWS4-HMAC-SHA256 Credential=" + credentials.access_key_id +
+                                          "/" + scope + ", SignedHeaders=" + signed_headers +
+                                          ", Signature=" + signature);
+}
+
+arrow::Result<std::shared_ptr<AwsCredentialProvider>> AwsCredentialProvider::Make(
+    const std::map<std::string, std::string>& options, std::shared_ptr<HttpClient> client) {
+  auto provider = std::make_shared<AwsCredentialProvider>();
+  provider->client_ = std::move(client);
+  auto get = [&](const char* key) { return LookupOption(options, key).value_or(""); };
+  auto& settings = provider->settings_;
+
+  const std::string key_id = get("AWS_ACCESS_KEY_ID");
+  const std::string secret = get("AWS_SECRET_ACCESS_KEY");
+  if (!key_id.empty() || !secret.empty()) {
+    if (key_id.empty() || secret.empty()) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       key_id.empty() ? "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not"
+                                      : "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
+    }
+    provider->kind_ = Kind::kStatic;
+    provider->source_ = "static keys";
+    std::string token = get("AWS_SESSION_TOKEN");
+    if (token.empty()) token = get("AWS_TOKEN");
+    provider->cached_ = AwsCredentials{key_id, secret, token, 0};
+    provider->have_cached_ = true;
+    return provider;
+  }
+  const std::string token_file = get("AWS_WEB_IDENTITY_TOKEN_FILE");
+  const std::string role = get("AWS_ROLE_ARN");
+  if (!token_file.empty() && !role.empty()) {
+    provider->kind_ = Kind::kWebIdentity;
+    provider->source_ = "web identity (" + role + ")";
+    settings["token_file"] = token_file;
+    settings["role"] = role;
+    settings["session"] = get("AWS_ROLE_SESSION_NAME");
+    if (settings["session"].empty()) settings["session"] = "ampdelta";
+    std::string sts = get("AWS_ENDPOINT_URL_STS");
+    if (sts.empty()) {
+      std::string region = get("AWS_REGION");
+      if (region.empty()) region = get("AWS_DEFAULT_REGION");
+      sts = "https://sts." + (region.empty() ? std::string("us-east-1") : region) + ".amazonaws.com";
+    }
+    settings["sts"] = sts;
+    return provider;
+  }
+  std::string profile = get("AWS_PROFILE");
+  if (profile.empty()) profile = get("AWS_DEFAULT_PROFILE");
+  std::string file = get("AWS_SHARED_CREDENTIALS_FILE");
+  if (file.empty()) file = HomeFile(".aws/credentials");
+  std::string config = get("AWS_CONFIG_FILE");
+  if (config.empty()) config = HomeFile(".aws/config");
+  const std::string profile_name = profile.empty() ? "default" : profile;
+  auto values = ReadProfile(file, profile_name);
+  if (values.count("aws_access_key_id") == 0) values = ReadProfile(config, profile_name);
+  if (values.count("aws_access_key_id") && values.count("aws_secret_access_key")) {
+    provider->kind_ = Kind::kProfile;
+    provider->source_ = "profile " + profile_name;
+    provider->cached_ = AwsCredentials{values["aws_access_key_id"], values["aws_secret_access_key"],
+                                       values["aws_session_token"], 0};
+    provider->have_cached_ = true;
+    return provider;
+  }
+  if (!profile.empty()) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "AWS profile '",
+                     profile, "' has no aws_access_key_id/aws_secret_access_key in ", file,
+                     " or ", config);
+  }
+  if (Lower(get("AWS_EC2_METADATA_DISABLED")) != "true") {
+    provider->kind_ = Kind::kInstanceMetadata;
+    provider->source_ = "instance metadata";
+    std::string endpoint = get("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+    settings["imds"] = endpoint.empty() ? "http://169.254.169.254" : endpoint;
+    // Off EC2 nothing answers there: give up fast rather than after the store's timeouts.
+    provider->client_ = std::make_shared<HttpClient>(std::chrono::milliseconds(1000),
+                                                     std::chrono::milliseconds(5000));
+    return provider;
+  }
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                   "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a "
+                   "profile (AWS_PROFILE), or web identity (AWS_WEB_IDENTITY_TOKEN_FILE, "
+                   "AWS_ROLE_ARN)");
+}
+
+arrow::Result<AwsCredentials> AwsCredentialProvider::Get() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (have_cached_ &&
+      (cached_.expires_at_ms == 0 || cached_.expires_at_ms - NowMs() > kRefreshMarginMs)) {
+    return cached_;
+  }
+  ARROW_ASSIGN_OR_RAISE(cached_, Fetch());
+  have_cached_ = true;
+  return cached_;
+}
+
+arrow::Result<AwsCredentials> AwsCredentialProvider::Fetch() {
+  if (kind_ == Kind::kWebIdentity) {
+    std::ifstream in(settings_["token_file"]);
+    if (!in) return CredentialError(source_, "cannot read " + settings_["token_file"]);
+    std::stringstream token;
+    token << in.rdbuf();
+    HttpRequest request;
+    SplitUrl(settings_["sts"], &request.origin, &request.path);
+    request.query = {{"Action", "AssumeRoleWithWebIdentity"},
+                     {"Version", "2011-06-15"},
+                     {"RoleArn", settings_["role"]},
+                     {"RoleSessionName", settings_["session"]},
+                     {"WebIdentityToken", Trim(token.str())}};
+    ARROW_ASSIGN_OR_RAISE(auto response, SendOnce(*client_, request, source_));
+    pugi::xml_document doc;
+    doc.load_string(response.body.c_str());
+    auto creds = doc.select_node("//Credentials").node();
+    if (!creds) return CredentialError(source_, "STS reply has no Credentials");
+    return AwsCredentials{creds.child_value("AccessKeyId"), creds.child_value("SecretAccessKey"),
+                          creds.child_value("SessionToken"),
+                          ParseHttpOrIsoTime(creds.child_value("Expiration"))};
+  }
+  if (kind_ == Kind::kInstanceMetadata) {
+    HttpRequest token_request;
+    SplitUrl(settings_["imds"], &token_request.origin, &token_request.path);
+    token_request.method = "PUT";
+    token_request.path = "/latest/api/token";
+    token_request.SetHeader("X-aws-ec2-metadata-token-ttl-seconds", "21600");
+    ARROW_ASSIGN_OR_RAISE(auto token, SendOnce(*client_, token_request, source_));
+    HttpRequest role_request;
+    role_request.origin = token_request.origin;
+    role_request.path = "/latest/meta-data/iam/security-credentials/";
+    role_request.SetHeader("X-aws-ec2-metadata-token", token.body);
+    ARROW_ASSIGN_OR_RAISE(auto role, SendOnce(*client_, role_request, source_));
+    const std::string role_name = Trim(role.body.substr(0, role.body.find('\n')));
+    if (role_name.empty()) return CredentialError(source_, "the instance has no IAM role");
+    role_request.path += UriEncode(role_name, false);
+    ARROW_ASSIGN_OR_RAISE(auto creds, SendOnce(*client_, role_request, source_));
+    auto json = nlohmann::json::parse(creds.body, nullptr, false);
+    if (json.is_discarded() || !json.contains("AccessKeyId")) {
+      return CredentialError(source_, "malformed credentials document");
+    }
+    return AwsCredentials{json.value("AccessKeyId", ""), json.value("SecretAccessKey", ""),
+                          json.value("Token", ""),
+                          ParseHttpOrIsoTime(json.value("Expiration", ""))};
+  }
+  return cached_;
+}
+
+}  // namespace ampdelta::storage

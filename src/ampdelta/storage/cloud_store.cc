@@ -1,0 +1,129 @@
+#include "ampdelta/storage/cloud_store.h"
+
+#include "ampdelta/storage/credentials.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::storage {
+namespace {
+
+arrow::Result<int64_t> LookupInt(const std::map<std::string, std::string>& options,
+                                 const std::string& key, int64_t fallback, int64_t minimum) {
+  auto value = LookupOption(options, key);
+  if (!value) return fallback;
+  try {
+    size_t used = 0;
+    const int64_t parsed = std::stoll(*value, &used);
+    if (used == value->size() && parsed >= minimum) return parsed;
+  } catch (...) {
+  }
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "storage option ", key,
+                   " must be an integer >= ", minimum, ", not '", *value, "'");
+}
+
+}  // namespace
+
+arrow::Result<CloudSettings> CloudSettings::FromOptions(
+    const std::map<std::string, std::string>& options) {
+  CloudSettings settings;
+  ARROW_ASSIGN_OR_RAISE(int64_t retries,
+                        LookupInt(options, "AMPDELTA_MAX_RETRIES", settings.retry.max_retries, 0));
+  settings.retry.max_retries = static_cast<int>(retries);
+  ARROW_ASSIGN_OR_RAISE(settings.part_size, LookupInt(options, "AMPDELTA_PART_SIZE_BYTES",
+                                                      settings.part_size, 5 * 1024 * 1024));
+  ARROW_ASSIGN_OR_RAISE(int64_t connect, LookupInt(options, "AMPDELTA_CONNECT_TIMEOUT_MS",
+                                                   settings.connect_timeout.count(), 1));
+  settings.connect_timeout = std::chrono::milliseconds(connect);
+  ARROW_ASSIGN_OR_RAISE(int64_t stall, LookupInt(options, "AMPDELTA_STALL_TIMEOUT_MS",
+                                                 settings.stall_timeout.count(), 1000));
+  settings.stall_timeout = std::chrono::milliseconds(stall);
+  return settings;
+}
+
+CloudStore::CloudStore(std::string root_uri, std::string prefix, CloudSettings settings)
+    : root_uri_(std::move(root_uri)),
+      prefix_(std::move(prefix)),
+      settings_(settings),
+      client_(std::make_shared<HttpClient>(settings.connect_timeout, settings.stall_timeout)) {}
+
+arrow::Result<std::string> CloudStore::ObjectKey(const std::string& path) const {
+  if (path.empty() || path.front() == '/' || path == ".." || path.rfind("../", 0) == 0 ||
+      path.find("/../") != std::string::npos) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "invalid object path '",
+                     path, "' in ", root_uri_);
+  }
+  return prefix_.empty() ? path : prefix_ + "/" + path;
+}
+
+std::string CloudStore::StorePath(const std::string& key) const {
+  if (prefix_.empty()) return key;
+  return key.size() > prefix_.size() ? key.substr(prefix_.size() + 1) : "";
+}
+
+std::string CloudStore::ListPrefix(const std::string& path_prefix) const {
+  return prefix_.empty() ? path_prefix : prefix_ + "/" + path_prefix;
+}
+
+arrow::Result<RetriedResponse> CloudStore::Send(const HttpRequest& request) {
+  return SendWithRetry(*client_, request, [this](HttpRequest* r) { return Sign(r); },
+                       settings_.retry);
+}
+
+HttpRequest CloudStore::MakeRequest(std::string method, std::string origin, std::string path) {
+  HttpRequest request;
+  request.method = std::move(method);
+  request.origin = std::move(origin);
+  request.path = std::move(path);
+  return request;
+}
+
+arrow::Status CloudStore::ResponseError(const std::string& operation, const std::string& path,
+                                        const HttpResponse& response) const {
+  const std::string where = JoinPath(root_uri_, path);
+  if (response.status == 404) return NotFoundError(operation, " ", where, ": not found");
+  const auto [code, message] = ProviderError(response);
+  std::string detail = "HTTP " + std::to_string(response.status);
+  if (!code.empty()) detail += " " + code;
+  if (!message.empty()) detail += ": " + message;
+  if (response.status == 401 || response.status == 403) {
+    detail += " (check the store's credentials and permissions)";
+  }
+  return WithErrorCode(arrow::Status::IOError(operation, " ", where, " failed: ", detail),
+                       ErrorCode::kServerError, std::to_string(response.status));
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> CloudStore::Get(const std::string& path) {
+  return Fetch(path, 0, -1);
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> CloudStore::GetRange(const std::string& path,
+                                                                   int64_t offset,
+                                                                   int64_t length) {
+  if (offset < 0 || length < 0) {
+    return arrow::Status::Invalid("invalid range of ", length, " bytes at ", offset);
+  }
+  if (length == 0) return std::make_shared<arrow::Buffer>(nullptr, 0);
+  return Fetch(path, offset, length);
+}
+
+arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> CloudStore::OpenInputFile(
+    const std::string& path) {
+  ARROW_ASSIGN_OR_RAISE(ObjectMeta meta, Head(path));
+  auto self = shared_from_this();
+  return MakeRangedInputFile(
+      [self, path](int64_t offset, int64_t length) { return self->Fetch(path, offset, length); },
+      meta.size);
+}
+
+arrow::Result<std::shared_ptr<arrow::io::OutputStream>> CloudStore::OpenOutputStream(
+    const std::string& path) {
+  ARROW_RETURN_NOT_OK(ObjectKey(path).status());
+  auto self = shared_from_this();
+  UploadFunctions upload;
+  upload.put_whole = [self, path](const std::shared_ptr<arrow::Buffer>& data) {
+    return self->Put(path, data, PutMode::kOverwrite);
+  };
+  upload.start_multipart = [self, path] { return self->StartMultipart(path); };
+  return MakeMultipartOutputStream(std::move(upload), settings_.part_size);
+}
+
+}  // namespace ampdelta::storage

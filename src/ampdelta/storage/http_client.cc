@@ -1,0 +1,255 @@
+#include "ampdelta/storage/http_client.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <random>
+#include <thread>
+
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::storage {
+namespace {
+
+std::string Lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+bool EqualsIgnoreCase(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && Lower(a) == Lower(b);
+}
+
+void InitializeCurlOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+struct Transfer {
+  const HttpRequest* request = nullptr;
+  HttpResponse* response = nullptr;
+};
+
+size_t OnBody(char* data, size_t size, size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  transfer->response->body.append(data, size * count);
+  return size * count;
+}
+
+size_t OnHeader(char* data, size_t size, size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  std::string line(data, size * count);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  if (line.rfind("HTTP/", 0) == 0) {
+    // A new status line (after `100 Continue` or a redirect) starts a new header block.
+    transfer->response->headers.clear();
+    return size * count;
+  }
+  const size_t colon = line.find(':');
+  if (colon != std::string::npos) {
+    size_t start = colon + 1;
+    while (start < line.size() && line[start] == ' ') ++start;
+    transfer->response->headers[Lower(line.substr(0, colon))] = line.substr(start);
+  }
+  return size * count;
+}
+
+}  // namespace
+
+std::string HttpRequest::Header(const std::string& name) const {
+  for (const auto& [key, value] : headers) {
+    if (EqualsIgnoreCase(key, name)) return value;
+  }
+  return "";
+}
+
+void HttpRequest::SetHeader(const std::string& name, std::string value) {
+  for (auto& [key, existing] : headers) {
+    if (EqualsIgnoreCase(key, name)) {
+      existing = std::move(value);
+      return;
+    }
+  }
+  headers.emplace_back(name, std::move(value));
+}
+
+std::string HttpRequest::QueryString() const {
+  std::string out;
+  for (const auto& [key, value] : query) {
+    if (!out.empty()) out += '&';
+    out += UriEncode(key, false);
+    out += '=';
+    out += UriEncode(value, false);
+  }
+  return out;
+}
+
+std::string HttpRequest::Url() const {
+  std::string url = origin + path;
+  if (!query.empty()) url += "?" + QueryString();
+  return url;
+}
+
+std::string HttpResponse::Header(const std::string& name) const {
+  auto it = headers.find(Lower(name));
+  return it == headers.end() ? "" : it->second;
+}
+
+std::string UriEncode(std::string_view text, bool keep_slash) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (std::isalnum(byte) || c == '-' || c == '_' || c == '.' || c == '~' ||
+        (keep_slash && c == '/')) {
+      out.push_back(c);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[byte >> 4]);
+      out.push_back(kHex[byte & 0xF]);
+    }
+  }
+  return out;
+}
+
+std::string UriDecode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+      out.push_back(static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(text[i]);
+    }
+  }
+  return out;
+}
+
+HttpClient::HttpClient(std::chrono::milliseconds connect_timeout,
+                       std::chrono::milliseconds stall_timeout)
+    : connect_timeout_(connect_timeout), stall_timeout_(stall_timeout) {
+  InitializeCurlOnce();
+}
+
+HttpClient::~HttpClient() {
+  for (void* handle : idle_) curl_easy_cleanup(static_cast<CURL*>(handle));
+}
+
+void* HttpClient::AcquireHandle() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!idle_.empty()) {
+      void* handle = idle_.back();
+      idle_.pop_back();
+      return handle;
+    }
+  }
+  return curl_easy_init();
+}
+
+void HttpClient::ReleaseHandle(void* handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  idle_.push_back(handle);
+}
+
+arrow::Result<HttpResponse> HttpClient::Send(const HttpRequest& request) {
+  CURL* curl = static_cast<CURL*>(AcquireHandle());
+  if (curl == nullptr) return arrow::Status::OutOfMemory("curl_easy_init failed");
+  // reset keeps the handle's connection cache, so keep-alive connections are reused.
+  curl_easy_reset(curl);
+  HttpResponse response;
+  Transfer transfer{&request, &response};
+  const std::string url = request.Url();
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect_timeout_.count()));
+  // A transfer slower than 1 byte/s for the stall timeout is dead.
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+                   std::max<long>(1, static_cast<long>(stall_timeout_.count() / 1000)));
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
+  if (request.method == "HEAD") {
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  } else if (request.method != "GET") {
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  }
+  const bool sends_body = request.method == "PUT" || request.method == "POST";
+  if (sends_body) {
+    static const char kEmpty[] = "";
+    const char* data =
+        request.body ? reinterpret_cast<const char*>(request.body->data()) : kEmpty;
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, data);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(request.body ? request.body->size() : 0));
+  }
+  curl_slist* headers = nullptr;
+  bool has_content_type = false;
+  for (const auto& [name, value] : request.headers) {
+    if (EqualsIgnoreCase(name, "content-type")) has_content_type = true;
+    const std::string line = value.empty() ? name + ";" : name + ": " + value;
+    headers = curl_slist_append(headers, line.c_str());
+  }
+  // No `Expect: 100-continue` round trip, and no form content type on bodies.
+  headers = curl_slist_append(headers, "Expect:");
+  if (sends_body && !has_content_type) headers = curl_slist_append(headers, "Content-Type:");
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+
+  const CURLcode code = curl_easy_perform(curl);
+  curl_slist_free_all(headers);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  ReleaseHandle(curl);
+  if (code != CURLE_OK) {
+    return WithErrorCode(arrow::Status::IOError(request.method, " ", request.DisplayUrl(),
+                                                " failed: ", curl_easy_strerror(code)),
+                         ErrorCode::kServerError, "transport");
+  }
+  response.status = static_cast<int>(status);
+  return response;
+}
+
+bool IsRetryableStatus(int status) {
+  return status == 408 || status == 429 || (status >= 500 && status != 501);
+}
+
+arrow::Result<RetriedResponse> SendWithRetry(
+    HttpClient& client, const HttpRequest& request,
+    const std::function<arrow::Status(HttpRequest*)>& sign, const RetryPolicy& policy) {
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  RetriedResponse result;
+  std::chrono::milliseconds backoff = policy.initial_backoff;
+  for (int attempt = 0;; ++attempt) {
+    HttpRequest signed_request = request;
+    ARROW_RETURN_NOT_OK(sign(&signed_request));
+    auto sent = client.Send(signed_request);
+    result.attempts = attempt + 1;
+    const bool last = attempt >= policy.max_retries;
+    const bool retryable =
+        sent.ok() && (IsRetryableStatus(sent->status) ||
+                      (policy.retry_conflict && sent->status == 409));
+    if (sent.ok() && (!retryable || last)) {
+      result.response = std::move(*sent);
+      return result;
+    }
+    if (!sent.ok() && last) {
+      return sent.status().WithMessage(sent.status().message(), " (after ", attempt + 1,
+                                       " attempts)");
+    }
+    // Only a 429 is known to have had no effect; a reset, a timeout or a 5xx may come
+    // after the server applied the request.
+    if (!sent.ok() || sent->status != 429) result.earlier_attempt_ambiguous = true;
+    std::uniform_int_distribution<int64_t> jitter(backoff.count() / 2, backoff.count());
+    std::this_thread::sleep_for(std::chrono::milliseconds(jitter(random)));
+    backoff = std::min(policy.max_backoff, backoff * 2);
+  }
+}
+
+}  // namespace ampdelta::storage
