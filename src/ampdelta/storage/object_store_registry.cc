@@ -3,6 +3,7 @@
 #include <cctype>
 #include <mutex>
 
+#include "ampdelta/storage/azure_store.h"
 #include "ampdelta/storage/local_store.h"
 #include "ampdelta/storage/memory_store.h"
 #include "ampdelta/storage/s3_store.h"
@@ -74,8 +75,11 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     ARROW_ASSIGN_OR_RAISE(auto store, S3Store::Make(uri, options));
     return store;
   }
-  if (scheme == "gs" || scheme == "gcs" ||
-      scheme == "az" || scheme == "abfs" || scheme == "abfss" || scheme == "azure") {
+  if (scheme == "az" || scheme == "abfs" || scheme == "abfss" || scheme == "azure") {
+    ARROW_ASSIGN_OR_RAISE(auto store, AzureStore::Make(uri, options));
+    return store;
+  }
+  if (scheme == "gs" || scheme == "gcs") {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::NotImplemented,
                      "cloud storage ('", scheme, "://') is not available in this build of "
                      "ampdelta yet; use a local path");
