@@ -22,6 +22,8 @@ find_package(Threads REQUIRED)
 # libcurl is Debian's GnuTLS build (see storage/http_client.h for why not OpenSSL).
 find_package(CURL REQUIRED)
 find_package(pugixml REQUIRED)
+# GnuTLS signs Google service-account tokens (RS256).
+find_package(GnuTLS REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)

@@ -5,7 +5,9 @@
 /// exit code through a callback set on the subcommand.
 
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -29,6 +31,16 @@ CommandRunner AddLoadCommand(CLI::App& app);
 CommandRunner AddTableCommand(CLI::App& app);
 /// \brief `ampdelta demo`.
 CommandRunner AddDemoCommand(CLI::App& app);
+
+/// \brief Parse repeated `--storage-option KEY=VALUE` values into `options` (later ones
+/// win); returns false and sets `error` for an entry without `=`.
+bool ParseStorageOptions(const std::vector<std::string>& entries,
+                         std::map<std::string, std::string>* options, std::string* error);
+
+/// \brief The help text of `--storage-option`.
+inline constexpr const char* kStorageOptionHelp =
+    "KEY=VALUE store option, as deltalake's storage_options (e.g. AWS_ENDPOINT_URL=...); "
+    "repeatable; unset keys are read from the environment";
 
 /// \brief Print `ampdelta: error: <message>` on stderr.
 void PrintError(const std::string& message);

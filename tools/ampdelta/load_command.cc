@@ -41,6 +41,7 @@ struct LoadArgs {
   std::optional<uint64_t> until_block;
   int64_t commit_interval_ms = 1000;
   int64_t commit_rows = 1'000'000;
+  std::vector<std::string> storage_options;
 };
 
 std::atomic<bool> g_stop{false};
@@ -124,6 +125,11 @@ int RunLoad(const LoadArgs& args) {
     PrintError(config.status().message());
     return kExitUsage;
   }
+  std::string option_error;
+  if (!ParseStorageOptions(args.storage_options, &config->storage_options, &option_error)) {
+    PrintError(option_error);
+    return kExitUsage;
+  }
   amp::ClientOptions client_options;
   if (!args.token.empty()) client_options.auth_token = args.token;
   auto client = amp::Client::Connect(args.server, client_options);
@@ -193,6 +199,7 @@ CommandRunner AddLoadCommand(CLI::App& app) {
                   "commit every N rows instead of once at the end");
   cmd->add_option("--partition-by", args->partition_by, "partition columns")->delimiter(',');
   cmd->add_option("--config", args->config, "deltalake connection config: JSON or @file");
+  cmd->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   cmd->add_option("--compression", args->compression, "Parquet codec")->capture_default_str();
   cmd->add_option("--compression-level", args->compression_level, "codec level");
   cmd->add_option("--destination", args->destination, "name of the load in the result");

@@ -14,6 +14,19 @@
 
 namespace ampdelta::cli {
 
+bool ParseStorageOptions(const std::vector<std::string>& entries,
+                         std::map<std::string, std::string>* options, std::string* error) {
+  for (const auto& entry : entries) {
+    const size_t equals = entry.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      *error = "--storage-option '" + entry.substr(0, entry.find('=')) + "' must be KEY=VALUE";
+      return false;
+    }
+    (*options)[entry.substr(0, equals)] = entry.substr(equals + 1);
+  }
+  return true;
+}
+
 void PrintError(const std::string& message) {
   std::cerr << "ampdelta: error: " << message << std::endl;
 }

@@ -33,6 +33,7 @@ using ojson = nlohmann::ordered_json;
 
 struct TableArgs {
   std::string path;
+  std::vector<std::string> storage_options;
   bool json = false;
   std::optional<int64_t> version;
   std::string timestamp;
@@ -63,6 +64,15 @@ struct TableArgs {
   std::string format = "table";
 };
 
+arrow::Result<std::shared_ptr<storage::ObjectStore>> OpenTableStore(const TableArgs& args) {
+  std::map<std::string, std::string> options;
+  std::string error;
+  if (!ParseStorageOptions(args.storage_options, &options, &error)) {
+    return arrow::Status::Invalid(error);
+  }
+  return storage::OpenObjectStore(args.path, options);
+}
+
 std::string IsoTime(int64_t ms) {
   int64_t seconds = 0;
   int64_t millis = 0;
@@ -86,7 +96,7 @@ arrow::Result<int64_t> ParseTimestampArg(const std::string& text) {
 }
 
 arrow::Result<std::shared_ptr<const delta::Snapshot>> LoadSnapshot(const TableArgs& args) {
-  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
+  ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
   delta::SnapshotOptions options;
   options.version = args.version;
   if (!args.timestamp.empty()) {
@@ -218,7 +228,7 @@ arrow::Status Files(const TableArgs& args) {
 }
 
 arrow::Status History(const TableArgs& args) {
-  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
+  ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
   ARROW_ASSIGN_OR_RAISE(auto history, delta::ReadHistory(*store, args.limit));
   if (args.json) {
     ojson out = ojson::array();
@@ -299,7 +309,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> OpenInput(const std::st
 }
 
 arrow::Status Write(const TableArgs& args) {
-  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
+  ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
   if (args.inputs.empty()) return arrow::Status::Invalid("give at least one --input file");
   std::vector<std::shared_ptr<arrow::RecordBatchReader>> inputs;
   for (const auto& input : args.inputs) {
@@ -360,7 +370,7 @@ arrow::Status Write(const TableArgs& args) {
 }
 
 arrow::Status Delete(const TableArgs& args) {
-  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
+  ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
   ARROW_ASSIGN_OR_RAISE(auto result, delta::DeleteRows(store, args.where));
   if (!result.version) {
     std::cout << "nothing matched; no commit (files_skipped=" << result.files_skipped << ")" << std::endl;
@@ -374,7 +384,7 @@ arrow::Status Delete(const TableArgs& args) {
 }
 
 arrow::Status Checkpoint(const TableArgs& args) {
-  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
+  ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
   ARROW_ASSIGN_OR_RAISE(auto snapshot, delta::Snapshot::Load(store));
   const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
@@ -420,7 +430,7 @@ arrow::Status Scan(const TableArgs& args) {
 }
 
 arrow::Status Optimize(const TableArgs& args) {
-  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
+  ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
   delta::OptimizeOptions options;
   options.target_size = args.target_size;
   ARROW_ASSIGN_OR_RAISE(options.files.codec, delta::ParseCodec(args.compression));
@@ -437,7 +447,7 @@ arrow::Status Optimize(const TableArgs& args) {
 }
 
 arrow::Status Vacuum(const TableArgs& args) {
-  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
+  ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
   delta::VacuumOptions options;
   options.retention_hours = args.retention_hours;
   options.dry_run = args.dry_run;
@@ -451,7 +461,7 @@ arrow::Status Vacuum(const TableArgs& args) {
 }
 
 arrow::Status Restore(const TableArgs& args) {
-  ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(args.path));
+  ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
   if (!args.version) return arrow::Status::Invalid("restore needs --version");
   ARROW_ASSIGN_OR_RAISE(auto result, delta::Restore(store, *args.version));
   std::cout << "version=" << result.version << " restored to version " << *args.version << std::endl;
@@ -460,6 +470,7 @@ arrow::Status Restore(const TableArgs& args) {
 
 void AddReadOptions(CLI::App* cmd, TableArgs* args, bool time_travel) {
   cmd->add_option("path", args->path, "table path or URI")->required();
+  cmd->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   cmd->add_flag("--json", args->json, "print JSON");
   if (time_travel) {
     auto* version = cmd->add_option("--version", args->version, "read this version");
@@ -485,6 +496,7 @@ CommandRunner AddTableCommand(CLI::App& app) {
   CLI::App* write = table->add_subcommand(
       "write", "Write Arrow IPC or Parquet files into the table as one commit");
   write->add_option("path", args->path, "table path or URI")->required();
+  write->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   write->add_option("--input", args->inputs, "Arrow IPC (file/stream) or .parquet file")->required();
   write->add_option("--mode", args->mode, "append, overwrite, error or ignore")->capture_default_str();
   write->add_option("--partition-by", args->partition_by, "partition columns (new tables)")
@@ -504,9 +516,11 @@ CommandRunner AddTableCommand(CLI::App& app) {
   write->add_option("--app-version", args->app_version, "its version; skipped if already committed");
   CLI::App* del = table->add_subcommand("delete", "Delete rows (copy-on-write, one commit)");
   del->add_option("path", args->path, "table path or URI")->required();
+  del->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   del->add_option("--where", args->where, "predicate, e.g. 'block_num >= 100' (default: all rows)");
   CLI::App* checkpoint = table->add_subcommand("checkpoint", "Write a checkpoint of the latest version");
   checkpoint->add_option("path", args->path, "table path or URI")->required();
+  checkpoint->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   CLI::App* scan = table->add_subcommand("scan", "Read rows (pruned by --where)");
   AddReadOptions(scan, args.get(), true);
   scan->add_option("--where", args->where, "predicate");
@@ -515,11 +529,13 @@ CommandRunner AddTableCommand(CLI::App& app) {
       ->check(CLI::IsMember({"table", "csv", "count"}));
   CLI::App* optimize = table->add_subcommand("optimize", "Compact small files (dataChange=false)");
   optimize->add_option("path", args->path, "table path or URI")->required();
+  optimize->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   optimize->add_option("--target-size", args->target_size, "target file size in bytes")
       ->capture_default_str();
   optimize->add_option("--compression", args->compression, "Parquet codec")->capture_default_str();
   CLI::App* vacuum = table->add_subcommand("vacuum", "Delete files no version within the retention reads");
   vacuum->add_option("path", args->path, "table path or URI")->required();
+  vacuum->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   vacuum->add_flag("--dry-run", args->dry_run, "list, delete nothing");
   vacuum->add_option("--retention-hours", args->retention_hours,
                      "keep files versions of the last H hours read (default: the table's, 7 days)");
@@ -527,6 +543,7 @@ CommandRunner AddTableCommand(CLI::App& app) {
   vacuum->add_flag("--force", args->force, "allow a retention below the table's");
   CLI::App* restore = table->add_subcommand("restore", "Make the latest version equal an older one");
   restore->add_option("path", args->path, "table path or URI")->required();
+  restore->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   restore->add_option("--version", args->version, "version to restore")->required();
   return [args, info, files, history, write, del, checkpoint, scan, optimize, vacuum, restore]() {
     if (optimize->parsed()) return Report(Optimize(*args));

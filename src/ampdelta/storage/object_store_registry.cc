@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "ampdelta/storage/azure_store.h"
+#include "ampdelta/storage/gcs_store.h"
 #include "ampdelta/storage/local_store.h"
 #include "ampdelta/storage/memory_store.h"
 #include "ampdelta/storage/s3_store.h"
@@ -80,9 +81,8 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     return store;
   }
   if (scheme == "gs" || scheme == "gcs") {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::NotImplemented,
-                     "cloud storage ('", scheme, "://') is not available in this build of "
-                     "ampdelta yet; use a local path");
+    ARROW_ASSIGN_OR_RAISE(auto store, GcsStore::Make(uri, options));
+    return store;
   }
   return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                    "unsupported table location scheme '", scheme, "://' in '", uri, "'");
