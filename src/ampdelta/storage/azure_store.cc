@@ -195,6 +195,39 @@ arrow::Result<std::shared_ptr<AzureStore>> AzureStore::Make(
   return store;
 }
 
+std::string AzureSharedKeyAuthorization(const HttpRequest& request, const std::string& account,
+                                        const std::string& key) {
+  const int64_t length = request.body ? request.body->size() : 0;
+  std::string to_sign = request.method + "\n";
+  for (const char* name : {"Content-Encoding", "Content-Language"}) {
+    to_sign += request.Header(name) + "\n";
+  }
+  to_sign += (length > 0 ? std::to_string(length) : "") + "\n";
+  for (const char* name : {"Content-MD5", "Content-Type", "Date", "If-Modified-Since", "If-Match",
+                           "If-None-Match", "If-Unmodified-Since", "Range"}) {
+    to_sign += request.Header(name) + "\n";
+  }
+  std::vector<std::pair<std::string, std::string>> ms_headers;
+  for (const auto& [name, value] : request.headers) {
+    const std::string lower = Lower(name);
+    if (lower.rfind("x-ms-", 0) == 0) ms_headers.emplace_back(lower, value);
+  }
+  std::sort(ms_headers.begin(), ms_headers.end());
+  for (const auto& [name, value] : ms_headers) to_sign += name + ":" + value + "\n";
+  to_sign += "/" + account + request.path;
+  std::map<std::string, std::vector<std::string>> params;
+  for (const auto& [name, value] : request.query) params[Lower(name)].push_back(value);
+  for (auto& [name, values] : params) {
+    std::sort(values.begin(), values.end());
+    to_sign += "\n" + name + ":";
+    for (size_t i = 0; i < values.size(); ++i) to_sign += (i ? "," : "") + values[i];
+  }
+  const auto mac = HmacSha256(key, to_sign);
+  return "SharedKey " + account + ":" +
+         arrow::util::base64_encode(
+             std::string_view(reinterpret_cast<const char*>(mac.data()), mac.size()));
+}
+
 HttpRequest AzureStore::BlobRequest(std::string method, const std::string& key) const {
   std::string path = base_path_ + "/" + UriEncode(container_, false);
   if (!key.empty()) path += "/" + UriEncode(key, true);
@@ -208,36 +241,8 @@ arrow::Status AzureStore::Sign(HttpRequest* request) {
     request->query.insert(request->query.end(), sas_.begin(), sas_.end());
     return arrow::Status::OK();
   }
-  const int64_t length = request->body ? request->body->size() : 0;
-  std::string to_sign = request->method + "\n";
-  for (const char* name : {"Content-Encoding", "Content-Language"}) {
-    to_sign += request->Header(name) + "\n";
-  }
-  to_sign += (length > 0 ? std::to_string(length) : "") + "\n";
-  for (const char* name : {"Content-MD5", "Content-Type", "Date", "If-Modified-Since", "If-Match",
-                           "If-None-Match", "If-Unmodified-Since", "Range"}) {
-    to_sign += request->Header(name) + "\n";
-  }
-  std::vector<std::pair<std::string, std::string>> ms_headers;
-  for (const auto& [name, value] : request->headers) {
-    const std::string lower = Lower(name);
-    if (lower.rfind("x-ms-", 0) == 0) ms_headers.emplace_back(lower, value);
-  }
-  std::sort(ms_headers.begin(), ms_headers.end());
-  for (const auto& [name, value] : ms_headers) to_sign += name + ":" + value + "\n";
-  to_sign += "/" + account_ + request->path;
-  std::map<std::string, std::vector<std::string>> params;
-  for (const auto& [name, value] : request->query) params[Lower(name)].push_back(value);
-  for (auto& [name, values] : params) {
-    std::sort(values.begin(), values.end());
-    to_sign += "\n" + name + ":";
-    for (size_t i = 0; i < values.size(); ++i) to_sign += (i ? "," : "") + values[i];
-  }
-  const auto mac = HmacSha256(account_key_, to_sign);
   request->SetHeader("Authorization",
-                     "SharedKey " + account_ + ":" +
-                         arrow::util::base64_encode(std::string_view(
-                             reinterpret_cast<const char*>(mac.data()), mac.size())));
+                     AzureSharedKeyAuthorization(*request, account_, account_key_));
   return arrow::Status::OK();
 }
 

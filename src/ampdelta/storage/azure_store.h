@@ -12,6 +12,13 @@
 
 namespace ampdelta::storage {
 
+/// \brief Return the Shared Key `Authorization` value of a request whose `x-ms-date` and
+/// `x-ms-version` headers are set (Blob service, versions 2015-02-21 and later).
+///
+/// \param[in] key the decoded account key
+std::string AzureSharedKeyAuthorization(const HttpRequest& request, const std::string& account,
+                                        const std::string& key);
+
 /// \brief A store rooted at a container and path.
 class AzureStore : public CloudStore {
  public:
