@@ -3,6 +3,8 @@
 #   1. Debian packages (tool-chain, test and CLI libraries)
 #   2. the Arrow C++ SDK from the pinned pyarrow wheel (sha256-checked) into .deps/pyarrow
 #   3. the Python venv with the independent readers (scripts/setup_python.sh)
+#   4. the object-store emulators the cloud tests start: versitygw (S3) and fake-gcs-server
+#      (GCS) built from the Go module proxy, Azurite (Azure) from npm
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -63,4 +65,10 @@ fi
 
 # --- 3. Python venv with the independent readers ---------------------------------------
 bash scripts/setup_python.sh
+
+# --- 4. Object-store emulators -----------------------------------------------------------
+# Nothing else runs during set-up, so the Go builds may use both cores.
+S3_EMULATOR_JOBS="${S3_EMULATOR_JOBS:-2}" bash scripts/setup_s3_emulator.sh
+GCS_EMULATOR_JOBS="${GCS_EMULATOR_JOBS:-2}" bash scripts/setup_gcs_emulator.sh
+bash scripts/setup_azurite.sh
 log "done"

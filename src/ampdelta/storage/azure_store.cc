@@ -333,8 +333,7 @@ arrow::Status AzureStore::Put(const std::string& path, const std::shared_ptr<arr
   if (conditional && (status == 409 || status == 412)) {
     arrow::Status exists = MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::IOError,
                                      JoinPath(root_uri(), path), " already exists");
-    if (!sent.earlier_attempt_ambiguous) return exists;
-    return SettleAmbiguousCreate(*this, path, data, exists);
+    return SettleRefusedCreate(*this, path, data, exists);
   }
   return ResponseError("Azure PUT", path, sent.response);
 }

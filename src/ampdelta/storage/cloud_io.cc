@@ -169,7 +169,7 @@ std::shared_ptr<arrow::io::OutputStream> MakeMultipartOutputStream(UploadFunctio
   return std::make_shared<MultipartOutputStream>(std::move(upload), part_size);
 }
 
-arrow::Status SettleAmbiguousCreate(ObjectStore& store, const std::string& path,
+arrow::Status SettleRefusedCreate(ObjectStore& store, const std::string& path,
                                     const std::shared_ptr<arrow::Buffer>& data,
                                     arrow::Status precondition_failed) {
   auto stored = store.Get(path);

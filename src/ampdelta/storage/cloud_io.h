@@ -52,10 +52,13 @@ struct UploadFunctions {
 std::shared_ptr<arrow::io::OutputStream> MakeMultipartOutputStream(UploadFunctions upload,
                                                                    int64_t part_size);
 
-/// \brief Decide a create-if-absent that found the object present after an earlier attempt
-/// may have written it (lost reply, timeout, 5xx): it is ours when the stored bytes equal
-/// `data`, in which case this returns OK; otherwise the original precondition failure.
-arrow::Status SettleAmbiguousCreate(ObjectStore& store, const std::string& path,
+/// \brief Decide a create-if-absent that found the object present: it is ours when the
+/// stored bytes equal `data` (an earlier attempt wrote it and its reply was lost), in which
+/// case this returns OK; otherwise the original precondition failure.
+///
+/// Every refused create is checked, not only those after a retry the store saw: libcurl
+/// itself re-sends a request once when a reused connection closes without a reply.
+arrow::Status SettleRefusedCreate(ObjectStore& store, const std::string& path,
                                     const std::shared_ptr<arrow::Buffer>& data,
                                     arrow::Status precondition_failed);
 

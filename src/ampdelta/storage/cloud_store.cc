@@ -79,8 +79,12 @@ HttpRequest CloudStore::MakeRequest(std::string method, std::string origin, std:
 arrow::Status CloudStore::ResponseError(const std::string& operation, const std::string& path,
                                         const HttpResponse& response) const {
   const std::string where = JoinPath(root_uri_, path);
-  if (response.status == 404) return NotFoundError(operation, " ", where, ": not found");
   const auto [code, message] = ProviderError(response);
+  if (response.status == 404) {
+    // The code tells a missing object from a missing bucket or an unknown account.
+    return NotFoundError(operation, " ", where, ": not found",
+                         code.empty() ? "" : " (" + code + (message.empty() ? "" : ": " + message) + ")");
+  }
   std::string detail = "HTTP " + std::to_string(response.status);
   if (!code.empty()) detail += " " + code;
   if (!message.empty()) detail += ": " + message;

@@ -375,8 +375,7 @@ arrow::Status GcsStore::Put(const std::string& path, const std::shared_ptr<arrow
   if (conditional && status == 412) {
     arrow::Status exists = MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::IOError,
                                      JoinPath(root_uri(), path), " already exists");
-    if (!sent.earlier_attempt_ambiguous) return exists;
-    return SettleAmbiguousCreate(*this, path, data, exists);
+    return SettleRefusedCreate(*this, path, data, exists);
   }
   return ResponseError("GCS PUT", path, sent.response);
 }

@@ -113,17 +113,17 @@ TEST(RangedInputFileTest, ReadsAreClippedToTheObjectAndPositionsAdvance) {
   EXPECT_EQ(requests.load(), 2) << "a read past the end needs no request";
 }
 
-TEST(SettleAmbiguousCreateTest, OurOwnBytesMeanOurWriteLanded) {
+TEST(SettleRefusedCreateTest, OurOwnBytesMeanOurWriteLanded) {
   MemoryStore store;
   ASSERT_OK(store.Put("_delta_log/00000000000000000003.json",
                       arrow::Buffer::FromString("{\"commitInfo\":{\"txnId\":\"ours\"}}"),
                       PutMode::kOverwrite));
   const arrow::Status exists =
       MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::IOError, "exists");
-  ASSERT_OK(SettleAmbiguousCreate(store, "_delta_log/00000000000000000003.json",
+  ASSERT_OK(SettleRefusedCreate(store, "_delta_log/00000000000000000003.json",
                                   arrow::Buffer::FromString("{\"commitInfo\":{\"txnId\":\"ours\"}}"),
                                   exists));
-  EXPECT_THAT(SettleAmbiguousCreate(
+  EXPECT_THAT(SettleRefusedCreate(
                   store, "_delta_log/00000000000000000003.json",
                   arrow::Buffer::FromString("{\"commitInfo\":{\"txnId\":\"theirs\"}}"), exists),
               testing::HasErrorCode(ErrorCode::kPreconditionFailed));
