@@ -402,3 +402,80 @@ def test_temporary_credentials_from_instance_metadata_and_web_identity(s3_store,
         assert len(fake.requests) <= 3
     finally:
         fake.close()
+
+
+@pytest.mark.timeout(120)
+def test_gcs_service_account_key_is_exchanged_for_a_token_with_a_signed_jwt(gcs_store,
+                                                                           quickstart_url,
+                                                                           tmp_path):
+    """The store signs an RS256 assertion with the key file's private key and trades it for a
+    bearer token at the key's token_uri (a fake token service here, which checks the
+    signature with the public key via the openssl command)."""
+    import base64
+    import http.server
+    import threading
+    import urllib.parse
+
+    key = tmp_path / "key.pem"
+    public = tmp_path / "public.pem"
+    subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",
+                    "-out", str(key)], check=True, capture_output=True)
+    subprocess.run(["openssl", "pkey", "-in", str(key), "-pubout", "-out", str(public)],
+                   check=True, capture_output=True)
+    seen: list[dict] = []
+
+    def unb64(text: str) -> bytes:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+    class TokenService(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+            header, claims, signature = form["assertion"][0].split(".")
+            (tmp_path / "signed").write_bytes(f"{header}.{claims}".encode())
+            (tmp_path / "signature").write_bytes(unb64(signature))
+            verified = subprocess.run(["openssl", "dgst", "-sha256", "-verify", str(public),
+                                       "-signature", str(tmp_path / "signature"),
+                                       str(tmp_path / "signed")], capture_output=True, text=True)
+            seen.append({"grant_type": form["grant_type"][0], "header": json.loads(unb64(header)),
+                         "claims": json.loads(unb64(claims)),
+                         "verified": verified.returncode == 0})
+            body = json.dumps({"access_token": "token-from-fake-service", "expires_in": 3600,
+                               "token_type": "Bearer"}).encode()
+            self.send_response(200 if verified.returncode == 0 else 401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    service = http.server.ThreadingHTTPServer(("127.0.0.1", 0), TokenService)
+    threading.Thread(target=service.serve_forever, daemon=True).start()
+    token_uri = f"http://127.0.0.1:{service.server_address[1]}/token"
+    try:
+        key_file = tmp_path / "service-account.json"
+        key_file.write_text(json.dumps({
+            "type": "service_account", "client_email": "loader@project.iam.gserviceaccount.com",
+            "private_key": key.read_text(), "private_key_id": "k1", "token_uri": token_uri}))
+        options = {"GOOGLE_STORAGE_ENDPOINT": gcs_store.endpoint, "allow_http": "true",
+                   "GOOGLE_SERVICE_ACCOUNT": str(key_file)}
+        signed = Store("gcs", gcs_store.root, options, gcs_store.reader_options,
+                       gcs_store.endpoint)
+        uri = gcs_store.uri("service_account")
+        done = load(quickstart_url, uri, QUICKSTART, signed)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert read_deltalake(gcs_store, uri).to_pyarrow_table().num_rows == BLOCKS
+        assert len(seen) == 1, "one token serves the whole load"
+        assert seen[0]["verified"], "the assertion's RS256 signature must verify"
+        assert seen[0]["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer"
+        assert seen[0]["header"] == {"alg": "RS256", "typ": "JWT"}
+        claims = seen[0]["claims"]
+        assert claims["iss"] == "loader@project.iam.gserviceaccount.com"
+        assert claims["aud"] == token_uri
+        assert "devstorage" in claims["scope"]
+        assert claims["exp"] - claims["iat"] == 3600
+        assert key.read_text().split("\n")[1] not in done.stdout + done.stderr
+    finally:
+        service.shutdown()
+        service.server_close()
