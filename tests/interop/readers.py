@@ -5,6 +5,7 @@ Each ``read_*`` function takes a Delta table path and returns a
 
     read_deltalake(path, version=None)   delta-rs (deltalake)
     read_duckdb(path)                    DuckDB + delta extension (delta_scan)
+    read_duckdb_s3(uri, endpoint, …)     the same on an S3-compatible endpoint (+ httpfs)
     read_polars(path, version=None)      polars (pl.read_delta, via delta-rs)
     read_spark(path, version=None)       Apache Spark + delta-spark
 
@@ -62,6 +63,27 @@ def read_duckdb(path) -> pa.Table:
         con.execute(f"LOAD '{ext}'")
         return con.execute("SELECT * FROM delta_scan(?)",
                            [os.path.abspath(path)]).to_arrow_table()
+    finally:
+        con.close()
+
+
+def read_duckdb_s3(uri: str, endpoint: str, key_id: str, secret: str,
+                   region: str = "us-east-1") -> pa.Table:
+    """DuckDB's delta_scan of an s3:// table on an S3-compatible endpoint (plain HTTP,
+    path-style), with httpfs loaded from the duckdb-extension-httpfs wheel."""
+    import duckdb
+    import duckdb_extension_httpfs
+
+    httpfs = (Path(duckdb_extension_httpfs.__file__).parent / "extensions"
+              / f"v{duckdb.__version__}" / "httpfs.duckdb_extension")
+    con = duckdb.connect(config={"autoinstall_known_extensions": False})
+    try:
+        for ext in (httpfs, duckdb_delta_extension_path()):
+            con.execute(f"LOAD '{str(ext).replace(chr(39), chr(39) * 2)}'")
+        host = endpoint.split("://", 1)[1].rstrip("/")
+        con.execute("CREATE SECRET (TYPE s3, KEY_ID ?, SECRET ?, REGION ?, ENDPOINT ?, "
+                    "URL_STYLE 'path', USE_SSL false)", [key_id, secret, region, host])
+        return con.execute("SELECT * FROM delta_scan(?)", [uri]).to_arrow_table()
     finally:
         con.close()
 
