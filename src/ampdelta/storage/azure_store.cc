@@ -265,27 +265,13 @@ arrow::Result<ObjectMeta> AzureStore::Head(const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
   ARROW_ASSIGN_OR_RAISE(auto sent, Send(BlobRequest("HEAD", key)));
   if (sent.response.status != 200) return ResponseError("Azure HEAD", path, sent.response);
-  ObjectMeta meta;
-  meta.path = path;
-  meta.size = std::stoll("0" + sent.response.Header("content-length"));
-  meta.last_modified_ms = ParseHttpOrIsoTime(sent.response.Header("last-modified"));
-  return meta;
+  return MetaFromHeaders(path, sent.response);
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> AzureStore::Fetch(const std::string& path,
                                                                 int64_t offset, int64_t length) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
-  HttpRequest request = BlobRequest("GET", key);
-  if (offset > 0 || length >= 0) {
-    request.SetHeader("x-ms-range", "bytes=" + std::to_string(offset) + "-" +
-                                        (length >= 0 ? std::to_string(offset + length - 1) : ""));
-  }
-  ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
-  if (sent.response.status == 416) return std::make_shared<arrow::Buffer>(nullptr, 0);
-  if (sent.response.status != 200 && sent.response.status != 206) {
-    return ResponseError("Azure GET", path, sent.response);
-  }
-  return arrow::Buffer::FromString(std::move(sent.response.body));
+  return SendRangedGet(BlobRequest("GET", key), "x-ms-range", "Azure GET", path, offset, length);
 }
 
 arrow::Result<std::vector<ObjectMeta>> AzureStore::List(const std::string& prefix,
@@ -330,19 +316,14 @@ arrow::Status AzureStore::Put(const std::string& path, const std::shared_ptr<arr
   ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
   const int status = sent.response.status;
   if (status == 201) return arrow::Status::OK();
-  if (conditional && (status == 409 || status == 412)) {
-    arrow::Status exists = MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::IOError,
-                                     JoinPath(root_uri(), path), " already exists");
-    return SettleRefusedCreate(*this, path, data, exists);
-  }
+  if (conditional && (status == 409 || status == 412)) return RefusedCreate(path, data);
   return ResponseError("Azure PUT", path, sent.response);
 }
 
 arrow::Status AzureStore::Delete(const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
   ARROW_ASSIGN_OR_RAISE(auto sent, Send(BlobRequest("DELETE", key)));
-  if (sent.response.status / 100 == 2 || sent.response.status == 404) return arrow::Status::OK();
-  return ResponseError("Azure DELETE", path, sent.response);
+  return DeleteOutcome("Azure DELETE", path, sent.response);
 }
 
 arrow::Result<std::unique_ptr<MultipartUpload>> AzureStore::StartMultipart(

@@ -95,6 +95,42 @@ arrow::Status CloudStore::ResponseError(const std::string& operation, const std:
                        ErrorCode::kServerError, std::to_string(response.status));
 }
 
+arrow::Result<std::shared_ptr<arrow::Buffer>> CloudStore::SendRangedGet(
+    HttpRequest request, const std::string& range_header, const std::string& operation,
+    const std::string& path, int64_t offset, int64_t length) {
+  if (offset > 0 || length >= 0) {
+    request.SetHeader(range_header, "bytes=" + std::to_string(offset) + "-" +
+                                        (length >= 0 ? std::to_string(offset + length - 1) : ""));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
+  if (sent.response.status == 416) return std::make_shared<arrow::Buffer>(nullptr, 0);
+  if (sent.response.status != 200 && sent.response.status != 206) {
+    return ResponseError(operation, path, sent.response);
+  }
+  return arrow::Buffer::FromString(std::move(sent.response.body));
+}
+
+ObjectMeta CloudStore::MetaFromHeaders(const std::string& path, const HttpResponse& response) {
+  ObjectMeta meta;
+  meta.path = path;
+  meta.size = std::stoll("0" + response.Header("content-length"));
+  meta.last_modified_ms = ParseHttpOrIsoTime(response.Header("last-modified"));
+  return meta;
+}
+
+arrow::Status CloudStore::RefusedCreate(const std::string& path,
+                                        const std::shared_ptr<arrow::Buffer>& data) {
+  return SettleRefusedCreate(*this, path, data,
+                             MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::IOError,
+                                       JoinPath(root_uri_, path), " already exists"));
+}
+
+arrow::Status CloudStore::DeleteOutcome(const std::string& operation, const std::string& path,
+                                        const HttpResponse& response) const {
+  if (response.status / 100 == 2 || response.status == 404) return arrow::Status::OK();
+  return ResponseError(operation, path, response);
+}
+
 arrow::Result<std::shared_ptr<arrow::Buffer>> CloudStore::Get(const std::string& path) {
   return Fetch(path, 0, -1);
 }

@@ -63,6 +63,22 @@ class CloudStore : public ObjectStore, public std::enable_shared_from_this<Cloud
   arrow::Status ResponseError(const std::string& operation, const std::string& path,
                               const HttpResponse& response) const;
 
+  /// \brief Send a GET for `length` bytes (-1: to the end) from `offset`, the range in
+  /// header `range_header`; a range past the end (416) is empty.
+  arrow::Result<std::shared_ptr<arrow::Buffer>> SendRangedGet(HttpRequest request,
+                                                              const std::string& range_header,
+                                                              const std::string& operation,
+                                                              const std::string& path,
+                                                              int64_t offset, int64_t length);
+  /// \brief Return an object's metadata from a HEAD reply's Content-Length and Last-Modified.
+  static ObjectMeta MetaFromHeaders(const std::string& path, const HttpResponse& response);
+  /// \brief The outcome of a conditional create the service refused because the object
+  /// exists: ours if the stored bytes are `data` (SettleRefusedCreate), else kPreconditionFailed.
+  arrow::Status RefusedCreate(const std::string& path, const std::shared_ptr<arrow::Buffer>& data);
+  /// \brief The outcome of a DELETE: any 2xx, and 404 (already gone), succeed.
+  arrow::Status DeleteOutcome(const std::string& operation, const std::string& path,
+                              const HttpResponse& response) const;
+
   /// \brief Read `length` bytes (-1: to the end) from `offset`; missing objects kNotFound.
   virtual arrow::Result<std::shared_ptr<arrow::Buffer>> Fetch(const std::string& path,
                                                               int64_t offset, int64_t length) = 0;

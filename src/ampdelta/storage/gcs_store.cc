@@ -314,16 +314,7 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> GcsStore::Fetch(const std::string&
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
   HttpRequest request = ObjectRequest("GET", key);
   request.query = {{"alt", "media"}};
-  if (offset > 0 || length >= 0) {
-    request.SetHeader("Range", "bytes=" + std::to_string(offset) + "-" +
-                                   (length >= 0 ? std::to_string(offset + length - 1) : ""));
-  }
-  ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
-  if (sent.response.status == 416) return std::make_shared<arrow::Buffer>(nullptr, 0);
-  if (sent.response.status != 200 && sent.response.status != 206) {
-    return ResponseError("GCS GET", path, sent.response);
-  }
-  return arrow::Buffer::FromString(std::move(sent.response.body));
+  return SendRangedGet(std::move(request), "Range", "GCS GET", path, offset, length);
 }
 
 arrow::Result<std::vector<ObjectMeta>> GcsStore::List(const std::string& prefix,
@@ -372,19 +363,14 @@ arrow::Status GcsStore::Put(const std::string& path, const std::shared_ptr<arrow
   ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
   const int status = sent.response.status;
   if (status == 200 || status == 201) return arrow::Status::OK();
-  if (conditional && status == 412) {
-    arrow::Status exists = MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::IOError,
-                                     JoinPath(root_uri(), path), " already exists");
-    return SettleRefusedCreate(*this, path, data, exists);
-  }
+  if (conditional && status == 412) return RefusedCreate(path, data);
   return ResponseError("GCS PUT", path, sent.response);
 }
 
 arrow::Status GcsStore::Delete(const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
   ARROW_ASSIGN_OR_RAISE(auto sent, Send(ObjectRequest("DELETE", key)));
-  if (sent.response.status / 100 == 2 || sent.response.status == 404) return arrow::Status::OK();
-  return ResponseError("GCS DELETE", path, sent.response);
+  return DeleteOutcome("GCS DELETE", path, sent.response);
 }
 
 arrow::Result<std::unique_ptr<MultipartUpload>> GcsStore::StartMultipart(const std::string& path) {

@@ -192,27 +192,13 @@ arrow::Result<ObjectMeta> S3Store::Head(const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
   ARROW_ASSIGN_OR_RAISE(auto sent, Send(ObjectRequest("HEAD", key)));
   if (sent.response.status != 200) return ResponseError("S3 HEAD", path, sent.response);
-  ObjectMeta meta;
-  meta.path = path;
-  meta.size = std::stoll("0" + sent.response.Header("content-length"));
-  meta.last_modified_ms = ParseHttpOrIsoTime(sent.response.Header("last-modified"));
-  return meta;
+  return MetaFromHeaders(path, sent.response);
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> S3Store::Fetch(const std::string& path,
                                                              int64_t offset, int64_t length) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
-  HttpRequest request = ObjectRequest("GET", key);
-  if (offset > 0 || length >= 0) {
-    request.SetHeader("Range", "bytes=" + std::to_string(offset) + "-" +
-                                   (length >= 0 ? std::to_string(offset + length - 1) : ""));
-  }
-  ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
-  if (sent.response.status == 416) return std::make_shared<arrow::Buffer>(nullptr, 0);
-  if (sent.response.status != 200 && sent.response.status != 206) {
-    return ResponseError("S3 GET", path, sent.response);
-  }
-  return arrow::Buffer::FromString(std::move(sent.response.body));
+  return SendRangedGet(ObjectRequest("GET", key), "Range", "S3 GET", path, offset, length);
 }
 
 arrow::Result<std::vector<ObjectMeta>> S3Store::List(const std::string& prefix,
@@ -267,11 +253,7 @@ arrow::Status S3Store::Put(const std::string& path, const std::shared_ptr<arrow:
   ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
   const int status = sent.response.status;
   if (status == 200) return arrow::Status::OK();
-  if (conditional && status == 412) {
-    arrow::Status exists = MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::IOError,
-                                     JoinPath(root_uri(), path), " already exists");
-    return SettleRefusedCreate(*this, path, data, exists);
-  }
+  if (conditional && status == 412) return RefusedCreate(path, data);
   if (conditional && (status == 501 || (status == 400 && ProviderError(sent.response).first ==
                                                               "NotImplemented"))) {
     return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
@@ -286,8 +268,7 @@ arrow::Status S3Store::Put(const std::string& path, const std::shared_ptr<arrow:
 arrow::Status S3Store::Delete(const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
   ARROW_ASSIGN_OR_RAISE(auto sent, Send(ObjectRequest("DELETE", key)));
-  if (sent.response.status / 100 == 2 || sent.response.status == 404) return arrow::Status::OK();
-  return ResponseError("S3 DELETE", path, sent.response);
+  return DeleteOutcome("S3 DELETE", path, sent.response);
 }
 
 arrow::Result<std::unique_ptr<MultipartUpload>> S3Store::StartMultipart(const std::string& path) {
