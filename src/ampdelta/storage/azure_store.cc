@@ -25,16 +25,6 @@ std::string Lower(std::string text) {
   return text;
 }
 
-std::string Trim(std::string text, char c) {
-  while (!text.empty() && text.front() == c) text.erase(text.begin());
-  while (!text.empty() && text.back() == c) text.pop_back();
-  return text;
-}
-
-arrow::Status InvalidOption(const std::string& message) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, message);
-}
-
 std::string HttpDate(int64_t seconds) {
   const std::time_t now = static_cast<std::time_t>(seconds);
   std::tm utc{};
@@ -111,12 +101,10 @@ AzureStore::AzureStore(std::string root_uri, std::string prefix, CloudSettings s
 
 arrow::Result<std::shared_ptr<AzureStore>> AzureStore::Make(
     const std::string& uri, const std::map<std::string, std::string>& options) {
-  const size_t scheme_end = uri.find("://");
-  const std::string scheme = Lower(uri.substr(0, scheme_end));
-  const std::string rest = uri.substr(scheme_end + 3);
-  const size_t slash = rest.find('/');
-  std::string authority = rest.substr(0, slash);
-  const std::string prefix = slash == std::string::npos ? "" : Trim(rest.substr(slash + 1), '/');
+  const CloudUrl url = CloudUrl::Parse(uri);
+  const std::string& scheme = url.scheme;
+  const std::string& authority = url.authority;
+  const std::string& prefix = url.prefix;
   std::string container = authority;
   std::string account;
   const size_t at = authority.find('@');
@@ -126,7 +114,7 @@ arrow::Result<std::shared_ptr<AzureStore>> AzureStore::Make(
     const std::string host = authority.substr(at + 1);
     account = host.substr(0, host.find('.'));
   }
-  if (container.empty()) return InvalidOption("Azure URL '" + uri + "' names no container");
+  if (container.empty()) return InvalidStoreOption("Azure URL '" + uri + "' names no container");
 
   ARROW_ASSIGN_OR_RAISE(CloudSettings settings, CloudSettings::FromOptions(options));
   ARROW_ASSIGN_OR_RAISE(bool use_emulator, LookupFlag(options, "AZURE_STORAGE_USE_EMULATOR"));
@@ -139,7 +127,7 @@ arrow::Result<std::shared_ptr<AzureStore>> AzureStore::Make(
                   .value_or(use_emulator ? kEmulatorAccount : "");
   }
   if (account.empty()) {
-    return InvalidOption("Azure URL '" + uri +
+    return InvalidStoreOption("Azure URL '" + uri +
                          "' needs a storage account: set AZURE_STORAGE_ACCOUNT_NAME");
   }
   const std::string root = scheme + "://" + authority + (prefix.empty() ? "" : "/" + prefix);
@@ -151,13 +139,13 @@ arrow::Result<std::shared_ptr<AzureStore>> AzureStore::Make(
       FirstOption(options, {"AZURE_STORAGE_ENDPOINT", "AZURE_ENDPOINT"})
           .value_or(use_emulator ? "http://127.0.0.1:10000/" + account
                                  : "https://" + account + ".blob.core.windows.net");
-  endpoint = Trim(endpoint, '/');
+  endpoint = TrimChar(endpoint, '/');
   if (endpoint.rfind("http://", 0) != 0 && endpoint.rfind("https://", 0) != 0) {
-    return InvalidOption("AZURE_STORAGE_ENDPOINT '" + endpoint +
+    return InvalidStoreOption("AZURE_STORAGE_ENDPOINT '" + endpoint +
                          "' must start with http:// or https://");
   }
   if (endpoint.rfind("http://", 0) == 0 && !allow_http) {
-    return InvalidOption("AZURE_STORAGE_ENDPOINT '" + endpoint +
+    return InvalidStoreOption("AZURE_STORAGE_ENDPOINT '" + endpoint +
                          "' is plain HTTP; set AZURE_ALLOW_HTTP=true to allow it");
   }
   const size_t path_start = endpoint.find('/', endpoint.find("://") + 3);
@@ -171,7 +159,7 @@ arrow::Result<std::shared_ptr<AzureStore>> AzureStore::Make(
   if (key) {
     auto decoded = arrow::util::base64_decode(*key);
     if (!decoded.ok() || decoded->empty()) {
-      return InvalidOption("AZURE_STORAGE_ACCOUNT_KEY is not a base64 account key");
+      return InvalidStoreOption("AZURE_STORAGE_ACCOUNT_KEY is not a base64 account key");
     }
     store->account_key_ = std::move(*decoded);
   } else if (sas) {
@@ -189,7 +177,7 @@ arrow::Result<std::shared_ptr<AzureStore>> AzureStore::Make(
       start = end + 1;
     }
   } else {
-    return InvalidOption("no Azure credentials for " + root +
+    return InvalidStoreOption("no Azure credentials for " + root +
                          ": set AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN");
   }
   return store;

@@ -22,6 +22,28 @@ arrow::Result<int64_t> LookupInt(const std::map<std::string, std::string>& optio
 
 }  // namespace
 
+CloudUrl CloudUrl::Parse(const std::string& uri) {
+  const size_t scheme_end = uri.find("://");
+  CloudUrl url;
+  url.scheme = uri.substr(0, scheme_end);
+  for (char& c : url.scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string rest = scheme_end == std::string::npos ? uri : uri.substr(scheme_end + 3);
+  const size_t slash = rest.find('/');
+  url.authority = rest.substr(0, slash);
+  url.prefix = slash == std::string::npos ? "" : TrimChar(rest.substr(slash + 1), '/');
+  return url;
+}
+
+std::string TrimChar(std::string text, char c) {
+  while (!text.empty() && text.front() == c) text.erase(text.begin());
+  while (!text.empty() && text.back() == c) text.pop_back();
+  return text;
+}
+
+arrow::Status InvalidStoreOption(const std::string& message) {
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, message);
+}
+
 arrow::Result<CloudSettings> CloudSettings::FromOptions(
     const std::map<std::string, std::string>& options) {
   CloudSettings settings;

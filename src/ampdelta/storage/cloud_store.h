@@ -16,6 +16,25 @@
 
 namespace ampdelta::storage {
 
+/// \brief A cloud URL split as `scheme://authority/prefix`.
+struct CloudUrl {
+  /// Lower case.
+  std::string scheme;
+  /// Bucket or container (with `@account.host` for abfs URLs).
+  std::string authority;
+  /// The path under it, without slashes at either end.
+  std::string prefix;
+
+  /// \brief Split `uri` (which has a `://`).
+  static CloudUrl Parse(const std::string& uri);
+};
+
+/// \brief Remove every leading and trailing `c`.
+std::string TrimChar(std::string text, char c);
+
+/// \brief An invalid storage option or URL (kInvalidInput).
+arrow::Status InvalidStoreOption(const std::string& message);
+
 /// \brief Settings every cloud store takes from storage options.
 struct CloudSettings {
   RetryPolicy retry;

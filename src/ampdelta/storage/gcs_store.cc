@@ -21,16 +21,6 @@ constexpr int64_t kRefreshMarginMs = 5 * 60 * 1000;
 // Resumable upload chunks must be multiples of 256 KiB.
 constexpr int64_t kChunkGranule = 256 * 1024;
 
-std::string Trim(std::string text, char c) {
-  while (!text.empty() && text.front() == c) text.erase(text.begin());
-  while (!text.empty() && text.back() == c) text.pop_back();
-  return text;
-}
-
-arrow::Status InvalidOption(const std::string& message) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, message);
-}
-
 std::string Base64Url(std::string_view data) {
   std::string out = arrow::util::base64_encode(data);
   for (char& c : out) {
@@ -73,7 +63,7 @@ HttpRequest RequestForUrl(std::string method, const std::string& url) {
 
 arrow::Result<std::string> ReadFile(const std::string& path, const std::string& what) {
   std::ifstream in(path);
-  if (!in) return InvalidOption("cannot read " + what + " '" + path + "'");
+  if (!in) return InvalidStoreOption("cannot read " + what + " '" + path + "'");
   std::stringstream content;
   content << in.rdbuf();
   return content.str();
@@ -85,7 +75,7 @@ arrow::Result<std::shared_ptr<GoogleTokenSource>> GoogleTokenSource::FromJson(
     const std::string& json, std::shared_ptr<HttpClient> client) {
   auto doc = nlohmann::json::parse(json, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
-    return InvalidOption("Google credentials are not a JSON object");
+    return InvalidStoreOption("Google credentials are not a JSON object");
   }
   auto source = std::make_shared<GoogleTokenSource>();
   source->client_ = std::move(client);
@@ -95,14 +85,14 @@ arrow::Result<std::shared_ptr<GoogleTokenSource>> GoogleTokenSource::FromJson(
     source->client_email_ = doc.value("client_email", "");
     source->private_key_pem_ = doc.value("private_key", "");
     if (source->client_email_.empty() || source->private_key_pem_.empty()) {
-      return InvalidOption("Google service account key lacks client_email or private_key");
+      return InvalidStoreOption("Google service account key lacks client_email or private_key");
     }
   } else if (source->type_ == "authorized_user") {
     source->client_id_ = doc.value("client_id", "");
     source->client_secret_ = doc.value("client_secret", "");
     source->refresh_token_ = doc.value("refresh_token", "");
   } else {
-    return InvalidOption("unsupported Google credentials type '" + source->type_ +
+    return InvalidStoreOption("unsupported Google credentials type '" + source->type_ +
                          "' (service_account and authorized_user are supported)");
   }
   return source;
@@ -128,7 +118,7 @@ arrow::Result<std::string> GoogleTokenSource::SignedAssertion(int64_t now_second
   gnutls_privkey_deinit(key);
   if (rc != 0) {
     // The message names the failure, never the key.
-    return InvalidOption(std::string("cannot sign with the service account's private key: ") +
+    return InvalidStoreOption(std::string("cannot sign with the service account's private key: ") +
                          gnutls_strerror(rc));
   }
   std::string sig(reinterpret_cast<const char*>(signature.data), signature.size);
@@ -217,12 +207,10 @@ GcsStore::GcsStore(std::string root_uri, std::string prefix, CloudSettings setti
 
 arrow::Result<std::shared_ptr<GcsStore>> GcsStore::Make(
     const std::string& uri, const std::map<std::string, std::string>& options) {
-  const size_t scheme_end = uri.find("://");
-  const std::string rest = uri.substr(scheme_end + 3);
-  const size_t slash = rest.find('/');
-  const std::string bucket = rest.substr(0, slash);
-  const std::string prefix = slash == std::string::npos ? "" : Trim(rest.substr(slash + 1), '/');
-  if (bucket.empty()) return InvalidOption("GCS URL '" + uri + "' names no bucket");
+  const CloudUrl url = CloudUrl::Parse(uri);
+  const std::string& bucket = url.authority;
+  const std::string& prefix = url.prefix;
+  if (bucket.empty()) return InvalidStoreOption("GCS URL '" + uri + "' names no bucket");
   ARROW_ASSIGN_OR_RAISE(CloudSettings settings, CloudSettings::FromOptions(options));
   if (settings.part_size % kChunkGranule != 0) {
     settings.part_size += kChunkGranule - settings.part_size % kChunkGranule;
@@ -240,9 +228,9 @@ arrow::Result<std::shared_ptr<GcsStore>> GcsStore::Make(
   ARROW_ASSIGN_OR_RAISE(bool allow_http_generic, LookupFlag(options, "ALLOW_HTTP", emulator));
   ARROW_ASSIGN_OR_RAISE(bool allow_http,
                         LookupFlag(options, "GOOGLE_ALLOW_HTTP", allow_http_generic));
-  store->origin_ = Trim(endpoint.value_or("https://storage.googleapis.com"), '/');
+  store->origin_ = TrimChar(endpoint.value_or("https://storage.googleapis.com"), '/');
   if (store->origin_.rfind("http://", 0) == 0 && !allow_http) {
-    return InvalidOption("GCS endpoint '" + store->origin_ +
+    return InvalidStoreOption("GCS endpoint '" + store->origin_ +
                          "' is plain HTTP; set GOOGLE_ALLOW_HTTP=true (or allow_http) to allow it");
   }
 
@@ -261,7 +249,7 @@ arrow::Result<std::shared_ptr<GcsStore>> GcsStore::Make(
     ARROW_ASSIGN_OR_RAISE(store->tokens_,
                           GoogleTokenSource::FromJson(*key_json, store->shared_client()));
   } else if (!skip_signature) {
-    return InvalidOption("no Google credentials for " + store->root_uri() +
+    return InvalidStoreOption("no Google credentials for " + store->root_uri() +
                          ": set GOOGLE_SERVICE_ACCOUNT (a key file) or GOOGLE_SERVICE_ACCOUNT_KEY");
   }
   return store;

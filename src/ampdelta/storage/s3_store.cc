@@ -22,16 +22,6 @@ std::string PayloadHash(const std::shared_ptr<arrow::Buffer>& body) {
                                     static_cast<size_t>(body->size())));
 }
 
-std::string Trim(std::string text, char c) {
-  while (!text.empty() && text.front() == c) text.erase(text.begin());
-  while (!text.empty() && text.back() == c) text.pop_back();
-  return text;
-}
-
-arrow::Status InvalidOption(const std::string& message) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, message);
-}
-
 }  // namespace
 
 // One S3 multipart upload (CreateMultipartUpload … CompleteMultipartUpload).
@@ -107,12 +97,10 @@ S3Store::S3Store(std::string root_uri, std::string prefix, CloudSettings setting
 
 arrow::Result<std::shared_ptr<S3Store>> S3Store::Make(
     const std::string& uri, const std::map<std::string, std::string>& options) {
-  const size_t scheme_end = uri.find("://");
-  const std::string rest = uri.substr(scheme_end + 3);
-  const size_t slash = rest.find('/');
-  const std::string bucket = rest.substr(0, slash);
-  const std::string prefix = slash == std::string::npos ? "" : Trim(rest.substr(slash + 1), '/');
-  if (bucket.empty()) return InvalidOption("S3 URL '" + uri + "' names no bucket");
+  const CloudUrl url = CloudUrl::Parse(uri);
+  const std::string& bucket = url.authority;
+  const std::string& prefix = url.prefix;
+  if (bucket.empty()) return InvalidStoreOption("S3 URL '" + uri + "' names no bucket");
   ARROW_ASSIGN_OR_RAISE(CloudSettings settings, CloudSettings::FromOptions(options));
   settings.retry.retry_conflict = true;
   auto store = std::make_shared<S3Store>("s3://" + bucket + (prefix.empty() ? "" : "/" + prefix),
@@ -131,12 +119,12 @@ arrow::Result<std::shared_ptr<S3Store>> S3Store::Make(
   if (!endpoint) endpoint = LookupOption(options, "AWS_ENDPOINT_URL_S3");
   if (!endpoint) endpoint = LookupOption(options, "AWS_ENDPOINT");
   if (endpoint) {
-    std::string origin = Trim(*endpoint, '/');
+    std::string origin = TrimChar(*endpoint, '/');
     if (origin.rfind("http://", 0) != 0 && origin.rfind("https://", 0) != 0) {
-      return InvalidOption("AWS_ENDPOINT_URL '" + *endpoint + "' must start with http:// or https://");
+      return InvalidStoreOption("AWS_ENDPOINT_URL '" + *endpoint + "' must start with http:// or https://");
     }
     if (origin.rfind("http://", 0) == 0 && !allow_http) {
-      return InvalidOption("AWS_ENDPOINT_URL '" + *endpoint +
+      return InvalidStoreOption("AWS_ENDPOINT_URL '" + *endpoint +
                            "' is plain HTTP; set AWS_ALLOW_HTTP=true to allow it");
     }
     if (virtual_hosted) {
