@@ -32,7 +32,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -40,6 +39,8 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Iterator, Mapping
+
+from emulator_process import die_with_parent, free_port, stop
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 AZURITE_BLOB = REPO_ROOT / ".deps" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
@@ -51,7 +52,6 @@ ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1
 API_VERSION = "2021-08-06"
 
 STARTUP_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 10.0
 REQUEST_TIMEOUT_S = 30.0
 
 
@@ -312,12 +312,6 @@ class AzureEmulator:
 
 # --------------------------------------------------------------------------- process
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _answers_http(port: int) -> bool:
     """True once anything answers HTTP on the port (an unsigned request gets a 403)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1.0)
@@ -329,31 +323,6 @@ def _answers_http(port: int) -> bool:
         return False
     finally:
         conn.close()
-
-
-def _die_with_parent() -> None:
-    """preexec_fn: SIGTERM the emulator if the Python process dies without cleanup (Linux).
-
-    PR_SET_PDEATHSIG fires when the thread that started the emulator exits, so start it
-    from a thread that outlives it (pytest fixtures run on the main thread).
-    """
-    with contextlib.suppress(Exception):
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM the emulator's process group, then SIGKILL after a timeout."""
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=STOP_TIMEOUT_S)
 
 
 def azurite_command(port: int, workspace: Path, *, in_memory: bool = False,
@@ -393,14 +362,14 @@ def start_azure_emulator(*, in_memory: bool = False, debug: bool = False,
     try:
         last_log = ""
         for _ in range(attempts):      # retry if another process takes the port first
-            port = _free_port()
+            port = free_port()
             log_path = workspace / f"azurite-{port}.log"
             debug_log = workspace / f"azurite-{port}.debug.log" if debug else None
             with open(log_path, "wb") as log:
                 proc = subprocess.Popen(
                     azurite_command(port, workspace, in_memory=in_memory, debug_log=debug_log),
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=workspace,
-                    start_new_session=True, preexec_fn=_die_with_parent)
+                    start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM))
             deadline = time.monotonic() + STARTUP_TIMEOUT_S
             while time.monotonic() < deadline and proc.poll() is None:
                 if _answers_http(port):
@@ -408,7 +377,7 @@ def start_azure_emulator(*, in_memory: bool = False, debug: bool = False,
                 time.sleep(0.05)
             if proc.poll() is None and _answers_http(port):
                 break
-            _stop(proc)
+            stop(proc, group=True)
             last_log = log_path.read_text(errors="replace")
             proc = None
         if proc is None:
@@ -416,7 +385,7 @@ def start_azure_emulator(*, in_memory: bool = False, debug: bool = False,
         yield AzureEmulator(port, workspace, proc, log_path, debug_log)
     finally:
         if proc is not None:
-            _stop(proc)
+            stop(proc, group=True)
         shutil.rmtree(workspace, ignore_errors=True)
 
 

@@ -46,7 +46,6 @@ import json
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -63,11 +62,12 @@ from pathlib import Path
 from typing import Iterator
 from xml.sax.saxutils import escape as xml_escape
 
+from emulator_process import die_with_parent, free_port, stop
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BINARY = REPO_ROOT / ".deps" / "bin" / "fake-gcs-server"
 SETUP_SCRIPT = REPO_ROOT / "scripts" / "setup_gcs_emulator.sh"
 STARTUP_TIMEOUT_S = 20.0
-STOP_TIMEOUT_S = 5.0
 
 
 class EmulatorNotInstalled(RuntimeError):
@@ -84,21 +84,6 @@ def emulator_binary() -> Path:
             f"({'from $FAKE_GCS_SERVER' if configured else 'default'}); "
             f"run {SETUP_SCRIPT.relative_to(REPO_ROOT)}")
     return path
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _die_with_parent() -> None:
-    """preexec_fn: SIGKILL this child when the parent dies (Linux prctl PR_SET_PDEATHSIG)."""
-    try:
-        import ctypes
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _http(base: str, method: str, path: str, body: bytes | None = None,
@@ -216,29 +201,13 @@ def _wait_ready(emu: GcsEmulator, deadline: float) -> None:
         time.sleep(0.05)
 
 
-def _stop(proc: subprocess.Popen | None) -> None:
-    if proc is None:
-        return
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    for stream in (proc.stdin, proc.stdout):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
-
-
 def _start_front(upstream: str, log_path: Path) -> tuple[subprocess.Popen, int]:
     """Start the XML front (this file, --xml-front) on an ephemeral port; returns (proc, port)."""
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--xml-front", upstream],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-            preexec_fn=_die_with_parent)
+            preexec_fn=die_with_parent())
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     line = b""
     while time.monotonic() < deadline and not line.endswith(b"\n"):
@@ -249,7 +218,7 @@ def _start_front(upstream: str, log_path: Path) -> tuple[subprocess.Popen, int]:
                 break
             line += chunk
     if not line.startswith(b"listening ") or not line.endswith(b"\n"):
-        _stop(proc)
+        stop(proc)
         raise RuntimeError(f"XML front did not start: {line!r}; "
                            f"{log_path.read_text(errors='replace')[-2000:]}")
     return proc, int(line.split()[1])
@@ -274,7 +243,7 @@ def start_gcs_emulator(backend: str = "memory", log_level: str = "warn",
         try:
             last_error: Exception | None = None
             for _attempt in range(3):  # the free port can be taken between probe and bind
-                port = _free_port()
+                port = free_port()
                 endpoint = f"http://127.0.0.1:{port}"
                 args = [str(binary), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port),
                         "-public-host", f"127.0.0.1:{port}", "-external-url", endpoint,
@@ -284,13 +253,13 @@ def start_gcs_emulator(backend: str = "memory", log_level: str = "warn",
                 with open(log_path, "ab") as log:
                     proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log,
                                             stderr=subprocess.STDOUT, cwd=tmpdir,
-                                            preexec_fn=_die_with_parent)
+                                            preexec_fn=die_with_parent())
                 probe = GcsEmulator(endpoint, port, "", proc, proc, log_path, Path())
                 try:
                     _wait_ready(probe, time.monotonic() + STARTUP_TIMEOUT_S)
                     break
                 except (RuntimeError, TimeoutError) as err:
-                    _stop(proc)
+                    stop(proc)
                     proc, last_error = None, err
             if proc is None:
                 raise RuntimeError(f"could not start fake-gcs-server: {last_error}")
@@ -307,8 +276,8 @@ def start_gcs_emulator(backend: str = "memory", log_level: str = "warn",
                 emu.create_bucket(name)
             yield emu
         finally:
-            _stop(front)
-            _stop(proc)
+            stop(front)
+            stop(proc)
 
 
 # --- XML-API front -------------------------------------------------------------------------
@@ -571,16 +540,16 @@ def _serve_xml_front(upstream: str) -> None:
 
     server = Server(("127.0.0.1", 0), _XmlFront)
 
-    def stop(*_args) -> None:
+    def shut_down(*_args) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     def watch_stdin() -> None:
         with contextlib.suppress(OSError):
             while sys.stdin.buffer.read(4096):
                 pass
-        stop()
+        shut_down()
 
-    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGTERM, shut_down)
     threading.Thread(target=watch_stdin, daemon=True).start()
     sys.stdout.write(f"listening {server.server_address[1]}\n")
     sys.stdout.flush()

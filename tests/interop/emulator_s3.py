@@ -67,7 +67,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -78,6 +77,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
 
+from emulator_process import die_with_parent, free_port, stop
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BINARY = REPO_ROOT / ".deps" / "bin" / "versitygw"
 SETUP_SCRIPT = REPO_ROOT / "scripts" / "setup_s3_emulator.sh"
@@ -85,7 +86,6 @@ REGION = "us-east-1"
 ACCESS_KEY_ID = "testing"
 SECRET_ACCESS_KEY = "testingsecret"
 STARTUP_TIMEOUT_S = 20.0
-STOP_TIMEOUT_S = 5.0
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
 
@@ -322,22 +322,6 @@ class S3Emulator:
         return body
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _die_with_parent() -> None:
-    """preexec_fn: SIGKILL this child when the parent (thread) dies (Linux prctl
-    PR_SET_PDEATHSIG)."""
-    try:
-        import ctypes
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
 def _xattrs_supported(directory: Path) -> bool:
     try:
         os.setxattr(directory, "user.ampdelta.probe", b"1")
@@ -345,20 +329,6 @@ def _xattrs_supported(directory: Path) -> bool:
         return True
     except (OSError, AttributeError):
         return False
-
-
-def _stop(proc: subprocess.Popen | None) -> None:
-    """SIGTERM, then SIGKILL after STOP_TIMEOUT_S; always reaps the process."""
-    if proc is None or proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        proc.wait()
 
 
 def _tail(path: str, n: int = 3000) -> str:
@@ -418,7 +388,7 @@ def start_s3_emulator(*, buckets: tuple[str, ...] = (), startup_timeout: float =
     try:
         last_error: Exception | None = None
         for _attempt in range(3):  # the free port can be taken between probe and bind
-            port = _free_port()
+            port = free_port()
             args = [str(exe), "--access", ACCESS_KEY_ID, "--secret", SECRET_ACCESS_KEY,
                     "--region", REGION, "--port", f"127.0.0.1:{port}",
                     *(["--keep-alive"] if keep_alive else []),
@@ -426,14 +396,14 @@ def start_s3_emulator(*, buckets: tuple[str, ...] = (), startup_timeout: float =
             with open(log_path, "ab") as log:
                 proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log,
                                         stderr=subprocess.STDOUT, cwd=tmp, env=env,
-                                        preexec_fn=_die_with_parent)
+                                        preexec_fn=die_with_parent())
             emu = S3Emulator(host="127.0.0.1", port=port, log_path=log_path,
                              data_dir=str(data_dir), proc=proc)
             try:
                 _wait_ready(emu, time.monotonic() + startup_timeout)
                 break
             except (RuntimeError, TimeoutError) as err:
-                _stop(proc)
+                stop(proc)
                 proc, last_error = None, err
         if proc is None:
             raise RuntimeError(f"could not start versitygw ({exe}): {last_error}")
@@ -442,7 +412,7 @@ def start_s3_emulator(*, buckets: tuple[str, ...] = (), startup_timeout: float =
         yield emu
         ok = True
     finally:
-        _stop(proc)
+        stop(proc)
         shutil.rmtree(tmp, ignore_errors=True)
         if ok:
             with contextlib.suppress(OSError):
