@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -50,7 +51,15 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   if (colon != std::string::npos) {
     size_t start = colon + 1;
     while (start < line.size() && line[start] == ' ') ++start;
-    transfer->response->headers[Lower(line.substr(0, colon))] = line.substr(start);
+    const std::string name = Lower(line.substr(0, colon));
+    transfer->response->headers[name] = line.substr(start);
+    // Size the body once: a data file's column chunk can be many MiB.
+    if (name == "content-length" && transfer->request->method != "HEAD") {
+      const long long length = std::atoll(line.c_str() + start);
+      if (length > 0 && length < (1LL << 31)) {
+        transfer->response->body.reserve(static_cast<size_t>(length));
+      }
+    }
   }
   return size * count;
 }
