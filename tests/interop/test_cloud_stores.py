@@ -512,3 +512,19 @@ def test_azure_sas_token_authorises_instead_of_the_account_key(azure_store, quic
                    env_extra={"AZURE_STORAGE_ACCOUNT_KEY": ""})
     assert refused.returncode != 0
     assert "HTTP 403" in refused.stdout + refused.stderr
+
+
+@pytest.mark.timeout(180)
+def test_streaming_load_to_s3_is_exactly_once_across_a_restart(s3_store, streaming_server):
+    """`load --stream` keeps its state in the table on S3 too: a second run resumes after the
+    committed blocks and adds nothing twice."""
+    uri = s3_store.uri("stream")
+    last = FIRST_BLOCK + BLOCKS - 1
+    for run in range(2):
+        done = load(streaming_server.url, uri, QUICKSTART, s3_store, "--stream", "--until-block",
+                    str(last), "--commit-interval-ms", "100")
+        assert done.returncode == 0, f"run {run}: {done.stdout}{done.stderr}"
+    table = read_deltalake(s3_store, uri).to_pyarrow_table()
+    blocks = table.column("block_num").to_pylist()
+    assert sorted(blocks) == list(range(FIRST_BLOCK, FIRST_BLOCK + BLOCKS))
+    assert "_amp_batch_id" in table.column_names
