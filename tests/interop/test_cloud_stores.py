@@ -339,6 +339,13 @@ class _FakeAwsCredentialServer:
                 else:
                     self.reply(400, "bad token request")
 
+            def do_POST(self):
+                # STS: the web identity token arrives in a form body.
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
+                server.requests.append(("POST", self.path + "?" + body, dict(self.headers)))
+                self.path = self.path + "?" + body
+                self.do_sts()
+
             def do_GET(self):
                 server.requests.append(("GET", self.path, dict(self.headers)))
                 if self.path.startswith("/latest/meta-data/"):
@@ -352,6 +359,9 @@ class _FakeAwsCredentialServer:
                             "Token": "", "Expiration": expiration}),
                             "application/json")
                     return self.reply(404, "not found")
+                self.reply(403, "<Error><Code>AccessDenied</Code></Error>")
+
+            def do_sts(self):
                 if "Action=AssumeRoleWithWebIdentity" in self.path and \
                         "WebIdentityToken=the-oidc-token" in self.path:
                     return self.reply(200, (
@@ -405,8 +415,9 @@ def test_temporary_credentials_from_instance_metadata_and_web_identity(s3_store,
             assert paths[:3] == ["/latest/api/token", "/latest/meta-data/iam/security-credentials/",
                                  "/latest/meta-data/iam/security-credentials/loader-role"]
         else:
-            assert any("RoleArn=arn%3Aaws%3Aiam%3A%3A123456789012%3Arole%2Floader" in p
-                       for p in paths), paths
+            # POST: the token travels in the form body, not in a logged URL.
+            assert [method for method, _, _ in fake.requests] == ["POST"], fake.requests
+            assert "RoleArn=arn%3Aaws%3Aiam%3A%3A123456789012%3Arole%2Floader" in paths[0]
         # Credentials are fetched once and reused until they near expiry.
         assert len(fake.requests) <= 3
     finally:

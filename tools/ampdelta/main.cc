@@ -16,10 +16,12 @@ namespace ampdelta::cli {
 
 bool ParseStorageOptions(const std::vector<std::string>& entries,
                          std::map<std::string, std::string>* options, std::string* error) {
-  for (const auto& entry : entries) {
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string& entry = entries[i];
     const size_t equals = entry.find('=');
     if (equals == std::string::npos || equals == 0) {
-      *error = "--storage-option '" + entry.substr(0, entry.find('=')) + "' must be KEY=VALUE";
+      // Not echoed: a mistyped entry may well hold a secret.
+      *error = "--storage-option number " + std::to_string(i + 1) + " is not KEY=VALUE";
       return false;
     }
     (*options)[entry.substr(0, equals)] = entry.substr(equals + 1);

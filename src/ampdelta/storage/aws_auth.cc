@@ -86,6 +86,12 @@ arrow::Result<HttpResponse> SendOnce(HttpClient& client, const HttpRequest& requ
   return std::move(sent.response);
 }
 
+// Temporary credentials whose expiry cannot be read are refreshed soon, not never.
+int64_t ExpiryOf(const std::string& expiration) {
+  const int64_t parsed = ParseHttpOrIsoTime(expiration);
+  return parsed > 0 ? parsed : NowMs() + kRefreshMarginMs + 60 * 1000;
+}
+
 // Split "http://host:port/path" into origin and path.
 void SplitUrl(const std::string& url, std::string* origin, std::string* path) {
   const size_t scheme_end = url.find("://");
@@ -257,11 +263,16 @@ arrow::Result<AwsCredentials> AwsCredentialProvider::Fetch() {
     token << in.rdbuf();
     HttpRequest request;
     SplitUrl(settings_["sts"], &request.origin, &request.path);
-    request.query = {{"Action", "AssumeRoleWithWebIdentity"},
-                     {"Version", "2011-06-15"},
-                     {"RoleArn", settings_["role"]},
-                     {"RoleSessionName", settings_["session"]},
-                     {"WebIdentityToken", Trim(token.str())}};
+    // The token goes in a form body, not the URL (which proxies and servers log).
+    HttpRequest form;
+    form.query = {{"Action", "AssumeRoleWithWebIdentity"},
+                  {"Version", "2011-06-15"},
+                  {"RoleArn", settings_["role"]},
+                  {"RoleSessionName", settings_["session"]},
+                  {"WebIdentityToken", Trim(token.str())}};
+    request.method = "POST";
+    request.body = arrow::Buffer::FromString(form.QueryString());
+    request.SetHeader("Content-Type", "application/x-www-form-urlencoded");
     ARROW_ASSIGN_OR_RAISE(auto response, SendOnce(*client_, request, source_));
     pugi::xml_document doc;
     doc.load_string(response.body.c_str());
@@ -269,7 +280,7 @@ arrow::Result<AwsCredentials> AwsCredentialProvider::Fetch() {
     if (!creds) return CredentialError(source_, "STS reply has no Credentials");
     return AwsCredentials{creds.child_value("AccessKeyId"), creds.child_value("SecretAccessKey"),
                           creds.child_value("SessionToken"),
-                          ParseHttpOrIsoTime(creds.child_value("Expiration"))};
+                          ExpiryOf(creds.child_value("Expiration"))};
   }
   if (kind_ == Kind::kInstanceMetadata) {
     HttpRequest token_request;
@@ -288,12 +299,15 @@ arrow::Result<AwsCredentials> AwsCredentialProvider::Fetch() {
     role_request.path += UriEncode(role_name, false);
     ARROW_ASSIGN_OR_RAISE(auto creds, SendOnce(*client_, role_request, source_));
     auto json = nlohmann::json::parse(creds.body, nullptr, false);
-    if (json.is_discarded() || !json.contains("AccessKeyId")) {
+    auto field = [&json](const char* key) -> std::string {
+      auto it = json.is_object() ? json.find(key) : json.end();
+      return json.is_object() && it != json.end() && it->is_string() ? it->get<std::string>() : "";
+    };
+    if (field("AccessKeyId").empty() || field("SecretAccessKey").empty()) {
       return CredentialError(source_, "malformed credentials document");
     }
-    return AwsCredentials{json.value("AccessKeyId", ""), json.value("SecretAccessKey", ""),
-                          json.value("Token", ""),
-                          ParseHttpOrIsoTime(json.value("Expiration", ""))};
+    return AwsCredentials{field("AccessKeyId"), field("SecretAccessKey"), field("Token"),
+                          ExpiryOf(field("Expiration"))};
   }
   return cached_;
 }

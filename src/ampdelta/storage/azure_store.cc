@@ -253,6 +253,11 @@ arrow::Result<ObjectMeta> AzureStore::Head(const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
   ARROW_ASSIGN_OR_RAISE(auto sent, Send(BlobRequest("HEAD", key)));
   if (sent.response.status != 200) return ResponseError("Azure HEAD", path, sent.response);
+  // On hierarchical-namespace (ADLS Gen2) accounts directories answer HEAD too.
+  if (sent.response.Header("x-ms-meta-hdi_isfolder") == "true" ||
+      sent.response.Header("x-ms-resource-type") == "directory") {
+    return NotFoundError("Azure HEAD ", JoinPath(root_uri(), path), ": a directory, not a file");
+  }
   return MetaFromHeaders(path, sent.response);
 }
 
@@ -268,7 +273,10 @@ arrow::Result<std::vector<ObjectMeta>> AzureStore::List(const std::string& prefi
   std::string marker;
   do {
     HttpRequest request = BlobRequest("GET", "");
-    request.query = {{"restype", "container"}, {"comp", "list"}, {"prefix", ListPrefix(prefix)}};
+    request.query = {{"restype", "container"},
+                     {"comp", "list"},
+                     {"prefix", ListPrefix(prefix)},
+                     {"include", "metadata"}};
     if (!marker.empty()) request.query.emplace_back("marker", marker);
     ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
     if (sent.response.status != 200) return ResponseError("Azure LIST", prefix, sent.response);
@@ -284,6 +292,11 @@ arrow::Result<std::vector<ObjectMeta>> AzureStore::List(const std::string& prefi
       // The Blob API has no start-after: the listing is filtered here.
       if (!start_after.empty() && meta.path <= start_after) continue;
       auto properties = blob.child("Properties");
+      // Hierarchical-namespace accounts list their directories as empty blobs.
+      if (std::string(properties.child_value("ResourceType")) == "directory" ||
+          std::string(blob.child("Metadata").child_value("hdi_isfolder")) == "true") {
+        continue;
+      }
       meta.size = std::stoll("0" + std::string(properties.child_value("Content-Length")));
       meta.last_modified_ms = ParseHttpOrIsoTime(properties.child_value("Last-Modified"));
       objects.push_back(std::move(meta));
@@ -304,7 +317,11 @@ arrow::Status AzureStore::Put(const std::string& path, const std::shared_ptr<arr
   ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
   const int status = sent.response.status;
   if (status == 201) return arrow::Status::OK();
-  if (conditional && (status == 409 || status == 412)) return RefusedCreate(path, data);
+  // 409 means "exists" only as BlobAlreadyExists (a lease or a deleted container is not).
+  if (conditional &&
+      (status == 412 || (status == 409 && ProviderError(sent.response).first == "BlobAlreadyExists"))) {
+    return RefusedCreate(path, data);
+  }
   return ResponseError("Azure PUT", path, sent.response);
 }
 

@@ -38,12 +38,18 @@ class RangedInputFile : public arrow::io::RandomAccessFile {
     }
     nbytes = std::min(nbytes, std::max<int64_t>(0, size_ - position));
     if (nbytes == 0) return std::make_shared<arrow::Buffer>(nullptr, 0);
-    return read_(position, nbytes);
+    ARROW_ASSIGN_OR_RAISE(auto buffer, read_(position, nbytes));
+    if (buffer->size() != nbytes) {
+      return arrow::Status::IOError("ranged read of ", nbytes, " bytes at ", position, " returned ",
+                                    buffer->size(), " bytes (the object changed?)");
+    }
+    return buffer;
   }
   arrow::Result<int64_t> ReadAt(int64_t position, int64_t nbytes, void* out) override {
     ARROW_ASSIGN_OR_RAISE(auto buffer, ReadAt(position, nbytes));
-    if (buffer->size() > 0) std::memcpy(out, buffer->data(), static_cast<size_t>(buffer->size()));
-    return buffer->size();
+    const int64_t copied = std::min(buffer->size(), nbytes);
+    if (copied > 0) std::memcpy(out, buffer->data(), static_cast<size_t>(copied));
+    return copied;
   }
 
   arrow::Result<std::shared_ptr<arrow::Buffer>> Read(int64_t nbytes) override {
@@ -59,8 +65,9 @@ class RangedInputFile : public arrow::io::RandomAccessFile {
   }
   arrow::Result<int64_t> Read(int64_t nbytes, void* out) override {
     ARROW_ASSIGN_OR_RAISE(auto buffer, Read(nbytes));
-    if (buffer->size() > 0) std::memcpy(out, buffer->data(), static_cast<size_t>(buffer->size()));
-    return buffer->size();
+    const int64_t copied = std::min(buffer->size(), nbytes);
+    if (copied > 0) std::memcpy(out, buffer->data(), static_cast<size_t>(copied));
+    return copied;
   }
 
  private:
@@ -81,14 +88,22 @@ class MultipartOutputStream : public arrow::io::OutputStream {
   }
 
   arrow::Status Write(const void* data, int64_t nbytes) override {
+    if (!failure_.ok()) return failure_;
     if (closed_) return arrow::Status::Invalid("write to a closed stream");
     const auto* bytes = static_cast<const uint8_t*>(data);
     while (nbytes > 0) {
       if (pending_ == nullptr) {
-        ARROW_ASSIGN_OR_RAISE(pending_, arrow::AllocateResizableBuffer(part_size_));
+        ARROW_ASSIGN_OR_RAISE(pending_, arrow::AllocateResizableBuffer(0));
         pending_size_ = 0;
       }
       const int64_t take = std::min(nbytes, part_size_ - pending_size_);
+      // Grow with the data, not to a whole part at once: a partitioned write keeps many
+      // small files open.
+      if (pending_size_ + take > pending_->capacity()) {
+        ARROW_RETURN_NOT_OK(pending_->Reserve(
+            std::min(part_size_, std::max(pending_size_ + take, 2 * pending_->capacity()))));
+      }
+      ARROW_RETURN_NOT_OK(pending_->Resize(pending_size_ + take, false));
       std::memcpy(pending_->mutable_data() + pending_size_, bytes, static_cast<size_t>(take));
       pending_size_ += take;
       position_ += take;
@@ -100,6 +115,8 @@ class MultipartOutputStream : public arrow::io::OutputStream {
   }
 
   arrow::Status Close() override {
+    // After a failed write the object must not appear, whatever the caller does next.
+    if (!failure_.ok()) return failure_;
     if (closed_) return arrow::Status::OK();
     closed_ = true;
     std::shared_ptr<arrow::Buffer> last = TakePending();
@@ -129,13 +146,21 @@ class MultipartOutputStream : public arrow::io::OutputStream {
   }
 
   arrow::Status FlushPart() {
+    arrow::Status status;
     if (multipart_ == nullptr) {
-      ARROW_ASSIGN_OR_RAISE(multipart_, upload_.start_multipart());
+      auto started = upload_.start_multipart();
+      if (started.ok()) {
+        multipart_ = std::move(*started);
+      } else {
+        status = started.status();
+      }
     }
-    arrow::Status status = multipart_->UploadPart(TakePending());
+    if (status.ok()) status = multipart_->UploadPart(TakePending());
     if (!status.ok()) {
+      failure_ = status;
+      pending_.reset();
+      if (multipart_ != nullptr) (void)multipart_->Abort();
       closed_ = true;
-      (void)multipart_->Abort();
     }
     return status;
   }
@@ -147,6 +172,7 @@ class MultipartOutputStream : public arrow::io::OutputStream {
   int64_t pending_size_ = 0;
   int64_t position_ = 0;
   bool closed_ = false;
+  arrow::Status failure_;
 };
 
 int MonthIndex(const char* name) {

@@ -30,7 +30,8 @@ CloudUrl CloudUrl::Parse(const std::string& uri) {
   const std::string rest = scheme_end == std::string::npos ? uri : uri.substr(scheme_end + 3);
   const size_t slash = rest.find('/');
   url.authority = rest.substr(0, slash);
-  url.prefix = slash == std::string::npos ? "" : TrimChar(rest.substr(slash + 1), '/');
+  // As deltalake reads it: `s3://b/my%20table` is the prefix "my table".
+  url.prefix = slash == std::string::npos ? "" : TrimChar(UriDecode(rest.substr(slash + 1)), '/');
   return url;
 }
 
@@ -68,8 +69,11 @@ CloudStore::CloudStore(std::string root_uri, std::string prefix, CloudSettings s
       client_(std::make_shared<HttpClient>(settings.connect_timeout, settings.stall_timeout)) {}
 
 arrow::Result<std::string> CloudStore::ObjectKey(const std::string& path) const {
-  if (path.empty() || path.front() == '/' || path == ".." || path.rfind("../", 0) == 0 ||
-      path.find("/../") != std::string::npos) {
+  // `.` and `..` segments would be resolved by HTTP stacks, reaching another key than
+  // the one named (and signed).
+  const std::string padded = "/" + path + "/";
+  if (path.empty() || path.front() == '/' || padded.find("/../") != std::string::npos ||
+      padded.find("/./") != std::string::npos) {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "invalid object path '",
                      path, "' in ", root_uri_);
   }
@@ -129,7 +133,14 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> CloudStore::SendRangedGet(
   if (sent.response.status != 200 && sent.response.status != 206) {
     return ResponseError(operation, path, sent.response);
   }
-  return arrow::Buffer::FromString(std::move(sent.response.body));
+  auto body = arrow::Buffer::FromString(std::move(sent.response.body));
+  if (sent.response.status == 200 && (offset > 0 || length >= 0)) {
+    // The server ignored the range (allowed by HTTP): cut the range out of the whole object.
+    const int64_t start = std::min(offset, body->size());
+    const int64_t end = length >= 0 ? std::min(body->size(), offset + length) : body->size();
+    return arrow::SliceBuffer(body, start, end - start);
+  }
+  return body;
 }
 
 ObjectMeta CloudStore::MetaFromHeaders(const std::string& path, const HttpResponse& response) {

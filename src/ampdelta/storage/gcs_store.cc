@@ -21,6 +21,13 @@ constexpr int64_t kRefreshMarginMs = 5 * 60 * 1000;
 // Resumable upload chunks must be multiples of 256 KiB.
 constexpr int64_t kChunkGranule = 256 * 1024;
 
+// A string member of a JSON object, or "" (never throws on a missing or mistyped member).
+std::string JsonString(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 std::string Base64Url(std::string_view data) {
   std::string out = arrow::util::base64_encode(data);
   for (char& c : out) {
@@ -79,18 +86,19 @@ arrow::Result<std::shared_ptr<GoogleTokenSource>> GoogleTokenSource::FromJson(
   }
   auto source = std::make_shared<GoogleTokenSource>();
   source->client_ = std::move(client);
-  source->type_ = doc.value("type", "");
-  source->token_uri_ = doc.value("token_uri", kDefaultTokenUri);
+  source->type_ = JsonString(doc, "type");
+  source->token_uri_ = JsonString(doc, "token_uri");
+  if (source->token_uri_.empty()) source->token_uri_ = kDefaultTokenUri;
   if (source->type_ == "service_account") {
-    source->client_email_ = doc.value("client_email", "");
-    source->private_key_pem_ = doc.value("private_key", "");
+    source->client_email_ = JsonString(doc, "client_email");
+    source->private_key_pem_ = JsonString(doc, "private_key");
     if (source->client_email_.empty() || source->private_key_pem_.empty()) {
       return InvalidStoreOption("Google service account key lacks client_email or private_key");
     }
   } else if (source->type_ == "authorized_user") {
-    source->client_id_ = doc.value("client_id", "");
-    source->client_secret_ = doc.value("client_secret", "");
-    source->refresh_token_ = doc.value("refresh_token", "");
+    source->client_id_ = JsonString(doc, "client_id");
+    source->client_secret_ = JsonString(doc, "client_secret");
+    source->refresh_token_ = JsonString(doc, "refresh_token");
   } else {
     return InvalidStoreOption("unsupported Google credentials type '" + source->type_ +
                          "' (service_account and authorized_user are supported)");
@@ -148,13 +156,17 @@ arrow::Result<std::string> GoogleTokenSource::Token() {
       auto sent,
       SendWithRetry(*client_, request, [](HttpRequest*) { return arrow::Status::OK(); }, policy));
   auto doc = nlohmann::json::parse(sent.response.body, nullptr, false);
-  if (sent.response.status != 200 || doc.is_discarded() || !doc.contains("access_token")) {
+  if (sent.response.status != 200 || JsonString(doc, "access_token").empty()) {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::IOError,
                      "Google token request to ", request.DisplayUrl(), " failed: HTTP ",
                      sent.response.status);
   }
-  token_ = doc.value("access_token", "");
-  expires_at_ms_ = NowMs() + doc.value("expires_in", int64_t{3600}) * 1000;
+  token_ = JsonString(doc, "access_token");
+  const int64_t lifetime_s =
+      doc.contains("expires_in") && doc["expires_in"].is_number_integer()
+          ? doc["expires_in"].get<int64_t>()
+          : 3600;
+  expires_at_ms_ = NowMs() + lifetime_s * 1000;
   return token_;
 }
 
@@ -178,22 +190,43 @@ class GcsResumableUpload : public MultipartUpload {
   }
 
  private:
+  // Send `chunk` (bytes offset_..end); a 308's Range header says how much the session
+  // holds, and whatever it lacks is sent again.
   arrow::Status Send(const std::shared_ptr<arrow::Buffer>& chunk, bool last) {
-    HttpRequest request = RequestForUrl("PUT", session_url_);
-    request.body = chunk;
     const int64_t end = offset_ + chunk->size();
-    std::string range = chunk->size() > 0
-                            ? "bytes " + std::to_string(offset_) + "-" + std::to_string(end - 1)
-                            : "bytes *";
-    range += "/" + (last ? std::to_string(end) : std::string("*"));
-    request.SetHeader("Content-Range", range);
-    ARROW_ASSIGN_OR_RAISE(auto sent, store_->Send(request));
-    const int status = sent.response.status;
-    if ((last && (status == 200 || status == 201)) || (!last && status == 308)) {
-      offset_ = end;
-      return arrow::Status::OK();
+    int64_t from = offset_;
+    for (int round = 0; round < 8; ++round) {
+      HttpRequest request = RequestForUrl("PUT", session_url_);
+      request.body = arrow::SliceBuffer(chunk, from - offset_, end - from);
+      std::string range = end > from
+                              ? "bytes " + std::to_string(from) + "-" + std::to_string(end - 1)
+                              : "bytes *";
+      range += "/" + (last ? std::to_string(end) : std::string("*"));
+      request.SetHeader("Content-Range", range);
+      ARROW_ASSIGN_OR_RAISE(auto sent, store_->Send(request));
+      const int status = sent.response.status;
+      if (last && (status == 200 || status == 201)) {
+        offset_ = end;
+        return arrow::Status::OK();
+      }
+      if (status != 308) return store_->ResponseError("GCS resumable upload", path_, sent.response);
+      const std::string held = sent.response.Header("range");  // "bytes=0-N"; absent: none
+      const size_t dash = held.find('-');
+      const int64_t stored =
+          dash == std::string::npos ? 0 : std::atoll(held.c_str() + dash + 1) + 1;
+      if (!last && stored >= end) {
+        offset_ = end;
+        return arrow::Status::OK();
+      }
+      if (stored < offset_ || stored > end) {
+        return arrow::Status::IOError("GCS resumable upload of ", JoinPath(store_->root_uri(), path_),
+                                      ": the session holds ", stored, " bytes, expected ", offset_,
+                                      "..", end);
+      }
+      from = stored;
     }
-    return store_->ResponseError("GCS resumable upload", path_, sent.response);
+    return arrow::Status::IOError("GCS resumable upload of ", JoinPath(store_->root_uri(), path_),
+                                  " makes no progress");
   }
 
   std::shared_ptr<GcsStore> store_;
@@ -273,11 +306,11 @@ std::pair<std::string, std::string> GcsStore::ProviderError(const HttpResponse& 
     const auto& error = doc["error"];
     std::string reason;
     if (error.contains("errors") && error["errors"].is_array() && !error["errors"].empty()) {
-      reason = error["errors"][0].value("reason", "");
+      reason = JsonString(error["errors"][0], "reason");
     }
-    return {reason, error.value("message", "")};
+    return {reason, JsonString(error, "message")};
   }
-  return {"", response.body.substr(0, 200)};
+  return {"", ""};
 }
 
 arrow::Result<ObjectMeta> GcsStore::Head(const std::string& path) {
@@ -292,8 +325,8 @@ arrow::Result<ObjectMeta> GcsStore::Head(const std::string& path) {
   }
   ObjectMeta meta;
   meta.path = path;
-  meta.size = std::stoll("0" + doc.value("size", std::string("0")));
-  meta.last_modified_ms = ParseHttpOrIsoTime(doc.value("updated", ""));
+  meta.size = std::atoll(JsonString(doc, "size").c_str());
+  meta.last_modified_ms = ParseHttpOrIsoTime(JsonString(doc, "updated"));
   return meta;
 }
 
@@ -323,17 +356,17 @@ arrow::Result<std::vector<ObjectMeta>> GcsStore::List(const std::string& prefix,
     if (doc.is_discarded()) {
       return arrow::Status::IOError("GCS LIST ", JoinPath(root_uri(), prefix), ": malformed reply");
     }
-    if (doc.contains("items")) {
+    if (doc.is_object() && doc.contains("items") && doc["items"].is_array()) {
       for (const auto& item : doc["items"]) {
         ObjectMeta meta;
-        meta.path = StorePath(item.value("name", ""));
+        meta.path = StorePath(JsonString(item, "name"));
         if (!start_after.empty() && meta.path <= start_after) continue;
-        meta.size = std::stoll("0" + item.value("size", std::string("0")));
-        meta.last_modified_ms = ParseHttpOrIsoTime(item.value("updated", ""));
+        meta.size = std::atoll(JsonString(item, "size").c_str());
+        meta.last_modified_ms = ParseHttpOrIsoTime(JsonString(item, "updated"));
         objects.push_back(std::move(meta));
       }
     }
-    page_token = doc.value("nextPageToken", "");
+    page_token = JsonString(doc, "nextPageToken");
   } while (!page_token.empty());
   return objects;
 }

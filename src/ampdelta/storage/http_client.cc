@@ -176,6 +176,8 @@ arrow::Result<HttpResponse> HttpClient::Send(const HttpRequest& request) {
   const std::string url = request.Url();
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  // Send the path exactly as signed (no dot-segment squashing).
+  curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect_timeout_.count()));
   // A transfer slower than 1 byte/s for the stall timeout is dead.
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);

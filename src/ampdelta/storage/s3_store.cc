@@ -43,6 +43,7 @@ class S3MultipartUpload : public MultipartUpload {
       return store_->ResponseError("S3 UploadPart", path_, sent.response);
     }
     etags_.push_back(sent.response.Header("etag"));
+    bytes_ += part->size();
     return arrow::Status::OK();
   }
 
@@ -62,10 +63,11 @@ class S3MultipartUpload : public MultipartUpload {
     // S3 may report a failed completion as 200 with an <Error> body.
     if (sent.response.status != 200 ||
         sent.response.body.find("<Error>") != std::string::npos) {
-      if (sent.response.status == 404 && sent.earlier_attempt_ambiguous) {
-        // An earlier attempt completed the upload and its reply was lost.
+      if (sent.response.status == 404) {
+        // NoSuchUpload: an earlier attempt (perhaps one libcurl re-sent unseen) completed
+        // the upload and its reply was lost. Ours if the object has our parts' size.
         auto head = store_->Head(path_);
-        if (head.ok()) return arrow::Status::OK();
+        if (head.ok() && head->size == bytes_) return arrow::Status::OK();
       }
       HttpResponse failed = sent.response;
       if (failed.status == 200) failed.status = 500;
@@ -90,6 +92,7 @@ class S3MultipartUpload : public MultipartUpload {
   std::string key_;
   std::string upload_id_;
   std::vector<std::string> etags_;
+  int64_t bytes_ = 0;
 };
 
 S3Store::S3Store(std::string root_uri, std::string prefix, CloudSettings settings)
@@ -215,9 +218,14 @@ arrow::Result<std::vector<ObjectMeta>> S3Store::List(const std::string& prefix,
       meta.last_modified_ms = ParseHttpOrIsoTime(contents.child_value("LastModified"));
       objects.push_back(std::move(meta));
     }
-    token = std::string(result.child_value("IsTruncated")) == "true"
-                ? result.child_value("NextContinuationToken")
-                : "";
+    const bool truncated = std::string(result.child_value("IsTruncated")) == "true";
+    token = truncated ? result.child_value("NextContinuationToken") : "";
+    if (truncated && token.empty()) {
+      // A stale listing would hide commits or let vacuum miss live files: stop instead.
+      return arrow::Status::IOError("S3 LIST ", JoinPath(root_uri(), prefix),
+                                    ": truncated reply without a continuation token (does the "
+                                    "store support ListObjectsV2?)");
+    }
   } while (!token.empty());
   return objects;
 }

@@ -91,6 +91,51 @@ TEST(MultipartOutputStreamTest, DroppingAStreamAbortsItsUpload) {
   EXPECT_TRUE(log.whole.empty());
 }
 
+class FailingUpload : public MultipartUpload {
+ public:
+  explicit FailingUpload(UploadLog* log) : log_(log) {}
+  arrow::Status UploadPart(const std::shared_ptr<arrow::Buffer>&) override {
+    return arrow::Status::IOError("injected part failure");
+  }
+  arrow::Status Complete(const std::shared_ptr<arrow::Buffer>&) override {
+    log_->completed = true;
+    return arrow::Status::OK();
+  }
+  arrow::Status Abort() override {
+    log_->aborted = true;
+    return arrow::Status::OK();
+  }
+
+ private:
+  UploadLog* log_;
+};
+
+TEST(MultipartOutputStreamTest, AFailedPartFailsCloseAndNothingAppears) {
+  UploadLog log;
+  UploadFunctions upload = Recording(&log);
+  upload.start_multipart = [&log]() -> arrow::Result<std::unique_ptr<MultipartUpload>> {
+    return std::make_unique<FailingUpload>(&log);
+  };
+  auto stream = MakeMultipartOutputStream(upload, 4);
+  EXPECT_FALSE(stream->Write("abcdef", 6).ok());
+  EXPECT_TRUE(log.aborted);
+  EXPECT_FALSE(stream->Close().ok()) << "a failed stream must not report success";
+  EXPECT_FALSE(log.completed);
+  EXPECT_TRUE(log.whole.empty());
+}
+
+TEST(MultipartOutputStreamTest, AFailedStartFailsCloseInsteadOfWritingTheFirstPartAlone) {
+  UploadLog log;
+  UploadFunctions upload = Recording(&log);
+  upload.start_multipart = []() -> arrow::Result<std::unique_ptr<MultipartUpload>> {
+    return arrow::Status::IOError("injected start failure");
+  };
+  auto stream = MakeMultipartOutputStream(upload, 4);
+  EXPECT_FALSE(stream->Write("abcdef", 6).ok());
+  EXPECT_FALSE(stream->Close().ok());
+  EXPECT_TRUE(log.whole.empty()) << "no truncated object under the final name";
+}
+
 TEST(RangedInputFileTest, ReadsAreClippedToTheObjectAndPositionsAdvance) {
   const std::string content = "0123456789";
   std::atomic<int> requests{0};
@@ -111,6 +156,17 @@ TEST(RangedInputFileTest, ReadsAreClippedToTheObjectAndPositionsAdvance) {
   ASSERT_OK_AND_ASSIGN(int64_t position, file->Tell());
   EXPECT_EQ(position, 6);
   EXPECT_EQ(requests.load(), 2) << "a read past the end needs no request";
+}
+
+TEST(RangedInputFileTest, AShortReplyIsAnErrorNotAShortRead) {
+  auto file = MakeRangedInputFile(
+      [](int64_t, int64_t) -> arrow::Result<std::shared_ptr<arrow::Buffer>> {
+        return arrow::Buffer::FromString("ab");
+      },
+      10);
+  EXPECT_FALSE(file->ReadAt(0, 5).ok());
+  char out[4];
+  EXPECT_FALSE(file->ReadAt(0, 4, out).ok());
 }
 
 TEST(SettleRefusedCreateTest, OurOwnBytesMeanOurWriteLanded) {
