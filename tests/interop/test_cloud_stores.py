@@ -130,8 +130,7 @@ def local_reference(quickstart_url, tmp_path_factory):
 
 @pytest.mark.timeout(300)
 def test_conformance_suite_passes_against_the_emulator(store):
-    if not CONFORMANCE_TEST.is_file():
-        pytest.skip(f"{CONFORMANCE_TEST} not built")
+    assert CONFORMANCE_TEST.is_file(), f"{CONFORMANCE_TEST} not built (make build)"
     variable = f"AMPDELTA_TEST_{store.name.upper()}_ROOT"
     env = {**os.environ, **store.env, variable: store.root,
            "ARROW_DEFAULT_MEMORY_POOL": "system"}
