@@ -11,6 +11,7 @@
 
 #include "ampdelta/storage/cloud_io.h"
 #include "ampdelta/storage/credentials.h"
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/hex.h"
 #include "ampdelta/util/sha256.h"
@@ -18,11 +19,6 @@
 
 namespace ampdelta::storage {
 namespace {
-
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 std::string Trim(const std::string& text) {
   const size_t start = text.find_first_not_of(" \t\r\n");
@@ -61,7 +57,7 @@ std::map<std::string, std::string> ReadProfile(const std::string& path, const st
     }
     const size_t equals = line.find('=');
     if (inside && equals != std::string::npos) {
-      values[Lower(Trim(line.substr(0, equals)))] = Trim(line.substr(equals + 1));
+      values[AsciiLower(Trim(line.substr(0, equals)))] = Trim(line.substr(equals + 1));
     }
   }
   return values;
@@ -74,11 +70,7 @@ arrow::Status CredentialError(const std::string& source, const std::string& deta
 
 arrow::Result<HttpResponse> SendOnce(HttpClient& client, const HttpRequest& request,
                                      const std::string& source) {
-  RetryPolicy policy;
-  policy.max_retries = 3;
-  ARROW_ASSIGN_OR_RAISE(
-      auto sent, SendWithRetry(client, request, [](HttpRequest*) { return arrow::Status::OK(); },
-                               policy));
+  ARROW_ASSIGN_OR_RAISE(auto sent, SendUnsigned(client, request));
   if (sent.response.status / 100 != 2) {
     return CredentialError(source, "HTTP " + std::to_string(sent.response.status) + " from " +
                                        request.DisplayUrl());
@@ -90,14 +82,6 @@ arrow::Result<HttpResponse> SendOnce(HttpClient& client, const HttpRequest& requ
 int64_t ExpiryOf(const std::string& expiration) {
   const int64_t parsed = ParseHttpOrIsoTime(expiration);
   return parsed > 0 ? parsed : NowMs() + kRefreshMarginMs + 60 * 1000;
-}
-
-// Split "http://host:port/path" into origin and path.
-void SplitUrl(const std::string& url, std::string* origin, std::string* path) {
-  const size_t scheme_end = url.find("://");
-  const size_t path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
-  *origin = path_start == std::string::npos ? url : url.substr(0, path_start);
-  *path = path_start == std::string::npos ? "/" : url.substr(path_start);
 }
 
 }  // namespace
@@ -130,7 +114,7 @@ void SignAwsV4(HttpRequest* request, const AwsCredentials& credentials, const st
   }
 
   std::vector<std::pair<std::string, std::string>> headers = {{"host", host}};
-  for (const auto& [name, value] : request->headers) headers.emplace_back(Lower(name), Trim(value));
+  for (const auto& [name, value] : request->headers) headers.emplace_back(AsciiLower(name), Trim(value));
   std::sort(headers.begin(), headers.end());
   std::string canonical_headers;
   std::string signed_headers;
@@ -228,7 +212,7 @@ arrow::Result<std::shared_ptr<AwsCredentialProvider>> AwsCredentialProvider::Mak
                      profile, "' has no aws_access_key_id/aws_secret_access_key in ", file,
                      " or ", config);
   }
-  if (Lower(get("AWS_EC2_METADATA_DISABLED")) != "true") {
+  if (AsciiLower(get("AWS_EC2_METADATA_DISABLED")) != "true") {
     provider->kind_ = Kind::kInstanceMetadata;
     provider->source_ = "instance metadata";
     std::string endpoint = get("AWS_EC2_METADATA_SERVICE_ENDPOINT");
@@ -261,17 +245,13 @@ arrow::Result<AwsCredentials> AwsCredentialProvider::Fetch() {
     if (!in) return CredentialError(source_, "cannot read " + settings_["token_file"]);
     std::stringstream token;
     token << in.rdbuf();
-    HttpRequest request;
-    SplitUrl(settings_["sts"], &request.origin, &request.path);
     // The token goes in a form body, not the URL (which proxies and servers log).
-    HttpRequest form;
-    form.query = {{"Action", "AssumeRoleWithWebIdentity"},
-                  {"Version", "2011-06-15"},
-                  {"RoleArn", settings_["role"]},
-                  {"RoleSessionName", settings_["session"]},
-                  {"WebIdentityToken", Trim(token.str())}};
-    request.method = "POST";
-    request.body = arrow::Buffer::FromString(form.QueryString());
+    HttpRequest request = HttpRequest::FromUrl("POST", settings_["sts"]);
+    request.body = arrow::Buffer::FromString(FormEncode({{"Action", "AssumeRoleWithWebIdentity"},
+                                                         {"Version", "2011-06-15"},
+                                                         {"RoleArn", settings_["role"]},
+                                                         {"RoleSessionName", settings_["session"]},
+                                                         {"WebIdentityToken", Trim(token.str())}}));
     request.SetHeader("Content-Type", "application/x-www-form-urlencoded");
     ARROW_ASSIGN_OR_RAISE(auto response, SendOnce(*client_, request, source_));
     pugi::xml_document doc;
@@ -283,9 +263,7 @@ arrow::Result<AwsCredentials> AwsCredentialProvider::Fetch() {
                           ExpiryOf(creds.child_value("Expiration"))};
   }
   if (kind_ == Kind::kInstanceMetadata) {
-    HttpRequest token_request;
-    SplitUrl(settings_["imds"], &token_request.origin, &token_request.path);
-    token_request.method = "PUT";
+    HttpRequest token_request = HttpRequest::FromUrl("PUT", settings_["imds"]);
     token_request.path = "/latest/api/token";
     token_request.SetHeader("X-aws-ec2-metadata-token-ttl-seconds", "21600");
     ARROW_ASSIGN_OR_RAISE(auto token, SendOnce(*client_, token_request, source_));

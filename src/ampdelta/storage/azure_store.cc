@@ -7,6 +7,7 @@
 #include <pugixml.hpp>
 
 #include "ampdelta/storage/credentials.h"
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/sha256.h"
 #include "ampdelta/util/status.h"
@@ -19,11 +20,6 @@ constexpr const char* kApiVersion = "2021-08-06";
 constexpr const char* kEmulatorAccount = "devstoreaccount1";
 constexpr const char* kEmulatorKey =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
-
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 std::string HttpDate(int64_t seconds) {
   const std::time_t now = static_cast<std::time_t>(seconds);
@@ -118,10 +114,7 @@ arrow::Result<std::shared_ptr<AzureStore>> AzureStore::Make(
 
   ARROW_ASSIGN_OR_RAISE(CloudSettings settings, CloudSettings::FromOptions(options));
   ARROW_ASSIGN_OR_RAISE(bool use_emulator, LookupFlag(options, "AZURE_STORAGE_USE_EMULATOR"));
-  // deltalake users write the client option `allow_http` without a prefix.
-  ARROW_ASSIGN_OR_RAISE(bool allow_http_generic, LookupFlag(options, "ALLOW_HTTP", use_emulator));
-  ARROW_ASSIGN_OR_RAISE(bool allow_http,
-                        LookupFlag(options, "AZURE_ALLOW_HTTP", allow_http_generic));
+  ARROW_ASSIGN_OR_RAISE(bool allow_http, LookupAllowHttp(options, "AZURE_ALLOW_HTTP", use_emulator));
   if (account.empty()) {
     account = FirstOption(options, {"AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT"})
                   .value_or(use_emulator ? kEmulatorAccount : "");
@@ -163,19 +156,7 @@ arrow::Result<std::shared_ptr<AzureStore>> AzureStore::Make(
     }
     store->account_key_ = std::move(*decoded);
   } else if (sas) {
-    std::string token = sas->front() == '?' ? sas->substr(1) : *sas;
-    size_t start = 0;
-    while (start <= token.size()) {
-      size_t end = token.find('&', start);
-      if (end == std::string::npos) end = token.size();
-      const std::string pair = token.substr(start, end - start);
-      const size_t equals = pair.find('=');
-      if (!pair.empty()) {
-        store->sas_.emplace_back(UriDecode(pair.substr(0, equals)),
-                                 equals == std::string::npos ? "" : UriDecode(pair.substr(equals + 1)));
-      }
-      start = end + 1;
-    }
+    store->sas_ = ParseQuery(*sas);
   } else {
     return InvalidStoreOption("no Azure credentials for " + root +
                          ": set AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN");
@@ -197,14 +178,14 @@ std::string AzureSharedKeyAuthorization(const HttpRequest& request, const std::s
   }
   std::vector<std::pair<std::string, std::string>> ms_headers;
   for (const auto& [name, value] : request.headers) {
-    const std::string lower = Lower(name);
+    const std::string lower = AsciiLower(name);
     if (lower.rfind("x-ms-", 0) == 0) ms_headers.emplace_back(lower, value);
   }
   std::sort(ms_headers.begin(), ms_headers.end());
   for (const auto& [name, value] : ms_headers) to_sign += name + ":" + value + "\n";
   to_sign += "/" + account + request.path;
   std::map<std::string, std::vector<std::string>> params;
-  for (const auto& [name, value] : request.query) params[Lower(name)].push_back(value);
+  for (const auto& [name, value] : request.query) params[AsciiLower(name)].push_back(value);
   for (auto& [name, values] : params) {
     std::sort(values.begin(), values.end());
     to_sign += "\n" + name + ":";

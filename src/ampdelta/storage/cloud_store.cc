@@ -1,6 +1,7 @@
 #include "ampdelta/storage/cloud_store.h"
 
 #include "ampdelta/storage/credentials.h"
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::storage {
@@ -25,8 +26,7 @@ arrow::Result<int64_t> LookupInt(const std::map<std::string, std::string>& optio
 CloudUrl CloudUrl::Parse(const std::string& uri) {
   const size_t scheme_end = uri.find("://");
   CloudUrl url;
-  url.scheme = uri.substr(0, scheme_end);
-  for (char& c : url.scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  url.scheme = AsciiLower(uri.substr(0, scheme_end));
   const std::string rest = scheme_end == std::string::npos ? uri : uri.substr(scheme_end + 3);
   const size_t slash = rest.find('/');
   url.authority = rest.substr(0, slash);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::storage {
@@ -29,11 +30,7 @@ std::optional<std::string> LookupOption(const std::map<std::string, std::string>
   if (it != options.end() && !it->second.empty()) return it->second;
   // deltalake users also write the keys in lower case (`aws_region`).
   for (const auto& [name, value] : options) {
-    if (!value.empty() && name.size() == key.size() &&
-        std::equal(name.begin(), name.end(), key.begin(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) ==
-                 std::tolower(static_cast<unsigned char>(b));
-        })) {
+    if (!value.empty() && EqualsIgnoreAsciiCase(name, key)) {
       return value;
     }
   }
@@ -46,12 +43,17 @@ arrow::Result<bool> LookupFlag(const std::map<std::string, std::string>& options
                                const std::string& key, bool fallback) {
   auto value = LookupOption(options, key);
   if (!value) return fallback;
-  std::string lower = *value;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = AsciiLower(*value);
   if (lower == "true" || lower == "1" || lower == "yes") return true;
   if (lower == "false" || lower == "0" || lower == "no") return false;
   return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "storage option ", key,
                    " must be true or false, not '", *value, "'");
+}
+
+arrow::Result<bool> LookupAllowHttp(const std::map<std::string, std::string>& options,
+                                    const std::string& store_key, bool fallback) {
+  ARROW_ASSIGN_OR_RAISE(bool generic, LookupFlag(options, "ALLOW_HTTP", fallback));
+  return LookupFlag(options, store_key, generic);
 }
 
 std::vector<std::string> MissingCredentials(const std::string& uri,

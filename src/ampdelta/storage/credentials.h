@@ -38,4 +38,9 @@ std::string MissingCredentialsWarning(const std::string& uri,
 arrow::Result<bool> LookupFlag(const std::map<std::string, std::string>& options,
                                const std::string& key, bool fallback = false);
 
+/// \brief Return whether a plain-HTTP endpoint is allowed: `store_key` (`AWS_ALLOW_HTTP`, …),
+/// else deltalake's unprefixed `allow_http`, else `fallback`.
+arrow::Result<bool> LookupAllowHttp(const std::map<std::string, std::string>& options,
+                                    const std::string& store_key, bool fallback = false);
+
 }  // namespace ampdelta::storage

@@ -38,36 +38,6 @@ std::string Base64Url(std::string_view data) {
   return out;
 }
 
-std::string FormEncode(const std::vector<std::pair<std::string, std::string>>& fields) {
-  std::string out;
-  for (const auto& [key, value] : fields) {
-    if (!out.empty()) out += '&';
-    out += UriEncode(key, false) + "=" + UriEncode(value, false);
-  }
-  return out;
-}
-
-// Split an absolute URL into a request (origin, path, decoded query).
-HttpRequest RequestForUrl(std::string method, const std::string& url) {
-  HttpRequest request;
-  request.method = std::move(method);
-  const size_t path_start = url.find('/', url.find("://") + 3);
-  request.origin = url.substr(0, path_start);
-  std::string rest = path_start == std::string::npos ? "/" : url.substr(path_start);
-  const size_t question = rest.find('?');
-  request.path = rest.substr(0, question);
-  if (question != std::string::npos) {
-    std::stringstream query(rest.substr(question + 1));
-    std::string pair;
-    while (std::getline(query, pair, '&')) {
-      const size_t equals = pair.find('=');
-      request.query.emplace_back(UriDecode(pair.substr(0, equals)),
-                                 equals == std::string::npos ? "" : UriDecode(pair.substr(equals + 1)));
-    }
-  }
-  return request;
-}
-
 arrow::Result<std::string> ReadFile(const std::string& path, const std::string& what) {
   std::ifstream in(path);
   if (!in) return InvalidStoreOption("cannot read " + what + " '" + path + "'");
@@ -137,7 +107,7 @@ arrow::Result<std::string> GoogleTokenSource::SignedAssertion(int64_t now_second
 arrow::Result<std::string> GoogleTokenSource::Token() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!token_.empty() && expires_at_ms_ - NowMs() > kRefreshMarginMs) return token_;
-  HttpRequest request = RequestForUrl("POST", token_uri_);
+  HttpRequest request = HttpRequest::FromUrl("POST", token_uri_);
   std::vector<std::pair<std::string, std::string>> form;
   if (type_ == "service_account") {
     ARROW_ASSIGN_OR_RAISE(std::string assertion, SignedAssertion(NowMs() / 1000));
@@ -150,11 +120,7 @@ arrow::Result<std::string> GoogleTokenSource::Token() {
   }
   request.body = arrow::Buffer::FromString(FormEncode(form));
   request.SetHeader("Content-Type", "application/x-www-form-urlencoded");
-  RetryPolicy policy;
-  policy.max_retries = 3;
-  ARROW_ASSIGN_OR_RAISE(
-      auto sent,
-      SendWithRetry(*client_, request, [](HttpRequest*) { return arrow::Status::OK(); }, policy));
+  ARROW_ASSIGN_OR_RAISE(auto sent, SendUnsigned(*client_, request));
   auto doc = nlohmann::json::parse(sent.response.body, nullptr, false);
   if (sent.response.status != 200 || JsonString(doc, "access_token").empty()) {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::IOError,
@@ -184,7 +150,7 @@ class GcsResumableUpload : public MultipartUpload {
     return Send(last_part, true);
   }
   arrow::Status Abort() override {
-    ARROW_ASSIGN_OR_RAISE(auto sent, store_->Send(RequestForUrl("DELETE", session_url_)));
+    ARROW_ASSIGN_OR_RAISE(auto sent, store_->Send(HttpRequest::FromUrl("DELETE", session_url_)));
     (void)sent;  // 499 is the documented answer; any answer ends the session
     return arrow::Status::OK();
   }
@@ -196,7 +162,7 @@ class GcsResumableUpload : public MultipartUpload {
     const int64_t end = offset_ + chunk->size();
     int64_t from = offset_;
     for (int round = 0; round < 8; ++round) {
-      HttpRequest request = RequestForUrl("PUT", session_url_);
+      HttpRequest request = HttpRequest::FromUrl("PUT", session_url_);
       request.body = arrow::SliceBuffer(chunk, from - offset_, end - from);
       std::string range = end > from
                               ? "bytes " + std::to_string(from) + "-" + std::to_string(end - 1)
@@ -258,9 +224,7 @@ arrow::Result<std::shared_ptr<GcsStore>> GcsStore::Make(
     emulator = endpoint.has_value();
     if (emulator && endpoint->find("://") == std::string::npos) endpoint = "http://" + *endpoint;
   }
-  ARROW_ASSIGN_OR_RAISE(bool allow_http_generic, LookupFlag(options, "ALLOW_HTTP", emulator));
-  ARROW_ASSIGN_OR_RAISE(bool allow_http,
-                        LookupFlag(options, "GOOGLE_ALLOW_HTTP", allow_http_generic));
+  ARROW_ASSIGN_OR_RAISE(bool allow_http, LookupAllowHttp(options, "GOOGLE_ALLOW_HTTP", emulator));
   store->origin_ = TrimChar(endpoint.value_or("https://storage.googleapis.com"), '/');
   if (store->origin_.rfind("http://", 0) == 0 && !allow_http) {
     return InvalidStoreOption("GCS endpoint '" + store->origin_ +

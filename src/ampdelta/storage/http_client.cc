@@ -8,19 +8,11 @@
 #include <random>
 #include <thread>
 
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::storage {
 namespace {
-
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
-bool EqualsIgnoreCase(const std::string& a, const std::string& b) {
-  return a.size() == b.size() && Lower(a) == Lower(b);
-}
 
 void InitializeCurlOnce() {
   static std::once_flag once;
@@ -51,7 +43,7 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   if (colon != std::string::npos) {
     size_t start = colon + 1;
     while (start < line.size() && line[start] == ' ') ++start;
-    const std::string name = Lower(line.substr(0, colon));
+    const std::string name = AsciiLower(line.substr(0, colon));
     transfer->response->headers[name] = line.substr(start);
     // Size the body once: a data file's column chunk can be many MiB.
     if (name == "content-length" && transfer->request->method != "HEAD") {
@@ -68,14 +60,14 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
 
 std::string HttpRequest::Header(const std::string& name) const {
   for (const auto& [key, value] : headers) {
-    if (EqualsIgnoreCase(key, name)) return value;
+    if (EqualsIgnoreAsciiCase(key, name)) return value;
   }
   return "";
 }
 
 void HttpRequest::SetHeader(const std::string& name, std::string value) {
   for (auto& [key, existing] : headers) {
-    if (EqualsIgnoreCase(key, name)) {
+    if (EqualsIgnoreAsciiCase(key, name)) {
       existing = std::move(value);
       return;
     }
@@ -83,15 +75,47 @@ void HttpRequest::SetHeader(const std::string& name, std::string value) {
   headers.emplace_back(name, std::move(value));
 }
 
-std::string HttpRequest::QueryString() const {
+std::string HttpRequest::QueryString() const { return FormEncode(query); }
+
+HttpRequest HttpRequest::FromUrl(std::string method, const std::string& url) {
+  HttpRequest request;
+  request.method = std::move(method);
+  const size_t scheme_end = url.find("://");
+  const size_t path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+  request.origin = url.substr(0, path_start);
+  const std::string rest = path_start == std::string::npos ? "/" : url.substr(path_start);
+  const size_t question = rest.find('?');
+  request.path = rest.substr(0, question);
+  if (question != std::string::npos) request.query = ParseQuery(rest.substr(question + 1));
+  return request;
+}
+
+std::string FormEncode(const std::vector<std::pair<std::string, std::string>>& fields) {
   std::string out;
-  for (const auto& [key, value] : query) {
+  for (const auto& [key, value] : fields) {
     if (!out.empty()) out += '&';
     out += UriEncode(key, false);
     out += '=';
     out += UriEncode(value, false);
   }
   return out;
+}
+
+std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view text) {
+  if (!text.empty() && text.front() == '?') text.remove_prefix(1);
+  std::vector<std::pair<std::string, std::string>> fields;
+  while (!text.empty()) {
+    const size_t amp = text.find('&');
+    const std::string_view pair = text.substr(0, amp);
+    const size_t equals = pair.find('=');
+    if (!pair.empty()) {
+      fields.emplace_back(UriDecode(pair.substr(0, equals)),
+                          equals == std::string_view::npos ? "" : UriDecode(pair.substr(equals + 1)));
+    }
+    if (amp == std::string_view::npos) break;
+    text.remove_prefix(amp + 1);
+  }
+  return fields;
 }
 
 std::string HttpRequest::Url() const {
@@ -101,7 +125,7 @@ std::string HttpRequest::Url() const {
 }
 
 std::string HttpResponse::Header(const std::string& name) const {
-  auto it = headers.find(Lower(name));
+  auto it = headers.find(AsciiLower(name));
   return it == headers.end() ? "" : it->second;
 }
 
@@ -204,7 +228,7 @@ arrow::Result<HttpResponse> HttpClient::Send(const HttpRequest& request) {
   curl_slist* headers = nullptr;
   bool has_content_type = false;
   for (const auto& [name, value] : request.headers) {
-    if (EqualsIgnoreCase(name, "content-type")) has_content_type = true;
+    if (EqualsIgnoreAsciiCase(name, "content-type")) has_content_type = true;
     const std::string line = value.empty() ? name + ";" : name + ": " + value;
     headers = curl_slist_append(headers, line.c_str());
   }
@@ -261,6 +285,13 @@ arrow::Result<RetriedResponse> SendWithRetry(
     std::this_thread::sleep_for(std::chrono::milliseconds(jitter(random)));
     backoff = std::min(policy.max_backoff, backoff * 2);
   }
+}
+
+arrow::Result<RetriedResponse> SendUnsigned(HttpClient& client, const HttpRequest& request,
+                                            int max_retries) {
+  RetryPolicy policy;
+  policy.max_retries = max_retries;
+  return SendWithRetry(client, request, [](HttpRequest*) { return arrow::Status::OK(); }, policy);
 }
 
 }  // namespace ampdelta::storage

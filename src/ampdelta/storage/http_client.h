@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -48,7 +49,16 @@ struct HttpRequest {
   std::string Url() const;
   /// \brief Return the URL without its query (safe to show: SAS tokens live in queries).
   std::string DisplayUrl() const { return origin + path; }
+
+  /// \brief Return a request for an absolute URL (origin, encoded path, decoded query).
+  static HttpRequest FromUrl(std::string method, const std::string& url);
 };
+
+/// \brief Encode fields as `k=v&k2=v2` (a query string or a form body).
+std::string FormEncode(const std::vector<std::pair<std::string, std::string>>& fields);
+
+/// \brief Split a query string (leading `?` allowed) into decoded fields.
+std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view text);
 
 /// \brief A response; header names are lower-cased.
 struct HttpResponse {
@@ -123,5 +133,9 @@ bool IsRetryableStatus(int status);
 arrow::Result<RetriedResponse> SendWithRetry(
     HttpClient& client, const HttpRequest& request,
     const std::function<arrow::Status(HttpRequest*)>& sign, const RetryPolicy& policy);
+
+/// \brief Send a request that needs no signature (credential services), with retries.
+arrow::Result<RetriedResponse> SendUnsigned(HttpClient& client, const HttpRequest& request,
+                                            int max_retries = 3);
 
 }  // namespace ampdelta::storage

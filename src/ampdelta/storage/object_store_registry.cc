@@ -5,6 +5,7 @@
 
 #include "ampdelta/storage/azure_store.h"
 #include "ampdelta/storage/gcs_store.h"
+#include "ampdelta/storage/http_client.h"
 #include "ampdelta/storage/local_store.h"
 #include "ampdelta/storage/memory_store.h"
 #include "ampdelta/storage/s3_store.h"
@@ -20,21 +21,6 @@ std::shared_ptr<ObjectStore> SharedMemoryStore(const std::string& name) {
   auto& store = stores[name];
   if (store == nullptr) store = std::make_shared<MemoryStore>(name);
   return store;
-}
-
-// Percent-decode a file URI path ("file:///a%20b" names "/a b").
-std::string DecodePercent(const std::string& text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
-        std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
-      out.push_back(static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16)));
-      i += 2;
-    } else {
-      out.push_back(text[i]);
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -68,7 +54,7 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     // file:///abs, file://localhost/abs and file:/abs all name /abs.
     if (path.rfind("//localhost/", 0) == 0) path = path.substr(11);
     while (path.rfind("//", 0) == 0) path = path.substr(1);
-    ARROW_ASSIGN_OR_RAISE(auto store, LocalStore::Make(DecodePercent(path)));
+    ARROW_ASSIGN_OR_RAISE(auto store, LocalStore::Make(UriDecode(path)));
     return store;
   }
   if (scheme == "memory") return SharedMemoryStore(uri.substr(9));

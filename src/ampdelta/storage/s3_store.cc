@@ -111,8 +111,7 @@ arrow::Result<std::shared_ptr<S3Store>> S3Store::Make(
   store->bucket_ = bucket;
   store->region_ = LookupOption(options, "AWS_REGION")
                        .value_or(LookupOption(options, "AWS_DEFAULT_REGION").value_or("us-east-1"));
-  ARROW_ASSIGN_OR_RAISE(bool allow_http_generic, LookupFlag(options, "ALLOW_HTTP"));
-  ARROW_ASSIGN_OR_RAISE(bool allow_http, LookupFlag(options, "AWS_ALLOW_HTTP", allow_http_generic));
+  ARROW_ASSIGN_OR_RAISE(bool allow_http, LookupAllowHttp(options, "AWS_ALLOW_HTTP"));
   ARROW_ASSIGN_OR_RAISE(bool virtual_hosted,
                         LookupFlag(options, "AWS_VIRTUAL_HOSTED_STYLE_REQUEST"));
   ARROW_ASSIGN_OR_RAISE(store->allow_unsafe_rename_,
