@@ -282,7 +282,7 @@ TEST_F(LoadModesTest, AStoreWriteFailingMidLoadCommitsNothingAndLeavesNoFiles) {
 
 TEST_F(LoadModesTest, SeedReplaceFlowDeletesEveryRowThenAppends) {
   ASSERT_TRUE(Load(kQuickstart).success);
-  ASSERT_OK_AND_ASSIGN(auto deleted, delta::DeleteRows(*storage::OpenObjectStore(table_), ""));
+  ASSERT_OK_AND_ASSIGN(auto deleted, delta::DeleteAllRows(*storage::OpenObjectStore(table_)));
   EXPECT_EQ(deleted.rows_deleted, 100);
   EXPECT_EQ(Snapshot()->num_records(), std::optional<int64_t>(0));
   ASSERT_TRUE(Load(kQuickstart).success);

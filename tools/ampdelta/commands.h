@@ -4,19 +4,39 @@
 /// \brief The CLI's subcommands. Each registers its options on the app and returns the
 /// exit code through a callback set on the subcommand.
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <arrow/status.h>
+
+#include "ampdelta/util/status.h"
 
 namespace ampdelta::cli {
 
-/// \brief Exit codes: 0 success, 1 failure of the operation, 2 usage error.
+/// \brief Exit codes, one per ErrorClass (README "Exit codes").
 inline constexpr int kExitOk = 0;
+/// An internal or unclassified failure.
 inline constexpr int kExitFailure = 1;
+/// Bad input: usage, options, configuration, table path, predicate, schema.
 inline constexpr int kExitUsage = 2;
+/// The Amp server or the transport to it failed, or broke its protocol.
+inline constexpr int kExitServer = 3;
+/// The object store failed (disk full, read-only, permissions, HTTP errors).
+inline constexpr int kExitStorage = 4;
+/// A concurrent commit conflicted and retrying did not help.
+inline constexpr int kExitConflict = 5;
+/// The table uses features ampdelta cannot write, or its log is damaged.
+inline constexpr int kExitTable = 6;
+
+/// \brief Return the exit code of an error class.
+int ExitCodeFor(ErrorClass error_class);
+
+/// \brief Print `ampdelta: error: <message>` for a failed status and return its exit code.
+int Fail(const arrow::Status& status);
 
 /// \brief A registered subcommand: runs when selected and returns the exit code.
 using CommandRunner = std::function<int()>;
@@ -41,6 +61,11 @@ bool ParseStorageOptions(const std::vector<std::string>& entries,
 inline constexpr const char* kStorageOptionHelp =
     "KEY=VALUE store option, as deltalake's storage_options (e.g. AWS_ENDPOINT_URL=...); "
     "repeatable; unset keys are read from the environment";
+
+/// \brief Add `--plan-timeout` and `--idle-timeout` (seconds) to a command that talks to
+/// an Amp server; `idle` may be null for commands without a batch read.
+void AddTimeoutOptions(CLI::App* command, std::chrono::milliseconds* plan,
+                       std::chrono::milliseconds* idle);
 
 /// \brief Print `ampdelta: error: <message>` on stderr.
 void PrintError(const std::string& message);

@@ -82,8 +82,7 @@ arrow::Status RunDemoSteps() {
 int RunDemo() {
   arrow::Status status = RunDemoSteps();
   if (!status.ok()) {
-    PrintError(status.ToString());
-    return kExitFailure;
+    return Fail(status);
   }
   return kExitOk;
 }

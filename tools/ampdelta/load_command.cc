@@ -42,6 +42,8 @@ struct LoadArgs {
   int64_t commit_interval_ms = 1000;
   int64_t commit_rows = 1'000'000;
   std::vector<std::string> storage_options;
+  std::chrono::milliseconds plan_timeout{std::chrono::minutes(5)};
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
 };
 
 std::atomic<bool> g_stop{false};
@@ -132,11 +134,9 @@ int RunLoad(const LoadArgs& args) {
   }
   amp::ClientOptions client_options;
   if (!args.token.empty()) client_options.auth_token = args.token;
+  client_options.plan_timeout = args.plan_timeout;
   auto client = amp::Client::Connect(args.server, client_options);
-  if (!client.ok()) {
-    PrintError(client.status().message());
-    return kExitFailure;
-  }
+  if (!client.ok()) return Fail(client.status());
   loader::LoadOptions options;
   options.destination = args.destination.empty() ? config->table_path : args.destination;
   options.mode = args.mode;
@@ -144,6 +144,7 @@ int RunLoad(const LoadArgs& args) {
   options.commit_every_rows = args.commit_every_rows;
   options.compression = args.compression;
   options.compression_level = args.compression_level;
+  options.idle_timeout = args.idle_timeout;
   if (args.stream) {
     loader::LoadResult result = RunStream(**client, args, *config, options);
     std::cout << result << std::endl;
@@ -154,7 +155,7 @@ int RunLoad(const LoadArgs& args) {
       }
     }
     std::cerr << std::endl;
-    return result.success ? kExitOk : kExitFailure;
+    return result.success ? kExitOk : ExitCodeFor(ClassifyError(result.status));
   }
   // Progress on a terminal: rows, MB/s, elapsed; plain runs stay quiet until the result.
   const bool tty = ::isatty(STDERR_FILENO) != 0;
@@ -173,7 +174,7 @@ int RunLoad(const LoadArgs& args) {
   loader::LoadResult result = loader::LoadBatch(**client, args.sql, *config, options);
   if (tty) std::fprintf(stderr, "\n");
   std::cout << result << std::endl;
-  if (!result.success) return kExitFailure;
+  if (!result.success) return ExitCodeFor(ClassifyError(result.status));
   for (const auto& [key, value] : result.metadata) {
     if (key == "table_version" || key == "files_added" || key == "bytes_written" ||
         key == "commits" || key == "rows_inserted" || key == "rows_updated" || key == "retries") {
@@ -214,6 +215,7 @@ CommandRunner AddLoadCommand(CLI::App& app) {
   cmd->add_option("--commit-rows", args->commit_rows, "streams: or when this many rows wait")
       ->capture_default_str();
   cmd->add_option("--token", args->token, "bearer token (default: $AMP_AUTH_TOKEN)");
+  AddTimeoutOptions(cmd, &args->plan_timeout, &args->idle_timeout);
   return [args] { return RunLoad(*args); };
 }
 

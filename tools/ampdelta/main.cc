@@ -1,5 +1,6 @@
 // ampdelta: the command-line tool. stdout carries results only; diagnostics go to stderr.
 
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -31,6 +32,55 @@ bool ParseStorageOptions(const std::vector<std::string>& entries,
 
 void PrintError(const std::string& message) {
   std::cerr << "ampdelta: error: " << message << std::endl;
+}
+
+void AddTimeoutOptions(CLI::App* command, std::chrono::milliseconds* plan,
+                       std::chrono::milliseconds* idle) {
+  // Seconds as a finite number in [0, one year]; zero turns the timeout off.
+  auto seconds = [](std::chrono::milliseconds* target, const char* name) {
+    return [target, name](const std::string& text) {
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(value) ||
+          value < 0 || value > 365.0 * 86400.0) {
+        throw CLI::ValidationError(name, "expects seconds between 0 and 31536000, got '" +
+                                             text + "'");
+      }
+      *target = std::chrono::milliseconds(static_cast<int64_t>(value * 1000.0));
+    };
+  };
+  command->add_option_function<std::string>("--plan-timeout", seconds(plan, "--plan-timeout"),
+                                            "seconds the server may take to plan the query "
+                                            "(GetFlightInfo; default 300)");
+  if (idle != nullptr) {
+    command->add_option_function<std::string>(
+        "--idle-timeout", seconds(idle, "--idle-timeout"),
+        "batch reads: fail when the server sends nothing for this many seconds "
+        "(default 600; 0 waits forever)");
+  }
+}
+
+int ExitCodeFor(ErrorClass error_class) {
+  switch (error_class) {
+    case ErrorClass::kInvalidInput:
+      return kExitUsage;
+    case ErrorClass::kServer:
+      return kExitServer;
+    case ErrorClass::kStorage:
+      return kExitStorage;
+    case ErrorClass::kConflict:
+      return kExitConflict;
+    case ErrorClass::kTable:
+      return kExitTable;
+    case ErrorClass::kInternal:
+      return kExitFailure;
+  }
+  return kExitFailure;
+}
+
+int Fail(const arrow::Status& status) {
+  PrintError(status.message());
+  return ExitCodeFor(ClassifyError(status));
 }
 
 namespace {

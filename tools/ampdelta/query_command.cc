@@ -24,6 +24,8 @@ struct QueryArgs {
   std::string format = "table";
   int64_t max_rows = 20;
   uint64_t max_microbatches = 0;
+  std::chrono::milliseconds plan_timeout{std::chrono::minutes(5)};
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
 };
 
 std::string RangesText(const std::vector<amp::BlockRange>& ranges) {
@@ -107,13 +109,12 @@ arrow::Status RunStream(amp::QueryStream& stream, const QueryArgs& args,
 int RunQuery(const QueryArgs& args) {
   amp::ClientOptions options;
   if (!args.token.empty()) options.auth_token = args.token;
+  options.plan_timeout = args.plan_timeout;
   auto client = amp::Client::Connect(args.server, options);
-  if (!client.ok()) {
-    PrintError(client.status().message());
-    return kExitFailure;
-  }
+  if (!client.ok()) return Fail(client.status());
   amp::QueryOptions query_options;
   if (args.stream) query_options.stream = true;
+  if (!args.stream) query_options.idle_timeout = args.idle_timeout;
   if (!args.resume.empty()) {
     auto cursor = amp::ParseCursor(args.resume);
     if (!cursor.ok()) {
@@ -123,10 +124,7 @@ int RunQuery(const QueryArgs& args) {
     query_options.resume = *cursor;
   }
   auto stream = (*client)->Query(args.sql, query_options);
-  if (!stream.ok()) {
-    PrintError(stream.status().message());
-    return kExitFailure;
-  }
+  if (!stream.ok()) return Fail(stream.status());
   // Ctrl-C cancels the stream; the reader then ends and the summary still prints.
   std::unique_ptr<amp::QueryStream> owned = std::move(*stream);
   amp::QueryStream* raw = owned.get();
@@ -140,10 +138,7 @@ int RunQuery(const QueryArgs& args) {
                              ? RunStream(*raw, args, query_options.resume)
                              : RunBatch(*raw, args);
   active.store(nullptr);
-  if (!status.ok()) {
-    PrintError(status.message());
-    return kExitFailure;
-  }
+  if (!status.ok()) return Fail(status);
   return kExitOk;
 }
 
@@ -155,6 +150,7 @@ CommandRunner AddQueryCommand(CLI::App& app) {
   cmd->add_option("--server", args->server, "grpc:// or grpc+tls:// URL")->capture_default_str();
   cmd->add_option("--sql", args->sql, "the query")->required();
   cmd->add_option("--token", args->token, "bearer token (default: $AMP_AUTH_TOKEN)");
+  AddTimeoutOptions(cmd, &args->plan_timeout, &args->idle_timeout);
   cmd->add_flag("--stream", args->stream, "stream (sends amp-stream: true)");
   cmd->add_option("--resume", args->resume,
                   "resume cursor JSON {\"network\":{\"number\":N,\"hash\":\"0x…\"}}");

@@ -59,7 +59,8 @@ struct TableArgs {
   bool full = false;
   bool force = false;
   // delete / scan
-  std::string where;
+  std::optional<std::string> where;
+  bool all_rows = false;
   std::vector<std::string> columns;
   std::string format = "table";
 };
@@ -138,8 +139,7 @@ int64_t HistoryTime(const delta::HistoryEntry& entry) {
 
 int Report(const arrow::Status& status) {
   if (status.ok()) return kExitOk;
-  PrintError(status.message());
-  return kExitFailure;
+  return Fail(status);
 }
 
 arrow::Status Info(const TableArgs& args) {
@@ -370,8 +370,14 @@ arrow::Status Write(const TableArgs& args) {
 }
 
 arrow::Status Delete(const TableArgs& args) {
+  if (args.all_rows == args.where.has_value()) {
+    return InvalidInputError(args.all_rows ? "give --where or --all, not both"
+                                           : "table delete needs --where PREDICATE, or --all "
+                                             "to delete every row");
+  }
   ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
-  ARROW_ASSIGN_OR_RAISE(auto result, delta::DeleteRows(store, args.where));
+  ARROW_ASSIGN_OR_RAISE(auto result, args.all_rows ? delta::DeleteAllRows(store)
+                                                   : delta::DeleteRows(store, *args.where));
   if (!result.version) {
     std::cout << "nothing matched; no commit (files_skipped=" << result.files_skipped << ")" << std::endl;
     return arrow::Status::OK();
@@ -399,8 +405,8 @@ arrow::Status Scan(const TableArgs& args) {
   ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(args));
   delta::ScanOptions options;
   options.columns = args.columns;
-  if (!args.where.empty()) {
-    ARROW_ASSIGN_OR_RAISE(auto predicate, delta::Predicate::Parse(args.where, snapshot->schema()));
+  if (args.where) {
+    ARROW_ASSIGN_OR_RAISE(auto predicate, delta::Predicate::Parse(*args.where, snapshot->schema()));
     options.predicate = std::move(predicate);
   }
   ARROW_ASSIGN_OR_RAISE(auto scan, delta::TableScan::Make(snapshot, options));
@@ -456,13 +462,18 @@ arrow::Status Vacuum(const TableArgs& args) {
   ARROW_ASSIGN_OR_RAISE(auto result, delta::Vacuum(store, options));
   for (const auto& file : result.files) std::cout << file << "\n";
   std::cout << (result.dry_run ? "would delete " : "deleted ") << result.files.size() << " files ("
-            << result.bytes << " bytes)" << std::endl;
+            << result.bytes << " bytes)";
+  if (!result.temporary_files.empty() || result.leases_expired > 0) {
+    std::cout << ", " << result.temporary_files.size() << " abandoned temporary files, "
+              << result.leases_expired << " expired write leases";
+  }
+  std::cout << std::endl;
   return arrow::Status::OK();
 }
 
 arrow::Status Restore(const TableArgs& args) {
   ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
-  if (!args.version) return arrow::Status::Invalid("restore needs --version");
+  if (!args.version) return InvalidInputError("restore needs --version");
   ARROW_ASSIGN_OR_RAISE(auto result, delta::Restore(store, *args.version));
   std::cout << "version=" << result.version << " restored to version " << *args.version << std::endl;
   return arrow::Status::OK();
@@ -517,7 +528,8 @@ CommandRunner AddTableCommand(CLI::App& app) {
   CLI::App* del = table->add_subcommand("delete", "Delete rows (copy-on-write, one commit)");
   del->add_option("path", args->path, "table path or URI")->required();
   del->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
-  del->add_option("--where", args->where, "predicate, e.g. 'block_num >= 100' (default: all rows)");
+  del->add_option("--where", args->where, "predicate, e.g. 'block_num >= 100'");
+  del->add_flag("--all", args->all_rows, "delete every row (instead of --where)");
   CLI::App* checkpoint = table->add_subcommand("checkpoint", "Write a checkpoint of the latest version");
   checkpoint->add_option("path", args->path, "table path or URI")->required();
   checkpoint->add_option("--storage-option", args->storage_options, kStorageOptionHelp);

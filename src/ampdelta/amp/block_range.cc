@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"
+#include "ampdelta/util/utf8.h"
 
 namespace ampdelta::amp {
 namespace {
@@ -86,9 +88,9 @@ std::string BlockRange::ToString() const {
 }
 
 arrow::Result<BatchMetadata> ParseBatchMetadata(std::string_view text) {
-  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json doc = json_util::ParseJson(text);
   if (doc.is_discarded() || !doc.is_object()) {
-    return ProtocolError("app_metadata is not a JSON object: '", text, "'");
+    return ProtocolError("app_metadata is not a JSON object: '", EscapeNonUtf8(text), "'");
   }
   BatchMetadata metadata;
   json extra = json::object();
@@ -114,8 +116,21 @@ arrow::Result<BatchMetadata> ParseBatchMetadata(std::string_view text) {
   if (doc.find("ranges") == doc.end()) {
     return ProtocolError("app_metadata has no 'ranges': '", text, "'");
   }
-  if (!extra.empty()) metadata.extra_json = extra.dump();
+  if (!extra.empty()) metadata.extra_json = json_util::DumpJsonLossy(extra);
   return metadata;
+}
+
+arrow::Result<std::vector<BlockRange>> ParseBlockRanges(std::string_view text) {
+  json doc = json_util::ParseJson(text);
+  if (doc.is_discarded() || !doc.is_array()) {
+    return ProtocolError("block ranges are not a JSON array: '", EscapeNonUtf8(text), "'");
+  }
+  std::vector<BlockRange> ranges;
+  for (const auto& item : doc) {
+    ARROW_ASSIGN_OR_RAISE(BlockRange range, ParseRange(item, text));
+    ranges.push_back(std::move(range));
+  }
+  return ranges;
 }
 
 std::string BatchMetadataToJson(const BatchMetadata& metadata) {
@@ -123,12 +138,13 @@ std::string BatchMetadataToJson(const BatchMetadata& metadata) {
   for (const auto& range : metadata.ranges) ranges.push_back(RangeToJson(range));
   json out = {{"ranges", std::move(ranges)}, {"ranges_complete", metadata.ranges_complete}};
   if (!metadata.extra_json.empty()) {
-    json extra = json::parse(metadata.extra_json, nullptr, false);
+    json extra = json_util::ParseJson(metadata.extra_json);
     if (extra.is_object()) {
       for (auto it = extra.begin(); it != extra.end(); ++it) out[it.key()] = *it;
     }
   }
-  return out.dump();
+  // Lossy only for strings the caller set by hand: parsed ones are UTF-8.
+  return json_util::DumpJsonLossy(out);
 }
 
 std::string CursorToJson(const Cursor& cursor) {
@@ -136,13 +152,13 @@ std::string CursorToJson(const Cursor& cursor) {
   for (const auto& [network, entry] : cursor) {
     out[network] = {{"number", entry.number}, {"hash", entry.hash}};
   }
-  return out.dump();
+  return json_util::DumpJsonLossy(out);
 }
 
 arrow::Result<Cursor> ParseCursor(std::string_view text) {
-  json doc = json::parse(text, nullptr, false);
+  json doc = json_util::ParseJson(text);
   if (doc.is_discarded() || !doc.is_object()) {
-    return arrow::Status::Invalid("resume cursor is not a JSON object: '", text, "'");
+    return InvalidInputError("resume cursor is not a JSON object: '", text, "'");
   }
   Cursor cursor;
   for (auto it = doc.begin(); it != doc.end(); ++it) {
@@ -151,7 +167,7 @@ arrow::Result<Cursor> ParseCursor(std::string_view text) {
     auto hash = entry.is_object() ? entry.find("hash") : entry.end();
     if (!entry.is_object() || number == entry.end() || !number->is_number_unsigned() ||
         hash == entry.end() || !hash->is_string()) {
-      return arrow::Status::Invalid("resume cursor entry for network '", it.key(),
+      return InvalidInputError("resume cursor entry for network '", it.key(),
                                     "' must be {\"number\": u64, \"hash\": \"0x…\"}");
     }
     cursor[it.key()] = CursorEntry{number->get<uint64_t>(), hash->get<std::string>()};

@@ -55,6 +55,10 @@ struct BatchMetadata {
 /// Python SDK's flat `{network,start,end,hash,prev_hash}` form.
 arrow::Result<BatchMetadata> ParseBatchMetadata(std::string_view json);
 
+/// \brief Parse a JSON array of block ranges, in either form ParseBatchMetadata accepts.
+/// \return ErrorCode::kProtocolError for text that is not such an array
+arrow::Result<std::vector<BlockRange>> ParseBlockRanges(std::string_view json);
+
 /// \brief Serialise metadata in the server's form (nested `numbers`).
 std::string BatchMetadataToJson(const BatchMetadata& metadata);
 

@@ -1,6 +1,12 @@
 #include "ampdelta/amp/client.h"
 
+#include <condition_variable>
 #include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -18,16 +24,93 @@ namespace {
 
 namespace flight = arrow::flight;
 
+using WatchClock = std::chrono::steady_clock;
+
+arrow::Status Stalled(std::chrono::milliseconds idle_timeout) {
+  const double seconds = static_cast<double>(idle_timeout.count()) / 1000.0;
+  std::ostringstream shown;
+  shown << seconds;
+  return MakeError(ErrorCode::kServerError, arrow::StatusCode::IOError,
+                   "DoGet failed: DEADLINE_EXCEEDED: the server sent nothing for ", shown.str(),
+                   " s (idle timeout); it may be stalled")
+      .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kServerError, "DEADLINE_EXCEEDED"));
+}
+
+// Cancels a call that waits longer than a timeout for its next message. Thread-safe.
+class IdleWatchdog {
+ public:
+  IdleWatchdog(std::chrono::milliseconds timeout, std::function<void()> cancel)
+      : timeout_(timeout), cancel_(std::move(cancel)), thread_([this] { Watch(); }) {}
+  ~IdleWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  // Start timing a wait; Disarm() ends it and returns true when the watchdog cancelled it.
+  void Arm() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      waiting_ = true;
+      since_ = WatchClock::now();
+    }
+    changed_.notify_all();
+  }
+  bool Disarm() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiting_ = false;
+    return fired_;
+  }
+
+ private:
+  void Watch() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      if (!waiting_ || fired_) {
+        changed_.wait(lock);
+        continue;
+      }
+      const auto deadline = since_ + timeout_;
+      if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && waiting_ &&
+          WatchClock::now() >= since_ + timeout_) {
+        fired_ = true;
+        lock.unlock();
+        cancel_();
+        lock.lock();
+      }
+    }
+  }
+
+  const std::chrono::milliseconds timeout_;
+  const std::function<void()> cancel_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool waiting_ = false;
+  bool fired_ = false;
+  bool stop_ = false;
+  WatchClock::time_point since_;
+  std::thread thread_;
+};
+
 class FlightQueryStream : public QueryStream {
  public:
   FlightQueryStream(std::unique_ptr<flight::FlightStreamReader> reader,
-                    std::shared_ptr<arrow::Schema> schema)
-      : reader_(std::move(reader)), schema_(std::move(schema)) {}
+                    std::shared_ptr<arrow::Schema> schema,
+                    std::chrono::milliseconds idle_timeout)
+      : reader_(std::move(reader)), schema_(std::move(schema)), idle_timeout_(idle_timeout) {
+    if (idle_timeout_.count() > 0) {
+      watchdog_ = std::make_unique<IdleWatchdog>(idle_timeout_, [this] { reader_->Cancel(); });
+    }
+  }
 
   const std::shared_ptr<arrow::Schema>& schema() const override { return schema_; }
 
   arrow::Result<std::optional<ResponseBatch>> Next() override {
+    if (watchdog_) watchdog_->Arm();
     auto chunk = reader_->Next();
+    if (watchdog_ && watchdog_->Disarm()) return Stalled(idle_timeout_);
     if (!chunk.ok()) return ServerError(chunk.status(), "DoGet");
     flight::FlightStreamChunk& value = *chunk;
     if (value.data == nullptr && value.app_metadata == nullptr) return std::nullopt;
@@ -51,6 +134,9 @@ class FlightQueryStream : public QueryStream {
  private:
   std::unique_ptr<flight::FlightStreamReader> reader_;
   std::shared_ptr<arrow::Schema> schema_;
+  const std::chrono::milliseconds idle_timeout_;
+  // Declared last: destroyed first, while the reader it cancels still exists.
+  std::unique_ptr<IdleWatchdog> watchdog_;
 };
 
 class FlightClientImpl : public Client {
@@ -72,9 +158,23 @@ class FlightClientImpl : public Client {
     flight::FlightCallOptions call = BaseCallOptions();
     auto reader = client_->DoGet(call, info->endpoints().front().ticket);
     if (!reader.ok()) return ServerError(reader.status(), "DoGet");
-    auto schema = (*reader)->GetSchema();
-    if (!schema.ok()) return ServerError(schema.status(), "DoGet");
-    return std::make_unique<FlightQueryStream>(std::move(*reader), std::move(*schema));
+    // The schema message is the first thing DoGet sends: a server that stalls before it is
+    // as stuck as one that stalls mid-stream.
+    std::shared_ptr<arrow::Schema> schema;
+    {
+      flight::FlightStreamReader* raw = reader->get();
+      std::optional<IdleWatchdog> watchdog;
+      if (options.idle_timeout.count() > 0) {
+        watchdog.emplace(options.idle_timeout, [raw] { raw->Cancel(); });
+        watchdog->Arm();
+      }
+      auto read = raw->GetSchema();
+      if (watchdog && watchdog->Disarm()) return Stalled(options.idle_timeout);
+      if (!read.ok()) return ServerError(read.status(), "DoGet");
+      schema = std::move(*read);
+    }
+    return std::make_unique<FlightQueryStream>(std::move(*reader), std::move(schema),
+                                               options.idle_timeout);
   }
 
   arrow::Result<std::shared_ptr<arrow::Schema>> GetSchema(

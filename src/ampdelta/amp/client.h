@@ -30,7 +30,8 @@ struct ClientOptions {
   std::string tls_root_certs;
   /// Skip TLS certificate verification (development only).
   bool disable_server_verification = false;
-  /// Deadline for GetFlightInfo (planning); DoGet streams have no deadline.
+  /// Deadline for GetFlightInfo (planning); DoGet streams have no deadline (see
+  /// QueryOptions::idle_timeout).
   std::chrono::milliseconds plan_timeout{std::chrono::minutes(5)};
 };
 
@@ -41,6 +42,10 @@ struct QueryOptions {
   std::optional<bool> stream;
   /// Resume after this cursor (`amp-resume`); streaming queries only.
   std::optional<Cursor> resume;
+  /// Cancel the call when the server sends nothing for this long once DoGet started (a
+  /// stalled server); Next() then fails with kServerError/DEADLINE_EXCEEDED. Zero waits
+  /// forever (streams, whose server may rightly be quiet between blocks).
+  std::chrono::milliseconds idle_timeout{0};
 };
 
 /// \brief One message from DoGet: a record batch (possibly 0 rows) and its metadata.

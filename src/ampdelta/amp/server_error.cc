@@ -142,12 +142,7 @@ arrow::Status ServerError(const arrow::Status& status, const char* call) {
 }
 
 bool IsTransientServerError(const arrow::Status& status) {
-  const ErrorDetail* detail = GetErrorDetail(status);
-  if (detail == nullptr || detail->code() != ErrorCode::kServerError) return false;
-  static constexpr std::string_view kTransient[] = {"UNAVAILABLE", "DEADLINE_EXCEEDED",
-                                                    "RESOURCE_EXHAUSTED", "ABORTED"};
-  return std::find(std::begin(kTransient), std::end(kTransient), detail->subcode()) !=
-         std::end(kTransient);
+  return IsError(status, ErrorCode::kServerError) && IsTransientError(status);
 }
 
 }  // namespace ampdelta::amp

@@ -2,9 +2,13 @@
 
 #include "ampdelta/delta/action_json_internal.h"
 
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"
+#include "ampdelta/util/utf8.h"
 
 namespace ampdelta::delta {
 namespace {
@@ -55,8 +59,26 @@ class Reader {
 
   arrow::Result<int64_t> Int(const char* key) const {
     ARROW_ASSIGN_OR_RAISE(const json* value, Required(key));
-    if (!value->is_number_integer()) return Bad(key, "an integer");
-    return value->get<int64_t>();
+    // An unsigned number above INT64_MAX would otherwise come back negative.
+    auto number = json_util::AsInt64(*value);
+    if (!number) return Bad(key, "an integer in the range of a long");
+    return *number;
+  }
+
+  // For the fields the protocol declares as int: a larger value must not wrap around.
+  arrow::Result<int32_t> Int32(const char* key) const {
+    ARROW_ASSIGN_OR_RAISE(int64_t value, Int(key));
+    if (value < std::numeric_limits<int32_t>::min() ||
+        value > std::numeric_limits<int32_t>::max()) {
+      return Bad(key, "an integer in the range of an int");
+    }
+    return static_cast<int32_t>(value);
+  }
+
+  arrow::Result<std::optional<int32_t>> OptInt32(const char* key) const {
+    if (!Has(key)) return std::nullopt;
+    ARROW_ASSIGN_OR_RAISE(int32_t value, Int32(key));
+    return value;
   }
 
   arrow::Result<std::optional<int64_t>> OptInt(const char* key) const {
@@ -95,7 +117,7 @@ class Reader {
       } else if (it->is_string()) {
         out[it.key()] = it->get<std::string>();
       } else {
-        out[it.key()] = it->dump();
+        out[it.key()] = json_util::DumpJsonLossy(*it);
       }
     }
     return out;
@@ -114,7 +136,8 @@ class Reader {
     if (!value.is_object()) return Bad(key, "an object");
     for (auto it = value.begin(); it != value.end(); ++it) {
       if (it->is_null()) continue;
-      out[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
+      out[it.key()] =
+          it->is_string() ? it->get<std::string>() : json_util::DumpJsonLossy(*it);
     }
     return out;
   }
@@ -162,10 +185,8 @@ arrow::Result<std::optional<DeletionVectorDescriptor>> ParseDv(const json* value
   DeletionVectorDescriptor dv;
   ARROW_ASSIGN_OR_RAISE(dv.storage_type, r.String("storageType"));
   ARROW_ASSIGN_OR_RAISE(dv.path_or_inline_dv, r.String("pathOrInlineDv"));
-  ARROW_ASSIGN_OR_RAISE(auto offset, r.OptInt("offset"));
-  if (offset) dv.offset = static_cast<int32_t>(*offset);
-  ARROW_ASSIGN_OR_RAISE(int64_t size, r.Int("sizeInBytes"));
-  dv.size_in_bytes = static_cast<int32_t>(size);
+  ARROW_ASSIGN_OR_RAISE(dv.offset, r.OptInt32("offset"));
+  ARROW_ASSIGN_OR_RAISE(dv.size_in_bytes, r.Int32("sizeInBytes"));
   ARROW_ASSIGN_OR_RAISE(dv.cardinality, r.Int("cardinality"));
   ARROW_ASSIGN_OR_RAISE(dv.max_row_index, r.OptInt("maxRowIndex"));
   return dv;
@@ -261,10 +282,8 @@ arrow::Result<Action> ActionFromJson(const std::string& name, const json& body,
   }
   if (name == kProtocol) {
     Protocol protocol;
-    ARROW_ASSIGN_OR_RAISE(int64_t reader, r.Int("minReaderVersion"));
-    ARROW_ASSIGN_OR_RAISE(int64_t writer, r.Int("minWriterVersion"));
-    protocol.min_reader_version = static_cast<int32_t>(reader);
-    protocol.min_writer_version = static_cast<int32_t>(writer);
+    ARROW_ASSIGN_OR_RAISE(protocol.min_reader_version, r.Int32("minReaderVersion"));
+    ARROW_ASSIGN_OR_RAISE(protocol.min_writer_version, r.Int32("minWriterVersion"));
     ARROW_ASSIGN_OR_RAISE(protocol.reader_features, r.OptStringList("readerFeatures"));
     ARROW_ASSIGN_OR_RAISE(protocol.writer_features, r.OptStringList("writerFeatures"));
     return protocol;
@@ -286,16 +305,16 @@ arrow::Result<Action> ActionFromJson(const std::string& name, const json& body,
   if (name == kCommitInfo) {
     // Free-form: take what is well-typed and keep the rest as raw JSON.
     CommitInfo info;
-    info.raw_json = body.dump();
+    info.raw_json = json_util::DumpJsonLossy(body);
     auto integer = [&](const char* key) -> std::optional<int64_t> {
       auto it = body.find(key);
-      if (it != body.end() && it->is_number_integer()) return it->get<int64_t>();
+      if (it != body.end()) return json_util::AsInt64(*it);
       return std::nullopt;
     };
     auto text = [&](const char* key) -> std::string {
       auto it = body.find(key);
       if (it == body.end() || it->is_null()) return "";
-      return it->is_string() ? it->get<std::string>() : it->dump();
+      return it->is_string() ? it->get<std::string>() : json_util::DumpJsonLossy(*it);
     };
     info.timestamp = integer("timestamp");
     info.in_commit_timestamp = integer("inCommitTimestamp");
@@ -400,7 +419,7 @@ struct ToJsonVisitor {
   }
   ojson operator()(const CommitInfo& c) const {
     if (!c.raw_json.empty()) {
-      ojson raw = ojson::parse(c.raw_json, nullptr, false);
+      ojson raw = json_util::ParseJson<ojson>(c.raw_json);
       if (!raw.is_discarded()) return ojson{{kCommitInfo, raw}};
     }
     // Spark's key order: timestamp first, then what the operation was, then provenance.
@@ -439,9 +458,9 @@ struct ToJsonVisitor {
 
 arrow::Result<std::optional<Action>> ParseActionLine(std::string_view line) {
   const std::string source = "log line";
-  json doc = json::parse(line, nullptr, false);
+  json doc = json_util::ParseJson(line);
   if (doc.is_discarded() || !doc.is_object()) {
-    return Corrupt(source, "not a JSON object: " + std::string(line.substr(0, 200)));
+    return Corrupt(source, "not a JSON object: " + EscapeNonUtf8(line.substr(0, 200)));
   }
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     auto action = internal::ActionFromJson(it.key(), *it, source);
@@ -463,7 +482,7 @@ arrow::Result<std::vector<Action>> ParseCommit(std::string_view text, const std:
     start = end + 1;
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    json doc = json::parse(line, nullptr, false);
+    json doc = json_util::ParseJson(line);
     if (doc.is_discarded() || !doc.is_object()) {
       return Corrupt(source, "line " + std::to_string(line_number) + " is not a JSON object");
     }
@@ -479,14 +498,16 @@ arrow::Result<std::vector<Action>> ParseCommit(std::string_view text, const std:
   return actions;
 }
 
-std::string ActionToJson(const Action& action) {
-  return std::visit(ToJsonVisitor{}, action).dump();
+arrow::Result<std::string> ActionToJson(const Action& action) {
+  return json_util::DumpJson(std::visit(ToJsonVisitor{}, action),
+                            std::string(ActionName(action)) + " action");
 }
 
-std::string EncodeCommit(const std::vector<Action>& actions) {
+arrow::Result<std::string> EncodeCommit(const std::vector<Action>& actions) {
   std::string out;
   for (const auto& action : actions) {
-    out += ActionToJson(action);
+    ARROW_ASSIGN_OR_RAISE(std::string line, ActionToJson(action));
+    out += line;
     out += '\n';
   }
   return out;

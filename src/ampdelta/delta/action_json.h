@@ -23,10 +23,13 @@ arrow::Result<std::vector<Action>> ParseCommit(std::string_view text, const std:
 
 /// \brief Encode one action as a single JSON line (no trailing newline). Optional fields
 /// that are unset are omitted.
-std::string ActionToJson(const Action& action);
+/// \return ErrorCode::kInvalidInput naming the field when a string of the action (a path,
+///   partition value, tag, …) is not UTF-8, which JSON cannot carry
+arrow::Result<std::string> ActionToJson(const Action& action);
 
 /// \brief Encode actions as a commit file: one line each, newline-terminated.
-std::string EncodeCommit(const std::vector<Action>& actions);
+/// \return ErrorCode::kInvalidInput as ActionToJson
+arrow::Result<std::string> EncodeCommit(const std::vector<Action>& actions);
 
 /// \brief Return the action's key in the log ("add", "metaData", …).
 const char* ActionName(const Action& action);

@@ -15,6 +15,7 @@
 
 #include "ampdelta/delta/action_json.h"
 #include "ampdelta/delta/action_json_internal.h"
+#include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/time_format.h"
 
@@ -91,7 +92,7 @@ json ValueToJson(const arrow::Array& array, int64_t i) {
       const int64_t end = map.value_offset(i + 1);
       for (int64_t k = begin; k < end; ++k) {
         json key = ValueToJson(*map.keys(), k);
-        out[key.is_string() ? key.get<std::string>() : key.dump()] =
+        out[key.is_string() ? key.get<std::string>() : json_util::DumpJsonLossy(key)] =
             ValueToJson(*map.items(), k);
       }
       return out;
@@ -310,9 +311,12 @@ arrow::Result<std::vector<Action>> ReadParquetActions(storage::ObjectStore& stor
         }
         json body = ValueToJson(*chunk, row);
         if (name == "add" && body.is_object()) {
-          if ((!body.contains("stats") || body["stats"].is_null()) && body.contains("stats_parsed") &&
-              body["stats_parsed"].is_object()) {
-            body["stats"] = body["stats_parsed"].dump();
+          // Parquet strings need not be UTF-8, and JSON stats cannot hold such a bound:
+          // the file then has no stats, which only costs data skipping.
+          const bool no_stats = !body.contains("stats") || body["stats"].is_null();
+          if (no_stats && body.contains("stats_parsed") && body["stats_parsed"].is_object() &&
+              json_util::AllStringsUtf8(body["stats_parsed"])) {
+            body["stats"] = json_util::DumpJsonLossy(body["stats_parsed"]);
           }
           body.erase("stats_parsed");
           body.erase("partitionValues_parsed");
@@ -349,6 +353,10 @@ arrow::Result<std::vector<Action>> ReadCheckpoint(storage::ObjectStore& store,
     }
     for (auto& action : part) {
       if (const auto* sidecar = std::get_if<Sidecar>(&action)) {
+        if (sidecar->path.empty()) {
+          return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "checkpoint ",
+                           file.path, " names a sidecar with an empty path");
+        }
         // Sidecar paths are relative to _delta_log/_sidecars/ unless absolute.
         const std::string path = sidecar->path.find(':') != std::string::npos ||
                                          sidecar->path.front() == '/'

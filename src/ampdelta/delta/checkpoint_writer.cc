@@ -12,6 +12,7 @@
 #include <parquet/properties.h>
 
 #include "ampdelta/delta/action_json.h"
+#include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"
 
 namespace ampdelta::delta {
@@ -40,12 +41,22 @@ arrow::Status AppendJson(arrow::ArrayBuilder* builder, const json* value) {
   switch (type.id()) {
     case arrow::Type::STRING:
       return static_cast<arrow::StringBuilder*>(builder)->Append(
-          value->is_string() ? value->get<std::string>() : value->dump());
+          value->is_string() ? value->get<std::string>() : json_util::DumpJsonLossy(*value));
     case arrow::Type::INT32:
-      return static_cast<arrow::Int32Builder*>(builder)->Append(value->get<int32_t>());
-    case arrow::Type::INT64:
-      return static_cast<arrow::Int64Builder*>(builder)->Append(value->get<int64_t>());
+    case arrow::Type::INT64: {
+      // The values come from ActionToJson, which types them; a mismatch is a defect, and
+      // get<>() would throw on it.
+      const auto number = json_util::AsInt64(*value);
+      if (!number) return arrow::Status::Invalid("checkpoint value is not an integer");
+      if (type.id() == arrow::Type::INT64) {
+        return static_cast<arrow::Int64Builder*>(builder)->Append(*number);
+      }
+      return static_cast<arrow::Int32Builder*>(builder)->Append(static_cast<int32_t>(*number));
+    }
     case arrow::Type::BOOL:
+      if (!value->is_boolean()) {
+        return arrow::Status::Invalid("checkpoint value is not a boolean");
+      }
       return static_cast<arrow::BooleanBuilder*>(builder)->Append(value->get<bool>());
     case arrow::Type::LIST: {
       auto* list = static_cast<arrow::ListBuilder*>(builder);
@@ -55,6 +66,7 @@ arrow::Status AppendJson(arrow::ArrayBuilder* builder, const json* value) {
     }
     case arrow::Type::MAP: {
       auto* map = static_cast<arrow::MapBuilder*>(builder);
+      if (!value->is_object()) return arrow::Status::Invalid("checkpoint map is not an object");
       ARROW_RETURN_NOT_OK(map->Append());
       for (auto it = value->begin(); it != value->end(); ++it) {
         ARROW_RETURN_NOT_OK(static_cast<arrow::StringBuilder*>(map->key_builder())->Append(it.key()));
@@ -152,7 +164,11 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
                                      schema, arrow::default_memory_pool(),
                                      static_cast<int64_t>(actions.size())));
   for (const auto& action : actions) {
-    json line = json::parse(ActionToJson(action));
+    ARROW_ASSIGN_OR_RAISE(const std::string text, ActionToJson(action));
+    const json line = json_util::ParseJson(text);
+    if (!line.is_object() || line.size() != 1) {
+      return arrow::Status::Invalid("checkpoint: encoded action is not one JSON object");
+    }
     const std::string name = line.begin().key();
     for (int c = 0; c < schema->num_fields(); ++c) {
       const json* body = schema->field(c)->name() == name ? &line.begin().value() : nullptr;

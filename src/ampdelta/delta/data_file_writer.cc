@@ -220,10 +220,11 @@ class SerialWriter {
     return arrow::Status::OK();
   }
 
+  // The files stay listed: Abort() after Finish() (a failed commit) still deletes them.
   arrow::Result<std::vector<Add>> Finish() {
     while (!open_.empty()) ARROW_RETURN_NOT_OK(CloseFile(open_.begin()));
     finished_ = true;
-    return std::move(added_);
+    return added_;
   }
 
   arrow::Status Abort() {
@@ -374,8 +375,10 @@ class SerialWriter {
     OpenFile file;
     const int64_t number = file_counter_;
     file_counter_ += file_step_;
+    const std::string token = options_.file_token.empty() ? "" : options_.file_token + "-";
     const std::string name = "part-" + std::to_string(100000 + number).substr(1) + "-" +
-                             NewUuid() + "-c000." + CodecName(options_.codec) + ".parquet";
+                             NewUuid() + "-" + token + "c000." + CodecName(options_.codec) +
+                             ".parquet";
     file.key = folder.empty() ? name : folder + "/" + name;
     file.partition_values = values;
     ARROW_ASSIGN_OR_RAISE(auto plan, PlanColumns(sample));

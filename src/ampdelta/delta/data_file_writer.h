@@ -50,6 +50,9 @@ struct DataFileOptions {
   int num_threads = 0;
   /// Bytes written by one thread before the others join in.
   int64_t parallel_threshold_bytes = 32 * 1024 * 1024;
+  /// Carried in every file name: the token of the write lease that keeps VACUUM away from
+  /// the files until their commit (write_lease.h); empty for none.
+  std::string file_token;
   /// Applied to every batch on the writing thread before it is written (e.g. conversion to
   /// the table schema), so that work is spread over the threads too.
   std::function<arrow::Result<std::shared_ptr<arrow::RecordBatch>>(

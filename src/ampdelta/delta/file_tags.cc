@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/util/json_internal.h"
+
 namespace ampdelta::delta {
 
 std::optional<NullableStringMap> MergeFileTags(const std::vector<const Add*>& files) {
@@ -30,7 +32,7 @@ std::optional<NullableStringMap> MergeFileTags(const std::vector<const Add*>& fi
       if (!first) first = *value;
       all_equal = all_equal && *first == *value;
       all_arrays = all_arrays && value->has_value() &&
-                   nlohmann::json::parse(**value, nullptr, false).is_array();
+                   json_util::ParseJson(**value).is_array();
     }
     if (all_equal && first) {
       merged[key] = *first;
@@ -43,11 +45,12 @@ std::optional<NullableStringMap> MergeFileTags(const std::vector<const Add*>& fi
       if (!file->tags) continue;
       auto it = file->tags->find(key);
       if (it == file->tags->end() || !it->second) continue;
-      for (const auto& element : nlohmann::json::parse(*it->second)) {
-        if (seen.insert(element.dump()).second) unioned.push_back(element);
+      // Every value parsed as an array above, so this parse cannot fail (nor throw).
+      for (const auto& element : json_util::ParseJson(*it->second)) {
+        if (seen.insert(json_util::DumpJsonLossy(element)).second) unioned.push_back(element);
       }
     }
-    merged[key] = unioned.dump();
+    merged[key] = json_util::DumpJsonLossy(unioned);
   }
   if (merged.empty()) return std::nullopt;
   return merged;

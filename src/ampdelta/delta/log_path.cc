@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <limits>
 
 namespace ampdelta::delta {
 namespace {
@@ -14,11 +15,14 @@ bool AllDigits(std::string_view text) {
   return true;
 }
 
+// Versions and part numbers stop one below INT64_MAX, so that the next one (version + 1)
+// can always be computed without overflow.
 std::optional<int64_t> ToNumber(std::string_view text) {
   if (!AllDigits(text)) return std::nullopt;
   int64_t value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  if (value == std::numeric_limits<int64_t>::max()) return std::nullopt;
   return value;
 }
 
@@ -79,7 +83,10 @@ std::optional<ParsedLogPath> ParseLogPath(std::string_view key) {
     if (tail.size() == 10 + 1 + 10 + 8 && tail[10] == '.' && EndsWith(tail, ".parquet")) {
       auto part = ToNumber(tail.substr(0, 10));
       auto parts = ToNumber(tail.substr(11, 10));
-      if (part && parts && *part >= 1 && *part <= *parts) {
+      // A part count beyond int32 would wrap around to a small one and make an
+      // incomplete checkpoint look complete.
+      if (part && parts && *part >= 1 && *part <= *parts &&
+          *parts <= std::numeric_limits<int32_t>::max()) {
         parsed.type = LogFileType::kMultiPartCheckpoint;
         parsed.part = static_cast<int32_t>(*part);
         parsed.parts = static_cast<int32_t>(*parts);

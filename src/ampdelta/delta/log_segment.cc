@@ -6,6 +6,7 @@
 #include <arrow/buffer.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
 
@@ -86,13 +87,13 @@ std::vector<CheckpointFiles> CompleteCheckpoints(const Listing& listing) {
 std::optional<Version> ReadLastCheckpointHint(storage::ObjectStore& store) {
   auto data = store.Get(LastCheckpointPath());
   if (!data.ok()) return std::nullopt;
-  auto doc = nlohmann::json::parse((*data)->ToString(), nullptr, false);
+  auto doc = json_util::ParseJson((*data)->ToString());
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("version") ||
-      !doc["version"].is_number_integer()) {
+      !json_util::AsInt64(doc["version"])) {
     AMPDELTA_LOG_WARN("delta ignoring unreadable _last_checkpoint table=", store.root_uri());
     return std::nullopt;
   }
-  return doc["version"].get<Version>();
+  return *json_util::AsInt64(doc["version"]);
 }
 
 arrow::Result<std::vector<ParsedLogPath>> ListCommits(storage::ObjectStore& store) {
@@ -129,7 +130,7 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
   if (!checkpoints.empty()) latest = std::max(latest, checkpoints.front().version);
   if (latest < 0) return CorruptLog(root, "no commit and no complete checkpoint");
   const Version version = target.value_or(latest);
-  if (version < 0) return arrow::Status::Invalid("table version must be >= 0, got ", version);
+  if (version < 0) return InvalidInputError("table version must be >= 0, got ", version);
   if (version > latest) {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "version ", version,
                      " of ", root, " does not exist (latest is ", latest, ")");

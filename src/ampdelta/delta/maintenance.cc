@@ -1,6 +1,8 @@
 #include "ampdelta/delta/maintenance.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -14,6 +16,7 @@
 #include "ampdelta/delta/scan.h"
 #include "ampdelta/delta/table_features.h"
 #include "ampdelta/delta/table_writer.h"
+#include "ampdelta/delta/write_lease.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
@@ -58,37 +61,51 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
   }
   OptimizeResult result;
   if (bins.empty()) return result;
+  ARROW_ASSIGN_OR_RAISE(auto lease, WriteLease::Acquire(store));
   DataFileOptions file_options = FileOptionsForTable(snapshot.get(), options.files);
   file_options.target_file_size = options.target_size;
   file_options.num_threads = 1;  // one output file per bin
+  file_options.file_token = lease->token();
   std::set<std::string> partitions;
   std::vector<Add> adds;
   std::vector<Remove> removes;
   std::vector<std::string> read;
-  for (const auto& bin : bins) {
-    ARROW_ASSIGN_OR_RAISE(auto writer, DataFileWriter::Make(store, snapshot->schema(),
-                                                            snapshot->partition_columns(), file_options));
-    for (const Add* file : bin) {
-      ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, *file));
-      arrow::TableBatchReader reader(*table);
-      std::shared_ptr<arrow::RecordBatch> batch;
-      while (true) {
-        ARROW_RETURN_NOT_OK(reader.ReadNext(&batch));
-        if (batch == nullptr) break;
-        ARROW_RETURN_NOT_OK(writer->Write(batch));
-        result.rows += batch->num_rows();
+  // Files written by bins already finished are deleted when anything fails.
+  std::vector<std::string> written;
+  auto discard = [&](arrow::Status status) {
+    for (const auto& add : adds) written.push_back(DecodeLogPath(add.path));
+    (void)store->DeleteMany(written);
+    return status;
+  };
+  arrow::Status compacted = [&]() -> arrow::Status {
+    for (const auto& bin : bins) {
+      ARROW_ASSIGN_OR_RAISE(auto writer, DataFileWriter::Make(store, snapshot->schema(),
+                                                              snapshot->partition_columns(), file_options));
+      for (const Add* file : bin) {
+        ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, *file));
+        arrow::TableBatchReader reader(*table);
+        std::shared_ptr<arrow::RecordBatch> batch;
+        while (true) {
+          ARROW_RETURN_NOT_OK(reader.ReadNext(&batch));
+          if (batch == nullptr) break;
+          ARROW_RETURN_NOT_OK(writer->Write(batch));
+          result.rows += batch->num_rows();
+        }
+        removes.push_back(RemoveFor(*file, /*data_change=*/false));
+        read.push_back(snapshot->FileKey(file->path));
       }
-      removes.push_back(RemoveFor(*file, /*data_change=*/false));
-      read.push_back(snapshot->FileKey(file->path));
+      ARROW_ASSIGN_OR_RAISE(auto bin_files, writer->Finish());
+      const auto tags = MergeFileTags(bin);
+      for (auto& add : bin_files) {
+        add.tags = tags;
+        adds.push_back(std::move(add));
+      }
+      partitions.insert(PartitionFolder(snapshot->partition_columns(), bin.front()->partition_values));
     }
-    ARROW_ASSIGN_OR_RAISE(auto written, writer->Finish());
-    const auto tags = MergeFileTags(bin);
-    for (auto& add : written) {
-      add.tags = tags;
-      adds.push_back(std::move(add));
-    }
-    partitions.insert(PartitionFolder(snapshot->partition_columns(), bin.front()->partition_values));
-  }
+    return arrow::Status::OK();
+  }();
+  if (!compacted.ok()) return discard(compacted);
+  for (const auto& add : adds) written.push_back(DecodeLogPath(add.path));
   result.files_removed = static_cast<int64_t>(removes.size());
   result.files_added = static_cast<int64_t>(adds.size());
   result.partitions_optimized = static_cast<int64_t>(partitions.size());
@@ -101,68 +118,103 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
   txn.SetOperationMetrics({{"numRemovedFiles", std::to_string(result.files_removed)},
                            {"numAddedFiles", std::to_string(result.files_added)},
                            {"partitionsOptimized", std::to_string(result.partitions_optimized)}});
-  ARROW_ASSIGN_OR_RAISE(auto committed, txn.Commit());
-  result.version = committed.version;
+  auto committed = txn.Commit();
+  if (!committed.ok()) {
+    (void)store->DeleteMany(written);
+    return committed.status();
+  }
+  result.version = committed->version;
   return result;
 }
 
+namespace {
+
+// A temporary file older than this belongs to no write in flight, whoever made it.
+constexpr int64_t kStagingMaxAgeMs = 3600 * 1000;
+
+bool IsHidden(const std::string& path) {
+  // Hidden and underscore folders (the log, leases, checkpoints' sidecars, _change_data).
+  size_t begin = 0;
+  while (begin < path.size()) {
+    const char first = path[begin];
+    if (first == '_' || first == '.') return true;
+    const size_t slash = path.find('/', begin);
+    if (slash == std::string::npos) break;
+    begin = slash + 1;
+  }
+  return false;
+}
+
+std::optional<std::string> DeletionVectorFile(const std::optional<DeletionVectorDescriptor>& dv) {
+  if (!dv || dv->storage_type != "u") return std::nullopt;
+  auto path = UuidDeletionVectorPath(dv->path_or_inline_dv);
+  if (!path.ok()) return std::nullopt;
+  return *path;
+}
+
+}  // namespace
+
 arrow::Result<VacuumResult> Vacuum(std::shared_ptr<storage::ObjectStore> store,
                                    const VacuumOptions& options) {
-  ARROW_ASSIGN_OR_RAISE(auto snapshot, Snapshot::Load(store));
+  ARROW_ASSIGN_OR_RAISE(auto first, Snapshot::Load(store));
   // vacuumProtocolCheck: only a writer that understands every writer feature may vacuum.
-  ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(), *snapshot->schema()));
-  const int64_t table_retention = snapshot->properties().deleted_file_retention_ms;
+  ARROW_RETURN_NOT_OK(CheckWriteSupported(first->protocol(), first->metadata(), *first->schema()));
+  const int64_t table_retention = first->properties().deleted_file_retention_ms;
   int64_t retention = table_retention;
   if (options.retention_hours) {
-    retention = static_cast<int64_t>(*options.retention_hours * 3600.0 * 1000.0);
+    const double hours = *options.retention_hours;
+    if (!std::isfinite(hours) || hours < 0 || hours > 1e6) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "retention must be a number of hours between 0 and 1000000, got ", hours);
+    }
+    retention = static_cast<int64_t>(hours * 3600.0 * 1000.0);
     if (options.enforce_retention && retention < table_retention) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "retention of ", *options.retention_hours, " hours is shorter than the table's ",
+                       "retention of ", hours, " hours is shorter than the table's ",
                        table_retention / 3600000.0, " hours (delta.deletedFileRetentionDuration): "
                        "readers of older versions could lose files; pass the override to insist");
     }
   }
   const int64_t now = NowMs();
   const int64_t cutoff = now - retention;
+  // The order matters (write_lease.h): announce this vacuum (restores wait for it), list the
+  // files, then read the leases, then the latest snapshot.
+  std::shared_ptr<WriteLease> announced;
+  if (!options.dry_run) {
+    ARROW_ASSIGN_OR_RAISE(announced, WriteLease::Acquire(store, LeaseKind::kVacuum));
+  }
+  std::vector<storage::ObjectMeta> objects;
+  std::vector<storage::StagingObject> staging;
+  if (options.full) {
+    ARROW_ASSIGN_OR_RAISE(objects, store->List("", ""));
+    ARROW_ASSIGN_OR_RAISE(staging, store->ListStaging(""));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto leases, ReadLeases(*store, now));
+  ARROW_ASSIGN_OR_RAISE(auto snapshot, first->Update());
   // Files some version within the retention may read: live files, and files removed after
   // the cutoff; plus the deletion-vector files they use.
   std::set<std::string> keep;
-  auto keep_dv = [&](const std::optional<DeletionVectorDescriptor>& dv) {
-    if (dv && dv->storage_type == "u") {
-      auto path = UuidDeletionVectorPath(dv->path_or_inline_dv);
-      if (path.ok()) keep.insert(*path);
-    }
-  };
+  std::vector<std::string> candidates;
+  std::set<std::string> tombstoned;
   for (const auto& add : snapshot->files()) {
     keep.insert(snapshot->FileKey(add.path));
-    keep_dv(add.deletion_vector);
+    if (auto dv = DeletionVectorFile(add.deletion_vector)) keep.insert(*dv);
   }
-  std::vector<std::string> candidates;
   for (const auto& remove : snapshot->tombstones()) {
     const std::string key = snapshot->FileKey(remove.path);
+    auto dv = DeletionVectorFile(remove.deletion_vector);
     if (remove.deletion_timestamp && *remove.deletion_timestamp >= cutoff) {
       keep.insert(key);
-      keep_dv(remove.deletion_vector);
+      if (dv) keep.insert(*dv);
     } else {
       candidates.push_back(key);
+      tombstoned.insert(key);
+      if (dv) candidates.push_back(*dv);  // unless a kept file still uses it
     }
   }
-  if (options.full) {
-    ARROW_ASSIGN_OR_RAISE(auto objects, store->List("", ""));
-    for (const auto& object : objects) {
-      // Hidden and underscore folders (the log, checkpoints' sidecars, _change_data) stay.
-      bool hidden = false;
-      size_t begin = 0;
-      while (begin < object.path.size()) {
-        const char first = object.path[begin];
-        if (first == '_' || first == '.') hidden = true;
-        const size_t slash = object.path.find('/', begin);
-        if (slash == std::string::npos) break;
-        begin = slash + 1;
-      }
-      if (hidden || object.last_modified_ms >= cutoff) continue;
-      candidates.push_back(object.path);
-    }
+  for (const auto& object : objects) {
+    if (IsHidden(object.path) || object.last_modified_ms >= cutoff) continue;
+    candidates.push_back(object.path);
   }
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
@@ -170,28 +222,51 @@ arrow::Result<VacuumResult> Vacuum(std::shared_ptr<storage::ObjectStore> store,
   result.dry_run = options.dry_run;
   for (const auto& key : candidates) {
     if (keep.count(key) != 0) continue;
+    if (tombstoned.count(key) != 0 ? leases.Lists(key) : leases.Protects(key)) continue;
     auto head = store->Head(key);
     if (!head.ok()) continue;  // already gone
     result.bytes += head->size;
     result.files.push_back(key);
   }
-  if (options.dry_run || result.files.empty()) return result;
-  // VACUUM START / END: commitInfo-only commits, as Spark and delta-rs record them.
-  Transaction start(store, snapshot);
-  start.SetDataChange(false);
-  start.SetOperation("VACUUM START", {{"retentionCheckEnabled", options.enforce_retention ? "true" : "false"},
-                                      {"defaultRetentionMillis", std::to_string(table_retention)}});
-  start.SetOperationMetrics({{"numFilesToDelete", std::to_string(result.files.size())},
-                             {"sizeOfDataToDelete", std::to_string(result.bytes)}});
-  ARROW_RETURN_NOT_OK(start.Commit().status());
-  ARROW_RETURN_NOT_OK(store->DeleteMany(result.files));
-  ARROW_ASSIGN_OR_RAISE(auto after, snapshot->Update());
-  Transaction end(store, after);
-  end.SetDataChange(false);
-  end.SetOperation("VACUUM END", {{"status", "COMPLETED"}});
-  end.SetOperationMetrics({{"numDeletedFiles", std::to_string(result.files.size())}});
-  ARROW_RETURN_NOT_OK(end.Commit().status());
-  AMPDELTA_LOG_INFO("delta vacuum deleted=", result.files.size(), " bytes=", result.bytes);
+  for (const auto& temporary : staging) {
+    const Liveness owner =
+        temporary.owner ? CheckLiveness(*temporary.owner) : Liveness::kUnknown;
+    const bool abandoned =
+        owner == Liveness::kDead ||
+        (owner == Liveness::kUnknown && temporary.last_modified_ms < now - kStagingMaxAgeMs);
+    if (abandoned && !leases.Protects(temporary.path)) {
+      result.temporary_files.push_back(temporary.path);
+    }
+  }
+  result.leases_expired = static_cast<int64_t>(leases.dead.size());
+  if (options.dry_run) return result;
+  for (const auto& lease : leases.dead) {
+    AMPDELTA_LOG_INFO("delta vacuum expired lease key=", lease.key);
+    ARROW_RETURN_NOT_OK(store->Delete(lease.key));
+  }
+  ARROW_RETURN_NOT_OK(store->DeleteMany(result.temporary_files));
+  if (!result.files.empty()) {
+    // VACUUM START / END: commitInfo-only commits, as Spark and delta-rs record them.
+    Transaction start(store, snapshot);
+    start.SetDataChange(false);
+    start.SetOperation("VACUUM START",
+                       {{"retentionCheckEnabled", options.enforce_retention ? "true" : "false"},
+                        {"defaultRetentionMillis", std::to_string(table_retention)}});
+    start.SetOperationMetrics({{"numFilesToDelete", std::to_string(result.files.size())},
+                               {"sizeOfDataToDelete", std::to_string(result.bytes)}});
+    ARROW_RETURN_NOT_OK(start.Commit().status());
+    ARROW_RETURN_NOT_OK(store->DeleteMany(result.files));
+    ARROW_ASSIGN_OR_RAISE(auto after, snapshot->Update());
+    Transaction end(store, after);
+    end.SetDataChange(false);
+    end.SetOperation("VACUUM END", {{"status", "COMPLETED"}});
+    end.SetOperationMetrics({{"numDeletedFiles", std::to_string(result.files.size())}});
+    ARROW_RETURN_NOT_OK(end.Commit().status());
+  }
+  ARROW_RETURN_NOT_OK(announced->Release());
+  AMPDELTA_LOG_INFO("delta vacuum deleted=", result.files.size(), " bytes=", result.bytes,
+                    " temporary=", result.temporary_files.size(),
+                    " leases_expired=", result.leases_expired);
   return result;
 }
 
@@ -204,9 +279,23 @@ arrow::Result<CommitResult> Restore(std::shared_ptr<storage::ObjectStore> store,
   std::set<std::string> in_latest;
   for (const auto& add : target->files()) in_target.insert(FileIdentity(*target, add.path, add.deletion_vector));
   for (const auto& add : latest->files()) in_latest.insert(FileIdentity(*latest, add.path, add.deletion_vector));
+  // The files to add back are protected by a lease before they are checked, and checked
+  // only once no vacuum that could have missed the lease is running (write_lease.h).
+  std::vector<std::string> revived;
+  for (const auto& add : target->files()) {
+    if (in_latest.count(FileIdentity(*target, add.path, add.deletion_vector)) != 0) continue;
+    revived.push_back(target->FileKey(add.path));
+    if (auto dv = DeletionVectorFile(add.deletion_vector)) revived.push_back(*dv);
+  }
+  ARROW_ASSIGN_OR_RAISE(auto lease, WriteLease::Acquire(store, LeaseKind::kWrite, revived));
+  ARROW_RETURN_NOT_OK(WaitForVacuums(*store, std::chrono::minutes(10)));
   std::vector<Add> adds;
   for (const auto& add : target->files()) {
     if (in_latest.count(FileIdentity(*target, add.path, add.deletion_vector)) != 0) continue;
+    if (auto dv = DeletionVectorFile(add.deletion_vector); dv && !store->Head(*dv).ok()) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "cannot restore version ",
+                       version, ": its deletion vector ", *dv, " no longer exists (vacuumed)");
+    }
     auto head = store->Head(target->FileKey(add.path));
     if (!head.ok()) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "cannot restore version ",

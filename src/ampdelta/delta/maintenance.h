@@ -62,9 +62,17 @@ struct VacuumResult {
   std::vector<std::string> files;  // deleted (or, in a dry run, to be deleted)
   int64_t bytes = 0;
   bool dry_run = false;
+  /// Temporary files crashed writers left (full vacuums), deleted or to be deleted.
+  std::vector<std::string> temporary_files;
+  /// Write leases of writers that exited or went silent, removed (or to be removed).
+  int64_t leases_expired = 0;
 };
 
-/// \brief Delete data files no version within the retention reads.
+/// \brief Delete data files no version within the retention reads, and the deletion-vector
+/// files only they used. Files of writes in flight are never deleted (write_lease.h): a
+/// full vacuum with zero retention during a load leaves the load's files alone. A full
+/// vacuum also deletes temporary files of crashed writers (a process known to have exited,
+/// or older than an hour).
 arrow::Result<VacuumResult> Vacuum(std::shared_ptr<storage::ObjectStore> store,
                                    const VacuumOptions& options = {});
 

@@ -1,5 +1,6 @@
 #include "ampdelta/delta/merge.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include "ampdelta/delta/predicate.h"
 #include "ampdelta/delta/scan.h"
 #include "ampdelta/delta/schema.h"
+#include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
 
@@ -183,12 +185,17 @@ arrow::Result<MergeResult> MergeOnce(const std::shared_ptr<storage::ObjectStore>
   const auto& schema = writer->table_schema();
   std::vector<int> indices;
   for (const auto& key : options.keys) {
-    const int index = schema->GetFieldIndex(key);
-    if (index < 0 || source_schema->GetFieldIndex(key) < 0) {
+    // Key names are case-insensitive, as every Delta column name.
+    const int index = FindFieldIgnoreCase(*schema, key);
+    if (index < 0 || FindFieldIgnoreCase(*source_schema, key) < 0) {
       std::vector<std::string> available;
       for (const auto& field : source_schema->fields()) available.push_back(field->name());
       return InputError("merge key column '", key, "' not found in the data; available columns: ",
-                        nlohmann::json(available).dump());
+                        json_util::DumpJsonLossy(nlohmann::json(available)));
+    }
+    if (std::find(indices.begin(), indices.end(), index) != indices.end()) {
+      return InputError("merge_keys lists column '", key,
+                        "' twice (column names are case-insensitive)");
     }
     ARROW_RETURN_NOT_OK(KeyEncoder::CheckType(*schema->field(index)));
     indices.push_back(index);

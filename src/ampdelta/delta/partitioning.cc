@@ -11,6 +11,7 @@
 
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/time_format.h"
+#include "ampdelta/util/utf8.h"
 
 namespace ampdelta::delta {
 namespace {
@@ -87,6 +88,12 @@ arrow::Result<std::optional<std::string>> SerializePartitionValue(const arrow::A
       // Serialization"); writing "" makes Spark read it back as a literal empty string.
       std::string value(static_cast<const arrow::StringArray&>(array).GetView(row));
       if (value.empty()) return std::nullopt;
+      // partitionValues is JSON, whose strings are Unicode: refuse here, before any file of
+      // the load is written, rather than when the commit is encoded.
+      if (!IsValidUtf8(value)) {
+        return InvalidInputError("partition value '", EscapeNonUtf8(value.substr(0, 64)),
+                                 "' is not valid UTF-8");
+      }
       return value;
     }
     case arrow::Type::FLOAT:

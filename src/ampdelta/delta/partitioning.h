@@ -29,7 +29,8 @@ std::string PartitionFolder(const std::vector<std::string>& columns,
 /// booleans as text, dates `YYYY-MM-DD`, timestamps ISO-8601 UTC with microseconds
 /// (`2024-01-01T10:00:00.000000Z`), timestamp_ntz `YYYY-MM-DD HH:MM:SS.ffffff`, null as
 /// nullopt.
-/// \return Invalid for types that cannot partition a table (binary, nested, floats' NaN…)
+/// \return Invalid for types that cannot partition a table (binary, nested, floats' NaN…);
+///   ErrorCode::kInvalidInput for a string that is not UTF-8
 arrow::Result<std::optional<std::string>> SerializePartitionValue(const arrow::Array& array,
                                                                   int64_t row);
 

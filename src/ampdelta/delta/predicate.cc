@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/partitioning.h"
+#include "ampdelta/delta/schema.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::delta {
@@ -167,7 +168,9 @@ arrow::Result<Predicate> Predicate::Parse(const std::string& text,
       return BadPredicate(text, "expected a column name, found '" + token.text + "'");
     }
     ++pos;
-    auto field = schema->GetFieldByName(token.text);
+    // Column names are case-insensitive in Delta.
+    const int index = FindFieldIgnoreCase(*schema, token.text);
+    auto field = index >= 0 ? schema->field(index) : nullptr;
     if (field == nullptr) {
       std::string names;
       for (const auto& f : schema->fields()) names += (names.empty() ? "" : ", ") + f->name();

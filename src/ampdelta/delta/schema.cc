@@ -13,9 +13,14 @@
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
 #include <arrow/util/key_value_metadata.h>
+#include <arrow/util/utf8.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/util/ascii.h"
+#include "ampdelta/util/json_internal.h"
+#include "ampdelta/util/numbers.h"
 #include "ampdelta/util/status.h"
+#include "ampdelta/util/utf8.h"
 
 namespace ampdelta::delta {
 namespace {
@@ -34,10 +39,13 @@ arrow::Result<std::shared_ptr<arrow::DataType>> TypeFromJson(const json& type);
 arrow::Result<std::shared_ptr<arrow::Field>> FieldFromJson(const json& field) {
   if (!field.is_object() || !field.contains("name") || !field["name"].is_string() ||
       !field.contains("type")) {
-    return BadSchema("field without name/type: " + field.dump());
+    return BadSchema("field without name/type: " +
+                     json_util::DumpJsonLossy(field).substr(0, 200));
   }
   ARROW_ASSIGN_OR_RAISE(auto type, TypeFromJson(field["type"]));
-  const bool nullable = field.value("nullable", true);
+  // json::value() would throw on a nullable that is not a boolean.
+  const std::optional<bool> nullable = json_util::BoolOr(field, "nullable", true);
+  if (!nullable) return BadSchema("'nullable' of a field is not a boolean");
   std::shared_ptr<arrow::KeyValueMetadata> metadata;
   if (field.contains("metadata") && field["metadata"].is_object() && !field["metadata"].empty()) {
     metadata = std::make_shared<arrow::KeyValueMetadata>();
@@ -45,8 +53,27 @@ arrow::Result<std::shared_ptr<arrow::Field>> FieldFromJson(const json& field) {
       metadata->Append(it.key(), it->dump());
     }
   }
-  return arrow::field(field["name"].get<std::string>(), std::move(type), nullable,
+  return arrow::field(field["name"].get<std::string>(), std::move(type), *nullable,
                       std::move(metadata));
+}
+
+// Precision and scale of "decimal(p,s)", blanks allowed around the numbers as Spark's
+// parser allows them (sscanf's %d would be undefined behaviour beyond int).
+std::optional<std::pair<int64_t, int64_t>> ParseDecimalName(std::string_view name) {
+  constexpr std::string_view kOpen = "decimal(";
+  if (name.substr(0, kOpen.size()) != kOpen || name.back() != ')') return std::nullopt;
+  const std::string_view inner = name.substr(kOpen.size(), name.size() - kOpen.size() - 1);
+  const size_t comma = inner.find(',');
+  if (comma == std::string_view::npos) return std::nullopt;
+  auto trim = [](std::string_view text) {
+    while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+    while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+    return text;
+  };
+  auto precision = ParseInt64(trim(inner.substr(0, comma)));
+  auto scale = ParseInt64(trim(inner.substr(comma + 1)));
+  if (!precision || !scale) return std::nullopt;
+  return std::pair<int64_t, int64_t>{*precision, *scale};
 }
 
 arrow::Result<std::shared_ptr<arrow::DataType>> PrimitiveFromName(const std::string& name) {
@@ -69,17 +96,17 @@ arrow::Result<std::shared_ptr<arrow::DataType>> PrimitiveFromName(const std::str
                            arrow::field("metadata", arrow::binary(), false)});
   }
   if (name.rfind("decimal", 0) == 0) {
-    int precision = 10;
-    int scale = 0;
-    if (name != "decimal" &&
-        std::sscanf(name.c_str(), "decimal(%d,%d)", &precision, &scale) != 2 &&
-        std::sscanf(name.c_str(), "decimal( %d , %d )", &precision, &scale) != 2) {
-      return BadSchema("bad decimal type '" + name + "'");
+    std::pair<int64_t, int64_t> precision_scale{10, 0};
+    if (name != "decimal") {
+      auto parsed = ParseDecimalName(name);
+      if (!parsed) return BadSchema("bad decimal type '" + name + "'");
+      precision_scale = *parsed;
     }
+    const auto [precision, scale] = precision_scale;
     if (precision < 1 || precision > 38 || scale < 0 || scale > precision) {
       return BadSchema("decimal precision/scale out of range in '" + name + "'");
     }
-    return arrow::decimal128(precision, scale);
+    return arrow::decimal128(static_cast<int32_t>(precision), static_cast<int32_t>(scale));
   }
   return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
                    "unsupported Delta type '", name, "'");
@@ -88,7 +115,7 @@ arrow::Result<std::shared_ptr<arrow::DataType>> PrimitiveFromName(const std::str
 arrow::Result<std::shared_ptr<arrow::DataType>> TypeFromJson(const json& type) {
   if (type.is_string()) return PrimitiveFromName(type.get<std::string>());
   if (!type.is_object() || !type.contains("type") || !type["type"].is_string()) {
-    return BadSchema("bad type: " + type.dump());
+    return BadSchema("bad type: " + json_util::DumpJsonLossy(type).substr(0, 200));
   }
   const std::string kind = type["type"].get<std::string>();
   if (kind == "struct") {
@@ -105,7 +132,9 @@ arrow::Result<std::shared_ptr<arrow::DataType>> TypeFromJson(const json& type) {
   if (kind == "array") {
     if (!type.contains("elementType")) return BadSchema("array without elementType");
     ARROW_ASSIGN_OR_RAISE(auto element, TypeFromJson(type["elementType"]));
-    return arrow::list(arrow::field("element", element, type.value("containsNull", true)));
+    const std::optional<bool> contains_null = json_util::BoolOr(type, "containsNull", true);
+    if (!contains_null) return BadSchema("'containsNull' of an array is not a boolean");
+    return arrow::list(arrow::field("element", element, *contains_null));
   }
   if (kind == "map") {
     if (!type.contains("keyType") || !type.contains("valueType")) {
@@ -113,9 +142,11 @@ arrow::Result<std::shared_ptr<arrow::DataType>> TypeFromJson(const json& type) {
     }
     ARROW_ASSIGN_OR_RAISE(auto key, TypeFromJson(type["keyType"]));
     ARROW_ASSIGN_OR_RAISE(auto value, TypeFromJson(type["valueType"]));
-    return std::make_shared<arrow::MapType>(
-        arrow::field("key", key, false),
-        arrow::field("value", value, type.value("valueContainsNull", true)));
+    const std::optional<bool> contains_null =
+        json_util::BoolOr(type, "valueContainsNull", true);
+    if (!contains_null) return BadSchema("'valueContainsNull' of a map is not a boolean");
+    return std::make_shared<arrow::MapType>(arrow::field("key", key, false),
+                                            arrow::field("value", value, *contains_null));
   }
   return BadSchema("unknown complex type '" + kind + "'");
 }
@@ -130,7 +161,7 @@ arrow::Result<ojson> FieldToJson(const arrow::Field& field) {
       const std::string& key = field.metadata()->key(i);
       const std::string& value = field.metadata()->value(i);
       if (key.rfind("ARROW:", 0) == 0 || key.rfind("PARQUET:", 0) == 0) continue;
-      ojson parsed = ojson::parse(value, nullptr, false);
+      ojson parsed = json_util::ParseJson<ojson>(value);
       metadata[key] = parsed.is_discarded() ? ojson(value) : parsed;
     }
   }
@@ -202,7 +233,7 @@ arrow::Result<ojson> TypeToJson(const arrow::DataType& type) {
     default:
       break;
   }
-  return arrow::Status::Invalid("type ", type.ToString(), " has no Delta equivalent");
+  return InvalidInputError("type ", type.ToString(), " has no Delta equivalent");
 }
 
 std::string Lower(std::string text) {
@@ -226,9 +257,38 @@ arrow::Result<std::shared_ptr<arrow::Field>> ToTableField(const std::string& pat
   return arrow::field(field.name(), std::move(type), field.nullable());
 }
 
+// Column names become Parquet column paths, JSON strings in the log and, for partition
+// columns, folder names: they must be non-empty valid UTF-8 without NUL, and free of the
+// characters Spark refuses in column names without column mapping.
+arrow::Status CheckColumnName(const std::string& name, const std::string& parent) {
+  const std::string shown = parent.empty() ? name : parent + "." + name;
+  if (name.empty()) {
+    return InvalidInputError("empty column name", parent.empty() ? "" : " in '" + parent + "'",
+                             ": give every column a name (SELECT expr AS name)");
+  }
+  if (name.find('\0') != std::string::npos) {
+    return InvalidInputError("column name '", EscapeForMessage(shown),
+                             "' contains a NUL character");
+  }
+  if (!IsValidUtf8(name)) {
+    return InvalidInputError("column name '", EscapeForMessage(shown),
+                             "' is not valid UTF-8");
+  }
+  static constexpr std::string_view kRefused = " ,;{}()\n\t=";
+  const size_t bad = name.find_first_of(kRefused);
+  if (bad != std::string::npos) {
+    return InvalidInputError("column name '", EscapeForMessage(shown),
+                             "' contains one of the characters ' ,;{}()\\n\\t=', which Delta "
+                             "readers refuse without column mapping: rename it in the query "
+                             "(SELECT expr AS name)");
+  }
+  return arrow::Status::OK();
+}
+
 arrow::Status CheckUniqueNames(const arrow::FieldVector& fields, const std::string& parent) {
   std::set<std::string> seen;
   for (const auto& field : fields) {
+    ARROW_RETURN_NOT_OK(CheckColumnName(field->name(), parent));
     if (!seen.insert(Lower(field->name())).second) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                        "duplicate column name '", parent.empty() ? "" : parent + ".",
@@ -305,10 +365,15 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
       return arrow::struct_(std::move(fields));
     }
     case arrow::Type::DECIMAL256: {
+      // Stored as decimal128 when the declared precision fits Delta's 38 digits.
       const auto& dec = static_cast<const arrow::Decimal256Type&>(type);
+      if (dec.precision() <= arrow::Decimal128Type::kMaxPrecision) {
+        return arrow::decimal128(dec.precision(), dec.scale());
+      }
       return UnsupportedType(column, type,
-                             "Delta decimals hold at most 38 digits; precision " +
-                                 std::to_string(dec.precision()) + " needs Decimal256");
+                             "its precision " + std::to_string(dec.precision()) +
+                                 " exceeds the 38 digits of a Delta decimal; cast it to "
+                                 "decimal(38, s) or to a string in the query");
     }
     case arrow::Type::HALF_FLOAT:
       return UnsupportedType(column, type, "cast it to float in the query");
@@ -362,13 +427,104 @@ arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(const std::string& na
                    cast.status().message());
 }
 
+// Every string value must be valid UTF-8 (Parquet's STRING logical type and every reader
+// require it; Flight does not check what a server sends). The whole value region is checked
+// at once, and then that no value starts inside a multi-byte character.
+template <typename ArrayType>
+arrow::Status CheckStringArray(const std::string& column, const ArrayType& strings) {
+  if (strings.length() == 0) return arrow::Status::OK();
+  static const bool initialized = [] {
+    arrow::util::InitializeUTF8();  // Arrow's validation tables start empty
+    return true;
+  }();
+  (void)initialized;
+  const auto first = strings.value_offset(0);
+  const auto last = strings.value_offset(strings.length());
+  const uint8_t* data = strings.value_data()->data();
+  bool valid = arrow::util::ValidateUTF8(data + first, last - first);
+  for (int64_t i = 0; valid && i < strings.length(); ++i) {
+    const auto offset = strings.value_offset(i);
+    valid = offset == last || (data[offset] & 0xC0) != 0x80;
+  }
+  if (valid) return arrow::Status::OK();
+  for (int64_t i = 0; i < strings.length(); ++i) {
+    const std::string_view value = strings.GetView(i);
+    if (strings.IsValid(i) && !arrow::util::ValidateUTF8(
+                                  reinterpret_cast<const uint8_t*>(value.data()),
+                                  static_cast<int64_t>(value.size()))) {
+      return InvalidInputError("column '", column, "' row ", i,
+                               " holds a string that is not valid UTF-8 (",
+                               EscapeForMessage(std::string(value.substr(0, 32))),
+                               "): cast it to binary in the query or fix the data");
+    }
+  }
+  return InvalidInputError("column '", column, "' holds a string that is not valid UTF-8");
+}
+
+arrow::Status CheckStringsAreUtf8(const std::string& column, const arrow::Array& array) {
+  switch (array.type_id()) {
+    case arrow::Type::STRING:
+      return CheckStringArray(column, static_cast<const arrow::StringArray&>(array));
+    case arrow::Type::LARGE_STRING:
+      return CheckStringArray(column, static_cast<const arrow::LargeStringArray&>(array));
+    case arrow::Type::LIST:
+      return CheckStringsAreUtf8(column + ".element",
+                                 *static_cast<const arrow::ListArray&>(array).values());
+    case arrow::Type::MAP: {
+      const auto& map = static_cast<const arrow::MapArray&>(array);
+      ARROW_RETURN_NOT_OK(CheckStringsAreUtf8(column + ".key", *map.keys()));
+      return CheckStringsAreUtf8(column + ".value", *map.items());
+    }
+    case arrow::Type::STRUCT: {
+      const auto& record = static_cast<const arrow::StructArray&>(array);
+      for (int i = 0; i < record.num_fields(); ++i) {
+        ARROW_RETURN_NOT_OK(CheckStringsAreUtf8(
+            column + "." + record.type()->field(i)->name(), *record.field(i)));
+      }
+      return arrow::Status::OK();
+    }
+    default:
+      return arrow::Status::OK();
+  }
+}
+
 }  // namespace
 
+std::string EscapeForMessage(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7F || c >= 0x80) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+int FindFieldIgnoreCase(const arrow::Schema& schema, const std::string& name) {
+  int found = -1;
+  for (int i = 0; i < schema.num_fields(); ++i) {
+    if (EqualsIgnoreAsciiCase(schema.field(i)->name(), name)) {
+      if (schema.field(i)->name() == name) return i;
+      if (found < 0) found = i;
+    }
+  }
+  return found;
+}
+
 arrow::Result<std::shared_ptr<arrow::Schema>> SchemaFromJson(std::string_view schema_string) {
-  json doc = json::parse(schema_string, nullptr, false);
-  if (doc.is_discarded()) return BadSchema("schemaString is not JSON");
-  if (!doc.is_object() || doc.value("type", "") != "struct" || !doc.contains("fields") ||
-      !doc["fields"].is_array()) {
+  json doc = json_util::ParseJson(schema_string);
+  if (doc.is_discarded()) {
+    return BadSchema("schemaString is not JSON (or nests deeper than " +
+                     std::to_string(json_util::kMaxJsonDepth) + " levels)");
+  }
+  // Compared, not read with value(), which throws when "type" is not a string.
+  if (!doc.is_object() || !doc.contains("type") || doc["type"] != "struct" ||
+      !doc.contains("fields") || !doc["fields"].is_array()) {
     return BadSchema("schemaString is not a struct");
   }
   arrow::FieldVector fields;
@@ -388,7 +544,9 @@ arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema) {
     }
     fields.push_back(std::move(*encoded));
   }
-  return ojson{{"type", "struct"}, {"fields", std::move(fields)}}.dump();
+  // Field names and metadata come from Arrow, whose strings need not be UTF-8.
+  return json_util::DumpJson(ojson{{"type", "struct"}, {"fields", std::move(fields)}},
+                             "the table schema");
 }
 
 arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema& source) {
@@ -409,6 +567,11 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
   for (const auto& field : table_schema->fields()) {
     auto source = batch->GetColumnByName(field->name());
     if (source == nullptr) {
+      // Delta column names are case-insensitive: `Block_Num` writes into `block_num`.
+      const int index = FindFieldIgnoreCase(*batch->schema(), field->name());
+      if (index >= 0) source = batch->column(index);
+    }
+    if (source == nullptr) {
       if (!field->nullable()) {
         return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                          "the data has no column '", field->name(),
@@ -419,6 +582,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
       continue;
     }
     ARROW_ASSIGN_OR_RAISE(auto conformed, ConformColumn(field->name(), source, field->type()));
+    ARROW_RETURN_NOT_OK(CheckStringsAreUtf8(field->name(), *conformed));
     if (!field->nullable() && conformed->null_count() > 0) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '",
                        field->name(), "' is not nullable but the data has ",
@@ -462,7 +626,7 @@ std::optional<std::string> FieldMetadataValue(const arrow::Field& field, const s
 std::string PhysicalName(const arrow::Field& field) {
   auto value = FieldMetadataValue(field, "delta.columnMapping.physicalName");
   if (!value) return field.name();
-  json parsed = json::parse(*value, nullptr, false);
+  json parsed = json_util::ParseJson(*value);
   if (parsed.is_string()) return parsed.get<std::string>();
   return field.name();
 }

@@ -43,6 +43,14 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
     const std::shared_ptr<arrow::RecordBatch>& batch,
     const std::shared_ptr<arrow::Schema>& table_schema);
 
+/// \brief Return the index of the field named `name` compared case-insensitively (Delta
+/// column names are), preferring an exact match; -1 when there is none.
+int FindFieldIgnoreCase(const arrow::Schema& schema, const std::string& name);
+
+/// \brief Return `text` with control characters and non-ASCII bytes as `\xNN`, for
+/// messages that must stay one readable line whatever the input holds.
+std::string EscapeForMessage(const std::string& text);
+
 /// \brief Return the Delta type name of an Arrow type as used in messages ("long", …).
 std::string DeltaTypeName(const arrow::DataType& type);
 

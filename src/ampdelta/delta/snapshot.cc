@@ -377,7 +377,7 @@ arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Load(
     std::shared_ptr<storage::ObjectStore> store, const SnapshotOptions& options) {
   std::optional<Version> version = options.version;
   if (options.timestamp_ms) {
-    if (version) return arrow::Status::Invalid("give a version or a timestamp, not both");
+    if (version) return InvalidInputError("give a version or a timestamp, not both");
     ARROW_ASSIGN_OR_RAISE(auto commits, ListCommits(*store));
     if (commits.empty()) return NotFoundError("no Delta table at ", store->root_uri());
     std::optional<Version> found;

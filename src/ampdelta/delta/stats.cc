@@ -1,10 +1,13 @@
 #include "ampdelta/delta/stats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <functional>
 #include <limits>
+#include <optional>
+#include <string_view>
 
 #include <arrow/array.h>
 #include <arrow/compute/api.h>
@@ -14,7 +17,9 @@
 #include <arrow/util/decimal.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/time_format.h"
+#include "ampdelta/util/utf8.h"
 #include "ampdelta/util/uuid.h"
 
 namespace ampdelta::delta {
@@ -110,8 +115,8 @@ arrow::Result<Value> FromScalar(Kind kind, const arrow::Scalar& scalar) {
   return value;
 }
 
-// Decode UTF-8 into code points (invalid bytes pass through as themselves).
-std::vector<uint32_t> CodePoints(const std::string& text) {
+// Decode well-formed UTF-8 into code points (callers pass a ValidUtf8PrefixLength prefix).
+std::vector<uint32_t> CodePoints(std::string_view text) {
   std::vector<uint32_t> out;
   for (size_t i = 0; i < text.size();) {
     const auto c = static_cast<unsigned char>(text[i]);
@@ -175,6 +180,35 @@ std::string JoinPath(const std::vector<std::string>& path) {
   std::string out;
   for (const auto& part : path) out += (out.empty() ? "" : ".") + part;
   return out;
+}
+
+bool AllUtf8(const std::vector<std::string>& path) {
+  return std::all_of(path.begin(), path.end(),
+                     [](const std::string& part) { return IsValidUtf8(part); });
+}
+
+// String bounds that JSON can carry (its strings are Unicode) and that stay bounds.
+//
+// The minimum is the longest well-formed prefix cut to `prefix` characters: a prefix
+// sorts at or before the value. The maximum, when longer than `prefix` characters, is its
+// first `prefix` characters plus one above the character after them; that needs those
+// characters to be well-formed, so a maximum with bad bytes within them has no bound
+// JSON can express and is left out (readers then do not skip the file on it).
+std::string StringMinBound(const std::string& min, size_t prefix) {
+  const std::string_view valid(min.data(), ValidUtf8PrefixLength(min));
+  return Prefix(CodePoints(valid), prefix);
+}
+
+std::optional<std::string> StringMaxBound(const std::string& max, size_t prefix) {
+  const size_t valid_length = ValidUtf8PrefixLength(max);
+  const auto cps = CodePoints(std::string_view(max.data(), valid_length));
+  if (valid_length == max.size() && cps.size() <= prefix) return max;
+  if (cps.size() <= prefix) return std::nullopt;  // bad bytes within the kept prefix
+  const uint32_t next = cps[prefix];
+  if (next >= 0x10ffff) return std::nullopt;  // nothing sorts above it
+  std::string bound = Prefix(cps, prefix);
+  AppendUtf8(next < 0x7f ? 0x7f : 0x10ffff, &bound);
+  return bound;
 }
 
 }  // namespace
@@ -285,7 +319,8 @@ std::string StatsCollector::ToJson() const {
   };
   const size_t prefix = static_cast<size_t>(std::max(1, impl_->options.string_prefix_length));
   for (const Leaf& leaf : impl_->leaves) {
-    if (!leaf.indexed) continue;
+    // A column name that is not UTF-8 cannot be a JSON key; the table schema never has one.
+    if (!leaf.indexed || !AllUtf8(leaf.path)) continue;
     place(&null_count, leaf.path, leaf.null_count);
     if (leaf.kind == Kind::kNone || !leaf.minmax_valid || !leaf.min.set || !leaf.max.set) continue;
     ojson low;
@@ -319,20 +354,11 @@ std::string StatsCollector::ToJson() const {
         break;
       }
       case Kind::kString: {
-        const auto low_cps = CodePoints(leaf.min.s);
-        const auto high_cps = CodePoints(leaf.max.s);
-        low = Prefix(low_cps, prefix);
-        if (high_cps.size() <= prefix) {
-          high = leaf.max.s;
-        } else {
-          // Truncated max must stay an upper bound: append a character above the next one.
-          const uint32_t next = high_cps[prefix];
-          if (next >= 0x10ffff) continue;
-          std::string bound = Prefix(high_cps, prefix);
-          AppendUtf8(next < 0x7f ? 0x7f : 0x10ffff, &bound);
-          high = bound;
+        place(&min_values, leaf.path, StringMinBound(leaf.min.s, prefix));
+        if (auto bound = StringMaxBound(leaf.max.s, prefix)) {
+          place(&max_values, leaf.path, std::move(*bound));
         }
-        break;
+        continue;
       }
       case Kind::kNone:
         continue;
@@ -344,7 +370,9 @@ std::string StatsCollector::ToJson() const {
                {"minValues", std::move(min_values)},
                {"maxValues", std::move(max_values)},
                {"nullCount", std::move(null_count)}};
-  std::string text = out.dump();
+  // Every key and string is UTF-8 by now; the lossy dump only guarantees no exception on
+  // the writer threads that call this.
+  std::string text = json_util::DumpJsonLossy(out);
   for (const auto& [placeholder, digits] : decimals) {
     const std::string quoted = "\"" + placeholder + "\"";
     const size_t at = text.find(quoted);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "ampdelta/util/logging.h"
+#include "ampdelta/util/numbers.h"
 
 namespace ampdelta::delta {
 namespace {
@@ -16,15 +17,13 @@ std::optional<std::string> Find(const std::map<std::string, std::string>& config
   return std::nullopt;
 }
 
+// Leading blanks and a '+' are accepted, as std::stoll does; trailing text and values
+// outside int64 are not.
 std::optional<int64_t> ParseInt(const std::string& text) {
-  try {
-    size_t used = 0;
-    const long long value = std::stoll(text, &used);
-    if (used != text.size()) return std::nullopt;
-    return value;
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  size_t start = 0;
+  while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
+  if (start < text.size() && text[start] == '+') ++start;
+  return ParseInt64(std::string_view(text).substr(start));
 }
 
 }  // namespace
@@ -49,7 +48,13 @@ arrow::Result<int64_t> ParseIntervalMs(const std::string& text) {
       {"day", 8.64e7},      {"week", 6.048e8}};
   auto it = kMillis.find(unit);
   if (it == kMillis.end()) return arrow::Status::Invalid("bad interval unit in '", text, "'");
-  return static_cast<int64_t>(static_cast<double>(*number) * it->second);
+  // A negative retention would make "now - retention" overflow, and a double beyond int64
+  // has no defined conversion: refuse both (the caller keeps the default).
+  const double millis = static_cast<double>(*number) * it->second;
+  if (!(millis >= 0) || millis >= 9.2e18) {
+    return arrow::Status::Invalid("interval '", text, "' is negative or too long");
+  }
+  return static_cast<int64_t>(millis);
 }
 
 TableProperties ParseTableProperties(const std::map<std::string, std::string>& config) {

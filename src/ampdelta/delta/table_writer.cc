@@ -10,12 +10,15 @@
 #include <arrow/type.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/file_tags.h"
 #include "ampdelta/delta/partitioning.h"
 #include "ampdelta/delta/predicate.h"
 #include "ampdelta/delta/scan.h"
 #include "ampdelta/delta/schema.h"
 #include "ampdelta/delta/table_features.h"
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
+#include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/uuid.h"
 
@@ -46,8 +49,11 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(const arrow::Schem
   std::vector<std::string> added;
   std::vector<std::string> missing;
   std::vector<std::string> changed;
+  // Delta column names are case-insensitive: a column differing only in case is the same
+  // column (the table's spelling stays).
   for (const auto& field : incoming.fields()) {
-    auto existing = table.GetFieldByName(field->name());
+    const int index = FindFieldIgnoreCase(table, field->name());
+    auto existing = index >= 0 ? table.field(index) : nullptr;
     if (existing == nullptr) {
       added.push_back(field->name());
     } else if (!existing->type()->Equals(*field->type(), /*check_metadata=*/false)) {
@@ -56,7 +62,7 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(const arrow::Schem
     }
   }
   for (const auto& field : table.fields()) {
-    if (incoming.GetFieldIndex(field->name()) < 0) missing.push_back(field->name());
+    if (FindFieldIgnoreCase(incoming, field->name()) < 0) missing.push_back(field->name());
   }
   if (!changed.empty()) {
     return InputError("schema mismatch: column types differ: ", PythonList(changed));
@@ -69,14 +75,65 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(const arrow::Schem
     return InputError(message);
   }
   for (const auto& name : missing) {
-    if (!table.GetFieldByName(name)->nullable()) {
+    if (!table.field(FindFieldIgnoreCase(table, name))->nullable()) {
       return InputError("the data has no column '", name, "', which the table requires (not nullable)");
     }
   }
   if (added.empty()) return std::shared_ptr<arrow::Schema>();
   arrow::FieldVector fields = table.fields();
-  for (const auto& name : added) fields.push_back(incoming.GetFieldByName(name)->WithNullable(true));
+  for (const auto& name : added) {
+    fields.push_back(incoming.field(FindFieldIgnoreCase(incoming, name))->WithNullable(true));
+  }
   return arrow::schema(std::move(fields));
+}
+
+bool SameColumns(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(),
+                    [](const std::string& x, const std::string& y) {
+                      return EqualsIgnoreAsciiCase(x, y);
+                    });
+}
+
+// Check `partition_by` against the data's columns and spell each as the data does: names
+// are case-insensitive, listed once, and at least one column must stay in the data files
+// (a file of partition columns only has no columns and no rows).
+arrow::Result<std::vector<std::string>> ResolvePartitionColumns(
+    const std::vector<std::string>& partition_by, const arrow::Schema& incoming) {
+  std::vector<std::string> resolved;
+  std::vector<std::string> not_found;
+  for (const auto& column : partition_by) {
+    if (column.empty()) return InputError("partition_by has an empty column name");
+    const int index = FindFieldIgnoreCase(incoming, column);
+    if (index < 0) {
+      not_found.push_back(column);
+      continue;
+    }
+    const std::string& name = incoming.field(index)->name();
+    if (std::find(resolved.begin(), resolved.end(), name) != resolved.end()) {
+      return InputError("partition_by lists column '", column,
+                        "' twice (column names are case-insensitive)");
+    }
+    resolved.push_back(name);
+  }
+  if (!not_found.empty()) {
+    std::vector<std::string> available;
+    for (const auto& field : incoming.fields()) available.push_back(field->name());
+    return InputError("Partition columns ", PythonSet(not_found), " not found in table; "
+                      "available columns: ", PythonList(available));
+  }
+  if (!resolved.empty() && static_cast<int>(resolved.size()) >= incoming.num_fields()) {
+    return InputError("partition_by names every column of the data (", PythonList(resolved),
+                      "): at least one column must stay in the data files");
+  }
+  for (const auto& column : resolved) {
+    const auto& type = *incoming.GetFieldByName(column)->type();
+    if (!IsPartitionableType(type)) {
+      return InputError("cannot partition by column '", column, "' of type ",
+                        DeltaTypeName(type));
+    }
+  }
+  return resolved;
 }
 
 }  // namespace
@@ -122,8 +179,36 @@ class TableWriter::Impl {
   std::optional<NullableStringMap> file_tags;
   std::vector<std::string> read_keys;
   std::map<std::string, std::string> extra_metrics;
+  std::shared_ptr<WriteLease> lease;
+  std::shared_ptr<WriteLease> owned_lease;
+  std::set<std::string> watched;
   bool skipped = false;
   bool done = false;
+
+  // Before a commit names its files they must still exist. Vacuums that honour leases
+  // cannot have deleted them while the lease is held; if it is gone (a vacuum judged this
+  // writer dead) or the store is local (cheap to check), look at every file.
+  arrow::Status CheckFilesExist(const std::vector<Add>& adds) {
+    ARROW_ASSIGN_OR_RAISE(bool held, lease->StillHeld());
+    if (held && store->root_uri().rfind("file://", 0) != 0) return arrow::Status::OK();
+    for (const auto& add : adds) {
+      const std::string key = DecodeLogPath(add.path);
+      auto head = store->Head(key);
+      if (head.ok()) continue;
+      if (!IsError(head.status(), ErrorCode::kNotFound)) return head.status();
+      return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError, "data file ",
+                       key, " of this write was deleted before its commit (a concurrent "
+                       "VACUUM?); nothing was committed");
+    }
+    return arrow::Status::OK();
+  }
+
+  void ReleaseLease() {
+    if (owned_lease == nullptr) return;
+    arrow::Status released = owned_lease->Release();
+    if (!released.ok()) AMPDELTA_LOG_WARN("write lease not removed: ", released.message());
+    owned_lease.reset();
+  }
 
   arrow::Status Prepare(const std::shared_ptr<arrow::Schema>& source_schema) {
     if (options.read_snapshot != nullptr) {
@@ -138,28 +223,15 @@ class TableWriter::Impl {
     }
     ARROW_ASSIGN_OR_RAISE(auto incoming, ToTableSchema(*source_schema));
     // partition_by must name columns of the data (the seed's message and the columns).
-    std::vector<std::string> not_found;
-    for (const auto& column : options.partition_by) {
-      if (incoming->GetFieldIndex(column) < 0) not_found.push_back(column);
-    }
-    if (!not_found.empty()) {
-      std::vector<std::string> available;
-      for (const auto& field : incoming->fields()) available.push_back(field->name());
-      return InputError("Partition columns ", PythonSet(not_found), " not found in table; "
-                        "available columns: ", PythonList(available));
-    }
-    for (const auto& column : options.partition_by) {
-      if (!IsPartitionableType(*incoming->GetFieldByName(column)->type())) {
-        return InputError("cannot partition by column '", column, "' of type ",
-                          DeltaTypeName(*incoming->GetFieldByName(column)->type()));
-      }
-    }
+    ARROW_ASSIGN_OR_RAISE(options.partition_by,
+                          ResolvePartitionColumns(options.partition_by, *incoming));
     // An overwrite may replace the schema (and partitioning) when the new rows do not fit
     // the table's; when they fit, the table keeps its metadata.
     bool replace_schema = false;
     if (snapshot && options.mode == SaveMode::kOverwrite && options.overwrite_schema) {
       const bool partitioning_differs =
-          !options.partition_by.empty() && options.partition_by != snapshot->partition_columns();
+          !options.partition_by.empty() &&
+          !SameColumns(options.partition_by, snapshot->partition_columns());
       replace_schema = partitioning_differs ||
                        !ReconcileSchema(*snapshot->schema(), *incoming, options.merge_schema).ok();
     }
@@ -171,7 +243,8 @@ class TableWriter::Impl {
         skipped = true;
         return arrow::Status::OK();
       }
-      if (!options.partition_by.empty() && options.partition_by != snapshot->partition_columns()) {
+      if (!options.partition_by.empty() &&
+          !SameColumns(options.partition_by, snapshot->partition_columns())) {
         return InputError("Specified table partitioning does not match table partitioning: "
                           "specified ", PythonList(options.partition_by), ", table ",
                           PythonList(snapshot->partition_columns()));
@@ -204,6 +277,9 @@ class TableWriter::Impl {
         for (const auto& column : snapshot->partition_columns()) {
           all_present = all_present && incoming->GetFieldIndex(column) >= 0;
         }
+        // ... and some column still lands in the data files.
+        all_present = all_present &&
+                      static_cast<int>(snapshot->partition_columns().size()) < incoming->num_fields();
         if (all_present) partition_columns = snapshot->partition_columns();
       }
       Metadata metadata;
@@ -227,7 +303,14 @@ class TableWriter::Impl {
       new_protocol = protocol;
       new_metadata = std::move(metadata);
     }
+    // Vacuum must not take the files for garbage before they are committed.
+    lease = options.lease;
+    if (lease == nullptr) {
+      ARROW_ASSIGN_OR_RAISE(owned_lease, WriteLease::Acquire(store));
+      lease = owned_lease;
+    }
     DataFileOptions file_options = FileOptionsForTable(snapshot.get(), options.files);
+    file_options.file_token = lease->token();
     if (!snapshot) {
       const TableProperties props = ParseTableProperties(options.configuration);
       file_options.stats.num_indexed_cols = props.data_skipping_num_indexed_cols;
@@ -282,6 +365,10 @@ void TableWriter::StageAdds(std::vector<Add> files) {
   for (auto& file : files) impl_->staged_adds.push_back(std::move(file));
 }
 
+void TableWriter::WatchRemovals(std::set<std::string> keys) {
+  impl_->watched = std::move(keys);
+}
+
 void TableWriter::AddOperationMetrics(const std::map<std::string, std::string>& metrics) {
   for (const auto& [key, value] : metrics) impl_->extra_metrics[key] = value;
 }
@@ -294,9 +381,16 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   auto finished = impl_->writer->Finish();
   if (!finished.ok()) {
     (void)impl_->writer->Abort();
+    impl_->ReleaseLease();
     return finished.status();
   }
   std::vector<Add> adds = std::move(*finished);
+  arrow::Status present = impl_->CheckFilesExist(adds);
+  if (!present.ok()) {
+    (void)impl_->writer->Abort();
+    impl_->ReleaseLease();
+    return present;
+  }
   if (impl_->file_tags) {
     for (auto& add : adds) add.tags = impl_->file_tags;
   }
@@ -306,6 +400,7 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   if (impl_->new_metadata) txn.SetMetadata(*impl_->new_metadata);
   std::vector<Remove> removes = std::move(impl_->staged_removes);
   txn.ReadFiles(impl_->read_keys);
+  txn.WatchRemovals(std::move(impl_->watched));
   if (impl_->options.serializable) txn.ConflictWithConcurrentAppends();
   const bool overwrite = impl_->options.mode == SaveMode::kOverwrite && impl_->snapshot;
   if (overwrite) {
@@ -338,8 +433,10 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   if (!committed.ok()) {
     // Nothing references the files: remove them so the table stays exactly as it was.
     (void)impl_->writer->Abort();
+    impl_->ReleaseLease();
     return committed.status();
   }
+  impl_->ReleaseLease();
   result.committed = true;
   result.commit = std::move(*committed);
   return result;
@@ -347,27 +444,36 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
 
 arrow::Status TableWriter::Abort() {
   impl_->done = true;
-  return impl_->writer ? impl_->writer->Abort() : arrow::Status::OK();
+  arrow::Status aborted = impl_->writer ? impl_->writer->Abort() : arrow::Status::OK();
+  impl_->ReleaseLease();
+  return aborted;
 }
 
-arrow::Result<DeleteResult> DeleteRows(std::shared_ptr<storage::ObjectStore> store,
-                                       const std::string& predicate_text,
-                                       const DataFileOptions& file_options,
-                                       const CommitOptions& commit_options) {
+namespace {
+
+// A delete of the rows matching `predicate_text`, or of every row when it is unset.
+arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
+                                   const std::optional<std::string>& predicate_text,
+                                   const DataFileOptions& file_options,
+                                   const CommitOptions& commit_options) {
   ARROW_ASSIGN_OR_RAISE(auto snapshot, Snapshot::Load(store));
   ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
                                           *snapshot->schema()));
   std::optional<Predicate> predicate;
-  if (!predicate_text.empty()) {
-    ARROW_ASSIGN_OR_RAISE(predicate, Predicate::Parse(predicate_text, snapshot->schema()));
+  if (predicate_text) {
+    ARROW_ASSIGN_OR_RAISE(predicate, Predicate::Parse(*predicate_text, snapshot->schema()));
   }
   DeleteResult result;
   Transaction txn(store, snapshot, commit_options);
-  ARROW_ASSIGN_OR_RAISE(auto writer,
-                        DataFileWriter::Make(store, snapshot->schema(), snapshot->partition_columns(),
-                                             FileOptionsForTable(snapshot.get(), file_options)));
+  ARROW_ASSIGN_OR_RAISE(auto lease, WriteLease::Acquire(store));
+  DataFileOptions options = FileOptionsForTable(snapshot.get(), file_options);
+  options.file_token = lease->token();
+  ARROW_ASSIGN_OR_RAISE(auto writer, DataFileWriter::Make(store, snapshot->schema(),
+                                                          snapshot->partition_columns(),
+                                                          std::move(options)));
   std::vector<Remove> removes;
   std::vector<std::string> read;
+  std::vector<const Add*> rewritten;
   for (const auto& file : snapshot->files()) {
     const FileMatch match = predicate ? predicate->Classify(file, snapshot->partition_columns())
                                       : FileMatch::kAll;
@@ -397,9 +503,13 @@ arrow::Result<DeleteResult> DeleteRows(std::shared_ptr<storage::ObjectStore> sto
     result.rows_deleted += deleted;
     result.rows_copied += remaining->num_rows();
     removes.push_back(RemoveFor(file));
+    rewritten.push_back(&file);
     ARROW_RETURN_NOT_OK(writer->Write(remaining));
   }
   ARROW_ASSIGN_OR_RAISE(auto adds, writer->Finish());
+  // The copies keep what their sources' tags say (a stream's recorded block ranges).
+  const auto tags = MergeFileTags(rewritten);
+  for (auto& add : adds) add.tags = tags;
   if (removes.empty()) return result;
   result.files_removed = static_cast<int64_t>(removes.size());
   result.files_added = static_cast<int64_t>(adds.size());
@@ -408,7 +518,9 @@ arrow::Result<DeleteResult> DeleteRows(std::shared_ptr<storage::ObjectStore> sto
   txn.ReadFiles(read);
   if (!predicate) txn.ReadWholeTable();
   std::map<std::string, std::string> parameters;
-  parameters["predicate"] = nlohmann::json(std::vector<std::string>{predicate_text.empty() ? "true" : predicate_text}).dump();
+  parameters["predicate"] =
+      nlohmann::json(std::vector<std::string>{predicate_text.value_or("true")})
+          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   txn.SetOperation("DELETE", parameters);
   txn.SetOperationMetrics({{"numRemovedFiles", std::to_string(result.files_removed)},
                            {"numAddedFiles", std::to_string(result.files_added)},
@@ -421,6 +533,24 @@ arrow::Result<DeleteResult> DeleteRows(std::shared_ptr<storage::ObjectStore> sto
   }
   result.version = committed->version;
   return result;
+}
+
+}  // namespace
+
+arrow::Result<DeleteResult> DeleteRows(std::shared_ptr<storage::ObjectStore> store,
+                                       const std::string& predicate,
+                                       const DataFileOptions& files,
+                                       const CommitOptions& commit) {
+  if (predicate.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return InputError("the delete predicate is empty: give one (e.g. 'block_num >= 100'), "
+                      "or ask explicitly to delete every row");
+  }
+  return Delete(std::move(store), predicate, files, commit);
+}
+
+arrow::Result<DeleteResult> DeleteAllRows(std::shared_ptr<storage::ObjectStore> store,
+                                          const CommitOptions& commit) {
+  return Delete(std::move(store), std::nullopt, {}, commit);
 }
 
 }  // namespace ampdelta::delta

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "ampdelta/delta/data_file_writer.h"
 #include "ampdelta/delta/snapshot.h"
 #include "ampdelta/delta/transaction.h"
+#include "ampdelta/delta/write_lease.h"
 
 namespace ampdelta::delta {
 
@@ -64,6 +66,9 @@ struct TableWriteOptions {
   std::map<std::string, std::string> operation_parameters;
   /// Serializable isolation (Transaction::ConflictWithConcurrentAppends).
   bool serializable = false;
+  /// The write lease the data files are written under (a stream keeps one across its
+  /// commits); when null the writer holds its own until it commits or aborts.
+  std::shared_ptr<WriteLease> lease;
 };
 
 /// \brief Outcome of a write.
@@ -116,6 +121,10 @@ class TableWriter {
   /// the same commit.
   void StageAdds(std::vector<Add> files);
 
+  /// \brief Fail the commit when a concurrent commit removed one of these files as a data
+  /// change (Transaction::WatchRemovals).
+  void WatchRemovals(std::set<std::string> keys);
+
   /// \brief Report extra commitInfo.operationMetrics (merge counts).
   void AddOperationMetrics(const std::map<std::string, std::string>& metrics);
 
@@ -144,13 +153,20 @@ struct DeleteResult {
   int64_t files_skipped = 0;
 };
 
-/// \brief Delete the rows matching `predicate` (every row when empty) by copy-on-write:
-/// files that cannot match are untouched, files that wholly match are removed, others
-/// are rewritten without the matching rows; one commit.
+/// \brief Delete the rows matching `predicate` by copy-on-write: files that cannot match
+/// are untouched, files that wholly match are removed, others are rewritten without the
+/// matching rows; one commit.
+///
+/// Errors: kInvalidInput for an empty or blank predicate (deleting every row is
+/// DeleteAllRows, never the result of a missing argument) or one that does not parse.
 arrow::Result<DeleteResult> DeleteRows(std::shared_ptr<storage::ObjectStore> store,
                                        const std::string& predicate,
                                        const DataFileOptions& files = {},
                                        const CommitOptions& commit = {});
+
+/// \brief Delete every row of the table in one commit (earlier versions stay readable).
+arrow::Result<DeleteResult> DeleteAllRows(std::shared_ptr<storage::ObjectStore> store,
+                                          const CommitOptions& commit = {});
 
 /// \brief Return data file options with the table's statistics and size properties applied.
 DataFileOptions FileOptionsForTable(const Snapshot* snapshot, DataFileOptions base);

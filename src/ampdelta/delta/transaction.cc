@@ -110,6 +110,18 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
       winner_blind = info->is_blind_append.value_or(false);
     }
   }
+  if (!watched_.empty()) {
+    for (const auto& action : winner) {
+      const auto* remove = std::get_if<Remove>(&action);
+      if (remove == nullptr || !remove->data_change) continue;
+      const std::string key = DecodeLogPath(remove->path);
+      if (watched_.count(key) != 0) {
+        return Conflict("concurrent commit ", version, " removed file ", key,
+                        " that this transaction builds on (a restore or delete took it back)")
+            .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kRolledBack));
+      }
+    }
+  }
   for (const auto& action : winner) {
     if (std::holds_alternative<Protocol>(action)) {
       return Conflict("the table's protocol changed in concurrent commit ", version);
@@ -162,11 +174,11 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
 
 arrow::Result<CommitResult> Transaction::Commit() {
   if (committed_) return arrow::Status::Invalid("transaction already committed");
-  // The protocol and metadata this commit leaves the table with must be writable.
-  const Protocol& protocol = protocol_ ? *protocol_ : read_snapshot_->protocol();
   if (!read_snapshot_ && (!protocol_ || !metadata_)) {
     return arrow::Status::Invalid("creating a table needs a protocol and metadata");
   }
+  // The protocol and metadata this commit leaves the table with must be writable.
+  const Protocol& protocol = protocol_ ? *protocol_ : read_snapshot_->protocol();
   const Metadata& metadata = metadata_ ? *metadata_ : read_snapshot_->metadata();
   ARROW_ASSIGN_OR_RAISE(auto schema, SchemaFromJson(metadata.schema_string));
   ARROW_RETURN_NOT_OK(CheckWriteSupported(protocol, metadata, *schema));
@@ -181,7 +193,7 @@ arrow::Result<CommitResult> Transaction::Commit() {
   for (int attempt = 1;; ++attempt) {
     const int64_t now = NowMs();
     ARROW_ASSIGN_OR_RAISE(auto actions, BuildActions(version, now));
-    const std::string bytes = EncodeCommit(actions);
+    ARROW_ASSIGN_OR_RAISE(const std::string bytes, EncodeCommit(actions));
     const std::string path = CommitPath(version);
     arrow::Status put = store_->Put(path, arrow::Buffer::FromString(bytes),
                                     storage::PutMode::kCreateIfAbsent);
@@ -193,7 +205,8 @@ arrow::Result<CommitResult> Transaction::Commit() {
       } else if (existing.ok()) {
         put = MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::AlreadyExists,
                         "version exists");
-      } else if (IsError(existing.status(), ErrorCode::kNotFound) && attempt < options_.max_attempts) {
+      } else if (IsError(existing.status(), ErrorCode::kNotFound) && IsTransientError(put) &&
+                 attempt < options_.max_attempts) {
         AMPDELTA_LOG_WARN("delta commit write failed, retrying version=", version,
                           " error=", put.ToString());
         Backoff(options_, attempt);

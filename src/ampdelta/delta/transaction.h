@@ -21,6 +21,9 @@
 
 namespace ampdelta::delta {
 
+/// The ErrorDetail subcode of a kCommitConflict raised by Transaction::WatchRemovals.
+inline constexpr const char* kRolledBack = "rolled_back";
+
 /// \brief What happened on commit.
 struct CommitResult {
   Version version = 0;
@@ -88,6 +91,10 @@ class Transaction {
   /// \brief Mark the commit as changing no data (compaction): rearrangements never
   /// conflict with appends.
   void SetDataChange(bool data_change) { data_change_ = data_change; }
+  /// \brief Fail with kCommitConflict, subcode kRolledBack, when a concurrent commit removed
+  /// one of these files (table-relative keys) as a data change: whatever this transaction
+  /// built on them (a stream's progress) was taken back, e.g. by a RESTORE.
+  void WatchRemovals(std::set<std::string> keys) { watched_ = std::move(keys); }
 
   /// \brief Commit.
   ///
@@ -120,6 +127,7 @@ class Transaction {
   bool replace_whole_table_ = false;
   bool data_change_ = true;
   std::set<std::string> read_files_;
+  std::set<std::string> watched_;
   std::string txn_id_;
   bool committed_ = false;
 };

@@ -18,6 +18,8 @@
 #include "ampdelta/devserver/query.h"
 #include "ampdelta/devserver/sql.h"
 #include "ampdelta/devserver/statement_command.h"
+#include "ampdelta/devserver/ticket.h"
+#include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"
 
 namespace ampdelta::devserver {
@@ -43,30 +45,6 @@ std::optional<std::string> Header(const flight::ServerCallContext& context,
   return std::string(it->second);
 }
 
-// The opaque ticket: everything DoGet needs to re-plan the query.
-struct Ticket {
-  std::string query;
-  bool streaming = false;
-  json cursor;  // null or {network: {number, hash}}
-
-  std::string Encode() const {
-    return json{{"query", query}, {"stream", streaming}, {"cursor", cursor}}.dump();
-  }
-
-  static arrow::Result<Ticket> Decode(std::string_view bytes) {
-    json doc = json::parse(bytes, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("query") ||
-        !doc["query"].is_string()) {
-      return arrow::Status::Invalid("ticket decoding error: not a dev-server ticket");
-    }
-    Ticket ticket;
-    ticket.query = doc["query"].get<std::string>();
-    ticket.streaming = doc.value("stream", false);
-    ticket.cursor = doc.value("cursor", json());
-    return ticket;
-  }
-};
-
 // app_metadata exactly as Amp writes it (serde_json without preserve_order: keys sorted).
 std::string RangesMetadata(const std::string& network, const ServedRange* range,
                            bool complete) {
@@ -79,7 +57,8 @@ std::string RangesMetadata(const std::string& network, const ServedRange* range,
     if (range->timestamp) item["timestamp"] = *range->timestamp;
     ranges.push_back(std::move(item));
   }
-  return json{{"ranges", std::move(ranges)}, {"ranges_complete", complete}}.dump();
+  return json_util::DumpJsonLossy(
+      json{{"ranges", std::move(ranges)}, {"ranges_complete", complete}});
 }
 
 arrow::Status NonIncremental(const std::string& operation) {
@@ -287,15 +266,17 @@ class AmpFlightService : public flight::FlightServerBase {
     }
     if (auto header = Header(context, "amp-resume")) {
       // Amp ignores a cursor that is not valid JSON and starts from scratch.
-      json cursor = json::parse(*header, nullptr, false);
-      if (!cursor.is_discarded() && cursor.is_object()) ticket.cursor = std::move(cursor);
+      const json cursor = json_util::ParseJson(*header);
+      if (cursor.is_object()) ticket.cursor = json_util::DumpJsonLossy(cursor);
     }
     AMPDELTA_LOG_INFO("devserver plan stream=", ticket.streaming ? "true" : "false",
                       " sql=", sql);
+    ARROW_ASSIGN_OR_RAISE(std::string ticket_bytes, EncodeTicket(ticket));
     ARROW_ASSIGN_OR_RAISE(
         flight::FlightInfo result,
         flight::FlightInfo::Make(*query->output_schema(), request,
-                                 {flight::FlightEndpoint{{ticket.Encode()}, {}, std::nullopt, ""}},
+                                 {flight::FlightEndpoint{{std::move(ticket_bytes)}, {},
+                                                         std::nullopt, ""}},
                                  /*total_records=*/-1, /*total_bytes=*/-1, /*ordered=*/false));
     *info = std::make_unique<flight::FlightInfo>(std::move(result));
     return arrow::Status::OK();
@@ -305,13 +286,14 @@ class AmpFlightService : public flight::FlightServerBase {
                       const flight::Ticket& request,
                       std::unique_ptr<flight::FlightDataStream>* stream) override {
     ARROW_RETURN_NOT_OK(CheckAuth(context));
-    ARROW_ASSIGN_OR_RAISE(Ticket ticket, Ticket::Decode(request.ticket));
+    ARROW_ASSIGN_OR_RAISE(Ticket ticket, DecodeTicket(request.ticket));
     ARROW_ASSIGN_OR_RAISE(auto query, Plan(ticket.query));
     std::optional<ChainPosition> resume;
     if (ticket.streaming) {
       if (auto operation = query->NonIncrementalOperation()) return NonIncremental(*operation);
-      if (ticket.cursor.is_object()) {
-        ARROW_ASSIGN_OR_RAISE(resume, CursorFor(ticket.cursor, query->dataset()->network()));
+      if (!ticket.cursor.empty()) {
+        ARROW_ASSIGN_OR_RAISE(resume, CursorFor(json_util::ParseJson(ticket.cursor),
+                                                query->dataset()->network()));
       }
     }
     *stream = std::make_unique<QueryDataStream>(std::move(query), ticket.streaming,
@@ -343,6 +325,7 @@ class AmpFlightService : public flight::FlightServerBase {
 
   // Narrow a cursor to the query's network, as Amp's StreamingQuery::spawn does.
   static arrow::Result<ChainPosition> CursorFor(const json& cursor, const std::string& network) {
+    if (!cursor.is_object()) return arrow::Status::Invalid("ticket cursor is not an object");
     auto entry = cursor.find(network);
     if (entry == cursor.end()) {
       std::string networks;

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 #include <arrow/compute/api.h>
 #include <arrow/io/file.h>
@@ -12,6 +15,8 @@
 #include <parquet/arrow/reader.h>
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
+
+#include "ampdelta/util/json_internal.h"
 
 namespace ampdelta::devserver {
 namespace {
@@ -34,25 +39,48 @@ arrow::Result<std::vector<std::pair<std::string, ServedRange>>> ReadRanges(
     return arrow::Status::Invalid("Parquet file ", path,
                                   " has no 'nozzle_metadata' key-value entry");
   }
-  json doc = json::parse(kv->value(index), nullptr, false);
-  if (doc.is_discarded() || !doc.contains("ranges") || !doc["ranges"].is_array()) {
+  json doc = json_util::ParseJson(kv->value(index));
+  if (!doc.is_object() || !doc.contains("ranges") || !doc["ranges"].is_array()) {
     return arrow::Status::Invalid("Parquet file ", path,
                                   " has malformed 'nozzle_metadata'");
   }
+  // Members are checked one by one: json::value() and get() throw on a wrong type.
+  auto malformed = [&path]() {
+    return arrow::Status::Invalid("Parquet file ", path, " has a malformed range");
+  };
+  auto text = [](const json& object, const char* key) -> std::optional<std::string> {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return std::string();
+    if (!it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+  };
   std::vector<std::pair<std::string, ServedRange>> out;
   for (const auto& item : doc["ranges"]) {
-    if (!item.contains("network") || !item.contains("numbers")) {
-      return arrow::Status::Invalid("Parquet file ", path, " has a malformed range");
+    if (!item.is_object()) return malformed();
+    auto network = item.find("network");
+    auto numbers = item.find("numbers");
+    if (network == item.end() || !network->is_string() || numbers == item.end() ||
+        !numbers->is_object()) {
+      return malformed();
     }
     ServedRange range;
-    range.start = item["numbers"].value("start", uint64_t{0});
-    range.end = item["numbers"].value("end", uint64_t{0});
-    range.hash = item.value("hash", std::string());
-    range.prev_hash = item.value("prev_hash", std::string());
+    auto start = numbers->find("start");
+    auto end = numbers->find("end");
+    std::optional<uint64_t> start_number = uint64_t{0};
+    std::optional<uint64_t> end_number = uint64_t{0};
+    if (start != numbers->end()) start_number = json_util::AsUint64(*start);
+    if (end != numbers->end()) end_number = json_util::AsUint64(*end);
+    auto hash = text(item, "hash");
+    auto prev_hash = text(item, "prev_hash");
+    if (!start_number || !end_number || !hash || !prev_hash) return malformed();
+    range.start = *start_number;
+    range.end = *end_number;
+    range.hash = std::move(*hash);
+    range.prev_hash = std::move(*prev_hash);
     if (item.contains("timestamp") && item["timestamp"].is_number_unsigned()) {
       range.timestamp = item["timestamp"].get<uint64_t>();
     }
-    out.emplace_back(item["network"].get<std::string>(), range);
+    out.emplace_back(network->get<std::string>(), range);
   }
   return out;
 }
@@ -105,6 +133,25 @@ class ParquetIterator : public BatchIterator {
   bool needs_filter_ = false;
 };
 
+// The entries of a directory. The std::filesystem overloads without an error_code throw.
+arrow::Result<std::vector<fs::directory_entry>> ListDirectory(const fs::path& dir) {
+  std::error_code error;
+  std::vector<fs::directory_entry> entries;
+  fs::directory_iterator it(dir, error);
+  for (const fs::directory_iterator end; !error && it != end; it.increment(error)) {
+    entries.push_back(*it);
+  }
+  if (error) {
+    return arrow::Status::IOError("cannot list '", dir.string(), "': ", error.message());
+  }
+  return entries;
+}
+
+bool IsDirectory(const fs::directory_entry& entry) {
+  std::error_code error;
+  return entry.is_directory(error);
+}
+
 }  // namespace
 
 arrow::Result<std::shared_ptr<ParquetDataset>> ParquetDataset::Open(const std::string& name,
@@ -116,18 +163,21 @@ arrow::Result<std::shared_ptr<ParquetDataset>> ParquetDataset::Open(const std::s
   std::shared_ptr<ParquetDataset> dataset(new ParquetDataset());
   dataset->name_ = name;
   std::map<uint64_t, ServedRange> distinct;
-  for (const auto& table_dir : fs::directory_iterator(dir)) {
-    if (!table_dir.is_directory()) continue;
+  ARROW_ASSIGN_OR_RAISE(auto table_dirs, ListDirectory(dir));
+  for (const auto& table_dir : table_dirs) {
+    if (!IsDirectory(table_dir)) continue;
     // The newest revision wins: revision folders are UUIDv7s, which sort by creation time.
     std::string newest;
-    for (const auto& revision : fs::directory_iterator(table_dir.path())) {
-      if (revision.is_directory()) {
+    ARROW_ASSIGN_OR_RAISE(auto revisions, ListDirectory(table_dir.path()));
+    for (const auto& revision : revisions) {
+      if (IsDirectory(revision)) {
         newest = std::max(newest, revision.path().filename().string());
       }
     }
     if (newest.empty()) continue;
     Table table;
-    for (const auto& entry : fs::directory_iterator(table_dir.path() / newest)) {
+    ARROW_ASSIGN_OR_RAISE(auto entries, ListDirectory(table_dir.path() / newest));
+    for (const auto& entry : entries) {
       if (entry.path().extension() != ".parquet") continue;
       File file;
       file.path = entry.path().string();

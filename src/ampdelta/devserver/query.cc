@@ -1,5 +1,7 @@
 #include "ampdelta/devserver/query.h"
 
+#include <optional>
+
 #include <arrow/array.h>
 #include <arrow/builder.h>
 #include <arrow/record_batch.h>
@@ -7,6 +9,7 @@
 #include <arrow/type.h>
 
 #include "ampdelta/util/hex.h"
+#include "ampdelta/util/numbers.h"
 
 namespace ampdelta::devserver {
 namespace {
@@ -64,21 +67,25 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> TypeLiteral(const sql::Literal& li
         return mismatch("");
       }
       if (!literal.text.empty() && literal.text[0] == '-') {
-        raw = arrow::MakeScalar(int64_t{std::stoll(literal.text)});
+        const std::optional<int64_t> value = ParseInt64(literal.text);
+        if (!value) return mismatch("out of range");
+        raw = arrow::MakeScalar(*value);
       } else {
-        errno = 0;
-        const unsigned long long value = std::strtoull(literal.text.c_str(), nullptr, 10);
-        if (errno == ERANGE) return mismatch("out of range");
-        raw = arrow::MakeScalar(static_cast<uint64_t>(value));
+        const std::optional<uint64_t> value = ParseUint64(literal.text);
+        if (!value) return mismatch("out of range");
+        raw = arrow::MakeScalar(*value);
       }
       break;
     }
-    case sql::Literal::Kind::kFloat:
+    case sql::Literal::Kind::kFloat: {
       if (!arrow::is_floating(type->id()) && !arrow::is_decimal(type->id())) {
         return mismatch("");
       }
-      raw = arrow::MakeScalar(std::stod(literal.text));
+      const std::optional<double> value = ParseDouble(literal.text);
+      if (!value) return mismatch("out of range");
+      raw = arrow::MakeScalar(*value);
       break;
+    }
     case sql::Literal::Kind::kBoolean:
       if (type->id() != arrow::Type::BOOL) return mismatch("");
       return arrow::MakeScalar(literal.boolean);

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ampdelta/util/hex.h"
+#include "ampdelta/util/numbers.h"
 
 namespace ampdelta::devserver::sql {
 namespace {
@@ -72,7 +73,12 @@ arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
     if (std::isdigit(static_cast<unsigned char>(c))) {
       bool is_float = false;
       while (i < n && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
-        if (text[i] == '.') is_float = true;
+        if (text[i] == '.') {
+          if (is_float) {
+            return Invalid("malformed number near '" + text.substr(start, i - start + 1) + "'");
+          }
+          is_float = true;
+        }
         ++i;
       }
       if (i < n && (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_')) {
@@ -363,8 +369,10 @@ class Parser {
 
   arrow::Status ParseCondition(std::vector<Comparison>* out) {
     if (IsSymbol("(")) {
+      ARROW_RETURN_NOT_OK(Nest());
       Advance();
       ARROW_RETURN_NOT_OK(ParseConjunction(out));
+      --depth_;
       return Expect(")");
     }
     if (IsKeyword("NOT")) return Invalid("unsupported SQL construct: NOT");
@@ -444,12 +452,14 @@ class Parser {
     }
     Advance();
     if (IsSymbol("(")) {
+      ARROW_RETURN_NOT_OK(Nest());
       Advance();
       // Qualifiers seen so far belong to this query, not to the subquery.
       std::vector<std::string> outer_qualifiers = std::move(qualifiers_);
       qualifiers_.clear();
       ARROW_ASSIGN_OR_RAISE(SelectStatement inner, ParseSelect(/*nested=*/true));
       qualifiers_ = std::move(outer_qualifiers);
+      --depth_;
       ARROW_RETURN_NOT_OK(Expect(")"));
       statement.from = std::make_shared<SelectStatement>(std::move(inner));
     } else {
@@ -464,7 +474,9 @@ class Parser {
     if (IsKeyword("LIMIT")) {
       Advance();
       if (Peek().kind != TokenKind::kInteger) return Invalid("LIMIT needs an integer");
-      statement.limit = std::stoull(Advance().text);
+      const std::string& digits = Advance().text;
+      statement.limit = ParseUint64(digits);
+      if (!statement.limit) return Invalid("LIMIT " + digits + " is out of range");
     }
     if (IsKeyword("SETTINGS")) {
       if (nested) return Invalid("SETTINGS is only allowed on the outermost query");
@@ -491,8 +503,22 @@ class Parser {
     return statement;
   }
 
+  // Parentheses and subqueries recurse; a bound keeps hostile text from exhausting the
+  // stack (real queries nest a few levels). An error ends the whole parse, so only the
+  // successful paths step back out.
+  arrow::Status Nest() {
+    if (++depth_ > kMaxNesting) {
+      return Invalid("the query nests deeper than " + std::to_string(kMaxNesting) +
+                     " levels of parentheses");
+    }
+    return arrow::Status::OK();
+  }
+
+  static constexpr int kMaxNesting = 64;
+
   std::vector<Token> tokens_;
   size_t pos_ = 0;
+  int depth_ = 0;
   std::vector<std::string> qualifiers_;
 };
 

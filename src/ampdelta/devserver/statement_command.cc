@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "ampdelta/util/utf8.h"
+
 namespace ampdelta::devserver {
 namespace {
 
@@ -87,6 +89,11 @@ arrow::Result<std::string> DecodeStatementQueryCommand(std::string_view bytes) {
     std::optional<std::string_view> field;
     ARROW_RETURN_NOT_OK(statement.ReadField(&number, &field));
     if (number == 1 && field) query = std::string(*field);
+  }
+  // A proto3 string must be UTF-8 (Amp's decoder refuses anything else), and the query
+  // text travels on in the JSON ticket.
+  if (!IsValidUtf8(query)) {
+    return arrow::Status::Invalid("protobuf decode error: the query is not valid UTF-8");
   }
   return query;
 }

@@ -21,7 +21,8 @@ inline constexpr std::string_view kCommandStatementQueryTypeUrl =
 /// \brief Return the SQL text of an Any-packed CommandStatementQuery.
 ///
 /// \return Invalid("unsupported flight descriptor command: <type_url>") for another
-///   type, Invalid("protobuf decode error: …") for malformed bytes
+///   type, Invalid("protobuf decode error: …") for malformed bytes or a query that is not
+///   UTF-8
 arrow::Result<std::string> DecodeStatementQueryCommand(std::string_view bytes);
 
 }  // namespace ampdelta::devserver

@@ -83,6 +83,7 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql, const LoadOp
                        std::optional<delta::MergeResult>* merged) {
   amp::QueryOptions query;
   query.stream = false;
+  query.idle_timeout = options.idle_timeout;
   ARROW_ASSIGN_OR_RAISE(auto stream, client.Query(sql, query));
   const bool merge = IsMerge(options.mode);
   std::unique_ptr<delta::TableWriter> writer;

@@ -43,6 +43,9 @@ struct LoadOptions {
   /// An already-open store to write to instead of opening `table_path` (custom stores,
   /// fault injection in tests).
   std::shared_ptr<storage::ObjectStore> store;
+  /// Batch loads: fail (and retry per `resilience`) when the server sends nothing for this
+  /// long in the middle of a result; nothing is committed. Zero waits forever.
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
   // Streaming (LoadStream).
   /// Undo the rows of reorged microbatches (false: load what arrives, undo nothing).
   bool with_reorg_detection = true;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/loader/config.h"
+#include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta {
@@ -27,10 +28,12 @@ arrow::Status Client::ConfigureConnection(const std::string& name, const std::st
                                           const std::map<std::string, std::string>& config) {
   nlohmann::json doc = nlohmann::json::object();
   for (const auto& [key, value] : config) {
-    nlohmann::json literal = nlohmann::json::parse(value, nullptr, false);
+    nlohmann::json literal = json_util::ParseJson(value);
     doc[key] = literal.is_discarded() || literal.is_string() ? nlohmann::json(value) : literal;
   }
-  return ConfigureConnection(name, loader, doc.dump());
+  ARROW_ASSIGN_OR_RAISE(std::string text,
+                        json_util::DumpJson(doc, "the connection configuration"));
+  return ConfigureConnection(name, loader, text);
 }
 
 arrow::Result<amp::Client*> Client::Connection() const {

@@ -1,7 +1,11 @@
 #include "ampdelta/loader/config.h"
 
+#include <limits>
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::loader {
@@ -31,21 +35,25 @@ const std::map<std::string, std::string>& LoadOptionHints() {
 }
 
 arrow::Result<bool> Bool(const json& value, const std::string& key) {
-  if (!value.is_boolean()) return ConfigError("'", key, "' must be a boolean, got ", value.dump());
+  if (!value.is_boolean()) {
+    return ConfigError("'", key, "' must be a boolean, got ", json_util::DumpJsonLossy(value));
+  }
   return value.get<bool>();
 }
 
 arrow::Result<int64_t> PositiveInt(const json& value, const std::string& key) {
-  if (!value.is_number_integer() || value.get<int64_t>() <= 0) {
-    return ConfigError("'", key, "' must be a positive integer, got ", value.dump());
+  const std::optional<int64_t> number = json_util::AsInt64(value);
+  if (!number || *number <= 0) {
+    return ConfigError("'", key, "' must be a positive integer, got ",
+                       json_util::DumpJsonLossy(value));
   }
-  return value.get<int64_t>();
+  return *number;
 }
 
 }  // namespace
 
 arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
-  json doc = json::parse(text, nullptr, false);
+  json doc = json_util::ParseJson(text);
   if (doc.is_discarded() || !doc.is_object()) {
     return ConfigError("the configuration must be a JSON object");
   }
@@ -63,8 +71,9 @@ arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
     } else if (key == "storage_options") {
       if (!value.is_object()) return ConfigError("'storage_options' must be an object");
       for (auto option = value.begin(); option != value.end(); ++option) {
-        config.storage_options[option.key()] =
-            option->is_string() ? option->get<std::string>() : option->dump();
+        config.storage_options[option.key()] = option->is_string()
+                                                   ? option->get<std::string>()
+                                                   : json_util::DumpJsonLossy(*option);
       }
     } else if (key == "partition_by") {
       if (value.is_null()) continue;
@@ -125,10 +134,12 @@ arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
             ARROW_ASSIGN_OR_RAISE(bool flag, Bool(v, name));
             (field.key() == "enabled" ? config.retry.enabled : config.retry.jitter) = flag;
           } else if (field.key() == "max_retries") {
-            if (!v.is_number_integer() || v.get<int64_t>() < 0) {
+            // get<int>() would wrap a larger value around.
+            const std::optional<int64_t> retries = json_util::AsInt64(v);
+            if (!retries || *retries < 0 || *retries > std::numeric_limits<int>::max()) {
               return ConfigError("'", name, "' must be a non-negative integer");
             }
-            config.retry.max_retries = v.get<int>();
+            config.retry.max_retries = static_cast<int>(*retries);
           } else if (field.key() == "initial_backoff_ms" || field.key() == "max_backoff_ms") {
             ARROW_ASSIGN_OR_RAISE(int64_t ms, PositiveInt(v, name));
             (field.key() == "initial_backoff_ms" ? config.retry.initial_backoff_ms

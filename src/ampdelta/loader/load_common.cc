@@ -108,6 +108,7 @@ LoadResult RunLoad(const DeltaLakeConfig& config, const LoadOptions& options,
   result.duration = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.success = status.ok();
   if (!status.ok()) result.error = status.message();
+  result.status = status;
   result.ops_per_second =
       result.duration > 0 ? static_cast<double>(result.rows_loaded) / result.duration : 0;
   return result;

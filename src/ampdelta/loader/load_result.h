@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <arrow/status.h>
+
 namespace ampdelta::loader {
 
 /// \brief An invalidated block range of a reorg.
@@ -27,6 +29,8 @@ struct LoadResult {
   std::string loader_type = "deltalake";
   bool success = false;
   std::string error;
+  /// The failure itself (its ErrorCode tells the class: ClassifyError); OK on success.
+  arrow::Status status;
   /// table_version, files_added, bytes_written, … as text.
   std::map<std::string, std::string> metadata;
   bool is_reorg = false;

@@ -18,6 +18,7 @@
 #include "ampdelta/amp/stream_interpreter.h"
 #include "ampdelta/delta/maintenance.h"
 #include "ampdelta/delta/scan.h"
+#include "ampdelta/delta/schema.h"
 #include "ampdelta/delta/table_writer.h"
 #include "ampdelta/loader/load_common.h"
 #include "ampdelta/loader/stream_state.h"
@@ -118,6 +119,14 @@ class StreamLoad {
         continue;
       }
       const arrow::Status& status = outcome.status();
+      if (IsRolledBack(status)) {
+        // A restore (or delete) took back files holding this stream's progress: what the
+        // table now records is the truth, so resume from it and fill the hole.
+        AMPDELTA_LOG_WARN("stream into ", result_->table_name, ": ", status.message(),
+                          "; resuming from the table's state");
+        result_->metadata["rollbacks"] = std::to_string(++rollbacks_);
+        continue;
+      }
       if (commits_ > failures_reset_at_) failures = 0;  // progress since the last failure
       failures_reset_at_ = commits_;
       const bool retryable = config_.retry.enabled && failures < config_.retry.max_retries &&
@@ -271,6 +280,13 @@ class StreamLoad {
                           const std::vector<amp::BlockRange>& ranges) {
     std::shared_ptr<arrow::RecordBatch> batch = data;
     if (config_.state.store_batch_id) {
+      // The loader owns this column: a query column of that name would be overwritten.
+      if (delta::FindFieldIgnoreCase(*batch->schema(), kBatchIdColumn) >= 0) {
+        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                         "the query returns a column named '", kBatchIdColumn,
+                         "', which a streaming load adds itself (the rows' microbatch ids): "
+                         "rename it in the query (SELECT … AS other_name)");
+      }
       ARROW_ASSIGN_OR_RAISE(batch, AddBatchIdColumn(batch, BatchIdValue(ranges)));
     }
     if (writer_ == nullptr) {
@@ -329,12 +345,57 @@ class StreamLoad {
     return MaybeCompact();
   }
 
+  // Fail as rolled back when a commit after `before` removed (as a data change) a file
+  // that held this stream's progress in `before`: the refreshed state is what to resume
+  // from, not the stream's position in memory.
+  arrow::Status CheckProgressKept(const delta::Snapshot* before, const delta::Snapshot* after) {
+    if (before == nullptr || after == nullptr || before->version() == after->version()) {
+      return arrow::Status::OK();
+    }
+    const std::string key = RangesTagKey(app_id_);
+    std::set<std::string> live;
+    for (const auto& file : after->files()) live.insert(after->FileKey(file.path));
+    std::set<std::string> taken;
+    for (const auto& remove : after->tombstones()) {
+      if (remove.data_change) taken.insert(after->FileKey(remove.path));
+    }
+    for (const auto& file : before->files()) {
+      if (!file.tags || file.tags->count(key) == 0) continue;
+      const std::string path = before->FileKey(file.path);
+      if (live.count(path) == 0 && taken.count(path) != 0) {
+        return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError,
+                         "file ", path, " holding this stream's progress was removed by a "
+                         "later commit (a restore or delete took it back)")
+            .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
+                                                      delta::kRolledBack));
+      }
+    }
+    return arrow::Status::OK();
+  }
+
+  static bool IsRolledBack(const arrow::Status& status) {
+    const ErrorDetail* detail = GetErrorDetail(status);
+    return detail != nullptr && detail->code() == ErrorCode::kCommitConflict &&
+           detail->subcode() == delta::kRolledBack;
+  }
+
   // Commit a writer with the stream's next txn version and move the snapshot forward.
   arrow::Status Finish(delta::TableWriter* writer) {
     const int64_t next = state_.txn_version.value_or(0) + 1;
     writer->SetAppTransaction(delta::SetTransaction{app_id_, next, {}});
+    // The files that hold this stream's recorded progress: if a concurrent commit takes any
+    // back (a restore), the stream must resume from the table, not go on past a hole.
+    if (snapshot_ != nullptr) {
+      std::set<std::string> progress;
+      const std::string key = RangesTagKey(app_id_);
+      for (const auto& file : snapshot_->files()) {
+        if (file.tags && file.tags->count(key) != 0) progress.insert(snapshot_->FileKey(file.path));
+      }
+      writer->WatchRemovals(std::move(progress));
+    }
     auto committed = writer->Commit();
     if (!committed.ok()) {
+      if (IsRolledBack(committed.status())) return committed.status();
       if (IsError(committed.status(), ErrorCode::kCommitConflict)) {
         return committed.status().WithMessage(
             "another loader is writing stream ", app_id_, " into this table (",
@@ -377,7 +438,9 @@ class StreamLoad {
   arrow::Status Undo(const std::vector<amp::BlockRange>& invalidated) {
     const auto start = Clock::now();
     const auto expected = state_.txn_version;
+    const auto before = snapshot_;
     ARROW_RETURN_NOT_OK(Refresh());
+    ARROW_RETURN_NOT_OK(CheckProgressKept(before.get(), snapshot_.get()));
     if (state_.txn_version != expected) {
       // Another loader of this stream committed since our last commit: never adopt its
       // progress silently (the one-loader-per-stream guarantee).
@@ -599,6 +662,7 @@ class StreamLoad {
   int64_t failures_reset_at_ = 0;
   int64_t reorgs_ = 0;
   int64_t reconnects_ = 0;
+  int64_t rollbacks_ = 0;
   int64_t compactions_ = 0;
 };
 
@@ -618,6 +682,8 @@ LoadResult LoadStream(amp::Client& client, const std::string& sql, const DeltaLa
     }
     ARROW_ASSIGN_OR_RAISE(auto write, internal::WriteOptions(config, options));
     ARROW_ASSIGN_OR_RAISE(auto store, internal::OpenStore(config, options, result));
+    // One write lease for the stream's life: each commit's files are written under it.
+    ARROW_ASSIGN_OR_RAISE(write.lease, delta::WriteLease::Acquire(store));
     StreamLoad load(client, sql, config, options, store, std::move(write), result);
     arrow::Status ran = load.Run();
     load.Summarise();

@@ -7,6 +7,7 @@
 #include <arrow/record_batch.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/sha256.h"
 #include "ampdelta/util/status.h"
 
@@ -50,16 +51,19 @@ std::string RangesToTag(const std::vector<amp::BlockRange>& ranges) {
     if (range.timestamp) entry["timestamp"] = *range.timestamp;
     out.push_back(std::move(entry));
   }
-  return out.dump();
+  // Networks and hashes come from parsed app_metadata, so they are UTF-8.
+  return json_util::DumpJsonLossy(out);
 }
 
 arrow::Result<std::vector<amp::BlockRange>> RangesFromTag(const std::string& tag) {
-  auto parsed = amp::ParseBatchMetadata(R"({"ranges":)" + tag + "}");
+  // Parsed as an array on its own: spliced into app_metadata text, a tag could close the
+  // array and add keys of its own.
+  auto parsed = amp::ParseBlockRanges(tag);
   if (!parsed.ok()) {
     return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid, "file tag ", kRangesTag,
                      " is not a list of block ranges: ", parsed.status().message());
   }
-  return std::move(parsed->ranges);
+  return parsed;
 }
 
 std::string StreamAppId(const std::string& sql) {

@@ -9,6 +9,7 @@
 #include "ampdelta/storage/credentials.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
+#include "ampdelta/util/numbers.h"
 #include "ampdelta/util/sha256.h"
 #include "ampdelta/util/status.h"
 
@@ -278,7 +279,8 @@ arrow::Result<std::vector<ObjectMeta>> AzureStore::List(const std::string& prefi
           std::string(blob.child("Metadata").child_value("hdi_isfolder")) == "true") {
         continue;
       }
-      meta.size = std::stoll("0" + std::string(properties.child_value("Content-Length")));
+      // std::stoll would throw on a size beyond int64 in the reply.
+      meta.size = ParseInt64(properties.child_value("Content-Length")).value_or(0);
       meta.last_modified_ms = ParseHttpOrIsoTime(properties.child_value("Last-Modified"));
       objects.push_back(std::move(meta));
     }

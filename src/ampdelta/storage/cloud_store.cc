@@ -2,6 +2,7 @@
 
 #include "ampdelta/storage/credentials.h"
 #include "ampdelta/util/ascii.h"
+#include "ampdelta/util/numbers.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::storage {
@@ -118,7 +119,7 @@ arrow::Status CloudStore::ResponseError(const std::string& operation, const std:
     detail += " (check the store's credentials and permissions)";
   }
   return WithErrorCode(arrow::Status::IOError(operation, " ", where, " failed: ", detail),
-                       ErrorCode::kServerError, std::to_string(response.status));
+                       ErrorCode::kStorageError, std::to_string(response.status));
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> CloudStore::SendRangedGet(
@@ -146,7 +147,8 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> CloudStore::SendRangedGet(
 ObjectMeta CloudStore::MetaFromHeaders(const std::string& path, const HttpResponse& response) {
   ObjectMeta meta;
   meta.path = path;
-  meta.size = std::stoll("0" + response.Header("content-length"));
+  // std::stoll would throw on a length beyond int64 in the reply.
+  meta.size = ParseInt64(response.Header("content-length")).value_or(0);
   meta.last_modified_ms = ParseHttpOrIsoTime(response.Header("last-modified"));
   return meta;
 }

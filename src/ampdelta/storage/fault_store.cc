@@ -11,7 +11,9 @@ namespace {
 template <typename Decision>
 arrow::Status Injected(const Decision& decision, const std::string& path) {
   if (decision.not_found) return NotFoundError(decision.message, " (", path, ")");
-  return arrow::Status::IOError(decision.message, " (", path, ")");
+  return MakeError(ErrorCode::kStorageError, arrow::StatusCode::IOError, decision.message, " (",
+                   path, ")")
+      .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kStorageError, decision.subcode));
 }
 
 }  // namespace
@@ -47,7 +49,8 @@ FaultStore::Decision FaultStore::Check(StoreOp op, const std::string& path) {
       if (rule.nth == 0 || active.matched == rule.nth) {
         ++fired_;
         before = rule.before;
-        decision = Decision{rule.fail, rule.fail && rule.lose_reply, rule.message, rule.not_found};
+        decision = Decision{rule.fail, rule.fail && rule.lose_reply, rule.message, rule.not_found,
+                            rule.subcode};
         break;
       }
     }

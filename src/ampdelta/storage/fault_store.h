@@ -45,6 +45,9 @@ struct FaultRule {
   /// Fail as a missing object (ErrorCode::kNotFound) instead of an IOError: a read-back that
   /// misses a write still in flight.
   bool not_found = false;
+  /// The kStorageError subcode of the error: `transport` (transient, retried) by default;
+  /// an errno name such as `ENOSPC` or `EROFS` makes it permanent.
+  std::string subcode = "transport";
 };
 
 /// \brief Wraps another store; calls pass through unless a rule fires. Thread-safe.
@@ -76,6 +79,9 @@ class FaultStore : public ObjectStore {
   arrow::Status Delete(const std::string& path) override;
   arrow::Result<std::shared_ptr<arrow::io::OutputStream>> OpenOutputStream(
       const std::string& path) override;
+  arrow::Result<std::vector<StagingObject>> ListStaging(const std::string& prefix) override {
+    return inner_->ListStaging(prefix);
+  }
 
  private:
   struct Decision {
@@ -83,6 +89,7 @@ class FaultStore : public ObjectStore {
     bool lose_reply = false;
     std::string message;
     bool not_found = false;
+    std::string subcode;
   };
   Decision Check(StoreOp op, const std::string& path);
 

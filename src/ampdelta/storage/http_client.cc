@@ -245,7 +245,7 @@ arrow::Result<HttpResponse> HttpClient::Send(const HttpRequest& request) {
   if (code != CURLE_OK) {
     return WithErrorCode(arrow::Status::IOError(request.method, " ", request.DisplayUrl(),
                                                 " failed: ", curl_easy_strerror(code)),
-                         ErrorCode::kServerError, "transport");
+                         ErrorCode::kStorageError, "transport");
   }
   response.status = static_cast<int>(status);
   return response;

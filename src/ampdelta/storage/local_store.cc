@@ -12,6 +12,7 @@
 #include <arrow/buffer.h>
 #include <arrow/io/file.h>
 
+#include "ampdelta/util/process_identity.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/uuid.h"
 
@@ -24,28 +25,34 @@ namespace fs = std::filesystem;
 constexpr std::string_view kTempMarker = ".ampdelta-tmp-";
 
 arrow::Status ErrnoError(const char* what, const std::string& path, int error) {
-  if (error == ENOENT) return NotFoundError(what, " ", path, ": no such file");
-  return arrow::Status::IOError(what, " ", path, ": ", std::strerror(error));
+  return StorageErrnoError(what, path, error);
 }
 
 int64_t MtimeMs(const struct stat& info) {
   return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000 + info.st_mtim.tv_nsec / 1'000'000;
 }
 
+// `.ampdelta-tmp-<process>-<name>.<uuid>`: the writing process is named so a vacuum can
+// tell a crashed writer's leftovers from a write in flight (ListStaging).
 std::string TempPathFor(const std::string& full) {
   const fs::path target(full);
   return (target.parent_path() /
-          (std::string(kTempMarker) + target.filename().string() + "." + NewUuid()))
+          (std::string(kTempMarker) + CurrentProcess().ToString() + "-" +
+           target.filename().string() + "." + NewUuid()))
       .string();
+}
+
+std::optional<ProcessIdentity> TempOwner(const std::string& name) {
+  const std::string_view rest = std::string_view(name).substr(kTempMarker.size());
+  const size_t dash = rest.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  return ProcessIdentity::Parse(rest.substr(0, dash));
 }
 
 arrow::Status EnsureParent(const std::string& full) {
   std::error_code error;
   fs::create_directories(fs::path(full).parent_path(), error);
-  if (error) {
-    return arrow::Status::IOError("cannot create directory for ", full, ": ",
-                                  error.message());
-  }
+  if (error) return StorageErrnoError("cannot create directory for", full, error.value());
   return arrow::Status::OK();
 }
 
@@ -193,7 +200,7 @@ class LocalOutputStream : public arrow::io::OutputStream {
 }  // namespace
 
 arrow::Result<std::shared_ptr<LocalStore>> LocalStore::Make(const std::string& root) {
-  if (root.empty()) return arrow::Status::Invalid("local store root is empty");
+  if (root.empty()) return InvalidInputError("local store root is empty");
   std::error_code error;
   fs::path absolute = fs::absolute(fs::path(root), error);
   if (error) return arrow::Status::IOError("cannot resolve path ", root, ": ", error.message());
@@ -206,10 +213,10 @@ std::string LocalStore::root_uri() const { return "file://" + root_; }
 
 arrow::Result<std::string> LocalStore::FullPath(const std::string& path) const {
   if (path.empty() || path.front() == '/') {
-    return arrow::Status::Invalid("object key must be a relative path: '", path, "'");
+    return InvalidInputError("object key must be a relative path: '", path, "'");
   }
   for (const auto& part : fs::path(path)) {
-    if (part == "..") return arrow::Status::Invalid("object key escapes the root: '", path, "'");
+    if (part == "..") return InvalidInputError("object key escapes the root: '", path, "'");
   }
   return root_ + "/" + path;
 }
@@ -245,8 +252,9 @@ arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> LocalStore::OpenInpu
   return file;
 }
 
-arrow::Result<std::vector<ObjectMeta>> LocalStore::List(const std::string& prefix,
-                                                        const std::string& start_after) {
+arrow::Result<std::vector<ObjectMeta>> LocalStore::Walk(const std::string& prefix,
+                                                        const std::string& start_after,
+                                                        bool staging) const {
   // Walk from the deepest directory the prefix names, then filter by the full prefix.
   const size_t slash = prefix.rfind('/');
   const std::string base = slash == std::string::npos ? "" : prefix.substr(0, slash);
@@ -255,14 +263,12 @@ arrow::Result<std::vector<ObjectMeta>> LocalStore::List(const std::string& prefi
   std::error_code error;
   if (!fs::is_directory(start, error)) return out;
   fs::recursive_directory_iterator it(start, error), end;
-  if (error) return arrow::Status::IOError("cannot list ", start.string(), ": ", error.message());
+  if (error) return StorageErrnoError("cannot list", start.string(), error.value());
   for (; it != end; it.increment(error)) {
-    if (error) {
-      return arrow::Status::IOError("cannot list ", start.string(), ": ", error.message());
-    }
+    if (error) return StorageErrnoError("cannot list", start.string(), error.value());
     if (!it->is_regular_file(error)) continue;
     const std::string name = it->path().filename().string();
-    if (name.rfind(kTempMarker, 0) == 0) continue;
+    if ((name.rfind(kTempMarker, 0) == 0) != staging) continue;
     const std::string& full = it->path().native();
     if (full.size() <= root_.size() + 1) continue;
     std::string key = full.substr(root_.size() + 1);
@@ -273,6 +279,22 @@ arrow::Result<std::vector<ObjectMeta>> LocalStore::List(const std::string& prefi
   }
   std::sort(out.begin(), out.end(),
             [](const ObjectMeta& a, const ObjectMeta& b) { return a.path < b.path; });
+  return out;
+}
+
+arrow::Result<std::vector<ObjectMeta>> LocalStore::List(const std::string& prefix,
+                                                        const std::string& start_after) {
+  return Walk(prefix, start_after, /*staging=*/false);
+}
+
+arrow::Result<std::vector<StagingObject>> LocalStore::ListStaging(const std::string& prefix) {
+  ARROW_ASSIGN_OR_RAISE(auto found, Walk(prefix, "", /*staging=*/true));
+  std::vector<StagingObject> out;
+  for (auto& meta : found) {
+    const std::string name = fs::path(meta.path).filename().string();
+    out.push_back(StagingObject{std::move(meta.path), meta.size, meta.last_modified_ms,
+                                TempOwner(name)});
+  }
   return out;
 }
 

@@ -34,6 +34,8 @@ class LocalStore : public ObjectStore {
   arrow::Status Delete(const std::string& path) override;
   arrow::Result<std::shared_ptr<arrow::io::OutputStream>> OpenOutputStream(
       const std::string& path) override;
+  /// \brief List hidden temporary files (`.ampdelta-tmp-<process>-<name>.<uuid>`).
+  arrow::Result<std::vector<StagingObject>> ListStaging(const std::string& prefix) override;
 
   /// \brief Return the absolute root directory.
   const std::string& root() const { return root_; }
@@ -41,6 +43,10 @@ class LocalStore : public ObjectStore {
  private:
   explicit LocalStore(std::string root) : root_(std::move(root)) {}
   arrow::Result<std::string> FullPath(const std::string& path) const;
+  // Regular files under `prefix`: published ones, or (staging) temporary ones only.
+  arrow::Result<std::vector<ObjectMeta>> Walk(const std::string& prefix,
+                                              const std::string& start_after,
+                                              bool staging) const;
 
   std::string root_;
 };

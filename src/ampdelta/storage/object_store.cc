@@ -11,6 +11,10 @@ arrow::Status ObjectStore::DeleteMany(const std::vector<std::string>& paths) {
   return first;
 }
 
+arrow::Result<std::vector<StagingObject>> ObjectStore::ListStaging(const std::string&) {
+  return std::vector<StagingObject>();
+}
+
 std::string JoinPath(std::string_view base, std::string_view child) {
   while (!base.empty() && base.back() == '/') base.remove_suffix(1);
   while (!child.empty() && child.front() == '/') child.remove_prefix(1);

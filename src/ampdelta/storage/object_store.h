@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,8 @@
 #include <arrow/result.h>
 #include <arrow/status.h>
 #include <arrow/type_fwd.h>
+
+#include "ampdelta/util/process_identity.h"
 
 namespace ampdelta::storage {
 
@@ -28,6 +31,16 @@ struct ObjectMeta {
   int64_t size = 0;
   /// Last modification, milliseconds since the Unix epoch.
   int64_t last_modified_ms = 0;
+};
+
+/// \brief A temporary object in which a store stages a write (see ListStaging).
+struct StagingObject {
+  /// Key relative to the store root; Delete() removes it.
+  std::string path;
+  int64_t size = 0;
+  int64_t last_modified_ms = 0;
+  /// The process that staged it, when the store records one.
+  std::optional<ProcessIdentity> owner;
 };
 
 /// \brief How Put treats an existing object.
@@ -85,6 +98,12 @@ class ObjectStore {
   /// \brief Delete several objects; the default deletes them one by one and returns the
   /// first error after trying all.
   virtual arrow::Status DeleteMany(const std::vector<std::string>& paths);
+
+  /// \brief List the temporary objects under `prefix` that writes stage before they
+  /// publish (a local store's hidden temporary files): those of writes in flight and those
+  /// a crashed writer left. List() never returns them. The default (stores that stage
+  /// nothing visible, such as S3 multipart uploads) returns none.
+  virtual arrow::Result<std::vector<StagingObject>> ListStaging(const std::string& prefix);
 };
 
 /// \brief Join key segments with `/`, dropping empty ones.

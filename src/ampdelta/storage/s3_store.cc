@@ -5,6 +5,7 @@
 #include "ampdelta/storage/credentials.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
+#include "ampdelta/util/numbers.h"
 #include "ampdelta/util/sha256.h"
 #include "ampdelta/util/status.h"
 
@@ -213,7 +214,8 @@ arrow::Result<std::vector<ObjectMeta>> S3Store::List(const std::string& prefix,
     for (auto contents : result.children("Contents")) {
       ObjectMeta meta;
       meta.path = StorePath(contents.child_value("Key"));
-      meta.size = std::stoll("0" + std::string(contents.child_value("Size")));
+      // std::stoll would throw on a size beyond int64 in the reply.
+      meta.size = ParseInt64(contents.child_value("Size")).value_or(0);
       meta.last_modified_ms = ParseHttpOrIsoTime(contents.child_value("LastModified"));
       objects.push_back(std::move(meta));
     }

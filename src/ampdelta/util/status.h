@@ -35,6 +35,27 @@ enum class ErrorCode : uint8_t {
   kInvalidInput,
   /// The object, file or table does not exist.
   kNotFound,
+  /// The object store failed (disk full, read-only, permissions, an HTTP error of a cloud
+  /// store); the subcode is the errno name (`ENOSPC`), the HTTP status (`503`) or
+  /// `transport`.
+  kStorageError,
+};
+
+/// \brief What kind of failure an error is, for exit codes and for deciding what to retry.
+/// Errors are classified here and nowhere else.
+enum class ErrorClass : uint8_t {
+  /// The caller's input, configuration or table path is wrong (incl. not found).
+  kInvalidInput,
+  /// The Amp server or the transport to it failed, or broke its protocol.
+  kServer,
+  /// The object store failed.
+  kStorage,
+  /// A concurrent writer's commit conflicts (and retrying did not help).
+  kConflict,
+  /// The table uses features ampdelta cannot write, or its log is damaged.
+  kTable,
+  /// Anything else: a defect or an unexpected failure.
+  kInternal,
 };
 
 /// \brief Return the stable lower-case name of an ErrorCode.
@@ -74,6 +95,22 @@ const ErrorDetail* GetErrorDetail(const arrow::Status& status);
 /// \brief Return true when the status carries the given ErrorCode.
 bool IsError(const arrow::Status& status, ErrorCode code);
 
+/// \brief Classify an error (OK and unclassified errors are kInternal).
+ErrorClass ClassifyError(const arrow::Status& status);
+
+/// \brief Return the stable lower-case name of an ErrorClass (`invalid_input`, `server`, …).
+const char* ErrorClassName(ErrorClass error_class);
+
+/// \brief Return true when retrying the operation may succeed: a server that is unavailable
+/// or overloaded, a deadline, a storage request that timed out or got a 408/429/5xx, a
+/// transport failure. Disk full, read-only file systems, permissions, bad input, conflicts
+/// and corrupt tables are permanent.
+bool IsTransientError(const arrow::Status& status);
+
+/// \brief Return a kStorageError for a failed system call on `path`, naming the call and
+/// the errno (ENOENT becomes kNotFound).
+arrow::Status StorageErrnoError(const char* what, const std::string& path, int error);
+
 /// \brief Build an error status of arrow code `base` with an ErrorCode and a message made
 /// of the concatenated arguments.
 template <typename... Args>
@@ -86,6 +123,13 @@ arrow::Status MakeError(ErrorCode code, arrow::StatusCode base, Args&&... args) 
 template <typename... Args>
 arrow::Status NotFoundError(Args&&... args) {
   return MakeError(ErrorCode::kNotFound, arrow::StatusCode::IOError,
+                   std::forward<Args>(args)...);
+}
+
+/// \brief Shorthand for a bad-input error (arrow::StatusCode::Invalid + kInvalidInput).
+template <typename... Args>
+arrow::Status InvalidInputError(Args&&... args) {
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                    std::forward<Args>(args)...);
 }
 

@@ -81,5 +81,79 @@ TEST(BlockRangeTest, CursorFromRangesTakesEndAndHash) {
   EXPECT_EQ(cursor.at("mainnet"), (CursorEntry{5, kHashA}));
 }
 
+// Hostile app_metadata and cursors: a server (or a table tag) can send anything.
+
+TEST(BlockRangeTest, WrongTypedFieldsAreProtocolErrorsNotExceptions) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"ranges":{}})", "'ranges' is not an array"},
+      {R"({"ranges":[],"ranges_complete":"yes"})", "'ranges_complete' is not a boolean"},
+      {R"({"ranges":[1]})", "range is not an object"},
+      {R"({"ranges":[{"network":1,"numbers":{"start":1,"end":2}}]})", "no string 'network'"},
+      {R"({"ranges":[{"network":"n","numbers":[1,2]}]})", "'numbers' is not an object"},
+      {R"({"ranges":[{"network":"n","numbers":{"start":"1","end":2}}]})",
+       "'start' is not a non-negative integer"},
+      {R"({"ranges":[{"network":"n","numbers":{"start":-1,"end":2}}]})",
+       "'start' is not a non-negative integer"},
+      {R"({"ranges":[{"network":"n","numbers":{"start":1.5,"end":2}}]})",
+       "'start' is not a non-negative integer"},
+      {R"({"ranges":[{"network":"n","numbers":{"start":3,"end":2}}]})", "ends before it starts"},
+      {R"({"ranges":[{"network":"n","numbers":{"start":1,"end":2},"hash":5}]})",
+       "'hash' is not a string"},
+      {R"({"ranges":[{"network":"n","numbers":{"start":1,"end":2},"timestamp":-5}]})",
+       "'timestamp' is not an unsigned integer"},
+      {R"({"ranges_complete":true})", "has no 'ranges'"},
+  };
+  for (const auto& [text, message] : cases) {
+    EXPECT_THAT(ParseBatchMetadata(text), testing::StatusHasMessage(message)) << text;
+    EXPECT_THAT(ParseBatchMetadata(text), testing::HasErrorCode(ErrorCode::kProtocolError));
+  }
+}
+
+TEST(BlockRangeTest, HugeNumbersTruncatedAndBadBytesAreErrors) {
+  EXPECT_THAT(ParseBatchMetadata(R"({"ranges":[{"network":"n","numbers":{"start":1,)"
+                                 R"("end":18446744073709551616}}]})"),
+              testing::HasErrorCode(ErrorCode::kProtocolError));
+  ASSERT_OK_AND_ASSIGN(auto largest,
+                       ParseBatchMetadata(R"({"ranges":[{"network":"n","numbers":{"start":0,)"
+                                          R"("end":18446744073709551615}}]})"));
+  EXPECT_EQ(largest.ranges[0].end, UINT64_MAX);
+  const std::string text =
+      R"({"ranges":[{"network":"mainnet","numbers":{"start":1,"end":2},"hash":")" + kHashA +
+      R"("}],"ranges_complete":true})";
+  ASSERT_OK(ParseBatchMetadata(text).status());
+  for (size_t length = 0; length < text.size(); ++length) {
+    EXPECT_FALSE(ParseBatchMetadata(text.substr(0, length)).ok()) << length;
+  }
+  EXPECT_THAT(ParseBatchMetadata("{\"ranges\":[],\"x\":\"\xff\"}"),
+              testing::StatusHasMessage("\\xFF"));
+  EXPECT_THAT(ParseBatchMetadata(""), testing::HasErrorCode(ErrorCode::kProtocolError));
+  const std::string deep = std::string(5000, '[') + std::string(5000, ']');
+  EXPECT_THAT(ParseBatchMetadata(R"({"ranges":[],"x":)" + deep + "}"),
+              testing::HasErrorCode(ErrorCode::kProtocolError));
+}
+
+TEST(BlockRangeTest, RangeListsParseOnTheirOwn) {
+  ASSERT_OK_AND_ASSIGN(auto ranges,
+                       ParseBlockRanges(R"([{"network":"n","start":1,"end":2,"hash":"h"}])"));
+  ASSERT_EQ(ranges.size(), 1u);
+  EXPECT_EQ(ranges[0].hash, "h");
+  EXPECT_THAT(ParseBlockRanges(R"({"ranges":[]})"), testing::StatusHasMessage("not a JSON array"));
+  EXPECT_THAT(ParseBlockRanges("[]], \"ranges_complete\": true"),
+              testing::HasErrorCode(ErrorCode::kProtocolError));
+}
+
+TEST(BlockRangeTest, HostileCursorsAreErrorsNotExceptions) {
+  for (const char* text :
+       {"", "[]", "{\"n\":1}", R"({"n":{"number":-1,"hash":"h"}})",
+        R"({"n":{"number":1.5,"hash":"h"}})", R"({"n":{"number":1,"hash":2}})",
+        R"({"n":{"number":18446744073709551616,"hash":"h"}})", R"({"n":{"hash":"h"}})",
+        "{\"n\":{\"number\":1,\"hash\":\"\xc3\"}}"}) {
+    EXPECT_FALSE(ParseCursor(text).ok()) << text;
+  }
+  Cursor cursor{{"net\xff", CursorEntry{1, "0x\xfe"}}};
+  // Hand-built values that are not UTF-8 are replaced, not thrown on.
+  EXPECT_EQ(CursorToJson(cursor), "{\"net\xef\xbf\xbd\":{\"hash\":\"0x\xef\xbf\xbd\",\"number\":1}}");
+}
+
 }  // namespace
 }  // namespace ampdelta::amp

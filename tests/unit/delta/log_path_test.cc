@@ -37,6 +37,31 @@ TEST(LogPathTest, IgnoresWhatIsNotALogEntry) {
   }
 }
 
+TEST(LogPathTest, HugeNumbersInNamesAreNotLogEntries) {
+  // 4294967297 parts would wrap to 1 as an int32 and make part 1 look complete.
+  EXPECT_FALSE(ParseLogPath("_delta_log/00000000000000000010.checkpoint.0000000001.4294967297.parquet"));
+  EXPECT_FALSE(ParseLogPath("_delta_log/00000000000000000010.checkpoint.0000000001.9999999999.parquet"));
+  auto largest = ParseLogPath("_delta_log/00000000000000000010.checkpoint.0000000001.2147483647.parquet");
+  ASSERT_TRUE(largest);
+  EXPECT_EQ(largest->parts, 2147483647);
+  // Beyond int64 and at INT64_MAX (whose next version would overflow).
+  EXPECT_FALSE(ParseLogPath("_delta_log/99999999999999999999.json"));
+  EXPECT_FALSE(ParseLogPath("_delta_log/09223372036854775807.json"));
+  EXPECT_EQ(ParseLogPath("_delta_log/09223372036854775806.json")->version, INT64_MAX - 1);
+  EXPECT_FALSE(ParseLogPath("_delta_log/00000000000000000001.09223372036854775807.compacted.json"));
+}
+
+TEST(LogPathTest, EmptyAndTruncatedNamesAreNotLogEntries) {
+  const std::string name = "_delta_log/00000000000000000010.checkpoint.0000000001.0000000002.parquet";
+  ASSERT_TRUE(ParseLogPath(name));
+  for (size_t length = 0; length < name.size(); ++length) {
+    EXPECT_FALSE(ParseLogPath(name.substr(0, length))) << length;
+  }
+  EXPECT_FALSE(ParseLogPath(""));
+  EXPECT_FALSE(ParseLogPath("_delta_log/"));
+  EXPECT_FALSE(ParseLogPath("_delta_log/.json"));
+}
+
 TEST(LogPathTest, FormatsTwentyDigitVersions) {
   EXPECT_EQ(CommitPath(7), "_delta_log/00000000000000000007.json");
   EXPECT_EQ(CheckpointPath(10), "_delta_log/00000000000000000010.checkpoint.parquet");

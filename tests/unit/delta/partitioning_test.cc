@@ -42,5 +42,39 @@ TEST(PartitioningTest, ValuesSerialiseAsTheSpecSays) {
   EXPECT_TRUE(old_style->is_valid);
 }
 
+TEST(PartitioningTest, StringValueThatIsNotUtf8IsAnErrorBeforeAnythingIsWritten) {
+  arrow::StringBuilder builder;
+  ASSERT_OK(builder.Append(std::string("caf\xc3")));
+  ASSERT_OK(builder.Append(std::string("caf\xc3\xa9")));
+  ASSERT_OK_AND_ASSIGN(auto strings, builder.Finish());
+  EXPECT_THAT(SerializePartitionValue(*strings, 0),
+              testing::StatusHasMessage("partition value 'caf\\xC3' is not valid UTF-8"));
+  EXPECT_THAT(SerializePartitionValue(*strings, 0),
+              testing::HasErrorCode(ErrorCode::kInvalidInput));
+  ASSERT_OK_AND_ASSIGN(auto fine, SerializePartitionValue(*strings, 1));
+  EXPECT_EQ(*fine, "caf\xc3\xa9");
+}
+
+TEST(PartitioningTest, HostileValuesFromTheLogAreErrorsNotExceptions) {
+  const std::pair<std::string, std::shared_ptr<arrow::DataType>> cases[] = {
+      {"99999999999999999999", arrow::int64()},   {"128", arrow::int8()},
+      {"1e400", arrow::int64()},                  {"abc", arrow::int32()},
+      {"2021-13-45", arrow::date32()},            {"maybe", arrow::boolean()},
+      {"99999-01-01 00:00:00", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")},
+      {"Z", arrow::timestamp(arrow::TimeUnit::MICRO)},
+      {"1" + std::string(50, '0'), arrow::decimal128(10, 2)},
+      {"1.2.3", arrow::decimal128(10, 2)},
+  };
+  for (const auto& [text, type] : cases) {
+    EXPECT_THAT(ParsePartitionValue(text, type), testing::HasErrorCode(ErrorCode::kCorruptLog))
+        << text << " as " << type->ToString();
+  }
+  // Empty text is null for every type but string, where it is the empty string.
+  ASSERT_OK_AND_ASSIGN(auto empty_long, ParsePartitionValue(std::string(), arrow::int64()));
+  EXPECT_FALSE(empty_long->is_valid);
+  ASSERT_OK_AND_ASSIGN(auto empty_string, ParsePartitionValue(std::string(), arrow::utf8()));
+  EXPECT_TRUE(empty_string->is_valid);
+}
+
 }  // namespace
 }  // namespace ampdelta::delta

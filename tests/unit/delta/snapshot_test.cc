@@ -36,7 +36,8 @@ TEST_F(SnapshotTest, GapsAndMissingVersionZeroAreCorruptLogs) {
 TEST_F(SnapshotTest, MissingProtocolOrMetadataIsReported) {
   Add add;
   add.path = "x.parquet";
-  ASSERT_OK(store_->Put(CommitPath(0), arrow::Buffer::FromString(EncodeCommit({add})),
+  ASSERT_OK_AND_ASSIGN(std::string commit, EncodeCommit({add}));
+  ASSERT_OK(store_->Put(CommitPath(0), arrow::Buffer::FromString(std::move(commit)),
                         storage::PutMode::kCreateIfAbsent));
   EXPECT_THAT(Snapshot::Load(store_), testing::StatusHasMessage("no protocol action"));
 }

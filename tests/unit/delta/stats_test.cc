@@ -108,5 +108,57 @@ TEST(StatsDecimalTest, DecimalBoundsAreExactEvenBeyondDoublePrecision) {
   EXPECT_FALSE(nlohmann::json::parse(text, nullptr, false).is_discarded());
 }
 
+// Arrow strings need not be UTF-8 and JSON strings must be: ToJson runs on writer threads,
+// where nlohmann's exception for such a string was std::terminate.
+TEST(StatsUtf8Test, MinOfBadBytesIsItsValidPrefixAndMaxIsLeftOut) {
+  auto schema = arrow::schema({arrow::field("s", arrow::utf8())});
+  StatsCollector stats(schema, {});
+  ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(
+      schema, 2, {Strings({std::string("ab\xff\xfe"), std::string("zz\xc3")})})));
+  const std::string text = stats.ToJson();
+  const auto out = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << text;
+  // A prefix sorts before the value, so it is still a lower bound.
+  EXPECT_EQ(out["minValues"]["s"], "ab");
+  // No well-formed string is an upper bound of "zz\xc3" cut to its valid prefix.
+  EXPECT_FALSE(out["maxValues"].contains("s")) << text;
+  EXPECT_EQ(out["nullCount"]["s"], 0);
+}
+
+TEST(StatsUtf8Test, BadBytesBeyondTheTruncationStillGiveAnUpperBound) {
+  auto schema = arrow::schema({arrow::field("s", arrow::utf8())});
+  StatsCollector stats(schema, {});
+  const std::string max = std::string(40, 'm') + "\xff";
+  ASSERT_OK(stats.Update(
+      *arrow::RecordBatch::Make(schema, 2, {Strings({"aaa\xc0", max})})));
+  const auto out = nlohmann::json::parse(stats.ToJson());
+  EXPECT_EQ(out["minValues"]["s"], "aaa");
+  const std::string bound = out["maxValues"]["s"];
+  EXPECT_EQ(bound, std::string(32, 'm') + "\x7f");
+  EXPECT_GT(bound, max);
+}
+
+TEST(StatsUtf8Test, ColumnNameThatIsNotUtf8GetsNoStatsInsteadOfAnException) {
+  auto schema = arrow::schema({arrow::field("bad\xff", arrow::int64()),
+                               arrow::field("good", arrow::int64())});
+  StatsCollector stats(schema, {});
+  ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(schema, 1, {Int64s({1}), Int64s({2})})));
+  const auto out = nlohmann::json::parse(stats.ToJson());
+  EXPECT_EQ(out["minValues"].size(), 1u);
+  EXPECT_EQ(out["minValues"]["good"], 2);
+}
+
+TEST(StatsUtf8Test, EmptyAndMaximalStrings) {
+  auto schema = arrow::schema({arrow::field("s", arrow::utf8())});
+  StatsCollector stats(schema, {});
+  // U+10FFFF after the kept prefix has nothing above it: max is left out, min kept.
+  std::string top;
+  for (int i = 0; i < 33; ++i) top += "\xf4\x8f\xbf\xbf";
+  ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(schema, 2, {Strings({"", top})})));
+  const auto out = nlohmann::json::parse(stats.ToJson());
+  EXPECT_EQ(out["minValues"]["s"], "");
+  EXPECT_FALSE(out["maxValues"].contains("s"));
+}
+
 }  // namespace
 }  // namespace ampdelta::delta

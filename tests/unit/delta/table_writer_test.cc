@@ -139,7 +139,14 @@ TEST_F(TableWriterTest, DeleteRewritesOnlyFilesThatMayMatch) {
   EXPECT_EQ(rows, expected);
   ASSERT_OK_AND_ASSIGN(auto nothing, DeleteRows(store_, "block_num > 1000"));
   EXPECT_FALSE(nothing.version.has_value());
-  ASSERT_OK_AND_ASSIGN(auto all, DeleteRows(store_, ""));
+  // A missing predicate never means "everything".
+  ASSERT_OK_AND_ASSIGN(auto before, Snapshot::Load(store_));
+  for (const char* blank : {"", "   ", "\t\n"}) {
+    EXPECT_THAT(DeleteRows(store_, blank), testing::StatusHasMessage("predicate is empty"));
+  }
+  ASSERT_OK_AND_ASSIGN(auto unchanged, Snapshot::Load(store_));
+  EXPECT_EQ(unchanged->version(), before->version());
+  ASSERT_OK_AND_ASSIGN(auto all, DeleteAllRows(store_));
   EXPECT_EQ(all.rows_deleted, 12);
   ASSERT_OK_AND_ASSIGN(auto empty, BlockNumbers(store_));
   EXPECT_TRUE(empty.empty());

@@ -28,6 +28,28 @@ class TransactionTest : public ::testing::Test {
   std::shared_ptr<storage::FaultStore> store_ = std::make_shared<storage::FaultStore>(inner_);
 };
 
+TEST_F(TransactionTest, CreatingATableWithoutProtocolIsAnErrorNotACrash) {
+  // No read snapshot and no protocol: Commit used to dereference the missing protocol
+  // before checking for it.
+  auto empty = std::make_shared<storage::MemoryStore>();
+  Transaction create(empty, nullptr);
+  Metadata metadata;
+  metadata.id = "t";
+  metadata.schema_string = R"({"type":"struct","fields":[]})";
+  create.SetMetadata(metadata);
+  create.AddFiles({FileAdd("a.parquet")});
+  EXPECT_THAT(create.Commit(), testing::StatusHasMessage("needs a protocol and metadata"));
+  Transaction bare(empty, nullptr);
+  EXPECT_THAT(bare.Commit(), testing::StatusHasMessage("needs a protocol and metadata"));
+}
+
+TEST_F(TransactionTest, CommittingAPathThatIsNotUtf8IsAnErrorNotAnException) {
+  Transaction txn(store_, Latest());
+  txn.AddFiles({FileAdd("bad-\xff.parquet")});
+  EXPECT_THAT(txn.Commit(), testing::StatusHasMessage("add.path"));
+  EXPECT_EQ(Latest()->version(), 0);
+}
+
 TEST_F(TransactionTest, BlindAppendsFromTheSameSnapshotBothCommit) {
   auto read = Latest();
   Transaction first(store_, read);

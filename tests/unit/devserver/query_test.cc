@@ -151,5 +151,19 @@ TEST_F(QueryTest, ReportsNonIncrementalOperations) {
   EXPECT_EQ(plain->NonIncrementalOperation(), std::nullopt);
 }
 
+TEST_F(QueryTest, LiteralsBeyondTheirRangeAreInvalidNotExceptions) {
+  EXPECT_THAT(Bind("SELECT * FROM \"acme/eth_mainnet\".blocks WHERE block_num = "
+                   "-99999999999999999999"),
+              testing::StatusHasMessage("out of range"));
+  EXPECT_THAT(Bind("SELECT * FROM \"acme/eth_mainnet\".blocks WHERE block_num = "
+                   "99999999999999999999"),
+              testing::StatusHasMessage("out of range"));
+  // 400 digits overflow a double (std::stod threw std::out_of_range).
+  EXPECT_THAT(Bind("SELECT * FROM \"acme/eth_mainnet\".blocks WHERE gas_used < 1" +
+                   std::string(400, '0') + ".5"),
+              testing::StatusHasMessage("invalid query"));
+  EXPECT_OK(Bind("SELECT * FROM \"acme/eth_mainnet\".blocks WHERE block_num > 5").status());
+}
+
 }  // namespace
 }  // namespace ampdelta::devserver

@@ -108,5 +108,53 @@ TEST(SqlTest, RejectsMalformedQueries) {
               testing::StatusHasMessage("outermost"));
 }
 
+// Hostile SQL: a client can send any text; each must be an "invalid query" error.
+
+TEST(SqlTest, HugeLimitIsAnErrorNotAnException) {
+  EXPECT_THAT(Parse("SELECT * FROM d.t LIMIT 99999999999999999999"),
+              testing::StatusHasMessage("LIMIT 99999999999999999999 is out of range"));
+  ASSERT_OK_AND_ASSIGN(auto largest, Parse("SELECT * FROM d.t LIMIT 18446744073709551615"));
+  EXPECT_EQ(largest.limit, std::optional<uint64_t>(UINT64_MAX));
+}
+
+TEST(SqlTest, NumbersWithTwoPointsAreMalformed) {
+  EXPECT_THAT(Parse("SELECT * FROM d.t WHERE a = 1.2.3"),
+              testing::StatusHasMessage("malformed number near '1.2.'"));
+  EXPECT_THAT(Parse("SELECT * FROM d.t WHERE a = 1..2"),
+              testing::StatusHasMessage("malformed number"));
+}
+
+TEST(SqlTest, DeepNestingIsAnErrorNotAStackOverflow) {
+  const std::string conditions = "SELECT * FROM d.t WHERE " + std::string(100000, '(') + "a = 1" +
+                                 std::string(100000, ')');
+  EXPECT_THAT(Parse(conditions), testing::StatusHasMessage("nests deeper than 64 levels"));
+  std::string subqueries = "SELECT * FROM d.t";
+  for (int i = 0; i < 100; ++i) subqueries = "SELECT * FROM (" + subqueries + ")";
+  EXPECT_THAT(Parse(subqueries), testing::StatusHasMessage("nests deeper than 64 levels"));
+  // Siblings do not add up: only depth counts.
+  std::string wide = "SELECT * FROM d.t WHERE (a = 1)";
+  for (int i = 0; i < 100; ++i) wide += " AND (a = 1)";
+  EXPECT_OK(Parse(wide).status());
+  EXPECT_OK(Parse("SELECT * FROM (SELECT * FROM (SELECT * FROM d.t)) WHERE ((a = 1))").status());
+}
+
+TEST(SqlTest, TruncatedEmptyAndBinaryQueriesAreInvalid) {
+  const std::string text =
+      "SELECT block_num AS b, MAX(gas_used) FROM \"acme/eth_mainnet\".blocks WHERE block_num "
+      "BETWEEN 1 AND 5 AND hash = x'00ff' LIMIT 3 SETTINGS stream = true";
+  ASSERT_OK(Parse(text).status());
+  for (size_t length = 0; length + 1 < text.size(); ++length) {
+    auto parsed = Parse(text.substr(0, length));
+    if (!parsed.ok()) {
+      EXPECT_THAT(parsed, testing::StatusHasMessage("invalid query")) << length;
+    }
+  }
+  for (const std::string& bad : {std::string(), std::string(" "), std::string("\0", 1),
+                                std::string("SELECT \xff FROM d.t"), std::string("'"),
+                                std::string("x'0")}) {
+    EXPECT_THAT(Parse(bad), testing::StatusHasMessage("invalid query")) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace ampdelta::devserver::sql

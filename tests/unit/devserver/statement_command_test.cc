@@ -49,5 +49,28 @@ TEST(StatementCommandTest, TruncatedBytesAreADecodeError) {
               testing::StatusHasMessage("protobuf decode error"));
 }
 
+TEST(StatementCommandTest, QueryThatIsNotUtf8IsADecodeError) {
+  // A proto3 string; the text also travels on in the JSON ticket.
+  const std::string bytes = Field('\x0a', std::string(kCommandStatementQueryTypeUrl)) +
+                            Field('\x12', Field('\x0a', "SELECT '\xff'"));
+  EXPECT_THAT(DecodeStatementQueryCommand(bytes),
+              testing::StatusHasMessage("protobuf decode error: the query is not valid UTF-8"));
+}
+
+TEST(StatementCommandTest, TruncatedAndHugeLengthsAreDecodeErrors) {
+  const std::string bytes = Field('\x0a', std::string(kCommandStatementQueryTypeUrl)) +
+                            Field('\x12', Field('\x0a', "SELECT * FROM d.t"));
+  for (size_t length = 0; length < bytes.size(); ++length) {
+    // Cut at a field boundary, the message is well-formed but lacks the query.
+    auto decoded = DecodeStatementQueryCommand(bytes.substr(0, length));
+    EXPECT_TRUE(!decoded.ok() || decoded->empty()) << length;
+  }
+  // A length of 2^63 and a varint of eleven bytes.
+  EXPECT_THAT(DecodeStatementQueryCommand("\x0a\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01"),
+              testing::StatusHasMessage("truncated length-delimited field"));
+  EXPECT_THAT(DecodeStatementQueryCommand(std::string(11, '\xff')),
+              testing::StatusHasMessage("protobuf decode error"));
+}
+
 }  // namespace
 }  // namespace ampdelta::devserver

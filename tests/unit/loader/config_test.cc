@@ -1,4 +1,5 @@
 #include "ampdelta/loader/config.h"
+#include "ampdelta/loader/client.h"
 
 #include "ampdelta/loader/load_result.h"
 #include "tests/support/test_util.h"
@@ -50,6 +51,33 @@ TEST(DeltaLakeConfigTest, UnknownKeysAndWrongTypesAreNamed) {
               testing::StatusHasMessage("'table_path' is required"));
   EXPECT_THAT(ParseDeltaLakeConfig(R"({"table_path":"t","state":{"bogus":1}})"),
               testing::StatusHasMessage("unknown key 'state.bogus'"));
+}
+
+TEST(DeltaLakeConfigTest, HostileValuesAreErrorsNotExceptions) {
+  const std::pair<const char*, const char*> cases[] = {
+      // get<int>() wrapped 2^40 around to 0 retries.
+      {R"({"table_path":"t","resilience":{"retry":{"max_retries":1099511627776}}})",
+       "'resilience.retry.max_retries' must be a non-negative integer"},
+      {R"({"table_path":"t","max_rows_per_file":18446744073709551615})",
+       "'max_rows_per_file' must be a positive integer, got 18446744073709551615"},
+      {R"({"table_path":"t","max_rows_per_file":1e400})", "must be a JSON object"},
+      {R"({"table_path":"t","file_size_hint":"10"})", "must be a positive integer, got \"10\""},
+      {R"({"table_path":"t","merge_schema":[true]})", "must be a boolean, got [true]"},
+      {R"({"table_path":""})", "'table_path' must be a non-empty string"},
+      {"", "must be a JSON object"},
+      {"{\"table_path\":\"\xff\"}", "must be a JSON object"},
+  };
+  for (const auto& [text, message] : cases) {
+    EXPECT_THAT(ParseDeltaLakeConfig(text), testing::StatusHasMessage(message)) << text;
+  }
+}
+
+TEST(DeltaLakeConfigTest, ConnectionValuesThatAreNotUtf8AreAnErrorNotAnException) {
+  Client client("grpc://127.0.0.1:1");
+  EXPECT_THAT(client.ConfigureConnection("c", "deltalake", {{"table_path", "t\xff"}}),
+              testing::StatusHasMessage("the connection configuration is not valid UTF-8 at "
+                                        "table_path"));
+  EXPECT_OK(client.ConfigureConnection("c", "deltalake", {{"table_path", "t"}}));
 }
 
 TEST(LoadResultTest, PrintsLikeThePythonSdk) {

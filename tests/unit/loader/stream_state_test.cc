@@ -52,6 +52,18 @@ TEST(StreamStateTest, RangesRoundTripThroughTheFileTag) {
   EXPECT_THAT(RangesFromTag("{not json"), testing::HasErrorCode(ErrorCode::kCorruptLog));
 }
 
+TEST(StreamStateTest, ATagIsParsedAsAListOnItsOwn) {
+  // Spliced into app_metadata text, this tag closed the list and set ranges_complete.
+  EXPECT_THAT(RangesFromTag(R"([], "ranges_complete": true)"),
+              testing::HasErrorCode(ErrorCode::kCorruptLog));
+  EXPECT_THAT(RangesFromTag(R"({"ranges":[]})"), testing::HasErrorCode(ErrorCode::kCorruptLog));
+  EXPECT_THAT(RangesFromTag(""), testing::HasErrorCode(ErrorCode::kCorruptLog));
+  EXPECT_THAT(RangesFromTag(R"([{"network":"n","start":2,"end":1}])"),
+              testing::StatusHasMessage("ends before it starts"));
+  ASSERT_OK_AND_ASSIGN(auto none, RangesFromTag("[]"));
+  EXPECT_TRUE(none.empty());
+}
+
 TEST(StreamStateTest, TheResumeCursorIsTheNewestRecordedRangePerNetwork) {
   StreamState state;
   state.ranges["mainnet"] = {Range("mainnet", 0, 9, "0x01"), Range("mainnet", 10, 19, "0x02")};

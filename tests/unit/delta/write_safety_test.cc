@@ -1,0 +1,414 @@
+// Writes a careless or hostile user attempts: each must fail cleanly with the table as it
+// was, or do the right thing (issue 11's data-loss defects).
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <arrow/array.h>
+#include <arrow/builder.h>
+#include <arrow/record_batch.h>
+#include <arrow/type.h>
+
+#include "ampdelta/delta/deletion_vector.h"
+#include "ampdelta/delta/maintenance.h"
+#include "ampdelta/delta/merge.h"
+#include "ampdelta/delta/predicate.h"
+#include "ampdelta/delta/table_writer.h"
+#include "ampdelta/delta/write_lease.h"
+#include "ampdelta/storage/fault_store.h"
+#include "ampdelta/storage/local_store.h"
+#include "ampdelta/storage/memory_store.h"
+#include "ampdelta/util/clock.h"
+#include "tests/support/temp_dir.h"
+#include "tests/unit/delta/table_test_util.h"
+
+namespace ampdelta::delta {
+namespace {
+
+namespace fs = std::filesystem;
+using test_tables::BlockNumbers;
+using test_tables::Blocks;
+using test_tables::Range;
+using test_tables::WriteBatches;
+using ::ampdelta::testing::HasErrorCode;
+using ::ampdelta::testing::StatusHasMessage;
+
+std::shared_ptr<arrow::RecordBatch> Renamed(const std::shared_ptr<arrow::RecordBatch>& batch,
+                                            const std::vector<std::string>& names) {
+  arrow::FieldVector fields;
+  for (int i = 0; i < batch->num_columns(); ++i) {
+    fields.push_back(batch->schema()->field(i)->WithName(names[static_cast<size_t>(i)]));
+  }
+  return arrow::RecordBatch::Make(arrow::schema(fields), batch->num_rows(), batch->columns());
+}
+
+// Every file under `root` (data, log, leases, temporary files), relative.
+std::vector<std::string> AllFiles(const std::string& root) {
+  std::vector<std::string> out;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (entry.is_regular_file()) out.push_back(fs::relative(entry.path(), root).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> DataFiles(const std::string& root) {
+  std::vector<std::string> out;
+  for (const auto& file : AllFiles(root)) {
+    if (file.find(".parquet") != std::string::npos && file.rfind("_delta_log", 0) != 0) {
+      out.push_back(file);
+    }
+  }
+  return out;
+}
+
+class WriteSafetyTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<storage::ObjectStore> store_ = std::make_shared<storage::MemoryStore>();
+};
+
+TEST_F(WriteSafetyTest, PartitioningByEveryColumnIsAnErrorAndWritesNothing) {
+  TableWriteOptions options;
+  options.partition_by = {"block_num", "network"};
+  EXPECT_THAT(WriteBatches(store_, {Blocks(0, 3)}, options),
+              StatusHasMessage("partition_by names every column of the data"));
+  EXPECT_THAT(Snapshot::Load(store_), HasErrorCode(ErrorCode::kNotFound));
+  ASSERT_OK_AND_ASSIGN(auto objects, store_->List("", ""));
+  EXPECT_TRUE(objects.empty());
+}
+
+TEST_F(WriteSafetyTest, RepeatedPartitionColumnIsAnErrorInAnyCase) {
+  for (const std::vector<std::string>& repeated :
+       {std::vector<std::string>{"network", "network"}, {"network", "NETWORK"}}) {
+    TableWriteOptions options;
+    options.partition_by = repeated;
+    EXPECT_THAT(WriteBatches(store_, {Blocks(0, 3)}, options), StatusHasMessage("twice"));
+  }
+  TableWriteOptions empty;
+  empty.partition_by = {""};
+  EXPECT_THAT(WriteBatches(store_, {Blocks(0, 3)}, empty), StatusHasMessage("empty column name"));
+  EXPECT_THAT(Snapshot::Load(store_), HasErrorCode(ErrorCode::kNotFound));
+}
+
+TEST_F(WriteSafetyTest, ColumnDifferingOnlyInCaseWritesIntoTheExistingColumn) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 3)}).status());
+  ASSERT_OK(WriteBatches(store_, {Renamed(Blocks(3, 5), {"Block_Num", "NETWORK"})}).status());
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  ASSERT_EQ(snapshot->schema()->num_fields(), 2);
+  EXPECT_EQ(snapshot->schema()->field(0)->name(), "block_num");
+  EXPECT_EQ(snapshot->schema()->field(1)->name(), "network");
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(0, 5));
+  // With merge_schema=false a case difference is no schema difference either.
+  TableWriteOptions strict;
+  strict.merge_schema = false;
+  ASSERT_OK(WriteBatches(store_, {Renamed(Blocks(5, 6), {"BLOCK_NUM", "Network"})}, strict).status());
+}
+
+TEST_F(WriteSafetyTest, PartitionColumnsMergeKeysAndPredicatesIgnoreCase) {
+  TableWriteOptions partitioned;
+  partitioned.partition_by = {"NetWork"};
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 4)}, partitioned).status());
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  EXPECT_EQ(snapshot->partition_columns(), std::vector<std::string>{"network"});
+  // The same partitioning spelled differently matches the table's.
+  partitioned.partition_by = {"NETWORK"};
+  ASSERT_OK(WriteBatches(store_, {Blocks(4, 6)}, partitioned).status());
+  ASSERT_OK_AND_ASSIGN(auto predicate, Predicate::Parse("BLOCK_NUM >= 4", snapshot->schema()));
+  ASSERT_OK(DeleteRows(store_, "Block_Num >= 4").status());
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(0, 4));
+  MergeOptions merge;
+  merge.keys = {"BLOCK_NUM"};
+  auto source = Blocks(2, 6);
+  ASSERT_OK_AND_ASSIGN(auto merged, MergeRows(store_, source->schema(), {source}, merge));
+  EXPECT_EQ(merged.rows_updated, 2);
+  EXPECT_EQ(merged.rows_inserted, 2);
+  merge.keys = {"block_num", "Block_Num"};
+  EXPECT_THAT(MergeRows(store_, source->schema(), {source}, merge), StatusHasMessage("twice"));
+}
+
+TEST_F(WriteSafetyTest, HostileColumnNamesAreRefusedNamingTheColumn) {
+  const std::string nul("bad\0name", 8);
+  const std::string latin1 = "caf\xe9";
+  for (const std::string& name : {nul, latin1, std::string(""), std::string("a b"),
+                                  std::string("x,y"), std::string("new\nline")}) {
+    auto batch = Renamed(Blocks(0, 2), {"block_num", name});
+    auto written = WriteBatches(store_, {batch});
+    EXPECT_THAT(written, HasErrorCode(ErrorCode::kInvalidInput)) << name;
+    EXPECT_THAT(written, StatusHasMessage("column name")) << name;
+  }
+  EXPECT_THAT(Snapshot::Load(store_), HasErrorCode(ErrorCode::kNotFound));
+}
+
+TEST_F(WriteSafetyTest, InvalidUtf8StringValueIsAnErrorNamingColumnAndRow) {
+  arrow::UInt64Builder numbers;
+  arrow::StringBuilder names;
+  ASSERT_OK(numbers.AppendValues({1, 2, 3}));
+  ASSERT_OK(names.Append("ok"));
+  ASSERT_OK(names.Append("\xff\xfe"));
+  ASSERT_OK(names.Append("fine"));
+  auto schema = arrow::schema({arrow::field("block_num", arrow::uint64()),
+                               arrow::field("label", arrow::utf8())});
+  auto batch = arrow::RecordBatch::Make(schema, 3, {*numbers.Finish(), *names.Finish()});
+  auto written = WriteBatches(store_, {batch});
+  EXPECT_THAT(written, HasErrorCode(ErrorCode::kInvalidInput));
+  EXPECT_THAT(written, StatusHasMessage("column 'label' row 1"));
+  EXPECT_THAT(Snapshot::Load(store_), HasErrorCode(ErrorCode::kNotFound));
+}
+
+TEST_F(WriteSafetyTest, SplitMultibyteCharacterAcrossValuesIsInvalid) {
+  // "é" is C3 A9: split between two values, the buffer as a whole is valid UTF-8.
+  arrow::StringBuilder names;
+  ASSERT_OK(names.Append("a\xc3"));
+  ASSERT_OK(names.Append("\xa9z"));
+  auto schema = arrow::schema({arrow::field("label", arrow::utf8()),
+                               arrow::field("n", arrow::int64())});
+  arrow::Int64Builder n;
+  ASSERT_OK(n.AppendValues({1, 2}));
+  auto batch = arrow::RecordBatch::Make(schema, 2, {*names.Finish(), *n.Finish()});
+  EXPECT_THAT(WriteBatches(store_, {batch}), StatusHasMessage("not valid UTF-8"));
+}
+
+TEST_F(WriteSafetyTest, Decimal256IsNarrowedWhenItFitsAndRefusedClearlyWhenNot) {
+  arrow::Decimal256Builder fits(arrow::decimal256(20, 0));
+  ASSERT_OK(fits.Append(arrow::Decimal256(12345)));
+  ASSERT_OK(fits.Append(arrow::Decimal256::FromString("18446744073709551615").ValueOrDie()));
+  auto schema = arrow::schema({arrow::field("value", arrow::decimal256(20, 0)),
+                               arrow::field("n", arrow::int64())});
+  arrow::Int64Builder n;
+  ASSERT_OK(n.AppendValues({1, 2}));
+  auto batch = arrow::RecordBatch::Make(schema, 2, {*fits.Finish(), *n.Finish()});
+  ASSERT_OK(WriteBatches(store_, {batch}).status());
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  EXPECT_EQ(snapshot->schema()->field(0)->type()->ToString(), "decimal128(20, 0)");
+
+  arrow::Decimal256Builder wide(arrow::decimal256(40, 0));
+  ASSERT_OK(wide.Append(arrow::Decimal256(1)));
+  auto wide_schema = arrow::schema({arrow::field("big", arrow::decimal256(40, 0)),
+                                    arrow::field("n", arrow::int64())});
+  arrow::Int64Builder one;
+  ASSERT_OK(one.Append(1));
+  auto wide_batch = arrow::RecordBatch::Make(wide_schema, 1, {*wide.Finish(), *one.Finish()});
+  auto memory = std::make_shared<storage::MemoryStore>();
+  auto refused = WriteBatches(memory, {wide_batch});
+  EXPECT_THAT(refused, StatusHasMessage("precision 40 exceeds the 38 digits"));
+  EXPECT_THAT(refused, StatusHasMessage("column 'big'"));
+}
+
+TEST_F(WriteSafetyTest, PermanentStorageErrorIsNotRetriedAndLeavesNoDataFiles) {
+  testing::TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path()));
+  ASSERT_OK(WriteBatches(local, {Blocks(0, 3)}).status());
+  auto faulty = std::make_shared<storage::FaultStore>(local);
+  storage::FaultRule read_only;
+  read_only.op = storage::StoreOp::kPut;
+  read_only.path_contains = "_delta_log/00000000000000000001.json";
+  read_only.nth = 0;
+  read_only.message = "Read-only file system";
+  read_only.subcode = "EROFS";
+  faulty->AddRule(read_only);
+  auto before = AllFiles(dir.path());
+  auto written = WriteBatches(faulty, {Blocks(3, 6)});
+  EXPECT_THAT(written, HasErrorCode(ErrorCode::kStorageError));
+  EXPECT_EQ(ClassifyError(written.status()), ErrorClass::kStorage);
+  EXPECT_FALSE(IsTransientError(written.status()));
+  EXPECT_EQ(faulty->faults_fired(), 1);  // one attempt: a read-only disk stays read-only
+  EXPECT_EQ(AllFiles(dir.path()), before);
+}
+
+TEST_F(WriteSafetyTest, TransientCommitFailureIsRetried) {
+  auto faulty = std::make_shared<storage::FaultStore>(store_);
+  storage::FaultRule flaky;
+  flaky.op = storage::StoreOp::kPut;
+  flaky.path_contains = "_delta_log/00000000000000000000.json";
+  flaky.nth = 1;
+  faulty->AddRule(flaky);
+  ASSERT_OK(WriteBatches(faulty, {Blocks(0, 3)}).status());
+  EXPECT_EQ(faulty->faults_fired(), 1);
+}
+
+TEST_F(WriteSafetyTest, LosingConcurrentOverwriteRemovesItsDataFiles) {
+  testing::TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path()));
+  ASSERT_OK(WriteBatches(local, {Blocks(0, 3)}).status());
+  TableWriteOptions overwrite;
+  overwrite.mode = SaveMode::kOverwrite;
+  ASSERT_OK_AND_ASSIGN(auto loser, TableWriter::Open(local, Blocks(0, 1)->schema(), overwrite));
+  // A merge commits first and rewrites a file the overwrite removes too.
+  MergeOptions merge;
+  merge.keys = {"block_num"};
+  auto source = Blocks(1, 2);
+  ASSERT_OK(MergeRows(local, source->schema(), {source}, merge).status());
+  const auto data_before = DataFiles(dir.path());
+  ASSERT_OK(loser->Write(Blocks(10, 20)));
+  // The merge rewrote a file the overwrite also removes: the overwrite must conflict.
+  EXPECT_THAT(loser->Commit(), HasErrorCode(ErrorCode::kCommitConflict));
+  EXPECT_EQ(DataFiles(dir.path()), data_before);
+}
+
+TEST_F(WriteSafetyTest, FailedCommitOfAnyKindDeletesTheFilesItWrote) {
+  testing::TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path()));
+  for (uint64_t start : {0, 3, 6}) ASSERT_OK(WriteBatches(local, {Blocks(start, start + 3)}).status());
+  const auto before = AllFiles(dir.path());
+  auto faulty = std::make_shared<storage::FaultStore>(local);
+  storage::FaultRule full;
+  full.op = storage::StoreOp::kPut;
+  full.path_contains = "_delta_log/0000";
+  full.nth = 0;
+  full.message = "No space left on device";
+  full.subcode = "ENOSPC";
+  faulty->AddRule(full);
+  TableWriteOptions options;
+  options.files.max_rows_per_file = 2;  // several files
+  EXPECT_THAT(WriteBatches(faulty, {Blocks(3, 12)}, options), StatusHasMessage("No space left"));
+  EXPECT_EQ(AllFiles(dir.path()), before);  // no data file, no lease, no temporary file
+  EXPECT_THAT(Optimize(faulty), StatusHasMessage("No space left"));
+  EXPECT_EQ(AllFiles(dir.path()), before);
+  EXPECT_THAT(DeleteRows(faulty, "block_num = 1"), StatusHasMessage("No space left"));
+  EXPECT_EQ(AllFiles(dir.path()), before);
+}
+
+TEST_F(WriteSafetyTest, FullVacuumWithZeroRetentionLeavesAWriteInFlightAlone) {
+  testing::TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path()));
+  ASSERT_OK(WriteBatches(local, {Blocks(0, 3)}).status());
+  TableWriteOptions options;
+  options.files.max_rows_per_file = 2;
+  options.files.num_threads = 1;
+  ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(local, Blocks(0, 1)->schema(), options));
+  ASSERT_OK(writer->Write(Blocks(3, 9)));  // three files closed, none committed
+  ASSERT_GE(DataFiles(dir.path()).size(), 3u);
+  VacuumOptions vacuum;
+  vacuum.full = true;
+  vacuum.retention_hours = 0;
+  vacuum.enforce_retention = false;
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_OK_AND_ASSIGN(auto vacuumed, Vacuum(local, vacuum));
+  EXPECT_TRUE(vacuumed.files.empty());
+  ASSERT_OK(writer->Commit().status());
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(local));
+  EXPECT_EQ(rows, Range(0, 9));
+  // Every file the log names exists.
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(local));
+  for (const auto& file : snapshot->files()) {
+    EXPECT_TRUE(local->Head(snapshot->FileKey(file.path)).ok()) << file.path;
+  }
+}
+
+TEST_F(WriteSafetyTest, CommitRefusesFilesDeletedByAVacuumThatIgnoredTheLease) {
+  testing::TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path()));
+  ASSERT_OK(WriteBatches(local, {Blocks(0, 3)}).status());
+  const auto before_write = DataFiles(dir.path());
+  TableWriteOptions options;
+  options.files.max_rows_per_file = 2;
+  options.files.num_threads = 1;
+  ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(local, Blocks(0, 1)->schema(), options));
+  ASSERT_OK(writer->Write(Blocks(3, 9)));
+  // Another engine's vacuum with its retention check off knows nothing of leases.
+  std::vector<std::string> written;
+  for (const auto& file : DataFiles(dir.path())) {
+    if (std::find(before_write.begin(), before_write.end(), file) == before_write.end()) {
+      written.push_back(file);
+    }
+  }
+  ASSERT_FALSE(written.empty());
+  fs::remove(dir.path() + "/" + written.front());
+  auto committed = writer->Commit();
+  EXPECT_THAT(committed, HasErrorCode(ErrorCode::kCommitConflict));
+  EXPECT_THAT(committed, StatusHasMessage("was deleted before its commit"));
+  ASSERT_OK_AND_ASSIGN(auto latest, Snapshot::Load(local));
+  EXPECT_EQ(latest->version(), 0);
+  EXPECT_EQ(DataFiles(dir.path()), before_write);  // the rest of the write is gone too
+}
+
+TEST_F(WriteSafetyTest, VacuumRemovesWhatACrashedWriterLeft) {
+  testing::TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path()));
+  ASSERT_OK(WriteBatches(local, {Blocks(0, 3)}).status());
+  const auto before = AllFiles(dir.path());
+  // A writer of a process that no longer exists: its lease, an uncommitted data file named
+  // with the lease's token, and a temporary file of an interrupted put.
+  ProcessIdentity dead = CurrentProcess();
+  dead.start_ticks += 1;  // same PID, another start: that process has exited
+  const std::string token = "0123456789abcdef";
+  fs::create_directories(dir.path() + "/_ampdelta_leases");
+  std::ofstream(dir.path() + "/_ampdelta_leases/" + token + ".json")
+      << R"({"token":")" << token << R"(","kind":"write","owner":")" << dead.ToString()
+      << R"(","paths":[]})";
+  std::ofstream(dir.path() + "/part-00000-x-" + token + "-c000.zstd.parquet") << "partial";
+  std::ofstream(dir.path() + "/_delta_log/.ampdelta-tmp-" + dead.ToString() +
+                "-00000000000000000001.json.abc")
+      << "{}";
+  VacuumOptions vacuum;
+  vacuum.full = true;
+  vacuum.retention_hours = 0;
+  vacuum.enforce_retention = false;
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_OK_AND_ASSIGN(auto vacuumed, Vacuum(local, vacuum));
+  EXPECT_EQ(vacuumed.leases_expired, 1);
+  EXPECT_EQ(vacuumed.temporary_files.size(), 1u);
+  EXPECT_EQ(vacuumed.files.size(), 1u);
+  // Only the vacuum's own two commits were added.
+  auto after = AllFiles(dir.path());
+  std::vector<std::string> added;
+  std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
+                      std::back_inserter(added));
+  EXPECT_EQ(added, (std::vector<std::string>{"_delta_log/00000000000000000001.json",
+                                             "_delta_log/00000000000000000002.json"}));
+}
+
+TEST_F(WriteSafetyTest, LiteVacuumDeletesTheDeletionVectorsOfTheFilesItDeletes) {
+  // A tombstone with a deletion vector: the DV file goes with its data file.
+  testing::TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path()));
+  ASSERT_OK(WriteBatches(local, {Blocks(0, 3)}).status());
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(local));
+  Add file = *snapshot->files().begin();
+  DeletionVectorDescriptor dv;
+  dv.storage_type = "u";
+  dv.path_or_inline_dv = "ab^-aqEH.-t@S}K{vb[*k^";
+  dv.offset = 1;
+  dv.size_in_bytes = 10;
+  dv.cardinality = 1;
+  auto dv_path = UuidDeletionVectorPath(dv.path_or_inline_dv);
+  ASSERT_OK(dv_path.status());
+  fs::create_directories(fs::path(dir.path() + "/" + *dv_path).parent_path());
+  std::ofstream(dir.path() + "/" + *dv_path) << "0123456789abcdef";
+  // As a deletion-vector DELETE writes it: the file again, now with a DV.
+  Add with_dv = file;
+  with_dv.deletion_vector = dv;
+  Transaction mark(local, snapshot);
+  mark.RemoveFiles({RemoveFor(file)});
+  mark.AddFiles({with_dv});
+  ASSERT_OK(mark.Commit().status());
+  ASSERT_OK_AND_ASSIGN(auto marked, snapshot->Update());
+  Remove gone = RemoveFor(with_dv);
+  gone.deletion_timestamp = NowMs() - 3600 * 1000;  // an hour ago
+  Transaction txn(local, marked);
+  txn.RemoveFiles({gone});
+  ASSERT_OK(txn.Commit().status());
+  VacuumOptions vacuum;
+  vacuum.retention_hours = 0;
+  vacuum.enforce_retention = false;
+  ASSERT_OK_AND_ASSIGN(auto vacuumed, Vacuum(local, vacuum));
+  EXPECT_EQ(vacuumed.files.size(), 2u);
+  EXPECT_FALSE(fs::exists(dir.path() + "/" + *dv_path));
+}
+
+TEST_F(WriteSafetyTest, EmptyDeletePredicateIsAnErrorAndDeleteAllIsExplicit) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 5)}).status());
+  EXPECT_THAT(DeleteRows(store_, " "), HasErrorCode(ErrorCode::kInvalidInput));
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows.size(), 5u);
+  ASSERT_OK(DeleteAllRows(store_).status());
+  ASSERT_OK_AND_ASSIGN(auto none, BlockNumbers(store_));
+  EXPECT_TRUE(none.empty());
+}
+
+}  // namespace
+}  // namespace ampdelta::delta
