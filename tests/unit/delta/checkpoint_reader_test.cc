@@ -1,0 +1,140 @@
+// Hostile checkpoint input: damaged Parquet and Parquet strings that are not UTF-8 are
+// errors (or, for statistics, left out), never a crash or an exception.
+
+#include "ampdelta/delta/checkpoint_reader.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <arrow/array.h>
+#include <arrow/builder.h>
+#include <arrow/io/memory.h>
+#include <arrow/table.h>
+#include <parquet/arrow/writer.h>
+
+#include "ampdelta/delta/action_json.h"
+#include "ampdelta/delta/log_path.h"
+#include "ampdelta/storage/memory_store.h"
+#include "tests/support/test_util.h"
+
+namespace ampdelta::delta {
+namespace {
+
+std::shared_ptr<arrow::Array> Strings(const std::vector<std::string>& values) {
+  arrow::StringBuilder builder;
+  for (const auto& value : values) EXPECT_OK(builder.Append(value));
+  return *builder.Finish();
+}
+
+std::shared_ptr<arrow::Array> Int64s(const std::vector<int64_t>& values) {
+  arrow::Int64Builder builder;
+  for (int64_t value : values) EXPECT_OK(builder.Append(value));
+  return *builder.Finish();
+}
+
+std::shared_ptr<arrow::Array> Struct(const arrow::ArrayVector& children,
+                                     const std::vector<std::string>& names) {
+  return *arrow::StructArray::Make(children, names);
+}
+
+// A one-column checkpoint: `add` rows with the given paths and a stats_parsed minimum.
+std::shared_ptr<arrow::Buffer> AddCheckpoint(const std::vector<std::string>& paths,
+                                             const std::vector<std::string>& minimums) {
+  auto stats = Struct(
+      {Int64s(std::vector<int64_t>(paths.size(), 1)), Struct({Strings(minimums)}, {"s"})},
+      {"numRecords", "minValues"});
+  auto add =
+      Struct({Strings(paths), Int64s(std::vector<int64_t>(paths.size(), 10)), stats},
+             {"path", "size", "stats_parsed"});
+  auto table =
+      arrow::Table::Make(arrow::schema({arrow::field("add", add->type())}), {add});
+  auto sink = *arrow::io::BufferOutputStream::Create();
+  EXPECT_OK(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), sink));
+  return *sink->Finish();
+}
+
+std::string ReadFixture(const std::string& relative) {
+  std::ifstream in(testing::SourceDir() + "/../shared/fixtures/" + relative,
+                   std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+TEST(CheckpointReaderTest, GarbageAndEmptyFilesAreCorruptNotACrash) {
+  storage::MemoryStore store;
+  for (const std::string& bytes :
+       {std::string(), std::string("PAR1"), std::string("PAR1PAR1"),
+        std::string(100, '\xff'), std::string("PAR1") + std::string(64, '\0') + "PAR1"}) {
+    ASSERT_OK(store.Put(CheckpointPath(1), arrow::Buffer::FromString(bytes),
+                        storage::PutMode::kOverwrite));
+    EXPECT_THAT(ReadParquetActions(store, CheckpointPath(1)),
+                testing::HasErrorCode(ErrorCode::kCorruptLog))
+        << bytes.size();
+  }
+}
+
+TEST(CheckpointReaderTest, TruncatedCheckpointIsAnErrorAtEveryLength) {
+  const std::string bytes = ReadFixture(
+      "delta-rs/simple_table_with_checkpoint/_delta_log/"
+      "00000000000000000010.checkpoint.parquet");
+  ASSERT_GT(bytes.size(), 1000u);
+  storage::MemoryStore store;
+  ASSERT_OK(store.Put(CheckpointPath(10), arrow::Buffer::FromString(bytes),
+                      storage::PutMode::kOverwrite));
+  ASSERT_OK_AND_ASSIGN(auto whole, ReadParquetActions(store, CheckpointPath(10)));
+  EXPECT_FALSE(whole.empty());
+  for (size_t length = 0; length < bytes.size(); length += 37) {
+    ASSERT_OK(store.Put(CheckpointPath(10),
+                        arrow::Buffer::FromString(bytes.substr(0, length)),
+                        storage::PutMode::kOverwrite));
+    EXPECT_FALSE(ReadParquetActions(store, CheckpointPath(10)).ok()) << length;
+  }
+}
+
+TEST(CheckpointReaderTest, StatsParsedThatIsNotUtf8BecomesNoStats) {
+  storage::MemoryStore store;
+  ASSERT_OK(store.Put(CheckpointPath(1),
+                      AddCheckpoint({"a.parquet", "b.parquet"}, {"ok", "\xff"}),
+                      storage::PutMode::kOverwrite));
+  ASSERT_OK_AND_ASSIGN(auto actions, ReadParquetActions(store, CheckpointPath(1)));
+  ASSERT_EQ(actions.size(), 2u);
+  const auto& good = std::get<Add>(actions[0]);
+  ASSERT_TRUE(good.stats.has_value());
+  EXPECT_NE(good.stats->find(R"("s":"ok")"), std::string::npos) << *good.stats;
+  // A bound JSON cannot carry: the file is kept, without statistics (no data skipping).
+  EXPECT_FALSE(std::get<Add>(actions[1]).stats.has_value());
+}
+
+TEST(CheckpointReaderTest, PathThatIsNotUtf8ReadsButCannotBeRewritten) {
+  storage::MemoryStore store;
+  ASSERT_OK(store.Put(CheckpointPath(1), AddCheckpoint({"p\xc3.parquet"}, {"x"}),
+                      storage::PutMode::kOverwrite));
+  ASSERT_OK_AND_ASSIGN(auto actions, ReadParquetActions(store, CheckpointPath(1)));
+  ASSERT_EQ(actions.size(), 1u);
+  // Writing it to a commit (a remove, a new checkpoint) is an error, not an exception.
+  EXPECT_THAT(EncodeCommit(actions), testing::StatusHasMessage("add.path"));
+}
+
+TEST(CheckpointReaderTest, SidecarWithAnEmptyPathIsCorrupt) {
+  auto sidecar = Struct({Strings({""}), Int64s({1}), Int64s({0})},
+                        {"path", "sizeInBytes", "modificationTime"});
+  auto table = arrow::Table::Make(
+      arrow::schema({arrow::field("sidecar", sidecar->type())}), {sidecar});
+  auto sink = *arrow::io::BufferOutputStream::Create();
+  ASSERT_OK(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), sink));
+  storage::MemoryStore store;
+  const std::string path =
+      std::string(kLogDir) +
+      "/00000000000000000001.checkpoint.00000000-0000-0000-0000-000000000000.parquet";
+  ASSERT_OK(store.Put(path, *sink->Finish(), storage::PutMode::kOverwrite));
+  CheckpointFiles checkpoint;
+  checkpoint.version = 1;
+  checkpoint.files.push_back(*ParseLogPath(path));
+  EXPECT_THAT(ReadCheckpoint(store, checkpoint),
+              testing::StatusHasMessage("names a sidecar with an empty path"));
+}
+
+}  // namespace
+}  // namespace ampdelta::delta
