@@ -4,6 +4,10 @@
 JOBS ?= $(shell nproc)
 ASAN_BUILD := build/asan
 RELEASE_BUILD := build/release
+FUZZ_BUILD := build/fuzz
+# Seconds each libFuzzer target runs in `make fuzz` (and so in `make test`).
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 2
 VENV_PY := .deps/venv/bin/python
 
 # Sanitizer runtime options for the test build (house-style.md §4). Arrow from the wheel is
@@ -14,7 +18,7 @@ TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_container_overflo
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ARROW_DEFAULT_MEMORY_POOL=system
 
-.PHONY: setup build build-release test test-fast test-unit test-integration test-interop soak demo bench clean
+.PHONY: setup build build-release build-fuzz test test-fast test-unit test-integration test-interop fuzz soak demo bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -27,9 +31,16 @@ build-release: setup
 	@cmake --preset release >/dev/null
 	@cmake --build $(RELEASE_BUILD) -j $(JOBS)
 
-# Every test: C++ unit + integration (ctest), then the Python interop suite.
+# clang + libFuzzer + ASan/UBSan; only the fuzz targets and the modules they link.
+build-fuzz: setup
+	@cmake --preset fuzz >/dev/null
+	@cmake --build $(FUZZ_BUILD) --target fuzzers -j $(JOBS)
+
+# Every test: C++ unit + integration (ctest), every fuzz target for FUZZ_SECONDS, then the
+# Python interop suite.
 test: build
 	@cd $(ASAN_BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 600
+	@$(MAKE) --no-print-directory fuzz
 	@$(MAKE) --no-print-directory test-interop
 
 # The fast subset for iteration: unit tests only.
@@ -38,6 +49,11 @@ test-fast: build
 
 test-integration: build
 	@cd $(ASAN_BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) -L integration
+
+# Each libFuzzer target of tests/fuzz for FUZZ_SECONDS from its committed seed corpus,
+# FUZZ_JOBS at a time; fails on any crash, leak or timeout (scripts/run_fuzzers.sh).
+fuzz: build-fuzz
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) bash scripts/run_fuzzers.sh $(FUZZ_BUILD)
 
 test-interop: build
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta \

@@ -8,3 +8,12 @@ if(AMPDELTA_SANITIZE)
   target_compile_options(ampdelta_sanitizers INTERFACE ${_flags})
   target_link_options(ampdelta_sanitizers INTERFACE ${_flags})
 endif()
+
+# Fuzzing: coverage instrumentation on every library and test support file; the fuzz
+# executables add -fsanitize=fuzzer at link time (tests/fuzz/CMakeLists.txt).
+if(AMPDELTA_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "AMPDELTA_BUILD_FUZZERS needs clang (the `fuzz` preset uses clang++-14)")
+  endif()
+  target_compile_options(ampdelta_sanitizers INTERFACE -fsanitize=fuzzer-no-link)
+endif()

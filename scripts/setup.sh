@@ -18,6 +18,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libcurl4-gnutls-dev libgnutls28-dev libpugixml-dev libroaring-dev zlib1g-dev
+  clang-14 libclang-rt-14-dev
 )
 if ! command -v java >/dev/null 2>&1; then APT_PACKAGES+=(openjdk-17-jre-headless); fi
 missing=()
