@@ -26,12 +26,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)delta::NeedsTimestampNtz(**schema);
   (void)delta::ToTableSchema(**schema);
 
-  // Every schema read from JSON has a Delta form, and that form reads back the same.
+  // Every schema read from JSON has a Delta form with the same columns, and writing it is
+  // a fixed point. (Field metadata compares through the text: SchemaToJson leaves out the
+  // `ARROW:` and `PARQUET:` keys, which are Arrow's own annotations.)
   auto text = delta::SchemaToJson(**schema);
   AMPDELTA_FUZZ_CHECK(text.ok(), "a parsed schema encodes");
   auto again = delta::SchemaFromJson(*text);
   AMPDELTA_FUZZ_CHECK(again.ok(), "an encoded schema parses");
-  AMPDELTA_FUZZ_CHECK((*again)->Equals(**schema, /*check_metadata=*/true),
-                      "a schema survives encode and parse");
+  AMPDELTA_FUZZ_CHECK((*again)->Equals(**schema, /*check_metadata=*/false),
+                      "a schema keeps its columns through encode and parse");
+  auto text_again = delta::SchemaToJson(**again);
+  AMPDELTA_FUZZ_CHECK(text_again.ok() && *text_again == *text,
+                      "encoding a schema read back gives the same text");
   return 0;
 }
