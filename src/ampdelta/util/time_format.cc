@@ -1,5 +1,6 @@
 #include "ampdelta/util/time_format.h"
 
+#include <cstdio>
 #include <ctime>
 
 namespace ampdelta {
@@ -8,16 +9,21 @@ std::string FormatCivil(int64_t seconds, CivilFormat format) {
   const std::time_t t = static_cast<std::time_t>(seconds);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char text[40];
+  // At least four digits of year, as ISO 8601 and Spark write them: strftime's %Y writes
+  // year 111 as "111", which no Delta reader (nor ampdelta) parses back.
+  const long long year = static_cast<long long>(tm.tm_year) + 1900;
+  char text[64];
   switch (format) {
     case CivilFormat::kDate:
-      std::strftime(text, sizeof(text), "%Y-%m-%d", &tm);
+      std::snprintf(text, sizeof(text), "%04lld-%02d-%02d", year, tm.tm_mon + 1, tm.tm_mday);
       break;
     case CivilFormat::kDateTime:
-      std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &tm);
+      std::snprintf(text, sizeof(text), "%04lld-%02d-%02d %02d:%02d:%02d", year, tm.tm_mon + 1,
+                    tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
       break;
     case CivilFormat::kIsoDateTime:
-      std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
+      std::snprintf(text, sizeof(text), "%04lld-%02d-%02dT%02d:%02d:%02d", year, tm.tm_mon + 1,
+                    tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
       break;
   }
   return text;
