@@ -13,6 +13,7 @@
 #include "ampdelta/delta/schema.h"
 #include "ampdelta/delta/table_features.h"
 #include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
 
@@ -163,8 +164,11 @@ std::optional<int64_t> Snapshot::AppTransactionVersion(const std::string& app_id
 }
 
 int64_t Snapshot::total_bytes() const {
+  // Sizes come from the log: a hostile one must not overflow (undefined behaviour).
   int64_t total = 0;
-  for (const auto& file : files_) total += file.size;
+  for (const auto& file : files_) {
+    if (__builtin_add_overflow(total, file.size, &total)) return INT64_MAX;
+  }
   return total;
 }
 
@@ -172,13 +176,15 @@ std::optional<int64_t> Snapshot::num_records() const {
   int64_t total = 0;
   for (const auto& file : files_) {
     if (!file.stats) return std::nullopt;
-    auto stats = nlohmann::json::parse(*file.stats, nullptr, false);
-    if (stats.is_discarded() || !stats.contains("numRecords") ||
-        !stats["numRecords"].is_number_integer()) {
+    auto stats = json_util::ParseJson(*file.stats);
+    if (!stats.is_object() || !stats.contains("numRecords")) return std::nullopt;
+    // Counts from the log that are out of range or overflow the sum make it unknown.
+    const std::optional<int64_t> records = json_util::AsInt64(stats["numRecords"]);
+    if (!records || __builtin_add_overflow(total, *records, &total)) return std::nullopt;
+    if (file.deletion_vector &&
+        __builtin_sub_overflow(total, file.deletion_vector->cardinality, &total)) {
       return std::nullopt;
     }
-    total += stats["numRecords"].get<int64_t>();
-    if (file.deletion_vector) total -= file.deletion_vector->cardinality;
   }
   return total;
 }

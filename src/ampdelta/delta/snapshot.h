@@ -126,10 +126,10 @@ class Snapshot : public std::enable_shared_from_this<Snapshot> {
 
   /// \brief Return the version committed for `app_id`, if any.
   std::optional<int64_t> AppTransactionVersion(const std::string& app_id) const;
-  /// \brief Return the sum of file sizes.
+  /// \brief Return the sum of file sizes (INT64_MAX when the log's sizes add up beyond).
   int64_t total_bytes() const;
   /// \brief Return the live row count when every file has statistics (net of deletion
-  /// vectors), else nullopt.
+  /// vectors) that add up within int64, else nullopt.
   std::optional<int64_t> num_records() const;
 
   /// \brief Return the table-relative key of a file path from the log (percent-decoded,

@@ -18,6 +18,27 @@ class SnapshotTest : public ::testing::Test {
   std::shared_ptr<storage::MemoryStore> store_ = std::make_shared<storage::MemoryStore>();
 };
 
+TEST_F(SnapshotTest, HugeSizesAndCountsFromTheLogDoNotOverflow) {
+  Protocol protocol{1, 2, std::nullopt, std::nullopt};
+  Metadata metadata;
+  metadata.id = "t";
+  metadata.schema_string = R"({"type":"struct","fields":[]})";
+  std::vector<Action> actions = {protocol, metadata};
+  for (const char* path : {"a.parquet", "b.parquet"}) {
+    Add add;
+    add.path = path;
+    add.size = INT64_MAX;
+    add.stats = R"({"numRecords":9223372036854775807})";
+    actions.push_back(add);
+  }
+  ASSERT_OK_AND_ASSIGN(std::string commit, EncodeCommit(actions));
+  ASSERT_OK(store_->Put(CommitPath(0), arrow::Buffer::FromString(std::move(commit)),
+                        storage::PutMode::kCreateIfAbsent));
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  EXPECT_EQ(snapshot->total_bytes(), INT64_MAX);
+  EXPECT_EQ(snapshot->num_records(), std::nullopt);
+}
+
 TEST_F(SnapshotTest, MissingTableIsNotFound) {
   EXPECT_THAT(Snapshot::Load(store_), testing::HasErrorCode(ErrorCode::kNotFound));
 }
