@@ -15,11 +15,6 @@
 namespace amp = ampdelta::amp;
 namespace loader = ampdelta::loader;
 
-extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-  ampdelta::fuzz::Initialize();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text = ampdelta::fuzz::AsText(data, size);
 

@@ -16,11 +16,6 @@
 namespace delta = ampdelta::delta;
 namespace storage = ampdelta::storage;
 
-extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-  ampdelta::fuzz::Initialize();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   storage::MemoryStore store;
   const std::string path = delta::CheckpointPath(1);

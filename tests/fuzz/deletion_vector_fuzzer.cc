@@ -49,11 +49,6 @@ uint32_t ReadBigEndian32(std::string_view bytes, size_t at) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-  ampdelta::fuzz::Initialize();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes = ampdelta::fuzz::AsText(data, size);
 

@@ -31,6 +31,14 @@ inline std::string_view AsText(const uint8_t* data, size_t size) {
 
 }  // namespace ampdelta::fuzz
 
+/// libFuzzer's start-up hook, run once before the first input. Defined here because each
+/// target is one source file including this header.
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv);
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  ampdelta::fuzz::Initialize();
+  return 0;
+}
+
 /// Abort (libFuzzer records the input) when a property the library promises does not
 /// hold, e.g. that what it parsed encodes and parses back to the same value.
 #define AMPDELTA_FUZZ_CHECK(condition, what)                                          \

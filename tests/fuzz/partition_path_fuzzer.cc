@@ -64,11 +64,6 @@ void CheckPartitionValue(const std::string& text,
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-  ampdelta::fuzz::Initialize();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const auto& type = Types()[data[0] % Types().size()];

@@ -11,11 +11,6 @@
 
 namespace delta = ampdelta::delta;
 
-extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-  ampdelta::fuzz::Initialize();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto schema = delta::SchemaFromJson(ampdelta::fuzz::AsText(data, size));
   if (!schema.ok()) return 0;

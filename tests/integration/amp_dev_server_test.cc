@@ -307,7 +307,11 @@ TEST_F(AmpDevServerTest, NonIncrementalStreamingQueryFailsAtDoGet) {
   StartServer();
   amp::QueryOptions query_options;
   query_options.stream = true;
-  auto result = client_->Query("SELECT COUNT(*) FROM \"acme/eth_mainnet\".blocks", query_options);
+  // A stream opens at once (ampd sends nothing before its first microbatch); DoGet's
+  // failure arrives with the first message.
+  ASSERT_OK_AND_ASSIGN(auto stream, client_->Query("SELECT COUNT(*) FROM \"acme/eth_mainnet\".blocks",
+                                                   query_options));
+  auto result = stream->Next();
   EXPECT_THAT(result, testing::StatusHasMessage("DoGet failed: INVALID_ARGUMENT"));
   EXPECT_THAT(result, testing::StatusHasMessage("non-incremental operation: Aggregate"));
 }
@@ -317,7 +321,8 @@ TEST_F(AmpDevServerTest, CursorForAnotherNetworkIsAnInternalError) {
   amp::QueryOptions query_options;
   query_options.stream = true;
   query_options.resume = amp::Cursor{{"base", {1, "0x" + std::string(64, '0')}}};
-  auto result = client_->Query(kQuickstart, query_options);
+  ASSERT_OK_AND_ASSIGN(auto stream, client_->Query(kQuickstart, query_options));
+  auto result = stream->Next();
   EXPECT_THAT(result, testing::StatusHasMessage("INTERNAL"));
   EXPECT_THAT(result, testing::StatusHasMessage("expected cursor for network 'mainnet'"));
 }

@@ -9,6 +9,7 @@
 #include <arrow/table.h>
 
 #include "ampdelta/amp/client.h"
+#include "ampdelta/delta/maintenance.h"
 #include "ampdelta/delta/scan.h"
 #include "ampdelta/delta/snapshot.h"
 #include "ampdelta/devserver/dev_server.h"
@@ -158,6 +159,24 @@ class StreamLoadTest : public ::testing::Test {
   std::mutex mutex_;
   std::vector<loader::LoadResult> results_;
 };
+
+TEST_F(StreamLoadTest, ARestoreWhileStreamingIsRefilledFromTheTablesState) {
+  devserver::DevServerOptions options;
+  options.live.block_interval = std::chrono::milliseconds(20);
+  options.live.max_head = kFirst + 159;
+  options.stream.max_microbatch_blocks = 10;
+  Start(std::move(options));
+  loader::LoadResult result;
+  std::thread loader_thread([&] { result = Stream(kFirst + 159); });
+  WaitUntilCommitted(kFirst + 110);
+  // Take the table back to its first commit while the stream runs: the blocks after it
+  // are gone from the table, and the stream must notice and load them again.
+  ASSERT_OK(delta::Restore(*storage::OpenObjectStore(table_), 0).status());
+  loader_thread.join();
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(result.metadata.count("rollbacks"), 1u);
+  ExpectCanonical(kFirst + 159);
+}
 
 TEST_F(StreamLoadTest, ADepthOneReorgOfTheCommittedHeadIsUndone) {
   devserver::DevServerOptions options;

@@ -85,6 +85,8 @@ def _convert(value, type_: pa.DataType):
         return decimal.Decimal(str(value))
     if pa.types.is_date(type_) and isinstance(value, str):
         return dt.date.fromisoformat(value)
+    if pa.types.is_map(type_):
+        return [(_convert(k, type_.key_type), _convert(v, type_.item_type)) for k, v in value]
     if pa.types.is_list(type_) or pa.types.is_large_list(type_):
         return [_convert(v, type_.value_type) for v in value]
     if pa.types.is_struct(type_):

@@ -51,7 +51,7 @@ CASE_KEYS = {
 }
 OUTCOMES = {"unchanged", "written"}
 GIVEN = {"none", "file", "empty_dir", "foreign_dir", "blocks", "blocks_v2", "ab",
-         "partitioned", "checkpointed", "streamed", "demo_table"}
+         "partitioned", "checkpointed", "streamed", "demo_table", "scripted"}
 
 
 # ---------------------------------------------------------------------------------------
@@ -185,6 +185,11 @@ class World:
 
     def _build_ab(self, path):
         must(run_cli(["table", "write", path, "--input", self.input("ab")]), "building ab")
+
+    def _build_scripted(self, path):
+        # The shape of the scripted servers' data (block_num, gas_used), 6 rows.
+        must(run_cli(["table", "write", path, "--input", self.input("scripted_blocks")]),
+             "building scripted")
 
     def _build_partitioned(self, path):
         must(run_cli(["table", "write", path, "--input", self.input("parts"),

@@ -5,8 +5,11 @@
 /// exit code through a callback set on the subcommand.
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,7 +70,25 @@ inline constexpr const char* kStorageOptionHelp =
 void AddTimeoutOptions(CLI::App* command, std::chrono::milliseconds* plan,
                        std::chrono::milliseconds* idle);
 
-/// \brief Print `ampdelta: error: <message>` on stderr.
+/// \brief CLI11 validators for numeric options. They take the whole text only (no
+/// trailing characters, no sign on unsigned values, which strtoull would wrap around),
+/// and their errors name the option and the value.
+CLI::Validator IntegerIn(int64_t minimum, int64_t maximum);
+CLI::Validator IntegerAtLeast(int64_t minimum);
+CLI::Validator UnsignedAtLeast(uint64_t minimum,
+                               uint64_t maximum = std::numeric_limits<uint64_t>::max());
+CLI::Validator FiniteNumberIn(double minimum, double maximum);
+
+/// \brief Return an error naming `option` unless `level` (when given) is a compression
+/// level of `codec`: Arrow's range for zstd, gzip, brotli and lz4; none for the others.
+arrow::Status CheckCompressionLevel(const std::string& codec, const std::optional<int>& level,
+                                    const char* option = "--compression-level");
+
+/// \brief Return `message` as one line of UTF-8: bytes that are not UTF-8 and control
+/// characters (newline, NUL, ...) written as escapes.
+std::string OneLine(const std::string& message);
+
+/// \brief Print `ampdelta: error: <message>` on stderr, as one line (see OneLine).
 void PrintError(const std::string& message);
 
 }  // namespace ampdelta::cli

@@ -1,7 +1,9 @@
 // `ampdelta dev-server`: run the Amp-compatible development server until SIGINT/SIGTERM.
 
 #include <csignal>
+#include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <thread>
 
@@ -51,7 +53,13 @@ int RunDevServer(DevServerArgs& args) {
       PrintError("--dataset expects NAME=DIR, got '" + item + "'");
       return kExitUsage;
     }
-    options.parquet_datasets.emplace_back(item.substr(0, equals), item.substr(equals + 1));
+    const std::string dir = item.substr(equals + 1);
+    std::error_code error;
+    if (!std::filesystem::is_directory(dir, error)) {
+      PrintError("--dataset " + item + ": '" + dir + "' is not a directory");
+      return kExitUsage;
+    }
+    options.parquet_datasets.emplace_back(item.substr(0, equals), dir);
   }
   if (!args.token.empty()) options.required_token = args.token;
 
@@ -93,20 +101,25 @@ CommandRunner AddDevServerCommand(CLI::App& app) {
       "dev-server", "Run an Amp-compatible Flight server over a synthetic chain or Parquet");
   cmd->add_option("--host", options.host, "address to bind")->capture_default_str();
   cmd->add_option("--port", options.port, "port to bind (0 picks a free one)")
+      ->check(IntegerIn(0, 65535))
       ->default_val(1602)
       ->capture_default_str();
   cmd->add_option("--start-block", options.chain.start_block, "first block of the chain")
+      ->check(UnsignedAtLeast(0))
       ->capture_default_str();
   cmd->add_option("--blocks", options.chain.initial_blocks, "blocks that exist at start")
-      ->check(CLI::PositiveNumber)
+      ->check(UnsignedAtLeast(1))
       ->capture_default_str();
   cmd->add_option("--txs-per-block", options.chain.transactions_per_block,
                   "transactions per block")
+      ->check(UnsignedAtLeast(0, std::numeric_limits<uint32_t>::max()))
       ->capture_default_str();
   cmd->add_option("--logs-per-tx", options.chain.logs_per_transaction,
                   "logs per transaction")
+      ->check(UnsignedAtLeast(0, std::numeric_limits<uint32_t>::max()))
       ->capture_default_str();
   cmd->add_option("--seed", options.chain.seed, "seed of every hash and value")
+      ->check(UnsignedAtLeast(0))
       ->capture_default_str();
   cmd->add_option("--dataset-name", options.chain.dataset, "name of the synthetic dataset")
       ->capture_default_str();
@@ -114,18 +127,21 @@ CommandRunner AddDevServerCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--block-interval-ms", args->block_interval_ms,
                   "add a block every N ms (0: the chain stays still)")
+      ->check(UnsignedAtLeast(0))
       ->capture_default_str();
-  cmd->add_option("--max-head", options.live.max_head, "stop adding blocks at this head");
+  cmd->add_option("--max-head", options.live.max_head, "stop adding blocks at this head")
+      ->check(UnsignedAtLeast(0));
   cmd->add_option("--reorg-every", options.live.reorg_every,
-                  "reorg after every N new blocks");
+                  "reorg after every N new blocks")
+      ->check(UnsignedAtLeast(0));
   cmd->add_option("--reorg-depth", options.live.reorg_depth, "depth of --reorg-every reorgs")
-      ->check(CLI::PositiveNumber)
+      ->check(UnsignedAtLeast(1))
       ->capture_default_str();
   cmd->add_option("--reorg-at", args->reorg_at,
                   "BLOCK:DEPTH: when the head reaches BLOCK, replace DEPTH blocks");
   cmd->add_option("--microbatch-max-blocks", options.stream.max_microbatch_blocks,
                   "largest streaming microbatch in blocks")
-      ->check(CLI::PositiveNumber)
+      ->check(UnsignedAtLeast(1))
       ->capture_default_str();
   cmd->add_flag("--keepalives", options.stream.keepalive_at_microbatch_start,
                 "send a 0-row keep-alive batch at each microbatch start");

@@ -6,7 +6,10 @@
 #include <csignal>
 #include <ctime>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -18,6 +21,9 @@
 #include "ampdelta/loader/batch_loader.h"
 #include "ampdelta/loader/config.h"
 #include "ampdelta/loader/stream_loader.h"
+#include "ampdelta/util/json_internal.h"
+#include "ampdelta/util/redact.h"
+#include "ampdelta/util/utf8.h"
 #include "commands.h"
 
 namespace ampdelta::cli {
@@ -98,20 +104,64 @@ loader::LoadResult RunStream(amp::Client& client, const LoadArgs& args,
   return result;
 }
 
+// nlohmann's description of why `text` is not JSON ("parse error at line 1, column 7: …").
+std::string JsonParseError(const std::string& text) {
+  if (!json_util::JsonNestingWithin(text)) {
+    return "it nests deeper than " + std::to_string(json_util::kMaxJsonDepth) + " levels";
+  }
+  try {
+    const nlohmann::json parsed = nlohmann::json::parse(text);
+    if (!parsed.is_discarded()) return "not a JSON value";
+  } catch (const nlohmann::json::exception& error) {
+    std::string why = error.what();
+    const size_t bracket = why.find("] ");
+    return bracket == std::string::npos ? why : why.substr(bracket + 2);
+  }
+  return "not a JSON value";
+}
+
 arrow::Result<std::string> ConfigJson(const LoadArgs& args) {
   std::string text = args.config.empty() ? "{}" : args.config;
+  std::string source = "--config";
   if (!text.empty() && text.front() == '@') {
-    std::ifstream file(text.substr(1));
-    if (!file) return arrow::Status::Invalid("cannot read config file '", text.substr(1), "'");
+    const std::string path = text.substr(1);
+    source = "--config file '" + path + "'";
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "cannot read config file '", path, "': it is a directory");
+    }
+    std::ifstream file(path, std::ios::binary);
+    if (!file) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "cannot read config file '", path, "': ", std::strerror(errno));
+    }
     std::stringstream contents;
     contents << file.rdbuf();
     text = contents.str();
   }
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return arrow::Status::Invalid("--config must be a JSON object or @file");
+  nlohmann::json doc = json_util::ParseJson(text);
+  if (doc.is_discarded()) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, source,
+                     " is not JSON: ", JsonParseError(text));
   }
-  if (!args.table.empty()) doc["table_path"] = args.table;
+  if (!doc.is_object()) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, source,
+                     " must be a JSON object (or @file), got a JSON ", doc.type_name());
+  }
+  if (!args.table.empty()) {
+    if (!IsValidUtf8(args.table)) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "--table '", EscapeNonUtf8(args.table), "' is not UTF-8");
+    }
+    doc["table_path"] = args.table;
+  }
+  for (const auto& column : args.partition_by) {
+    if (!IsValidUtf8(column)) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "--partition-by column '", EscapeNonUtf8(column), "' is not UTF-8");
+    }
+  }
   if (!args.partition_by.empty()) doc["partition_by"] = args.partition_by;
   return doc.dump();
 }
@@ -132,13 +182,16 @@ int RunLoad(const LoadArgs& args) {
     PrintError(option_error);
     return kExitUsage;
   }
+  arrow::Status level = CheckCompressionLevel(args.compression, args.compression_level);
+  if (!level.ok()) return Fail(level);
   amp::ClientOptions client_options;
   if (!args.token.empty()) client_options.auth_token = args.token;
   client_options.plan_timeout = args.plan_timeout;
   auto client = amp::Client::Connect(args.server, client_options);
   if (!client.ok()) return Fail(client.status());
   loader::LoadOptions options;
-  options.destination = args.destination.empty() ? config->table_path : args.destination;
+  options.destination =
+      RedactUrl(args.destination.empty() ? config->table_path : args.destination);
   options.mode = args.mode;
   options.merge_keys = args.merge_keys;
   options.commit_every_rows = args.commit_every_rows;
@@ -155,7 +208,7 @@ int RunLoad(const LoadArgs& args) {
       }
     }
     std::cerr << std::endl;
-    return result.success ? kExitOk : ExitCodeFor(ClassifyError(result.status));
+    return result.success ? kExitOk : Fail(result.status);
   }
   // Progress on a terminal: rows, MB/s, elapsed; plain runs stay quiet until the result.
   const bool tty = ::isatty(STDERR_FILENO) != 0;
@@ -174,7 +227,8 @@ int RunLoad(const LoadArgs& args) {
   loader::LoadResult result = loader::LoadBatch(**client, args.sql, *config, options);
   if (tty) std::fprintf(stderr, "\n");
   std::cout << result << std::endl;
-  if (!result.success) return ExitCodeFor(ClassifyError(result.status));
+  // The result line is the SDK's; the error line is the CLI's, with the exit code's class.
+  if (!result.success) return Fail(result.status);
   for (const auto& [key, value] : result.metadata) {
     if (key == "table_version" || key == "files_added" || key == "bytes_written" ||
         key == "commits" || key == "rows_inserted" || key == "rows_updated" || key == "retries") {
@@ -197,7 +251,8 @@ CommandRunner AddLoadCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--merge-keys", args->merge_keys, "key columns for merge/upsert")->delimiter(',');
   cmd->add_option("--commit-every-rows", args->commit_every_rows,
-                  "commit every N rows instead of once at the end");
+                  "commit every N rows instead of once at the end")
+      ->check(IntegerAtLeast(1));
   cmd->add_option("--partition-by", args->partition_by, "partition columns")->delimiter(',');
   cmd->add_option("--config", args->config, "deltalake connection config: JSON or @file");
   cmd->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
@@ -208,11 +263,14 @@ CommandRunner AddLoadCommand(CLI::App& app) {
                 "streaming query: follow the chain, exactly once, undoing reorgs (Ctrl-C stops)");
   cmd->add_flag("--no-reorg-detection", args->no_reorg_detection,
                 "streams: load what arrives, undo nothing (with_reorg_detection=False)");
-  cmd->add_option("--until-block", args->until_block, "streams: stop once this block is committed");
+  cmd->add_option("--until-block", args->until_block, "streams: stop once this block is committed")
+      ->check(UnsignedAtLeast(0));
   cmd->add_option("--commit-interval-ms", args->commit_interval_ms,
                   "streams: commit complete microbatches at least this often")
+      ->check(IntegerAtLeast(0))
       ->capture_default_str();
   cmd->add_option("--commit-rows", args->commit_rows, "streams: or when this many rows wait")
+      ->check(IntegerAtLeast(1))
       ->capture_default_str();
   cmd->add_option("--token", args->token, "bearer token (default: $AMP_AUTH_TOKEN)");
   AddTimeoutOptions(cmd, &args->plan_timeout, &args->idle_timeout);

@@ -1,14 +1,22 @@
 // ampdelta: the command-line tool. stdout carries results only; diagnostics go to stderr.
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <optional>
+#include <sstream>
 #include <exception>
 #include <iostream>
 #include <vector>
 
 #include <arrow/memory_pool.h>
+#include <arrow/util/compression.h>
 
 #include "ampdelta/util/logging.h"
+#include "ampdelta/util/utf8.h"
 #include "ampdelta/util/runtime.h"
 #include "ampdelta/version.h"
 #include "commands.h"
@@ -30,8 +38,32 @@ bool ParseStorageOptions(const std::vector<std::string>& entries,
   return true;
 }
 
+std::string OneLine(const std::string& message) {
+  // Bytes that are not UTF-8 become \xNN; control characters (a newline in a key, a NUL in
+  // a column name) are escaped too, so the error stays one readable line.
+  const std::string utf8 = EscapeNonUtf8(message);
+  std::string out;
+  out.reserve(utf8.size());
+  for (unsigned char c : utf8) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 void PrintError(const std::string& message) {
-  std::cerr << "ampdelta: error: " << message << std::endl;
+  std::cerr << "ampdelta: error: " << OneLine(message) << std::endl;
 }
 
 void AddTimeoutOptions(CLI::App* command, std::chrono::milliseconds* plan,
@@ -58,6 +90,114 @@ void AddTimeoutOptions(CLI::App* command, std::chrono::milliseconds* plan,
         "batch reads: fail when the server sends nothing for this many seconds "
         "(default 600; 0 waits forever)");
   }
+}
+
+namespace {
+
+// Whole-text numbers only: no sign on unsigned values (strtoull wraps "-1" around), no
+// trailing characters, nothing out of range.
+bool ParseSigned(const std::string& text, int64_t* value) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return false;
+  errno = 0;
+  char* end = nullptr;
+  *value = std::strtoll(text.c_str(), &end, 10);
+  return errno == 0 && end != nullptr && *end == '\0';
+}
+
+bool ParseUnsigned(const std::string& text, uint64_t* value) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text.front()))) return false;
+  errno = 0;
+  char* end = nullptr;
+  *value = std::strtoull(text.c_str(), &end, 10);
+  return errno == 0 && end != nullptr && *end == '\0';
+}
+
+}  // namespace
+
+CLI::Validator IntegerIn(int64_t minimum, int64_t maximum) {
+  return CLI::Validator(
+      [minimum, maximum](std::string& text) -> std::string {
+        int64_t value = 0;
+        if (!ParseSigned(text, &value)) return "expects an integer, got '" + text + "'";
+        if (value < minimum || value > maximum) {
+          return "must be between " + std::to_string(minimum) + " and " +
+                 std::to_string(maximum) + ", got " + text;
+        }
+        return {};
+      },
+      "INT", "integer range");
+}
+
+CLI::Validator IntegerAtLeast(int64_t minimum) {
+  return IntegerIn(minimum, std::numeric_limits<int64_t>::max());
+}
+
+CLI::Validator UnsignedAtLeast(uint64_t minimum, uint64_t maximum) {
+  return CLI::Validator(
+      [minimum, maximum](std::string& text) -> std::string {
+        uint64_t value = 0;
+        if (!ParseUnsigned(text, &value)) {
+          return "expects a non-negative integer, got '" + text + "'";
+        }
+        if (value < minimum || value > maximum) {
+          return "must be between " + std::to_string(minimum) + " and " +
+                 std::to_string(maximum) + ", got " + text;
+        }
+        return {};
+      },
+      "UINT", "unsigned range");
+}
+
+CLI::Validator FiniteNumberIn(double minimum, double maximum) {
+  return CLI::Validator(
+      [minimum, maximum](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(value)) {
+          return "expects a finite number, got '" + text + "'";
+        }
+        if (value < minimum || value > maximum) {
+          std::ostringstream range;
+          range << "must be between " << minimum << " and " << maximum << ", got " << text;
+          return range.str();
+        }
+        return {};
+      },
+      "NUMBER", "finite range");
+}
+
+arrow::Status CheckCompressionLevel(const std::string& codec, const std::optional<int>& level,
+                                    const char* option) {
+  if (!level) return arrow::Status::OK();
+  std::string lower = codec;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  arrow::Compression::type type = arrow::Compression::UNCOMPRESSED;
+  if (lower == "zstd") {
+    type = arrow::Compression::ZSTD;
+  } else if (lower == "gzip") {
+    type = arrow::Compression::GZIP;
+  } else if (lower == "brotli") {
+    type = arrow::Compression::BROTLI;
+  } else if (lower == "lz4" || lower == "lz4_raw") {
+    type = arrow::Compression::LZ4;
+  } else if (lower == "snappy" || lower == "uncompressed" || lower == "none") {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, option, " ",
+                     *level, ": codec '", codec, "' has no compression levels");
+  } else {
+    return arrow::Status::OK();  // an unknown codec is reported where it is parsed
+  }
+  auto minimum = arrow::util::Codec::MinimumCompressionLevel(type);
+  auto maximum = arrow::util::Codec::MaximumCompressionLevel(type);
+  if (!minimum.ok() || !maximum.ok()) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, option, " ",
+                     *level, ": codec '", codec, "' has no compression levels");
+  }
+  if (*level < *minimum || *level > *maximum) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, option, " ",
+                     *level, " is out of range for ", codec, " (", *minimum, " to ", *maximum,
+                     ")");
+  }
+  return arrow::Status::OK();
 }
 
 int ExitCodeFor(ErrorClass error_class) {
@@ -108,7 +248,11 @@ int Run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error) == 0 ? kExitOk : kExitUsage;
+    // --help and --version print and succeed; every other parse error is bad input,
+    // reported as the one `ampdelta: error:` line.
+    if (error.get_exit_code() == 0) return app.exit(error);
+    PrintError(std::string(error.what()) + " (run with --help for usage)");
+    return kExitUsage;
   }
   log::Level level;
   if (!log::ParseLevel(log_level, &level)) {

@@ -41,6 +41,8 @@ arrow::Status RunBatch(amp::QueryStream& stream, const QueryArgs& args) {
   bool complete = false;
   std::vector<amp::BlockRange> ranges;
   std::vector<std::vector<std::string>> shown;
+  // CSV (RFC 4180): the header, then one record per row; stdout holds nothing else.
+  if (args.format == "csv") std::cout << CsvHeader(*stream.schema());
   while (true) {
     ARROW_ASSIGN_OR_RAISE(auto message, stream.Next());
     if (!message) break;
@@ -55,22 +57,18 @@ arrow::Status RunBatch(amp::QueryStream& stream, const QueryArgs& args) {
       auto formatted = FormatRows(batch, {i});
       shown.push_back(std::move(formatted.front()));
     }
-    if (args.format == "csv") {
-      for (int64_t i = 0; i < batch.num_rows(); ++i) {
-        for (int c = 0; c < batch.num_columns(); ++c) {
-          std::cout << (c ? "," : "") << FormatValue(*batch.column(c), i);
-        }
-        std::cout << "\n";
-      }
-    }
+    if (args.format == "csv") std::cout << CsvRecords(batch);
     rows += batch.num_rows();
   }
   if (args.format == "table") std::cout << FormatTable(stream.schema(), shown);
   if (args.format == "table" && rows > static_cast<int64_t>(shown.size())) {
     std::cout << "(" << rows - static_cast<int64_t>(shown.size()) << " more rows)\n";
   }
-  std::cout << "rows=" << rows << " messages=" << messages << " ranges=" << RangesText(ranges)
-            << " ranges_complete=" << (complete ? "true" : "false") << std::endl;
+  // With CSV on stdout, the summary goes to stderr, where it cannot break the CSV.
+  std::ostream& summary = args.format == "csv" ? std::cerr : std::cout;
+  if (args.format == "csv") std::cout.flush();
+  summary << "rows=" << rows << " messages=" << messages << " ranges=" << RangesText(ranges)
+          << " ranges_complete=" << (complete ? "true" : "false") << std::endl;
   return arrow::Status::OK();
 }
 
@@ -154,13 +152,16 @@ CommandRunner AddQueryCommand(CLI::App& app) {
   cmd->add_flag("--stream", args->stream, "stream (sends amp-stream: true)");
   cmd->add_option("--resume", args->resume,
                   "resume cursor JSON {\"network\":{\"number\":N,\"hash\":\"0x…\"}}");
-  cmd->add_option("--format", args->format, "table, csv or count")
+  cmd->add_option("--format", args->format,
+                  "table, csv (RFC 4180, with a header; the summary goes to stderr) or count")
       ->check(CLI::IsMember({"table", "csv", "count"}))
       ->capture_default_str();
   cmd->add_option("--max-rows", args->max_rows, "rows shown in table format")
+      ->check(IntegerAtLeast(0))
       ->capture_default_str();
   cmd->add_option("--max-microbatches", args->max_microbatches,
-                  "stop a stream after N completed microbatches");
+                  "stop a stream after N completed microbatches")
+      ->check(UnsignedAtLeast(0));
   return [args] { return RunQuery(*args); };
 }
 

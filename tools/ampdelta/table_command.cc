@@ -69,7 +69,7 @@ arrow::Result<std::shared_ptr<storage::ObjectStore>> OpenTableStore(const TableA
   std::map<std::string, std::string> options;
   std::string error;
   if (!ParseStorageOptions(args.storage_options, &options, &error)) {
-    return arrow::Status::Invalid(error);
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, error);
   }
   return storage::OpenObjectStore(args.path, options);
 }
@@ -90,10 +90,20 @@ arrow::Result<int64_t> ParseTimestampArg(const std::string& text) {
   for (const char* format : formats) {
     tm = {};
     const char* end = strptime(text.c_str(), format, &tm);
-    if (end != nullptr && *end == '\0') return static_cast<int64_t>(timegm(&tm)) * 1000;
+    if (end == nullptr || *end != '\0') continue;
+    const std::tm parsed = tm;
+    const time_t seconds = timegm(&tm);
+    // timegm normalises 2025-02-30 to March 2: a date that does not exist is refused.
+    if (tm.tm_mday != parsed.tm_mday || tm.tm_mon != parsed.tm_mon ||
+        tm.tm_year != parsed.tm_year || tm.tm_hour != parsed.tm_hour ||
+        tm.tm_min != parsed.tm_min || tm.tm_sec != parsed.tm_sec) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "--timestamp '",
+                       text, "' is not a valid date and time");
+    }
+    return static_cast<int64_t>(seconds) * 1000;
   }
-  return arrow::Status::Invalid("cannot parse timestamp '", text,
-                                "' (use YYYY-MM-DD[THH:MM:SS[Z]], UTC)");
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                   "cannot parse timestamp '", text, "' (use YYYY-MM-DD[THH:MM:SS[Z]], UTC)");
 }
 
 arrow::Result<std::shared_ptr<const delta::Snapshot>> LoadSnapshot(const TableArgs& args) {
@@ -308,13 +318,25 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> OpenInput(const std::st
   return stream;
 }
 
+// A bad --input file is bad input; Arrow's own errors carry no class.
+arrow::Status InputError(const std::string& path, const arrow::Status& status) {
+  if (GetErrorDetail(status) != nullptr) return status;
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "cannot read --input '",
+                   path, "': ", status.message());
+}
+
 arrow::Status Write(const TableArgs& args) {
   ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
-  if (args.inputs.empty()) return arrow::Status::Invalid("give at least one --input file");
+  if (args.inputs.empty()) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                     "give at least one --input file");
+  }
+  ARROW_RETURN_NOT_OK(CheckCompressionLevel(args.compression, args.compression_level));
   std::vector<std::shared_ptr<arrow::RecordBatchReader>> inputs;
   for (const auto& input : args.inputs) {
-    ARROW_ASSIGN_OR_RAISE(auto reader, OpenInput(input));
-    inputs.push_back(std::move(reader));
+    auto reader = OpenInput(input);
+    if (!reader.ok()) return InputError(input, reader.status());
+    inputs.push_back(std::move(*reader));
   }
   delta::TableWriteOptions options;
   ARROW_ASSIGN_OR_RAISE(options.mode, delta::ParseSaveMode(args.mode));
@@ -328,11 +350,17 @@ arrow::Status Write(const TableArgs& args) {
   options.files.dictionary = !args.no_dictionary;
   for (const auto& property : args.properties) {
     const size_t equals = property.find('=');
-    if (equals == std::string::npos) return arrow::Status::Invalid("--property expects KEY=VALUE");
+    if (equals == std::string::npos || equals == 0) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "--property expects KEY=VALUE, got '", property, "'");
+    }
     options.configuration[property.substr(0, equals)] = property.substr(equals + 1);
   }
   if (!args.app_id.empty()) {
-    if (!args.app_version) return arrow::Status::Invalid("--app-id needs --app-version");
+    if (!args.app_version) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "--app-id needs --app-version");
+    }
     options.app_transaction = delta::SetTransaction{args.app_id, *args.app_version, std::nullopt};
   }
   ARROW_ASSIGN_OR_RAISE(auto writer,
@@ -345,10 +373,12 @@ arrow::Status Write(const TableArgs& args) {
       return arrow::Status::OK();
     }
   }
-  for (const auto& reader : inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto& reader = inputs[i];
     std::shared_ptr<arrow::RecordBatch> batch;
     while (true) {
       arrow::Status status = reader->ReadNext(&batch);
+      if (!status.ok()) status = InputError(args.inputs[i], status);
       if (status.ok() && batch == nullptr) break;
       if (status.ok()) status = writer->Write(batch);
       if (!status.ok()) {
@@ -412,16 +442,12 @@ arrow::Status Scan(const TableArgs& args) {
   ARROW_ASSIGN_OR_RAISE(auto scan, delta::TableScan::Make(snapshot, options));
   int64_t rows = 0;
   std::vector<std::vector<std::string>> shown;
+  if (args.format == "csv") std::cout << CsvHeader(*scan->schema());
   while (true) {
     ARROW_ASSIGN_OR_RAISE(auto batch, scan->Next());
     if (batch == nullptr) break;
     if (args.format == "csv") {
-      for (int64_t i = 0; i < batch->num_rows(); ++i) {
-        for (int c = 0; c < batch->num_columns(); ++c) {
-          std::cout << (c ? "," : "") << FormatValue(*batch->column(c), i);
-        }
-        std::cout << "\n";
-      }
+      std::cout << CsvRecords(*batch);
     } else if (args.format == "table") {
       for (int64_t i = 0; i < batch->num_rows() && shown.size() < 20; ++i) {
         shown.push_back(FormatRows(*batch, {i}).front());
@@ -430,8 +456,11 @@ arrow::Status Scan(const TableArgs& args) {
     rows += batch->num_rows();
   }
   if (args.format == "table") std::cout << FormatTable(scan->schema(), shown);
-  std::cout << "rows=" << rows << " files_scanned=" << scan->files_scanned()
-            << " files_skipped=" << scan->files_skipped() << std::endl;
+  // With CSV on stdout, the summary goes to stderr, where it cannot break the CSV.
+  if (args.format == "csv") std::cout.flush();
+  (args.format == "csv" ? std::cerr : std::cout)
+      << "rows=" << rows << " files_scanned=" << scan->files_scanned()
+      << " files_skipped=" << scan->files_skipped() << std::endl;
   return arrow::Status::OK();
 }
 
@@ -484,7 +513,8 @@ void AddReadOptions(CLI::App* cmd, TableArgs* args, bool time_travel) {
   cmd->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   cmd->add_flag("--json", args->json, "print JSON");
   if (time_travel) {
-    auto* version = cmd->add_option("--version", args->version, "read this version");
+    auto* version =
+        cmd->add_option("--version", args->version, "read this version")->check(IntegerAtLeast(0));
     cmd->add_option("--timestamp", args->timestamp,
                     "read the version current at this UTC time (YYYY-MM-DD[THH:MM:SS])")
         ->excludes(version);
@@ -503,7 +533,8 @@ CommandRunner AddTableCommand(CLI::App& app) {
   AddReadOptions(files, args.get(), true);
   CLI::App* history = table->add_subcommand("history", "The commits, newest first");
   AddReadOptions(history, args.get(), false);
-  history->add_option("--limit", args->limit, "show at most N commits (0: all)");
+  history->add_option("--limit", args->limit, "show at most N commits (0: all)")
+      ->check(UnsignedAtLeast(0));
   CLI::App* write = table->add_subcommand(
       "write", "Write Arrow IPC or Parquet files into the table as one commit");
   write->add_option("path", args->path, "table path or URI")->required();
@@ -517,14 +548,18 @@ CommandRunner AddTableCommand(CLI::App& app) {
       ->capture_default_str();
   write->add_option("--compression-level", args->compression_level, "codec level");
   write->add_option("--target-file-size", args->target_file_size, "roll files at this size (bytes)")
+      ->check(IntegerAtLeast(1))
       ->capture_default_str();
-  write->add_option("--max-rows-per-file", args->max_rows_per_file, "roll files after N rows");
+  write->add_option("--max-rows-per-file", args->max_rows_per_file, "roll files after N rows")
+      ->check(IntegerAtLeast(0));
   write->add_option("--max-rows-per-group", args->max_rows_per_group, "Parquet row-group rows")
+      ->check(IntegerAtLeast(1))
       ->capture_default_str();
   write->add_flag("--no-dictionary", args->no_dictionary, "disable Parquet dictionary encoding");
   write->add_option("--property", args->properties, "KEY=VALUE table property of a new table");
   write->add_option("--app-id", args->app_id, "commit an application transaction id");
-  write->add_option("--app-version", args->app_version, "its version; skipped if already committed");
+  write->add_option("--app-version", args->app_version, "its version; skipped if already committed")
+      ->check(IntegerAtLeast(0));
   CLI::App* del = table->add_subcommand("delete", "Delete rows (copy-on-write, one commit)");
   del->add_option("path", args->path, "table path or URI")->required();
   del->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
@@ -543,20 +578,25 @@ CommandRunner AddTableCommand(CLI::App& app) {
   optimize->add_option("path", args->path, "table path or URI")->required();
   optimize->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   optimize->add_option("--target-size", args->target_size, "target file size in bytes")
+      ->check(IntegerAtLeast(1))
       ->capture_default_str();
   optimize->add_option("--compression", args->compression, "Parquet codec")->capture_default_str();
   CLI::App* vacuum = table->add_subcommand("vacuum", "Delete files no version within the retention reads");
   vacuum->add_option("path", args->path, "table path or URI")->required();
   vacuum->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   vacuum->add_flag("--dry-run", args->dry_run, "list, delete nothing");
+  // A finite number of hours, up to the engine's bound of 1,000,000 (about 114 years).
   vacuum->add_option("--retention-hours", args->retention_hours,
-                     "keep files versions of the last H hours read (default: the table's, 7 days)");
+                     "keep files versions of the last H hours read (default: the table's, 7 days)")
+      ->check(FiniteNumberIn(0, 1'000'000));
   vacuum->add_flag("--full", args->full, "also delete files the log never mentions");
   vacuum->add_flag("--force", args->force, "allow a retention below the table's");
   CLI::App* restore = table->add_subcommand("restore", "Make the latest version equal an older one");
   restore->add_option("path", args->path, "table path or URI")->required();
   restore->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
-  restore->add_option("--version", args->version, "version to restore")->required();
+  restore->add_option("--version", args->version, "version to restore")
+      ->required()
+      ->check(IntegerAtLeast(0));
   return [args, info, files, history, write, del, checkpoint, scan, optimize, vacuum, restore]() {
     if (optimize->parsed()) return Report(Optimize(*args));
     if (vacuum->parsed()) return Report(Vacuum(*args));

@@ -124,6 +124,42 @@ std::string FormatType(const arrow::DataType& type) {
   }
 }
 
+std::string CsvQuote(const std::string& text) {
+  if (!text.empty() && text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string CsvField(const arrow::Array& array, int64_t index) {
+  if (array.IsNull(index)) return "";
+  return CsvQuote(FormatValue(array, index));
+}
+
+std::string CsvHeader(const arrow::Schema& schema) {
+  std::string out;
+  for (int c = 0; c < schema.num_fields(); ++c) {
+    if (c > 0) out += ',';
+    out += CsvQuote(schema.field(c)->name());
+  }
+  return out + kCsvLineEnd;
+}
+
+std::string CsvRecords(const arrow::RecordBatch& batch) {
+  std::string out;
+  for (int64_t i = 0; i < batch.num_rows(); ++i) {
+    for (int c = 0; c < batch.num_columns(); ++c) {
+      if (c > 0) out += ',';
+      out += CsvField(*batch.column(c), i);
+    }
+    out += kCsvLineEnd;
+  }
+  return out;
+}
+
 std::vector<std::vector<std::string>> FormatRows(const arrow::RecordBatch& batch,
                                                  const std::vector<int64_t>& indices) {
   std::vector<std::vector<std::string>> rows;

@@ -17,6 +17,7 @@
 #include "ampdelta/amp/flight_sql_command.h"
 #include "ampdelta/amp/server_error.h"
 #include "ampdelta/util/logging.h"
+#include "ampdelta/util/redact.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::amp {
@@ -94,20 +95,75 @@ class IdleWatchdog {
   std::thread thread_;
 };
 
+// DoGet runs on its own thread: the Flight client blocks in DoGet until the server sends
+// its first message (ampd sends nothing, not even the schema, before a stream's first
+// microbatch), and such a call cannot be cancelled before it returns a reader. Waiting on
+// the thread instead lets Next() time out and Cancel() return at once; a call still
+// blocked then is abandoned to the thread, which cancels it as soon as it returns.
+struct PendingDoGet {
+  // Declared first, destroyed last: the client outlives the reader it made.
+  std::shared_ptr<flight::FlightClient> client;
+  std::mutex mutex;
+  std::condition_variable ready;
+  bool done = false;
+  bool abandoned = false;
+  arrow::Status status;
+  std::unique_ptr<flight::FlightStreamReader> reader;
+  std::shared_ptr<arrow::Schema> schema;
+};
+
 class FlightQueryStream : public QueryStream {
  public:
-  FlightQueryStream(std::unique_ptr<flight::FlightStreamReader> reader,
-                    std::shared_ptr<arrow::Schema> schema,
+  FlightQueryStream(std::shared_ptr<flight::FlightClient> client, flight::FlightCallOptions call,
+                    flight::Ticket ticket, std::shared_ptr<arrow::Schema> planned,
                     std::chrono::milliseconds idle_timeout)
-      : reader_(std::move(reader)), schema_(std::move(schema)), idle_timeout_(idle_timeout) {
-    if (idle_timeout_.count() > 0) {
-      watchdog_ = std::make_unique<IdleWatchdog>(idle_timeout_, [this] { reader_->Cancel(); });
+      : pending_(std::make_shared<PendingDoGet>()),
+        schema_(std::move(planned)),
+        idle_timeout_(idle_timeout) {
+    pending_->client = std::move(client);
+    std::thread([pending = pending_, call = std::move(call), ticket = std::move(ticket)] {
+      auto reader = pending->client->DoGet(call, ticket);
+      std::shared_ptr<arrow::Schema> schema;
+      if (reader.ok()) {
+        auto read = (*reader)->GetSchema();
+        if (read.ok()) schema = *read;
+      }
+      std::lock_guard<std::mutex> lock(pending->mutex);
+      if (!reader.ok()) {
+        pending->status = ServerError(reader.status(), "DoGet");
+      } else if (pending->abandoned) {
+        (*reader)->Cancel();
+      } else {
+        pending->reader = std::move(*reader);
+        pending->schema = std::move(schema);
+      }
+      pending->done = true;
+      pending->ready.notify_all();
+    }).detach();
+  }
+
+  ~FlightQueryStream() override {
+    watchdog_.reset();
+    std::lock_guard<std::mutex> lock(pending_->mutex);
+    pending_->abandoned = true;
+    if (pending_->reader) pending_->reader->Cancel();
+  }
+
+  // Wait until DoGet returned (up to `timeout` when positive); false on timeout.
+  bool WaitOpen(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(pending_->mutex);
+    auto opened = [&] { return pending_->done || cancelled_; };
+    if (timeout.count() <= 0) {
+      pending_->ready.wait(lock, opened);
+      return true;
     }
+    return pending_->ready.wait_for(lock, timeout, opened);
   }
 
   const std::shared_ptr<arrow::Schema>& schema() const override { return schema_; }
 
   arrow::Result<std::optional<ResponseBatch>> Next() override {
+    if (reader_ == nullptr) ARROW_RETURN_NOT_OK(Open());
     if (watchdog_) watchdog_->Arm();
     auto chunk = reader_->Next();
     if (watchdog_ && watchdog_->Disarm()) return Stalled(idle_timeout_);
@@ -129,19 +185,45 @@ class FlightQueryStream : public QueryStream {
     return batch;
   }
 
-  void Cancel() override { reader_->Cancel(); }
+  void Cancel() override {
+    std::lock_guard<std::mutex> lock(pending_->mutex);
+    cancelled_ = true;
+    pending_->ready.notify_all();
+    if (pending_->reader) pending_->reader->Cancel();
+  }
+
+  // Take the reader from the DoGet thread (waiting for it, within the idle timeout).
+  arrow::Status Open() {
+    if (!WaitOpen(idle_timeout_)) return Stalled(idle_timeout_);
+    std::lock_guard<std::mutex> lock(pending_->mutex);
+    if (!pending_->done) {
+      return MakeError(ErrorCode::kServerError, arrow::StatusCode::Cancelled,
+                       "DoGet failed: CANCELLED: the query was cancelled")
+          .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kServerError, "CANCELLED"));
+    }
+    ARROW_RETURN_NOT_OK(pending_->status);
+    if (pending_->reader == nullptr) return ProtocolError("DoGet returned no stream");
+    // The reader stays owned by the shared state, so Cancel() can reach it from any thread.
+    reader_ = pending_->reader.get();
+    if (pending_->schema != nullptr) schema_ = pending_->schema;
+    if (idle_timeout_.count() > 0) {
+      watchdog_ = std::make_unique<IdleWatchdog>(idle_timeout_, [this] { Cancel(); });
+    }
+    return arrow::Status::OK();
+  }
 
  private:
-  std::unique_ptr<flight::FlightStreamReader> reader_;
+  std::shared_ptr<PendingDoGet> pending_;
+  flight::FlightStreamReader* reader_ = nullptr;
   std::shared_ptr<arrow::Schema> schema_;
   const std::chrono::milliseconds idle_timeout_;
-  // Declared last: destroyed first, while the reader it cancels still exists.
+  bool cancelled_ = false;  // guarded by pending_->mutex
   std::unique_ptr<IdleWatchdog> watchdog_;
 };
 
 class FlightClientImpl : public Client {
  public:
-  FlightClientImpl(std::string url, std::unique_ptr<flight::FlightClient> client,
+  FlightClientImpl(std::string url, std::shared_ptr<flight::FlightClient> client,
                    ClientOptions options, std::optional<std::string> token)
       : url_(std::move(url)),
         client_(std::move(client)),
@@ -155,26 +237,19 @@ class FlightClientImpl : public Client {
       return ProtocolError("GetFlightInfo returned no endpoint for the query");
     }
     // The ticket is redeemed on this connection: Amp returns endpoints without locations.
-    flight::FlightCallOptions call = BaseCallOptions();
-    auto reader = client_->DoGet(call, info->endpoints().front().ticket);
-    if (!reader.ok()) return ServerError(reader.status(), "DoGet");
-    // The schema message is the first thing DoGet sends: a server that stalls before it is
-    // as stuck as one that stalls mid-stream.
-    std::shared_ptr<arrow::Schema> schema;
-    {
-      flight::FlightStreamReader* raw = reader->get();
-      std::optional<IdleWatchdog> watchdog;
-      if (options.idle_timeout.count() > 0) {
-        watchdog.emplace(options.idle_timeout, [raw] { raw->Cancel(); });
-        watchdog->Arm();
-      }
-      auto read = raw->GetSchema();
-      if (watchdog && watchdog->Disarm()) return Stalled(options.idle_timeout);
-      if (!read.ok()) return ServerError(read.status(), "DoGet");
-      schema = std::move(*read);
+    // The schema comes from the plan, so a stream exists before the server sends anything.
+    arrow::ipc::DictionaryMemo memo;
+    auto planned = info->GetSchema(&memo);
+    if (!planned.ok()) {
+      return ProtocolError("GetFlightInfo returned an unreadable schema: ",
+                           planned.status().message());
     }
-    return std::make_unique<FlightQueryStream>(std::move(*reader), std::move(schema),
-                                               options.idle_timeout);
+    auto stream = std::make_unique<FlightQueryStream>(client_, BaseCallOptions(),
+                                                      info->endpoints().front().ticket,
+                                                      std::move(*planned), options.idle_timeout);
+    // A batch read waits for the server's first message here, within its idle timeout.
+    if (options.idle_timeout.count() > 0) ARROW_RETURN_NOT_OK(stream->Open());
+    return stream;
   }
 
   arrow::Result<std::shared_ptr<arrow::Schema>> GetSchema(
@@ -217,7 +292,7 @@ class FlightClientImpl : public Client {
   }
 
   std::string url_;
-  std::unique_ptr<flight::FlightClient> client_;
+  std::shared_ptr<flight::FlightClient> client_;
   ClientOptions options_;
   std::optional<std::string> token_;
 };
@@ -226,15 +301,29 @@ class FlightClientImpl : public Client {
 
 arrow::Result<std::unique_ptr<Client>> Client::Connect(const std::string& url,
                                                        const ClientOptions& options) {
+  // Messages show the URL without its user-info: it may hold a password.
+  const std::string shown = RedactUrl(url);
   if (url.rfind("grpc://", 0) != 0 && url.rfind("grpc+tls://", 0) != 0 &&
       url.rfind("grpc+tcp://", 0) != 0) {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "Amp server URL must start with grpc:// or grpc+tls://: '", url, "'");
+                     "Amp server URL must start with grpc:// or grpc+tls://: '", shown, "'");
+  }
+  {
+    const size_t begin = url.find("://") + 3;
+    std::string authority = url.substr(begin, url.find_first_of("/?#", begin) - begin);
+    authority = authority.substr(authority.rfind('@') == std::string::npos
+                                     ? 0
+                                     : authority.rfind('@') + 1);
+    if (authority.empty() || authority.front() == ':') {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "invalid Amp server URL '", shown, "': it names no host");
+    }
   }
   auto location = flight::Location::Parse(url);
   if (!location.ok()) {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "invalid Amp server URL '", url, "': ", location.status().message());
+                     "invalid Amp server URL '", shown,
+                     "': ", RedactUrlIn(location.status().message(), url));
   }
   flight::FlightClientOptions flight_options = flight::FlightClientOptions::Defaults();
   flight_options.generic_options.emplace_back("grpc.max_receive_message_length",
@@ -249,7 +338,7 @@ arrow::Result<std::unique_ptr<Client>> Client::Connect(const std::string& url,
     const char* env = std::getenv("AMP_AUTH_TOKEN");
     if (env != nullptr && *env != '\0') token = std::string(env);
   }
-  return std::make_unique<FlightClientImpl>(url, std::move(*client), options,
+  return std::make_unique<FlightClientImpl>(shown, std::move(*client), options,
                                             std::move(token));
 }
 

@@ -96,7 +96,7 @@ class Client {
   virtual arrow::Result<std::shared_ptr<arrow::Schema>> GetSchema(
       const std::string& sql, const QueryOptions& options = {}) = 0;
 
-  /// \brief Return the URL this client connected to.
+  /// \brief Return the URL this client connected to, user-info replaced by `***`.
   virtual const std::string& url() const = 0;
 };
 

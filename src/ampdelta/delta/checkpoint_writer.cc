@@ -12,6 +12,9 @@
 #include <parquet/properties.h>
 
 #include "ampdelta/delta/action_json.h"
+#include "ampdelta/delta/log_path.h"
+#include "ampdelta/delta/log_segment.h"
+#include "ampdelta/delta/table_features.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"
 
@@ -142,7 +145,22 @@ std::shared_ptr<arrow::Schema> CheckpointSchema() {
   return schema;
 }
 
+namespace {
+
+// True when some checkpoint file of `version` exists (any kind: classic, multi-part, V2).
+arrow::Result<bool> CheckpointExists(storage::ObjectStore& store, Version version) {
+  const std::string prefix = std::string(kLogDir) + "/" + VersionDigits(version) + ".checkpoint";
+  ARROW_ASSIGN_OR_RAISE(auto objects, store.List(prefix, ""));
+  return !objects.empty();
+}
+
+}  // namespace
+
 arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t now_ms) {
+  // A checkpoint is a write like any other: a table whose writer features ampdelta lacks
+  // (V2 checkpoints among them) must not get one.
+  ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot.protocol(), snapshot.metadata(),
+                                          *snapshot.schema()));
   std::vector<Action> actions;
   actions.emplace_back(snapshot.protocol());
   actions.emplace_back(snapshot.metadata());
@@ -198,9 +216,20 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
   info.num_actions = static_cast<int64_t>(actions.size());
   info.num_add_files = static_cast<int64_t>(snapshot.files().size());
   info.size_in_bytes = bytes->size();
-  // Never move _last_checkpoint backwards: another writer may have checkpointed later.
+  // Never move _last_checkpoint backwards when another writer checkpointed later; but a
+  // hint naming a checkpoint that does not exist (past the latest version, say) is
+  // repaired, or every reader keeps listing the log twice.
   auto current = ReadLastCheckpointHint(*store);
-  if (!current || *current <= snapshot.version()) {
+  bool replace = !current || *current <= snapshot.version();
+  if (!replace) {
+    ARROW_ASSIGN_OR_RAISE(bool exists, CheckpointExists(*store, *current));
+    if (!exists) {
+      AMPDELTA_LOG_WARN("delta repairing _last_checkpoint: it names version ", *current,
+                        ", which has no checkpoint");
+      replace = true;
+    }
+  }
+  if (replace) {
     json last = {{"version", info.version},
                  {"size", info.num_actions},
                  {"sizeInBytes", info.size_in_bytes},

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
@@ -270,8 +271,10 @@ arrow::Result<VacuumResult> Vacuum(std::shared_ptr<storage::ObjectStore> store,
   return result;
 }
 
-arrow::Result<CommitResult> Restore(std::shared_ptr<storage::ObjectStore> store, Version version,
-                                    const CommitOptions& commit) {
+namespace {
+
+arrow::Result<CommitResult> RestoreOnce(const std::shared_ptr<storage::ObjectStore>& store,
+                                        Version version, const CommitOptions& commit) {
   ARROW_ASSIGN_OR_RAISE(auto latest, Snapshot::Load(store));
   ARROW_ASSIGN_OR_RAISE(auto target, Snapshot::Load(store, SnapshotOptions{version, std::nullopt}));
   ARROW_RETURN_NOT_OK(CheckWriteSupported(latest->protocol(), latest->metadata(), *latest->schema()));
@@ -322,6 +325,25 @@ arrow::Result<CommitResult> Restore(std::shared_ptr<storage::ObjectStore> store,
   txn.SetOperationMetrics({{"numRestoredFiles", std::to_string(added)},
                            {"numRemovedFiles", std::to_string(removed)}});
   return txn.Commit();
+}
+
+}  // namespace
+
+arrow::Result<CommitResult> Restore(std::shared_ptr<storage::ObjectStore> store, Version version,
+                                    const CommitOptions& commit) {
+  // A restore reads the whole table, so a concurrent writer (a stream) makes it conflict;
+  // what it must do is still well defined, so it starts over from the new latest version.
+  constexpr int kAttempts = 20;
+  for (int attempt = 1;; ++attempt) {
+    auto restored = RestoreOnce(store, version, commit);
+    if (restored.ok() || !IsError(restored.status(), ErrorCode::kCommitConflict) ||
+        attempt >= kAttempts) {
+      return restored;
+    }
+    AMPDELTA_LOG_INFO("delta restore conflicted with a concurrent commit, starting over attempt=",
+                      attempt);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10 * attempt));
+  }
 }
 
 }  // namespace ampdelta::delta

@@ -1,5 +1,6 @@
 #include "ampdelta/loader/config.h"
 
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -137,7 +138,9 @@ arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
             // get<int>() would wrap a larger value around.
             const std::optional<int64_t> retries = json_util::AsInt64(v);
             if (!retries || *retries < 0 || *retries > std::numeric_limits<int>::max()) {
-              return ConfigError("'", name, "' must be a non-negative integer");
+              return ConfigError("'", name, "' must be an integer from 0 to ",
+                                 std::numeric_limits<int>::max(), ", got ",
+                                 json_util::DumpJsonLossy(v));
             }
             config.retry.max_retries = static_cast<int>(*retries);
           } else if (field.key() == "initial_backoff_ms" || field.key() == "max_backoff_ms") {
@@ -145,8 +148,11 @@ arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
             (field.key() == "initial_backoff_ms" ? config.retry.initial_backoff_ms
                                                  : config.retry.max_backoff_ms) = ms;
           } else if (field.key() == "backoff_multiplier") {
-            if (!v.is_number() || v.get<double>() < 1.0) {
-              return ConfigError("'", name, "' must be a number >= 1");
+            // Bounded: a huge factor overflows the delay to infinity on the second retry.
+            if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 1.0 ||
+                v.get<double>() > 1000.0) {
+              return ConfigError("'", name, "' must be a number from 1 to 1000, got ",
+                                 json_util::DumpJsonLossy(v));
             }
             config.retry.backoff_multiplier = v.get<double>();
           } else {

@@ -8,6 +8,7 @@
 #include "ampdelta/storage/credentials.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/logging.h"
+#include "ampdelta/util/redact.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::loader::internal {
@@ -102,7 +103,9 @@ arrow::Result<std::shared_ptr<storage::ObjectStore>> OpenStore(const DeltaLakeCo
 LoadResult RunLoad(const DeltaLakeConfig& config, const LoadOptions& options,
                    const std::function<arrow::Status(LoadResult*)>& body) {
   LoadResult result;
-  result.table_name = options.destination.empty() ? config.table_path : options.destination;
+  // The table path may carry credentials in its user-info: never echo them.
+  result.table_name =
+      RedactUrl(options.destination.empty() ? config.table_path : options.destination);
   const auto start = std::chrono::steady_clock::now();
   arrow::Status status = body(&result);
   result.duration = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

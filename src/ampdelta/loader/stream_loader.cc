@@ -321,7 +321,7 @@ class StreamLoad {
     if (pending_ranges_.empty() || open_rows_ > 0) return arrow::Status::OK();
     writer_->SetFileTags({{RangesTagKey(app_id_), RangesToTag(pending_ranges_)}});
     const auto commit_start = Clock::now();
-    ARROW_RETURN_NOT_OK(Finish(writer_.get()));
+    ARROW_RETURN_NOT_OK(Finish(writer_.get(), &pending_ranges_));
     const double commit_ms =
         std::chrono::duration<double, std::milli>(Clock::now() - commit_start).count();
     const int64_t rows = pending_rows_;
@@ -380,7 +380,10 @@ class StreamLoad {
   }
 
   // Commit a writer with the stream's next txn version and move the snapshot forward.
-  arrow::Status Finish(delta::TableWriter* writer) {
+  // `committed`: the ranges the commit records, checked against what the table holds when
+  // another writer committed right after it (a restore that landed after this commit).
+  arrow::Status Finish(delta::TableWriter* writer,
+                       const std::vector<amp::BlockRange>* committed = nullptr) {
     const int64_t next = state_.txn_version.value_or(0) + 1;
     writer->SetAppTransaction(delta::SetTransaction{app_id_, next, {}});
     // The files that hold this stream's recorded progress: if a concurrent commit takes any
@@ -393,22 +396,39 @@ class StreamLoad {
       }
       writer->WatchRemovals(std::move(progress));
     }
-    auto committed = writer->Commit();
-    if (!committed.ok()) {
-      if (IsRolledBack(committed.status())) return committed.status();
-      if (IsError(committed.status(), ErrorCode::kCommitConflict)) {
-        return committed.status().WithMessage(
+    auto written = writer->Commit();
+    if (!written.ok()) {
+      if (IsRolledBack(written.status())) return written.status();
+      if (IsError(written.status(), ErrorCode::kCommitConflict)) {
+        return written.status().WithMessage(
             "another loader is writing stream ", app_id_, " into this table (",
-            committed.status().message(), "); this loader stops");
+            written.status().message(), "); this loader stops");
       }
-      return committed.status();
+      return written.status();
     }
     state_.txn_version = next;
     ++commits_;
+    const delta::Version committed_version = written->commit.version;
     if (snapshot_ != nullptr) {
       ARROW_ASSIGN_OR_RAISE(snapshot_, snapshot_->Update());
     } else {
       ARROW_ASSIGN_OR_RAISE(snapshot_, delta::Snapshot::Load(store_));
+    }
+    if (committed != nullptr && snapshot_->version() > committed_version) {
+      // Someone committed right after this commit: if the table now records less progress
+      // than this commit made, that commit took it back.
+      ARROW_ASSIGN_OR_RAISE(auto now, ReadStreamState(snapshot_.get(), app_id_));
+      const amp::Cursor cursor = now.ResumeCursor();
+      for (const auto& range : *committed) {
+        auto it = cursor.find(range.network);
+        if (it == cursor.end() || it->second.number < range.end) {
+          return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError,
+                           "a commit after version ", committed_version, " took back block ",
+                           range.end, " of ", range.network, " (a restore or delete)")
+              .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
+                                                        delta::kRolledBack));
+        }
+      }
     }
     return arrow::Status::OK();
   }

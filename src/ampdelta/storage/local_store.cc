@@ -11,6 +11,7 @@
 
 #include <arrow/buffer.h>
 #include <arrow/io/file.h>
+#include <arrow/util/io_util.h>
 
 #include "ampdelta/util/process_identity.h"
 #include "ampdelta/util/status.h"
@@ -93,6 +94,17 @@ arrow::Status WriteSynced(const std::string& path, const arrow::Buffer& data) {
   return arrow::Status::OK();
 }
 
+// Arrow's file streams report errno in a StatusDetail that message() drops: name the file
+// and the cause, classified as a storage error.
+arrow::Status FileError(const arrow::Status& status, const char* what, const std::string& path) {
+  if (status.ok()) return status;
+  const int error = arrow::internal::ErrnoFromStatus(status);
+  if (error > 0) return StorageErrnoError(what, path, error);
+  return MakeError(ErrorCode::kStorageError, arrow::StatusCode::IOError, what, " ", path, ": ",
+                   status.message())
+      .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kStorageError, "io"));
+}
+
 // Publish a staged file under its final name. Without replacement, link(2) fails with
 // EEXIST when the name exists: the atomic create-if-absent.
 arrow::Status Publish(const std::string& temp, const std::string& full, PutMode mode) {
@@ -123,9 +135,10 @@ class LocalOutputStream : public arrow::io::OutputStream {
   static arrow::Result<std::shared_ptr<LocalOutputStream>> Open(std::string full) {
     ARROW_RETURN_NOT_OK(EnsureParent(full));
     std::string temp = TempPathFor(full);
-    ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::FileOutputStream::Open(temp));
+    auto file = arrow::io::FileOutputStream::Open(temp);
+    if (!file.ok()) return FileError(file.status(), "create", full);
     return std::shared_ptr<LocalOutputStream>(
-        new LocalOutputStream(std::move(full), std::move(temp), std::move(file)));
+        new LocalOutputStream(std::move(full), std::move(temp), std::move(*file)));
   }
 
   ~LocalOutputStream() override {
@@ -138,11 +151,11 @@ class LocalOutputStream : public arrow::io::OutputStream {
   arrow::Status Close() override {
     if (closed_) return arrow::Status::OK();
     closed_ = true;
-    arrow::Status status = file_->Flush();
+    arrow::Status status = FileError(file_->Flush(), "write", full_);
     if (status.ok() && ::fsync(file_->file_descriptor()) != 0) {
-      status = ErrnoError("fsync", temp_, errno);
+      status = ErrnoError("fsync", full_, errno);
     }
-    arrow::Status close_status = file_->Close();
+    arrow::Status close_status = FileError(file_->Close(), "close", full_);
     if (status.ok()) status = close_status;
     if (!status.ok()) {
       ::unlink(temp_.c_str());
@@ -162,14 +175,14 @@ class LocalOutputStream : public arrow::io::OutputStream {
   bool closed() const override { return closed_; }
   arrow::Result<int64_t> Tell() const override { return file_->Tell(); }
   arrow::Status Write(const void* data, int64_t nbytes) override {
-    ARROW_RETURN_NOT_OK(file_->Write(data, nbytes));
+    ARROW_RETURN_NOT_OK(FileError(file_->Write(data, nbytes), "write", full_));
     return StartWriteback(nbytes);
   }
   arrow::Status Write(const std::shared_ptr<arrow::Buffer>& data) override {
-    ARROW_RETURN_NOT_OK(file_->Write(data));
+    ARROW_RETURN_NOT_OK(FileError(file_->Write(data), "write", full_));
     return StartWriteback(data->size());
   }
-  arrow::Status Flush() override { return file_->Flush(); }
+  arrow::Status Flush() override { return FileError(file_->Flush(), "write", full_); }
 
  private:
   LocalOutputStream(std::string full, std::string temp,
@@ -248,8 +261,9 @@ arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> LocalStore::OpenInpu
   struct stat info {};
   if (::stat(full.c_str(), &info) != 0) return ErrnoError("open", full, errno);
   if (!S_ISREG(info.st_mode)) return NotFoundError("not a file: ", full);
-  ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(full));
-  return file;
+  auto file = arrow::io::ReadableFile::Open(full);
+  if (!file.ok()) return FileError(file.status(), "open", full);
+  return *file;
 }
 
 arrow::Result<std::vector<ObjectMeta>> LocalStore::Walk(const std::string& prefix,

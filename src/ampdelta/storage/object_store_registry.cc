@@ -9,6 +9,7 @@
 #include "ampdelta/storage/local_store.h"
 #include "ampdelta/storage/memory_store.h"
 #include "ampdelta/storage/s3_store.h"
+#include "ampdelta/util/redact.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::storage {
@@ -49,8 +50,24 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     ARROW_ASSIGN_OR_RAISE(auto store, LocalStore::Make(uri));
     return store;
   }
+  if (UrlHasUserInfo(uri)) {
+    // A password in the URL would end up in every message and log line that names the table.
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "table URL '",
+                     RedactUrl(uri),
+                     "' carries credentials in its user-info: pass them as storage options "
+                     "(--storage-option or storage_options) instead");
+  }
   if (scheme == "file") {
     std::string path = uri.substr(uri.find(':') + 1);
+    if (path.size() > 2 && path.rfind("//", 0) == 0 && path[2] != '/') {
+      // file://host/path: only this machine's files are reachable.
+      const std::string host = path.substr(2, path.find('/', 2) - 2);
+      if (host != "localhost") {
+        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "table URL '",
+                         uri, "' names host '", host,
+                         "': file:// URLs must name a local path (file:///path)");
+      }
+    }
     // file:///abs, file://localhost/abs and file:/abs all name /abs.
     if (path.rfind("//localhost/", 0) == 0) path = path.substr(11);
     while (path.rfind("//", 0) == 0) path = path.substr(1);
@@ -71,7 +88,8 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     return store;
   }
   return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "unsupported table location scheme '", scheme, "://' in '", uri, "'");
+                   "unsupported table location scheme '", scheme, "://' in '", RedactUrl(uri),
+                   "'");
 }
 
 }  // namespace ampdelta::storage

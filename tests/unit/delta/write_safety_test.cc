@@ -7,11 +7,14 @@
 #include <fstream>
 
 #include <arrow/array.h>
+#include <arrow/buffer.h>
 #include <arrow/builder.h>
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
 
+#include "ampdelta/delta/checkpoint_writer.h"
 #include "ampdelta/delta/deletion_vector.h"
+#include "ampdelta/delta/log_segment.h"
 #include "ampdelta/delta/maintenance.h"
 #include "ampdelta/delta/merge.h"
 #include "ampdelta/delta/predicate.h"
@@ -408,6 +411,33 @@ TEST_F(WriteSafetyTest, EmptyDeletePredicateIsAnErrorAndDeleteAllIsExplicit) {
   ASSERT_OK(DeleteAllRows(store_).status());
   ASSERT_OK_AND_ASSIGN(auto none, BlockNumbers(store_));
   EXPECT_TRUE(none.empty());
+}
+
+TEST_F(WriteSafetyTest, CheckpointRefusesATableWithWriterFeaturesAmpdeltaLacks) {
+  const std::string commit =
+      R"({"commitInfo":{"timestamp":1,"operation":"CREATE TABLE"}})" "\n"
+      R"({"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["v2Checkpoint"],"writerFeatures":["v2Checkpoint"]}})" "\n"
+      R"({"metaData":{"id":"x","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"a\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":[],"configuration":{},"createdTime":1}})" "\n";
+  ASSERT_OK(store_->Put("_delta_log/00000000000000000000.json", arrow::Buffer::FromString(commit),
+                        storage::PutMode::kCreateIfAbsent));
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));  // readable, not writable
+  EXPECT_THAT(WriteCheckpoint(*snapshot, NowMs()), HasErrorCode(ErrorCode::kUnsupportedFeature));
+  ASSERT_OK_AND_ASSIGN(auto objects, store_->List("_delta_log/", ""));
+  EXPECT_EQ(objects.size(), 1u);
+}
+
+TEST_F(WriteSafetyTest, LastCheckpointPastTheLatestVersionIsRepaired) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 2)}).status());
+  ASSERT_OK(WriteBatches(store_, {Blocks(2, 4)}).status());
+  ASSERT_OK(store_->Put("_delta_log/_last_checkpoint",
+                        arrow::Buffer::FromString(R"({"version":99,"size":1})"),
+                        storage::PutMode::kOverwrite));
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  EXPECT_EQ(snapshot->version(), 1);
+  ASSERT_OK(WriteCheckpoint(*snapshot, NowMs()).status());
+  EXPECT_EQ(ReadLastCheckpointHint(*store_), std::optional<Version>(1));
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(0, 4));
 }
 
 }  // namespace

@@ -1,0 +1,172 @@
+// A server that stops sending in the middle of DoGet: a batch load must fail with a clear
+// error after its idle timeout and commit nothing, instead of hanging forever.
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+
+#include <arrow/builder.h>
+#include <arrow/flight/api.h>
+#include <arrow/flight/server.h>
+#include <arrow/record_batch.h>
+#include <arrow/table.h>
+
+#include "ampdelta/amp/client.h"
+#include "ampdelta/loader/batch_loader.h"
+#include "ampdelta/loader/config.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_util.h"
+
+namespace ampdelta {
+namespace {
+
+namespace flight = arrow::flight;
+
+std::shared_ptr<arrow::RecordBatch> Numbers(int64_t from, int64_t count) {
+  arrow::UInt64Builder builder;
+  for (int64_t i = 0; i < count; ++i) (void)builder.Append(static_cast<uint64_t>(from + i));
+  return arrow::RecordBatch::Make(arrow::schema({arrow::field("block_num", arrow::uint64())}),
+                                  count, {*builder.Finish()});
+}
+
+// Sends its schema (unless it stalls before it) and `batches` batches, then waits until
+// released, as a stuck server does.
+class StallingStream : public flight::FlightDataStream {
+ public:
+  StallingStream(int batches, bool stall_before_schema, std::mutex* mutex,
+                 std::condition_variable* released, bool* done)
+      : batches_(batches), stall_before_schema_(stall_before_schema), mutex_(mutex),
+        released_(released), done_(done) {
+    auto table = *arrow::Table::FromRecordBatches({Numbers(0, 10)});
+    reader_ = std::make_shared<arrow::TableBatchReader>(table);
+    inner_ = std::make_unique<flight::RecordBatchStream>(reader_);
+  }
+  std::shared_ptr<arrow::Schema> schema() override { return inner_->schema(); }
+  arrow::Result<flight::FlightPayload> GetSchemaPayload() override {
+    if (stall_before_schema_) Wait();
+    return inner_->GetSchemaPayload();
+  }
+  arrow::Result<flight::FlightPayload> Next() override {
+    if (sent_ < batches_) {
+      ++sent_;
+      return inner_->Next();
+    }
+    Wait();
+    return flight::FlightPayload{};  // end of stream
+  }
+
+ private:
+  void Wait() {
+    std::unique_lock<std::mutex> lock(*mutex_);
+    released_->wait(lock, [&] { return *done_; });
+  }
+  int batches_;
+  bool stall_before_schema_;
+  int sent_ = 0;
+  std::mutex* mutex_;
+  std::condition_variable* released_;
+  bool* done_;
+  std::shared_ptr<arrow::RecordBatchReader> reader_;
+  std::unique_ptr<flight::RecordBatchStream> inner_;
+};
+
+class StallingServer : public flight::FlightServerBase {
+ public:
+  StallingServer(int batches, bool stall_before_schema)
+      : batches_(batches), stall_before_schema_(stall_before_schema) {}
+  ~StallingServer() override { Release(); }
+
+  void Release() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    released_.notify_all();
+  }
+
+  arrow::Status GetFlightInfo(const flight::ServerCallContext&,
+                              const flight::FlightDescriptor& descriptor,
+                              std::unique_ptr<flight::FlightInfo>* info) override {
+    flight::FlightEndpoint endpoint;
+    endpoint.ticket.ticket = "stall";
+    ARROW_ASSIGN_OR_RAISE(auto made, flight::FlightInfo::Make(*Numbers(0, 1)->schema(),
+                                                              descriptor, {endpoint}, -1, -1));
+    *info = std::make_unique<flight::FlightInfo>(std::move(made));
+    return arrow::Status::OK();
+  }
+
+  arrow::Status DoGet(const flight::ServerCallContext&, const flight::Ticket&,
+                      std::unique_ptr<flight::FlightDataStream>* stream) override {
+    *stream = std::make_unique<StallingStream>(batches_, stall_before_schema_, &mutex_,
+                                               &released_, &done_);
+    return arrow::Status::OK();
+  }
+
+ private:
+  int batches_;
+  bool stall_before_schema_;
+  std::mutex mutex_;
+  std::condition_variable released_;
+  bool done_ = false;
+};
+
+class StalledServerTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<StallingServer>(/*batches=*/1, /*stall_before_schema=*/GetParam());
+    auto location = *flight::Location::ForGrpcTcp("127.0.0.1", 0);
+    ASSERT_OK(server_->Init(flight::FlightServerOptions(location)));
+    url_ = "grpc://127.0.0.1:" + std::to_string(server_->port());
+  }
+  void TearDown() override {
+    server_->Release();
+    ASSERT_OK(server_->Shutdown());
+  }
+
+  std::unique_ptr<StallingServer> server_;
+  std::string url_;
+  testing::TempDir dir_;
+};
+
+TEST_P(StalledServerTest, BatchLoadFailsAfterItsIdleTimeoutAndCommitsNothing) {
+  ASSERT_OK_AND_ASSIGN(auto client, amp::Client::Connect(url_));
+  const std::string table = dir_.path() + "/stalled";
+  ASSERT_OK_AND_ASSIGN(auto config, loader::ParseDeltaLakeConfig(
+                                        R"({"table_path": ")" + table +
+                                        R"(", "resilience": {"retry": {"enabled": false}}})"));
+  loader::LoadOptions options;
+  options.idle_timeout = std::chrono::milliseconds(300);
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = loader::LoadBatch(*client, "SELECT block_num FROM t", config, options);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(result.success);
+  EXPECT_THAT(result.error, ::testing::HasSubstr("DEADLINE_EXCEEDED"));
+  EXPECT_THAT(result.error, ::testing::HasSubstr("idle timeout"));
+  EXPECT_EQ(ClassifyError(result.status), ErrorClass::kServer);
+  EXPECT_LT(waited, std::chrono::seconds(20));
+  EXPECT_FALSE(std::filesystem::exists(table + "/_delta_log"));
+}
+
+TEST_P(StalledServerTest, QueryStreamNextFailsAfterTheIdleTimeout) {
+  ASSERT_OK_AND_ASSIGN(auto client, amp::Client::Connect(url_));
+  amp::QueryOptions options;
+  options.idle_timeout = std::chrono::milliseconds(200);
+  auto stream = client->Query("SELECT 1", options);
+  if (GetParam()) {
+    EXPECT_THAT(stream, testing::StatusHasMessage("idle timeout"));
+    return;
+  }
+  ASSERT_OK(stream.status());
+  ASSERT_OK_AND_ASSIGN(auto first, (*stream)->Next());
+  ASSERT_TRUE(first.has_value());
+  EXPECT_THAT((*stream)->Next(), testing::StatusHasMessage("idle timeout"));
+}
+
+INSTANTIATE_TEST_SUITE_P(StallPoints, StalledServerTest, ::testing::Values(false, true),
+                         [](const auto& param_info) {
+                           return param_info.param ? "BeforeTheSchema" : "AfterTheFirstBatch";
+                         });
+
+}  // namespace
+}  // namespace ampdelta
