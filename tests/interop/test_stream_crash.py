@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import csv
+import io
 import json
 import math
 import os
@@ -124,11 +126,11 @@ def canonical_hashes(url: str) -> dict[int, str]:
                            "--sql", CANONICAL_SQL], capture_output=True, text=True,
                           env=cli_env(), timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr}"
-    lines = proc.stdout.strip().splitlines()
-    assert lines[-1].startswith("rows="), lines[-1]
+    assert proc.stderr.startswith("rows="), proc.stderr  # the summary is on stderr
+    records = list(csv.reader(io.StringIO(proc.stdout, newline="")))
+    assert records[0] == ["block_num", "hash"], records[0]  # the header record
     chain = {}
-    for line in lines[:-1]:
-        number, block_hash = line.split(",")
+    for number, block_hash in records[1:]:
         chain[int(number)] = block_hash.lower()
     return chain
 

@@ -245,6 +245,32 @@ int Run(int argc, char** argv) {
   add(AddTableCommand);
   add(AddDemoCommand);
 
+  // An unknown command is named (CLI11 only says that a subcommand is required).
+  {
+    CLI::App* current = &app;
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg == "--log-level" && current == &app) {
+        ++i;
+        continue;
+      }
+      if (arg.empty() || arg.front() == '-') break;
+      const auto subcommands = current->get_subcommands([](CLI::App*) { return true; });
+      if (subcommands.empty()) break;
+      CLI::App* next = nullptr;
+      std::string names;
+      for (CLI::App* subcommand : subcommands) {
+        if (subcommand->get_name() == arg) next = subcommand;
+        names += (names.empty() ? "" : ", ") + subcommand->get_name();
+      }
+      if (next == nullptr) {
+        PrintError("unknown command '" + arg + "' (commands: " + names +
+                   "; run with --help for usage)");
+        return kExitUsage;
+      }
+      current = next;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
