@@ -2,18 +2,47 @@
 // per-batch app_metadata, the amp-resume cursor, and the block ranges a streaming load
 // keeps in add.tags. Each that parses must encode and parse back to the same value.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "ampdelta/amp/block_range.h"
 #include "ampdelta/amp/query_text.h"
+#include "ampdelta/amp/stream_interpreter.h"
 #include "ampdelta/delta/actions.h"
 #include "ampdelta/loader/stream_state.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace amp = ampdelta::amp;
 namespace loader = ampdelta::loader;
+
+namespace {
+
+// A stream as a server could send it: one app_metadata per line (the first may be a
+// resume cursor), each with a row, through the interpreter that detects reorgs.
+void Interpret(std::string_view text) {
+  amp::StreamInterpreter interpreter(amp::StreamInterpreter::Options{16});
+  bool first = true;
+  while (!text.empty()) {
+    const size_t end = std::min(text.find('\n'), text.size());
+    const std::string_view line = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    if (first) {
+      first = false;
+      if (auto cursor = amp::ParseCursor(line); cursor.ok()) {
+        interpreter.SeedCursor(*cursor);
+        continue;
+      }
+    }
+    auto metadata = amp::ParseBatchMetadata(line);
+    if (!metadata.ok()) continue;
+    if (!interpreter.Accept(*metadata, 1).ok()) return;
+  }
+  (void)interpreter.CompletedCursor();
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text = ampdelta::fuzz::AsText(data, size);
@@ -45,6 +74,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     file.tags = ampdelta::delta::NullableStringMap{{loader::RangesTagKey("app"), tag}};
     (void)loader::FileReachesBlock(file, "app", "mainnet", 0);
   }
+
+  Interpret(text);
 
   // The client's reading of a query's SETTINGS (it decides whether to stream).
   (void)amp::HasStreamSetting(text);

@@ -227,6 +227,19 @@ def batch_metadata():
                                                         "hash": hash_b}},
     ]:
         corpus.add(json.dumps(document, separators=(",", ":")))
+    # Streams, one app_metadata a line (batch_metadata_fuzzer.cc's Interpret): microbatches
+    # with their completion markers, then a reorg; the second starts from a cursor.
+    def batch(start, end, complete, fork=0):
+        return json.dumps({"ranges": [{"network": "mainnet",
+                                       "numbers": {"start": start, "end": end},
+                                       "hash": "0x%064x" % (end + fork),
+                                       "prev_hash": "0x%064x" % (start - 1)}],
+                           "ranges_complete": complete}, separators=(",", ":"))
+    stream = [batch(s, s + 9, c) for s in (0, 10, 20) for c in (False, True)]
+    stream += [batch(15, 24, False, fork=1), batch(15, 24, True, fork=1)]
+    corpus.add("\n".join(stream))
+    cursor = json.dumps({"mainnet": {"number": 9, "hash": "0x%064x" % 9}})
+    corpus.add("\n".join([cursor] + stream[2:]))
     corpus.add(json.dumps([{"network": "mainnet", "start": 1, "end": 2, "hash": hash_a,
                             "prev_hash": hash_b, "timestamp": 5}]))
     corpus.add(b'{"table":"blocks","filename":"015000000-cce9bf788517474d.parquet",'
