@@ -25,8 +25,9 @@ The script of a ScriptedFlightServer (a dict; every key optional):
     first_block     first block number of the ranges (default 24000000)
     corrupt         with metadata "stream": "gap" (a block is skipped) or "hash" (a
                     prev_hash that does not chain) at microbatch `corrupt_at` (default 1)
-    pause_after     after sending this many batches, call `on_pause()` (the test's actor)
-                    before sending the rest
+    pause_after     after sending this many batches, wait `pause_s` seconds (default 1:
+                    the client opens its table meanwhile), call `on_pause()` (the test's
+                    actor), then send the rest
     then            what happens after the last batch: "end" (default) | "stall" (the
                     stream stays open, silent, until the server stops) | "<GRPC_CODE>"
                     (the stream fails with that code and `then_message`)
@@ -163,7 +164,7 @@ class ScriptedFlightServer(flight.FlightServerBase):
 
     def _pause(self):
         # Let the client take what was sent (and open its table) before the actor runs.
-        time.sleep(float(self.script.get("pause_s", 0.5)))
+        time.sleep(float(self.script.get("pause_s", 1.0)))
         try:
             if self.on_pause is not None:
                 self.on_pause()

@@ -17,6 +17,7 @@ import io
 import json
 import os
 import re
+import select
 import shlex
 import shutil
 import signal
@@ -24,7 +25,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import tomllib
 from pathlib import Path
 
@@ -146,7 +146,7 @@ class World:
         self.inputs = base / "inputs"
         self.tables.mkdir()
         self.inputs.mkdir()
-        self._lock = threading.Lock()
+        self.reader = ReaderWorker()
 
     @property
     def server(self) -> str:
@@ -218,9 +218,11 @@ class World:
 def world(request):
     base = Path(tempfile.mkdtemp(prefix="ampdelta-bad-inputs-"))
     base.chmod(0o755)  # cases that run as nobody must reach their table
+    world = World(request, base)
     try:
-        yield World(request, base)
+        yield world
     finally:
+        world.reader.close()
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -491,14 +493,11 @@ def command_line(ctx: Context) -> tuple[list[bytes], dict, Path | None]:
     return args, extra_env, readback
 
 
-def read_back(table: Path, expect: dict) -> dict:
-    """Read the table with deltalake and DuckDB in a subprocess (deltalake 1.6.6 may abort
-    the interpreter at exit, so the child leaves through os._exit after printing)."""
-    script = r"""
-import json, os, sys, decimal, datetime
-path, columns = sys.argv[1], json.loads(sys.argv[2])
-sys.path.insert(0, sys.argv[3])
+READER_SCRIPT = r"""
+import datetime, decimal, json, os, sys
+sys.path.insert(0, sys.argv[1])
 import readers
+
 def plain(v):
     if isinstance(v, (bytes, bytearray)): return "0x" + bytes(v).hex()
     if isinstance(v, (decimal.Decimal, datetime.datetime, datetime.date)): return str(v)
@@ -506,25 +505,69 @@ def plain(v):
     if isinstance(v, list): return [plain(x) for x in v]
     if isinstance(v, dict): return {k: plain(x) for k, x in v.items()}
     return v
-out = {}
-for name in ("deltalake", "duckdb"):
-    try:
-        table = readers.READERS[name](path)
-        got = {"rows": table.num_rows, "columns": table.column_names, "values": {}}
-        for column in columns:
-            values = [plain(v) for v in table.column(column).to_pylist()]
-            got["values"][column] = sorted(values, key=lambda v: (v is None, json.dumps(v)))
-        out[name] = got
-    except Exception as error:
-        out[name] = {"error": f"{type(error).__name__}: {error}"}
-sys.stdout.write(json.dumps(out)); sys.stdout.flush(); os._exit(0)
+
+def read(path, columns):
+    out = {}
+    for name in ("deltalake", "duckdb"):
+        try:
+            table = readers.READERS[name](path)
+            got = {"rows": table.num_rows, "columns": table.column_names, "values": {}}
+            for column in columns:
+                values = [plain(v) for v in table.column(column).to_pylist()]
+                got["values"][column] = sorted(values, key=lambda v: (v is None, json.dumps(v)))
+            out[name] = got
+        except Exception as error:
+            out[name] = {"error": f"{type(error).__name__}: {error}"}
+    return out
+
+for line in sys.stdin:
+    request = json.loads(line)
+    sys.stdout.write(json.dumps(read(request["path"], request["columns"])) + "\n")
+    sys.stdout.flush()
+os._exit(0)
 """
-    done = subprocess.run([sys.executable, "-c", script, str(table),
-                           json.dumps(sorted(expect.get("values", {}))),
-                           str(Path(__file__).parent)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"reader subprocess exited {done.returncode}:\n{done.stderr}"
-    return json.loads(done.stdout)
+
+
+class ReaderWorker:
+    """deltalake and DuckDB in one long-lived subprocess, one JSON line per read. A child
+    process, because deltalake 1.6.6 may abort the interpreter at exit (after
+    to_pyarrow_table()); the child never reaches that teardown: it leaves by os._exit."""
+
+    TIMEOUT_S = 120
+
+    def __init__(self):
+        self.proc = None
+        self.stderr = None
+
+    def read(self, table: Path, columns: list[str]) -> dict:
+        if self.proc is None:
+            self.stderr = tempfile.TemporaryFile()
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", READER_SCRIPT, str(Path(__file__).parent)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        self.proc.stdin.write(json.dumps({"path": str(table), "columns": columns}) + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.TIMEOUT_S)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line:
+            # This read fails; the next case starts a fresh reader (nothing is retried).
+            self.proc.kill()
+            code = self.proc.wait()
+            self.stderr.seek(0)
+            errors = self.stderr.read().decode(errors="replace")[-4000:]
+            self.proc = None
+            raise AssertionError(f"reader subprocess gave no answer (exit {code}):\n{errors}")
+        return json.loads(line)
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
 
 
 def read_with_ampdelta(table: Path) -> dict:
@@ -536,9 +579,10 @@ def read_with_ampdelta(table: Path) -> dict:
     return {"rows": int(match.group(1))}
 
 
-def check_read(table: Path, expect: dict) -> None:
+def check_read(world: World, table: Path, expect: dict) -> None:
     readers = expect.get("readers", ["deltalake", "duckdb"])
-    got = read_back(table, expect) if set(readers) - {"ampdelta"} else {}
+    columns = sorted(expect.get("values", {}))
+    got = world.reader.read(table, columns) if set(readers) - {"ampdelta"} else {}
     got = {name: result for name, result in got.items() if name in readers}
     if "ampdelta" in readers:
         got["ampdelta"] = read_with_ampdelta(table)
@@ -677,7 +721,7 @@ def run_case(case: dict, world: World) -> None:
         assert after == before["digest"], (
             "the table changed:\n" + describe_diff(before["digest"], after) + "\n" + shown)
     else:
-        check_read(after_path, case["read"])
+        check_read(world, after_path, case["read"])
     shutil.rmtree(tmp, ignore_errors=True)
 
 
