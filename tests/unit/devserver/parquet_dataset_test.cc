@@ -3,9 +3,16 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <arrow/array.h>
+#include <arrow/builder.h>
+#include <arrow/io/file.h>
 #include <arrow/record_batch.h>
+#include <arrow/table.h>
 #include <arrow/type.h>
+#include <arrow/util/key_value_metadata.h>
+#include <parquet/arrow/writer.h>
 
+#include "tests/support/temp_dir.h"
 #include "tests/support/test_util.h"
 
 namespace ampdelta::devserver {
@@ -85,6 +92,46 @@ TEST_F(ParquetDatasetTest, StreamsOneMicrobatchPerFileRange) {
 TEST_F(ParquetDatasetTest, MissingDirectoryIsAClearError) {
   EXPECT_THAT(ParquetDataset::Open("x", "/nonexistent/dir"),
               testing::StatusHasMessage("does not exist"));
+}
+
+// A dataset directory with one blocks file whose footer carries `nozzle_metadata`.
+void WriteDataset(const std::string& dir, const std::string& nozzle_metadata) {
+  const auto revision = std::filesystem::path(dir) / "blocks" / "019c2523-356e-7000";
+  std::filesystem::create_directories(revision);
+  arrow::UInt64Builder numbers;
+  ASSERT_OK(numbers.Append(1));
+  ASSERT_OK_AND_ASSIGN(auto column, numbers.Finish());
+  auto schema = arrow::schema({arrow::field("block_num", arrow::uint64())});
+  auto table = arrow::Table::Make(schema, {column});
+  ASSERT_OK_AND_ASSIGN(auto out,
+                       arrow::io::FileOutputStream::Open((revision / "1.parquet").string()));
+  ASSERT_OK_AND_ASSIGN(auto writer, parquet::arrow::FileWriter::Open(
+                                        *schema, arrow::default_memory_pool(), out));
+  ASSERT_OK(writer->WriteTable(*table));
+  ASSERT_OK(writer->AddKeyValueMetadata(
+      arrow::key_value_metadata({"nozzle_metadata"}, {nozzle_metadata})));
+  ASSERT_OK(writer->Close());
+  ASSERT_OK(out->Close());
+}
+
+TEST(ParquetDatasetMetadataTest, WrongTypedNozzleMetadataIsAnErrorNotAnException) {
+  // json::value() and get() threw on each of these, out of ParquetDataset::Open.
+  for (const char* metadata :
+       {R"({"ranges":[{"network":"n","numbers":{"start":"1","end":2}}]})",
+        R"({"ranges":[{"network":5,"numbers":{"start":1,"end":2}}]})",
+        R"({"ranges":[{"network":"n","numbers":[1,2]}]})",
+        R"({"ranges":[{"network":"n","numbers":{"start":1,"end":-2}}]})",
+        R"({"ranges":[{"network":"n","numbers":{"start":1,"end":2},"hash":7}]})",
+        R"({"ranges":[1]})", R"({"ranges":{}})", R"([])", "", "{\"ranges\":[\"\xff\"]}"}) {
+    testing::TempDir dir;
+    WriteDataset(dir.path(), metadata);
+    EXPECT_THAT(ParquetDataset::Open("d", dir.path()), testing::StatusHasMessage("malformed"))
+        << metadata;
+  }
+  testing::TempDir dir;
+  WriteDataset(dir.path(), R"({"ranges":[{"network":"n","numbers":{"start":1,"end":1},)"
+                           R"("hash":"0x01","prev_hash":"0x00"}]})");
+  EXPECT_OK(ParquetDataset::Open("d", dir.path()).status());
 }
 
 }  // namespace
