@@ -198,3 +198,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(DEFAULT_TEST_TIMEOUT_S))
+
+
+# deltalake 1.6.6 aborts the interpreter at exit in about 15% of runs after
+# to_pyarrow_table() ("terminate called without an active exception", exit 134), with every
+# test passed. The session leaves with pytest's own status instead, without the interpreter
+# teardown that runs deltalake's destructors.
+_SESSION_STATUS = [0]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _SESSION_STATUS[0] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_SESSION_STATUS[0])

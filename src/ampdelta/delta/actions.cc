@@ -11,6 +11,9 @@ Remove RemoveFor(const Add& add, bool data_change) {
   remove.size = add.size;
   remove.stats = add.stats;
   remove.deletion_vector = add.deletion_vector;
+  // The tags say what the file held (a stream's block ranges): a concurrent writer that
+  // sees the remove can tell whose progress it takes back.
+  remove.tags = add.tags;
   return remove;
 }
 

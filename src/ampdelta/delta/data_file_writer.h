@@ -82,7 +82,8 @@ class DataFileWriter {
   /// (dataChange = true; callers may change it).
   arrow::Result<std::vector<Add>> Finish();
 
-  /// \brief Delete every file written so far (for a load that will not commit).
+  /// \brief Delete every file written so far, also after Finish() (for a write that will
+  /// not commit, or whose commit failed).
   arrow::Status Abort();
 
   /// \brief Return the bytes of the files closed so far.

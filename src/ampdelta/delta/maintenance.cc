@@ -316,7 +316,9 @@ arrow::Result<CommitResult> RestoreOnce(const std::shared_ptr<storage::ObjectSto
   }
   Transaction txn(store, latest, commit);
   if (!(target->metadata() == latest->metadata())) txn.SetMetadata(target->metadata());
-  txn.ReadWholeTable();
+  // The result is the target's files whatever happened meanwhile: what concurrent commits
+  // added is removed as well (a stream notices and loads it again).
+  txn.ReplaceWholeTable();
   const int64_t added = static_cast<int64_t>(adds.size());
   const int64_t removed = static_cast<int64_t>(removes.size());
   txn.AddFiles(std::move(adds));

@@ -182,8 +182,10 @@ class TableWriter::Impl {
   std::shared_ptr<WriteLease> lease;
   std::shared_ptr<WriteLease> owned_lease;
   std::set<std::string> watched;
+  std::string watched_tag;
   bool skipped = false;
   bool done = false;
+  bool committed = false;
 
   // Before a commit names its files they must still exist. Vacuums that honour leases
   // cannot have deleted them while the lease is held; if it is gone (a vacuum judged this
@@ -365,8 +367,9 @@ void TableWriter::StageAdds(std::vector<Add> files) {
   for (auto& file : files) impl_->staged_adds.push_back(std::move(file));
 }
 
-void TableWriter::WatchRemovals(std::set<std::string> keys) {
+void TableWriter::WatchRemovals(std::set<std::string> keys, std::string tag_key) {
   impl_->watched = std::move(keys);
+  impl_->watched_tag = std::move(tag_key);
 }
 
 void TableWriter::AddOperationMetrics(const std::map<std::string, std::string>& metrics) {
@@ -400,7 +403,7 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   if (impl_->new_metadata) txn.SetMetadata(*impl_->new_metadata);
   std::vector<Remove> removes = std::move(impl_->staged_removes);
   txn.ReadFiles(impl_->read_keys);
-  txn.WatchRemovals(std::move(impl_->watched));
+  txn.WatchRemovals(std::move(impl_->watched), std::move(impl_->watched_tag));
   if (impl_->options.serializable) txn.ConflictWithConcurrentAppends();
   const bool overwrite = impl_->options.mode == SaveMode::kOverwrite && impl_->snapshot;
   if (overwrite) {
@@ -437,12 +440,15 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
     return committed.status();
   }
   impl_->ReleaseLease();
+  impl_->committed = true;
   result.committed = true;
   result.commit = std::move(*committed);
   return result;
 }
 
 arrow::Status TableWriter::Abort() {
+  // Committed files belong to the table now: an abort after the commit changes nothing.
+  if (impl_->committed) return arrow::Status::OK();
   impl_->done = true;
   arrow::Status aborted = impl_->writer ? impl_->writer->Abort() : arrow::Status::OK();
   impl_->ReleaseLease();

@@ -123,7 +123,7 @@ class TableWriter {
 
   /// \brief Fail the commit when a concurrent commit removed one of these files as a data
   /// change (Transaction::WatchRemovals).
-  void WatchRemovals(std::set<std::string> keys);
+  void WatchRemovals(std::set<std::string> keys, std::string tag_key = {});
 
   /// \brief Report extra commitInfo.operationMetrics (merge counts).
   void AddOperationMetrics(const std::map<std::string, std::string>& metrics);
@@ -131,7 +131,8 @@ class TableWriter {
   /// \brief Close the data files and commit them.
   arrow::Result<TableWriteResult> Commit();
 
-  /// \brief Delete the data files written so far; the table stays as it was.
+  /// \brief Delete the data files written so far; the table stays as it was. After a
+  /// successful Commit() this does nothing.
   arrow::Status Abort();
 
   int64_t rows_written() const;

@@ -98,9 +98,16 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
   for (const auto& remove : removes_) our_removes.insert(DecodeLogPath(remove.path));
   // Files we re-add as they are (re-tagged, dataChange=false) must still exist: a concurrent
   // remove of one, even by a compaction, would be undone by our add.
+  std::set<std::string> readded;
   for (const auto& add : adds_) {
-    if (!add.data_change) our_removes.insert(DecodeLogPath(add.path));
+    if (!add.data_change) {
+      our_removes.insert(DecodeLogPath(add.path));
+      readded.insert(DecodeLogPath(add.path));
+    }
   }
+  std::set<std::string> superseded;
+  std::set<std::string> our_adds;
+  for (const auto& add : adds_) our_adds.insert(DecodeLogPath(add.path));
   std::set<std::string> our_domains;
   for (const auto& domain : domains_) our_domains.insert(domain.domain);
   bool winner_blind = false;
@@ -110,12 +117,14 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
       winner_blind = info->is_blind_append.value_or(false);
     }
   }
-  if (!watched_.empty()) {
+  if (!watched_.empty() || !watched_tag_.empty()) {
     for (const auto& action : winner) {
       const auto* remove = std::get_if<Remove>(&action);
       if (remove == nullptr || !remove->data_change) continue;
       const std::string key = DecodeLogPath(remove->path);
-      if (watched_.count(key) != 0) {
+      const bool tagged = !watched_tag_.empty() && remove->tags &&
+                          remove->tags->count(watched_tag_) != 0;
+      if (watched_.count(key) != 0 || tagged) {
         return Conflict("concurrent commit ", version, " removed file ", key,
                         " that this transaction builds on (a restore or delete took it back)")
             .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kRolledBack));
@@ -133,7 +142,9 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
     if (const auto* txn = std::get_if<SetTransaction>(&action)) {
       if (txn_ && txn->app_id == txn_->app_id) {
         return Conflict("application '", txn->app_id, "' committed version ", txn->version,
-                        " concurrently (commit ", version, "); another writer runs the same app");
+                        " concurrently (commit ", version, "); another writer runs the same app")
+            .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
+                                                      kConcurrentApp));
       }
     }
     if (const auto* domain = std::get_if<DomainMetadata>(&action)) {
@@ -144,6 +155,13 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
     if (const auto* remove = std::get_if<Remove>(&action)) {
       const std::string key = DecodeLogPath(remove->path);
       if (our_removes.count(key) != 0) {
+        // Replacing the whole table, a file someone else removed first needs no remove of
+        // ours (what replaced it is removed below, with the winner's adds) — unless this
+        // transaction adds it back as it is.
+        if (replace_whole_table_ && readded.count(key) == 0) {
+          superseded.insert(key);
+          continue;
+        }
         return Conflict("file ", key, " was removed by concurrent commit ", version,
                         " that this transaction also removes");
       }
@@ -164,10 +182,21 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
                         " added data while this transaction required serializable isolation; "
                         "retry the operation");
       }
-      if (replace_whole_table_ && add->data_change) winner_adds.push_back(*add);
+      // Everything a concurrent commit added goes, a compaction's output too (it holds the
+      // rows of files this transaction removes), but never a file this one adds itself.
+      if (replace_whole_table_ && our_adds.count(DecodeLogPath(add->path)) == 0) {
+        winner_adds.push_back(*add);
+      }
     }
   }
   // An overwrite replaces what others appended meanwhile too.
+  if (!superseded.empty()) {
+    removes_.erase(std::remove_if(removes_.begin(), removes_.end(),
+                                  [&](const Remove& remove) {
+                                    return superseded.count(DecodeLogPath(remove.path)) != 0;
+                                  }),
+                   removes_.end());
+  }
   for (const auto& add : winner_adds) removes_.push_back(RemoveFor(add));
   return arrow::Status::OK();
 }
@@ -244,7 +273,9 @@ arrow::Result<CommitResult> Transaction::Commit() {
       }
       if (txn_ && existing->AppTransactionVersion(txn_->app_id)) {
         return Conflict("application '", txn_->app_id, "' created the table concurrently; "
-                        "another writer runs the same app");
+                        "another writer runs the same app")
+            .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
+                                                      kConcurrentApp));
       }
       protocol_.reset();
       metadata_.reset();

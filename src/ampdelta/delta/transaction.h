@@ -23,6 +23,9 @@ namespace ampdelta::delta {
 
 /// The ErrorDetail subcode of a kCommitConflict raised by Transaction::WatchRemovals.
 inline constexpr const char* kRolledBack = "rolled_back";
+/// The ErrorDetail subcode of a kCommitConflict with a concurrent commit of the same
+/// application id (`txn`): another writer runs the same stream or job.
+inline constexpr const char* kConcurrentApp = "concurrent_app";
 
 /// \brief What happened on commit.
 struct CommitResult {
@@ -92,9 +95,13 @@ class Transaction {
   /// conflict with appends.
   void SetDataChange(bool data_change) { data_change_ = data_change; }
   /// \brief Fail with kCommitConflict, subcode kRolledBack, when a concurrent commit removed
-  /// one of these files (table-relative keys) as a data change: whatever this transaction
-  /// built on them (a stream's progress) was taken back, e.g. by a RESTORE.
-  void WatchRemovals(std::set<std::string> keys) { watched_ = std::move(keys); }
+  /// as a data change one of these files (table-relative keys), or any file whose remove
+  /// carries the tag `tag_key`: whatever this transaction built on them (a stream's
+  /// progress) was taken back, e.g. by a RESTORE.
+  void WatchRemovals(std::set<std::string> keys, std::string tag_key = {}) {
+    watched_ = std::move(keys);
+    watched_tag_ = std::move(tag_key);
+  }
 
   /// \brief Commit.
   ///
@@ -128,6 +135,7 @@ class Transaction {
   bool data_change_ = true;
   std::set<std::string> read_files_;
   std::set<std::string> watched_;
+  std::string watched_tag_;
   std::string txn_id_;
   bool committed_ = false;
 };

@@ -130,9 +130,13 @@ class StreamLoad {
       if (commits_ > failures_reset_at_) failures = 0;  // progress since the last failure
       failures_reset_at_ = commits_;
       const bool retryable = config_.retry.enabled && failures < config_.retry.max_retries &&
-                             amp::IsTransientServerError(status);
+                             (amp::IsTransientServerError(status) || IsRetryableConflict(status));
       if (!retryable) return status;
-      const auto delay = internal::Backoff(config_.retry, failures++);
+      // A lost commit race needs no server back-off, only a fresh look at the table.
+      const auto delay = IsRetryableConflict(status)
+                             ? std::chrono::milliseconds(50 * (failures + 1))
+                             : internal::Backoff(config_.retry, failures);
+      ++failures;
       AMPDELTA_LOG_WARN("stream into ", result_->table_name, " interrupted (", status.message(),
                         "); reconnecting in ", delay.count(), " ms from the table's state");
       result_->metadata["reconnects"] = std::to_string(++reconnects_);
@@ -355,9 +359,22 @@ class StreamLoad {
     const std::string key = RangesTagKey(app_id_);
     std::set<std::string> live;
     for (const auto& file : after->files()) live.insert(after->FileKey(file.path));
+    std::set<std::string> known;
+    for (const auto& remove : before->tombstones()) known.insert(before->FileKey(remove.path));
     std::set<std::string> taken;
     for (const auto& remove : after->tombstones()) {
-      if (remove.data_change) taken.insert(after->FileKey(remove.path));
+      if (!remove.data_change) continue;
+      const std::string path = after->FileKey(remove.path);
+      taken.insert(path);
+      // A file this stream never saw (a compaction's output), removed with its ranges.
+      if (known.count(path) == 0 && remove.tags && remove.tags->count(key) != 0 &&
+          live.count(path) == 0) {
+        return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError, "file ", path,
+                         " holding this stream's progress was removed by a later commit "
+                         "(a restore or delete took it back)")
+            .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
+                                                      delta::kRolledBack));
+      }
     }
     for (const auto& file : before->files()) {
       if (!file.tags || file.tags->count(key) == 0) continue;
@@ -373,10 +390,19 @@ class StreamLoad {
     return arrow::Status::OK();
   }
 
-  static bool IsRolledBack(const arrow::Status& status) {
+  static bool HasSubcode(const arrow::Status& status, const char* subcode) {
     const ErrorDetail* detail = GetErrorDetail(status);
     return detail != nullptr && detail->code() == ErrorCode::kCommitConflict &&
-           detail->subcode() == delta::kRolledBack;
+           detail->subcode() == subcode;
+  }
+  static bool IsRolledBack(const arrow::Status& status) {
+    return HasSubcode(status, delta::kRolledBack);
+  }
+  // A commit that lost to a concurrent change of the same files (not to another loader of
+  // this stream): starting over from the table's state resolves it.
+  static bool IsRetryableConflict(const arrow::Status& status) {
+    return IsError(status, ErrorCode::kCommitConflict) &&
+           !HasSubcode(status, delta::kConcurrentApp);
   }
 
   // Commit a writer with the stream's next txn version and move the snapshot forward.
@@ -394,16 +420,17 @@ class StreamLoad {
       for (const auto& file : snapshot_->files()) {
         if (file.tags && file.tags->count(key) != 0) progress.insert(snapshot_->FileKey(file.path));
       }
-      writer->WatchRemovals(std::move(progress));
+      writer->WatchRemovals(std::move(progress), key);
     }
     auto written = writer->Commit();
     if (!written.ok()) {
-      if (IsRolledBack(written.status())) return written.status();
-      if (IsError(written.status(), ErrorCode::kCommitConflict)) {
+      if (HasSubcode(written.status(), delta::kConcurrentApp)) {
         return written.status().WithMessage(
             "another loader is writing stream ", app_id_, " into this table (",
             written.status().message(), "); this loader stops");
       }
+      // Other conflicts (a compaction or restore touched the same files) are retried from
+      // the table's state by the caller.
       return written.status();
     }
     state_.txn_version = next;
@@ -467,7 +494,9 @@ class StreamLoad {
       return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::Invalid,
                        "another loader is writing stream ", app_id_,
                        " into this table (its txn moved to ", state_.txn_version.value_or(0),
-                       "); this loader stops");
+                       "); this loader stops")
+          .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
+                                                    delta::kConcurrentApp));
     }
     // The invalidated microbatches: recorded ranges at or past each fork.
     std::set<std::string> ids;
@@ -553,7 +582,19 @@ class StreamLoad {
     writer->StageRemoves(std::move(removes), std::move(read));
     writer->StageAdds(std::move(retagged));
     writer->AddOperationMetrics({{"numDeletedRows", std::to_string(rows_removed)}});
-    ARROW_RETURN_NOT_OK(Finish(writer.get()));
+    // What the table must still record after the undo: the newest surviving range of each
+    // network (checked after the commit, as for appends).
+    std::vector<amp::BlockRange> surviving;
+    for (const auto& [network, ranges] : state_.ranges) {
+      const amp::BlockRange* newest = nullptr;
+      for (const auto& range : ranges) {
+        if (ids.count(BatchId(range)) == 0 && (newest == nullptr || range.end > newest->end)) {
+          newest = &range;
+        }
+      }
+      if (newest != nullptr) surviving.push_back(*newest);
+    }
+    ARROW_RETURN_NOT_OK(Finish(writer.get(), &surviving));
     reorg.rows_loaded = 0;
     reorg.duration = std::chrono::duration<double>(Clock::now() - start).count();
     reorg.metadata["table_version"] = std::to_string(snapshot_->version());

@@ -240,16 +240,41 @@ TEST_F(WriteSafetyTest, LosingConcurrentOverwriteRemovesItsDataFiles) {
   TableWriteOptions overwrite;
   overwrite.mode = SaveMode::kOverwrite;
   ASSERT_OK_AND_ASSIGN(auto loser, TableWriter::Open(local, Blocks(0, 1)->schema(), overwrite));
-  // A merge commits first and rewrites a file the overwrite removes too.
+  // A concurrent load adds a column: the overwrite's schema no longer is the table's.
+  arrow::Int64Builder extra;
+  ASSERT_OK(extra.AppendValues({7}));
+  auto widened = *Blocks(3, 4)->AddColumn(2, arrow::field("extra", arrow::int64()), *extra.Finish());
+  ASSERT_OK(WriteBatches(local, {widened}).status());
+  const auto data_before = DataFiles(dir.path());
+  ASSERT_OK(loser->Write(Blocks(10, 20)));
+  EXPECT_THAT(loser->Commit(), HasErrorCode(ErrorCode::kCommitConflict));
+  EXPECT_EQ(DataFiles(dir.path()), data_before);
+}
+
+TEST_F(WriteSafetyTest, AbortAfterASuccessfulCommitKeepsTheCommittedFiles) {
+  ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(store_, Blocks(0, 1)->schema(), {}));
+  ASSERT_OK(writer->Write(Blocks(0, 5)));
+  ASSERT_OK(writer->Commit().status());
+  ASSERT_OK(writer->Abort());  // e.g. a caller that gives up on what follows the commit
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(0, 5));
+}
+
+TEST_F(WriteSafetyTest, OverwriteRebasedOverConcurrentChangesReplacesThemToo) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 3)}).status());
+  TableWriteOptions overwrite;
+  overwrite.mode = SaveMode::kOverwrite;
+  ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(store_, Blocks(0, 1)->schema(), overwrite));
+  ASSERT_OK(writer->Write(Blocks(10, 20)));
+  // Meanwhile: a merge rewrites the file the overwrite removes, and an append adds one.
   MergeOptions merge;
   merge.keys = {"block_num"};
   auto source = Blocks(1, 2);
-  ASSERT_OK(MergeRows(local, source->schema(), {source}, merge).status());
-  const auto data_before = DataFiles(dir.path());
-  ASSERT_OK(loser->Write(Blocks(10, 20)));
-  // The merge rewrote a file the overwrite also removes: the overwrite must conflict.
-  EXPECT_THAT(loser->Commit(), HasErrorCode(ErrorCode::kCommitConflict));
-  EXPECT_EQ(DataFiles(dir.path()), data_before);
+  ASSERT_OK(MergeRows(store_, source->schema(), {source}, merge).status());
+  ASSERT_OK(WriteBatches(store_, {Blocks(3, 5)}).status());
+  ASSERT_OK(writer->Commit().status());
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(10, 20));
 }
 
 TEST_F(WriteSafetyTest, FailedCommitOfAnyKindDeletesTheFilesItWrote) {
