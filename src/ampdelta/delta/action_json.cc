@@ -475,6 +475,7 @@ arrow::Result<std::vector<Action>> ParseCommit(std::string_view text, const std:
   std::vector<Action> actions;
   size_t start = 0;
   int line_number = 0;
+  bool saw_line = false;
   while (start < text.size()) {
     size_t end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();
@@ -494,7 +495,10 @@ arrow::Result<std::vector<Action>> ParseCommit(std::string_view text, const std:
         return action.status();
       }
     }
+    saw_line = true;
   }
+  // A commit holds at least one action: an empty file is a write cut short.
+  if (!saw_line) return Corrupt(source, "the commit file is empty");
   return actions;
 }
 

@@ -108,19 +108,27 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
   const std::string root = store.root_uri();
   // Start the listing at the hinted checkpoint when it can serve the target; fall back to
   // a full listing when the hint is stale or points at nothing.
-  std::optional<Version> hint = ReadLastCheckpointHint(store);
+  const std::optional<Version> named = ReadLastCheckpointHint(store);
+  std::optional<Version> hint = named;
   if (hint && target && *hint > *target) hint.reset();
   Listing listing;
   bool full = true;
+  bool stale_hint = false;
   if (hint) {
     ARROW_ASSIGN_OR_RAISE(listing, ListLog(store, std::string(kLogDir) + "/" + VersionDigits(*hint)));
     auto checkpoints = CompleteCheckpoints(listing);
     full = checkpoints.empty();
+    stale_hint = full;
   }
   if (full) {
     ARROW_ASSIGN_OR_RAISE(listing, ListLog(store, ""));
   }
   if (listing.commits.empty() && listing.checkpoint_files.empty()) {
+    // On local disk a file named _delta_log hides the folder: damage, not a missing table
+    // (a writer would otherwise try to create the table over it).
+    if (root.rfind("file://", 0) == 0 && store.Head(std::string(kLogDir)).ok()) {
+      return CorruptLog(root, "_delta_log is a file, not a folder");
+    }
     return NotFoundError("no Delta table at ", root, " (no _delta_log entries)");
   }
 
@@ -138,6 +146,11 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
 
   LogSegment segment;
   segment.version = version;
+  if (named && !target) {
+    // The hint names a version past the latest, or one without a complete checkpoint.
+    stale_hint = stale_hint || *named > latest;
+    segment.stale_checkpoint_hint = stale_hint;
+  }
   for (auto& [v, commit] : listing.commits) segment.listed_commits.push_back(commit);
   for (auto& checkpoint : checkpoints) {
     if (checkpoint.version > version) continue;

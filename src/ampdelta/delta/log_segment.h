@@ -32,6 +32,9 @@ struct LogSegment {
   /// Every commit listed (ascending), including those before the checkpoint; used to fall
   /// back to a full replay.
   std::vector<ParsedLogPath> listed_commits;
+  /// `_last_checkpoint` names a version with no checkpoint (past the latest version, say):
+  /// the next writer repairs it (other readers, deltalake among them, refuse such a table).
+  bool stale_checkpoint_hint = false;
 };
 
 /// \brief Build the segment for `target` (the latest version when unset).

@@ -173,7 +173,8 @@ arrow::Result<VacuumResult> Vacuum(std::shared_ptr<storage::ObjectStore> store,
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                        "retention of ", hours, " hours is shorter than the table's ",
                        table_retention / 3600000.0, " hours (delta.deletedFileRetentionDuration): "
-                       "readers of older versions could lose files; pass the override to insist");
+                       "readers of older versions could lose files; to insist, disable the retention "
+                       "check (ampdelta table vacuum --force)");
     }
   }
   const int64_t now = NowMs();

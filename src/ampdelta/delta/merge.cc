@@ -193,6 +193,14 @@ arrow::Result<MergeResult> MergeOnce(const std::shared_ptr<storage::ObjectStore>
       return InputError("merge key column '", key, "' not found in the data; available columns: ",
                         json_util::DumpJsonLossy(nlohmann::json(available)));
     }
+    // A key the existing table lacks matches no row: every source row would be a new one.
+    const auto& existing = writer->read_snapshot();
+    if (existing != nullptr && FindFieldIgnoreCase(*existing->schema(), key) < 0) {
+      std::vector<std::string> columns;
+      for (const auto& field : existing->schema()->fields()) columns.push_back(field->name());
+      return InputError("merge key column '", key, "' is not a column of the table; table "
+                        "columns: ", nlohmann::json(columns).dump());
+    }
     if (std::find(indices.begin(), indices.end(), index) != indices.end()) {
       return InputError("merge_keys lists column '", key,
                         "' twice (column names are case-insensitive)");

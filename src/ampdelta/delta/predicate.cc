@@ -115,6 +115,11 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> BindLiteral(const std::string& tex
   if (type->id() == arrow::Type::STRING && token.kind != Token::kString) {
     return BadPredicate(text, "column '" + field.name() + "' is a string: quote the value");
   }
+  if (type->id() == arrow::Type::BINARY && token.kind != Token::kString) {
+    // A number never equals bytes; comparing them would silently match nothing.
+    return BadPredicate(text, "column '" + field.name() +
+                                  "' is binary: a number never matches it (quote the value)");
+  }
   auto parsed = ParsePartitionValue(token.text, type);
   if (!parsed.ok()) {
     return BadPredicate(text, "'" + token.text + "' is not a valid " + type->ToString() +

@@ -27,8 +27,17 @@ class FileReader {
     reader->partition_columns_ = snapshot.partition_columns();
     reader->file_ = file;
     const std::string key = snapshot.FileKey(file.path);
-    ARROW_ASSIGN_OR_RAISE(auto input, snapshot.store()->OpenInputFile(key));
-    auto opened = parquet::arrow::OpenFile(input, arrow::default_memory_pool());
+    auto input = snapshot.store()->OpenInputFile(key);
+    if (!input.ok()) {
+      // A file the log names but the store lacks: the table is damaged (a deleted file, a
+      // vacuum by a writer that ignored retention), not the caller's input.
+      if (IsError(input.status(), ErrorCode::kNotFound)) {
+        return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "data file ", key,
+                         " of version ", snapshot.version(), " is missing from the table");
+      }
+      return input.status();
+    }
+    auto opened = parquet::arrow::OpenFile(*input, arrow::default_memory_pool());
     if (!opened.ok()) {
       return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "data file ", key,
                        " is not readable Parquet: ", opened.status().message());
@@ -193,7 +202,7 @@ arrow::Result<std::unique_ptr<TableScan>> TableScan::Make(std::shared_ptr<const 
     fields = schema->fields();
   } else {
     for (const auto& name : options.columns) {
-      const int index = schema->GetFieldIndex(name);
+      const int index = FindFieldIgnoreCase(*schema, name);
       if (index < 0) {
         return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "table has no column '",
                          name, "'");

@@ -312,8 +312,12 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
     case arrow::Type::BINARY:
     case arrow::Type::DATE32:
     case arrow::Type::DECIMAL128:
-    case arrow::Type::NA:
       return type.GetSharedPtr();
+    case arrow::Type::NA:
+      // Delta's `void` exists, but DuckDB and Polars cannot read a table that has one.
+      return UnsupportedType(column, type,
+                             "a column of NULLs has no type: cast it in the query, e.g. "
+                             "CAST(NULL AS BIGINT)");
     case arrow::Type::UINT8:
       return arrow::int16();
     case arrow::Type::UINT16:
@@ -550,6 +554,9 @@ arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema) {
 }
 
 arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema& source) {
+  if (source.num_fields() == 0) {
+    return InvalidInputError("the data has no columns: a Delta table needs at least one");
+  }
   arrow::FieldVector fields;
   for (const auto& field : source.fields()) {
     ARROW_ASSIGN_OR_RAISE(auto converted, ToTableField(field->name(), *field));
@@ -562,6 +569,18 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema&
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
     const std::shared_ptr<arrow::RecordBatch>& batch,
     const std::shared_ptr<arrow::Schema>& table_schema) {
+  // A batch may lack nullable columns, never bring one the table does not have: its values
+  // would be dropped without a word.
+  if (batch->num_columns() > 0 &&
+      (batch->num_columns() > table_schema->num_fields() ||
+       !batch->schema()->Equals(*table_schema, /*check_metadata=*/false))) {
+    for (const auto& field : batch->schema()->fields()) {
+      if (FindFieldIgnoreCase(*table_schema, field->name()) < 0) {
+        return InvalidInputError("the data has a column '", EscapeForMessage(field->name()),
+                                 "' that the table's schema does not have");
+      }
+    }
+  }
   std::vector<std::shared_ptr<arrow::Array>> columns;
   columns.reserve(table_schema->num_fields());
   for (const auto& field : table_schema->fields()) {

@@ -230,6 +230,12 @@ arrow::Status Snapshot::AdoptTableState(Protocol protocol, Metadata metadata,
   if (schema_ == nullptr || metadata.schema_string != metadata_.schema_string) {
     ARROW_ASSIGN_OR_RAISE(schema_, SchemaFromJson(metadata.schema_string));
   }
+  for (const auto& column : metadata.partition_columns) {
+    if (FindFieldIgnoreCase(*schema_, column) < 0) {
+      return CorruptLog(root, "partition column '" + column + "' of version " +
+                                  std::to_string(version) + " is not in the table's schema");
+    }
+  }
   version_ = version;
   protocol_ = std::move(protocol);
   metadata_ = std::move(metadata);
@@ -465,6 +471,7 @@ arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Update() const {
   auto segment = std::make_shared<LogSegment>();
   segment->version = updated->version_;
   segment->checkpoint = segment_->checkpoint;
+  segment->stale_checkpoint_hint = segment_->stale_checkpoint_hint;
   segment->commits = segment_->commits;
   segment->commits.insert(segment->commits.end(), commits.begin(), commits.end());
   if (segment->commits.size() > kUpdateSegmentCommits) {

@@ -6,6 +6,7 @@
 
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/numbers.h"
+#include "ampdelta/util/status.h"
 
 namespace ampdelta::delta {
 namespace {
@@ -99,6 +100,33 @@ TableProperties ParseTableProperties(const std::map<std::string, std::string>& c
     }
   }
   return props;
+}
+
+arrow::Status ValidateTableProperties(const std::map<std::string, std::string>& config) {
+  auto bad = [](const std::string& key, const std::string& value, const char* expected) {
+    return InvalidInputError("table property ", key, "='", value, "' is not ", expected);
+  };
+  for (const auto& [key, value] : config) {
+    if (key == "delta.logRetentionDuration" || key == "delta.deletedFileRetentionDuration" ||
+        key == "delta.setTransactionRetentionDuration" || key == "logRetentionDuration" ||
+        key == "deletedFileRetentionDuration") {
+      if (!ParseIntervalMs(value).ok()) {
+        return bad(key, value, "an interval such as 'interval 7 days'");
+      }
+    } else if (key == "delta.checkpointInterval" || key == "delta.targetFileSize") {
+      auto parsed = ParseInt(value);
+      if (!parsed || *parsed <= 0) return bad(key, value, "a positive whole number");
+    } else if (key == "delta.dataSkippingNumIndexedCols") {
+      auto parsed = ParseInt(value);
+      if (!parsed || *parsed < -1) return bad(key, value, "a whole number of at least -1");
+    } else if (key == "delta.appendOnly" || key == "delta.enableExpiredLogCleanup" ||
+               key == "delta.enableChangeDataFeed" || key == "delta.enableDeletionVectors") {
+      std::string lowered = value;
+      std::transform(lowered.begin(), lowered.end(), lowered.begin(), ::tolower);
+      if (lowered != "true" && lowered != "false") return bad(key, value, "true or false");
+    }
+  }
+  return arrow::Status::OK();
 }
 
 }  // namespace ampdelta::delta

@@ -38,6 +38,10 @@ struct TableProperties {
 /// malformed values fall back to defaults.
 TableProperties ParseTableProperties(const std::map<std::string, std::string>& configuration);
 
+/// \brief Check the values of the properties ampdelta interprets (intervals, counts,
+/// booleans), for a write that sets them: kInvalidInput names the key and the value.
+arrow::Status ValidateTableProperties(const std::map<std::string, std::string>& configuration);
+
 /// \brief Parse `interval <n> <unit>` (also without the `interval` prefix) to milliseconds.
 arrow::Result<int64_t> ParseIntervalMs(const std::string& text);
 

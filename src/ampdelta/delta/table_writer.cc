@@ -42,6 +42,34 @@ std::string PythonSet(const std::vector<std::string>& names) {
   return out + "}";
 }
 
+bool IsInteger(const arrow::DataType& type) {
+  switch (type.id()) {
+    case arrow::Type::INT8:
+    case arrow::Type::INT16:
+    case arrow::Type::INT32:
+    case arrow::Type::INT64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Data of type `incoming` can be written into a column of type `table`: the same type, or
+// one whose values always fit (a narrower float, a narrower decimal), or integers, which
+// are converted value by value (a value that does not fit fails the write, naming it).
+bool StoresInto(const arrow::DataType& incoming, const arrow::DataType& table) {
+  if (incoming.Equals(table, /*check_metadata=*/false)) return true;
+  if (IsInteger(incoming) && IsInteger(table)) return true;
+  if (incoming.id() == arrow::Type::FLOAT && table.id() == arrow::Type::DOUBLE) return true;
+  if (incoming.id() == arrow::Type::DECIMAL128 && table.id() == arrow::Type::DECIMAL128) {
+    const auto& from = static_cast<const arrow::Decimal128Type&>(incoming);
+    const auto& to = static_cast<const arrow::Decimal128Type&>(table);
+    return to.scale() >= from.scale() &&
+           to.precision() - to.scale() >= from.precision() - from.scale();
+  }
+  return false;
+}
+
 // Reconcile the incoming data's schema with the table's (merge_schema semantics).
 arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(const arrow::Schema& table,
                                                               const arrow::Schema& incoming,
@@ -56,7 +84,7 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(const arrow::Schem
     auto existing = index >= 0 ? table.field(index) : nullptr;
     if (existing == nullptr) {
       added.push_back(field->name());
-    } else if (!existing->type()->Equals(*field->type(), /*check_metadata=*/false)) {
+    } else if (!StoresInto(*field->type(), *existing->type())) {
       changed.push_back(field->name() + " (table " + DeltaTypeName(*existing->type()) +
                         ", data " + DeltaTypeName(*field->type()) + ")");
     }
@@ -252,6 +280,19 @@ class TableWriter::Impl {
                           PythonList(snapshot->partition_columns()));
       }
       partition_columns = snapshot->partition_columns();
+      // Every load must bring the partition columns: rows without them would all land in
+      // the null partition.
+      std::vector<std::string> absent;
+      for (const auto& column : partition_columns) {
+        if (FindFieldIgnoreCase(*incoming, column) < 0) absent.push_back(column);
+      }
+      if (!absent.empty()) {
+        std::vector<std::string> available;
+        for (const auto& field : incoming->fields()) available.push_back(field->name());
+        return InputError("Partition columns ", PythonSet(absent), " not found in the data; "
+                          "the table is partitioned by ", PythonList(partition_columns),
+                          "; available columns: ", PythonList(available));
+      }
       ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
                                               *snapshot->schema()));
       ARROW_ASSIGN_OR_RAISE(auto merged, ReconcileSchema(*snapshot->schema(), *incoming,
@@ -290,6 +331,7 @@ class TableWriter::Impl {
       metadata.description = options.description;
       ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*table_schema));
       metadata.partition_columns = partition_columns;
+      if (!snapshot) ARROW_RETURN_NOT_OK(ValidateTableProperties(options.configuration));
       metadata.configuration = snapshot ? snapshot->metadata().configuration : options.configuration;
       metadata.created_time = snapshot ? snapshot->metadata().created_time : std::optional<int64_t>(NowMs());
       Protocol protocol = ProtocolForNewTable(*table_schema);

@@ -8,6 +8,7 @@
 
 #include "ampdelta/delta/action_json.h"
 #include "ampdelta/delta/checkpoint_writer.h"
+#include "ampdelta/delta/log_segment.h"
 #include "ampdelta/delta/schema.h"
 #include "ampdelta/delta/table_features.h"
 #include "ampdelta/util/logging.h"
@@ -318,7 +319,14 @@ void Transaction::RunPostCommit(Version version, CommitResult* result) const {
   if (!read_snapshot_ && version == 0) return;
   auto properties = metadata_ ? ParseTableProperties(metadata_->configuration)
                               : read_snapshot_->properties();
-  if (version == 0 || version % properties.checkpoint_interval != 0) return;
+  // A _last_checkpoint naming no checkpoint is repaired by checkpointing now, unless
+  // someone did meanwhile.
+  bool repair = false;
+  if (read_snapshot_ && read_snapshot_->log_segment().stale_checkpoint_hint) {
+    const auto hint = ReadLastCheckpointHint(*store_);
+    repair = hint && *hint > version;
+  }
+  if (version == 0 || (!repair && version % properties.checkpoint_interval != 0)) return;
   auto snapshot = Snapshot::Load(store_, SnapshotOptions{version, std::nullopt});
   if (!snapshot.ok()) {
     result->post_commit_errors.push_back("checkpoint: " + snapshot.status().ToString());

@@ -235,6 +235,11 @@ class StreamLoad {
       }
       replaying_.reset();
       if (event.kind == amp::StreamEvent::Kind::kData && rows > 0) {
+        if (event.ranges.empty()) {
+          // Without block ranges rows cannot be placed, committed or resumed after.
+          return ProtocolError("the server sent ", rows, " rows without block ranges "
+                               "(app_metadata): a streaming load needs them");
+        }
         ARROW_RETURN_NOT_OK(WriteRows(message->data, event.ranges));
       } else if (event.kind == amp::StreamEvent::Kind::kMicrobatchEnd) {
         ARROW_RETURN_NOT_OK(CompleteMicrobatch(event.ranges));

@@ -219,6 +219,28 @@ arrow::Result<std::shared_ptr<LocalStore>> LocalStore::Make(const std::string& r
   if (error) return arrow::Status::IOError("cannot resolve path ", root, ": ", error.message());
   std::string normalized = absolute.lexically_normal().string();
   while (normalized.size() > 1 && normalized.back() == '/') normalized.pop_back();
+  // The root is created by the first write; whatever is in its way is the caller's mistake.
+  const auto status = fs::symlink_status(normalized, error);
+  if (!error && fs::is_symlink(status) && !fs::exists(normalized, error)) {
+    return InvalidInputError("table path ", normalized, " is a symbolic link to ",
+                             fs::read_symlink(normalized, error).string(),
+                             ", which does not exist");
+  }
+  if (!error && fs::exists(status) && !fs::is_directory(normalized, error)) {
+    return InvalidInputError("table path ", normalized, " is a file, not a folder");
+  }
+  for (fs::path parent = fs::path(normalized).parent_path(); !parent.empty();
+       parent = parent.parent_path()) {
+    std::error_code ignored;
+    if (fs::exists(parent, ignored)) {
+      if (!fs::is_directory(parent, ignored)) {
+        return InvalidInputError("table path ", normalized, " cannot be created: ",
+                                 parent.string(), " is a file, not a folder");
+      }
+      break;
+    }
+    if (parent == parent.root_path()) break;
+  }
   return std::shared_ptr<LocalStore>(new LocalStore(std::move(normalized)));
 }
 

@@ -1,5 +1,6 @@
 #include "ampdelta/storage/object_store_registry.h"
 
+#include <algorithm>
 #include <cctype>
 #include <mutex>
 
@@ -45,6 +46,16 @@ std::string UriScheme(const std::string& uri) {
 
 arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     const std::string& uri, const std::map<std::string, std::string>& options) {
+  // A table inside another table's log would put data files among commit files.
+  size_t begin = 0;
+  while (begin <= uri.size()) {
+    const size_t end = std::min(uri.find('/', begin), uri.size());
+    if (uri.compare(begin, end - begin, "_delta_log") == 0) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "table path '",
+                       RedactUrl(uri), "' lies inside a table's _delta_log folder");
+    }
+    begin = end + 1;
+  }
   const std::string scheme = UriScheme(uri);
   if (scheme.empty()) {
     ARROW_ASSIGN_OR_RAISE(auto store, LocalStore::Make(uri));
