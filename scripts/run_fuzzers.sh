@@ -4,7 +4,8 @@
 #   scripts/run_fuzzers.sh [BUILD_DIR]      (default build/fuzz; `make fuzz` builds it)
 #
 # FUZZ_SECONDS (default 60) is each target's -max_total_time; FUZZ_JOBS (default 2) targets
-# run at a time. Each starts from its committed seed corpus (tests/fuzz/corpus/<target>,
+# run at a time; FUZZ_SEED, when set, fixes libFuzzer's random seed (each log names the
+# seed it used: "INFO: Seed: N"). Each starts from its committed seed corpus (tests/fuzz/corpus/<target>,
 # never written to) plus what earlier runs found (BUILD_DIR/fuzz-corpus/<target>); crash,
 # leak and timeout inputs go to BUILD_DIR/fuzz-artifacts/<target>/. Prints per target the
 # executions, executions per second, CPU seconds and crashes, then the totals; exits
@@ -50,6 +51,7 @@ run_one() {
   local args=(-max_total_time="$SECONDS_EACH" -timeout=30 -rss_limit_mb=2560
               -print_final_stats=1 -artifact_prefix="$artifacts/")
   [[ -f "$ROOT/tests/fuzz/$target.dict" ]] && args+=(-dict="$ROOT/tests/fuzz/$target.dict")
+  [[ -n "${FUZZ_SEED:-}" ]] && args+=(-seed="$FUZZ_SEED")
   local status=0
   # bash's time keyword reports the fuzzer's own user and system CPU seconds.
   { TIMEFORMAT='%U %S'; time "$BIN/${target}_fuzzer" "${args[@]}" "$work" "$SEEDS/$target" \
@@ -99,7 +101,8 @@ printf '%-20s %14s %10s %9s %8s\n' total "$total_runs" "" "$total_cpu" "$failure
 if ((failures)); then
   for target in "${targets[@]}"; do
     if [[ "$(cat "$LOGS/$target.status")" != 0 ]]; then
-      echo "--- $target: last lines of $LOGS/$target.log" >&2
+      echo "--- $target ($(grep -m1 -o 'Seed: [0-9]*' "$LOGS/$target.log" || true)):" \
+        "last lines of $LOGS/$target.log" >&2
       tail -40 "$LOGS/$target.log" >&2
     fi
   done
