@@ -137,6 +137,15 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
   if (!listing.commits.empty()) latest = listing.commits.rbegin()->first;
   if (!checkpoints.empty()) latest = std::max(latest, checkpoints.front().version);
   if (latest < 0) return CorruptLog(root, "no commit and no complete checkpoint");
+  if (root.rfind("file://", 0) == 0) {
+    // On local disk a folder named like the next commit hides it from the listing, and
+    // would make every later commit fail: the log is damaged.
+    auto next = store.Head(CommitPath(latest + 1));
+    const ErrorDetail* detail = next.ok() ? nullptr : GetErrorDetail(next.status());
+    if (detail != nullptr && detail->subcode() == "EISDIR") {
+      return CorruptLog(root, CommitPath(latest + 1) + " is a folder, not a commit file");
+    }
+  }
   const Version version = target.value_or(latest);
   if (version < 0) return InvalidInputError("table version must be >= 0, got ", version);
   if (version > latest) {

@@ -403,11 +403,29 @@ arrow::Result<std::shared_ptr<arrow::Array>> FixedToBinary(const arrow::FixedSiz
   return arrow::MakeArray(std::move(data));
 }
 
+bool IsInteger(const arrow::DataType& type) {
+  switch (type.id()) {
+    case arrow::Type::INT8:
+    case arrow::Type::INT16:
+    case arrow::Type::INT32:
+    case arrow::Type::INT64:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Cast one column to its table type. Integer narrowing is checked; times are truncated.
 arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(const std::string& name,
                                                            const std::shared_ptr<arrow::Array>& column,
                                                            const std::shared_ptr<arrow::DataType>& target) {
   if (column->type()->Equals(*target)) return column;
+  // Only conversions a write may make: never a string parsed as a number, say.
+  ARROW_ASSIGN_OR_RAISE(auto stored, ToTableType(name, *column->type()));
+  if (!CanWriteInto(*stored, *target)) {
+    return InvalidInputError("column '", name, "' has type ", DeltaTypeName(*stored),
+                             " in this data; the table stores ", DeltaTypeName(*target));
+  }
   if (column->type_id() == arrow::Type::FIXED_SIZE_BINARY && target->id() == arrow::Type::BINARY) {
     return FixedToBinary(static_cast<const arrow::FixedSizeBinaryArray&>(*column));
   }
@@ -507,6 +525,51 @@ std::string EscapeForMessage(const std::string& text) {
     }
   }
   return out;
+}
+
+namespace {
+
+// The same Delta type: nested nullability and child field names do not matter (a cast
+// settles them), struct field names match as column names do.
+bool SameDeltaType(const arrow::DataType& a, const arrow::DataType& b) {
+  if (a.id() != b.id()) return false;
+  switch (a.id()) {
+    case arrow::Type::LIST:
+      return SameDeltaType(*a.field(0)->type(), *b.field(0)->type());
+    case arrow::Type::MAP: {
+      const auto& x = static_cast<const arrow::MapType&>(a);
+      const auto& y = static_cast<const arrow::MapType&>(b);
+      return SameDeltaType(*x.key_type(), *y.key_type()) &&
+             SameDeltaType(*x.item_type(), *y.item_type());
+    }
+    case arrow::Type::STRUCT: {
+      if (a.num_fields() != b.num_fields()) return false;
+      for (int i = 0; i < a.num_fields(); ++i) {
+        if (!EqualsIgnoreAsciiCase(a.field(i)->name(), b.field(i)->name()) ||
+            !SameDeltaType(*a.field(i)->type(), *b.field(i)->type())) {
+          return false;
+        }
+      }
+      return true;
+    }
+    default:
+      return a.Equals(b, /*check_metadata=*/false);
+  }
+}
+
+}  // namespace
+
+bool CanWriteInto(const arrow::DataType& data, const arrow::DataType& column) {
+  if (SameDeltaType(data, column)) return true;
+  if (IsInteger(data) && IsInteger(column)) return true;
+  if (data.id() == arrow::Type::FLOAT && column.id() == arrow::Type::DOUBLE) return true;
+  if (data.id() == arrow::Type::DECIMAL128 && column.id() == arrow::Type::DECIMAL128) {
+    const auto& from = static_cast<const arrow::Decimal128Type&>(data);
+    const auto& to = static_cast<const arrow::Decimal128Type&>(column);
+    return to.scale() >= from.scale() &&
+           to.precision() - to.scale() >= from.precision() - from.scale();
+  }
+  return false;
 }
 
 int FindFieldIgnoreCase(const arrow::Schema& schema, const std::string& name) {

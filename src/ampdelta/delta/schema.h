@@ -35,10 +35,17 @@ arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema);
 ///   (compared case-insensitively)
 arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema& source);
 
+/// \brief Return true when data of (table) type `data` may be written into a column of type
+/// `column`: the same type, a narrower float or decimal (always fits), or integers of any
+/// width (converted value by value: one that does not fit fails the write, naming it).
+bool CanWriteInto(const arrow::DataType& data, const arrow::DataType& column);
+
 /// \brief Convert a batch to `table_schema` (same column names, in the table's order;
 /// columns the batch lacks become nulls). Timestamps are truncated to microseconds.
 /// \return Invalid naming the column and value when a value does not fit (e.g. a UInt64
-///   above 2^63-1), or when a column is missing but not nullable
+///   above 2^63-1), when a column is missing but not nullable, when the batch has a column
+///   the table lacks, or when a column's type cannot be written into the table's
+///   (CanWriteInto)
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
     const std::shared_ptr<arrow::RecordBatch>& batch,
     const std::shared_ptr<arrow::Schema>& table_schema);

@@ -42,34 +42,6 @@ std::string PythonSet(const std::vector<std::string>& names) {
   return out + "}";
 }
 
-bool IsInteger(const arrow::DataType& type) {
-  switch (type.id()) {
-    case arrow::Type::INT8:
-    case arrow::Type::INT16:
-    case arrow::Type::INT32:
-    case arrow::Type::INT64:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Data of type `incoming` can be written into a column of type `table`: the same type, or
-// one whose values always fit (a narrower float, a narrower decimal), or integers, which
-// are converted value by value (a value that does not fit fails the write, naming it).
-bool StoresInto(const arrow::DataType& incoming, const arrow::DataType& table) {
-  if (incoming.Equals(table, /*check_metadata=*/false)) return true;
-  if (IsInteger(incoming) && IsInteger(table)) return true;
-  if (incoming.id() == arrow::Type::FLOAT && table.id() == arrow::Type::DOUBLE) return true;
-  if (incoming.id() == arrow::Type::DECIMAL128 && table.id() == arrow::Type::DECIMAL128) {
-    const auto& from = static_cast<const arrow::Decimal128Type&>(incoming);
-    const auto& to = static_cast<const arrow::Decimal128Type&>(table);
-    return to.scale() >= from.scale() &&
-           to.precision() - to.scale() >= from.precision() - from.scale();
-  }
-  return false;
-}
-
 // Reconcile the incoming data's schema with the table's (merge_schema semantics).
 arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(const arrow::Schema& table,
                                                               const arrow::Schema& incoming,
@@ -84,7 +56,7 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(const arrow::Schem
     auto existing = index >= 0 ? table.field(index) : nullptr;
     if (existing == nullptr) {
       added.push_back(field->name());
-    } else if (!StoresInto(*field->type(), *existing->type())) {
+    } else if (!CanWriteInto(*field->type(), *existing->type())) {
       changed.push_back(field->name() + " (table " + DeltaTypeName(*existing->type()) +
                         ", data " + DeltaTypeName(*field->type()) + ")");
     }
@@ -273,6 +245,9 @@ class TableWriter::Impl {
         skipped = true;
         return arrow::Status::OK();
       }
+      // A table ampdelta cannot write is refused before anything about the data.
+      ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
+                                              *snapshot->schema()));
       if (!options.partition_by.empty() &&
           !SameColumns(options.partition_by, snapshot->partition_columns())) {
         return InputError("Specified table partitioning does not match table partitioning: "
@@ -293,8 +268,6 @@ class TableWriter::Impl {
                           "the table is partitioned by ", PythonList(partition_columns),
                           "; available columns: ", PythonList(available));
       }
-      ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
-                                              *snapshot->schema()));
       ARROW_ASSIGN_OR_RAISE(auto merged, ReconcileSchema(*snapshot->schema(), *incoming,
                                                          options.merge_schema));
       table_schema = snapshot->schema();

@@ -260,7 +260,12 @@ arrow::Result<ObjectMeta> LocalStore::Head(const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(std::string full, FullPath(path));
   struct stat info {};
   if (::stat(full.c_str(), &info) != 0) return ErrnoError("stat", full, errno);
-  if (!S_ISREG(info.st_mode)) return NotFoundError("not a file: ", full);
+  if (!S_ISREG(info.st_mode)) {
+    // No object has this key; the subcode tells a folder in its way from nothing.
+    return NotFoundError("not a file: ", full)
+        .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kNotFound,
+                                                  S_ISDIR(info.st_mode) ? "EISDIR" : ""));
+  }
   return ObjectMeta{path, static_cast<int64_t>(info.st_size), MtimeMs(info)};
 }
 
