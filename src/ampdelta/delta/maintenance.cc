@@ -310,12 +310,18 @@ arrow::Result<CommitResult> RestoreOnce(const std::shared_ptr<storage::ObjectSto
     adds.push_back(std::move(restored));
   }
   std::vector<Remove> removes;
+  // The files the target shares with the latest version stay: a concurrent commit that
+  // removes one of them (a compaction, a delete) makes the restore start over.
+  std::vector<std::string> kept;
   for (const auto& add : latest->files()) {
     if (in_target.count(FileIdentity(*latest, add.path, add.deletion_vector)) == 0) {
       removes.push_back(RemoveFor(add, /*data_change=*/true));
+    } else {
+      kept.push_back(latest->FileKey(add.path));
     }
   }
   Transaction txn(store, latest, commit);
+  txn.ReadFiles(kept);
   if (!(target->metadata() == latest->metadata())) txn.SetMetadata(target->metadata());
   // The result is the target's files whatever happened meanwhile: what concurrent commits
   // added is removed as well (a stream notices and loads it again).

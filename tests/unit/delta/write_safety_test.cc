@@ -67,6 +67,22 @@ std::vector<std::string> DataFiles(const std::string& root) {
   return out;
 }
 
+// A store whose every commit put fails permanently with `errno_name` (`message`).
+std::shared_ptr<storage::FaultStore> FailingCommits(std::shared_ptr<storage::ObjectStore> inner,
+                                                    const std::string& commit_prefix,
+                                                    const std::string& message,
+                                                    const std::string& errno_name) {
+  auto faulty = std::make_shared<storage::FaultStore>(std::move(inner));
+  storage::FaultRule rule;
+  rule.op = storage::StoreOp::kPut;
+  rule.path_contains = commit_prefix;
+  rule.nth = 0;
+  rule.message = message;
+  rule.subcode = errno_name;
+  faulty->AddRule(rule);
+  return faulty;
+}
+
 class WriteSafetyTest : public ::testing::Test {
  protected:
   std::shared_ptr<storage::ObjectStore> store_ = std::make_shared<storage::MemoryStore>();
@@ -205,14 +221,8 @@ TEST_F(WriteSafetyTest, PermanentStorageErrorIsNotRetriedAndLeavesNoDataFiles) {
   testing::TempDir dir;
   ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path()));
   ASSERT_OK(WriteBatches(local, {Blocks(0, 3)}).status());
-  auto faulty = std::make_shared<storage::FaultStore>(local);
-  storage::FaultRule read_only;
-  read_only.op = storage::StoreOp::kPut;
-  read_only.path_contains = "_delta_log/00000000000000000001.json";
-  read_only.nth = 0;
-  read_only.message = "Read-only file system";
-  read_only.subcode = "EROFS";
-  faulty->AddRule(read_only);
+  auto faulty = FailingCommits(local, "_delta_log/00000000000000000001.json",
+                               "Read-only file system", "EROFS");
   auto before = AllFiles(dir.path());
   auto written = WriteBatches(faulty, {Blocks(3, 6)});
   EXPECT_THAT(written, HasErrorCode(ErrorCode::kStorageError));
@@ -282,14 +292,7 @@ TEST_F(WriteSafetyTest, FailedCommitOfAnyKindDeletesTheFilesItWrote) {
   ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path()));
   for (uint64_t start : {0, 3, 6}) ASSERT_OK(WriteBatches(local, {Blocks(start, start + 3)}).status());
   const auto before = AllFiles(dir.path());
-  auto faulty = std::make_shared<storage::FaultStore>(local);
-  storage::FaultRule full;
-  full.op = storage::StoreOp::kPut;
-  full.path_contains = "_delta_log/0000";
-  full.nth = 0;
-  full.message = "No space left on device";
-  full.subcode = "ENOSPC";
-  faulty->AddRule(full);
+  auto faulty = FailingCommits(local, "_delta_log/0000", "No space left on device", "ENOSPC");
   TableWriteOptions options;
   options.files.max_rows_per_file = 2;  // several files
   EXPECT_THAT(WriteBatches(faulty, {Blocks(3, 12)}, options), StatusHasMessage("No space left"));
@@ -463,6 +466,39 @@ TEST_F(WriteSafetyTest, LastCheckpointPastTheLatestVersionIsRepaired) {
   EXPECT_EQ(ReadLastCheckpointHint(*store_), std::optional<Version>(1));
   ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
   EXPECT_EQ(rows, Range(0, 4));
+}
+
+// A restore makes the table equal its target version whatever lands meanwhile: a commit
+// that removes a file the restore keeps (a compaction of it, a delete of some of its
+// rows) must not take that file's rows out of the restored table.
+TEST_F(WriteSafetyTest, RestoreKeepsTheTargetsRowsWhenAConcurrentCompactionOrDeleteLands) {
+  for (const bool compaction : {true, false}) {
+    SCOPED_TRACE(compaction ? "concurrent OPTIMIZE" : "concurrent DELETE");
+    auto inner = std::make_shared<storage::MemoryStore>();
+    for (uint64_t start : {0, 3, 6, 9}) {
+      ASSERT_OK(WriteBatches(inner, {Blocks(start, start + 3)}).status());
+    }
+    auto faulty = std::make_shared<storage::FaultStore>(inner);
+    storage::FaultRule rule;
+    rule.op = storage::StoreOp::kPut;
+    rule.path_contains = kLeaseDir;  // the restore's lease: after it read the table
+    rule.fail = false;
+    rule.before = [&] {
+      if (compaction) {
+        ASSERT_OK(Optimize(inner).status());
+      } else {
+        ASSERT_OK(DeleteRows(inner, "block_num = 1").status());
+      }
+    };
+    faulty->AddRule(rule);
+    ASSERT_OK(Restore(faulty, 2).status());  // blocks 0..8
+    ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(inner));
+    EXPECT_EQ(rows, Range(0, 9));
+    ASSERT_OK_AND_ASSIGN(auto latest, Snapshot::Load(inner));
+    for (const auto& file : latest->files()) {
+      EXPECT_TRUE(inner->Head(latest->FileKey(file.path)).ok()) << file.path;
+    }
+  }
 }
 
 }  // namespace
