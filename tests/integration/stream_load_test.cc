@@ -15,6 +15,7 @@
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/loader/stream_loader.h"
 #include "ampdelta/loader/stream_state.h"
+#include "ampdelta/storage/fault_store.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/hex.h"
 #include "ampdelta/util/status.h"
@@ -176,6 +177,62 @@ TEST_F(StreamLoadTest, ARestoreWhileStreamingIsRefilledFromTheTablesState) {
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_EQ(result.metadata.count("rollbacks"), 1u);
   ExpectCanonical(kFirst + 159);
+}
+
+// Restores to many versions: after a restore took the stream back (and it started to
+// refill), a restore to a later version gives back blocks the stream holds again in
+// memory. The stream must resume from the table, not load those blocks a second time.
+TEST_F(StreamLoadTest, ARestoreThatGivesBackBlocksTheStreamIsRefillingIsNotLoadedTwice) {
+  devserver::DevServerOptions options;
+  options.stream.max_microbatch_blocks = 10;
+  Start(std::move(options));  // a still chain of 100 blocks, advanced by hand
+  ASSERT_OK_AND_ASSIGN(auto inner, storage::OpenObjectStore(table_));
+  auto faulty = std::make_shared<storage::FaultStore>(inner);
+  loader::LoadResult result;
+  std::thread loader_thread([&] {
+    auto stream_options = Options(kFirst + 130);
+    stream_options.store = faulty;
+    result = loader::LoadStream(*amp_, kBlocks, Config(), stream_options);
+  });
+  WaitUntilCommitted(kFirst + 99);
+  ASSERT_OK(server_->AdvanceHead(10));
+  WaitUntilCommitted(kFirst + 109);
+  const delta::Version full = Snapshot()->version();  // at least 1: blocks to 109
+  ASSERT_OK(delta::Restore(inner, 0).status());       // full + 1: blocks to 99 at most
+  // The stream notices at its next commit, reloads from version 0's blocks and commits
+  // version full + 2; right before that lands, the table is restored to `full` again.
+  char name[64];
+  std::snprintf(name, sizeof(name), "_delta_log/%020lld.json", static_cast<long long>(full + 2));
+  storage::FaultRule rule;
+  rule.op = storage::StoreOp::kPut;
+  rule.path_contains = name;
+  rule.fail = false;
+  rule.before = [&] { ASSERT_OK(delta::Restore(inner, full).status()); };
+  faulty->AddRule(rule);
+  ASSERT_OK(server_->AdvanceHead(21));
+  loader_thread.join();
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(faulty->faults_fired(), 1);
+  ExpectCanonical(kFirst + 130);
+}
+
+// A stream bounded by --until-block that is rolled back after it saw the last block must
+// still load every block up to it before it ends (not stop after the first refilled one).
+TEST_F(StreamLoadTest, ARollbackAfterTheUntilBlockArrivedStillLoadsUpToIt) {
+  devserver::DevServerOptions options;
+  options.stream.max_microbatch_blocks = 10;
+  Start(std::move(options));
+  loader::LoadResult result;
+  std::thread loader_thread([&] { result = Stream(kFirst + 119); });
+  WaitUntilCommitted(kFirst + 99);
+  ASSERT_OK(server_->AdvanceHead(10));
+  WaitUntilCommitted(kFirst + 109);
+  ASSERT_OK(delta::Restore(*storage::OpenObjectStore(table_), 0).status());
+  ASSERT_OK(server_->AdvanceHead(10));  // the until block arrives; its commit is rolled back
+  loader_thread.join();
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(result.metadata.count("rollbacks"), 1u);
+  ExpectCanonical(kFirst + 119);
 }
 
 TEST_F(StreamLoadTest, ADepthOneReorgOfTheCommittedHeadIsUndone) {

@@ -118,7 +118,13 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
       winner_blind = info->is_blind_append.value_or(false);
     }
   }
-  if (!watched_.empty() || !watched_tag_.empty()) {
+  // Another writer of the same application is reported as such below, never as a rollback
+  // (resuming from the table would adopt its progress).
+  const bool same_app = txn_ && std::any_of(winner.begin(), winner.end(), [&](const Action& action) {
+    const auto* txn = std::get_if<SetTransaction>(&action);
+    return txn != nullptr && txn->app_id == txn_->app_id;
+  });
+  if ((!watched_.empty() || !watched_tag_.empty()) && !same_app) {
     for (const auto& action : winner) {
       const auto* remove = std::get_if<Remove>(&action);
       if (remove == nullptr || !remove->data_change) continue;
@@ -130,6 +136,19 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
                         " that this transaction builds on (a restore or delete took it back)")
             .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kRolledBack));
       }
+    }
+    // A file carrying the tag added as a data change by someone else (a restore giving back
+    // progress taken earlier): what the table records moved, so resume from it.
+    for (const auto& action : winner) {
+      const auto* add = std::get_if<Add>(&action);
+      if (add == nullptr || !add->data_change || watched_tag_.empty() || !add->tags ||
+          add->tags->count(watched_tag_) == 0) {
+        continue;
+      }
+      return Conflict("concurrent commit ", version, " added file ", DecodeLogPath(add->path),
+                      " recording progress of this transaction's application (a restore "
+                      "gave it back)")
+          .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kRolledBack));
     }
   }
   for (const auto& action : winner) {
@@ -169,6 +188,12 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
       if (remove->data_change && (read_files_.count(key) != 0 || read_whole_table_)) {
         return Conflict("file ", key, " that this transaction read was removed by concurrent commit ",
                         version);
+      }
+      // Replacing the whole table, a file it keeps must still be there: what a compaction
+      // put in its place is removed with the winner's adds, and its rows with it.
+      if (replace_whole_table_ && read_files_.count(key) != 0) {
+        return Conflict("file ", key, " that this transaction keeps was rewritten by concurrent "
+                        "commit ", version);
       }
     }
     if (const auto* add = std::get_if<Add>(&action)) {

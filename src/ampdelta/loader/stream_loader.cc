@@ -255,7 +255,7 @@ class StreamLoad {
 
   bool ReachedUntil() const {
     if (!options_.until_block) return false;
-    for (const auto& [network, entry] : head_) {
+    for (const auto& [network, entry] : reached_) {
       if (entry >= *options_.until_block) return true;
     }
     return false;
@@ -314,6 +314,7 @@ class StreamLoad {
   arrow::Status CompleteMicrobatch(const std::vector<amp::BlockRange>& ranges) {
     for (const auto& range : ranges) {
       head_[range.network] = std::max(head_[range.network], range.end);
+      reached_[range.network] = std::max(reached_[range.network], range.end);
     }
     if (open_rows_ > 0) {
       if (pending_ranges_.empty()) group_start_ = Clock::now();
@@ -448,15 +449,22 @@ class StreamLoad {
     }
     if (committed != nullptr && snapshot_->version() > committed_version) {
       // Someone committed right after this commit: if the table now records less progress
-      // than this commit made, that commit took it back.
+      // than this commit made, that commit took it back; if it records more, it gave back
+      // blocks taken earlier (a restore to a later version), which must not be loaded again.
       ARROW_ASSIGN_OR_RAISE(auto now, ReadStreamState(snapshot_.get(), app_id_));
       const amp::Cursor cursor = now.ResumeCursor();
+      std::map<std::string, uint64_t> newest;
       for (const auto& range : *committed) {
-        auto it = cursor.find(range.network);
-        if (it == cursor.end() || it->second.number < range.end) {
+        newest[range.network] = std::max(newest[range.network], range.end);
+      }
+      for (const auto& [network, end] : newest) {
+        auto it = cursor.find(network);
+        if (it == cursor.end() || it->second.number != end) {
           return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError,
-                           "a commit after version ", committed_version, " took back block ",
-                           range.end, " of ", range.network, " (a restore or delete)")
+                           "a commit after version ", committed_version, " changed the "
+                           "progress recorded for ", network, " (block ", end, " committed, ",
+                           it == cursor.end() ? std::string("none") : std::to_string(it->second.number),
+                           " recorded now: a restore or delete)")
               .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
                                                         delta::kRolledBack));
         }
@@ -679,6 +687,7 @@ class StreamLoad {
   void Abandon() {
     if (writer_ != nullptr) (void)writer_->Abort();
     writer_.reset();
+    reached_.clear();  // what the next connection completes, not what this one saw
     pending_ranges_.clear();
     pending_rows_ = 0;
     open_rows_ = 0;
@@ -722,6 +731,8 @@ class StreamLoad {
   int64_t open_rows_ = 0;
   Clock::time_point group_start_;
   std::map<std::string, uint64_t> head_;
+  // The newest block of each network completed on the current connection (--until-block).
+  std::map<std::string, uint64_t> reached_;
   int64_t rows_loaded_ = 0;
   int64_t rows_undone_ = 0;
   int64_t commits_ = 0;
