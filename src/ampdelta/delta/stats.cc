@@ -17,6 +17,7 @@
 #include <arrow/util/decimal.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/time_format.h"
 #include "ampdelta/util/utf8.h"
@@ -256,8 +257,12 @@ StatsCollector::StatsCollector(const std::shared_ptr<arrow::Schema>& schema,
     if (options.stats_columns) {
       const std::string name = JoinPath(leaf.path);
       for (const auto& wanted : *options.stats_columns) {
-        // A named struct covers its leaves.
-        if (name == wanted || name.rfind(wanted + ".", 0) == 0) leaf.indexed = true;
+        // A named struct covers its leaves; column names are case-insensitive.
+        if (EqualsIgnoreAsciiCase(name, wanted) ||
+            (name.size() > wanted.size() && name[wanted.size()] == '.' &&
+             EqualsIgnoreAsciiCase(std::string_view(name).substr(0, wanted.size()), wanted))) {
+          leaf.indexed = true;
+        }
       }
     } else {
       leaf.indexed = options.num_indexed_cols < 0 ||

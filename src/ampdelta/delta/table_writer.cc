@@ -146,9 +146,9 @@ arrow::Result<SaveMode> ParseSaveMode(const std::string& mode) {
   return InputError("Invalid save mode provided: ", mode, " (use append, overwrite, error or ignore)");
 }
 
-DataFileOptions FileOptionsForTable(const Snapshot* snapshot, DataFileOptions base) {
-  if (snapshot == nullptr) return base;
-  const TableProperties& props = snapshot->properties();
+namespace {
+
+DataFileOptions ApplyTableProperties(const TableProperties& props, DataFileOptions base) {
   base.stats.num_indexed_cols = props.data_skipping_num_indexed_cols;
   if (props.data_skipping_stats_columns) {
     std::vector<std::string> columns;
@@ -162,6 +162,13 @@ DataFileOptions FileOptionsForTable(const Snapshot* snapshot, DataFileOptions ba
     base.stats.stats_columns = std::move(columns);
   }
   return base;
+}
+
+}  // namespace
+
+DataFileOptions FileOptionsForTable(const Snapshot* snapshot, DataFileOptions base) {
+  if (snapshot == nullptr) return base;
+  return ApplyTableProperties(snapshot->properties(), std::move(base));
 }
 
 class TableWriter::Impl {
@@ -329,8 +336,9 @@ class TableWriter::Impl {
     DataFileOptions file_options = FileOptionsForTable(snapshot.get(), options.files);
     file_options.file_token = lease->token();
     if (!snapshot) {
-      const TableProperties props = ParseTableProperties(options.configuration);
-      file_options.stats.num_indexed_cols = props.data_skipping_num_indexed_cols;
+      // A new table's first files follow the properties it is created with.
+      file_options = ApplyTableProperties(ParseTableProperties(options.configuration),
+                                          std::move(file_options));
     }
     // Conversion to the table schema runs on the writer threads.
     file_options.prepare = [schema = table_schema](const std::shared_ptr<arrow::RecordBatch>& batch) {

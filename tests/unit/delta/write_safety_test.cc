@@ -11,6 +11,7 @@
 #include <arrow/builder.h>
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
+#include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/checkpoint_writer.h"
 #include "ampdelta/delta/deletion_vector.h"
@@ -498,6 +499,23 @@ TEST_F(WriteSafetyTest, RestoreKeepsTheTargetsRowsWhenAConcurrentCompactionOrDel
     for (const auto& file : latest->files()) {
       EXPECT_TRUE(inner->Head(latest->FileKey(file.path)).ok()) << file.path;
     }
+  }
+}
+
+// delta.dataSkippingStatsColumns names columns in any case, as every Delta name does, and
+// holds from the table's first commit on.
+TEST_F(WriteSafetyTest, StatsColumnsPropertyIgnoresCaseFromTheFirstCommit) {
+  TableWriteOptions options;
+  options.configuration = {{"delta.dataSkippingStatsColumns", "NETWORK"}};
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 3)}, options).status());
+  ASSERT_OK(WriteBatches(store_, {Blocks(3, 6)}).status());
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  ASSERT_EQ(snapshot->files().size(), 2u);
+  for (const auto& file : snapshot->files()) {
+    ASSERT_TRUE(file.stats.has_value());
+    const auto stats = nlohmann::json::parse(*file.stats);
+    EXPECT_TRUE(stats["minValues"].contains("network")) << *file.stats;
+    EXPECT_FALSE(stats["minValues"].contains("block_num")) << *file.stats;
   }
 }
 
