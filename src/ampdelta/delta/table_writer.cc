@@ -295,15 +295,20 @@ class TableWriter::Impl {
       table_schema = incoming;
       partition_columns = options.partition_by;
       if (partition_columns.empty() && snapshot) {
-        // Keep the table's partitioning when the new rows still have those columns.
+        // Keep the table's partitioning when the new rows still have those columns (in
+        // any case; the new schema's spelling wins) ...
         bool all_present = true;
+        std::vector<std::string> kept;
         for (const auto& column : snapshot->partition_columns()) {
-          all_present = all_present && incoming->GetFieldIndex(column) >= 0;
+          const int index = FindFieldIgnoreCase(*incoming, column);
+          all_present = all_present && index >= 0 &&
+                        IsPartitionableType(*incoming->field(index)->type());
+          if (index >= 0) kept.push_back(incoming->field(index)->name());
         }
         // ... and some column still lands in the data files.
         all_present = all_present &&
                       static_cast<int>(snapshot->partition_columns().size()) < incoming->num_fields();
-        if (all_present) partition_columns = snapshot->partition_columns();
+        if (all_present) partition_columns = std::move(kept);
       }
       Metadata metadata;
       metadata.id = snapshot ? snapshot->metadata().id : NewUuid();

@@ -519,5 +519,30 @@ TEST_F(WriteSafetyTest, StatsColumnsPropertyIgnoresCaseFromTheFirstCommit) {
   }
 }
 
+// An overwrite that replaces the schema keeps the table's partitioning when the new rows
+// have those columns, in whatever case they spell them.
+TEST_F(WriteSafetyTest, OverwriteReplacingTheSchemaKeepsPartitioningSpelledInAnotherCase) {
+  TableWriteOptions partitioned;
+  partitioned.partition_by = {"network"};
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 4)}, partitioned).status());
+  arrow::StringBuilder numbers;
+  ASSERT_OK(numbers.AppendValues({"a", "b"}));
+  arrow::StringBuilder networks;
+  ASSERT_OK(networks.AppendValues({"eth", "base"}));
+  auto replacement = arrow::RecordBatch::Make(
+      arrow::schema({arrow::field("BLOCK_NUM", arrow::utf8()), arrow::field("NETWORK", arrow::utf8())}),
+      2, {*numbers.Finish(), *networks.Finish()});
+  TableWriteOptions overwrite;
+  overwrite.mode = SaveMode::kOverwrite;
+  overwrite.overwrite_schema = true;
+  ASSERT_OK(WriteBatches(store_, {replacement}, overwrite).status());
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  EXPECT_EQ(snapshot->schema()->field(0)->type()->id(), arrow::Type::STRING);
+  EXPECT_EQ(snapshot->partition_columns(), std::vector<std::string>{"NETWORK"});
+  for (const auto& file : snapshot->files()) {
+    EXPECT_EQ(file.partition_values.size(), 1u) << file.path;
+  }
+}
+
 }  // namespace
 }  // namespace ampdelta::delta
