@@ -78,6 +78,47 @@ TEST_F(TransactionTest, SameAppIdConflicts) {
   EXPECT_EQ(Latest()->files().size(), 2u);
 }
 
+// A watched file removed by another writer of the same application (its reorg undo) is
+// that writer's progress: reported as a concurrent loader, never as a rollback to resume
+// from (which would adopt the other loader's progress).
+TEST_F(TransactionTest, WatchedRemovalByTheSameAppIsAConcurrentAppNotARollback) {
+  auto read = Latest();
+  const std::string watched = read->FileKey(read->files().front().path);
+  Transaction other(store_, read);
+  other.SetAppTransaction({"stream-1", 6, {}});
+  other.RemoveFiles({RemoveFor(read->files().front())});
+  ASSERT_OK(other.Commit().status());
+  Transaction ours(store_, read);
+  ours.SetAppTransaction({"stream-1", 6, {}});
+  ours.WatchRemovals({watched});
+  ours.AddFiles({FileAdd("b.parquet")});
+  auto committed = ours.Commit();
+  ASSERT_THAT(committed, testing::HasErrorCode(ErrorCode::kCommitConflict));
+  const ErrorDetail* detail = GetErrorDetail(committed.status());
+  ASSERT_NE(detail, nullptr);
+  EXPECT_EQ(detail->subcode(), kConcurrentApp);
+}
+
+// A data-change add of a file carrying the watched tag (a restore giving back a stream's
+// earlier progress) is a rollback: the table's record of the stream moved.
+TEST_F(TransactionTest, ConcurrentAddOfAFileWithTheWatchedTagIsARollback) {
+  auto read = Latest();
+  Transaction restore(store_, read);
+  Add given_back = FileAdd("old.parquet");
+  given_back.tags = NullableStringMap{{"ranges.stream-1", std::string("[]")}};
+  restore.AddFiles({given_back});
+  ASSERT_OK(restore.Commit().status());
+  Transaction ours(store_, read);
+  ours.SetAppTransaction({"stream-1", 2, {}});
+  ours.WatchRemovals({}, "ranges.stream-1");
+  ours.AddFiles({FileAdd("b.parquet")});
+  auto committed = ours.Commit();
+  ASSERT_THAT(committed, testing::HasErrorCode(ErrorCode::kCommitConflict));
+  const ErrorDetail* detail = GetErrorDetail(committed.status());
+  ASSERT_NE(detail, nullptr);
+  EXPECT_EQ(detail->subcode(), kRolledBack);
+}
+
 TEST_F(TransactionTest, SerializableTransactionsConflictWithConcurrentBlindAppends) {
   auto read = Latest();
   Transaction append(store_, read);
