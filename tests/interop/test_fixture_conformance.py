@@ -8,7 +8,8 @@ is one table and one test id (its path relative to ../shared/fixtures). For each
   configuration), schema (names, nullability, Delta type names), app transactions, the live files
   (paths, sizes, per-file record counts, deletion-vector cardinalities, the set of partition values) and the
   live row count (where ampdelta reports one). When deltalake refuses the table, ampdelta must fail cleanly
-  (exit code 1, one `ampdelta: error:` line), unless the table is in DELTALAKE_LIMITATIONS. Tables in
+  (exit code 6, table unsupported or damaged, or 2, bad input such as a version past the latest; one
+  `ampdelta: error:` line), unless the table is in DELTALAKE_LIMITATIONS. Tables in
   MUST_REFUSE must be refused whatever deltalake does, with an error that says what is wrong.
   Tables in AMPDELTA_UNSUPPORTED use reader features ampdelta does not implement: the protocol obliges a
   reader to refuse them, so a clean refusal naming the feature is the expected outcome.
@@ -27,7 +28,8 @@ not scan and which cannot have DVs, the Parquet footers of its live files).
 Runtime: the CLI is an ASan build (~0.1 s of CPU per run), so runs are started in the background while
 deltalake does its part; the module takes about 1-2 minutes on two cores.
 
-Never a crash: every CLI run must exit 0 or 1 with no sanitizer report.
+Never a crash: every CLI run must exit 0 or with an error class (2-6, never 1: internal) and no
+sanitizer report.
 """
 
 from __future__ import annotations
@@ -208,13 +210,16 @@ def run_cli(*args: str) -> CliRun:
 
 
 def assert_no_crash(run: CliRun) -> None:
-    assert run.returncode in (0, 1), f"CLI crashed (exit code {run.returncode}):\n{run.describe()}"
+    assert run.returncode in (0, 2, 3, 4, 5, 6), (
+        f"CLI crashed or failed without an error class (exit code {run.returncode}):\n"
+        f"{run.describe()}")
     for marker in SANITIZER_MARKERS:
         assert marker not in run.stderr, f"sanitizer/crash report ({marker!r}):\n{run.describe()}"
 
 
 def assert_clean_failure(run: CliRun, must_match: str | None = None) -> None:
-    assert run.returncode == 1, f"expected a clean failure (exit code 1):\n{run.describe()}"
+    assert run.returncode in (2, 6), (
+        f"expected a clean failure (exit code 6, or 2 for bad input):\n{run.describe()}")
     error_lines = [line for line in run.stderr.splitlines() if line.startswith("ampdelta: error:")]
     assert len(error_lines) == 1, f"expected exactly one 'ampdelta: error:' line:\n{run.describe()}"
     # Anything else on stderr must be ampdelta's own log lines (e.g. a warning about a skipped checkpoint).

@@ -56,13 +56,13 @@ def test_errors_exit_non_zero_and_leave_the_table(quickstart_url, tmp_path):
     table = tmp_path / "blocks"
     assert load(quickstart_url, table, QUICKSTART).returncode == 0
     bad = load(quickstart_url, table, QUICKSTART, "--partition-by", "network")
-    assert bad.returncode == 1
+    assert bad.returncode == 2  # bad input
     assert "Partition columns {'network'} not found in table" in bad.stdout
     config = load(quickstart_url, table, QUICKSTART, "--config", '{"batch_size": 5}')
     assert config.returncode == 2
     assert "Invalid DeltaLakeLoader configuration: unknown key 'batch_size'" in config.stderr
     sql_error = load(quickstart_url, table, "SELECT * FROM nowhere.blocks")
-    assert sql_error.returncode == 1
+    assert sql_error.returncode == 3  # the server refused the SQL
     assert "INVALID_ARGUMENT" in sql_error.stdout
     assert readers.read_deltalake(str(table)).num_rows == 100
     from deltalake import DeltaTable

@@ -222,7 +222,7 @@ def test_error_and_ignore_modes_leave_an_existing_table_alone(quickstart_url, tm
     loaded(quickstart_url, table, f"{BLOCKS} WHERE block_num < 24000010", *NO_OPTIMIZE)
     files = parquet_files(table)
     error = load(quickstart_url, table, BLOCKS, "--mode", "error", *NO_OPTIMIZE)
-    assert error.returncode == 1, error.stdout + error.stderr
+    assert error.returncode == 2, error.stdout + error.stderr  # bad input: the table exists
     assert "table already exists" in error.stdout and "(mode error)" in error.stdout, error.stdout
     assert version(table) == 0
     ignore = load(quickstart_url, table, BLOCKS, "--mode", "ignore", *NO_OPTIMIZE)
@@ -259,7 +259,7 @@ def test_merge_errors_name_the_problem_and_leave_the_table(quickstart_url, tmp_p
     ]
     for args, message in cases:
         bad = load(quickstart_url, table, BLOCKS, *args, *NO_OPTIMIZE)
-        assert bad.returncode == 1, (args, bad.stdout, bad.stderr)
+        assert bad.returncode == 2, (args, bad.stdout, bad.stderr)  # bad input
         assert message in bad.stdout, (args, bad.stdout)
         assert version(table) == 0, args
         assert parquet_files(table) == files, args

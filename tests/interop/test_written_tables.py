@@ -1106,7 +1106,7 @@ def log_state(path: Path) -> dict[str, bytes]:
 def assert_write_fails(tmp_path, path, table, *args, contains=()) -> str:
     before = log_state(path)
     proc = table_write(path, new_input(tmp_path, table), args=args, expect_ok=False)
-    assert proc.returncode == 1, describe(proc)
+    assert proc.returncode == 2, describe(proc)  # bad input
     for text in contains:
         assert text in proc.stderr, f"{text!r} not in stderr\n{describe(proc)}"
     assert log_state(path) == before, "the failed write changed _delta_log"

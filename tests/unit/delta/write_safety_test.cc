@@ -192,6 +192,25 @@ TEST_F(WriteSafetyTest, SplitMultibyteCharacterAcrossValuesIsInvalid) {
   EXPECT_THAT(WriteBatches(store_, {batch}), StatusHasMessage("not valid UTF-8"));
 }
 
+// The bytes under a null slot are no value (Arrow leaves them undefined): whatever they
+// hold, the batch is valid.
+TEST_F(WriteSafetyTest, BytesUnderANullStringSlotAreNotCheckedAsUtf8) {
+  const int32_t offsets[] = {0, 2, 4, 6};
+  auto offset_buffer = arrow::Buffer::Wrap(offsets, 4);
+  auto data = arrow::Buffer::FromString("ok\xff\xfeok");
+  const uint8_t validity[] = {0b101};  // row 1 is null
+  auto validity_buffer = arrow::Buffer::Wrap(validity, 1);
+  auto labels = std::make_shared<arrow::StringArray>(3, offset_buffer, data, validity_buffer, 1);
+  arrow::UInt64Builder numbers;
+  ASSERT_OK(numbers.AppendValues({1, 2, 3}));
+  auto schema = arrow::schema({arrow::field("block_num", arrow::uint64()),
+                               arrow::field("label", arrow::utf8())});
+  auto batch = arrow::RecordBatch::Make(schema, 3, {*numbers.Finish(), labels});
+  ASSERT_OK(WriteBatches(store_, {batch}).status());
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, (std::vector<int64_t>{1, 2, 3}));
+}
+
 TEST_F(WriteSafetyTest, Decimal256IsNarrowedWhenItFitsAndRefusedClearlyWhenNot) {
   arrow::Decimal256Builder fits(arrow::decimal256(20, 0));
   ASSERT_OK(fits.Append(arrow::Decimal256(12345)));
