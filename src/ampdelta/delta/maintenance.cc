@@ -133,12 +133,21 @@ namespace {
 // A temporary file older than this belongs to no write in flight, whoever made it.
 constexpr int64_t kStagingMaxAgeMs = 3600 * 1000;
 
-bool IsHidden(const std::string& path) {
-  // Hidden and underscore folders (the log, leases, checkpoints' sidecars, _change_data).
+bool IsHidden(const std::string& path, const std::vector<std::string>& partition_columns) {
+  // Hidden and underscore folders (the log, leases, checkpoints' sidecars, _change_data),
+  // but not the partition folders of columns whose names start with one (as Spark sees it).
   size_t begin = 0;
   while (begin < path.size()) {
     const char first = path[begin];
-    if (first == '_' || first == '.') return true;
+    const std::string_view part =
+        std::string_view(path).substr(begin, path.find('/', begin) - begin);
+    const bool partition_folder =
+        std::any_of(partition_columns.begin(), partition_columns.end(),
+                    [&](const std::string& column) {
+                      const std::string prefix = EscapePartitionPathValue(column) + "=";
+                      return part.substr(0, prefix.size()) == prefix;
+                    });
+    if ((first == '_' || first == '.') && !partition_folder) return true;
     const size_t slash = path.find('/', begin);
     if (slash == std::string::npos) break;
     begin = slash + 1;
@@ -215,7 +224,10 @@ arrow::Result<VacuumResult> Vacuum(std::shared_ptr<storage::ObjectStore> store,
     }
   }
   for (const auto& object : objects) {
-    if (IsHidden(object.path) || object.last_modified_ms >= cutoff) continue;
+    if (IsHidden(object.path, snapshot->partition_columns()) ||
+        object.last_modified_ms >= cutoff) {
+      continue;
+    }
     candidates.push_back(object.path);
   }
   std::sort(candidates.begin(), candidates.end());

@@ -413,6 +413,31 @@ TEST_F(WriteSafetyTest, VacuumRemovesWhatACrashedWriterLeft) {
                                              "_delta_log/00000000000000000002.json"}));
 }
 
+// A partition folder of a column whose name starts with '_' is no hidden folder: what a
+// crashed writer left in it is garbage like anywhere else (as Spark's VACUUM sees it).
+TEST_F(WriteSafetyTest, FullVacuumCleansPartitionFoldersOfUnderscoreColumns) {
+  testing::TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path()));
+  TableWriteOptions partitioned;
+  partitioned.partition_by = {"_shard"};
+  ASSERT_OK(WriteBatches(local, {Renamed(Blocks(0, 3), {"block_num", "_shard"})}, partitioned)
+                .status());
+  ASSERT_TRUE(fs::is_directory(dir.path() + "/_shard=eth"));
+  // An uncommitted file of a writer that no longer exists (its lease is gone).
+  std::ofstream(dir.path() + "/_shard=eth/part-00000-x-0123456789abcdef-c000.zstd.parquet")
+      << "partial";
+  VacuumOptions vacuum;
+  vacuum.full = true;
+  vacuum.retention_hours = 0;
+  vacuum.enforce_retention = false;
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_OK_AND_ASSIGN(auto vacuumed, Vacuum(local, vacuum));
+  EXPECT_EQ(vacuumed.files,
+            std::vector<std::string>{"_shard=eth/part-00000-x-0123456789abcdef-c000.zstd.parquet"});
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(local));
+  EXPECT_EQ(rows, Range(0, 3));
+}
+
 TEST_F(WriteSafetyTest, LiteVacuumDeletesTheDeletionVectorsOfTheFilesItDeletes) {
   // A tombstone with a deletion vector: the DV file goes with its data file.
   testing::TempDir dir;
