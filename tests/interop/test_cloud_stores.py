@@ -538,3 +538,40 @@ def test_streaming_load_to_s3_is_exactly_once_across_a_restart(s3_store, streami
     blocks = table.column("block_num").to_pylist()
     assert sorted(blocks) == list(range(FIRST_BLOCK, FIRST_BLOCK + BLOCKS))
     assert "_amp_batch_id" in table.column_names
+
+
+@pytest.mark.timeout(300)
+def test_full_vacuums_with_zero_retention_during_loads_delete_nothing_a_commit_needs(
+        store, quickstart_url):
+    """Write leases on object stores: `table vacuum --full --retention-hours 0 --force` runs
+    over and over while loader processes write many small files each; every load commits
+    whole, every file the log names exists, and the last vacuum leaves no unreferenced file."""
+    uri = store.uri("vacuum-during-loads")
+    slices = [(FIRST_BLOCK + 20 * i, FIRST_BLOCK + 20 * i + 19) for i in range(5)]
+    config = json.dumps({"max_rows_per_file": 2, "optimize_after_write": False})
+    vacuum = ["table", "vacuum", uri, "--full", "--retention-hours", "0", "--force"]
+    first = load(quickstart_url, uri, blocks_sql(FIRST_BLOCK - 1, FIRST_BLOCK - 1), store,
+                 "--config", config)
+    assert first.returncode == 0, first.stderr
+    with concurrent.futures.ThreadPoolExecutor(len(slices) + 1) as pool:
+        loads = [pool.submit(load, quickstart_url, uri, blocks_sql(*s), store, "--config", config)
+                 for s in slices]
+        vacuums = 0
+        while not all(f.done() for f in loads):
+            done = run_cli(vacuum, store)
+            assert done.returncode == 0, done.stderr
+            vacuums += 1
+        for f in loads:
+            assert f.result().returncode == 0, f.result().stderr
+    assert vacuums >= 1
+    table = read_deltalake(store, uri)
+    blocks = table.to_pyarrow_table().column("block_num").to_pylist()
+    assert sorted(blocks) == list(range(FIRST_BLOCK, FIRST_BLOCK + BLOCKS))
+    # A final vacuum, then a listing: every file is one the log names.
+    done = run_cli(vacuum, store)
+    assert done.returncode == 0, done.stderr
+    table = read_deltalake(store, uri)
+    assert sorted(table.to_pyarrow_table().column("block_num").to_pylist()) == sorted(blocks)
+    dry = run_cli([*vacuum, "--dry-run"], store)
+    assert dry.returncode == 0, dry.stderr
+    assert "would delete 0 files" in dry.stdout, dry.stdout
