@@ -24,6 +24,7 @@
 
 #include "ampdelta/delta/partitioning.h"
 #include "ampdelta/delta/snapshot.h"
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/status.h"
@@ -153,19 +154,27 @@ class SerialWriter {
     arrow::FieldVector data_fields;
     for (int i = 0; i < table_schema_->num_fields(); ++i) {
       const auto& field = table_schema_->field(i);
-      const bool is_partition = std::find(partition_columns_.begin(), partition_columns_.end(),
-                                          field->name()) != partition_columns_.end();
-      if (is_partition) {
+      // The log may spell a partition column in another case than the schema (names are
+      // case-insensitive); partitionValues keys and folders follow the log's spelling.
+      const auto partition = std::find_if(
+          partition_columns_.begin(), partition_columns_.end(),
+          [&](const std::string& column) { return EqualsIgnoreAsciiCase(column, field->name()); });
+      if (partition != partition_columns_.end()) {
         partition_indices_.push_back(i);
+        partition_names_.push_back(*partition);
       } else {
         data_indices_.push_back(i);
         // Parquet needs no Delta field metadata.
         data_fields.push_back(field->WithMetadata(nullptr));
       }
     }
-    for (const auto& column : partition_columns_) {
-      if (table_schema_->GetFieldIndex(column) < 0) {
-        return arrow::Status::Invalid("partition column '", column, "' is not in the schema");
+    if (partition_names_.size() != partition_columns_.size()) {
+      for (const auto& column : partition_columns_) {
+        if (std::find(partition_names_.begin(), partition_names_.end(), column) ==
+            partition_names_.end()) {
+          return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid,
+                           "partition column '", column, "' is not in the schema");
+        }
       }
     }
     data_schema_ = arrow::schema(std::move(data_fields));
@@ -211,7 +220,7 @@ class SerialWriter {
       for (size_t k = 0; k < partition_indices_.size(); ++k) {
         const auto& unique = uniques.values[k].make_array();
         ARROW_ASSIGN_OR_RAISE(auto value, SerializePartitionValue(*unique, group));
-        values[table_schema_->field(partition_indices_[k])->name()] = std::move(value);
+        values[partition_names_[k]] = std::move(value);
       }
       auto indices = groupings->value_slice(group);
       ARROW_ASSIGN_OR_RAISE(arrow::Datum taken, cp::Take(batch, indices));
@@ -465,6 +474,7 @@ class SerialWriter {
   std::vector<std::string> partition_columns_;
   DataFileOptions options_;
   std::vector<int> partition_indices_;
+  std::vector<std::string> partition_names_;  // as partition_columns_ spells them
   std::vector<int> data_indices_;
   std::shared_ptr<arrow::Schema> data_schema_;
   std::shared_ptr<parquet::WriterProperties> properties_;

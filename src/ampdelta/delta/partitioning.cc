@@ -1,5 +1,6 @@
 #include "ampdelta/delta/partitioning.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -9,6 +10,7 @@
 #include <arrow/type.h>
 #include <arrow/util/decimal.h>
 
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/time_format.h"
 #include "ampdelta/util/utf8.h"
@@ -34,6 +36,22 @@ std::string EscapePartitionPathValue(const std::string& value) {
     }
   }
   return out;
+}
+
+bool IsPartitionColumn(const std::vector<std::string>& columns, const std::string& column) {
+  return std::any_of(columns.begin(), columns.end(), [&](const std::string& candidate) {
+    return EqualsIgnoreAsciiCase(candidate, column);
+  });
+}
+
+std::optional<std::string> FindPartitionValue(const NullableStringMap& values,
+                                              const std::string& column) {
+  auto it = values.find(column);
+  if (it != values.end()) return it->second;
+  for (const auto& [key, value] : values) {
+    if (EqualsIgnoreAsciiCase(key, column)) return value;
+  }
+  return std::nullopt;
 }
 
 std::string PartitionFolder(const std::vector<std::string>& columns,

@@ -20,6 +20,15 @@ namespace ampdelta::delta {
 /// escapePathName): control characters and `"#%'*/:=?\{[]^` become `%XX`.
 std::string EscapePartitionPathValue(const std::string& value);
 
+/// \brief Return true when `column` is one of `columns`, ignoring case (the log may spell a
+/// partition column in another case than the schema).
+bool IsPartitionColumn(const std::vector<std::string>& columns, const std::string& column);
+
+/// \brief Return the partition value of `column` in `values` (the exact key, else one that
+/// differs only in case); nullopt when the file has none (null).
+std::optional<std::string> FindPartitionValue(const NullableStringMap& values,
+                                              const std::string& column);
+
 /// \brief Return the folder of a partition, `a=1/b=x` in partition-column order; null
 /// values use `__HIVE_DEFAULT_PARTITION__`.
 std::string PartitionFolder(const std::vector<std::string>& columns,

@@ -262,8 +262,7 @@ arrow::Result<std::shared_ptr<arrow::Array>> Predicate::Evaluate(
 FileMatch Predicate::ClassifyTerm(const Term& term, const Add& file, bool is_partition,
                                   const void* stats_ptr) const {
   if (is_partition) {
-    auto it = file.partition_values.find(term.column);
-    std::optional<std::string> raw = it == file.partition_values.end() ? std::nullopt : it->second;
+    const std::optional<std::string> raw = FindPartitionValue(file.partition_values, term.column);
     auto value = ParsePartitionValue(raw, term.type);
     if (!value.ok()) return FileMatch::kSome;
     auto array = arrow::MakeArrayFromScalar(**value, 1);
@@ -337,8 +336,7 @@ FileMatch Predicate::Classify(const Add& file, const std::vector<std::string>& p
   if (file.deletion_vector) stats = json();  // deleted rows make bounds loose
   FileMatch overall = FileMatch::kAll;
   for (const auto& term : terms_) {
-    const bool is_partition = std::find(partition_columns.begin(), partition_columns.end(),
-                                        term.column) != partition_columns.end();
+    const bool is_partition = IsPartitionColumn(partition_columns, term.column);
     const FileMatch match = ClassifyTerm(term, file, is_partition, &stats);
     if (match == FileMatch::kNone) return FileMatch::kNone;
     if (match == FileMatch::kSome) overall = FileMatch::kSome;

@@ -75,12 +75,9 @@ class FileReader {
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> ToTableSchema(const arrow::RecordBatch& raw) {
     std::vector<std::shared_ptr<arrow::Array>> columns;
     for (const auto& field : schema_->fields()) {
-      const bool is_partition = std::find(partition_columns_.begin(), partition_columns_.end(),
-                                          field->name()) != partition_columns_.end();
-      if (is_partition) {
-        auto it = file_.partition_values.find(field->name());
-        std::optional<std::string> value =
-            it == file_.partition_values.end() ? std::nullopt : it->second;
+      if (IsPartitionColumn(partition_columns_, field->name())) {
+        const std::optional<std::string> value =
+            FindPartitionValue(file_.partition_values, field->name());
         ARROW_ASSIGN_OR_RAISE(auto scalar, ParsePartitionValue(value, field->type()));
         ARROW_ASSIGN_OR_RAISE(auto array, arrow::MakeArrayFromScalar(*scalar, raw.num_rows()));
         columns.push_back(std::move(array));

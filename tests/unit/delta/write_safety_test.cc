@@ -588,5 +588,36 @@ TEST_F(WriteSafetyTest, OverwriteReplacingTheSchemaKeepsPartitioningSpelledInAno
   }
 }
 
+// Another engine may record partition columns in another case than the schema spells
+// them (Spark resolves names case-insensitively): the table reads, and appends to it work.
+TEST_F(WriteSafetyTest, PartitionColumnsRecordedInAnotherCaseThanTheSchemaAreWritable) {
+  TableWriteOptions partitioned;
+  partitioned.partition_by = {"network"};
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 3)}, partitioned).status());
+  const std::string key = "_delta_log/00000000000000000000.json";
+  ASSERT_OK_AND_ASSIGN(auto bytes, store_->Get(key));
+  std::string text = bytes->ToString();
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {R"("partitionColumns":["network"])", R"("partitionColumns":["Network"])"},
+           {R"("partitionValues":{"network":)", R"("partitionValues":{"Network":)"}}) {
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from << " in " << text;
+    text.replace(at, from.size(), to);
+  }
+  ASSERT_OK(store_->Put(key, arrow::Buffer::FromString(text), storage::PutMode::kOverwrite));
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(0, 3));
+  ASSERT_OK(WriteBatches(store_, {Blocks(3, 5, "base")}).status());
+  ASSERT_OK_AND_ASSIGN(auto all, BlockNumbers(store_));
+  EXPECT_EQ(all, Range(0, 5));
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  for (const auto& file : snapshot->files()) {
+    EXPECT_EQ(file.partition_values.count("Network"), 1u) << file.path;
+  }
+  ASSERT_OK(DeleteRows(store_, "network = 'base'").status());
+  ASSERT_OK_AND_ASSIGN(auto left, BlockNumbers(store_));
+  EXPECT_EQ(left, Range(0, 3));
+}
+
 }  // namespace
 }  // namespace ampdelta::delta
