@@ -1,6 +1,7 @@
 #include "ampdelta/delta/write_lease.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -68,13 +69,24 @@ struct WriteLease::State {
   std::mutex mutex;
   std::condition_variable wake;
   bool released = false;
+  // Set when a refresh found the lease gone: a vacuum judged it dead and may have deleted
+  // files it protected. The refresh puts it back for what is written from now on, but the
+  // holder can no longer trust it for what it wrote before (StillHeld() says false).
+  std::atomic<bool> lost{false};
+  std::chrono::milliseconds interval{kLeaseHeartbeat};
   std::thread heartbeat;
 
   void Beat() {
     std::unique_lock<std::mutex> lock(mutex);
     while (!released) {
-      if (wake.wait_for(lock, kLeaseHeartbeat, [&] { return released; })) break;
+      if (wake.wait_for(lock, interval, [&] { return released; })) break;
       lock.unlock();
+      auto head = store->Head(key);
+      if (!head.ok() && IsError(head.status(), ErrorCode::kNotFound) && !lost) {
+        AMPDELTA_LOG_WARN("write lease was removed by a vacuum key=", key,
+                          "; commits check their files from now on");
+        lost = true;
+      }
       // Rewriting the file moves its modification time: the lease stays live.
       arrow::Status put =
           store->Put(key, arrow::Buffer::FromString(body), storage::PutMode::kOverwrite);
@@ -88,8 +100,10 @@ WriteLease::WriteLease(std::unique_ptr<State> state, std::string token)
     : state_(std::move(state)), token_(std::move(token)) {}
 
 arrow::Result<std::shared_ptr<WriteLease>> WriteLease::Acquire(
-    std::shared_ptr<storage::ObjectStore> store, LeaseKind kind, std::vector<std::string> paths) {
+    std::shared_ptr<storage::ObjectStore> store, LeaseKind kind, std::vector<std::string> paths,
+    std::chrono::milliseconds heartbeat) {
   auto state = std::make_unique<State>();
+  state->interval = heartbeat;
   const std::string token = NewToken();
   state->store = std::move(store);
   state->key = LeaseKey(token);
@@ -114,9 +128,13 @@ WriteLease::~WriteLease() {
 }
 
 arrow::Result<bool> WriteLease::StillHeld() {
+  if (state_->lost) return false;
   auto head = state_->store->Head(state_->key);
   if (head.ok()) return true;
-  if (IsError(head.status(), ErrorCode::kNotFound)) return false;
+  if (IsError(head.status(), ErrorCode::kNotFound)) {
+    state_->lost = true;
+    return false;
+  }
   return head.status();
 }
 

@@ -53,9 +53,11 @@ class WriteLease {
  public:
   /// \brief Register a lease on the table at `store`.
   /// \param[in] paths table-relative keys of existing files the holder will add again
+  /// \param[in] heartbeat how often the lease is refreshed (tests shorten it)
   static arrow::Result<std::shared_ptr<WriteLease>> Acquire(
       std::shared_ptr<storage::ObjectStore> store, LeaseKind kind = LeaseKind::kWrite,
-      std::vector<std::string> paths = {});
+      std::vector<std::string> paths = {},
+      std::chrono::milliseconds heartbeat = kLeaseHeartbeat);
 
   ~WriteLease();
   WriteLease(const WriteLease&) = delete;
@@ -64,8 +66,9 @@ class WriteLease {
   /// \brief Return the token every file written under this lease carries in its name.
   const std::string& token() const { return token_; }
 
-  /// \brief Return true while the lease file exists (a vacuum removes leases it judges
-  /// dead, e.g. of a process that was stopped for longer than the TTL).
+  /// \brief Return true while the lease file exists and was never found missing (a vacuum
+  /// removes leases it judges dead, e.g. of a process that was stopped for longer than the
+  /// TTL; what the lease protected may be gone even if a later refresh put it back).
   arrow::Result<bool> StillHeld();
 
   /// \brief Delete the lease file and stop refreshing it.

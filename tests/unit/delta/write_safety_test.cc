@@ -377,6 +377,43 @@ TEST_F(WriteSafetyTest, CommitRefusesFilesDeletedByAVacuumThatIgnoredTheLease) {
   EXPECT_EQ(DataFiles(dir.path()), before_write);  // the rest of the write is gone too
 }
 
+// A writer stopped for longer than the lease TTL: a vacuum removes its lease and its files;
+// when the writer wakes, its heartbeat writes the lease again. The commit must still see
+// that the lease was lost and check its files (on an object store too), not commit files
+// that are gone.
+TEST_F(WriteSafetyTest, ALeaseRemovedByAVacuumAndRefreshedAgainIsNotTrusted) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 3)}).status());
+  ASSERT_OK_AND_ASSIGN(auto lease, WriteLease::Acquire(store_, LeaseKind::kWrite, {},
+                                                       std::chrono::milliseconds(10)));
+  TableWriteOptions options;
+  options.lease = lease;
+  options.files.max_rows_per_file = 2;
+  options.files.num_threads = 1;
+  ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(store_, Blocks(0, 1)->schema(), options));
+  ASSERT_OK(writer->Write(Blocks(3, 9)));
+  // What a vacuum that judged the lease dead does: the lease goes, then the files.
+  ASSERT_OK(store_->Delete(std::string(kLeaseDir) + "/" + lease->token() + ".json"));
+  ASSERT_OK_AND_ASSIGN(auto objects, store_->List("", ""));
+  int deleted = 0;
+  for (const auto& object : objects) {
+    if (object.path.find(lease->token()) != std::string::npos &&
+        object.path.rfind(kLeaseDir, 0) != 0) {
+      ASSERT_OK(store_->Delete(object.path));
+      ++deleted;
+    }
+  }
+  ASSERT_GT(deleted, 0);
+  // The heartbeat runs meanwhile and writes the lease again.
+  for (int i = 0; i < 200; ++i) {
+    if (store_->Head(std::string(kLeaseDir) + "/" + lease->token() + ".json").ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_THAT(writer->Commit(), HasErrorCode(ErrorCode::kCommitConflict));
+  ASSERT_OK_AND_ASSIGN(auto latest, Snapshot::Load(store_));
+  EXPECT_EQ(latest->version(), 0);
+  ASSERT_OK(lease->Release());
+}
+
 TEST_F(WriteSafetyTest, VacuumRemovesWhatACrashedWriterLeft) {
   testing::TempDir dir;
   ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path()));
