@@ -125,6 +125,16 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
     return txn != nullptr && txn->app_id == txn_->app_id;
   });
   if ((!watched_.empty() || !watched_tag_.empty()) && !same_app) {
+    // The read snapshot's files carrying the tag are watched too (removes by other engines
+    // may drop tags); collected here, on the conflict path, not on every commit.
+    if (!watched_tag_.empty() && read_snapshot_ && !watched_tagged_files_) {
+      for (const auto& file : read_snapshot_->files()) {
+        if (file.tags && file.tags->count(watched_tag_) != 0) {
+          watched_.insert(read_snapshot_->FileKey(file.path));
+        }
+      }
+      watched_tagged_files_ = true;
+    }
     for (const auto& action : winner) {
       const auto* remove = std::get_if<Remove>(&action);
       if (remove == nullptr || !remove->data_change) continue;

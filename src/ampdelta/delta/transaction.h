@@ -95,9 +95,11 @@ class Transaction {
   /// conflict with appends.
   void SetDataChange(bool data_change) { data_change_ = data_change; }
   /// \brief Fail with kCommitConflict, subcode kRolledBack, when a concurrent commit removed
-  /// as a data change one of these files (table-relative keys), or any file whose remove
-  /// carries the tag `tag_key`: whatever this transaction built on them (a stream's
-  /// progress) was taken back, e.g. by a RESTORE.
+  /// as a data change one of these files (table-relative keys), a file of the read snapshot
+  /// tagged `tag_key`, or any file whose remove carries that tag, or added as a data change
+  /// a file with that tag: whatever this transaction built on them (a stream's progress)
+  /// was taken back or changed, e.g. by a RESTORE. A winner with a `txn` of this
+  /// transaction's application is reported as kConcurrentApp instead.
   void WatchRemovals(std::set<std::string> keys, std::string tag_key = {}) {
     watched_ = std::move(keys);
     watched_tag_ = std::move(tag_key);
@@ -136,6 +138,7 @@ class Transaction {
   std::set<std::string> read_files_;
   std::set<std::string> watched_;
   std::string watched_tag_;
+  bool watched_tagged_files_ = false;  // the read snapshot's tagged files are in watched_
   std::string txn_id_;
   bool committed_ = false;
 };

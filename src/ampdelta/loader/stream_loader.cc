@@ -418,16 +418,11 @@ class StreamLoad {
                        const std::vector<amp::BlockRange>* committed = nullptr) {
     const int64_t next = state_.txn_version.value_or(0) + 1;
     writer->SetAppTransaction(delta::SetTransaction{app_id_, next, {}});
-    // The files that hold this stream's recorded progress: if a concurrent commit takes any
-    // back (a restore), the stream must resume from the table, not go on past a hole.
-    if (snapshot_ != nullptr) {
-      std::set<std::string> progress;
-      const std::string key = RangesTagKey(app_id_);
-      for (const auto& file : snapshot_->files()) {
-        if (file.tags && file.tags->count(key) != 0) progress.insert(snapshot_->FileKey(file.path));
-      }
-      writer->WatchRemovals(std::move(progress), key);
-    }
+    // The files that hold this stream's recorded progress (the read snapshot's files with
+    // its tag): if a concurrent commit takes any back (a restore), the stream must resume
+    // from the table, not go on past a hole. They are collected only if someone else
+    // committed meanwhile.
+    if (snapshot_ != nullptr) writer->WatchRemovals({}, RangesTagKey(app_id_));
     auto written = writer->Commit();
     if (!written.ok()) {
       if (HasSubcode(written.status(), delta::kConcurrentApp)) {

@@ -119,6 +119,28 @@ TEST_F(TransactionTest, ConcurrentAddOfAFileWithTheWatchedTagIsARollback) {
   EXPECT_EQ(detail->subcode(), kRolledBack);
 }
 
+// The read snapshot's files with the watched tag are watched by key too: another engine's
+// remove may carry no tags.
+TEST_F(TransactionTest, UntaggedRemoveOfAWatchedTagsFileIsARollback) {
+  Transaction tag(store_, Latest());
+  Add tagged = FileAdd("tagged.parquet");
+  tagged.tags = NullableStringMap{{"ranges.stream-1", std::string("[]")}};
+  tag.AddFiles({tagged});
+  ASSERT_OK(tag.Commit().status());
+  auto read = Latest();
+  Transaction other(store_, read);
+  Remove untagged = RemoveFor(tagged);
+  untagged.tags.reset();
+  other.RemoveFiles({untagged});
+  ASSERT_OK(other.Commit().status());
+  Transaction ours(store_, read);
+  ours.WatchRemovals({}, "ranges.stream-1");
+  ours.AddFiles({FileAdd("b.parquet")});
+  auto committed = ours.Commit();
+  ASSERT_THAT(committed, testing::HasErrorCode(ErrorCode::kCommitConflict));
+  EXPECT_EQ(GetErrorDetail(committed.status())->subcode(), kRolledBack);
+}
+
 TEST_F(TransactionTest, SerializableTransactionsConflictWithConcurrentBlindAppends) {
   auto read = Latest();
   Transaction append(store_, read);
