@@ -28,7 +28,8 @@ if str(INTEROP_DIR) not in sys.path:
 DEFAULT_CLI = REPO_ROOT / "build" / "asan" / "tools" / "ampdelta" / "ampdelta"
 FIXTURES_DIR = (REPO_ROOT / ".." / "shared" / "fixtures").resolve()
 
-LISTENING_RE = re.compile(r"^ampdelta dev-server listening on (grpc://127\.0\.0\.1:(\d+))\s*$")
+LISTENING_RE = re.compile(
+    r"^(?:ampdelta dev-server|ampd stand-in) listening on (grpc://127\.0\.0\.1:(\d+))\s*$")
 STARTUP_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 
@@ -70,16 +71,44 @@ def fixtures_dir() -> Path:
     return FIXTURES_DIR
 
 
-class DevServer:
-    """A running `ampdelta dev-server` subprocess."""
+# The servers the streaming tests run against: ampdelta's own dev server, and a stand-in for
+# Amp's real server written from ampd's source (ampd_standin.py), so that a misunderstanding
+# the dev server and the client share does not cancel out.
+DEV_SERVER = "dev-server"
+AMPD_STANDIN = "ampd-standin"
+SERVER_KINDS = (DEV_SERVER, AMPD_STANDIN)
+STANDIN_SCRIPT = INTEROP_DIR / "ampd_standin.py"
 
-    def __init__(self, args: list[str]):
-        self.args = [str(cli_path()), "dev-server", "--port", "0", *args]
+
+def both_servers(dev_marks=(), ampd_marks=()):
+    """Parametrise a test's `server_kind` over both servers, with marks (e.g. an xfail for a
+    known divergence) on either."""
+    return pytest.mark.parametrize("server_kind", [
+        pytest.param(DEV_SERVER, id=DEV_SERVER, marks=list(dev_marks)),
+        pytest.param(AMPD_STANDIN, id=AMPD_STANDIN, marks=list(ampd_marks))])
+
+
+class DevServer:
+    """A running `ampdelta dev-server` subprocess, or (kind AMPD_STANDIN) the ampd stand-in,
+    which takes the same chain options (--blocks, --start-block, --network,
+    --block-interval-ms, --max-head, --reorg-every, --reorg-depth, --reorg-at,
+    --microbatch-max-blocks) and prints the same kind of first line."""
+
+    def __init__(self, args: list[str], kind: str = DEV_SERVER):
+        if kind not in SERVER_KINDS:
+            raise ValueError(f"unknown server kind {kind!r}")
+        self.kind = kind
+        if kind == DEV_SERVER:
+            self.args = [str(cli_path()), "dev-server", "--port", "0", *args]
+            env = cli_env()
+        else:
+            self.args = [sys.executable, str(STANDIN_SCRIPT), "--port", "0", *args]
+            env = dict(os.environ, PYTHONUNBUFFERED="1")
         self._stderr = tempfile.NamedTemporaryFile(
-            prefix="ampdelta-dev-server-", suffix=".stderr", delete=False)
+            prefix=f"ampdelta-{kind}-", suffix=".stderr", delete=False)
         self.proc = subprocess.Popen(
             self.args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=self._stderr, env=cli_env(), text=True, bufsize=1)
+            stderr=self._stderr, env=env, text=True, bufsize=1)
         self.url, self.port = self._wait_listening()
 
     def _wait_listening(self) -> tuple[str, int]:
@@ -96,7 +125,7 @@ class DevServer:
         if not match:
             self.stop()
             raise RuntimeError(
-                f"dev server did not start: {' '.join(self.args)}\n"
+                f"{self.kind} did not start: {' '.join(self.args)}\n"
                 f"first stdout line: {line!r}, exit code: {self.proc.returncode}\n"
                 f"stderr:\n{self.stderr_text()}")
         return match.group(1), int(match.group(2))
@@ -131,9 +160,10 @@ _ACTIVE: list[DevServer] = []
 
 
 @contextlib.contextmanager
-def run_dev_server(*extra_args: str):
-    """Start `ampdelta dev-server --port 0 EXTRA_ARGS`, yield the DevServer, stop it."""
-    server = DevServer([str(a) for a in extra_args])
+def run_dev_server(*extra_args: str, kind: str = DEV_SERVER):
+    """Start `ampdelta dev-server --port 0 EXTRA_ARGS` (or, with kind AMPD_STANDIN,
+    `ampd_standin.py --port 0 EXTRA_ARGS`), yield the DevServer, stop it."""
+    server = DevServer([str(a) for a in extra_args], kind)
     _ACTIVE.append(server)
     try:
         yield server
@@ -155,7 +185,7 @@ def pytest_runtest_makereport(item, call):
     if report.failed:
         for server in servers:
             report.sections.append(
-                (f"dev-server stderr ({' '.join(server.args[1:])})", server.stderr_text()))
+                (f"{server.kind} stderr ({' '.join(server.args[1:])})", server.stderr_text()))
     if report.when == "teardown":
         for server in _FINISHED:
             server.cleanup()

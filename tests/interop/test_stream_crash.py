@@ -30,8 +30,8 @@ from pathlib import Path
 import pytest
 
 import readers
-from conftest import QUICKSTART_DATASET, QUICKSTART_FIRST, QUICKSTART_LAST, cli_env, cli_path, \
-    run_dev_server
+from conftest import QUICKSTART_DATASET, QUICKSTART_FIRST, QUICKSTART_LAST, both_servers, \
+    cli_env, cli_path, run_dev_server
 
 STREAM_SQL = f'SELECT block_num, hash, gas_used FROM "{QUICKSTART_DATASET}".blocks'
 CANONICAL_SQL = f'SELECT block_num, hash FROM "{QUICKSTART_DATASET}".blocks'
@@ -244,14 +244,15 @@ def finish(url: str, table: Path, logs: Path, name: str, until_block: int,
 
 
 @pytest.mark.timeout(90 + 3 * TRIALS)
-def test_kill_9_at_random_moments_never_loses_or_repeats_a_block(tmp_path):
+@both_servers()
+def test_kill_9_at_random_moments_never_loses_or_repeats_a_block(tmp_path, server_kind):
     rng = random.Random(SEED)
     max_head = last_quiet_head(math.ceil(TRIALS * TRIAL_ESTIMATE_S * 1000 / BLOCK_INTERVAL_MS))
     table = tmp_path / "blocks"
     logs = tmp_path / "logs"
     print(f"seed={SEED} trials={TRIALS} max_head={max_head} table={table} logs={logs}")
     started = time.monotonic()
-    with run_dev_server(*live_chain_args(max_head)) as server:
+    with run_dev_server(*live_chain_args(max_head), kind=server_kind) as server:
         commits_seen = 0
         for trial in range(TRIALS):
             delay = rng.uniform(*KILL_AFTER_S)
@@ -289,11 +290,12 @@ SIGTERM_AFTER_S = 1.0
 
 
 @pytest.mark.timeout(90)
-def test_sigterm_stops_after_the_current_commit(tmp_path):
+@both_servers()
+def test_sigterm_stops_after_the_current_commit(tmp_path, server_kind):
     max_head = last_quiet_head(200)  # about 4 s of chain
     table = tmp_path / "blocks"
     logs = tmp_path / "logs"
-    with run_dev_server(*live_chain_args(max_head)) as server:
+    with run_dev_server(*live_chain_args(max_head), kind=server_kind) as server:
         with running_loader(server.url, table, logs, "terminated") as loader:
             time.sleep(SIGTERM_AFTER_S)
             assert loader.proc.poll() is None, loader.describe()

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import readers
-from conftest import QUICKSTART_FIRST, QUICKSTART_LAST, run_dev_server
+from conftest import QUICKSTART_FIRST, QUICKSTART_LAST, both_servers, run_dev_server
 from test_stream_crash import REORG_RE, RESULT_RE, Loader, canonical_hashes, hex_hash, \
     repeated, running_loader
 
@@ -275,11 +275,12 @@ HEAD_REORG_EVERY = 7
 
 
 @pytest.mark.parametrize("depth", [2, 3, 5])
-def test_reorgs_at_the_head_are_undone_exactly(tmp_path, depth):
+@both_servers()
+def test_reorgs_at_the_head_are_undone_exactly(tmp_path, server_kind, depth):
     max_head = quiet_head(60, HEAD_REORG_EVERY)  # about 1.2 s of chain, ~8 reorgs
     table = tmp_path / "blocks"
     with run_dev_server(*live_chain(20, max_head, "--reorg-every", str(HEAD_REORG_EVERY),
-                                    "--reorg-depth", str(depth))) as server:
+                                    "--reorg-depth", str(depth)), kind=server_kind) as server:
         loader = run_loader(server.url, table, tmp_path / "logs", "load", max_head)
         reorgs = reorg_lines(loader)
         assert reorgs, f"the loader saw no reorg\n{loader.describe()}"
@@ -292,12 +293,13 @@ def test_reorgs_at_the_head_are_undone_exactly(tmp_path, depth):
 
 # --- 2. A reorg deeper than a commit group -----------------------------------------------------
 
-def test_reorg_across_commit_groups(tmp_path):
+@both_servers()
+def test_reorg_across_commit_groups(tmp_path, server_kind):
     reorg_every = 20
     max_head = quiet_head(70, reorg_every)  # reorgs of depth 8 at heads +20, +40, +60
     table = tmp_path / "blocks"
     with run_dev_server(*live_chain(20, max_head, "--reorg-every", str(reorg_every),
-                                    "--reorg-depth", "8")) as server:
+                                    "--reorg-depth", "8"), kind=server_kind) as server:
         loader = run_loader(server.url, table, tmp_path / "logs", "load", max_head,
                             "--commit-rows", "3")
         assert reorg_lines(loader), f"the loader saw no reorg\n{loader.describe()}"
@@ -315,7 +317,8 @@ def test_reorg_across_commit_groups(tmp_path):
 
 # --- 3. A partial reorg: the fork inside a committed microbatch ---------------------------------
 
-def test_partial_reorg_inside_a_committed_microbatch(tmp_path):
+@both_servers()
+def test_partial_reorg_inside_a_committed_microbatch(tmp_path, server_kind):
     # Microbatches of 50 blocks: the Quickstart chain arrives as 24000000..49 and ..50..99.
     # When the head reaches 24000100 the newest 3 blocks are replaced: the fork, 24000098, is
     # strictly inside the committed 24000050..99, whose first 48 blocks the server will not
@@ -325,8 +328,8 @@ def test_partial_reorg_inside_a_committed_microbatch(tmp_path):
     max_head = reorg_head + 1
     table = tmp_path / "blocks"
     with run_dev_server("--microbatch-max-blocks", "50",
-                        *live_chain(1000, max_head, "--reorg-at", f"{reorg_head}:{depth}")
-                        ) as server:
+                        *live_chain(1000, max_head, "--reorg-at", f"{reorg_head}:{depth}"),
+                        kind=server_kind) as server:
         loader = run_loader(server.url, table, tmp_path / "logs", "load", max_head)
         reorgs = reorg_lines(loader)
         assert reorgs, f"no 🔄 Reorg detected line\n{loader.describe()}"
@@ -341,7 +344,8 @@ def test_partial_reorg_inside_a_committed_microbatch(tmp_path):
 
 # --- 4. A reorg that happened while the loader was down ----------------------------------------
 
-def test_reorg_right_after_a_restart(tmp_path):
+@both_servers()
+def test_reorg_right_after_a_restart(tmp_path, server_kind):
     # A live chain with small reorgs; the first run stops at FIRST_STOP. While it is down the
     # scripted reorg at DEEP_REORG_HEAD replaces 25 blocks, reaching below everything the first
     # run committed past DEEP_REORG_HEAD - 24: the block at the table's resume cursor is gone.
@@ -355,7 +359,8 @@ def test_reorg_right_after_a_restart(tmp_path):
     logs = tmp_path / "logs"
     with run_dev_server(*live_chain(50, max_head, "--reorg-every", str(reorg_every),
                                     "--reorg-depth", "2",
-                                    "--reorg-at", f"{deep_reorg_head}:{deep_depth}")) as server:
+                                    "--reorg-at", f"{deep_reorg_head}:{deep_depth}"),
+                        kind=server_kind) as server:
         first = run_loader(server.url, table, logs, "first", first_stop)
         first_version = max(log_versions(table))
         stopped = readers.read_deltalake(table)
@@ -393,7 +398,8 @@ def test_reorg_right_after_a_restart(tmp_path):
 
 # --- 5. Without reorg detection --------------------------------------------------------------
 
-def test_without_reorg_detection_reorged_blocks_stay_twice(tmp_path):
+@both_servers()
+def test_without_reorg_detection_reorged_blocks_stay_twice(tmp_path, server_kind):
     # The chain of test_reorgs_at_the_head_are_undone_exactly[3], in one-block microbatches so
     # that no fork falls strictly inside a microbatch: a partial reorg without detection is
     # test_partial_reorg_without_detection_keeps_loading.
@@ -401,7 +407,7 @@ def test_without_reorg_detection_reorged_blocks_stay_twice(tmp_path):
     table = tmp_path / "blocks"
     with run_dev_server("--microbatch-max-blocks", "1",
                         *live_chain(20, max_head, "--reorg-every", str(HEAD_REORG_EVERY),
-                                    "--reorg-depth", "3")) as server:
+                                    "--reorg-depth", "3"), kind=server_kind) as server:
         loader = run_loader(server.url, table, tmp_path / "logs", "load", max_head,
                             "--no-reorg-detection")
         assert not reorg_lines(loader), loader.describe()
@@ -434,7 +440,8 @@ def test_without_reorg_detection_reorged_blocks_stay_twice(tmp_path):
     print(f"{stats}; rows, blocks twice: {counts}")
 
 
-def test_partial_reorg_without_detection_keeps_loading(tmp_path):
+@both_servers()
+def test_partial_reorg_without_detection_keeps_loading(tmp_path, server_kind):
     # The chain of test_partial_reorg_inside_a_committed_microbatch: the fork, 24000098, is
     # strictly inside the received microbatch 24000050..99. Without detection the loader
     # should load what arrives: 24000098..99 of both chains, nothing undone.
@@ -442,8 +449,8 @@ def test_partial_reorg_without_detection_keeps_loading(tmp_path):
     max_head = reorg_head + 1
     table = tmp_path / "blocks"
     with run_dev_server("--microbatch-max-blocks", "50",
-                        *live_chain(1000, max_head, "--reorg-at", f"{reorg_head}:{depth}")
-                        ) as server:
+                        *live_chain(1000, max_head, "--reorg-at", f"{reorg_head}:{depth}"),
+                        kind=server_kind) as server:
         loader = run_loader(server.url, table, tmp_path / "logs", "load", max_head,
                             "--no-reorg-detection")
         chain = canonical_hashes(server.url)
