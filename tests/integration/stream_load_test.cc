@@ -12,6 +12,7 @@
 #include "ampdelta/delta/maintenance.h"
 #include "ampdelta/delta/scan.h"
 #include "ampdelta/delta/snapshot.h"
+#include "ampdelta/delta/table_writer.h"
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/loader/stream_loader.h"
 #include "ampdelta/loader/stream_state.h"
@@ -235,6 +236,28 @@ TEST_F(StreamLoadTest, ARollbackAfterTheUntilBlockArrivedStillLoadsUpToIt) {
   ExpectCanonical(kFirst + 119);
 }
 
+// A delete of the newest blocks while streaming: the stream notices and loads what the
+// table lacks again, whether the delete removed whole files or rewrote one that held
+// blocks on both sides of its predicate.
+TEST_F(StreamLoadTest, ADeleteOfTheNewestBlocksWhileStreamingIsRefilled) {
+  devserver::DevServerOptions options;
+  options.stream.max_microbatch_blocks = 10;
+  Start(std::move(options));
+  loader::LoadResult result;
+  std::thread loader_thread([&] { result = Stream(kFirst + 130); });
+  WaitUntilCommitted(kFirst + 99);
+  ASSERT_OK(server_->AdvanceHead(20));
+  WaitUntilCommitted(kFirst + 119);
+  // Blocks 105.. go: the file holding 100..109 (at least) is rewritten, later ones removed.
+  ASSERT_OK(delta::DeleteRows(*storage::OpenObjectStore(table_),
+                              "block_num >= " + std::to_string(kFirst + 105))
+                .status());
+  ASSERT_OK(server_->AdvanceHead(11));
+  loader_thread.join();
+  ASSERT_TRUE(result.success) << result.error;
+  ExpectCanonical(kFirst + 130);
+}
+
 TEST_F(StreamLoadTest, ADepthOneReorgOfTheCommittedHeadIsUndone) {
   devserver::DevServerOptions options;
   options.stream.max_microbatch_blocks = 1;
@@ -346,7 +369,11 @@ TEST_F(StreamLoadTest, ADisconnectMidMicrobatchReconnectsAndResumesFromTheTable)
   const auto result = Stream(kFirst + 149, &dropping);
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_GE(dropping.queries, 2);
-  EXPECT_EQ(result.metadata.at("reconnects"), "1");
+  std::string metadata;
+  for (const auto& [key, value] : result.metadata) metadata += key + "=" + value + " ";
+  auto reconnects = result.metadata.find("reconnects");
+  ASSERT_NE(reconnects, result.metadata.end()) << metadata;
+  EXPECT_EQ(reconnects->second, "1") << metadata;
   ExpectCanonical(kFirst + 149);
 }
 

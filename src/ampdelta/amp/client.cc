@@ -278,6 +278,20 @@ class FlightClientImpl : public Client {
 
   arrow::Result<std::unique_ptr<flight::FlightInfo>> Plan(const std::string& sql,
                                                           const QueryOptions& options) {
+    if (options.resume) {
+      // ampd drops a cursor it cannot deserialise (a hash that is not 32 bytes) and streams
+      // from its earliest block: a resumed load would take that for a reorg of everything.
+      for (const auto& [network, entry] : *options.resume) {
+        const std::string& hash = entry.hash;
+        const bool valid = hash.size() == 66 && hash.rfind("0x", 0) == 0 &&
+                           hash.find_first_not_of("0123456789abcdefABCDEF", 2) == std::string::npos;
+        if (!valid) {
+          return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                           "resume cursor for network '", network, "' at block ", entry.number,
+                           " has no 32-byte block hash ('", hash, "'): Amp would ignore it");
+        }
+      }
+    }
     flight::FlightCallOptions call = BaseCallOptions();
     call.timeout = std::chrono::duration<double>(options_.plan_timeout);
     if (options.stream) call.headers.emplace_back("amp-stream", *options.stream ? "true" : "false");

@@ -91,18 +91,29 @@ const char* FromArrowCode(arrow::StatusCode code) {
 // <msg>" and trailing client debug context. Strip those to recover the server's words;
 // the code words, when present, name the real gRPC code (e.g. "resource exhausted").
 void StripTransportDecorations(std::string* message, std::string* code) {
-  static constexpr std::string_view kPrefix = "gRPC returned ";
+  // "gRPC returned <words> error, with message: …" (Arrow's transport) and "Flight returned
+  // <words> error, with message: …" (a server without Arrow's status trailers, as ampd's
+  // tonic): the words name the code, the rest is the server's message.
+  static constexpr std::string_view kPrefixes[] = {"gRPC returned ", "Flight returned "};
   static constexpr std::string_view kInfix = " error, with message: ";
-  if (message->rfind(kPrefix, 0) == 0) {
+  for (std::string_view prefix : kPrefixes) {
+    if (message->rfind(prefix, 0) != 0) continue;
     const size_t infix = message->find(kInfix);
-    if (infix != std::string::npos) {
-      std::string words = message->substr(kPrefix.size(), infix - kPrefix.size());
-      for (char& c : words) {
-        c = c == ' ' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      }
-      if (!words.empty()) *code = words;
-      message->erase(0, infix + kInfix.size());
+    if (infix == std::string::npos) continue;
+    std::string words = message->substr(prefix.size(), infix - prefix.size());
+    for (char& c : words) {
+      c = c == ' ' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     }
+    if (words == "TIMEOUT" || words == "TIMED_OUT") words = "DEADLINE_EXCEEDED";
+    if (words == "UNAUTHORIZED") words = "PERMISSION_DENIED";
+    if (!words.empty()) *code = words;
+    message->erase(0, infix + kInfix.size());
+    break;
+  }
+  static constexpr std::string_view kCancelled = "Flight cancelled call, with message: ";
+  if (message->rfind(kCancelled, 0) == 0) {
+    message->erase(0, kCancelled.size());
+    *code = "CANCELLED";
   }
   static constexpr std::string_view kCutMarkers[] = {
       ". gRPC client debug context:", ". Client context:", ". Detail: "};
@@ -112,6 +123,19 @@ void StripTransportDecorations(std::string* message, std::string* code) {
   }
   static constexpr std::string_view kUnknownPrefix = "Flight RPC failed with message: ";
   if (message->rfind(kUnknownPrefix, 0) == 0) message->erase(0, kUnknownPrefix.size());
+  // One line: a server's multi-line message is folded, its lines joined with "; ".
+  std::string folded;
+  size_t begin = 0;
+  while (begin <= message->size()) {
+    size_t end = message->find_first_of("\r\n", begin);
+    if (end == std::string::npos) end = message->size();
+    std::string_view line = std::string_view(*message).substr(begin, end - begin);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    if (!line.empty()) folded += (folded.empty() ? "" : "; ") + std::string(line);
+    begin = end + 1;
+  }
+  *message = std::move(folded);
 }
 
 }  // namespace
@@ -121,6 +145,7 @@ GrpcError DescribeFlightError(const arrow::Status& status) {
   if (auto transport = flight::TransportStatusDetail::Unwrap(status)) {
     error.code = FromTransportCode(transport->get().code());
     error.message = std::string(transport->get().message());
+    StripTransportDecorations(&error.message, &error.code);
     return error;
   }
   if (auto detail = flight::FlightStatusDetail::UnwrapStatus(status)) {
@@ -143,6 +168,15 @@ arrow::Status ServerError(const arrow::Status& status, const char* call) {
 
 bool IsTransientServerError(const arrow::Status& status) {
   return IsError(status, ErrorCode::kServerError) && IsTransientError(status);
+}
+
+bool IsRetryableMidStream(const arrow::Status& status) {
+  if (IsTransientServerError(status)) return true;
+  const ErrorDetail* detail = GetErrorDetail(status);
+  // ampd reports every failure of a running stream as INTERNAL (a memory limit, a storage
+  // hiccup, a proxy resetting the stream): the query itself was fine when it started.
+  return detail != nullptr && detail->code() == ErrorCode::kServerError &&
+         (detail->subcode() == "INTERNAL" || detail->subcode() == "UNKNOWN");
 }
 
 }  // namespace ampdelta::amp

@@ -29,4 +29,10 @@ arrow::Status ServerError(const arrow::Status& status, const char* call);
 /// RESOURCE_EXHAUSTED, ABORTED).
 bool IsTransientServerError(const arrow::Status& status);
 
+/// \brief Return true for a failure of a stream that had started (after its first message):
+/// the transient codes and also INTERNAL and UNKNOWN, which is how ampd reports every
+/// failure of a running query. Errors at planning (GetFlightInfo) are never in this class
+/// unless transient.
+bool IsRetryableMidStream(const arrow::Status& status);
+
 }  // namespace ampdelta::amp

@@ -104,16 +104,18 @@ arrow::Status StreamInterpreter::HandleBackwards(NetworkState* state,
     // before it (amp docs/reorgs.md).
     partial = true;
     invalid_start = first_hit->start;
-    std::string before_hash = first_hit->prev_hash;
-    if (before_hash.empty() && first_hit != state->completed.begin()) {
-      before_hash = std::prev(first_hit)->hash;
+    // Resume after the block before the straddling range, when that block is one the
+    // server has served: a cursor on a block it lacks (below the dataset's first block, or
+    // before genesis) makes ampd wait for ever. Without one the network starts over from
+    // the server's earliest block (no cursor entry for it).
+    resume = Cursor{};
+    if (first_hit != state->completed.begin() && first_hit->start > 0) {
+      std::string before_hash = first_hit->prev_hash;
+      if (before_hash.empty()) before_hash = std::prev(first_hit)->hash;
+      if (!before_hash.empty()) {
+        (*resume)[range.network] = CursorEntry{first_hit->start - 1, before_hash};
+      }
     }
-    if (first_hit->start == 0 || before_hash.empty()) {
-      return ProtocolError("partial reorg at ", range.ToString(), " inside ",
-                           first_hit->ToString(),
-                           " but the hash of the block before it is unknown");
-    }
-    resume = Cursor{{range.network, CursorEntry{first_hit->start - 1, before_hash}}};
   }
   state->completed.erase(first_hit, state->completed.end());
 
@@ -127,8 +129,9 @@ arrow::Status StreamInterpreter::HandleBackwards(NetworkState* state,
     event->resume_cursor = std::move(resume);
     // Nothing of this message may be applied: the consumer reconnects from the cursor, and
     // the next stream continues from the block before the straddling range.
-    if (state->completed.empty()) {
-      const CursorEntry& entry = event->resume_cursor->at(range.network);
+    auto cursor_entry = event->resume_cursor->find(range.network);
+    if (state->completed.empty() && cursor_entry != event->resume_cursor->end()) {
+      const CursorEntry& entry = cursor_entry->second;
       BlockRange anchor;
       anchor.network = range.network;
       anchor.start = entry.number;

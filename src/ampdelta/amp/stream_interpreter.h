@@ -44,7 +44,10 @@ struct StreamEvent {
   /// True when a fork fell strictly inside a completed microbatch: its rows before the
   /// fork will not be re-sent, so the consumer must reconnect from `resume_cursor`.
   bool partial_reorg = false;
-  /// For a partial reorg, where to resume (the block before the straddling range).
+  /// For a partial reorg, where to resume (the block before the straddling range). A
+  /// network is missing from it when that block is unknown or was never served (the
+  /// straddling range is the first one seen, e.g. a chain from genesis): resume that
+  /// network from the server's earliest block.
   std::optional<Cursor> resume_cursor;
   /// True when the message repeats a microbatch that already completed.
   bool replayed = false;

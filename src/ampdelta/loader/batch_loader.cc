@@ -80,7 +80,7 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql, const LoadOp
                        delta::TableWriteOptions write,
                        const std::shared_ptr<storage::ObjectStore>& store,
                        const std::string& table_name, Progress* progress,
-                       std::optional<delta::MergeResult>* merged) {
+                       std::optional<delta::MergeResult>* merged, bool* mid_stream) {
   amp::QueryOptions query;
   query.stream = false;
   query.idle_timeout = options.idle_timeout;
@@ -104,7 +104,10 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql, const LoadOp
   auto last = Clock::now();
   while (true) {
     auto message = stream->Next();
-    if (!message.ok()) return fail(message.status());
+    if (!message.ok()) {
+      *mid_stream = true;
+      return fail(message.status());
+    }
     if (!message->has_value()) break;
     const auto& batch = (*message)->data;
     if (batch->num_rows() == 0) continue;  // markers and keep-alives carry no rows
@@ -168,11 +171,15 @@ arrow::Status Run(amp::Client& client, const std::string& sql, const DeltaLakeCo
   std::optional<delta::MergeResult> merged;
   for (int attempt = 0;; ++attempt) {
     progress = Progress();
-    arrow::Status status =
-        LoadOnce(client, sql, options, write, store, result->table_name, &progress, &merged);
+    bool mid_stream = false;
+    arrow::Status status = LoadOnce(client, sql, options, write, store, result->table_name,
+                                    &progress, &merged, &mid_stream);
     if (status.ok()) break;
-    const bool retryable = config.retry.enabled && attempt < config.retry.max_retries &&
-                           progress.commits == 0 && amp::IsTransientServerError(status);
+    // While nothing is committed a rerun is safe; a failure once the result was streaming
+    // (ampd reports those as INTERNAL) may pass, a refusal at planning never does.
+    const bool retryable =
+        config.retry.enabled && attempt < config.retry.max_retries && progress.commits == 0 &&
+        (amp::IsTransientServerError(status) || (mid_stream && amp::IsRetryableMidStream(status)));
     if (!retryable) {
       if (progress.commits > 0) {
         return status.WithMessage(status.message(), " (", progress.rows_committed,

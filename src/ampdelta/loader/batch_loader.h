@@ -57,6 +57,9 @@ struct LoadOptions {
   int64_t stream_compact_every_commits = 100;
   /// …where finalised means all of a file's ranges end this many blocks below the head.
   uint64_t stream_reorg_window_blocks = 256;
+  /// Warn (log, result metadata `stalls`) when a stream resumed with a cursor hears nothing
+  /// for this long; zero never warns.
+  std::chrono::milliseconds stream_stall_warning{std::chrono::minutes(5)};
   /// Stop once a commit reaches this block (backfills, tests); run until stopped when unset.
   std::optional<uint64_t> until_block;
   /// Set to true to stop after the current commit (Ctrl-C).

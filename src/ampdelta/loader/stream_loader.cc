@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include <arrow/array.h>
 #include <arrow/builder.h>
@@ -129,8 +130,11 @@ class StreamLoad {
       }
       if (commits_ > failures_reset_at_) failures = 0;  // progress since the last failure
       failures_reset_at_ = commits_;
-      const bool retryable = config_.retry.enabled && failures < config_.retry.max_retries &&
-                             (amp::IsTransientServerError(status) || IsRetryableConflict(status));
+      const bool mid_stream = std::exchange(failed_mid_stream_, false);
+      const bool retryable =
+          config_.retry.enabled && failures < config_.retry.max_retries &&
+          (amp::IsTransientServerError(status) || IsRetryableConflict(status) ||
+           (mid_stream && amp::IsRetryableMidStream(status)));
       if (!retryable) return status;
       // A lost commit race needs no server back-off, only a fresh look at the table.
       const auto delay = IsRetryableConflict(status)
@@ -180,6 +184,9 @@ class StreamLoad {
     }
     ARROW_ASSIGN_OR_RAISE(auto stream, client_.Query(sql_, query));
     StreamReader reader(std::move(stream));
+    const auto connected = Clock::now();
+    bool heard = false;
+    stall_warned_ = false;
     while (true) {
       if (Stopping()) {
         ARROW_RETURN_NOT_OK(CommitIfIdle());
@@ -188,9 +195,15 @@ class StreamLoad {
       auto popped = reader.queue().Pop(WaitTime());
       if (!popped) {
         if (Due()) ARROW_RETURN_NOT_OK(CommitIfIdle());
+        WarnIfStalled(query, connected, heard);
         continue;
       }
-      ARROW_ASSIGN_OR_RAISE(auto message, std::move(*popped));
+      heard = true;
+      if (!popped->ok()) {
+        failed_mid_stream_ = true;  // the query was planned: a failure now may pass
+        return popped->status();
+      }
+      auto message = std::move(**popped);
       if (!message) {
         ARROW_RETURN_NOT_OK(CommitIfIdle());
         return Outcome::kEnded;
@@ -252,6 +265,22 @@ class StreamLoad {
   }
 
   bool Stopping() const { return options_.stop != nullptr && options_.stop->load(); }
+
+  // ampd sends nothing at all for a cursor it cannot serve (a block below its first one, or
+  // one it lacks): say so once, rather than wait in silence.
+  void WarnIfStalled(const amp::QueryOptions& query, Clock::time_point connected, bool heard) {
+    if (heard || !query.resume || stall_warned_ || options_.stream_stall_warning.count() <= 0 ||
+        Clock::now() - connected < options_.stream_stall_warning) {
+      return;
+    }
+    stall_warned_ = true;
+    result_->metadata["stalls"] = std::to_string(++stalls_);
+    AMPDELTA_LOG_WARN("stream into ", result_->table_name, ": no microbatch for ",
+                      options_.stream_stall_warning.count() / 1000, " s since resuming after ",
+                      amp::CursorToJson(*query.resume),
+                      "; a server that lacks that block (below its first one?) waits for "
+                      "ever, one at the chain's head waits for the next block");
+  }
 
   bool ReachedUntil() const {
     if (!options_.until_block) return false;
@@ -735,6 +764,9 @@ class StreamLoad {
   int64_t reorgs_ = 0;
   int64_t reconnects_ = 0;
   int64_t rollbacks_ = 0;
+  bool failed_mid_stream_ = false;
+  bool stall_warned_ = false;
+  int64_t stalls_ = 0;
   int64_t compactions_ = 0;
 };
 

@@ -153,13 +153,30 @@ TEST_F(StreamInterpreterTest, PartialReorgInvalidatesTheStraddlingRangeAndSaysWh
   Microbatch(chain_.Range(11, 22));
 }
 
-TEST_F(StreamInterpreterTest, PartialReorgOfTheFirstRangeUsesItsPrevHash) {
+TEST_F(StreamInterpreterTest, PartialReorgOfTheFirstRangeResumesFromTheServersEarliestBlock) {
+  // Block 4 was never served: it may not exist on the server (ampd waits for ever on a
+  // cursor below its first block), so the network starts over without a cursor.
   Microbatch(chain_.Range(5, 20));
   chain_.Fork(12);
   ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Data(chain_.Range(12, 25)), 1));
   EXPECT_TRUE(event.partial_reorg);
-  EXPECT_EQ(event.resume_cursor->at("eth"), (CursorEntry{4, chain_.Hash(4)}));
+  ASSERT_TRUE(event.resume_cursor.has_value());
+  EXPECT_EQ(event.resume_cursor->count("eth"), 0u);
+  EXPECT_EQ(event.invalidated[0].start, 5u);
   Microbatch(chain_.Range(5, 25));
+}
+
+TEST_F(StreamInterpreterTest, AReorgInsideTheFirstMicrobatchOfAChainFromGenesisStartsOver) {
+  // The anvil case: the first microbatch covers blocks 0..6 and a fork at 4 arrives.
+  Microbatch(chain_.Range(0, 6));
+  chain_.Fork(4);
+  ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Data(chain_.Range(4, 8)), 3));
+  EXPECT_TRUE(event.partial_reorg);
+  EXPECT_EQ(event.invalidated[0].start, 0u);
+  EXPECT_EQ(event.invalidated[0].end, 8u);
+  EXPECT_TRUE(event.resume_cursor->empty());
+  EXPECT_TRUE(interpreter_.CompletedCursor().empty());
+  Microbatch(chain_.Range(0, 8));
 }
 
 TEST_F(StreamInterpreterTest, BackwardsJumpWithUnchangedPrevHashIsAnInvalidReorg) {
