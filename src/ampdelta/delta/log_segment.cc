@@ -159,6 +159,7 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
     // The hint names a version past the latest, or one without a complete checkpoint.
     stale_hint = stale_hint || *named > latest;
     segment.stale_checkpoint_hint = stale_hint;
+    if (stale_hint) segment.stale_hint_version = named;
   }
   for (auto& [v, commit] : listing.commits) segment.listed_commits.push_back(commit);
   for (auto& checkpoint : checkpoints) {

@@ -35,6 +35,8 @@ struct LogSegment {
   /// `_last_checkpoint` names a version with no checkpoint (past the latest version, say):
   /// the next writer repairs it (other readers, deltalake among them, refuse such a table).
   bool stale_checkpoint_hint = false;
+  /// The version that stale hint names.
+  std::optional<Version> stale_hint_version;
 };
 
 /// \brief Build the segment for `target` (the latest version when unset).

@@ -472,6 +472,7 @@ arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Update() const {
   segment->version = updated->version_;
   segment->checkpoint = segment_->checkpoint;
   segment->stale_checkpoint_hint = segment_->stale_checkpoint_hint;
+  segment->stale_hint_version = segment_->stale_hint_version;
   segment->commits = segment_->commits;
   segment->commits.insert(segment->commits.end(), commits.begin(), commits.end());
   if (segment->commits.size() > kUpdateSegmentCommits) {

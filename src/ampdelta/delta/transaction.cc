@@ -354,12 +354,12 @@ void Transaction::RunPostCommit(Version version, CommitResult* result) const {
   if (!read_snapshot_ && version == 0) return;
   auto properties = metadata_ ? ParseTableProperties(metadata_->configuration)
                               : read_snapshot_->properties();
-  // A _last_checkpoint naming no checkpoint is repaired by checkpointing now, unless
-  // someone did meanwhile.
+  // A _last_checkpoint naming no checkpoint (a version past the latest, or one whose
+  // checkpoint is gone) is repaired by checkpointing now, unless someone did meanwhile.
   bool repair = false;
   if (read_snapshot_ && read_snapshot_->log_segment().stale_checkpoint_hint) {
     const auto hint = ReadLastCheckpointHint(*store_);
-    repair = hint && *hint > version;
+    repair = hint && (*hint > version || hint == read_snapshot_->log_segment().stale_hint_version);
   }
   if (version == 0 || (!repair && version % properties.checkpoint_interval != 0)) return;
   auto snapshot = Snapshot::Load(store_, SnapshotOptions{version, std::nullopt});

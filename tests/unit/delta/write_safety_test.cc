@@ -656,5 +656,35 @@ TEST_F(WriteSafetyTest, PartitionColumnsRecordedInAnotherCaseThanTheSchemaAreWri
   EXPECT_EQ(left, Range(0, 3));
 }
 
+// A _last_checkpoint naming an older version that has no checkpoint (deleted, never
+// completed) makes deltalake refuse the table; the next commit repairs it too, once.
+TEST_F(WriteSafetyTest, LastCheckpointNamingAMissingOlderCheckpointIsRepaired) {
+  for (uint64_t start : {0, 2, 4}) ASSERT_OK(WriteBatches(store_, {Blocks(start, start + 2)}).status());
+  ASSERT_OK(store_->Put("_delta_log/_last_checkpoint",
+                        arrow::Buffer::FromString(R"({"version":1,"size":1})"),
+                        storage::PutMode::kOverwrite));
+  ASSERT_OK(WriteBatches(store_, {Blocks(6, 8)}).status());  // version 3
+  const auto hint = ReadLastCheckpointHint(*store_);
+  ASSERT_TRUE(hint.has_value());
+  EXPECT_EQ(*hint, 3);
+  ASSERT_OK_AND_ASSIGN(auto objects, store_->List("_delta_log/", ""));
+  int checkpoints = 0;
+  for (const auto& object : objects) {
+    if (object.path.find(".checkpoint.") != std::string::npos) ++checkpoints;
+  }
+  EXPECT_EQ(checkpoints, 1);
+  // Later commits from an updated snapshot do not checkpoint again.
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  TableWriteOptions options;
+  options.read_snapshot = snapshot;
+  ASSERT_OK(WriteBatches(store_, {Blocks(8, 10)}, options).status());
+  ASSERT_OK_AND_ASSIGN(auto updated, snapshot->Update());
+  options.read_snapshot = updated;
+  ASSERT_OK(WriteBatches(store_, {Blocks(10, 12)}, options).status());
+  EXPECT_EQ(ReadLastCheckpointHint(*store_), std::optional<Version>(3));
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(0, 12));
+}
+
 }  // namespace
 }  // namespace ampdelta::delta
