@@ -461,3 +461,32 @@ def test_partial_reorg_without_detection_keeps_loading(tmp_path, server_kind):
     hashes = [hex_hash(h) for h in rows.column("hash").to_pylist()]
     canonical = collections.Counter(n for n, h in zip(block_nums, hashes) if h == chain[n])
     assert set(canonical.values()) == {1} and len(canonical) == len(chain)
+
+
+# --- 6. A chain from genesis that reorgs inside its first microbatch -------------------------
+
+@both_servers()
+def test_reorg_inside_the_first_microbatch_of_a_chain_from_genesis(tmp_path, server_kind):
+    # anvil, as amp's own reorg tests run it: the chain starts at block 0, the first
+    # microbatch is everything synced at subscribe time (0..4), and the reorg at head 6
+    # replaces 4..6: the fork, 4, is strictly inside 0..4, whose earlier rows the server
+    # will not re-send, and there is no block before 0 to resume after (ampd-fidelity.md B3).
+    network, initial, reorg_head, depth, max_head = "anvil", 5, 6, 3, 8
+    table = tmp_path / "blocks"
+    with run_dev_server("--start-block", "0", "--blocks", str(initial), "--network", network,
+                        "--block-interval-ms", "1000", "--max-head", str(max_head),
+                        "--reorg-at", f"{reorg_head}:{depth}", kind=server_kind) as server:
+        loader = run_loader(server.url, table, tmp_path / "logs", "load", max_head)
+        assert reorg_lines(loader), f"the loader saw no reorg\n{loader.describe()}"
+        chain = canonical_hashes(server.url)
+    assert sorted(chain) == list(range(max_head + 1))
+    for name in ("deltalake", "duckdb"):
+        rows = readers.READERS[name](table)
+        block_nums = rows.column("block_num").to_pylist()
+        assert sorted(block_nums) == list(range(max_head + 1)), (name, sorted(block_nums))
+        stale = [n for n, h in zip(block_nums, rows.column("hash").to_pylist())
+                 if hex_hash(h) != chain[n]]
+        assert not stale, f"{name}: rows of the replaced chain: {stale}"
+    ranges = recorded_ranges(live_adds(table))
+    assert ranges[0]["start"] == 0 and ranges[0]["prev_hash"] == "0x" + "0" * 64, ranges[0]
+    check_file_tags_name_their_rows(table, live_adds(table))
