@@ -16,6 +16,7 @@ namespace {
 struct DevServerArgs {
   devserver::DevServerOptions options;
   uint64_t block_interval_ms = 0;
+  uint64_t keepalive_interval_ms = 30000;
   std::vector<std::string> reorg_at;
   std::vector<std::string> datasets;
   bool no_synthetic = false;
@@ -38,6 +39,7 @@ int RunDevServer(DevServerArgs& args) {
   devserver::DevServerOptions& options = args.options;
   options.serve_synthetic = !args.no_synthetic;
   options.live.block_interval = std::chrono::milliseconds(args.block_interval_ms);
+  options.stream.keepalive_interval = std::chrono::milliseconds(args.keepalive_interval_ms);
   for (const auto& item : args.reorg_at) {
     uint64_t block = 0;
     uint64_t depth = 0;
@@ -143,8 +145,23 @@ CommandRunner AddDevServerCommand(CLI::App& app) {
                   "largest streaming microbatch in blocks")
       ->check(UnsignedAtLeast(1))
       ->capture_default_str();
+  // As ampd by default: the schema with the first microbatch, a keep-alive opening each.
   cmd->add_flag("--keepalives", options.stream.keepalive_at_microbatch_start,
-                "send a 0-row keep-alive batch at each microbatch start");
+                "send a 0-row keep-alive batch at each microbatch start (the default)");
+  cmd->add_flag("--no-keepalives{false}", options.stream.keepalive_at_microbatch_start,
+                "send no keep-alive batches");
+  cmd->add_option("--keepalive-interval-ms", args->keepalive_interval_ms,
+                  "repeat the keep-alive while a microbatch runs this long (ampd: 30 s)")
+      ->check(UnsignedAtLeast(1))
+      ->capture_default_str();
+  cmd->add_flag("--early-schema{false}", options.stream.schema_with_first_microbatch,
+                "streams: send the schema at once instead of with the first microbatch");
+  cmd->add_option("--fail-after-microbatches", options.stream.fail_after_microbatches,
+                  "fail every stream with INTERNAL after N microbatches (tests)")
+      ->check(UnsignedAtLeast(0));
+  cmd->add_option("--max-failures", options.stream.max_failures,
+                  "with --fail-after-microbatches: at most N failures in all (0: no limit)")
+      ->check(UnsignedAtLeast(0));
   cmd->add_option("--dataset", args->datasets,
                   "NAME=DIR: serve Amp Parquet files (DIR/<table>/<revision>/*.parquet)");
   cmd->add_flag("--no-synthetic", args->no_synthetic, "do not serve the synthetic chain");

@@ -74,18 +74,24 @@ class QueryDataStream : public flight::FlightDataStream {
  public:
   QueryDataStream(std::shared_ptr<const BoundQuery> query, bool streaming,
                   std::optional<ChainPosition> resume, StreamOptions options,
-                  const flight::ServerCallContext* context, const std::atomic<bool>* stopping)
+                  const flight::ServerCallContext* context, const std::atomic<bool>* stopping,
+                  std::atomic<uint64_t>* failures)
       : query_(std::move(query)),
         streaming_(streaming),
         previous_(std::move(resume)),
         options_(options),
         context_(context),
         stopping_(stopping),
+        failures_(failures),
         aggregator_(query_.get()) {}
 
   std::shared_ptr<arrow::Schema> schema() override { return query_->output_schema(); }
 
   arrow::Result<flight::FlightPayload> GetSchemaPayload() override {
+    // ampd sends nothing before the first microbatch starts, not even the schema.
+    if (streaming_ && options_.schema_with_first_microbatch) {
+      ARROW_RETURN_NOT_OK(AsStreamingError(StartMicrobatch()));
+    }
     flight::FlightPayload payload;
     arrow::ipc::DictionaryFieldMapper mapper(*query_->output_schema());
     ARROW_RETURN_NOT_OK(arrow::ipc::GetSchemaPayload(*query_->output_schema(), ipc_options_,
@@ -96,7 +102,7 @@ class QueryDataStream : public flight::FlightDataStream {
   arrow::Result<flight::FlightPayload> Next() override {
     while (pending_.empty()) {
       if (done_) return flight::FlightPayload{};
-      ARROW_RETURN_NOT_OK(streaming_ ? ProduceStreaming() : ProduceBatch());
+      ARROW_RETURN_NOT_OK(streaming_ ? AsStreamingError(ProduceStreaming()) : ProduceBatch());
     }
     flight::FlightPayload payload = std::move(pending_.front());
     pending_.pop_front();
@@ -182,28 +188,61 @@ class QueryDataStream : public flight::FlightDataStream {
     return arrow::Status::OK();
   }
 
+  // Failures of a running stream reach the client as ampd sends them: INTERNAL, the cause
+  // behind "streaming query execution error | Caused by:" (the client's cancellation and
+  // the server's shutdown keep their own codes).
+  static arrow::Status AsStreamingError(const arrow::Status& status) {
+    if (status.ok() || status.IsCancelled() || flight::FlightStatusDetail::UnwrapStatus(status)) {
+      return status;
+    }
+    return flight::MakeFlightError(
+        flight::FlightStatusCode::Internal,
+        "streaming query execution error | Caused by: " + status.message());
+  }
+
+  // Wait for the next microbatch to exist, then queue its keep-alive and open its scan.
+  // Returns with `done_` set when the dataset has nothing synced at all.
+  arrow::Status StartMicrobatch() {
+    const Dataset& dataset = *query_->dataset();
+    bool told = false;
+    while (true) {
+      ARROW_RETURN_NOT_OK(CheckStillWanted());
+      const uint64_t seen = dataset.change_counter();
+      current_ = dataset.NextMicrobatch(previous_, options_.max_microbatch_blocks);
+      if (current_) break;
+      const auto synced = dataset.Synced();
+      if (first_ && !synced) {
+        // Nothing synced at all: ampd sends one 0-row `{"ranges":[],"ranges_complete":true}`
+        // and ends the stream.
+        ARROW_RETURN_NOT_OK(PushEmpty(RangesMetadata(dataset.network(), nullptr, true)));
+        done_ = true;
+        return arrow::Status::OK();
+      }
+      if (!told && previous_ && synced && previous_->number < synced->range.start) {
+        told = true;
+        AMPDELTA_LOG_WARN("devserver stream cursor at block ", previous_->number,
+                          " is below the dataset's first block ", synced->range.start,
+                          ": nothing will be sent (as ampd, whose blocks table lacks it)");
+      }
+      dataset.WaitForChange(seen, options_.poll_interval);
+    }
+    first_ = false;
+    if (options_.fail_after_microbatches > 0 &&
+        served_ >= options_.fail_after_microbatches &&
+        (options_.max_failures == 0 || failures_->fetch_add(1) < options_.max_failures)) {
+      return arrow::Status::IOError("injected failure after ", served_, " microbatches");
+    }
+    ++served_;
+    metadata_ = RangesMetadata(dataset.network(), &current_->range, /*complete=*/false);
+    if (options_.keepalive_at_microbatch_start) ARROW_RETURN_NOT_OK(PushEmpty(metadata_));
+    last_sent_ = std::chrono::steady_clock::now();
+    ARROW_ASSIGN_OR_RAISE(iterator_, dataset.Scan(query_->table(), *current_));
+    return arrow::Status::OK();
+  }
+
   arrow::Status ProduceStreaming() {
     const Dataset& dataset = *query_->dataset();
-    if (iterator_ == nullptr) {
-      // Between microbatches: wait for the next one to exist.
-      while (true) {
-        ARROW_RETURN_NOT_OK(CheckStillWanted());
-        const uint64_t seen = dataset.change_counter();
-        current_ = dataset.NextMicrobatch(previous_, options_.max_microbatch_blocks);
-        if (current_) break;
-        if (first_ && !dataset.Synced()) {
-          // Nothing synced at all: Amp answers with the batch-style empty stream and ends.
-          streaming_ = false;
-          return ProduceBatch();
-        }
-        dataset.WaitForChange(seen, options_.poll_interval);
-      }
-      first_ = false;
-      metadata_ = RangesMetadata(dataset.network(), &current_->range, /*complete=*/false);
-      if (options_.keepalive_at_microbatch_start) ARROW_RETURN_NOT_OK(PushEmpty(metadata_));
-      ARROW_ASSIGN_OR_RAISE(iterator_, dataset.Scan(query_->table(), *current_));
-      return arrow::Status::OK();
-    }
+    if (iterator_ == nullptr) return StartMicrobatch();
     ARROW_RETURN_NOT_OK(CheckStillWanted());
     ARROW_ASSIGN_OR_RAISE(auto source, iterator_->Next());
     if (source == nullptr) {
@@ -214,6 +253,11 @@ class QueryDataStream : public flight::FlightDataStream {
       return arrow::Status::OK();
     }
     ARROW_ASSIGN_OR_RAISE(auto batch, query_->Transform(source));
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_sent_ >= options_.keepalive_interval) {
+      ARROW_RETURN_NOT_OK(PushEmpty(metadata_));  // a long microbatch: ampd's timer fires
+    }
+    last_sent_ = now;
     return PushSliced(batch, metadata_);
   }
 
@@ -223,6 +267,9 @@ class QueryDataStream : public flight::FlightDataStream {
   StreamOptions options_;
   const flight::ServerCallContext* context_;
   const std::atomic<bool>* stopping_;
+  std::atomic<uint64_t>* failures_;
+  uint64_t served_ = 0;
+  std::chrono::steady_clock::time_point last_sent_;
   arrow::ipc::IpcWriteOptions ipc_options_ = arrow::ipc::IpcWriteOptions::Defaults();
 
   std::deque<flight::FlightPayload> pending_;
@@ -265,9 +312,15 @@ class AmpFlightService : public flight::FlightServerBase {
       if (value == "false" || value == "0") ticket.streaming = false;
     }
     if (auto header = Header(context, "amp-resume")) {
-      // Amp ignores a cursor that is not valid JSON and starts from scratch.
+      // ampd drops a cursor that does not deserialise (not JSON, wrong types, a hash that
+      // is not 32 bytes) and streams from its earliest block.
       const json cursor = json_util::ParseJson(*header);
-      if (cursor.is_object()) ticket.cursor = json_util::DumpJsonLossy(cursor);
+      if (IsWellFormedCursor(cursor)) {
+        ticket.cursor = json_util::DumpJsonLossy(cursor);
+      } else {
+        AMPDELTA_LOG_INFO("devserver ignoring malformed amp-resume (as ampd does): ",
+                          header->substr(0, 200));
+      }
     }
     AMPDELTA_LOG_INFO("devserver plan stream=", ticket.streaming ? "true" : "false",
                       " sql=", sql);
@@ -298,7 +351,7 @@ class AmpFlightService : public flight::FlightServerBase {
     }
     *stream = std::make_unique<QueryDataStream>(std::move(query), ticket.streaming,
                                                 std::move(resume), stream_, &context,
-                                                &stopping_);
+                                                &stopping_, &failures_);
     return arrow::Status::OK();
   }
 
@@ -323,26 +376,43 @@ class AmpFlightService : public flight::FlightServerBase {
     return BoundQuery::Bind(statement, catalog_);
   }
 
-  // Narrow a cursor to the query's network, as Amp's StreamingQuery::spawn does.
+  // ampd's Cursor: {network: {"number": u64, "hash": "0x" + 64 hex digits}}.
+  static bool IsWellFormedCursor(const json& cursor) {
+    if (!cursor.is_object()) return false;
+    for (auto it = cursor.begin(); it != cursor.end(); ++it) {
+      const json& entry = it.value();
+      if (!entry.is_object()) return false;
+      auto number = entry.find("number");
+      auto hash = entry.find("hash");
+      if (number == entry.end() || !number->is_number_unsigned() || hash == entry.end() ||
+          !hash->is_string()) {
+        return false;
+      }
+      const std::string& text = hash->get_ref<const std::string&>();
+      if (text.size() != 66 || text.rfind("0x", 0) != 0 ||
+          text.find_first_not_of("0123456789abcdefABCDEF", 2) != std::string::npos) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Narrow a cursor to the query's network, as ampd's StreamingQuery::spawn does.
   static arrow::Result<ChainPosition> CursorFor(const json& cursor, const std::string& network) {
-    if (!cursor.is_object()) return arrow::Status::Invalid("ticket cursor is not an object");
+    if (!IsWellFormedCursor(cursor)) {
+      return arrow::Status::Invalid("ticket decoding error | Caused by: malformed cursor");
+    }
     auto entry = cursor.find(network);
     if (entry == cursor.end()) {
       std::string networks;
       for (auto it = cursor.begin(); it != cursor.end(); ++it) {
-        networks += (networks.empty() ? "" : ", ") + it.key();
+        networks += (networks.empty() ? "" : ",") + it.key();
       }
       return flight::MakeFlightError(
           flight::FlightStatusCode::Internal,
-          "streaming execution error | Caused by: expected cursor for network '" + network +
-              "', but cursor only contains networks: [" + networks + "]");
-    }
-    if (!entry->is_object() || !entry->contains("number") ||
-        !(*entry)["number"].is_number_unsigned() || !entry->contains("hash") ||
-        !(*entry)["hash"].is_string()) {
-      return flight::MakeFlightError(flight::FlightStatusCode::Internal,
-                                     "streaming execution error | Caused by: malformed cursor "
-                                     "for network '" + network + "'");
+          "streaming query execution error | Caused by: failed to convert cursor -> expected "
+          "cursor for network '" + network + "', but cursor only contains networks: [" +
+              networks + "]");
     }
     return ChainPosition{(*entry)["number"].get<uint64_t>(),
                          (*entry)["hash"].get<std::string>()};
@@ -352,6 +422,7 @@ class AmpFlightService : public flight::FlightServerBase {
   StreamOptions stream_;
   std::optional<std::string> required_token_;
   std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> failures_{0};
 };
 
 }  // namespace

@@ -27,9 +27,20 @@ namespace ampdelta::devserver {
 struct StreamOptions {
   /// Largest microbatch, in blocks (Amp's `server_microbatch_max_interval`).
   uint64_t max_microbatch_blocks = 1000;
+  /// Send nothing, not even the schema, until the first microbatch starts (ampd does: a
+  /// client must not wait for the schema to be able to stop); false sends it at once.
+  bool schema_with_first_microbatch = true;
   /// Send a 0-row keep-alive batch at the start of every microbatch, as Amp's keep-alive
-  /// timer does when it first fires.
-  bool keepalive_at_microbatch_start = false;
+  /// timer does when it first fires…
+  bool keepalive_at_microbatch_start = true;
+  /// …and again whenever a microbatch has been running this long without a message (ampd:
+  /// max(keep_alive_interval, 30 s)).
+  std::chrono::milliseconds keepalive_interval{std::chrono::seconds(30)};
+  /// Fail every stream with INTERNAL after it served this many microbatches (0: never), as
+  /// ampd reports any failure of a running query; at most `max_failures` times in all (0:
+  /// no limit). For tests of reconnection.
+  uint64_t fail_after_microbatches = 0;
+  uint64_t max_failures = 0;
   /// How often a waiting stream checks for cancellation and shutdown.
   std::chrono::milliseconds poll_interval{50};
 };

@@ -7,15 +7,18 @@
 #include <thread>
 #include <vector>
 
+#include <arrow/array.h>
 #include <arrow/compute/api.h>
 #include <arrow/io/file.h>
 #include <arrow/record_batch.h>
+#include <arrow/table.h>
 #include <arrow/util/key_value_metadata.h>
 #include <nlohmann/json.hpp>
 #include <parquet/arrow/reader.h>
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
 
+#include "ampdelta/util/hex.h"
 #include "ampdelta/util/json_internal.h"
 
 namespace ampdelta::devserver {
@@ -209,7 +212,75 @@ arrow::Result<std::shared_ptr<ParquetDataset>> ParquetDataset::Open(const std::s
                                   "' holds no <table>/<revision>/*.parquet files");
   }
   for (auto& [start, range] : distinct) dataset->ranges_.push_back(range);
+  ARROW_RETURN_NOT_OK(dataset->IndexBlocks());
   return dataset;
+}
+
+arrow::Status ParquetDataset::IndexBlocks() {
+  auto blocks = tables_.find("blocks");
+  if (blocks == tables_.end()) return arrow::Status::OK();
+  const auto& schema = *blocks->second.schema;
+  const int number = schema.GetFieldIndex("block_num");
+  const int hash = schema.GetFieldIndex("hash");
+  const int time = schema.GetFieldIndex("timestamp");
+  if (number < 0 || hash < 0 || schema.field(hash)->type()->id() != arrow::Type::FIXED_SIZE_BINARY) {
+    return arrow::Status::OK();
+  }
+  for (const auto& file : blocks->second.files) {
+    ARROW_ASSIGN_OR_RAISE(auto reader, OpenParquet(file.path));
+    std::vector<int> columns = {number, hash};
+    if (time >= 0) columns.push_back(time);
+    ARROW_ASSIGN_OR_RAISE(auto table, reader->ReadTable(columns));
+    ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch());
+    ARROW_ASSIGN_OR_RAISE(auto numbers,
+                          arrow::compute::Cast(*batch->column(0), arrow::uint64()));
+    const auto& values = static_cast<const arrow::UInt64Array&>(*numbers);
+    const auto& hashes = static_cast<const arrow::FixedSizeBinaryArray&>(*batch->column(1));
+    const arrow::TimestampArray* times =
+        time >= 0 && batch->column(2)->type_id() == arrow::Type::TIMESTAMP
+            ? static_cast<const arrow::TimestampArray*>(batch->column(2).get())
+            : nullptr;
+    int64_t per_second = 1;
+    if (times != nullptr) {
+      switch (static_cast<const arrow::TimestampType&>(*times->type()).unit()) {
+        case arrow::TimeUnit::SECOND: per_second = 1; break;
+        case arrow::TimeUnit::MILLI: per_second = 1000; break;
+        case arrow::TimeUnit::MICRO: per_second = 1000000; break;
+        case arrow::TimeUnit::NANO: per_second = 1000000000; break;
+      }
+    }
+    for (int64_t i = 0; i < batch->num_rows(); ++i) {
+      if (values.IsNull(i) || hashes.IsNull(i)) continue;
+      Block block;
+      block.hash = ToHex0x(hashes.GetView(i));
+      if (times != nullptr && times->IsValid(i) && times->Value(i) >= 0) {
+        block.timestamp = static_cast<uint64_t>(times->Value(i) / per_second);
+      }
+      blocks_[values.Value(i)] = std::move(block);
+    }
+  }
+  return arrow::Status::OK();
+}
+
+ServedRange ParquetDataset::RangeOf(uint64_t start, uint64_t end) const {
+  ServedRange range;
+  range.start = start;
+  range.end = end;
+  auto last = blocks_.find(end);
+  if (last != blocks_.end()) {
+    range.hash = last->second.hash;
+    range.timestamp = last->second.timestamp;
+  }
+  auto before = start > 0 ? blocks_.find(start - 1) : blocks_.end();
+  if (before != blocks_.end()) {
+    range.prev_hash = before->second.hash;
+  } else {
+    // The first block: its parent is only known from the files' metadata.
+    for (const auto& file_range : ranges_) {
+      if (file_range.start == start) range.prev_hash = file_range.prev_hash;
+    }
+  }
+  return range;
 }
 
 std::vector<std::string> ParquetDataset::table_names() const {
@@ -238,11 +309,29 @@ std::optional<ScanRange> ParquetDataset::Synced() const {
 
 std::optional<ScanRange> ParquetDataset::NextMicrobatch(
     const std::optional<ChainPosition>& previous, uint64_t max_blocks) const {
-  (void)max_blocks;  // file ranges are served as they were written
-  for (const auto& range : ranges_) {
-    if (!previous || range.start > previous->number) return ScanRange{range, nullptr};
+  if (ranges_.empty()) return std::nullopt;
+  if (blocks_.empty()) {
+    // No block index: the files' ranges, as they were written.
+    for (const auto& range : ranges_) {
+      if (!previous || range.start > previous->number) return ScanRange{range, nullptr};
+    }
+    return std::nullopt;
   }
-  return std::nullopt;
+  const uint64_t first = ranges_.front().start;
+  const uint64_t last = ranges_.back().end;
+  uint64_t start = first;
+  if (previous) {
+    // As ampd: a block it never had (below the first) means no microbatch, ever; a block
+    // not yet synced means wait; a canonical one continues after it; a stale hash
+    // re-serves from that block (the files never fork).
+    if (previous->number < first || previous->number > last) return std::nullopt;
+    auto known = blocks_.find(previous->number);
+    if (known == blocks_.end()) return std::nullopt;
+    start = known->second.hash == previous->hash ? previous->number + 1 : previous->number;
+  }
+  if (start > last) return std::nullopt;
+  const uint64_t end = std::min(last, start + std::max<uint64_t>(max_blocks, 1) - 1);
+  return ScanRange{RangeOf(start, end), nullptr};
 }
 
 void ParquetDataset::WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const {

@@ -51,12 +51,24 @@ class ParquetDataset : public Dataset {
   };
 
   ParquetDataset() = default;
+  // Index every block's hash and time from the `blocks` table, when there is one.
+  arrow::Status IndexBlocks();
+  // The range [start, end] as served: its end hash and the hash before its start.
+  ServedRange RangeOf(uint64_t start, uint64_t end) const;
+
+  struct Block {
+    std::string hash;
+    std::optional<uint64_t> timestamp;
+  };
 
   std::string name_;
   std::string network_;
   std::map<std::string, Table> tables_;
   /// Distinct block ranges over all tables, sorted and contiguous.
   std::vector<ServedRange> ranges_;
+  /// Every block of the `blocks` table; empty when the dataset has none (then microbatches
+  /// are the files' ranges as written).
+  std::map<uint64_t, Block> blocks_;
 };
 
 }  // namespace ampdelta::devserver

@@ -487,8 +487,10 @@ class Parser {
         ARROW_RETURN_NOT_OK(Expect("="));
         const Token& value = Advance();
         if (value.kind == TokenKind::kEnd) return Invalid("setting '" + key + "' has no value");
-        statement.settings[key] =
-            value.kind == TokenKind::kIdentifier ? Lower(value.text) : value.text;
+        // A string keeps its quotes: `stream = 'true'` is not the Boolean ampd requires.
+        statement.settings[key] = value.kind == TokenKind::kIdentifier ? Lower(value.text)
+                                  : value.kind == TokenKind::kString  ? "'" + value.text + "'"
+                                                                      : value.text;
       } while (IsSymbol(","));
     }
     for (const auto& qualifier : qualifiers_) {

@@ -488,6 +488,9 @@ std::optional<ScanRange> SyntheticChain::NextMicrobatch(
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t start = options_.start_block;
   if (previous) {
+    // A cursor on a block the chain never had (below its first) gets nothing, ever, as
+    // on ampd, whose blocks table lacks it.
+    if (previous->number < options_.start_block) return std::nullopt;
     if (previous->number > head_) return std::nullopt;  // wait until the block exists
     const auto view = SnapshotLocked();
     const bool canonical = previous->number + 1 >= options_.start_block &&
