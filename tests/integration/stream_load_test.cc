@@ -120,16 +120,16 @@ class StreamLoadTest : public ::testing::Test {
 
   // The table equals the canonical chain from kFirst to `last`: every block once, with the
   // canonical hash, and its _amp_batch_id is the SDK's id of a recorded range holding it.
-  void ExpectCanonical(uint64_t last) {
+  void ExpectCanonical(uint64_t last, uint64_t first = kFirst) {
     const auto canonical = Canonical();
     const auto rows = TableRows();
-    ASSERT_EQ(rows.size(), last - kFirst + 1);
+    ASSERT_EQ(rows.size(), last - first + 1);
     auto state = *loader::ReadStreamState(Snapshot().get(), loader::StreamAppId(kBlocks));
     std::map<std::string, amp::BlockRange> by_id;
     for (const auto& range : state.ranges["mainnet"]) by_id[loader::BatchId(range)] = range;
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto& [number, hash, id] = rows[i];
-      ASSERT_EQ(number, static_cast<int64_t>(kFirst + i)) << "block missing or repeated";
+      ASSERT_EQ(number, static_cast<int64_t>(first + i)) << "block missing or repeated";
       EXPECT_EQ(hash, canonical.at(number)) << "block " << number << " is not canonical";
       auto range = by_id.find(id);
       ASSERT_NE(range, by_id.end()) << "block " << number << " has batch id " << id;
@@ -332,6 +332,39 @@ TEST_F(StreamLoadTest, ChaosRestoresOptimizesAndVacuumsWhileStreamingAReorgingCh
   for (const auto& file : latest->files()) {
     EXPECT_TRUE(store->Head(latest->FileKey(file.path)).ok()) << file.path;
   }
+}
+
+// ampd reports every failure of a running stream as INTERNAL. An hour of chain (300 blocks
+// of 12 s) meets five of them: each reconnects from the table, and every block lands once.
+TEST_F(StreamLoadTest, FiveInternalFailuresInAnHourOfChainLoseAndRepeatNothing) {
+  devserver::DevServerOptions options;
+  options.chain.initial_blocks = 300;
+  options.stream.max_microbatch_blocks = 10;
+  options.stream.fail_after_microbatches = 6;
+  options.stream.max_failures = 5;
+  Start(std::move(options));
+  const auto result = Stream(kFirst + 299);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(result.metadata.at("reconnects"), "5");
+  ExpectCanonical(kFirst + 299);
+}
+
+// The anvil case: a chain from block 0 whose first microbatch is reorged from inside. The
+// block before it does not exist, so the stream starts that network over.
+TEST_F(StreamLoadTest, AReorgInsideTheFirstMicrobatchOfAChainFromGenesisIsUndone) {
+  devserver::DevServerOptions options;
+  options.chain.start_block = 0;
+  options.chain.initial_blocks = 7;  // 0..6, served as one microbatch
+  options.live.reorg_at = {{8, 4}};  // at head 8, blocks 5..8 are replaced
+  Start(std::move(options));
+  loader::LoadResult result;
+  std::thread loader_thread([&] { result = Stream(20); });
+  WaitUntilCommitted(6);
+  ASSERT_OK(server_->AdvanceHead(14));
+  loader_thread.join();
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_GE(Reorgs(), 1);
+  ExpectCanonical(20, /*first=*/0);
 }
 
 TEST_F(StreamLoadTest, ADepthOneReorgOfTheCommittedHeadIsUndone) {
