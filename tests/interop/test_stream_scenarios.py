@@ -32,7 +32,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import readers
-from conftest import QUICKSTART_FIRST, QUICKSTART_LAST, both_servers, run_dev_server
+from conftest import QUICKSTART_FIRST, QUICKSTART_LAST, both_servers, cli_env, cli_path, \
+    run_dev_server
 from test_stream_crash import REORG_RE, RESULT_RE, Loader, canonical_hashes, hex_hash, \
     repeated, running_loader
 
@@ -490,3 +491,31 @@ def test_reorg_inside_the_first_microbatch_of_a_chain_from_genesis(tmp_path, ser
     ranges = recorded_ranges(live_adds(table))
     assert ranges[0]["start"] == 0 and ranges[0]["prev_hash"] == "0x" + "0" * 64, ranges[0]
     check_file_tags_name_their_rows(table, live_adds(table))
+
+
+# --- A delete is respected: deleted blocks are not reloaded --------------------------------------
+
+def test_a_delete_of_every_row_keeps_the_streams_progress_on_an_empty_file(tmp_path):
+    """`table delete --all` on a streamed table removes the rows, not the recorded ranges: they
+    move to a 0-row file every reader accepts, and the restarted stream loads only new blocks."""
+    first_head = INITIAL_HEAD + 10
+    table = tmp_path / "blocks"
+    with run_dev_server(*live_chain(20, first_head + 5), kind="dev-server") as server:
+        run_loader(server.url, table, tmp_path / "logs", "first", first_head)
+        before = recorded_ranges(live_adds(table))
+        proc = subprocess.run([str(cli_path()), "table", "delete", str(table), "--all"],
+                              capture_output=True, text=True, env=cli_env(), timeout=60,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr}"
+        live = live_adds(table)
+        assert len(live) == 1, live
+        (empty,) = live.values()
+        assert json.loads(empty["stats"])["numRecords"] == 0, empty
+        assert recorded_ranges(live) == before
+        for name, read in readers.READERS.items():
+            rows = read(table)
+            assert rows.num_rows == 0, f"{name} read {rows.num_rows} rows of an emptied table"
+            assert "block_num" in rows.column_names, f"{name}: {rows.column_names}"
+        run_loader(server.url, table, tmp_path / "logs", "second", first_head + 5)
+        blocks = sorted(readers.read_deltalake(table).column("block_num").to_pylist())
+        assert blocks == list(range(first_head + 1, first_head + 6)), blocks

@@ -229,6 +229,13 @@ class SerialWriter {
     return arrow::Status::OK();
   }
 
+  // A file with no rows in the given partition (it carries tags when nothing else is left).
+  arrow::Status WriteEmptyFile(const NullableStringMap& values) {
+    ARROW_ASSIGN_OR_RAISE(auto empty, arrow::RecordBatch::MakeEmpty(data_schema_));
+    ARROW_ASSIGN_OR_RAISE(auto it, OpenFor(values, *empty));
+    return CloseFile(it);
+  }
+
   // The files stay listed: Abort() after Finish() (a failed commit) still deletes them.
   arrow::Result<std::vector<Add>> Finish() {
     while (!open_.empty()) ARROW_RETURN_NOT_OK(CloseFile(open_.begin()));
@@ -534,6 +541,13 @@ class DataFileWriter::Impl {
     return workers_[target]->Push(batch);
   }
 
+  // Last before Finish(): the workers stop (their queues drained) so one thread writes.
+  arrow::Status WriteEmptyFile(const NullableStringMap& values) {
+    StopWorkers();
+    ARROW_RETURN_NOT_OK(FirstError());
+    return workers_[0]->writer->WriteEmptyFile(values);
+  }
+
   arrow::Result<std::vector<Add>> Finish() {
     StopWorkers();
     ARROW_RETURN_NOT_OK(FirstError());
@@ -651,6 +665,9 @@ arrow::Result<std::unique_ptr<DataFileWriter>> DataFileWriter::Make(
 
 arrow::Status DataFileWriter::Write(const std::shared_ptr<arrow::RecordBatch>& batch) {
   return impl_->Write(batch);
+}
+arrow::Status DataFileWriter::WriteEmptyFile(const NullableStringMap& partition_values) {
+  return impl_->WriteEmptyFile(partition_values);
 }
 arrow::Result<std::vector<Add>> DataFileWriter::Finish() { return impl_->Finish(); }
 arrow::Status DataFileWriter::Abort() { return impl_->Abort(); }

@@ -78,6 +78,10 @@ class DataFileWriter {
   /// into one.
   arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& batch);
 
+  /// \brief Write a file with no rows in the partition with these values (if a file is
+  /// open there, that one is closed instead). Call it last, just before Finish().
+  arrow::Status WriteEmptyFile(const NullableStringMap& partition_values);
+
   /// \brief Close every open file and return all files written, as `add` actions
   /// (dataChange = true; callers may change it).
   arrow::Result<std::vector<Add>> Finish();

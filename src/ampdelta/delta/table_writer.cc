@@ -507,7 +507,10 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
                                                           std::move(options)));
   std::vector<Remove> removes;
   std::vector<std::string> read;
+  // The files whose tags the delete's output keeps: a stream's recorded block ranges are
+  // progress, not rows, and a delete is respected, never reloaded.
   std::vector<const Add*> rewritten;
+  const Add* emptied_tagged = nullptr;
   for (const auto& file : snapshot->files()) {
     const FileMatch match = predicate ? predicate->Classify(file, snapshot->partition_columns())
                                       : FileMatch::kAll;
@@ -523,6 +526,10 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
                                (file.deletion_vector ? file.deletion_vector->cardinality : 0);
       }
       removes.push_back(RemoveFor(file));
+      if (file.tags && !file.tags->empty()) {
+        rewritten.push_back(&file);
+        if (emptied_tagged == nullptr) emptied_tagged = &file;
+      }
       continue;
     }
     // Rewrite the file without the matching rows.
@@ -540,9 +547,13 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
     rewritten.push_back(&file);
     ARROW_RETURN_NOT_OK(writer->Write(remaining));
   }
+  const auto tags = MergeFileTags(rewritten);
+  if (writer->rows_written() == 0 && emptied_tagged != nullptr && tags && !tags->empty()) {
+    // No row is left to carry the tags: an empty file does.
+    ARROW_RETURN_NOT_OK(writer->WriteEmptyFile(emptied_tagged->partition_values));
+  }
   ARROW_ASSIGN_OR_RAISE(auto adds, writer->Finish());
   // The copies keep what their sources' tags say (a stream's recorded block ranges).
-  const auto tags = MergeFileTags(rewritten);
   for (auto& add : adds) add.tags = tags;
   if (removes.empty()) return result;
   result.files_removed = static_cast<int64_t>(removes.size());
