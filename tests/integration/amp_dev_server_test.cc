@@ -321,6 +321,55 @@ TEST_F(AmpDevServerTest, NonIncrementalStreamingQueryFailsAtDoGet) {
   EXPECT_THAT(result, testing::StatusHasMessage("non-incremental operation: Aggregate"));
 }
 
+// ampd since #1877: an aggregate grouped first by _block_num streams, one result row per
+// block in the microbatch that holds it (microbatches never share a block); grouped by
+// anything else first it is refused as before.
+TEST_F(AmpDevServerTest, StreamingAggregateGroupedByBlockNumIsComputedPerMicrobatch) {
+  devserver::DevServerOptions options;
+  options.stream.max_microbatch_blocks = 30;
+  StartServer(options);
+  amp::QueryOptions query_options;
+  query_options.stream = true;
+  ASSERT_OK_AND_ASSIGN(
+      auto stream,
+      client_->Query("SELECT _block_num, COUNT(*) AS txs, MAX(tx_index) AS last "
+                     "FROM \"acme/eth_mainnet\".transactions GROUP BY _block_num",
+                     query_options));
+  amp::StreamInterpreter interpreter;
+  ASSERT_OK_AND_ASSIGN(auto observed, ReadMicrobatches(stream.get(), &interpreter, 4));
+  stream->Cancel();
+  EXPECT_EQ(observed.completed[0].end, kFirst + 29);
+  EXPECT_EQ(observed.completed[3].end, kFirst + 99);
+  std::vector<uint64_t> blocks;
+  for (const auto& message : observed.messages) {
+    const auto& batch = *message.data;
+    if (batch.num_rows() == 0) continue;
+    ASSERT_EQ(batch.schema()->field(1)->name(), "txs");
+    const auto& numbers = static_cast<const arrow::UInt64Array&>(*batch.column(0));
+    const auto& counts = static_cast<const arrow::Int64Array&>(*batch.column(1));
+    ASSERT_EQ(message.metadata.ranges.size(), 1u);
+    for (int64_t i = 0; i < batch.num_rows(); ++i) {
+      // Each row lies in the microbatch whose metadata it carries.
+      EXPECT_GE(numbers.Value(i), message.metadata.ranges[0].start);
+      EXPECT_LE(numbers.Value(i), message.metadata.ranges[0].end);
+      EXPECT_EQ(counts.Value(i), 8);
+      blocks.push_back(numbers.Value(i));
+    }
+  }
+  ASSERT_EQ(blocks.size(), 100u);
+  for (size_t i = 0; i < blocks.size(); ++i) EXPECT_EQ(blocks[i], kFirst + i);
+
+  ASSERT_OK_AND_ASSIGN(auto refused,
+                       client_->Query("SELECT miner, COUNT(*) FROM \"acme/eth_mainnet\".blocks "
+                                      "GROUP BY miner, _block_num",
+                                      query_options));
+  EXPECT_THAT(refused->Next(), testing::StatusHasMessage("non-incremental operation: Aggregate"));
+  ASSERT_OK_AND_ASSIGN(auto distinct,
+                       client_->Query("SELECT DISTINCT miner FROM \"acme/eth_mainnet\".blocks",
+                                      query_options));
+  EXPECT_THAT(distinct->Next(), testing::StatusHasMessage("non-incremental operation: Distinct"));
+}
+
 TEST_F(AmpDevServerTest, CursorForAnotherNetworkIsAnInternalError) {
   StartServer();
   amp::QueryOptions query_options;

@@ -161,6 +161,10 @@ class QueryDataStream : public flight::FlightDataStream {
     if (source == nullptr) return FinishBatch();
     ARROW_ASSIGN_OR_RAISE(auto batch, query_->Transform(source));
     if (query_->is_aggregate()) return aggregator_.Consume(batch);
+    if (query_->is_grouped()) {
+      grouped_rows_.push_back(std::move(batch));
+      return arrow::Status::OK();
+    }
     if (query_->limit()) {
       const int64_t left = static_cast<int64_t>(*query_->limit()) - rows_sent_;
       if (batch->num_rows() >= left) {
@@ -177,6 +181,14 @@ class QueryDataStream : public flight::FlightDataStream {
     if (query_->is_aggregate()) {
       ARROW_ASSIGN_OR_RAISE(auto result, aggregator_.Finish());
       ARROW_RETURN_NOT_OK(Push(result, metadata_));
+    } else if (query_->is_grouped()) {
+      ARROW_ASSIGN_OR_RAISE(auto result, query_->Group(grouped_rows_));
+      grouped_rows_.clear();
+      if (query_->limit() && result->num_rows() > static_cast<int64_t>(*query_->limit())) {
+        result = result->Slice(0, static_cast<int64_t>(*query_->limit()));
+      }
+      ARROW_RETURN_NOT_OK(result->num_rows() == 0 ? PushEmpty(metadata_)
+                                                  : PushSliced(result, metadata_));
     } else if (rows_sent_ == 0) {
       // Amp always sends at least one (possibly empty) data batch before the marker.
       ARROW_RETURN_NOT_OK(PushEmpty(metadata_));
@@ -246,6 +258,12 @@ class QueryDataStream : public flight::FlightDataStream {
     ARROW_RETURN_NOT_OK(CheckStillWanted());
     ARROW_ASSIGN_OR_RAISE(auto source, iterator_->Next());
     if (source == nullptr) {
+      if (query_->is_grouped()) {
+        // Grouped by _block_num first: a microbatch's groups are complete at its end.
+        ARROW_ASSIGN_OR_RAISE(auto result, query_->Group(grouped_rows_));
+        grouped_rows_.clear();
+        ARROW_RETURN_NOT_OK(PushSliced(result, metadata_));
+      }
       ARROW_RETURN_NOT_OK(
           PushEmpty(RangesMetadata(dataset.network(), &current_->range, /*complete=*/true)));
       previous_ = ChainPosition{current_->range.end, current_->range.hash};
@@ -256,6 +274,11 @@ class QueryDataStream : public flight::FlightDataStream {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_sent_ >= options_.keepalive_interval) {
       ARROW_RETURN_NOT_OK(PushEmpty(metadata_));  // a long microbatch: ampd's timer fires
+      last_sent_ = now;
+    }
+    if (query_->is_grouped()) {
+      grouped_rows_.push_back(std::move(batch));
+      return arrow::Status::OK();
     }
     last_sent_ = now;
     return PushSliced(batch, metadata_);
@@ -281,6 +304,8 @@ class QueryDataStream : public flight::FlightDataStream {
   std::string metadata_;
   int64_t rows_sent_ = 0;
   BoundQuery::Aggregator aggregator_;
+  // The transformed rows of the scan (batch) or microbatch (stream) a grouped query groups.
+  std::vector<std::shared_ptr<arrow::RecordBatch>> grouped_rows_;
 };
 
 class AmpFlightService : public flight::FlightServerBase {

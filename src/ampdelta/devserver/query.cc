@@ -1,11 +1,15 @@
 #include "ampdelta/devserver/query.h"
 
+#include <algorithm>
 #include <optional>
 
+#include <arrow/acero/exec_plan.h>
+#include <arrow/acero/options.h>
 #include <arrow/array.h>
 #include <arrow/builder.h>
 #include <arrow/record_batch.h>
 #include <arrow/scalar.h>
+#include <arrow/table.h>
 #include <arrow/type.h>
 
 #include "ampdelta/util/hex.h"
@@ -15,6 +19,7 @@ namespace ampdelta::devserver {
 namespace {
 
 namespace cp = arrow::compute;
+namespace acero = arrow::acero;
 
 arrow::Status Invalid(const std::string& what) {
   return arrow::Status::Invalid("invalid query: ", what);
@@ -180,6 +185,90 @@ arrow::Result<std::shared_ptr<Dataset>> Catalog::Find(const std::string& name) c
                  "' not found (known: " + known + ")");
 }
 
+arrow::Result<std::shared_ptr<arrow::Field>> BoundQuery::BindAggregate(
+    const sql::SelectItem& item, const arrow::Schema& input, const std::string& source_name,
+    BoundQuery* query) {
+  Aggregate aggregate{item.function, -1};
+  std::string name;
+  std::shared_ptr<arrow::DataType> type = arrow::int64();
+  const char* fn = item.function == sql::AggregateFn::kMin
+                       ? "min"
+                       : (item.function == sql::AggregateFn::kMax ? "max" : "count");
+  if (!item.column.empty()) {
+    ARROW_ASSIGN_OR_RAISE(aggregate.column, FindColumn(input, item.column, source_name));
+    if (item.function != sql::AggregateFn::kCount) type = input.field(aggregate.column)->type();
+    name = std::string(fn) + "(" + item.column + ")";
+  } else {
+    name = "count(*)";
+  }
+  query->aggregates_.push_back(aggregate);
+  const bool nullable = item.function != sql::AggregateFn::kCount;
+  return arrow::field(item.alias.empty() ? name : item.alias, type, nullable);
+}
+
+arrow::Status BoundQuery::BindGrouping(const sql::SelectStatement& statement,
+                                       const std::shared_ptr<arrow::Schema>& input,
+                                       const std::string& source_name, BoundQuery* query) {
+  Grouping grouping;
+  grouping.first_row_per_key = !statement.distinct_on.empty();
+  grouping.distinct_all = statement.distinct;
+  if (!statement.group_by.empty() && (statement.distinct || grouping.first_row_per_key)) {
+    return Invalid("unsupported SQL construct: DISTINCT with GROUP BY");
+  }
+  const auto& key_names = grouping.first_row_per_key ? statement.distinct_on : statement.group_by;
+  for (const auto& name : key_names) {
+    ARROW_ASSIGN_OR_RAISE(int column, FindColumn(*input, name, source_name));
+    grouping.keys.push_back(column);
+  }
+  std::vector<std::shared_ptr<arrow::Field>> fields;
+  for (const auto& item : statement.items) {
+    switch (item.kind) {
+      case sql::SelectItem::Kind::kStar:
+        for (int i = 0; i < input->num_fields(); ++i) {
+          grouping.outputs.push_back({i, -1});
+          fields.push_back(input->field(i));
+        }
+        break;
+      case sql::SelectItem::Kind::kColumn: {
+        ARROW_ASSIGN_OR_RAISE(int column, FindColumn(*input, item.column, source_name));
+        grouping.outputs.push_back({column, -1});
+        auto field = input->field(column);
+        fields.push_back(item.alias.empty() ? field : field->WithName(item.alias));
+        break;
+      }
+      case sql::SelectItem::Kind::kAggregate: {
+        if (statement.group_by.empty()) {
+          return Invalid("unsupported SQL construct: aggregates with DISTINCT");
+        }
+        ARROW_ASSIGN_OR_RAISE(auto field, BindAggregate(item, *input, source_name, query));
+        grouping.outputs.push_back({-1, static_cast<int>(query->aggregates_.size()) - 1});
+        fields.push_back(std::move(field));
+        break;
+      }
+    }
+  }
+  if (statement.distinct) {
+    for (const auto& output : grouping.outputs) {
+      if (std::find(grouping.keys.begin(), grouping.keys.end(), output.column) ==
+          grouping.keys.end()) {
+        grouping.keys.push_back(output.column);
+      }
+    }
+  } else if (!statement.group_by.empty()) {
+    for (const auto& output : grouping.outputs) {
+      if (output.column >= 0 && std::find(grouping.keys.begin(), grouping.keys.end(),
+                                          output.column) == grouping.keys.end()) {
+        return Invalid("column '" + input->field(output.column)->name() +
+                       "' must appear in GROUP BY or be used in an aggregate function");
+      }
+    }
+  }
+  grouping.first_key_is_block_num = input->field(grouping.keys.front())->name() == "_block_num";
+  query->grouping_ = std::move(grouping);
+  query->output_schema_ = arrow::schema(std::move(fields));
+  return arrow::Status::OK();
+}
+
 arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
                                     const std::shared_ptr<arrow::Schema>& input,
                                     const std::string& source_name, BoundQuery* query) {
@@ -188,6 +277,13 @@ arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
     ARROW_ASSIGN_OR_RAISE(int column, FindColumn(*input, comparison.column, source_name));
     ARROW_ASSIGN_OR_RAISE(auto value, TypeLiteral(comparison.value, *input->field(column)));
     stage.filters.push_back({column, ComparisonFunction(comparison.op), std::move(value)});
+  }
+  if (!statement.group_by.empty() || statement.distinct || !statement.distinct_on.empty()) {
+    // Grouping happens after the last stage's filters; the stage passes every column.
+    for (int i = 0; i < input->num_fields(); ++i) stage.projection.push_back(i);
+    stage.output = input;
+    query->stages_.push_back(std::move(stage));
+    return BindGrouping(statement, input, source_name, query);
   }
   std::vector<std::shared_ptr<arrow::Field>> fields;
   bool any_aggregate = false;
@@ -222,24 +318,8 @@ arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
     for (int i = 0; i < input->num_fields(); ++i) stage.projection.push_back(i);
     stage.output = input;
     for (const auto& item : statement.items) {
-      Aggregate aggregate{item.function, -1};
-      std::string name;
-      std::shared_ptr<arrow::DataType> type = arrow::int64();
-      const char* fn = item.function == sql::AggregateFn::kMin
-                           ? "min"
-                           : (item.function == sql::AggregateFn::kMax ? "max" : "count");
-      if (!item.column.empty()) {
-        ARROW_ASSIGN_OR_RAISE(aggregate.column, FindColumn(*input, item.column, source_name));
-        if (item.function != sql::AggregateFn::kCount) {
-          type = input->field(aggregate.column)->type();
-        }
-        name = std::string(fn) + "(" + item.column + ")";
-      } else {
-        name = "count(*)";
-      }
-      query->aggregates_.push_back(aggregate);
-      const bool nullable = item.function != sql::AggregateFn::kCount;
-      fields.push_back(arrow::field(item.alias.empty() ? name : item.alias, type, nullable));
+      ARROW_ASSIGN_OR_RAISE(auto field, BindAggregate(item, *input, source_name, query));
+      fields.push_back(std::move(field));
     }
     query->output_schema_ = arrow::schema(std::move(fields));
   } else {
@@ -280,6 +360,12 @@ arrow::Result<std::shared_ptr<const BoundQuery>> BoundQuery::Bind(
           return Invalid("unsupported SQL construct: aggregate in a subquery");
         }
       }
+      if (!stage->group_by.empty()) {
+        return Invalid("unsupported SQL construct: GROUP BY in a subquery");
+      }
+      if (stage->distinct || !stage->distinct_on.empty()) {
+        return Invalid("unsupported SQL construct: DISTINCT in a subquery");
+      }
     }
     ARROW_RETURN_NOT_OK(BindStage(*stage, input, source_name, query.get()));
     input = query->stages_.back().output;
@@ -289,7 +375,14 @@ arrow::Result<std::shared_ptr<const BoundQuery>> BoundQuery::Bind(
 }
 
 std::optional<std::string> BoundQuery::NonIncrementalOperation() const {
-  if (!aggregates_.empty()) return std::string("Aggregate");
+  if (grouping_) {
+    if (grouping_->distinct_all || !grouping_->first_key_is_block_num) {
+      return std::string(grouping_->first_row_per_key || grouping_->distinct_all ? "Distinct"
+                                                                                : "Aggregate");
+    }
+  } else if (!aggregates_.empty()) {
+    return std::string("Aggregate");
+  }
   if (limit_) return std::string("Limit");
   return std::nullopt;
 }
@@ -370,6 +463,93 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::Aggregator::Finis
     columns.push_back(std::move(array));
   }
   return arrow::RecordBatch::Make(schema, 1, std::move(columns));
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::Group(
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches) const {
+  if (!grouping_) return arrow::Status::Invalid("the query does not group rows");
+  ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches(stages_.back().output, batches));
+  ARROW_ASSIGN_OR_RAISE(auto rows, table->CombineChunksToBatch());
+  if (rows->num_rows() == 0) return arrow::RecordBatch::MakeEmpty(output_schema_);
+  return grouping_->first_row_per_key ? FirstRowPerKey(rows) : GroupByKeys(rows);
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::FirstRowPerKey(
+    const std::shared_ptr<arrow::RecordBatch>& rows) const {
+  std::vector<arrow::TypeHolder> types;
+  std::vector<arrow::Datum> keys;
+  for (int key : grouping_->keys) {
+    types.emplace_back(rows->column(key)->type());
+    keys.emplace_back(rows->column(key));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto grouper, cp::Grouper::Make(types));
+  ARROW_ASSIGN_OR_RAISE(cp::ExecBatch key_batch, cp::ExecBatch::Make(std::move(keys)));
+  ARROW_ASSIGN_OR_RAISE(arrow::Datum ids, grouper->Consume(cp::ExecSpan(key_batch)));
+  const auto group_ids_array = ids.array_as<arrow::UInt32Array>();
+  const auto& group_ids = *group_ids_array;
+  std::vector<bool> seen(grouper->num_groups(), false);
+  arrow::Int64Builder first;
+  for (int64_t row = 0; row < group_ids.length(); ++row) {
+    const uint32_t group = group_ids.Value(row);
+    if (seen[group]) continue;
+    seen[group] = true;
+    ARROW_RETURN_NOT_OK(first.Append(row));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto indices, first.Finish());
+  ARROW_ASSIGN_OR_RAISE(arrow::Datum taken, cp::Take(rows, indices));
+  const auto& kept = taken.record_batch();
+  std::vector<std::shared_ptr<arrow::Array>> columns;
+  for (const auto& output : grouping_->outputs) columns.push_back(kept->column(output.column));
+  return arrow::RecordBatch::Make(output_schema_, kept->num_rows(), std::move(columns));
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::GroupByKeys(
+    const std::shared_ptr<arrow::RecordBatch>& rows) const {
+  // Columns and aggregates get unique names, so the plan's output is read by name whatever
+  // the select list calls them.
+  auto column_name = [](int index) { return "c" + std::to_string(index); };
+  auto aggregate_name = [](int index) { return "a" + std::to_string(index); };
+  arrow::FieldVector renamed;
+  for (int i = 0; i < rows->num_columns(); ++i) {
+    renamed.push_back(rows->schema()->field(i)->WithName(column_name(i)));
+  }
+  ARROW_ASSIGN_OR_RAISE(
+      auto table, arrow::Table::FromRecordBatches(
+                      {arrow::RecordBatch::Make(arrow::schema(renamed), rows->num_rows(),
+                                                rows->columns())}));
+  std::vector<cp::Aggregate> aggregates;
+  for (size_t i = 0; i < aggregates_.size(); ++i) {
+    const Aggregate& aggregate = aggregates_[i];
+    const std::string name = aggregate_name(static_cast<int>(i));
+    if (aggregate.column < 0) {
+      aggregates.emplace_back("hash_count_all", name);
+    } else if (aggregate.function == sql::AggregateFn::kCount) {
+      aggregates.emplace_back("hash_count",
+                              std::make_shared<cp::CountOptions>(cp::CountOptions::ONLY_VALID),
+                              arrow::FieldRef(aggregate.column), name);
+    } else {
+      aggregates.emplace_back(aggregate.function == sql::AggregateFn::kMin ? "hash_min" : "hash_max",
+                              arrow::FieldRef(aggregate.column), name);
+    }
+  }
+  std::vector<arrow::FieldRef> keys;
+  for (int key : grouping_->keys) keys.emplace_back(key);
+  acero::Declaration plan = acero::Declaration::Sequence(
+      {{"table_source", acero::TableSourceNodeOptions(table)},
+       {"aggregate", acero::AggregateNodeOptions(std::move(aggregates), std::move(keys))}});
+  // One thread: groups come out in the order their first rows came in (block order).
+  ARROW_ASSIGN_OR_RAISE(auto result, acero::DeclarationToTable(std::move(plan),
+                                                               /*use_threads=*/false));
+  ARROW_ASSIGN_OR_RAISE(auto grouped, result->CombineChunksToBatch());
+  std::vector<std::shared_ptr<arrow::Array>> columns;
+  for (const auto& output : grouping_->outputs) {
+    const std::string name =
+        output.column >= 0 ? column_name(output.column) : aggregate_name(output.aggregate);
+    auto column = grouped->GetColumnByName(name);
+    if (column == nullptr) return arrow::Status::UnknownError("grouped result lacks ", name);
+    columns.push_back(std::move(column));
+  }
+  return arrow::RecordBatch::Make(output_schema_, grouped->num_rows(), std::move(columns));
 }
 
 }  // namespace ampdelta::devserver

@@ -53,11 +53,21 @@ class BoundQuery {
   bool streaming_setting() const { return streaming_setting_; }
   /// \brief Return the LIMIT of the outermost query.
   std::optional<uint64_t> limit() const { return limit_; }
-  /// \brief Return true when the outermost select list aggregates.
-  bool is_aggregate() const { return !aggregates_.empty(); }
+  /// \brief Return true when the outermost select list aggregates every row into one
+  /// (no GROUP BY): an Aggregator computes it.
+  bool is_aggregate() const { return !aggregates_.empty() && !grouping_; }
+  /// \brief Return true when the outermost query groups rows (GROUP BY, DISTINCT,
+  /// DISTINCT ON): Group() computes its result from every transformed row of a scan, or of
+  /// one microbatch when streaming.
+  bool is_grouped() const { return grouping_.has_value(); }
   /// \brief Return the operation that makes the query non-incremental ("Aggregate",
-  /// "Limit"), if any: such queries cannot stream.
+  /// "Distinct", "Limit"), if any: such queries cannot stream. As in ampd, aggregates and
+  /// DISTINCT ON whose first key is `_block_num` stream (microbatches never share a block).
   std::optional<std::string> NonIncrementalOperation() const;
+
+  /// \brief Group transformed batches into result rows (for is_grouped() queries).
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Group(
+      const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches) const;
 
   /// \brief Apply every filter and projection to a batch of source rows. For aggregate
   /// queries the result feeds an Aggregator instead of being the output.
@@ -95,6 +105,31 @@ class BoundQuery {
     sql::AggregateFn function;
     int column = -1;  // -1 for COUNT(*)
   };
+  // One result column of a grouped query: a column of the last stage's output, or an
+  // aggregate (an index into aggregates_).
+  struct GroupOutput {
+    int column = -1;
+    int aggregate = -1;
+  };
+  struct Grouping {
+    bool first_row_per_key = false;  // DISTINCT ON; else GROUP BY (DISTINCT: every column)
+    bool distinct_all = false;
+    std::vector<int> keys;  // columns of the last stage's output
+    std::vector<GroupOutput> outputs;
+    bool first_key_is_block_num = false;
+  };
+
+  // Bind an aggregate item: append it to aggregates_ and return its result field.
+  static arrow::Result<std::shared_ptr<arrow::Field>> BindAggregate(
+      const sql::SelectItem& item, const arrow::Schema& input, const std::string& source_name,
+      BoundQuery* query);
+  static arrow::Status BindGrouping(const sql::SelectStatement& statement,
+                                    const std::shared_ptr<arrow::Schema>& input,
+                                    const std::string& source_name, BoundQuery* query);
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> GroupByKeys(
+      const std::shared_ptr<arrow::RecordBatch>& rows) const;
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> FirstRowPerKey(
+      const std::shared_ptr<arrow::RecordBatch>& rows) const;
 
   static arrow::Status BindStage(const sql::SelectStatement& statement,
                                  const std::shared_ptr<arrow::Schema>& input,
@@ -106,6 +141,7 @@ class BoundQuery {
   std::optional<uint64_t> limit_;
   std::vector<Stage> stages_;
   std::vector<Aggregate> aggregates_;
+  std::optional<Grouping> grouping_;
   std::shared_ptr<arrow::Schema> output_schema_;
 };
 

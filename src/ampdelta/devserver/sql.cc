@@ -247,6 +247,17 @@ class Parser {
     return name;
   }
 
+  // `col, col, …` (at least one).
+  arrow::Result<std::vector<std::string>> ParseColumnList() {
+    std::vector<std::string> columns;
+    do {
+      if (!columns.empty()) Advance();  // the comma
+      ARROW_ASSIGN_OR_RAISE(std::string column, ParseColumnRef());
+      columns.push_back(std::move(column));
+    } while (IsSymbol(","));
+    return columns;
+  }
+
   arrow::Result<std::string> ParseOptionalAlias() {
     if (IsKeyword("AS")) {
       Advance();
@@ -438,7 +449,17 @@ class Parser {
       return Invalid("expected SELECT, found '" + Peek().text + "'");
     }
     Advance();
-    if (IsKeyword("DISTINCT")) return Invalid("unsupported SQL construct: DISTINCT");
+    if (IsKeyword("DISTINCT")) {
+      Advance();
+      if (IsKeyword("ON")) {
+        Advance();
+        ARROW_RETURN_NOT_OK(Expect("("));
+        ARROW_ASSIGN_OR_RAISE(statement.distinct_on, ParseColumnList());
+        ARROW_RETURN_NOT_OK(Expect(")"));
+      } else {
+        statement.distinct = true;
+      }
+    }
     do {
       if (!statement.items.empty()) Advance();  // the comma
       ARROW_ASSIGN_OR_RAISE(SelectItem item, ParseSelectItem());
@@ -470,6 +491,11 @@ class Parser {
     if (IsKeyword("WHERE")) {
       Advance();
       ARROW_RETURN_NOT_OK(ParseConjunction(&statement.where));
+    }
+    if (IsKeyword("GROUP") && IsKeyword("BY", 1)) {
+      Advance();
+      Advance();
+      ARROW_ASSIGN_OR_RAISE(statement.group_by, ParseColumnList());
     }
     if (IsKeyword("LIMIT")) {
       Advance();

@@ -3,11 +3,11 @@
 /// \file sql.h
 /// \brief Parser for the SQL subset the dev server answers (product.md §11).
 ///
-/// Supported: `SELECT` of columns (optionally `AS alias`), `*`, `MIN/MAX/COUNT` aggregates;
-/// `FROM "ns/name".table`, `dataset.table` or a parenthesised subquery with an optional
-/// alias; `WHERE` with comparisons, `BETWEEN … AND …` and `AND`; `LIMIT n`;
-/// `SETTINGS key = value, …`. Anything else fails with an `invalid query:` message that
-/// names the construct.
+/// Supported: `SELECT [DISTINCT | DISTINCT ON (col, …)]` of columns (optionally
+/// `AS alias`), `*`, `MIN/MAX/COUNT` aggregates; `FROM "ns/name".table`, `dataset.table` or a
+/// parenthesised subquery with an optional alias; `WHERE` with comparisons,
+/// `BETWEEN … AND …` and `AND`; `GROUP BY col, …`; `LIMIT n`; `SETTINGS key = value, …`.
+/// Anything else fails with an `invalid query:` message that names the construct.
 
 #include <cstdint>
 #include <map>
@@ -70,6 +70,12 @@ struct SelectStatement {
   /// Alias of the FROM item, or empty.
   std::string from_alias;
   std::vector<Comparison> where;
+  /// `GROUP BY` columns, in order.
+  std::vector<std::string> group_by;
+  /// `SELECT DISTINCT` (every selected column is the key).
+  bool distinct = false;
+  /// `SELECT DISTINCT ON (…)`: the first row of each key.
+  std::vector<std::string> distinct_on;
   std::optional<uint64_t> limit;
   /// Lower-case keys; values as written (lower-cased for booleans).
   std::map<std::string, std::string> settings;

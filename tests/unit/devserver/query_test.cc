@@ -42,6 +42,7 @@ class QueryTest : public ::testing::Test {
       }
     }
     if (query->is_aggregate()) return aggregator.Finish();
+    if (query->is_grouped()) return query->Group(out);
     ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches(query->output_schema(), out));
     return table->CombineChunksToBatch();
   }
@@ -140,6 +141,51 @@ TEST_F(QueryTest, BindErrorsNameWhatIsWrong) {
               testing::StatusHasMessage("GROUP BY"));
   EXPECT_THAT(Bind("SELECT * FROM (SELECT COUNT(*) FROM eth_mainnet.blocks) s"),
               testing::StatusHasMessage("aggregate in a subquery"));
+  EXPECT_THAT(Bind("SELECT block_num, hash, COUNT(*) FROM eth_mainnet.blocks GROUP BY block_num"),
+              testing::StatusHasMessage("column 'hash' must appear in GROUP BY"));
+  EXPECT_THAT(Bind("SELECT block_num FROM eth_mainnet.blocks GROUP BY wat"),
+              testing::StatusHasMessage("column 'wat' not found"));
+  EXPECT_THAT(Bind("SELECT DISTINCT ON (block_num) COUNT(*) FROM eth_mainnet.blocks"),
+              testing::StatusHasMessage("aggregates with DISTINCT"));
+  EXPECT_THAT(Bind("SELECT * FROM (SELECT block_num FROM eth_mainnet.blocks GROUP BY block_num) s"),
+              testing::StatusHasMessage("GROUP BY in a subquery"));
+}
+
+TEST_F(QueryTest, GroupByBlockNumAggregatesEachBlocksRows) {
+  ASSERT_OK_AND_ASSIGN(
+      auto batch, Run("SELECT _block_num, COUNT(*) AS n, MIN(tx_index) AS lo, MAX(tx_index), "
+                      "COUNT(tx_index) FROM eth_mainnet.transactions "
+                      "WHERE block_num >= 24000005 GROUP BY _block_num"));
+  ASSERT_EQ(batch->num_rows(), 15);
+  EXPECT_EQ(batch->schema()->field(0)->name(), "_block_num");
+  EXPECT_EQ(batch->schema()->field(1)->name(), "n");
+  EXPECT_EQ(batch->schema()->field(3)->name(), "max(tx_index)");
+  const auto& blocks = static_cast<const arrow::UInt64Array&>(*batch->column(0));
+  const auto& counts = static_cast<const arrow::Int64Array&>(*batch->column(1));
+  const auto& lows = static_cast<const arrow::UInt32Array&>(*batch->column(2));
+  const auto& highs = static_cast<const arrow::UInt32Array&>(*batch->column(3));
+  for (int64_t i = 0; i < batch->num_rows(); ++i) {
+    EXPECT_EQ(blocks.Value(i), 24'000'005u + static_cast<uint64_t>(i));  // in block order
+    EXPECT_EQ(counts.Value(i), 8);
+    EXPECT_EQ(lows.Value(i), 0u);
+    EXPECT_EQ(highs.Value(i), 7u);
+  }
+}
+
+TEST_F(QueryTest, DistinctOnKeepsTheFirstRowOfEachKey) {
+  ASSERT_OK_AND_ASSIGN(auto batch, Run("SELECT DISTINCT ON (_block_num) _block_num, tx_index "
+                                       "AS first_tx FROM eth_mainnet.transactions"));
+  ASSERT_EQ(batch->num_rows(), 20);
+  EXPECT_EQ(batch->schema()->field(1)->name(), "first_tx");
+  const auto& firsts = static_cast<const arrow::UInt32Array&>(*batch->column(1));
+  for (int64_t i = 0; i < batch->num_rows(); ++i) EXPECT_EQ(firsts.Value(i), 0u);
+  ASSERT_OK_AND_ASSIGN(auto distinct,
+                       Run("SELECT DISTINCT tx_index FROM eth_mainnet.transactions"));
+  EXPECT_EQ(distinct->num_rows(), 8);
+  ASSERT_OK_AND_ASSIGN(auto none, Run("SELECT _block_num, COUNT(*) FROM eth_mainnet.blocks "
+                                      "WHERE block_num > 99999999999 GROUP BY _block_num"));
+  EXPECT_EQ(none->num_rows(), 0);
+  EXPECT_EQ(none->num_columns(), 2);
 }
 
 TEST_F(QueryTest, ReportsNonIncrementalOperations) {
@@ -149,6 +195,22 @@ TEST_F(QueryTest, ReportsNonIncrementalOperations) {
   EXPECT_EQ(limited->NonIncrementalOperation(), std::optional<std::string>("Limit"));
   ASSERT_OK_AND_ASSIGN(auto plain, Bind("SELECT * FROM eth_mainnet.blocks"));
   EXPECT_EQ(plain->NonIncrementalOperation(), std::nullopt);
+  // As ampd since #1877: grouping first by _block_num is incremental, anything else not.
+  const std::pair<const char*, std::optional<std::string>> grouped[] = {
+      {"SELECT _block_num, COUNT(*) FROM eth_mainnet.blocks GROUP BY _block_num", std::nullopt},
+      {"SELECT COUNT(*) FROM eth_mainnet.blocks GROUP BY _block_num, miner", std::nullopt},
+      {"SELECT DISTINCT ON (_block_num) * FROM eth_mainnet.blocks", std::nullopt},
+      {"SELECT miner, COUNT(*) FROM eth_mainnet.blocks GROUP BY miner, _block_num", "Aggregate"},
+      {"SELECT block_num, COUNT(*) FROM eth_mainnet.blocks GROUP BY block_num", "Aggregate"},
+      {"SELECT DISTINCT ON (miner, _block_num) * FROM eth_mainnet.blocks", "Distinct"},
+      {"SELECT DISTINCT _block_num FROM eth_mainnet.blocks", "Distinct"},
+      {"SELECT _block_num, COUNT(*) FROM eth_mainnet.blocks GROUP BY _block_num LIMIT 2",
+       "Limit"},
+  };
+  for (const auto& [text, expected] : grouped) {
+    ASSERT_OK_AND_ASSIGN(auto query, Bind(text));
+    EXPECT_EQ(query->NonIncrementalOperation(), expected) << text;
+  }
 }
 
 TEST_F(QueryTest, LiteralsBeyondTheirRangeAreInvalidNotExceptions) {

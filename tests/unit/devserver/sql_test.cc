@@ -70,14 +70,34 @@ TEST(SqlTest, QuotedIdentifiersKeepCaseAndReservedWords) {
   EXPECT_EQ(statement.items[2].column, "hash");
 }
 
+TEST(SqlTest, ParsesGroupByDistinctAndDistinctOn) {
+  ASSERT_OK_AND_ASSIGN(SelectStatement grouped,
+                       Parse("SELECT _block_num, COUNT(*) AS n FROM d.t WHERE a > 1 "
+                             "GROUP BY _block_num, t.Kind LIMIT 5"));
+  EXPECT_EQ(grouped.group_by, (std::vector<std::string>{"_block_num", "kind"}));
+  EXPECT_EQ(grouped.limit, std::optional<uint64_t>(5));
+  EXPECT_FALSE(grouped.distinct);
+  ASSERT_OK_AND_ASSIGN(SelectStatement on,
+                       Parse("SELECT DISTINCT ON (_block_num, \"From\") * FROM d.t"));
+  EXPECT_EQ(on.distinct_on, (std::vector<std::string>{"_block_num", "From"}));
+  ASSERT_OK_AND_ASSIGN(SelectStatement distinct, Parse("SELECT DISTINCT a, b FROM d.t"));
+  EXPECT_TRUE(distinct.distinct);
+  EXPECT_TRUE(distinct.distinct_on.empty());
+  EXPECT_THAT(Parse("SELECT a FROM d.t GROUP BY"),
+              testing::StatusHasMessage("expected a column name"));
+  EXPECT_THAT(Parse("SELECT DISTINCT ON () a FROM d.t"),
+              testing::StatusHasMessage("expected a column name, found ')'"));
+}
+
 TEST(SqlTest, RejectsUnsupportedConstructsByName) {
   const std::pair<const char*, const char*> cases[] = {
       {"SELECT * FROM d.t ORDER BY block_num", "ORDER BY"},
-      {"SELECT * FROM d.t GROUP BY block_num", "GROUP BY"},
+      {"SELECT a FROM d.t GROUP BY a HAVING a > 1", "HAVING"},
+      {"SELECT COUNT(DISTINCT a) FROM d.t", "DISTINCT"},
       {"SELECT * FROM d.t JOIN d.u ON a = b", "JOIN"},
       {"SELECT * FROM d.t, d.u", "JOIN"},
       {"SELECT * FROM d.t WHERE a = 1 OR b = 2", "OR"},
-      {"SELECT DISTINCT a FROM d.t", "DISTINCT"},
+      {"SELECT DISTINCT ON a FROM d.t", "unexpected 'a'"},
       {"SELECT * FROM d.t UNION SELECT * FROM d.u", "UNION"},
       {"WITH x AS (SELECT 1) SELECT * FROM x", "WITH"},
       {"SELECT sum(a) FROM d.t", "function SUM()"},
