@@ -303,7 +303,8 @@ TEST_F(AmpDevServerTest, SqlErrorsCarryTheGrpcCodeAndServerMessage) {
   EXPECT_THAT(result, testing::StatusHasMessage(
                           "GetFlightInfo failed: INVALID_ARGUMENT: invalid query: "
                           "unsupported SQL construct: ORDER BY"));
-  EXPECT_THAT(client_->Query("   "), testing::StatusHasMessage("invalid query: query is empty"));
+  EXPECT_THAT(client_->Query("   "), testing::StatusHasMessage(
+                                         "invalid query: string cannot be empty or contain only whitespace"));
   EXPECT_THAT(client_->Query("SELECT * FROM \"acme/eth_mainnet\".receipts"),
               testing::StatusHasMessage("table 'receipts' not found"));
 }

@@ -396,7 +396,11 @@ class AmpFlightService : public flight::FlightServerBase {
   arrow::Result<std::shared_ptr<const BoundQuery>> Plan(const std::string& sql) const {
     std::string trimmed = sql;
     trimmed.erase(0, trimmed.find_first_not_of(" \t\r\n"));
-    if (trimmed.empty()) return arrow::Status::Invalid("invalid query: query is empty");
+    if (trimmed.empty()) {
+      // ampd's text (flight.rs: the query string fails to parse as non-blank).
+      return arrow::Status::Invalid(
+          "invalid query: string cannot be empty or contain only whitespace, got: ", sql);
+    }
     ARROW_ASSIGN_OR_RAISE(sql::SelectStatement statement, sql::Parse(sql));
     return BoundQuery::Bind(statement, catalog_);
   }

@@ -59,7 +59,7 @@ class ProtoReader {
   }
 
   static arrow::Status Error(const char* what) {
-    return arrow::Status::Invalid("protobuf decode error: ", what);
+    return arrow::Status::Invalid("ProtocolBuffers decoding error: ", what);
   }
 
   std::string_view data_;
@@ -93,7 +93,7 @@ arrow::Result<std::string> DecodeStatementQueryCommand(std::string_view bytes) {
   // A proto3 string must be UTF-8 (Amp's decoder refuses anything else), and the query
   // text travels on in the JSON ticket.
   if (!IsValidUtf8(query)) {
-    return arrow::Status::Invalid("protobuf decode error: the query is not valid UTF-8");
+    return arrow::Status::Invalid("ProtocolBuffers decoding error: the query is not valid UTF-8");
   }
   return query;
 }

@@ -46,7 +46,7 @@ TEST(StatementCommandTest, RawSqlIsNotACommand) {
 
 TEST(StatementCommandTest, TruncatedBytesAreADecodeError) {
   EXPECT_THAT(DecodeStatementQueryCommand("\x0a\x50short"),
-              testing::StatusHasMessage("protobuf decode error"));
+              testing::StatusHasMessage("ProtocolBuffers decoding error"));
 }
 
 TEST(StatementCommandTest, QueryThatIsNotUtf8IsADecodeError) {
@@ -54,7 +54,7 @@ TEST(StatementCommandTest, QueryThatIsNotUtf8IsADecodeError) {
   const std::string bytes = Field('\x0a', std::string(kCommandStatementQueryTypeUrl)) +
                             Field('\x12', Field('\x0a', "SELECT '\xff'"));
   EXPECT_THAT(DecodeStatementQueryCommand(bytes),
-              testing::StatusHasMessage("protobuf decode error: the query is not valid UTF-8"));
+              testing::StatusHasMessage("ProtocolBuffers decoding error: the query is not valid UTF-8"));
 }
 
 TEST(StatementCommandTest, TruncatedAndHugeLengthsAreDecodeErrors) {
@@ -69,7 +69,7 @@ TEST(StatementCommandTest, TruncatedAndHugeLengthsAreDecodeErrors) {
   EXPECT_THAT(DecodeStatementQueryCommand("\x0a\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01"),
               testing::StatusHasMessage("truncated length-delimited field"));
   EXPECT_THAT(DecodeStatementQueryCommand(std::string(11, '\xff')),
-              testing::StatusHasMessage("protobuf decode error"));
+              testing::StatusHasMessage("ProtocolBuffers decoding error"));
 }
 
 }  // namespace
