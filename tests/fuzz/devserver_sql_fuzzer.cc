@@ -42,7 +42,14 @@ void RunOnFirstBatch(const devserver::BoundQuery& query) {
   auto batch = (*scan)->Next();
   if (!batch.ok() || *batch == nullptr) return;
   auto transformed = query.Transform(*batch);
-  if (!transformed.ok() || !query.is_aggregate()) return;
+  if (!transformed.ok()) return;
+  if (query.is_grouped()) {
+    auto grouped = query.Group({*transformed, *transformed});
+    AMPDELTA_FUZZ_CHECK(!grouped.ok() || (*grouped)->schema()->Equals(*query.output_schema()),
+                        "a grouped result has the output schema");
+    return;
+  }
+  if (!query.is_aggregate()) return;
   devserver::BoundQuery::Aggregator aggregator(&query);
   if (aggregator.Consume(*transformed).ok()) (void)aggregator.Finish();
 }

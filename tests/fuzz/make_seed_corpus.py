@@ -270,6 +270,10 @@ def devserver_sql():
         "AND block_num != -1 AND gas_used <= 1.5",
         "SELECT * FROM eth_mainnet.blocks WHERE (block_num = 1 AND (gas_used <> 2))",
         "select count(*) from eth_mainnet.blocks where miner = 'x' limit 0",
+        "SELECT _block_num, COUNT(*) AS n, MIN(tx_index), MAX(hash) FROM eth_mainnet.transactions "
+        "GROUP BY _block_num, block_hash LIMIT 3 SETTINGS stream = true",
+        'SELECT DISTINCT ON (_block_num, "from") * FROM eth_mainnet.transactions',
+        "SELECT DISTINCT miner, gas_used FROM eth_mainnet.blocks WHERE gas_used > 0",
         "SELECT a FROM t ORDER BY a",
         "SELECT * FROM t JOIN u ON t.a = u.a",
         "SELECT a + 1 FROM t",
