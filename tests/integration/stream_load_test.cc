@@ -274,20 +274,39 @@ TEST_F(StreamLoadTest, ADeleteOfTheNewestBlocksWhileStreamingIsNotReloaded) {
 }
 
 // Deleting every row of a streamed table keeps the stream's progress on an empty file, so
-// a restarted stream goes on from where it was instead of loading everything again.
+// a restarted stream goes on from where it was instead of loading everything again; a
+// compaction of such empty files keeps their ranges on one, and deleting from a table with
+// no rows left commits nothing.
 TEST_F(StreamLoadTest, DeletingEveryRowKeepsTheStreamsProgress) {
   Start(devserver::DevServerOptions{});
   ASSERT_TRUE(Stream(kFirst + 99).success);
-  ASSERT_OK(delta::DeleteAllRows(*storage::OpenObjectStore(table_)).status());
+  auto store = *storage::OpenObjectStore(table_);
+  ASSERT_OK(delta::DeleteAllRows(store).status());
   EXPECT_TRUE(TableRows().empty());
-  auto state = *loader::ReadStreamState(Snapshot().get(), loader::StreamAppId(kBlocks));
-  EXPECT_EQ(state.ResumeCursor()["mainnet"].number, kFirst + 99);
+  auto cursor = [&] {
+    auto state = *loader::ReadStreamState(Snapshot().get(), loader::StreamAppId(kBlocks));
+    return state.ResumeCursor()["mainnet"].number;
+  };
+  EXPECT_EQ(cursor(), kFirst + 99);
   ASSERT_OK(server_->AdvanceHead(5));
   ASSERT_TRUE(Stream(kFirst + 104).success);
   std::vector<int64_t> numbers;
   for (const auto& row : TableRows()) numbers.push_back(std::get<0>(row));
   EXPECT_EQ(numbers, (std::vector<int64_t>{kFirst + 100, kFirst + 101, kFirst + 102,
                                            kFirst + 103, kFirst + 104}));
+  // The new file goes whole: a second empty file holds its ranges.
+  ASSERT_OK(delta::DeleteRows(store, "block_num >= " + std::to_string(kFirst + 100)).status());
+  EXPECT_EQ(Snapshot()->files().size(), 2u);
+  ASSERT_OK_AND_ASSIGN(auto optimized, delta::Optimize(store));
+  EXPECT_EQ(optimized.files_removed, 2);
+  EXPECT_EQ(optimized.files_added, 1);
+  EXPECT_EQ(cursor(), kFirst + 104);
+  const auto version = Snapshot()->version();
+  ASSERT_OK_AND_ASSIGN(auto again, delta::DeleteAllRows(store));
+  EXPECT_FALSE(again.version.has_value());
+  EXPECT_EQ(Snapshot()->version(), version);
+  ASSERT_TRUE(Stream(kFirst + 104).success);
+  EXPECT_TRUE(TableRows().empty());
 }
 
 // Restores to random versions, compactions and full vacuums with zero retention while a

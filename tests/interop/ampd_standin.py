@@ -543,8 +543,10 @@ def blocks_batch(blocks: list[Block], columns: list[str]) -> pa.RecordBatch:
 
 # --------------------------------------------------------------------------------------
 # A small SQL subset (the stand-in is not a query engine):
-#   SELECT * | col, … FROM <dataset>.blocks [WHERE col OP n [AND …] | col BETWEEN a AND b]
-#   [LIMIT n] [SETTINGS key = value, …] [;]
+#   SELECT * | item, … FROM <dataset>.blocks [WHERE col OP n [AND …] | col BETWEEN a AND b]
+#   [GROUP BY col, …] [LIMIT n] [SETTINGS key = value, …] [;]
+# where an item is a column or COUNT(*) [AS name]; a stream takes aggregates only when the
+# first GROUP BY key is _block_num (incrementalizer.rs since #1877).
 # --------------------------------------------------------------------------------------
 
 class ServerError(Exception):
@@ -594,10 +596,48 @@ class Query:
     filters: list[tuple[str, str, int]]
     limit: int | None
     settings: dict[str, tuple[str, str]]
+    group_by: list[str] = dataclasses.field(default_factory=list)
+    count_item: tuple[int, str] | None = None  # (position in the select list, output name)
+
+    @property
+    def grouped(self) -> bool:
+        return bool(self.group_by) or self.count_item is not None
+
+    @property
+    def incremental_grouping(self) -> bool:
+        return not self.grouped or (bool(self.group_by) and self.group_by[0] == "_block_num")
 
     @property
     def schema(self) -> pa.Schema:
-        return pa.schema([BLOCKS_SCHEMA.field(c) for c in self.columns])
+        fields = [BLOCKS_SCHEMA.field(c) for c in self.columns]
+        if self.count_item is not None:
+            fields.insert(self.count_item[0], pa.field(self.count_item[1], pa.int64(), False))
+        return pa.schema(fields)
+
+    def empty(self) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in self.schema],
+                                          schema=self.schema)
+
+    def batches(self, rows: list[Block]) -> list[pa.RecordBatch]:
+        """The result batches over these rows (LIMIT applied): DataFusion-sized chunks, or,
+        grouped, one batch of groups in the order their first rows came."""
+        if not self.grouped:
+            rows = rows if self.limit is None else rows[:self.limit]
+            return [blocks_batch(rows[i:i + BATCH_ROWS], self.columns)
+                    for i in range(0, len(rows), BATCH_ROWS)]
+        values = {c: _column_values(c, rows).to_pylist() for c in self.group_by}
+        counts: dict[tuple, int] = {}
+        for i in range(len(rows)):
+            key = tuple(values[c][i] for c in self.group_by)
+            counts[key] = counts.get(key, 0) + 1
+        if not self.group_by and not counts:
+            counts[()] = 0  # COUNT(*) of nothing is one row: 0
+        groups = list(counts.items())[:self.limit] if self.limit is not None else list(counts.items())
+        arrays = [pa.array([key[self.group_by.index(c)] for key, _ in groups],
+                           type=BLOCKS_SCHEMA.field(c).type) for c in self.columns]
+        if self.count_item is not None:
+            arrays.insert(self.count_item[0], pa.array([n for _, n in groups], pa.int64()))
+        return [pa.RecordBatch.from_arrays(arrays, schema=self.schema)]
 
     def stream_setting(self) -> bool:
         """helpers.rs `is_streaming`: top-level SETTINGS stream = <boolean literal true>."""
@@ -655,12 +695,23 @@ def parse_query(sql: str, dataset: str) -> Query:
 
     expect_keyword("select")
     columns: list[str] = []
+    count_item = None
     if peek() == ("op", "*"):
         at += 1
         columns = list(BLOCKS_SCHEMA.names)
     else:
         while True:
-            columns.append(identifier())
+            if keyword("count") and peek(1) == ("op", "("):
+                if peek(2) != ("op", "*") or peek(3) != ("op", ")"):
+                    raise sql_parse_error("the stand-in aggregates only COUNT(*)")
+                at += 4
+                name = "count(*)"
+                if keyword("as"):
+                    at += 1
+                    name = identifier()
+                count_item = (len(columns), name)
+            else:
+                columns.append(identifier())
             if peek() != ("op", ","):
                 break
             at += 1
@@ -698,6 +749,15 @@ def parse_query(sql: str, dataset: str) -> Query:
             if not keyword("and"):
                 break
             at += 1
+    group_by: list[str] = []
+    if keyword("group"):
+        at += 1
+        expect_keyword("by")
+        while True:
+            group_by.append(identifier())
+            if peek() != ("op", ","):
+                break
+            at += 1
     limit = None
     if keyword("limit"):
         at += 1
@@ -722,7 +782,7 @@ def parse_query(sql: str, dataset: str) -> Query:
         at += 1
     if at != len(tokens):
         raise sql_parse_error(f"Expected: end of statement, found: {peek()[1]}")
-    for column in columns + [f[0] for f in filters]:
+    for column in columns + [f[0] for f in filters] + group_by:
         if column not in BLOCKS_SCHEMA.names:
             valid = ", ".join(f"{schema_name}.blocks.{n}" for n in BLOCKS_SCHEMA.names)
             raise ServerError(grpc.StatusCode.INVALID_ARGUMENT, with_causes(
@@ -731,7 +791,11 @@ def parse_query(sql: str, dataset: str) -> Query:
     for column, _, _ in filters:
         if BLOCKS_SCHEMA.field(column).type != pa.uint64():
             raise sql_parse_error(f"the stand-in compares only integer columns, not {column}")
-    return Query(sql, columns, filters, limit, settings)
+    if (group_by or count_item is not None) and set(columns) - set(group_by):
+        raise ServerError(grpc.StatusCode.INVALID_ARGUMENT, with_causes(
+            "invalid plan", "Error during planning: Column in SELECT must be in GROUP BY or an "
+            f"aggregate function: {sorted(set(columns) - set(group_by))[0]}"))
+    return Query(sql, columns, filters, limit, settings, group_by, count_item)
 
 
 # --------------------------------------------------------------------------------------
@@ -980,14 +1044,11 @@ class StandIn:
                 self.chain.canonical[n] for n in range(synced.start, synced.end + 1)]
         ranges = [synced] if synced is not None else []
         rows = [b for b in blocks if query.keep(b)]
-        if query.limit is not None:
-            rows = rows[:query.limit]
         yield schema_flight_data(query.schema)
         data = app_metadata(ranges, False)
-        chunks = [rows[i:i + BATCH_ROWS] for i in range(0, len(rows), BATCH_ROWS)] or [[]]
-        for chunk in chunks:  # NonEmptyRecordBatchStream: at least one batch
-            yield from batch_flight_data(blocks_batch(chunk, query.columns), data)
-        yield from batch_flight_data(blocks_batch([], query.columns), app_metadata(ranges, True))
+        for batch in query.batches(rows) or [query.empty()]:  # NonEmptyRecordBatchStream
+            yield from batch_flight_data(batch, data)
+        yield from batch_flight_data(query.empty(), app_metadata(ranges, True))
 
     def _wait(self, cancelled: threading.Event, context, predicate, timeout: float | None = None):
         """Wait (the chain's condition held by the caller) until predicate() or timeout;
@@ -1041,10 +1102,14 @@ class StandIn:
             raise ServerError(grpc.StatusCode.INVALID_ARGUMENT,
                               "invalid query: non-incremental queries are not supported for "
                               "streaming, query contains non-incremental operation: Limit")
+        if not query.incremental_grouping:
+            raise ServerError(grpc.StatusCode.INVALID_ARGUMENT,
+                              "invalid query: non-incremental queries are not supported for "
+                              "streaming, query contains non-incremental operation: Aggregate")
         if self.chain.head is None:
             # flight.rs: no table synced → the batch-style empty stream, then the end.
             yield schema_flight_data(query.schema)
-            yield from batch_flight_data(blocks_batch([], query.columns), app_metadata([], True))
+            yield from batch_flight_data(query.empty(), app_metadata([], True))
             return
         prev = None
         if cursor is not None:
@@ -1081,7 +1146,7 @@ class StandIn:
                 first_message = False
                 yield schema_flight_data(query.schema)
             data_metadata = app_metadata([block_range], False)
-            keepalive = batch_flight_data(blocks_batch([], query.columns), data_metadata)
+            keepalive = batch_flight_data(query.empty(), data_metadata)
             yield from keepalive  # keep_alive_stream: the interval's first tick is immediate
             delay = self.args.microbatch_delay_ms / 1000
             if delay > 0:  # "execution" time: keep-alives every keepalive_interval
@@ -1094,16 +1159,14 @@ class StandIn:
                         yield from keepalive
             rows = [b for b in blocks if query.keep(b)]
             sent_data = False
-            for i in range(0, len(rows), BATCH_ROWS):
-                yield from batch_flight_data(blocks_batch(rows[i:i + BATCH_ROWS], query.columns),
-                                             data_metadata)
+            for batch in query.batches(rows):
+                yield from batch_flight_data(batch, data_metadata)
                 if failure and failure.point == "data" and not sent_data:
                     sent_data = True
                     yield from self._fail(failure, context, cancelled)
             if failure and failure.point in ("data", "end"):
                 yield from self._fail(failure, context, cancelled)
-            yield from batch_flight_data(blocks_batch([], query.columns),
-                                         app_metadata([block_range], True))
+            yield from batch_flight_data(query.empty(), app_metadata([block_range], True))
             prev = (block_range.end, block_range.hash)
 
     def _fail(self, failure: ScriptedFailure, context, cancelled: threading.Event):

@@ -32,8 +32,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import readers
-from conftest import QUICKSTART_FIRST, QUICKSTART_LAST, both_servers, cli_env, cli_path, \
-    run_dev_server
+from conftest import QUICKSTART_DATASET, QUICKSTART_FIRST, QUICKSTART_LAST, both_servers, \
+    cli_env, cli_path, run_dev_server
 from test_stream_crash import REORG_RE, RESULT_RE, Loader, canonical_hashes, hex_hash, \
     repeated, running_loader
 
@@ -519,3 +519,38 @@ def test_a_delete_of_every_row_keeps_the_streams_progress_on_an_empty_file(tmp_p
         run_loader(server.url, table, tmp_path / "logs", "second", first_head + 5)
         blocks = sorted(readers.read_deltalake(table).column("block_num").to_pylist())
         assert blocks == list(range(first_head + 1, first_head + 6)), blocks
+
+
+# --- Streaming aggregates grouped first by _block_num (ampd since #1877) --------------------------
+
+@both_servers()
+def test_a_stream_of_an_aggregate_grouped_by_block_num_loads_each_block_once(tmp_path, server_kind):
+    """One row per block, computed per microbatch, each block once; grouped by anything else
+    first, the same stream is refused at DoGet as non-incremental (a server error, exit 3)
+    and no table is made."""
+    max_head = INITIAL_HEAD + 30
+    table = tmp_path / "counts"
+    grouped = (f'SELECT _block_num, COUNT(*) AS n FROM "{QUICKSTART_DATASET}".blocks '
+               "GROUP BY _block_num")
+
+    def load(sql: str, target: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(cli_path()), "load", "--server", server.url, "--table", str(target), "--sql",
+             sql, "--stream", "--until-block", str(max_head), "--commit-interval-ms", "50"],
+            capture_output=True, text=True, env=cli_env(), timeout=LOADER_TIMEOUT_S,
+            stdin=subprocess.DEVNULL)
+
+    with run_dev_server(*live_chain(20, max_head, "--microbatch-max-blocks", "7"),
+                        kind=server_kind) as server:
+        done = load(grouped, table)
+        assert done.returncode == 0, f"exit {done.returncode}\n{done.stderr}"
+        refused = load(f'SELECT gas_used, COUNT(*) FROM "{QUICKSTART_DATASET}".blocks '
+                       "GROUP BY gas_used, _block_num", tmp_path / "refused")
+    assert refused.returncode == 3, f"exit {refused.returncode}\n{refused.stderr}"  # server
+    assert "non-incremental operation: Aggregate" in refused.stderr, refused.stderr
+    assert not (tmp_path / "refused" / "_delta_log").exists()  # no table was made
+    for name in ("deltalake", "duckdb"):
+        rows = readers.READERS[name](table)
+        blocks = rows.column("_block_num").to_pylist()
+        assert sorted(blocks) == list(range(QUICKSTART_FIRST, max_head + 1)), (name, blocks)
+        assert set(rows.column("n").to_pylist()) == {1}, name

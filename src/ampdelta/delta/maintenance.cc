@@ -95,8 +95,12 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
         removes.push_back(RemoveFor(*file, /*data_change=*/false));
         read.push_back(snapshot->FileKey(file->path));
       }
-      ARROW_ASSIGN_OR_RAISE(auto bin_files, writer->Finish());
       const auto tags = MergeFileTags(bin);
+      if (writer->rows_written() == 0 && tags && !tags->empty()) {
+        // Only 0-row files (what a delete leaves to hold a stream's ranges): one keeps them.
+        ARROW_RETURN_NOT_OK(writer->WriteEmptyFile(bin.front()->partition_values));
+      }
+      ARROW_ASSIGN_OR_RAISE(auto bin_files, writer->Finish());
       for (auto& add : bin_files) {
         add.tags = tags;
         adds.push_back(std::move(add));

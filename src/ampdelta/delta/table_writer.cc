@@ -511,6 +511,7 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
   // progress, not rows, and a delete is respected, never reloaded.
   std::vector<const Add*> rewritten;
   const Add* emptied_tagged = nullptr;
+  bool row_count_unknown = false;  // a whole file removed without numRecords
   for (const auto& file : snapshot->files()) {
     const FileMatch match = predicate ? predicate->Classify(file, snapshot->partition_columns())
                                       : FileMatch::kAll;
@@ -524,6 +525,8 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
       if (stats.is_object() && stats.contains("numRecords") && stats["numRecords"].is_number_integer()) {
         result.rows_deleted += stats["numRecords"].get<int64_t>() -
                                (file.deletion_vector ? file.deletion_vector->cardinality : 0);
+      } else {
+        row_count_unknown = true;
       }
       removes.push_back(RemoveFor(file));
       if (file.tags && !file.tags->empty()) {
@@ -553,6 +556,11 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
     ARROW_RETURN_NOT_OK(writer->WriteEmptyFile(emptied_tagged->partition_values));
   }
   ARROW_ASSIGN_OR_RAISE(auto adds, writer->Finish());
+  if (result.rows_deleted == 0 && !row_count_unknown) {
+    // Only 0-row files matched (a streamed table emptied before): nothing changes.
+    (void)writer->Abort();
+    return result;
+  }
   // The copies keep what their sources' tags say (a stream's recorded block ranges).
   for (auto& add : adds) add.tags = tags;
   if (removes.empty()) return result;

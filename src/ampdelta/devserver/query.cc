@@ -218,7 +218,10 @@ arrow::Status BoundQuery::BindGrouping(const sql::SelectStatement& statement,
   const auto& key_names = grouping.first_row_per_key ? statement.distinct_on : statement.group_by;
   for (const auto& name : key_names) {
     ARROW_ASSIGN_OR_RAISE(int column, FindColumn(*input, name, source_name));
-    grouping.keys.push_back(column);
+    // A repeated key groups nothing more (DataFusion drops it too).
+    if (std::find(grouping.keys.begin(), grouping.keys.end(), column) == grouping.keys.end()) {
+      grouping.keys.push_back(column);
+    }
   }
   std::vector<std::shared_ptr<arrow::Field>> fields;
   for (const auto& item : statement.items) {
@@ -370,6 +373,17 @@ arrow::Result<std::shared_ptr<const BoundQuery>> BoundQuery::Bind(
     ARROW_RETURN_NOT_OK(BindStage(*stage, input, source_name, query.get()));
     input = query->stages_.back().output;
     source_name = "subquery";
+  }
+  // As in DataFusion, result columns need distinct names.
+  const auto& fields = query->output_schema_->fields();
+  for (size_t i = 0; i < fields.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (fields[i]->name() == fields[j]->name()) {
+        return Invalid("the result has two columns named '" + fields[i]->name() +
+                       "' (positions " + std::to_string(j) + " and " + std::to_string(i) +
+                       "); give one an alias (AS)");
+      }
+    }
   }
   return query;
 }

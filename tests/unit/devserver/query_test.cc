@@ -149,6 +149,10 @@ TEST_F(QueryTest, BindErrorsNameWhatIsWrong) {
               testing::StatusHasMessage("aggregates with DISTINCT"));
   EXPECT_THAT(Bind("SELECT * FROM (SELECT block_num FROM eth_mainnet.blocks GROUP BY block_num) s"),
               testing::StatusHasMessage("GROUP BY in a subquery"));
+  EXPECT_THAT(Bind("SELECT miner AS c, COUNT(*) AS c FROM eth_mainnet.blocks GROUP BY miner"),
+              testing::StatusHasMessage("two columns named 'c' (positions 0 and 1)"));
+  EXPECT_THAT(Bind("SELECT block_num, gas_used, block_num FROM eth_mainnet.blocks"),
+              testing::StatusHasMessage("two columns named 'block_num' (positions 0 and 2)"));
 }
 
 TEST_F(QueryTest, GroupByBlockNumAggregatesEachBlocksRows) {
@@ -170,6 +174,15 @@ TEST_F(QueryTest, GroupByBlockNumAggregatesEachBlocksRows) {
     EXPECT_EQ(lows.Value(i), 0u);
     EXPECT_EQ(highs.Value(i), 7u);
   }
+}
+
+TEST_F(QueryTest, ARepeatedGroupingKeyIsIgnored) {
+  ASSERT_OK_AND_ASSIGN(auto batch, Run("SELECT _block_num, COUNT(*) FROM eth_mainnet.transactions "
+                                       "GROUP BY _block_num, _block_num"));
+  EXPECT_EQ(batch->num_rows(), 20);
+  ASSERT_OK_AND_ASSIGN(auto distinct, Run("SELECT DISTINCT ON (_block_num, _block_num) tx_index "
+                                          "FROM eth_mainnet.transactions"));
+  EXPECT_EQ(distinct->num_rows(), 20);
 }
 
 TEST_F(QueryTest, DistinctOnKeepsTheFirstRowOfEachKey) {
