@@ -705,12 +705,7 @@ def test_load_stream_recovers_from_a_mid_stream_failure(tmp_path, kind):
     assert "reconnecting" in load.err.read_text(), load.describe()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 12 (found with the stand-in, not in ampd-fidelity.md): --idle-timeout applies to "
-    "batch reads only; a stream that goes silent inside a microbatch (after its keep-alive, "
-    "before its marker; ampd sends a keep-alive at least every keep_alive_interval >= 30 s "
-    "there) is never timed out, so the loader hangs"))
-def test_load_stream_gives_up_on_a_stall_inside_a_microbatch(tmp_path):
+def test_load_stream_reconnects_after_a_stall_inside_a_microbatch(tmp_path):
     table, logs = tmp_path / "blocks", tmp_path / "logs"
     with run_standin("--microbatch-max-blocks", 20, "--fail-microbatch", "3:stall") as server:
         load = StreamLoad(server.url, table, logs, "load", "--until-block", QUICKSTART_LAST,

@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from conftest import QUICKSTART_DATASET, QUICKSTART_FIRST, cli_env, cli_path, run_dev_server
+from conftest import QUICKSTART_DATASET, QUICKSTART_FIRST, both_servers, cli_env, cli_path, \
+    run_dev_server
 
 SEED = int(os.environ.get("AMPDELTA_STOP_SEED") or 20261203)
 TRIALS = 10
@@ -83,19 +84,51 @@ def stop_at_random_moments(url: str, tmp_path, label: str, rng: random.Random) -
 
 
 @pytest.mark.timeout(240)
-def test_sigint_stops_an_idle_stream_within_a_second(tmp_path):
+@both_servers()
+def test_sigint_stops_an_idle_stream_within_a_second(tmp_path, server_kind):
     """At the head of a still chain the server sends nothing: the first run loads the 100
     blocks, every later one resumes at the head and waits."""
     rng = random.Random(SEED)
-    with run_dev_server() as server:
+    with run_dev_server(kind=server_kind) as server:
         waits = stop_at_random_moments(server.url, tmp_path, "idle", rng)
     print(f"idle: SIGINT to exit {max(waits):.2f} s at most, {sorted(waits)[len(waits) // 2]:.2f} median")
 
 
 @pytest.mark.timeout(240)
-def test_sigint_stops_a_busy_stream_within_a_second_after_its_commit(tmp_path):
+@both_servers()
+def test_sigint_stops_a_busy_stream_within_a_second_after_its_commit(tmp_path, server_kind):
     rng = random.Random(SEED + 1)
     with run_dev_server("--block-interval-ms", "10", "--microbatch-max-blocks", "5",
-                        "--reorg-every", "17", "--reorg-depth", "2") as server:
+                        "--reorg-every", "17", "--reorg-depth", "2", kind=server_kind) as server:
         waits = stop_at_random_moments(server.url, tmp_path, "busy", rng)
     print(f"busy: SIGINT to exit {max(waits):.2f} s at most, {sorted(waits)[len(waits) // 2]:.2f} median")
+
+
+@pytest.mark.timeout(120)
+@both_servers()
+def test_a_resumed_stream_that_hears_nothing_says_so(tmp_path, server_kind):
+    """ampd sends nothing for a cursor it cannot serve; at the head of a still chain it sends
+    nothing either. A stream resumed with a cursor that gets no microbatch for --stall-warning
+    seconds says so in its log (once), and still stops at SIGINT with the table unchanged."""
+    table = tmp_path / "stalled"
+    args = [str(cli_path()), "load", "--table", str(table), "--sql", STREAM_SQL, "--stream",
+            "--commit-interval-ms", "50", "--until-block", str(QUICKSTART_FIRST + 99)]
+    with run_dev_server(kind=server_kind) as server:
+        first = subprocess.run([*args[:2], "--server", server.url, *args[2:]], capture_output=True,
+                               text=True, env=cli_env(), timeout=60, stdin=subprocess.DEVNULL)
+        assert first.returncode == 0, first.stderr
+        versions = sorted(p.name for p in (table / "_delta_log").iterdir())
+        proc = subprocess.Popen(
+            [str(cli_path()), "load", "--server", server.url, "--table", str(table), "--sql",
+             STREAM_SQL, "--stream", "--stall-warning", "0.5"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=cli_env())
+        time.sleep(2.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    warnings = [line for line in err.splitlines() if "no microbatch for 0.5 s" in line]
+    assert len(warnings) == 1, err
+    assert '"number":24000099' in warnings[0], warnings[0]  # the cursor it resumed with
+    assert "stalls=1" in err, err  # and in the summary
+    assert sorted(p.name for p in (table / "_delta_log").iterdir()) == versions

@@ -70,6 +70,11 @@ inline constexpr const char* kStorageOptionHelp =
 void AddTimeoutOptions(CLI::App* command, std::chrono::milliseconds* plan,
                        std::chrono::milliseconds* idle);
 
+/// \brief Add an option taking seconds (a finite number in [0, one year]; 0 turns the timer
+/// off) into `target`.
+void AddSecondsOption(CLI::App* command, const std::string& name,
+                      std::chrono::milliseconds* target, const std::string& description);
+
 /// \brief CLI11 validators for numeric options. They take the whole text only (no
 /// trailing characters, no sign on unsigned values, which strtoull would wrap around),
 /// and their errors name the option and the value.

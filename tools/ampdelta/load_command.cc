@@ -50,6 +50,7 @@ struct LoadArgs {
   std::vector<std::string> storage_options;
   std::chrono::milliseconds plan_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
+  std::chrono::milliseconds stall_warning{std::chrono::minutes(5)};
 };
 
 std::atomic<bool> g_stop{false};
@@ -198,12 +199,13 @@ int RunLoad(const LoadArgs& args) {
   options.compression = args.compression;
   options.compression_level = args.compression_level;
   options.idle_timeout = args.idle_timeout;
+  options.stream_stall_warning = args.stall_warning;
   if (args.stream) {
     loader::LoadResult result = RunStream(**client, args, *config, options);
     std::cout << result << std::endl;
     for (const auto& [key, value] : result.metadata) {
       if (key == "table_version" || key == "commits" || key == "reorgs" || key == "head" ||
-          key == "rows_undone" || key == "reconnects") {
+          key == "rows_undone" || key == "reconnects" || key == "stalls") {
         std::cerr << key << "=" << value << " ";
       }
     }
@@ -274,6 +276,10 @@ CommandRunner AddLoadCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--token", args->token, "bearer token (default: $AMP_AUTH_TOKEN)");
   AddTimeoutOptions(cmd, &args->plan_timeout, &args->idle_timeout);
+  AddSecondsOption(cmd, "--stall-warning", &args->stall_warning,
+                   "streams: warn when a stream resumed with a cursor gets no microbatch for "
+                   "this many seconds (ampd stalls silently on a cursor it cannot serve; "
+                   "default 300; 0: never)");
   return [args] { return RunLoad(*args); };
 }
 

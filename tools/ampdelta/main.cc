@@ -66,29 +66,33 @@ void PrintError(const std::string& message) {
   std::cerr << "ampdelta: error: " << OneLine(message) << std::endl;
 }
 
+void AddSecondsOption(CLI::App* command, const std::string& name,
+                      std::chrono::milliseconds* target, const std::string& description) {
+  // Seconds as a finite number in [0, one year]; zero turns the timer off.
+  command->add_option_function<std::string>(
+      name,
+      [target, name](const std::string& text) {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(value) ||
+            value < 0 || value > 365.0 * 86400.0) {
+          throw CLI::ValidationError(name, "expects seconds between 0 and 31536000, got '" +
+                                               text + "'");
+        }
+        *target = std::chrono::milliseconds(static_cast<int64_t>(value * 1000.0));
+      },
+      description);
+}
+
 void AddTimeoutOptions(CLI::App* command, std::chrono::milliseconds* plan,
                        std::chrono::milliseconds* idle) {
-  // Seconds as a finite number in [0, one year]; zero turns the timeout off.
-  auto seconds = [](std::chrono::milliseconds* target, const char* name) {
-    return [target, name](const std::string& text) {
-      char* end = nullptr;
-      const double value = std::strtod(text.c_str(), &end);
-      if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(value) ||
-          value < 0 || value > 365.0 * 86400.0) {
-        throw CLI::ValidationError(name, "expects seconds between 0 and 31536000, got '" +
-                                             text + "'");
-      }
-      *target = std::chrono::milliseconds(static_cast<int64_t>(value * 1000.0));
-    };
-  };
-  command->add_option_function<std::string>("--plan-timeout", seconds(plan, "--plan-timeout"),
-                                            "seconds the server may take to plan the query "
-                                            "(GetFlightInfo; default 300)");
+  AddSecondsOption(command, "--plan-timeout", plan,
+                   "seconds the server may take to plan the query (GetFlightInfo; default 300)");
   if (idle != nullptr) {
-    command->add_option_function<std::string>(
-        "--idle-timeout", seconds(idle, "--idle-timeout"),
-        "batch reads: fail when the server sends nothing for this many seconds "
-        "(default 600; 0 waits forever)");
+    AddSecondsOption(command, "--idle-timeout", idle,
+                     "fail when the server sends nothing for this many seconds in the middle "
+                     "of a batch result or inside a stream's microbatch (streams then "
+                     "reconnect; default 600; 0 waits forever)");
   }
 }
 

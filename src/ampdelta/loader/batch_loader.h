@@ -44,7 +44,9 @@ struct LoadOptions {
   /// fault injection in tests).
   std::shared_ptr<storage::ObjectStore> store;
   /// Batch loads: fail (and retry per `resilience`) when the server sends nothing for this
-  /// long in the middle of a result; nothing is committed. Zero waits forever.
+  /// long in the middle of a result; nothing is committed. Streams: reconnect from the table
+  /// (within the retry budget) when nothing arrives for this long inside a microbatch
+  /// (between microbatches silence is normal). Zero waits forever.
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
   // Streaming (LoadStream).
   /// Undo the rows of reorged microbatches (false: load what arrives, undo nothing).

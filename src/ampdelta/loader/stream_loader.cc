@@ -187,6 +187,10 @@ class StreamLoad {
     const auto connected = Clock::now();
     bool heard = false;
     stall_warned_ = false;
+    // Inside a microbatch (after its first message, before its marker) ampd sends a
+    // keep-alive at least every 30 s; between microbatches silence is normal.
+    bool in_microbatch = false;
+    auto last_heard = connected;
     while (true) {
       if (Stopping()) {
         ARROW_RETURN_NOT_OK(CommitIfIdle());
@@ -196,9 +200,15 @@ class StreamLoad {
       if (!popped) {
         if (Due()) ARROW_RETURN_NOT_OK(CommitIfIdle());
         WarnIfStalled(query, connected, heard);
+        if (in_microbatch && options_.idle_timeout.count() > 0 &&
+            Clock::now() - last_heard >= options_.idle_timeout) {
+          failed_mid_stream_ = true;  // reconnect from the table, within the retry budget
+          return StalledInsideMicrobatch();
+        }
         continue;
       }
       heard = true;
+      last_heard = Clock::now();
       if (!popped->ok()) {
         failed_mid_stream_ = true;  // the query was planned: a failure now may pass
         return popped->status();
@@ -210,6 +220,7 @@ class StreamLoad {
       }
       const int64_t rows = message->data->num_rows();
       ARROW_ASSIGN_OR_RAISE(auto event, interpreter.Accept(message->metadata, rows));
+      in_microbatch = event.kind != amp::StreamEvent::Kind::kMicrobatchEnd;
       if (event.is_reorg()) {
         ++reorgs_;
         if (options_.with_reorg_detection) {
@@ -266,6 +277,15 @@ class StreamLoad {
 
   bool Stopping() const { return options_.stop != nullptr && options_.stop->load(); }
 
+  arrow::Status StalledInsideMicrobatch() const {
+    const double seconds = static_cast<double>(options_.idle_timeout.count()) / 1000.0;
+    return MakeError(ErrorCode::kServerError, arrow::StatusCode::IOError,
+                     "DoGet failed: DEADLINE_EXCEEDED: the server sent nothing for ", seconds,
+                     " s inside a microbatch (idle timeout; ampd sends a keep-alive at least "
+                     "every 30 s there); it may be stalled")
+        .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kServerError, "DEADLINE_EXCEEDED"));
+  }
+
   // ampd sends nothing at all for a cursor it cannot serve (a block below its first one, or
   // one it lacks): say so once, rather than wait in silence.
   void WarnIfStalled(const amp::QueryOptions& query, Clock::time_point connected, bool heard) {
@@ -276,7 +296,8 @@ class StreamLoad {
     stall_warned_ = true;
     result_->metadata["stalls"] = std::to_string(++stalls_);
     AMPDELTA_LOG_WARN("stream into ", result_->table_name, ": no microbatch for ",
-                      options_.stream_stall_warning.count() / 1000, " s since resuming after ",
+                      static_cast<double>(options_.stream_stall_warning.count()) / 1000.0,
+                      " s since resuming after ",
                       amp::CursorToJson(*query.resume),
                       "; a server that lacks that block (below its first one?) waits for "
                       "ever, one at the chain's head waits for the next block");
