@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Fail when a source file includes a module its layer may not use.
+
+The layers (docs/architecture.md): util <- storage <- delta; util <- amp; util <- devserver;
+{delta, amp} <- loader <- tools. A module may include its own headers, the modules below it
+and the generated `ampdelta/version.h`. The dev server never includes the amp client, so the
+two sides of the wire protocol stay independent.
+
+    scripts/check_layering.py [ROOT]    check ROOT (default: the repository)
+    scripts/check_layering.py --self-test
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import sys
+import tempfile
+
+# What each module may include besides itself (the modules it links, CMake's *_DEPS).
+ALLOWED = {
+    "util": set(),
+    "storage": {"util"},
+    "delta": {"storage", "util"},
+    "amp": {"util"},
+    "devserver": {"util"},
+    "loader": {"amp", "delta", "storage", "util"},
+}
+# Everything outside src/ampdelta/<module>/ (the CLI, tests, benchmarks) may include any module.
+SHARED = {"version.h"}
+INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"ampdelta/([^"/]+)(/[^"]*)?"', re.MULTILINE)
+SOURCES = ("*.h", "*.cc")
+
+
+def violations(root: pathlib.Path) -> list[str]:
+    found = []
+    src = root / "src" / "ampdelta"
+    for module_dir in sorted(p for p in src.iterdir() if p.is_dir()):
+        module = module_dir.name
+        if module not in ALLOWED:
+            found.append(f"{module_dir}: module '{module}' has no layer in check_layering.py")
+            continue
+        for pattern in SOURCES:
+            for path in sorted(module_dir.rglob(pattern)):
+                text = path.read_text(encoding="utf-8", errors="replace")
+                for match in INCLUDE.finditer(text):
+                    target, rest = match.group(1), match.group(2)
+                    if rest is None and target in SHARED:
+                        continue
+                    if target == module or target in ALLOWED[module]:
+                        continue
+                    line = text.count("\n", 0, match.start()) + 1
+                    allowed = ", ".join(sorted(ALLOWED[module])) or "nothing"
+                    found.append(f"{path.relative_to(root)}:{line}: '{module}' includes "
+                                 f"'ampdelta/{target}{rest or ''}' (it may use {allowed})")
+    return found
+
+
+def self_test() -> int:
+    """The check passes on a clean tree and fails on one forbidden include."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = pathlib.Path(tmp)
+        for module in ALLOWED:
+            (root / "src" / "ampdelta" / module).mkdir(parents=True)
+        (root / "src/ampdelta/delta/a.h").write_text('#include "ampdelta/storage/s.h"\n'
+                                                     '#include "ampdelta/version.h"\n')
+        (root / "src/ampdelta/loader/b.cc").write_text('#include "ampdelta/amp/c.h"\n')
+        if violations(root):
+            print("self-test: a clean tree was refused", file=sys.stderr)
+            return 1
+        (root / "src/ampdelta/devserver/d.cc").write_text('\n#include "ampdelta/amp/client.h"\n')
+        (root / "src/ampdelta/storage/e.h").write_text('# include "ampdelta/delta/snapshot.h"\n')
+        found = violations(root)
+        if len(found) != 2 or "d.cc:2" not in found[0] or "e.h:1" not in found[1]:
+            print(f"self-test: forbidden includes not reported as expected: {found}",
+                  file=sys.stderr)
+            return 1
+    print("layering self-test: ok")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[1:] == ["--self-test"]:
+        return self_test()
+    root = pathlib.Path(argv[1]) if len(argv) > 1 else pathlib.Path(__file__).resolve().parents[1]
+    found = violations(root)
+    for line in found:
+        print(line, file=sys.stderr)
+    if found:
+        print(f"layering: {len(found)} include(s) against the layers", file=sys.stderr)
+        return 1
+    print("layering: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
