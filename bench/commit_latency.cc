@@ -14,7 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "ampdelta/delta/table_writer.h"
+#include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/runtime.h"
 

@@ -11,9 +11,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "ampdelta/delta/schema.h"
-#include "ampdelta/delta/snapshot.h"
-#include "ampdelta/delta/transaction.h"
+#include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/txn/transaction.h"
 #include "ampdelta/storage/local_store.h"
 #include "ampdelta/util/runtime.h"
 #include "ampdelta/util/uuid.h"

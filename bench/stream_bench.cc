@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/amp/client.h"
-#include "ampdelta/delta/snapshot.h"
+#include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/loader/batch_loader.h"
 #include "ampdelta/loader/stream_loader.h"

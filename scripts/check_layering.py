@@ -2,8 +2,8 @@
 """Fail when a source file includes a module its layer may not use.
 
 The layers (docs/architecture.md): util <- storage <- delta; util <- amp; util <- devserver;
-{delta, amp} <- loader <- tools. A module may include its own headers, the modules below it
-and the generated `ampdelta/version.h`. The dev server never includes the amp client, so the
+{delta, amp} <- loader <- tools; inside delta, log <- {read, txn} <- write <- ops. A module
+may include its own headers, the modules below it and the generated `ampdelta/version.h`. The dev server never includes the amp client, so the
 two sides of the wire protocol stay independent.
 
     scripts/check_layering.py [ROOT]    check ROOT (default: the repository)
@@ -26,6 +26,17 @@ ALLOWED = {
     "devserver": {"util"},
     "loader": {"amp", "delta", "storage", "util"},
 }
+# Rooms inside a module, with the rooms each may include besides itself (delta/'s include
+# graph: the log below everything, reads and commits on it, writes on both, operations on top).
+ROOMS = {
+    "delta": {
+        "log": set(),
+        "read": {"log"},
+        "txn": {"log"},
+        "write": {"log", "read", "txn"},
+        "ops": {"log", "read", "txn", "write"},
+    },
+}
 # Everything outside src/ampdelta/<module>/ (the CLI, tests, benchmarks) may include any module.
 SHARED = {"version.h"}
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"ampdelta/([^"/]+)(/[^"]*)?"', re.MULTILINE)
@@ -47,13 +58,38 @@ def violations(root: pathlib.Path) -> list[str]:
                     target, rest = match.group(1), match.group(2)
                     if rest is None and target in SHARED:
                         continue
+                    line = text.count("\n", 0, match.start()) + 1
+                    if target == module and module in ROOMS:
+                        found += room_violation(root, module_dir, path, rest or "", line)
+                        continue
                     if target == module or target in ALLOWED[module]:
                         continue
-                    line = text.count("\n", 0, match.start()) + 1
                     allowed = ", ".join(sorted(ALLOWED[module])) or "nothing"
                     found.append(f"{path.relative_to(root)}:{line}: '{module}' includes "
                                  f"'ampdelta/{target}{rest or ''}' (it may use {allowed})")
     return found
+
+
+def room_violation(root: pathlib.Path, module_dir: pathlib.Path, path: pathlib.Path,
+                   included: str, line: int) -> list[str]:
+    """An include from one room of a module into a room it may not use."""
+    rooms = ROOMS[module_dir.name]
+    parts = path.relative_to(module_dir).parts
+    room = parts[0] if len(parts) > 1 else None
+    target = included.strip("/").split("/")
+    target_room = target[0] if len(target) > 1 else None
+    where = f"{path.relative_to(root)}:{line}"
+    if room not in rooms:
+        return [f"{where}: {path.name} is in no room of '{module_dir.name}' "
+                f"({', '.join(sorted(rooms))})"]
+    if target_room not in rooms:
+        return [f"{where}: includes 'ampdelta/{module_dir.name}/{included.strip('/')}', "
+                f"which is in no room of '{module_dir.name}'"]
+    if target_room != room and target_room not in rooms[room]:
+        allowed = ", ".join(sorted(rooms[room])) or "no other room"
+        return [f"{where}: '{module_dir.name}/{room}' includes "
+                f"'ampdelta/{module_dir.name}/{included.strip('/')}' (it may use {allowed})"]
+    return []
 
 
 def self_test() -> int:
@@ -62,16 +98,23 @@ def self_test() -> int:
         root = pathlib.Path(tmp)
         for module in ALLOWED:
             (root / "src" / "ampdelta" / module).mkdir(parents=True)
-        (root / "src/ampdelta/delta/a.h").write_text('#include "ampdelta/storage/s.h"\n'
-                                                     '#include "ampdelta/version.h"\n')
-        (root / "src/ampdelta/loader/b.cc").write_text('#include "ampdelta/amp/c.h"\n')
+        for room in ROOMS["delta"]:
+            (root / "src" / "ampdelta" / "delta" / room).mkdir()
+        (root / "src/ampdelta/delta/txn/a.h").write_text('#include "ampdelta/storage/s.h"\n'
+                                                         '#include "ampdelta/version.h"\n'
+                                                         '#include "ampdelta/delta/log/x.h"\n')
+        (root / "src/ampdelta/loader/b.cc").write_text('#include "ampdelta/amp/c.h"\n'
+                                                       '#include "ampdelta/delta/ops/m.h"\n')
         if violations(root):
-            print("self-test: a clean tree was refused", file=sys.stderr)
+            print(f"self-test: a clean tree was refused: {violations(root)}", file=sys.stderr)
             return 1
         (root / "src/ampdelta/devserver/d.cc").write_text('\n#include "ampdelta/amp/client.h"\n')
-        (root / "src/ampdelta/storage/e.h").write_text('# include "ampdelta/delta/snapshot.h"\n')
+        (root / "src/ampdelta/storage/e.h").write_text('# include "ampdelta/delta/log/s.h"\n')
+        (root / "src/ampdelta/delta/log/f.cc").write_text('#include "ampdelta/delta/write/t.h"\n')
+        (root / "src/ampdelta/delta/read/g.cc").write_text('#include "ampdelta/delta/txn/t.h"\n')
         found = violations(root)
-        if len(found) != 2 or "d.cc:2" not in found[0] or "e.h:1" not in found[1]:
+        expected = ["log/f.cc:1", "read/g.cc:1", "d.cc:2", "e.h:1"]
+        if len(found) != len(expected) or any(e not in f for e, f in zip(expected, found)):
             print(f"self-test: forbidden includes not reported as expected: {found}",
                   file=sys.stderr)
             return 1

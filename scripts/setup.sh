@@ -15,9 +15,9 @@ die() { log "ERROR: $*"; exit 1; }
 # --- 1. Debian packages --------------------------------------------------------------
 APT_PACKAGES=(
   g++ cmake ninja-build make unzip ca-certificates
-  libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
-  libcurl4-gnutls-dev libgnutls28-dev libpugixml-dev libroaring-dev zlib1g-dev
+  libgtest-dev libgmock-dev
+  nlohmann-json3-dev libcli11-dev
+  libcurl4-gnutls-dev libgnutls28-dev nettle-dev libpugixml-dev libroaring-dev zlib1g-dev
   clang-14 libclang-rt-14-dev
 )
 if ! command -v java >/dev/null 2>&1; then APT_PACKAGES+=(openjdk-17-jre-headless); fi

@@ -10,7 +10,7 @@
 #include "ampdelta/amp/block_range.h"
 #include "ampdelta/amp/query_text.h"
 #include "ampdelta/amp/stream_interpreter.h"
-#include "ampdelta/delta/actions.h"
+#include "ampdelta/delta/log/actions.h"
 #include "ampdelta/loader/stream_state.h"
 #include "tests/fuzz/fuzz_support.h"
 

@@ -9,9 +9,9 @@
 
 #include <arrow/buffer.h>
 
-#include "ampdelta/delta/action_json.h"
-#include "ampdelta/delta/checkpoint_reader.h"
-#include "ampdelta/delta/log_path.h"
+#include "ampdelta/delta/log/action_json.h"
+#include "ampdelta/delta/log/checkpoint_reader.h"
+#include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/fuzz/fuzz_support.h"
 

@@ -8,13 +8,13 @@
 
 #include <arrow/buffer.h>
 
-#include "ampdelta/delta/action_json.h"
-#include "ampdelta/delta/actions.h"
-#include "ampdelta/delta/log_path.h"
-#include "ampdelta/delta/schema.h"
-#include "ampdelta/delta/snapshot.h"
-#include "ampdelta/delta/table_features.h"
-#include "ampdelta/delta/table_properties.h"
+#include "ampdelta/delta/log/action_json.h"
+#include "ampdelta/delta/log/actions.h"
+#include "ampdelta/delta/log/log_path.h"
+#include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/table_properties.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/fuzz/fuzz_support.h"
 

@@ -8,8 +8,8 @@
 
 #include <arrow/buffer.h>
 
-#include "ampdelta/delta/actions.h"
-#include "ampdelta/delta/deletion_vector.h"
+#include "ampdelta/delta/log/actions.h"
+#include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/fuzz/fuzz_support.h"
 

@@ -11,9 +11,9 @@
 #include <arrow/scalar.h>
 #include <arrow/type.h>
 
-#include "ampdelta/delta/log_path.h"
-#include "ampdelta/delta/partitioning.h"
-#include "ampdelta/delta/snapshot.h"
+#include "ampdelta/delta/log/log_path.h"
+#include "ampdelta/delta/log/partitioning.h"
+#include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/util/utf8.h"
 #include "tests/fuzz/fuzz_support.h"
 

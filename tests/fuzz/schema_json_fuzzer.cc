@@ -6,7 +6,7 @@
 
 #include <arrow/type.h>
 
-#include "ampdelta/delta/schema.h"
+#include "ampdelta/delta/log/schema.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace delta = ampdelta::delta;

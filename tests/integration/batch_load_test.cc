@@ -1,7 +1,7 @@
 // The deltalake loader against the in-process dev server, writing local tables.
 
-#include "ampdelta/delta/scan.h"
-#include "ampdelta/delta/snapshot.h"
+#include "ampdelta/delta/read/scan.h"
+#include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/loader/client.h"
 #include "ampdelta/storage/object_store_registry.h"

@@ -8,9 +8,10 @@
 #include <parquet/file_reader.h>
 
 #include "ampdelta/amp/server_error.h"
-#include "ampdelta/delta/scan.h"
-#include "ampdelta/delta/snapshot.h"
-#include "ampdelta/delta/table_writer.h"
+#include "ampdelta/delta/ops/delete.h"
+#include "ampdelta/delta/read/scan.h"
+#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/loader/batch_loader.h"
 #include "ampdelta/loader/client.h"

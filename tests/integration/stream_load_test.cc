@@ -11,10 +11,13 @@
 #include <arrow/table.h>
 
 #include "ampdelta/amp/client.h"
-#include "ampdelta/delta/maintenance.h"
-#include "ampdelta/delta/scan.h"
-#include "ampdelta/delta/snapshot.h"
-#include "ampdelta/delta/table_writer.h"
+#include "ampdelta/delta/ops/delete.h"
+#include "ampdelta/delta/ops/optimize.h"
+#include "ampdelta/delta/ops/restore.h"
+#include "ampdelta/delta/ops/vacuum.h"
+#include "ampdelta/delta/read/scan.h"
+#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/loader/stream_loader.h"
 #include "ampdelta/loader/stream_state.h"

@@ -17,9 +17,9 @@
 #include <arrow/table.h>
 
 #include "ampdelta/amp/client.h"
-#include "ampdelta/delta/scan.h"
-#include "ampdelta/delta/snapshot.h"
-#include "ampdelta/delta/table_writer.h"
+#include "ampdelta/delta/read/scan.h"
+#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/loader/client.h"
 #include "ampdelta/storage/object_store_registry.h"

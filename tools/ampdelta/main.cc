@@ -15,6 +15,7 @@
 #include <arrow/memory_pool.h>
 #include <arrow/util/compression.h>
 
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/utf8.h"
 #include "ampdelta/util/runtime.h"
@@ -173,8 +174,7 @@ CLI::Validator FiniteNumberIn(double minimum, double maximum) {
 arrow::Status CheckCompressionLevel(const std::string& codec, const std::optional<int>& level,
                                     const char* option) {
   if (!level) return arrow::Status::OK();
-  std::string lower = codec;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = AsciiLower(codec);
   arrow::Compression::type type = arrow::Compression::UNCOMPRESSED;
   if (lower == "zstd") {
     type = arrow::Compression::ZSTD;

@@ -14,13 +14,16 @@
 #include <arrow/table.h>
 #include <parquet/arrow/reader.h>
 
-#include "ampdelta/delta/action_json.h"
-#include "ampdelta/delta/checkpoint_writer.h"
-#include "ampdelta/delta/maintenance.h"
-#include "ampdelta/delta/scan.h"
-#include "ampdelta/delta/schema.h"
-#include "ampdelta/delta/snapshot.h"
-#include "ampdelta/delta/table_writer.h"
+#include "ampdelta/delta/ops/delete.h"
+#include "ampdelta/delta/log/action_json.h"
+#include "ampdelta/delta/txn/checkpoint_writer.h"
+#include "ampdelta/delta/ops/optimize.h"
+#include "ampdelta/delta/ops/restore.h"
+#include "ampdelta/delta/ops/vacuum.h"
+#include "ampdelta/delta/read/scan.h"
+#include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/util/time_format.h"
 #include "table_format.h"
 #include "ampdelta/storage/object_store_registry.h"

@@ -1,15 +1,11 @@
 #include "ampdelta/amp/query_text.h"
 
 #include <cctype>
+#include "ampdelta/util/ascii.h"
 
 namespace ampdelta::amp {
 namespace {
 
-std::string ToLower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string_view TrimEnd(std::string_view sql) {
   while (!sql.empty() &&
@@ -22,7 +18,7 @@ std::string_view TrimEnd(std::string_view sql) {
 // Find the last top-level (not quoted, not parenthesised) SETTINGS keyword and store the
 // offset just past it in *position.
 bool FindTopLevelSettings(std::string_view sql, size_t* position) {
-  const std::string lower = ToLower(sql);
+  const std::string lower = AsciiLower(sql);
   int depth = 0;
   char quote = 0;
   bool found = false;
@@ -58,7 +54,7 @@ bool HasStreamSetting(std::string_view sql) {
   size_t position = 0;
   if (!FindTopLevelSettings(sql, &position)) return false;
   // Settings are `key = value` pairs separated by commas.
-  std::string settings = ToLower(sql.substr(position));
+  std::string settings = AsciiLower(sql.substr(position));
   std::string compact;
   for (char c : settings) {
     if (!std::isspace(static_cast<unsigned char>(c))) compact.push_back(c);

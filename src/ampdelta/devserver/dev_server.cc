@@ -19,6 +19,7 @@
 #include "ampdelta/devserver/sql.h"
 #include "ampdelta/devserver/statement_command.h"
 #include "ampdelta/devserver/ticket.h"
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"
 
@@ -31,11 +32,6 @@ using nlohmann::json;
 // Amp slices batches larger than about 2 MiB into several FlightData messages.
 constexpr int64_t kTargetMessageBytes = 2 * 1024 * 1024;
 
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::optional<std::string> Header(const flight::ServerCallContext& context,
                                   std::string_view name) {
@@ -332,7 +328,7 @@ class AmpFlightService : public flight::FlightServerBase {
     ticket.query = sql;
     ticket.streaming = query->streaming_setting();
     if (auto header = Header(context, "amp-stream")) {
-      const std::string value = Lower(*header);
+      const std::string value = AsciiLower(*header);
       if (value == "true" || value == "1") ticket.streaming = true;
       if (value == "false" || value == "0") ticket.streaming = false;
     }

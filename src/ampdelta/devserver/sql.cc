@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/hex.h"
 #include "ampdelta/util/numbers.h"
 
@@ -27,15 +28,6 @@ struct Token {
   size_t offset;
 };
 
-std::string Upper(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return text;
-}
-
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 arrow::Status Invalid(const std::string& what) {
   return arrow::Status::Invalid("invalid query: ", what);
@@ -183,14 +175,14 @@ class Parser {
     return Peek(ahead).kind == TokenKind::kSymbol && Peek(ahead).text == symbol;
   }
   bool IsKeyword(const char* keyword, size_t ahead = 0) const {
-    return Peek(ahead).kind == TokenKind::kIdentifier && Upper(Peek(ahead).text) == keyword;
+    return Peek(ahead).kind == TokenKind::kIdentifier && AsciiUpper(Peek(ahead).text) == keyword;
   }
 
   arrow::Status UnexpectedHere() const {
     const Token& token = Peek();
     if (token.kind == TokenKind::kEnd) return Invalid("unexpected end of query");
     if (token.kind == TokenKind::kIdentifier) {
-      if (auto clause = UnsupportedClause(Upper(token.text))) {
+      if (auto clause = UnsupportedClause(AsciiUpper(token.text))) {
         return Invalid("unsupported SQL construct: " + *clause);
       }
     }
@@ -222,13 +214,13 @@ class Parser {
       return token.text;
     }
     if (token.kind == TokenKind::kIdentifier &&
-        ReservedWords().count(Upper(token.text)) == 0) {
+        ReservedWords().count(AsciiUpper(token.text)) == 0) {
       Advance();
       // Unquoted identifiers are case-insensitive: fold to lower case, as DataFusion does.
-      return Lower(token.text);
+      return AsciiLower(token.text);
     }
     if (token.kind == TokenKind::kIdentifier) {
-      if (auto clause = UnsupportedClause(Upper(token.text))) {
+      if (auto clause = UnsupportedClause(AsciiUpper(token.text))) {
         return Invalid("unsupported SQL construct: " + *clause);
       }
     }
@@ -266,7 +258,7 @@ class Parser {
     const Token& token = Peek();
     if (token.kind == TokenKind::kQuoted ||
         (token.kind == TokenKind::kIdentifier &&
-         ReservedWords().count(Upper(token.text)) == 0)) {
+         ReservedWords().count(AsciiUpper(token.text)) == 0)) {
       return ParseName("an alias");
     }
     return std::string();
@@ -281,7 +273,7 @@ class Parser {
     }
     const Token& token = Peek();
     if (token.kind == TokenKind::kIdentifier && IsSymbol("(", 1)) {
-      const std::string function = Upper(token.text);
+      const std::string function = AsciiUpper(token.text);
       Advance();
       Advance();
       item.kind = SelectItem::Kind::kAggregate;
@@ -359,7 +351,7 @@ class Parser {
         break;
       }
       case TokenKind::kIdentifier: {
-        const std::string word = Upper(token.text);
+        const std::string word = AsciiUpper(token.text);
         if (!negative && (word == "TRUE" || word == "FALSE")) {
           literal.kind = Literal::Kind::kBoolean;
           literal.boolean = word == "TRUE";
@@ -514,7 +506,7 @@ class Parser {
         const Token& value = Advance();
         if (value.kind == TokenKind::kEnd) return Invalid("setting '" + key + "' has no value");
         // A string keeps its quotes: `stream = 'true'` is not the Boolean ampd requires.
-        statement.settings[key] = value.kind == TokenKind::kIdentifier ? Lower(value.text)
+        statement.settings[key] = value.kind == TokenKind::kIdentifier ? AsciiLower(value.text)
                                   : value.kind == TokenKind::kString  ? "'" + value.text + "'"
                                                                       : value.text;
       } while (IsSymbol(","));

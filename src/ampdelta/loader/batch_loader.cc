@@ -8,8 +8,8 @@
 #include <arrow/util/byte_size.h>
 
 #include "ampdelta/amp/server_error.h"
-#include "ampdelta/delta/merge.h"
-#include "ampdelta/delta/table_writer.h"
+#include "ampdelta/delta/ops/merge.h"
+#include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/loader/load_common.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"

@@ -4,7 +4,8 @@
 #include <cmath>
 #include <random>
 
-#include "ampdelta/delta/maintenance.h"
+#include "ampdelta/delta/ops/optimize.h"
+#include "ampdelta/delta/ops/vacuum.h"
 #include "ampdelta/storage/credentials.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/logging.h"

@@ -11,7 +11,7 @@
 
 #include <arrow/result.h>
 
-#include "ampdelta/delta/table_writer.h"
+#include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/loader/batch_loader.h"
 #include "ampdelta/loader/config.h"
 #include "ampdelta/loader/load_result.h"

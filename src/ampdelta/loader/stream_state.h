@@ -16,8 +16,8 @@
 #include <arrow/type_fwd.h>
 
 #include "ampdelta/amp/block_range.h"
-#include "ampdelta/delta/actions.h"
-#include "ampdelta/delta/snapshot.h"
+#include "ampdelta/delta/log/actions.h"
+#include "ampdelta/delta/log/snapshot.h"
 
 namespace ampdelta::loader {
 

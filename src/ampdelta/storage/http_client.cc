@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "ampdelta/util/percent_encoding.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
 
@@ -130,38 +131,11 @@ std::string HttpResponse::Header(const std::string& name) const {
 }
 
 std::string UriEncode(std::string_view text, bool keep_slash) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (std::isalnum(byte) || c == '-' || c == '_' || c == '.' || c == '~' ||
-        (keep_slash && c == '/')) {
-      out.push_back(c);
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[byte >> 4]);
-      out.push_back(kHex[byte & 0xF]);
-    }
-  }
-  return out;
+  return PercentEncode(text, keep_slash ? PercentEscape::kAllButUnreservedAndSlash
+                                        : PercentEscape::kAllButUnreserved);
 }
 
-std::string UriDecode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() &&
-        std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
-        std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
-      out.push_back(static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16)));
-      i += 2;
-    } else {
-      out.push_back(text[i]);
-    }
-  }
-  return out;
-}
+std::string UriDecode(std::string_view text) { return PercentDecode(text); }
 
 HttpClient::HttpClient(std::chrono::milliseconds connect_timeout,
                        std::chrono::milliseconds stall_timeout)

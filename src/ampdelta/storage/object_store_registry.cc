@@ -10,6 +10,7 @@
 #include "ampdelta/storage/local_store.h"
 #include "ampdelta/storage/memory_store.h"
 #include "ampdelta/storage/s3_store.h"
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/redact.h"
 #include "ampdelta/util/status.h"
 
@@ -39,9 +40,8 @@ std::string UriScheme(const std::string& uri) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.') {
       return "";
     }
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  return scheme;
+  return AsciiLower(scheme);
 }
 
 arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(

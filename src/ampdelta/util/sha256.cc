@@ -1,84 +1,25 @@
 #include "ampdelta/util/sha256.h"
 
-#include <cstring>
+#include <nettle/hmac.h>
+#include <nettle/sha2.h>
 
 #include "ampdelta/util/hex.h"
 
 namespace ampdelta {
 namespace {
 
-constexpr uint32_t kRound[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-void Compress(uint32_t state[8], const uint8_t block[64]) {
-  uint32_t w[64];
-  for (int i = 0; i < 16; ++i) {
-    w[i] = (uint32_t{block[4 * i]} << 24) | (uint32_t{block[4 * i + 1]} << 16) |
-           (uint32_t{block[4 * i + 2]} << 8) | uint32_t{block[4 * i + 3]};
-  }
-  for (int i = 16; i < 64; ++i) {
-    const uint32_t s0 = Rotr(w[i - 15], 7) ^ Rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    const uint32_t s1 = Rotr(w[i - 2], 17) ^ Rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
-  uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
-  for (int i = 0; i < 64; ++i) {
-    const uint32_t t1 = h + (Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25)) + ((e & f) ^ (~e & g)) +
-                        kRound[i] + w[i];
-    const uint32_t t2 = (Rotr(a, 2) ^ Rotr(a, 13) ^ Rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    h = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  state[0] += a;
-  state[1] += b;
-  state[2] += c;
-  state[3] += d;
-  state[4] += e;
-  state[5] += f;
-  state[6] += g;
-  state[7] += h;
+const uint8_t* Bytes(std::string_view text) {
+  return reinterpret_cast<const uint8_t*>(text.data());
 }
 
 }  // namespace
 
 std::array<uint8_t, 32> Sha256(std::string_view data) {
-  uint32_t state[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  const auto* bytes = reinterpret_cast<const uint8_t*>(data.data());
-  size_t full = data.size() / 64;
-  for (size_t i = 0; i < full; ++i) Compress(state, bytes + 64 * i);
-  // The tail, the 0x80 marker and the bit length, in one or two blocks.
-  uint8_t tail[128] = {};
-  const size_t rest = data.size() - 64 * full;
-  if (rest > 0) std::memcpy(tail, bytes + 64 * full, rest);
-  tail[rest] = 0x80;
-  const size_t blocks = rest + 9 > 64 ? 2 : 1;
-  const uint64_t bits = static_cast<uint64_t>(data.size()) * 8;
-  for (int i = 0; i < 8; ++i) tail[blocks * 64 - 1 - i] = static_cast<uint8_t>(bits >> (8 * i));
-  for (size_t i = 0; i < blocks; ++i) Compress(state, tail + 64 * i);
-  std::array<uint8_t, 32> digest;
-  for (int i = 0; i < 8; ++i) {
-    digest[4 * i] = static_cast<uint8_t>(state[i] >> 24);
-    digest[4 * i + 1] = static_cast<uint8_t>(state[i] >> 16);
-    digest[4 * i + 2] = static_cast<uint8_t>(state[i] >> 8);
-    digest[4 * i + 3] = static_cast<uint8_t>(state[i]);
-  }
+  sha256_ctx context;
+  sha256_init(&context);
+  sha256_update(&context, data.size(), Bytes(data));
+  std::array<uint8_t, 32> digest{};
+  sha256_digest(&context, digest.size(), digest.data());
   return digest;
 }
 
@@ -88,23 +29,12 @@ std::string Sha256Hex(std::string_view data) {
 }
 
 std::array<uint8_t, 32> HmacSha256(std::string_view key, std::string_view message) {
-  constexpr size_t kBlock = 64;
-  std::string block_key(key);
-  if (block_key.size() > kBlock) {
-    const auto digest = Sha256(block_key);
-    block_key.assign(reinterpret_cast<const char*>(digest.data()), digest.size());
-  }
-  block_key.resize(kBlock, '\0');
-  std::string inner(kBlock, '\0');
-  std::string outer(kBlock, '\0');
-  for (size_t i = 0; i < kBlock; ++i) {
-    inner[i] = static_cast<char>(block_key[i] ^ 0x36);
-    outer[i] = static_cast<char>(block_key[i] ^ 0x5c);
-  }
-  inner.append(message);
-  const auto inner_digest = Sha256(inner);
-  outer.append(reinterpret_cast<const char*>(inner_digest.data()), inner_digest.size());
-  return Sha256(outer);
+  hmac_sha256_ctx context;
+  hmac_sha256_set_key(&context, key.size(), Bytes(key));
+  hmac_sha256_update(&context, message.size(), Bytes(message));
+  std::array<uint8_t, 32> mac{};
+  hmac_sha256_digest(&context, mac.size(), mac.data());
+  return mac;
 }
 
 }  // namespace ampdelta

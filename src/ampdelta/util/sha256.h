@@ -4,9 +4,9 @@
 /// \brief SHA-256 (FIPS 180-4) and HMAC-SHA256, for the Python SDK's `_amp_batch_id` and
 /// for signing cloud storage requests.
 ///
-/// Implemented here rather than taken from OpenSSL: the Arrow SDK's libparquet exports its
-/// own bundled OpenSSL symbols, and linking Debian's libcrypto beside it would let one
-/// library's calls resolve into the other's copy.
+/// Computed by Nettle (GnuTLS's crypto library), not OpenSSL: the Arrow SDK's libparquet
+/// exports its own bundled OpenSSL symbols, and linking Debian's libcrypto beside it would
+/// let one library's calls resolve into the other's copy.
 
 #include <array>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "ampdelta/delta/action_json.h"
+#include "ampdelta/delta/log/action_json.h"
 
 #include "tests/support/test_util.h"
 

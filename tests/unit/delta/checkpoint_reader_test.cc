@@ -1,7 +1,7 @@
 // Hostile checkpoint input: damaged Parquet and Parquet strings that are not UTF-8 are
 // errors (or, for statistics, left out), never a crash or an exception.
 
-#include "ampdelta/delta/checkpoint_reader.h"
+#include "ampdelta/delta/log/checkpoint_reader.h"
 
 #include <fstream>
 #include <sstream>
@@ -13,8 +13,8 @@
 #include <arrow/table.h>
 #include <parquet/arrow/writer.h>
 
-#include "ampdelta/delta/action_json.h"
-#include "ampdelta/delta/log_path.h"
+#include "ampdelta/delta/log/action_json.h"
+#include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/support/test_util.h"
 

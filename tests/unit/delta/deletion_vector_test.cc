@@ -1,4 +1,4 @@
-#include "ampdelta/delta/deletion_vector.h"
+#include "ampdelta/delta/read/deletion_vector.h"
 
 #include <zlib.h>
 
@@ -22,7 +22,7 @@
 #include <gtest/gtest.h>
 #include <roaring/roaring.h>
 
-#include "ampdelta/delta/action_json.h"
+#include "ampdelta/delta/log/action_json.h"
 #include "ampdelta/storage/local_store.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/support/temp_dir.h"

@@ -1,4 +1,4 @@
-#include "ampdelta/delta/file_tags.h"
+#include "ampdelta/delta/write/file_tags.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "ampdelta/delta/log_path.h"
+#include "ampdelta/delta/log/log_path.h"
 
 #include "tests/support/test_util.h"
 

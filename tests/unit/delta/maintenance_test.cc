@@ -1,8 +1,11 @@
-#include "ampdelta/delta/maintenance.h"
+#include "ampdelta/delta/ops/delete.h"
+#include "ampdelta/delta/ops/optimize.h"
+#include "ampdelta/delta/ops/restore.h"
+#include "ampdelta/delta/ops/vacuum.h"
 
 #include <arrow/buffer.h>
 
-#include "ampdelta/delta/log_path.h"
+#include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/unit/delta/table_test_util.h"
 

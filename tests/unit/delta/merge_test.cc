@@ -1,4 +1,4 @@
-#include "ampdelta/delta/merge.h"
+#include "ampdelta/delta/ops/merge.h"
 
 #include <arrow/builder.h>
 

@@ -1,11 +1,11 @@
-#include "ampdelta/delta/partitioning.h"
+#include "ampdelta/delta/log/partitioning.h"
 
 #include <arrow/array.h>
 #include <arrow/builder.h>
 #include <arrow/scalar.h>
 #include <arrow/type.h>
 
-#include "ampdelta/delta/snapshot.h"
+#include "ampdelta/delta/log/snapshot.h"
 #include "tests/support/test_util.h"
 
 namespace ampdelta::delta {

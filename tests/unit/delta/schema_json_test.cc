@@ -6,7 +6,7 @@
 #include <arrow/type.h>
 #include <arrow/util/key_value_metadata.h>
 
-#include "ampdelta/delta/schema.h"
+#include "ampdelta/delta/log/schema.h"
 #include "tests/support/test_util.h"
 
 namespace ampdelta::delta {

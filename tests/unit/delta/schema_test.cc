@@ -1,4 +1,4 @@
-#include "ampdelta/delta/schema.h"
+#include "ampdelta/delta/log/schema.h"
 
 #include <arrow/array.h>
 #include <arrow/builder.h>

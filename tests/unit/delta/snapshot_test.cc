@@ -1,9 +1,10 @@
-#include "ampdelta/delta/snapshot.h"
+#include "ampdelta/delta/ops/delete.h"
+#include "ampdelta/delta/log/snapshot.h"
 
 #include <arrow/buffer.h>
 
-#include "ampdelta/delta/action_json.h"
-#include "ampdelta/delta/log_path.h"
+#include "ampdelta/delta/log/action_json.h"
+#include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/unit/delta/table_test_util.h"
 

@@ -1,4 +1,4 @@
-#include "ampdelta/delta/stats.h"
+#include "ampdelta/delta/write/stats.h"
 
 #include <arrow/array.h>
 #include <arrow/builder.h>

@@ -1,7 +1,7 @@
 // Hostile table properties (metaData.configuration): values that do not parse, or would
 // overflow, are ignored and the defaults kept.
 
-#include "ampdelta/delta/table_properties.h"
+#include "ampdelta/delta/log/table_properties.h"
 
 #include "tests/support/test_util.h"
 

@@ -8,8 +8,8 @@
 #include <arrow/table.h>
 #include <arrow/type.h>
 
-#include "ampdelta/delta/scan.h"
-#include "ampdelta/delta/table_writer.h"
+#include "ampdelta/delta/read/scan.h"
+#include "ampdelta/delta/write/table_writer.h"
 #include "tests/support/test_util.h"
 
 namespace ampdelta::delta::test_tables {

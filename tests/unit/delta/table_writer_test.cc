@@ -1,4 +1,5 @@
-#include "ampdelta/delta/table_writer.h"
+#include "ampdelta/delta/ops/delete.h"
+#include "ampdelta/delta/write/table_writer.h"
 
 #include <thread>
 
@@ -6,7 +7,7 @@
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
 
-#include "ampdelta/delta/log_path.h"
+#include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/storage/local_store.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/support/temp_dir.h"

@@ -1,6 +1,6 @@
-#include "ampdelta/delta/transaction.h"
+#include "ampdelta/delta/txn/transaction.h"
 
-#include "ampdelta/delta/log_path.h"
+#include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/storage/fault_store.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/unit/delta/table_test_util.h"

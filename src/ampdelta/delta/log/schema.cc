@@ -1,0 +1,714 @@
+#include "ampdelta/delta/log/schema.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <set>
+
+#include <arrow/array.h>
+#include <arrow/buffer.h>
+#include <arrow/compute/api.h>
+#include <arrow/record_batch.h>
+#include <arrow/type.h>
+#include <arrow/util/key_value_metadata.h>
+#include <arrow/util/utf8.h>
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/util/ascii.h"
+#include "ampdelta/util/json_internal.h"
+#include "ampdelta/util/numbers.h"
+#include "ampdelta/util/status.h"
+#include "ampdelta/util/utf8.h"
+
+namespace ampdelta::delta {
+namespace {
+
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+namespace cp = arrow::compute;
+
+arrow::Status BadSchema(const std::string& what) {
+  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid, "invalid Delta schema: ",
+                   what);
+}
+
+arrow::Result<std::shared_ptr<arrow::DataType>> TypeFromJson(const json& type);
+
+arrow::Result<std::shared_ptr<arrow::Field>> FieldFromJson(const json& field) {
+  if (!field.is_object() || !field.contains("name") || !field["name"].is_string() ||
+      !field.contains("type")) {
+    return BadSchema("field without name/type: " +
+                     json_util::DumpJsonLossy(field).substr(0, 200));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto type, TypeFromJson(field["type"]));
+  // json::value() would throw on a nullable that is not a boolean.
+  const std::optional<bool> nullable = json_util::BoolOr(field, "nullable", true);
+  if (!nullable) return BadSchema("'nullable' of a field is not a boolean");
+  std::shared_ptr<arrow::KeyValueMetadata> metadata;
+  if (field.contains("metadata") && field["metadata"].is_object() && !field["metadata"].empty()) {
+    metadata = std::make_shared<arrow::KeyValueMetadata>();
+    for (auto it = field["metadata"].begin(); it != field["metadata"].end(); ++it) {
+      metadata->Append(it.key(), it->dump());
+    }
+  }
+  return arrow::field(field["name"].get<std::string>(), std::move(type), *nullable,
+                      std::move(metadata));
+}
+
+// Precision and scale of "decimal(p,s)", blanks allowed around the numbers as Spark's
+// parser allows them (sscanf's %d would be undefined behaviour beyond int).
+std::optional<std::pair<int64_t, int64_t>> ParseDecimalName(std::string_view name) {
+  constexpr std::string_view kOpen = "decimal(";
+  if (name.substr(0, kOpen.size()) != kOpen || name.back() != ')') return std::nullopt;
+  const std::string_view inner = name.substr(kOpen.size(), name.size() - kOpen.size() - 1);
+  const size_t comma = inner.find(',');
+  if (comma == std::string_view::npos) return std::nullopt;
+  auto trim = [](std::string_view text) {
+    while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+    while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+    return text;
+  };
+  auto precision = ParseInt64(trim(inner.substr(0, comma)));
+  auto scale = ParseInt64(trim(inner.substr(comma + 1)));
+  if (!precision || !scale) return std::nullopt;
+  return std::pair<int64_t, int64_t>{*precision, *scale};
+}
+
+arrow::Result<std::shared_ptr<arrow::DataType>> PrimitiveFromName(const std::string& name) {
+  if (name == "string") return arrow::utf8();
+  if (name == "long") return arrow::int64();
+  if (name == "integer") return arrow::int32();
+  if (name == "short") return arrow::int16();
+  if (name == "byte") return arrow::int8();
+  if (name == "float") return arrow::float32();
+  if (name == "double") return arrow::float64();
+  if (name == "boolean") return arrow::boolean();
+  if (name == "binary") return arrow::binary();
+  if (name == "date") return arrow::date32();
+  if (name == "timestamp") return arrow::timestamp(arrow::TimeUnit::MICRO, "UTC");
+  if (name == "timestamp_ntz") return arrow::timestamp(arrow::TimeUnit::MICRO);
+  if (name == "void") return arrow::null();
+  if (name == "variant") {
+    // Stored as a struct of the binary metadata and value (PROTOCOL.md "Variant Data Type").
+    return arrow::struct_({arrow::field("value", arrow::binary(), false),
+                           arrow::field("metadata", arrow::binary(), false)});
+  }
+  if (name.rfind("decimal", 0) == 0) {
+    std::pair<int64_t, int64_t> precision_scale{10, 0};
+    if (name != "decimal") {
+      auto parsed = ParseDecimalName(name);
+      if (!parsed) return BadSchema("bad decimal type '" + name + "'");
+      precision_scale = *parsed;
+    }
+    const auto [precision, scale] = precision_scale;
+    if (precision < 1 || precision > 38 || scale < 0 || scale > precision) {
+      return BadSchema("decimal precision/scale out of range in '" + name + "'");
+    }
+    return arrow::decimal128(static_cast<int32_t>(precision), static_cast<int32_t>(scale));
+  }
+  return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
+                   "unsupported Delta type '", name, "'");
+}
+
+arrow::Result<std::shared_ptr<arrow::DataType>> TypeFromJson(const json& type) {
+  if (type.is_string()) return PrimitiveFromName(type.get<std::string>());
+  if (!type.is_object() || !type.contains("type") || !type["type"].is_string()) {
+    return BadSchema("bad type: " + json_util::DumpJsonLossy(type).substr(0, 200));
+  }
+  const std::string kind = type["type"].get<std::string>();
+  if (kind == "struct") {
+    if (!type.contains("fields") || !type["fields"].is_array()) {
+      return BadSchema("struct without fields");
+    }
+    arrow::FieldVector fields;
+    for (const auto& field : type["fields"]) {
+      ARROW_ASSIGN_OR_RAISE(auto parsed, FieldFromJson(field));
+      fields.push_back(std::move(parsed));
+    }
+    return arrow::struct_(std::move(fields));
+  }
+  if (kind == "array") {
+    if (!type.contains("elementType")) return BadSchema("array without elementType");
+    ARROW_ASSIGN_OR_RAISE(auto element, TypeFromJson(type["elementType"]));
+    const std::optional<bool> contains_null = json_util::BoolOr(type, "containsNull", true);
+    if (!contains_null) return BadSchema("'containsNull' of an array is not a boolean");
+    return arrow::list(arrow::field("element", element, *contains_null));
+  }
+  if (kind == "map") {
+    if (!type.contains("keyType") || !type.contains("valueType")) {
+      return BadSchema("map without keyType/valueType");
+    }
+    ARROW_ASSIGN_OR_RAISE(auto key, TypeFromJson(type["keyType"]));
+    ARROW_ASSIGN_OR_RAISE(auto value, TypeFromJson(type["valueType"]));
+    const std::optional<bool> contains_null =
+        json_util::BoolOr(type, "valueContainsNull", true);
+    if (!contains_null) return BadSchema("'valueContainsNull' of a map is not a boolean");
+    return std::make_shared<arrow::MapType>(arrow::field("key", key, false),
+                                            arrow::field("value", value, *contains_null));
+  }
+  return BadSchema("unknown complex type '" + kind + "'");
+}
+
+arrow::Result<ojson> TypeToJson(const arrow::DataType& type);
+
+arrow::Result<ojson> FieldToJson(const arrow::Field& field) {
+  ARROW_ASSIGN_OR_RAISE(ojson type, TypeToJson(*field.type()));
+  ojson metadata = ojson::object();
+  if (field.metadata() != nullptr) {
+    for (int64_t i = 0; i < field.metadata()->size(); ++i) {
+      const std::string& key = field.metadata()->key(i);
+      const std::string& value = field.metadata()->value(i);
+      if (key.rfind("ARROW:", 0) == 0 || key.rfind("PARQUET:", 0) == 0) continue;
+      ojson parsed = json_util::ParseJson<ojson>(value);
+      metadata[key] = parsed.is_discarded() ? ojson(value) : parsed;
+    }
+  }
+  return ojson{{"name", field.name()},
+               {"type", std::move(type)},
+               {"nullable", field.nullable()},
+               {"metadata", std::move(metadata)}};
+}
+
+arrow::Result<ojson> TypeToJson(const arrow::DataType& type) {
+  switch (type.id()) {
+    case arrow::Type::STRING:
+      return ojson("string");
+    case arrow::Type::INT64:
+      return ojson("long");
+    case arrow::Type::INT32:
+      return ojson("integer");
+    case arrow::Type::INT16:
+      return ojson("short");
+    case arrow::Type::INT8:
+      return ojson("byte");
+    case arrow::Type::FLOAT:
+      return ojson("float");
+    case arrow::Type::DOUBLE:
+      return ojson("double");
+    case arrow::Type::BOOL:
+      return ojson("boolean");
+    case arrow::Type::BINARY:
+      return ojson("binary");
+    case arrow::Type::DATE32:
+      return ojson("date");
+    case arrow::Type::NA:
+      return ojson("void");
+    case arrow::Type::TIMESTAMP: {
+      const auto& ts = static_cast<const arrow::TimestampType&>(type);
+      if (ts.unit() != arrow::TimeUnit::MICRO) break;
+      if (ts.timezone().empty()) return ojson("timestamp_ntz");
+      return ojson("timestamp");
+    }
+    case arrow::Type::DECIMAL128: {
+      const auto& dec = static_cast<const arrow::Decimal128Type&>(type);
+      return ojson("decimal(" + std::to_string(dec.precision()) + "," +
+                   std::to_string(dec.scale()) + ")");
+    }
+    case arrow::Type::LIST: {
+      const auto& list = static_cast<const arrow::ListType&>(type);
+      ARROW_ASSIGN_OR_RAISE(ojson element, TypeToJson(*list.value_type()));
+      return ojson{{"type", "array"},
+                   {"elementType", std::move(element)},
+                   {"containsNull", list.value_field()->nullable()}};
+    }
+    case arrow::Type::MAP: {
+      const auto& map = static_cast<const arrow::MapType&>(type);
+      ARROW_ASSIGN_OR_RAISE(ojson key, TypeToJson(*map.key_type()));
+      ARROW_ASSIGN_OR_RAISE(ojson value, TypeToJson(*map.item_type()));
+      return ojson{{"type", "map"},
+                   {"keyType", std::move(key)},
+                   {"valueType", std::move(value)},
+                   {"valueContainsNull", map.item_field()->nullable()}};
+    }
+    case arrow::Type::STRUCT: {
+      ojson fields = ojson::array();
+      for (const auto& child : type.fields()) {
+        ARROW_ASSIGN_OR_RAISE(ojson field, FieldToJson(*child));
+        fields.push_back(std::move(field));
+      }
+      return ojson{{"type", "struct"}, {"fields", std::move(fields)}};
+    }
+    default:
+      break;
+  }
+  return InvalidInputError("type ", type.ToString(), " has no Delta equivalent");
+}
+
+
+arrow::Status UnsupportedType(const std::string& column, const arrow::DataType& type,
+                              const std::string& hint = "") {
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '", column,
+                   "' has type ", type.ToString(), ", which Delta Lake cannot store",
+                   hint.empty() ? "" : " (" + hint + ")");
+}
+
+arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& column,
+                                                            const arrow::DataType& type);
+
+arrow::Result<std::shared_ptr<arrow::Field>> ToTableField(const std::string& path,
+                                                          const arrow::Field& field) {
+  ARROW_ASSIGN_OR_RAISE(auto type, ToTableType(path, *field.type()));
+  return arrow::field(field.name(), std::move(type), field.nullable());
+}
+
+// Column names become Parquet column paths, JSON strings in the log and, for partition
+// columns, folder names: they must be non-empty valid UTF-8 without NUL, and free of the
+// characters Spark refuses in column names without column mapping.
+arrow::Status CheckColumnName(const std::string& name, const std::string& parent) {
+  const std::string shown = parent.empty() ? name : parent + "." + name;
+  if (name.empty()) {
+    return InvalidInputError("empty column name", parent.empty() ? "" : " in '" + parent + "'",
+                             ": give every column a name (SELECT expr AS name)");
+  }
+  if (name.find('\0') != std::string::npos) {
+    return InvalidInputError("column name '", EscapeForMessage(shown),
+                             "' contains a NUL character");
+  }
+  if (!IsValidUtf8(name)) {
+    return InvalidInputError("column name '", EscapeForMessage(shown),
+                             "' is not valid UTF-8");
+  }
+  static constexpr std::string_view kRefused = " ,;{}()\n\t=";
+  const size_t bad = name.find_first_of(kRefused);
+  if (bad != std::string::npos) {
+    return InvalidInputError("column name '", EscapeForMessage(shown),
+                             "' contains one of the characters ' ,;{}()\\n\\t=', which Delta "
+                             "readers refuse without column mapping: rename it in the query "
+                             "(SELECT expr AS name)");
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Status CheckUniqueNames(const arrow::FieldVector& fields, const std::string& parent) {
+  std::set<std::string> seen;
+  for (const auto& field : fields) {
+    ARROW_RETURN_NOT_OK(CheckColumnName(field->name(), parent));
+    if (!seen.insert(AsciiLower(field->name())).second) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "duplicate column name '", parent.empty() ? "" : parent + ".",
+                       field->name(), "' (Delta column names are case-insensitive)");
+    }
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& column,
+                                                            const arrow::DataType& type) {
+  switch (type.id()) {
+    case arrow::Type::INT8:
+    case arrow::Type::INT16:
+    case arrow::Type::INT32:
+    case arrow::Type::INT64:
+    case arrow::Type::FLOAT:
+    case arrow::Type::DOUBLE:
+    case arrow::Type::BOOL:
+    case arrow::Type::STRING:
+    case arrow::Type::BINARY:
+    case arrow::Type::DATE32:
+    case arrow::Type::DECIMAL128:
+      return type.GetSharedPtr();
+    case arrow::Type::NA:
+      // Delta's `void` exists, but DuckDB and Polars cannot read a table that has one.
+      return UnsupportedType(column, type,
+                             "a column of NULLs has no type: cast it in the query, e.g. "
+                             "CAST(NULL AS BIGINT)");
+    case arrow::Type::UINT8:
+      return arrow::int16();
+    case arrow::Type::UINT16:
+      return arrow::int32();
+    case arrow::Type::UINT32:
+    case arrow::Type::UINT64:
+      return arrow::int64();
+    case arrow::Type::LARGE_STRING:
+    case arrow::Type::STRING_VIEW:
+      return arrow::utf8();
+    case arrow::Type::LARGE_BINARY:
+    case arrow::Type::BINARY_VIEW:
+    case arrow::Type::FIXED_SIZE_BINARY:
+      return arrow::binary();
+    case arrow::Type::DATE64:
+      return arrow::date32();
+    case arrow::Type::TIMESTAMP: {
+      const auto& ts = static_cast<const arrow::TimestampType&>(type);
+      return ts.timezone().empty() ? arrow::timestamp(arrow::TimeUnit::MICRO)
+                                   : arrow::timestamp(arrow::TimeUnit::MICRO, "UTC");
+    }
+    case arrow::Type::DICTIONARY:
+      return ToTableType(column,
+                         *static_cast<const arrow::DictionaryType&>(type).value_type());
+    case arrow::Type::LIST:
+    case arrow::Type::LARGE_LIST:
+    case arrow::Type::FIXED_SIZE_LIST:
+    case arrow::Type::LIST_VIEW:
+    case arrow::Type::LARGE_LIST_VIEW: {
+      const auto& child = *type.field(0);
+      ARROW_ASSIGN_OR_RAISE(auto element, ToTableType(column + ".element", *child.type()));
+      return arrow::list(arrow::field("element", std::move(element), child.nullable()));
+    }
+    case arrow::Type::MAP: {
+      const auto& map = static_cast<const arrow::MapType&>(type);
+      ARROW_ASSIGN_OR_RAISE(auto key, ToTableType(column + ".key", *map.key_type()));
+      ARROW_ASSIGN_OR_RAISE(auto value, ToTableType(column + ".value", *map.item_type()));
+      return std::make_shared<arrow::MapType>(
+          arrow::field("key", std::move(key), false),
+          arrow::field("value", std::move(value), map.item_field()->nullable()));
+    }
+    case arrow::Type::STRUCT: {
+      arrow::FieldVector fields;
+      for (const auto& child : type.fields()) {
+        ARROW_ASSIGN_OR_RAISE(auto field, ToTableField(column + "." + child->name(), *child));
+        fields.push_back(std::move(field));
+      }
+      ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, column));
+      return arrow::struct_(std::move(fields));
+    }
+    case arrow::Type::DECIMAL256: {
+      // Stored as decimal128 when the declared precision fits Delta's 38 digits.
+      const auto& dec = static_cast<const arrow::Decimal256Type&>(type);
+      if (dec.precision() <= arrow::Decimal128Type::kMaxPrecision) {
+        return arrow::decimal128(dec.precision(), dec.scale());
+      }
+      return UnsupportedType(column, type,
+                             "its precision " + std::to_string(dec.precision()) +
+                                 " exceeds the 38 digits of a Delta decimal; cast it to "
+                                 "decimal(38, s) or to a string in the query");
+    }
+    case arrow::Type::HALF_FLOAT:
+      return UnsupportedType(column, type, "cast it to float in the query");
+    default:
+      return UnsupportedType(column, type);
+  }
+}
+
+// FixedSizeBinary (hashes, addresses) as binary without copying the values: only offsets
+// are built, the value buffer is shared. Falls back to a cast when offsets would overflow.
+arrow::Result<std::shared_ptr<arrow::Array>> FixedToBinary(const arrow::FixedSizeBinaryArray& fixed) {
+  const int64_t width = fixed.byte_width();
+  const int64_t slots = fixed.offset() + fixed.length();
+  if (slots * width >= std::numeric_limits<int32_t>::max()) {
+    return cp::Cast(fixed, arrow::binary(), cp::CastOptions::Safe(arrow::binary()));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto offsets, arrow::AllocateBuffer((slots + 1) * static_cast<int64_t>(sizeof(int32_t))));
+  auto* out = reinterpret_cast<int32_t*>(offsets->mutable_data());
+  for (int64_t i = 0; i <= slots; ++i) out[i] = static_cast<int32_t>(i * width);
+  auto data = arrow::ArrayData::Make(arrow::binary(), fixed.length(),
+                                     {fixed.null_bitmap(), std::move(offsets), fixed.values()},
+                                     fixed.null_count(), fixed.offset());
+  return arrow::MakeArray(std::move(data));
+}
+
+bool IsInteger(const arrow::DataType& type) {
+  switch (type.id()) {
+    case arrow::Type::INT8:
+    case arrow::Type::INT16:
+    case arrow::Type::INT32:
+    case arrow::Type::INT64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Cast one column to its table type. Integer narrowing is checked; times are truncated.
+arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(const std::string& name,
+                                                           const std::shared_ptr<arrow::Array>& column,
+                                                           const std::shared_ptr<arrow::DataType>& target) {
+  if (column->type()->Equals(*target)) return column;
+  // Only conversions a write may make: never a string parsed as a number, say.
+  ARROW_ASSIGN_OR_RAISE(auto stored, ToTableType(name, *column->type()));
+  if (!CanWriteInto(*stored, *target)) {
+    return InvalidInputError("column '", name, "' has type ", DeltaTypeName(*stored),
+                             " in this data; the table stores ", DeltaTypeName(*target));
+  }
+  if (column->type_id() == arrow::Type::FIXED_SIZE_BINARY && target->id() == arrow::Type::BINARY) {
+    return FixedToBinary(static_cast<const arrow::FixedSizeBinaryArray&>(*column));
+  }
+  cp::CastOptions options = cp::CastOptions::Safe(target);
+  options.allow_time_truncate = true;
+  auto cast = cp::Cast(*column, target, options);
+  if (cast.ok()) return *cast;
+  // Name the column and the first offending value, e.g. a UInt64 above 2^63-1.
+  if (column->type_id() == arrow::Type::UINT64 && target->id() == arrow::Type::INT64) {
+    const auto& values = static_cast<const arrow::UInt64Array&>(*column);
+    for (int64_t i = 0; i < values.length(); ++i) {
+      if (values.IsValid(i) && values.Value(i) > static_cast<uint64_t>(INT64_MAX)) {
+        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '", name,
+                         "' (uint64) has value ", values.Value(i),
+                         ", above the largest Delta long (9223372036854775807)");
+      }
+    }
+  }
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '", name,
+                   "' cannot be stored as Delta ", DeltaTypeName(*target), ": ",
+                   cast.status().message());
+}
+
+// Every string value must be valid UTF-8 (Parquet's STRING logical type and every reader
+// require it; Flight does not check what a server sends). The whole value region is checked
+// at once, and then that no value starts inside a multi-byte character.
+template <typename ArrayType>
+arrow::Status CheckStringArray(const std::string& column, const ArrayType& strings) {
+  if (strings.length() == 0) return arrow::Status::OK();
+  static const bool initialized = [] {
+    arrow::util::InitializeUTF8();  // Arrow's validation tables start empty
+    return true;
+  }();
+  (void)initialized;
+  const auto first = strings.value_offset(0);
+  const auto last = strings.value_offset(strings.length());
+  const uint8_t* data = strings.value_data()->data();
+  bool valid = arrow::util::ValidateUTF8(data + first, last - first);
+  for (int64_t i = 0; valid && i < strings.length(); ++i) {
+    const auto offset = strings.value_offset(i);
+    valid = offset == last || (data[offset] & 0xC0) != 0x80;
+  }
+  if (valid) return arrow::Status::OK();
+  for (int64_t i = 0; i < strings.length(); ++i) {
+    const std::string_view value = strings.GetView(i);
+    if (strings.IsValid(i) && !arrow::util::ValidateUTF8(
+                                  reinterpret_cast<const uint8_t*>(value.data()),
+                                  static_cast<int64_t>(value.size()))) {
+      return InvalidInputError("column '", column, "' row ", i,
+                               " holds a string that is not valid UTF-8 (",
+                               EscapeForMessage(std::string(value.substr(0, 32))),
+                               "): cast it to binary in the query or fix the data");
+    }
+  }
+  // Every value is valid on its own: what failed the fast check lies under null slots,
+  // whose bytes are no value.
+  return arrow::Status::OK();
+}
+
+arrow::Status CheckStringsAreUtf8(const std::string& column, const arrow::Array& array) {
+  switch (array.type_id()) {
+    case arrow::Type::STRING:
+      return CheckStringArray(column, static_cast<const arrow::StringArray&>(array));
+    case arrow::Type::LARGE_STRING:
+      return CheckStringArray(column, static_cast<const arrow::LargeStringArray&>(array));
+    case arrow::Type::LIST:
+      return CheckStringsAreUtf8(column + ".element",
+                                 *static_cast<const arrow::ListArray&>(array).values());
+    case arrow::Type::MAP: {
+      const auto& map = static_cast<const arrow::MapArray&>(array);
+      ARROW_RETURN_NOT_OK(CheckStringsAreUtf8(column + ".key", *map.keys()));
+      return CheckStringsAreUtf8(column + ".value", *map.items());
+    }
+    case arrow::Type::STRUCT: {
+      const auto& record = static_cast<const arrow::StructArray&>(array);
+      for (int i = 0; i < record.num_fields(); ++i) {
+        ARROW_RETURN_NOT_OK(CheckStringsAreUtf8(
+            column + "." + record.type()->field(i)->name(), *record.field(i)));
+      }
+      return arrow::Status::OK();
+    }
+    default:
+      return arrow::Status::OK();
+  }
+}
+
+}  // namespace
+
+std::string EscapeForMessage(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7F || c >= 0x80) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The same Delta type: nested nullability and child field names do not matter (a cast
+// settles them), struct field names match as column names do.
+bool SameDeltaType(const arrow::DataType& a, const arrow::DataType& b) {
+  if (a.id() != b.id()) return false;
+  switch (a.id()) {
+    case arrow::Type::LIST:
+      return SameDeltaType(*a.field(0)->type(), *b.field(0)->type());
+    case arrow::Type::MAP: {
+      const auto& x = static_cast<const arrow::MapType&>(a);
+      const auto& y = static_cast<const arrow::MapType&>(b);
+      return SameDeltaType(*x.key_type(), *y.key_type()) &&
+             SameDeltaType(*x.item_type(), *y.item_type());
+    }
+    case arrow::Type::STRUCT: {
+      if (a.num_fields() != b.num_fields()) return false;
+      for (int i = 0; i < a.num_fields(); ++i) {
+        if (!EqualsIgnoreAsciiCase(a.field(i)->name(), b.field(i)->name()) ||
+            !SameDeltaType(*a.field(i)->type(), *b.field(i)->type())) {
+          return false;
+        }
+      }
+      return true;
+    }
+    default:
+      return a.Equals(b, /*check_metadata=*/false);
+  }
+}
+
+}  // namespace
+
+bool CanWriteInto(const arrow::DataType& data, const arrow::DataType& column) {
+  if (SameDeltaType(data, column)) return true;
+  if (IsInteger(data) && IsInteger(column)) return true;
+  if (data.id() == arrow::Type::FLOAT && column.id() == arrow::Type::DOUBLE) return true;
+  if (data.id() == arrow::Type::DECIMAL128 && column.id() == arrow::Type::DECIMAL128) {
+    const auto& from = static_cast<const arrow::Decimal128Type&>(data);
+    const auto& to = static_cast<const arrow::Decimal128Type&>(column);
+    return to.scale() >= from.scale() &&
+           to.precision() - to.scale() >= from.precision() - from.scale();
+  }
+  return false;
+}
+
+int FindFieldIgnoreCase(const arrow::Schema& schema, const std::string& name) {
+  int found = -1;
+  for (int i = 0; i < schema.num_fields(); ++i) {
+    if (EqualsIgnoreAsciiCase(schema.field(i)->name(), name)) {
+      if (schema.field(i)->name() == name) return i;
+      if (found < 0) found = i;
+    }
+  }
+  return found;
+}
+
+arrow::Result<std::shared_ptr<arrow::Schema>> SchemaFromJson(std::string_view schema_string) {
+  json doc = json_util::ParseJson(schema_string);
+  if (doc.is_discarded()) {
+    return BadSchema("schemaString is not JSON (or nests deeper than " +
+                     std::to_string(json_util::kMaxJsonDepth) + " levels)");
+  }
+  // Compared, not read with value(), which throws when "type" is not a string.
+  if (!doc.is_object() || !doc.contains("type") || doc["type"] != "struct" ||
+      !doc.contains("fields") || !doc["fields"].is_array()) {
+    return BadSchema("schemaString is not a struct");
+  }
+  arrow::FieldVector fields;
+  for (const auto& field : doc["fields"]) {
+    ARROW_ASSIGN_OR_RAISE(auto parsed, FieldFromJson(field));
+    fields.push_back(std::move(parsed));
+  }
+  return arrow::schema(std::move(fields));
+}
+
+arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema) {
+  ojson fields = ojson::array();
+  for (const auto& field : schema.fields()) {
+    auto encoded = FieldToJson(*field);
+    if (!encoded.ok()) {
+      return arrow::Status::Invalid("column '", field->name(), "': ", encoded.status().message());
+    }
+    fields.push_back(std::move(*encoded));
+  }
+  // Field names and metadata come from Arrow, whose strings need not be UTF-8.
+  return json_util::DumpJson(ojson{{"type", "struct"}, {"fields", std::move(fields)}},
+                             "the table schema");
+}
+
+arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema& source) {
+  if (source.num_fields() == 0) {
+    return InvalidInputError("the data has no columns: a Delta table needs at least one");
+  }
+  arrow::FieldVector fields;
+  for (const auto& field : source.fields()) {
+    ARROW_ASSIGN_OR_RAISE(auto converted, ToTableField(field->name(), *field));
+    fields.push_back(std::move(converted));
+  }
+  ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, ""));
+  return arrow::schema(std::move(fields));
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
+    const std::shared_ptr<arrow::RecordBatch>& batch,
+    const std::shared_ptr<arrow::Schema>& table_schema) {
+  // A batch may lack nullable columns, never bring one the table does not have: its values
+  // would be dropped without a word.
+  if (batch->num_columns() > 0 &&
+      (batch->num_columns() > table_schema->num_fields() ||
+       !batch->schema()->Equals(*table_schema, /*check_metadata=*/false))) {
+    for (const auto& field : batch->schema()->fields()) {
+      if (FindFieldIgnoreCase(*table_schema, field->name()) < 0) {
+        return InvalidInputError("the data has a column '", EscapeForMessage(field->name()),
+                                 "' that the table's schema does not have");
+      }
+    }
+  }
+  std::vector<std::shared_ptr<arrow::Array>> columns;
+  columns.reserve(table_schema->num_fields());
+  for (const auto& field : table_schema->fields()) {
+    auto source = batch->GetColumnByName(field->name());
+    if (source == nullptr) {
+      // Delta column names are case-insensitive: `Block_Num` writes into `block_num`.
+      const int index = FindFieldIgnoreCase(*batch->schema(), field->name());
+      if (index >= 0) source = batch->column(index);
+    }
+    if (source == nullptr) {
+      if (!field->nullable()) {
+        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                         "the data has no column '", field->name(),
+                         "', which the table requires (not nullable)");
+      }
+      ARROW_ASSIGN_OR_RAISE(auto nulls, arrow::MakeArrayOfNull(field->type(), batch->num_rows()));
+      columns.push_back(std::move(nulls));
+      continue;
+    }
+    ARROW_ASSIGN_OR_RAISE(auto conformed, ConformColumn(field->name(), source, field->type()));
+    ARROW_RETURN_NOT_OK(CheckStringsAreUtf8(field->name(), *conformed));
+    if (!field->nullable() && conformed->null_count() > 0) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '",
+                       field->name(), "' is not nullable but the data has ",
+                       conformed->null_count(), " nulls");
+    }
+    columns.push_back(std::move(conformed));
+  }
+  return arrow::RecordBatch::Make(table_schema, batch->num_rows(), std::move(columns));
+}
+
+std::string DeltaTypeName(const arrow::DataType& type) {
+  auto encoded = TypeToJson(type);
+  if (!encoded.ok()) return type.ToString();
+  if (encoded->is_string()) return encoded->get<std::string>();
+  return (*encoded)["type"].get<std::string>();
+}
+
+bool NeedsTimestampNtz(const arrow::Schema& schema) {
+  std::function<bool(const arrow::DataType&)> visit = [&](const arrow::DataType& type) {
+    if (type.id() == arrow::Type::TIMESTAMP) {
+      return static_cast<const arrow::TimestampType&>(type).timezone().empty();
+    }
+    for (const auto& child : type.fields()) {
+      if (visit(*child->type())) return true;
+    }
+    return false;
+  };
+  for (const auto& field : schema.fields()) {
+    if (visit(*field->type())) return true;
+  }
+  return false;
+}
+
+std::optional<std::string> FieldMetadataValue(const arrow::Field& field, const std::string& key) {
+  if (field.metadata() == nullptr) return std::nullopt;
+  const int index = field.metadata()->FindKey(key);
+  if (index < 0) return std::nullopt;
+  return field.metadata()->value(index);
+}
+
+std::string PhysicalName(const arrow::Field& field) {
+  auto value = FieldMetadataValue(field, "delta.columnMapping.physicalName");
+  if (!value) return field.name();
+  json parsed = json_util::ParseJson(*value);
+  if (parsed.is_string()) return parsed.get<std::string>();
+  return field.name();
+}
+
+}  // namespace ampdelta::delta

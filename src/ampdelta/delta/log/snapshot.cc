@@ -1,0 +1,471 @@
+#include "ampdelta/delta/log/snapshot.h"
+
+#include <algorithm>
+#include <cctype>
+#include <unordered_map>
+
+#include <arrow/buffer.h>
+#include <arrow/type.h>
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/delta/log/action_json.h"
+#include "ampdelta/delta/log/checkpoint_reader.h"
+#include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/util/json_internal.h"
+#include "ampdelta/util/logging.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::delta {
+namespace {
+
+arrow::Status CorruptLog(const std::string& root, const std::string& what) {
+  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "Delta log of ", root,
+                   " is unusable: ", what);
+}
+
+}  // namespace
+
+// Reconciles actions in log order (PROTOCOL.md "Action Reconciliation").
+struct Snapshot::ReplayState {
+  std::optional<Protocol> protocol;
+  std::optional<Metadata> metadata;
+  std::unordered_map<std::string, Add> files;
+  std::unordered_map<std::string, Remove> tombstones;
+  std::map<std::string, SetTransaction> txns;
+  std::map<std::string, DomainMetadata> domains;
+
+  static std::string Key(const std::string& file_key,
+                         const std::optional<DeletionVectorDescriptor>& dv) {
+    return dv ? file_key + "\n" + dv->UniqueId() : file_key;
+  }
+
+  template <typename KeyFn>
+  void Apply(Action&& action, const KeyFn& key_of) {
+    if (auto* add = std::get_if<Add>(&action)) {
+      std::string key = Key(key_of(add->path), add->deletion_vector);
+      tombstones.erase(key);
+      files[std::move(key)] = std::move(*add);
+    } else if (auto* remove = std::get_if<Remove>(&action)) {
+      std::string key = Key(key_of(remove->path), remove->deletion_vector);
+      files.erase(key);
+      tombstones[std::move(key)] = std::move(*remove);
+    } else {
+      ApplyTableAction(std::move(action));
+    }
+  }
+
+  // Protocol, metadata, txn and domain actions; return false for anything else.
+  bool ApplyTableAction(Action&& action) {
+    if (auto* p = std::get_if<Protocol>(&action)) {
+      protocol = std::move(*p);
+    } else if (auto* m = std::get_if<Metadata>(&action)) {
+      metadata = std::move(*m);
+    } else if (auto* txn = std::get_if<SetTransaction>(&action)) {
+      txns[txn->app_id] = std::move(*txn);
+    } else if (auto* domain = std::get_if<DomainMetadata>(&action)) {
+      if (domain->removed) {
+        domains.erase(domain->domain);
+      } else {
+        domains[domain->domain] = std::move(*domain);
+      }
+    } else {
+      return false;
+    }
+    return true;
+  }
+};
+
+namespace {
+
+arrow::Result<std::vector<Action>> ReadCommitActions(storage::ObjectStore& store,
+                                                     const ParsedLogPath& commit) {
+  ARROW_ASSIGN_OR_RAISE(auto data, store.Get(commit.path));
+  return ParseCommit(std::string_view(reinterpret_cast<const char*>(data->data()),
+                                      static_cast<size_t>(data->size())),
+                     commit.path);
+}
+
+// The commit time of a version: the in-commit timestamp when present, else the file time.
+int64_t CommitTimestamp(const std::vector<Action>& actions, int64_t file_time) {
+  for (const auto& action : actions) {
+    if (const auto* info = std::get_if<CommitInfo>(&action)) {
+      if (info->in_commit_timestamp) return *info->in_commit_timestamp;
+    }
+  }
+  return file_time;
+}
+
+}  // namespace
+
+std::string Snapshot::FileKey(const std::string& log_path) const {
+  const std::string scheme = storage::UriScheme(log_path);
+  if (scheme.empty()) return DecodeLogPath(log_path);
+  // An absolute URI: make it relative when it lies inside this table.
+  std::string absolute = log_path;
+  std::string root = store_->root_uri();
+  if (scheme == "file") {
+    std::string path = DecodeLogPath(log_path.substr(5));
+    while (path.rfind("//", 0) == 0) path = path.substr(1);
+    absolute = path;
+    root = root.rfind("file://", 0) == 0 ? root.substr(7) : root;
+  }
+  if (absolute.rfind(root + "/", 0) == 0) return absolute.substr(root.size() + 1);
+  return absolute;
+}
+
+std::optional<int64_t> Snapshot::AppTransactionVersion(const std::string& app_id) const {
+  auto it = txns_.find(app_id);
+  if (it == txns_.end()) return std::nullopt;
+  return it->second.version;
+}
+
+int64_t Snapshot::total_bytes() const {
+  // Sizes come from the log: a hostile one must not overflow (undefined behaviour).
+  int64_t total = 0;
+  for (const auto& file : files_) {
+    if (__builtin_add_overflow(total, file.size, &total)) return INT64_MAX;
+  }
+  return total;
+}
+
+std::optional<int64_t> Snapshot::num_records() const {
+  int64_t total = 0;
+  for (const auto& file : files_) {
+    if (!file.stats) return std::nullopt;
+    auto stats = json_util::ParseJson(*file.stats);
+    if (!stats.is_object() || !stats.contains("numRecords")) return std::nullopt;
+    // Counts from the log that are out of range or overflow the sum make it unknown.
+    const std::optional<int64_t> records = json_util::AsInt64(stats["numRecords"]);
+    if (!records || __builtin_add_overflow(total, *records, &total)) return std::nullopt;
+    if (file.deletion_vector &&
+        __builtin_sub_overflow(total, file.deletion_vector->cardinality, &total)) {
+      return std::nullopt;
+    }
+  }
+  return total;
+}
+
+arrow::Status Snapshot::Adopt(ReplayState state, Version version, int64_t last_time) {
+  const std::string root = store_->root_uri();
+  if (!state.protocol) {
+    return CorruptLog(root, "no protocol action up to version " + std::to_string(version));
+  }
+  if (!state.metadata) {
+    return CorruptLog(root, "no metaData action up to version " + std::to_string(version));
+  }
+  // Entries sorted by their replay key (file key + DV id), the order Update relies on.
+  std::vector<std::pair<std::string, Add>> files(std::make_move_iterator(state.files.begin()),
+                                                 std::make_move_iterator(state.files.end()));
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  files_.items_.clear();
+  files_.items_.reserve(files.size());
+  for (auto& [key, add] : files) files_.items_.push_back(std::make_shared<const Add>(std::move(add)));
+  std::vector<std::pair<std::string, Remove>> tombstones(
+      std::make_move_iterator(state.tombstones.begin()), std::make_move_iterator(state.tombstones.end()));
+  std::sort(tombstones.begin(), tombstones.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  tombstones_.items_.clear();
+  tombstones_.items_.reserve(tombstones.size());
+  for (auto& [key, remove] : tombstones) {
+    tombstones_.items_.push_back(std::make_shared<const Remove>(std::move(remove)));
+  }
+  return AdoptTableState(std::move(*state.protocol), std::move(*state.metadata),
+                         std::move(state.txns), std::move(state.domains), version, last_time);
+}
+
+arrow::Status Snapshot::AdoptTableState(Protocol protocol, Metadata metadata,
+                                        std::map<std::string, SetTransaction> txns,
+                                        std::map<std::string, DomainMetadata> domains,
+                                        Version version, int64_t last_time) {
+  const std::string root = store_->root_uri();
+  ARROW_RETURN_NOT_OK(CheckReadSupported(protocol));
+  if (metadata.schema_string.empty()) {
+    return CorruptLog(root, "the metaData in effect at version " + std::to_string(version) +
+                                " has no 'schemaString'");
+  }
+  if (schema_ == nullptr || metadata.schema_string != metadata_.schema_string) {
+    ARROW_ASSIGN_OR_RAISE(schema_, SchemaFromJson(metadata.schema_string));
+  }
+  for (const auto& column : metadata.partition_columns) {
+    if (FindFieldIgnoreCase(*schema_, column) < 0) {
+      return CorruptLog(root, "partition column '" + column + "' of version " +
+                                  std::to_string(version) + " is not in the table's schema");
+    }
+  }
+  version_ = version;
+  protocol_ = std::move(protocol);
+  metadata_ = std::move(metadata);
+  properties_ = ParseTableProperties(metadata_.configuration);
+  timestamp_ms_ = last_time;
+  txns_ = std::move(txns);
+  if (properties_.set_transaction_retention_ms) {
+    // Expired app transactions are forgotten (delta.setTransactionRetentionDuration).
+    const int64_t cutoff = last_time - *properties_.set_transaction_retention_ms;
+    for (auto it = txns_.begin(); it != txns_.end();) {
+      if (it->second.last_updated && *it->second.last_updated < cutoff) {
+        it = txns_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  domains_ = std::move(domains);
+  return arrow::Status::OK();
+}
+
+namespace {
+
+// Position of `key` in a list sorted by replay key, and whether it is there.
+template <typename T, typename KeyFn>
+std::pair<size_t, bool> Find(const std::vector<std::shared_ptr<const T>>& items,
+                             const std::string& key, const KeyFn& key_of) {
+  auto it = std::lower_bound(items.begin(), items.end(), key,
+                             [&](const std::shared_ptr<const T>& item, const std::string& k) {
+                               return key_of(*item) < k;
+                             });
+  const size_t index = static_cast<size_t>(it - items.begin());
+  return {index, it != items.end() && key_of(**it) == key};
+}
+
+template <typename T, typename KeyFn>
+void Upsert(std::vector<std::shared_ptr<const T>>* items, const std::string& key, T value,
+            const KeyFn& key_of) {
+  auto [index, found] = Find(*items, key, key_of);
+  auto entry = std::make_shared<const T>(std::move(value));
+  if (found) {
+    (*items)[index] = std::move(entry);
+  } else {
+    items->insert(items->begin() + static_cast<std::ptrdiff_t>(index), std::move(entry));
+  }
+}
+
+template <typename T, typename KeyFn>
+void Erase(std::vector<std::shared_ptr<const T>>* items, const std::string& key, const KeyFn& key_of) {
+  auto [index, found] = Find(*items, key, key_of);
+  if (found) items->erase(items->begin() + static_cast<std::ptrdiff_t>(index));
+}
+
+}  // namespace
+
+void Snapshot::ApplyFileAction(Action&& action) {
+  auto add_key = [this](const Add& add) {
+    return ReplayState::Key(FileKey(add.path), add.deletion_vector);
+  };
+  auto remove_key = [this](const Remove& remove) {
+    return ReplayState::Key(FileKey(remove.path), remove.deletion_vector);
+  };
+  if (auto* add = std::get_if<Add>(&action)) {
+    const std::string key = add_key(*add);
+    Erase(&tombstones_.items_, key, remove_key);
+    Upsert(&files_.items_, key, std::move(*add), add_key);
+  } else if (auto* remove = std::get_if<Remove>(&action)) {
+    const std::string key = remove_key(*remove);
+    Erase(&files_.items_, key, add_key);
+    Upsert(&tombstones_.items_, key, std::move(*remove), remove_key);
+  }
+}
+
+arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
+    std::shared_ptr<storage::ObjectStore> store, LogSegment segment) {
+  auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
+  snapshot->store_ = store;
+  const std::string root = store->root_uri();
+  auto key_of = [&](const std::string& path) { return snapshot->FileKey(path); };
+
+  ReplayState state;
+  std::vector<ParsedLogPath> commits = segment.commits;
+  if (segment.checkpoint) {
+    // A damaged checkpoint is skipped in favour of an older one or of the commits.
+    std::vector<CheckpointFiles> candidates = {*segment.checkpoint};
+    candidates.insert(candidates.end(), segment.older_checkpoints.begin(),
+                      segment.older_checkpoints.end());
+    arrow::Status first_error;
+    bool loaded = false;
+    std::vector<ParsedLogPath> all_commits;
+    for (const auto& candidate : candidates) {
+      auto actions = ReadCheckpoint(*store, candidate);
+      if (!actions.ok()) {
+        if (first_error.ok()) first_error = actions.status();
+        AMPDELTA_LOG_WARN("delta skipping unreadable checkpoint version=", candidate.version,
+                          " table=", root, " error=", actions.status().message());
+        continue;
+      }
+      if (candidate.version != segment.checkpoint->version) {
+        // Replaying from an older checkpoint needs every commit after it.
+        if (all_commits.empty()) {
+          ARROW_ASSIGN_OR_RAISE(all_commits, ListCommits(*store));
+        }
+        std::vector<ParsedLogPath> needed;
+        for (const auto& commit : all_commits) {
+          if (commit.version > candidate.version && commit.version <= segment.version) {
+            needed.push_back(commit);
+          }
+        }
+        if (static_cast<Version>(needed.size()) != segment.version - candidate.version) continue;
+        commits = std::move(needed);
+      }
+      for (auto& action : *actions) state.Apply(std::move(action), key_of);
+      loaded = true;
+      break;
+    }
+    if (!loaded) {
+      if (all_commits.empty()) {
+          ARROW_ASSIGN_OR_RAISE(all_commits, ListCommits(*store));
+        }
+      std::vector<ParsedLogPath> needed;
+      for (const auto& commit : all_commits) {
+        if (commit.version <= segment.version) needed.push_back(commit);
+      }
+      const bool complete = static_cast<Version>(needed.size()) == segment.version + 1 &&
+                            (needed.empty() || needed.front().version == 0);
+      if (!complete) {
+        return CorruptLog(root, "checkpoint " + std::to_string(segment.checkpoint->version) +
+                                    " cannot be read (" + first_error.message() +
+                                    ") and the commits before it are gone");
+      }
+      commits = std::move(needed);
+    }
+  }
+
+  int64_t last_time = segment.checkpoint && !segment.checkpoint->files.empty()
+                          ? segment.checkpoint->files.front().last_modified_ms
+                          : 0;
+  for (const auto& commit : commits) {
+    ARROW_ASSIGN_OR_RAISE(auto actions, ReadCommitActions(*store, commit));
+    last_time = CommitTimestamp(actions, commit.last_modified_ms);
+    for (auto& action : actions) state.Apply(std::move(action), key_of);
+  }
+
+  ARROW_RETURN_NOT_OK(snapshot->Adopt(std::move(state), segment.version, last_time));
+  snapshot->segment_ = std::make_shared<const LogSegment>(std::move(segment));
+  return snapshot;
+}
+
+arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Load(
+    std::shared_ptr<storage::ObjectStore> store, const SnapshotOptions& options) {
+  std::optional<Version> version = options.version;
+  if (options.timestamp_ms) {
+    if (version) return InvalidInputError("give a version or a timestamp, not both");
+    ARROW_ASSIGN_OR_RAISE(auto commits, ListCommits(*store));
+    if (commits.empty()) return NotFoundError("no Delta table at ", store->root_uri());
+    std::optional<Version> found;
+    for (const auto& commit : commits) {
+      int64_t time = commit.last_modified_ms;
+      // In-commit timestamps, when the table has them, beat file times.
+      ARROW_ASSIGN_OR_RAISE(auto actions, ReadCommitActions(*store, commit));
+      time = CommitTimestamp(actions, time);
+      if (time <= *options.timestamp_ms) found = commit.version;
+    }
+    if (!found) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "timestamp ",
+                       *options.timestamp_ms, " is before the earliest available version of ",
+                       store->root_uri());
+    }
+    version = found;
+  }
+  ARROW_ASSIGN_OR_RAISE(LogSegment segment, BuildLogSegment(*store, version));
+  ARROW_ASSIGN_OR_RAISE(auto snapshot, Replay(std::move(store), std::move(segment)));
+  return std::shared_ptr<const Snapshot>(std::move(snapshot));
+}
+
+arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Update() const {
+  // Probe the next versions directly: one HEAD per new commit, whatever the log's length.
+  std::vector<ParsedLogPath> commits;
+  for (Version v = version_ + 1;; ++v) {
+    auto head = store_->Head(CommitPath(v));
+    if (!head.ok()) {
+      if (IsError(head.status(), ErrorCode::kNotFound)) break;
+      return head.status();
+    }
+    ParsedLogPath parsed;
+    parsed.path = CommitPath(v);
+    parsed.type = LogFileType::kCommit;
+    parsed.version = v;
+    parsed.size = head->size;
+    parsed.last_modified_ms = head->last_modified_ms;
+    commits.push_back(std::move(parsed));
+  }
+  if (commits.empty()) {
+    // No next commit: either nothing changed, or the log was cleaned up past this version
+    // (an idle reader older than the log retention). A newer checkpoint tells them apart.
+    const auto checkpoint = ReadLastCheckpointHint(*store_);
+    if (checkpoint && *checkpoint > version_) return Load(store_);
+    return shared_from_this();
+  }
+  // New commits must follow this version without gaps; otherwise load from scratch.
+  for (size_t i = 0; i < commits.size(); ++i) {
+    if (commits[i].version != version_ + 1 + static_cast<Version>(i)) {
+      return Load(store_);
+    }
+  }
+  // The new snapshot shares every unchanged file entry with this one; only the new
+  // commits' actions are applied, so the cost follows what changed, not the table's size.
+  auto updated = std::shared_ptr<Snapshot>(new Snapshot(*this));
+  ReplayState table;  // protocol, metadata, txns and domains only; files apply in place
+  table.protocol = protocol_;
+  table.metadata = metadata_;
+  table.txns = txns_;
+  table.domains = domains_;
+  int64_t last_time = timestamp_ms_;
+  for (const auto& commit : commits) {
+    ARROW_ASSIGN_OR_RAISE(auto actions, ReadCommitActions(*store_, commit));
+    last_time = CommitTimestamp(actions, commit.last_modified_ms);
+    for (auto& action : actions) {
+      if (std::holds_alternative<Add>(action) || std::holds_alternative<Remove>(action)) {
+        updated->ApplyFileAction(std::move(action));
+      } else {
+        table.ApplyTableAction(std::move(action));
+      }
+    }
+  }
+  ARROW_RETURN_NOT_OK(updated->AdoptTableState(std::move(*table.protocol), std::move(*table.metadata),
+                                               std::move(table.txns), std::move(table.domains),
+                                               commits.back().version, last_time));
+  // The segment keeps the checkpoint and the latest commits only: the state is replayed
+  // already, and copying a growing listing would make long-lived updates slower and slower.
+  constexpr size_t kUpdateSegmentCommits = 100;
+  auto segment = std::make_shared<LogSegment>();
+  segment->version = updated->version_;
+  segment->checkpoint = segment_->checkpoint;
+  segment->stale_checkpoint_hint = segment_->stale_checkpoint_hint;
+  segment->stale_hint_version = segment_->stale_hint_version;
+  segment->commits = segment_->commits;
+  segment->commits.insert(segment->commits.end(), commits.begin(), commits.end());
+  if (segment->commits.size() > kUpdateSegmentCommits) {
+    segment->commits.erase(segment->commits.begin(),
+                           segment->commits.end() - static_cast<std::ptrdiff_t>(kUpdateSegmentCommits));
+  }
+  updated->segment_ = std::move(segment);
+  return std::shared_ptr<const Snapshot>(std::move(updated));
+}
+
+arrow::Result<std::vector<HistoryEntry>> ReadHistory(storage::ObjectStore& store, size_t limit) {
+  ARROW_ASSIGN_OR_RAISE(auto commits, ListCommits(store));
+  if (commits.empty()) {
+    // A table whose commits were all cleaned up after a checkpoint has no history to show.
+    ARROW_ASSIGN_OR_RAISE(auto entries, store.List(std::string(kLogDir) + "/", ""));
+    if (entries.empty()) return NotFoundError("no Delta table at ", store.root_uri());
+    return std::vector<HistoryEntry>{};
+  }
+  std::vector<HistoryEntry> history;
+  for (auto it = commits.rbegin(); it != commits.rend(); ++it) {
+    if (limit != 0 && history.size() >= limit) break;
+    HistoryEntry entry;
+    entry.version = it->version;
+    entry.timestamp_ms = it->last_modified_ms;
+    ARROW_ASSIGN_OR_RAISE(auto actions, ReadCommitActions(store, *it));
+    for (auto& action : actions) {
+      if (auto* info = std::get_if<CommitInfo>(&action)) {
+        if (info->in_commit_timestamp) entry.timestamp_ms = *info->in_commit_timestamp;
+        entry.commit_info = std::move(*info);
+        break;
+      }
+    }
+    history.push_back(std::move(entry));
+  }
+  return history;
+}
+
+}  // namespace ampdelta::delta

@@ -1,0 +1,170 @@
+#include "ampdelta/delta/log/table_features.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include <arrow/type.h>
+#include <arrow/util/key_value_metadata.h>
+
+#include "ampdelta/delta/log/schema.h"
+#include "ampdelta/util/ascii.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::delta {
+namespace {
+
+// Reader features whose reading rules ampdelta implements.
+const std::set<std::string>& ReadableFeatures() {
+  static const std::set<std::string> features = {
+      "columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint",
+      "vacuumProtocolCheck", "typeWidening", "typeWidening-preview"};
+  return features;
+}
+
+// Writer features ampdelta implements or can safely carry when unused.
+const std::set<std::string>& WritableFeatures() {
+  static const std::set<std::string> features = {
+      "appendOnly",      "invariants",       "checkConstraints", "generatedColumns",
+      "changeDataFeed",  "timestampNtz",     "deletionVectors",  "domainMetadata",
+      "vacuumProtocolCheck", "identityColumns", "allowColumnDefaults"};
+  return features;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+bool AnyField(const arrow::Schema& schema, const std::function<bool(const arrow::Field&)>& pred) {
+  std::function<bool(const arrow::Field&)> visit = [&](const arrow::Field& field) {
+    if (pred(field)) return true;
+    for (const auto& child : field.type()->fields()) {
+      if (visit(*child)) return true;
+    }
+    return false;
+  };
+  for (const auto& field : schema.fields()) {
+    if (visit(*field)) return true;
+  }
+  return false;
+}
+
+bool HasFieldMetadata(const arrow::Schema& schema, const std::string& prefix) {
+  return AnyField(schema, [&](const arrow::Field& field) {
+    if (field.metadata() == nullptr) return false;
+    for (const auto& key : field.metadata()->keys()) {
+      if (key.rfind(prefix, 0) == 0) return true;
+    }
+    return false;
+  });
+}
+
+bool ConfigTrue(const Metadata& metadata, const std::string& key) {
+  auto it = metadata.configuration.find(key);
+  if (it == metadata.configuration.end()) return false;
+  return AsciiLower(it->second) == "true";
+}
+
+}  // namespace
+
+std::vector<std::string> ImpliedWriterFeatures(const Protocol& protocol) {
+  if (protocol.min_writer_version >= 7) {
+    return protocol.writer_features.value_or(std::vector<std::string>{});
+  }
+  std::vector<std::string> features;
+  const int v = protocol.min_writer_version;
+  if (v >= 2) features.insert(features.end(), {"appendOnly", "invariants"});
+  if (v >= 3) features.push_back("checkConstraints");
+  if (v >= 4) features.insert(features.end(), {"changeDataFeed", "generatedColumns"});
+  if (v >= 5) features.push_back("columnMapping");
+  if (v >= 6) features.push_back("identityColumns");
+  return features;
+}
+
+arrow::Status CheckReadSupported(const Protocol& protocol) {
+  if (protocol.min_reader_version < 1 || protocol.min_reader_version > 3) {
+    return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
+                     "table requires reader version ", protocol.min_reader_version,
+                     "; ampdelta reads versions 1 to 3");
+  }
+  if (protocol.min_reader_version == 3) {
+    if (!protocol.reader_features) {
+      return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid,
+                       "protocol has reader version 3 but no readerFeatures");
+    }
+    std::vector<std::string> unknown;
+    for (const auto& feature : *protocol.reader_features) {
+      if (ReadableFeatures().count(feature) == 0) unknown.push_back(feature);
+    }
+    if (!unknown.empty()) {
+      return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
+                       "table uses reader features ampdelta does not support: ",
+                       JoinNames(unknown));
+    }
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& metadata,
+                                  const arrow::Schema& schema) {
+  ARROW_RETURN_NOT_OK(CheckReadSupported(protocol));
+  if (protocol.min_writer_version < 1 || protocol.min_writer_version > 7) {
+    return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
+                     "table requires writer version ", protocol.min_writer_version,
+                     "; ampdelta writes versions 1 to 7");
+  }
+  std::vector<std::string> refused;
+  for (const auto& feature : ImpliedWriterFeatures(protocol)) {
+    if (WritableFeatures().count(feature) == 0) refused.push_back(feature);
+  }
+  // Features ampdelta can carry only while nothing uses them.
+  if (HasFieldMetadata(schema, "delta.invariants")) refused.push_back("invariants (in use)");
+  for (const auto& [key, value] : metadata.configuration) {
+    if (key.rfind("delta.constraints.", 0) == 0) {
+      refused.push_back("checkConstraints (in use: " + key + ")");
+      break;
+    }
+  }
+  if (HasFieldMetadata(schema, "delta.generationExpression")) {
+    refused.push_back("generatedColumns (in use)");
+  }
+  if (HasFieldMetadata(schema, "delta.identity.")) refused.push_back("identityColumns (in use)");
+  if (HasFieldMetadata(schema, "CURRENT_DEFAULT")) {
+    refused.push_back("allowColumnDefaults (in use)");
+  }
+  if (ConfigTrue(metadata, "delta.enableChangeDataFeed")) {
+    refused.push_back("changeDataFeed (enabled)");
+  }
+  if (metadata.configuration.count("delta.columnMapping.mode") != 0 &&
+      metadata.configuration.at("delta.columnMapping.mode") != "none") {
+    refused.push_back("columnMapping (mode " + metadata.configuration.at("delta.columnMapping.mode") + ")");
+  }
+  if (ConfigTrue(metadata, "delta.enableRowTracking")) refused.push_back("rowTracking (enabled)");
+  if (ConfigTrue(metadata, "delta.enableInCommitTimestamps")) {
+    refused.push_back("inCommitTimestamp (enabled)");
+  }
+  std::sort(refused.begin(), refused.end());
+  refused.erase(std::unique(refused.begin(), refused.end()), refused.end());
+  if (!refused.empty()) {
+    return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
+                     "ampdelta cannot write this table; it uses writer features ampdelta does "
+                     "not implement: ",
+                     JoinNames(refused));
+  }
+  return arrow::Status::OK();
+}
+
+Protocol ProtocolForNewTable(const arrow::Schema& schema) {
+  Protocol protocol;
+  if (NeedsTimestampNtz(schema)) {
+    protocol.min_reader_version = 3;
+    protocol.min_writer_version = 7;
+    protocol.reader_features = std::vector<std::string>{"timestampNtz"};
+    protocol.writer_features = std::vector<std::string>{"timestampNtz"};
+  }
+  return protocol;
+}
+
+}  // namespace ampdelta::delta

@@ -1,0 +1,37 @@
+#pragma once
+
+/// \file table_features.h
+/// \brief Which protocol versions and table features ampdelta reads and writes
+/// (PROTOCOL.md "Protocol Evolution", "Table Features").
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <arrow/status.h>
+#include <arrow/type_fwd.h>
+
+#include "ampdelta/delta/log/actions.h"
+
+namespace ampdelta::delta {
+
+/// \brief Fail with kUnsupportedFeature, listing the features, unless ampdelta can read a
+/// table with this protocol.
+arrow::Status CheckReadSupported(const Protocol& protocol);
+
+/// \brief Fail with kUnsupportedFeature, listing what ampdelta does not implement, unless
+/// it can write this table: every writer feature must be implemented, and features whose
+/// rules ampdelta does not enforce (invariants, CHECK constraints, generated or identity
+/// columns, change data feed) must not be in use.
+arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& metadata,
+                                  const arrow::Schema& schema);
+
+/// \brief Return the protocol for a new table: (1,2), or (3,7) with `timestampNtz` when a
+/// column needs it.
+Protocol ProtocolForNewTable(const arrow::Schema& schema);
+
+/// \brief Return the writer features a protocol implies (explicit list at writer v7,
+/// legacy features for lower versions).
+std::vector<std::string> ImpliedWriterFeatures(const Protocol& protocol);
+
+}  // namespace ampdelta::delta

@@ -1,0 +1,130 @@
+#include "ampdelta/delta/log/table_properties.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "ampdelta/util/ascii.h"
+#include "ampdelta/util/logging.h"
+#include "ampdelta/util/numbers.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::delta {
+namespace {
+
+std::optional<std::string> Find(const std::map<std::string, std::string>& config,
+                                const std::string& key) {
+  auto it = config.find(key);
+  if (it != config.end()) return it->second;
+  return std::nullopt;
+}
+
+// Leading blanks and a '+' are accepted, as std::stoll does; trailing text and values
+// outside int64 are not.
+std::optional<int64_t> ParseInt(const std::string& text) {
+  size_t start = 0;
+  while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
+  if (start < text.size() && text[start] == '+') ++start;
+  return ParseInt64(std::string_view(text).substr(start));
+}
+
+}  // namespace
+
+arrow::Result<int64_t> ParseIntervalMs(const std::string& text) {
+  std::istringstream in(text);
+  std::string first;
+  in >> first;
+  const std::string lowered = AsciiLower(first);
+  std::string number_text = first;
+  if (lowered == "interval") in >> number_text;
+  std::string unit;
+  in >> unit;
+  unit = AsciiLower(unit);
+  auto number = ParseInt(number_text);
+  if (!number || unit.empty()) return arrow::Status::Invalid("bad interval '", text, "'");
+  if (unit.back() == 's' && unit.size() > 1) unit.pop_back();
+  static const std::map<std::string, double> kMillis = {
+      {"nanosecond", 1e-6}, {"microsecond", 1e-3}, {"millisecond", 1},
+      {"second", 1e3},      {"minute", 6e4},       {"hour", 3.6e6},
+      {"day", 8.64e7},      {"week", 6.048e8}};
+  auto it = kMillis.find(unit);
+  if (it == kMillis.end()) return arrow::Status::Invalid("bad interval unit in '", text, "'");
+  // A negative retention would make "now - retention" overflow, and a double beyond int64
+  // has no defined conversion: refuse both (the caller keeps the default).
+  const double millis = static_cast<double>(*number) * it->second;
+  if (!(millis >= 0) || millis >= 9.2e18) {
+    return arrow::Status::Invalid("interval '", text, "' is negative or too long");
+  }
+  return static_cast<int64_t>(millis);
+}
+
+TableProperties ParseTableProperties(const std::map<std::string, std::string>& config) {
+  TableProperties props;
+  auto interval = [&](const std::string& key, const std::string& legacy, int64_t* out) {
+    auto value = Find(config, key);
+    if (!value) value = Find(config, legacy);
+    if (!value) return;
+    auto parsed = ParseIntervalMs(*value);
+    if (parsed.ok()) {
+      *out = *parsed;
+    } else {
+      AMPDELTA_LOG_WARN("delta ignoring property ", key, "=", *value);
+    }
+  };
+  auto boolean = [&](const std::string& key, bool* out) {
+    auto value = Find(config, key);
+    if (!value) return;
+    const std::string lowered = AsciiLower(*value);
+    if (lowered == "true") *out = true;
+    if (lowered == "false") *out = false;
+  };
+  if (auto value = Find(config, "delta.checkpointInterval")) {
+    if (auto parsed = ParseInt(*value); parsed && *parsed > 0) props.checkpoint_interval = *parsed;
+  }
+  interval("delta.logRetentionDuration", "logRetentionDuration", &props.log_retention_ms);
+  interval("delta.deletedFileRetentionDuration", "deletedFileRetentionDuration",
+           &props.deleted_file_retention_ms);
+  boolean("delta.enableExpiredLogCleanup", &props.enable_expired_log_cleanup);
+  boolean("delta.appendOnly", &props.append_only);
+  if (auto value = Find(config, "delta.dataSkippingNumIndexedCols")) {
+    if (auto parsed = ParseInt(*value)) props.data_skipping_num_indexed_cols = *parsed;
+  }
+  props.data_skipping_stats_columns = Find(config, "delta.dataSkippingStatsColumns");
+  if (auto value = Find(config, "delta.targetFileSize")) {
+    if (auto parsed = ParseInt(*value); parsed && *parsed > 0) props.target_file_size = *parsed;
+  }
+  if (auto value = Find(config, "delta.setTransactionRetentionDuration")) {
+    if (auto parsed = ParseIntervalMs(*value); parsed.ok()) {
+      props.set_transaction_retention_ms = *parsed;
+    }
+  }
+  return props;
+}
+
+arrow::Status ValidateTableProperties(const std::map<std::string, std::string>& config) {
+  auto bad = [](const std::string& key, const std::string& value, const char* expected) {
+    return InvalidInputError("table property ", key, "='", value, "' is not ", expected);
+  };
+  for (const auto& [key, value] : config) {
+    if (key == "delta.logRetentionDuration" || key == "delta.deletedFileRetentionDuration" ||
+        key == "delta.setTransactionRetentionDuration" || key == "logRetentionDuration" ||
+        key == "deletedFileRetentionDuration") {
+      if (!ParseIntervalMs(value).ok()) {
+        return bad(key, value, "an interval such as 'interval 7 days'");
+      }
+    } else if (key == "delta.checkpointInterval" || key == "delta.targetFileSize") {
+      auto parsed = ParseInt(value);
+      if (!parsed || *parsed <= 0) return bad(key, value, "a positive whole number");
+    } else if (key == "delta.dataSkippingNumIndexedCols") {
+      auto parsed = ParseInt(value);
+      if (!parsed || *parsed < -1) return bad(key, value, "a whole number of at least -1");
+    } else if (key == "delta.appendOnly" || key == "delta.enableExpiredLogCleanup" ||
+               key == "delta.enableChangeDataFeed" || key == "delta.enableDeletionVectors") {
+      const std::string lowered = AsciiLower(value);
+      if (lowered != "true" && lowered != "false") return bad(key, value, "true or false");
+    }
+  }
+  return arrow::Status::OK();
+}
+
+}  // namespace ampdelta::delta

@@ -1,0 +1,147 @@
+#include "ampdelta/delta/ops/delete.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <arrow/compute/api.h>
+#include <arrow/record_batch.h>
+#include <arrow/table.h>
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/delta/read/predicate.h"
+#include "ampdelta/delta/read/scan.h"
+#include "ampdelta/delta/txn/transaction.h"
+#include "ampdelta/delta/txn/write_lease.h"
+#include "ampdelta/delta/write/data_file_writer.h"
+#include "ampdelta/delta/write/file_tags.h"
+#include "ampdelta/delta/write/table_writer.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::delta {
+
+namespace {
+
+// A delete of the rows matching `predicate_text`, or of every row when it is unset.
+arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
+                                   const std::optional<std::string>& predicate_text,
+                                   const DataFileOptions& file_options,
+                                   const CommitOptions& commit_options) {
+  ARROW_ASSIGN_OR_RAISE(auto snapshot, Snapshot::Load(store));
+  ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
+                                          *snapshot->schema()));
+  std::optional<Predicate> predicate;
+  if (predicate_text) {
+    ARROW_ASSIGN_OR_RAISE(predicate, Predicate::Parse(*predicate_text, snapshot->schema()));
+  }
+  DeleteResult result;
+  Transaction txn(store, snapshot, commit_options);
+  ARROW_ASSIGN_OR_RAISE(auto lease, WriteLease::Acquire(store));
+  DataFileOptions options = FileOptionsForTable(snapshot.get(), file_options);
+  options.file_token = lease->token();
+  ARROW_ASSIGN_OR_RAISE(auto writer, DataFileWriter::Make(store, snapshot->schema(),
+                                                          snapshot->partition_columns(),
+                                                          std::move(options)));
+  std::vector<Remove> removes;
+  std::vector<std::string> read;
+  // The files whose tags the delete's output keeps: a stream's recorded block ranges are
+  // progress, not rows, and a delete is respected, never reloaded.
+  std::vector<const Add*> rewritten;
+  const Add* emptied_tagged = nullptr;
+  bool row_count_unknown = false;  // a whole file removed without numRecords
+  for (const auto& file : snapshot->files()) {
+    const FileMatch match = predicate ? predicate->Classify(file, snapshot->partition_columns())
+                                      : FileMatch::kAll;
+    if (match == FileMatch::kNone) {
+      ++result.files_skipped;
+      continue;
+    }
+    read.push_back(snapshot->FileKey(file.path));
+    if (match == FileMatch::kAll) {
+      auto stats = file.stats ? nlohmann::json::parse(*file.stats, nullptr, false) : nlohmann::json();
+      if (stats.is_object() && stats.contains("numRecords") && stats["numRecords"].is_number_integer()) {
+        result.rows_deleted += stats["numRecords"].get<int64_t>() -
+                               (file.deletion_vector ? file.deletion_vector->cardinality : 0);
+      } else {
+        row_count_unknown = true;
+      }
+      removes.push_back(RemoveFor(file));
+      if (file.tags && !file.tags->empty()) {
+        rewritten.push_back(&file);
+        if (emptied_tagged == nullptr) emptied_tagged = &file;
+      }
+      continue;
+    }
+    // Rewrite the file without the matching rows.
+    ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, file));
+    ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch());
+    ARROW_ASSIGN_OR_RAISE(auto matches, predicate->Evaluate(*batch));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum keep, arrow::compute::CallFunction("invert", {matches}));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum kept, arrow::compute::Filter(batch, keep));
+    auto remaining = kept.record_batch();
+    const int64_t deleted = batch->num_rows() - remaining->num_rows();
+    if (deleted == 0) continue;  // statistics were loose: the file stays as it is
+    result.rows_deleted += deleted;
+    result.rows_copied += remaining->num_rows();
+    removes.push_back(RemoveFor(file));
+    rewritten.push_back(&file);
+    ARROW_RETURN_NOT_OK(writer->Write(remaining));
+  }
+  const auto tags = MergeFileTags(rewritten);
+  if (writer->rows_written() == 0 && emptied_tagged != nullptr && tags && !tags->empty()) {
+    // No row is left to carry the tags: an empty file does.
+    ARROW_RETURN_NOT_OK(writer->WriteEmptyFile(emptied_tagged->partition_values));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto adds, writer->Finish());
+  if (result.rows_deleted == 0 && !row_count_unknown) {
+    // Only 0-row files matched (a streamed table emptied before): nothing changes.
+    (void)writer->Abort();
+    return result;
+  }
+  // The copies keep what their sources' tags say (a stream's recorded block ranges).
+  for (auto& add : adds) add.tags = tags;
+  if (removes.empty()) return result;
+  result.files_removed = static_cast<int64_t>(removes.size());
+  result.files_added = static_cast<int64_t>(adds.size());
+  txn.AddFiles(std::move(adds));
+  txn.RemoveFiles(std::move(removes));
+  txn.ReadFiles(read);
+  if (!predicate) txn.ReadWholeTable();
+  std::map<std::string, std::string> parameters;
+  parameters["predicate"] =
+      nlohmann::json(std::vector<std::string>{predicate_text.value_or("true")})
+          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  txn.SetOperation("DELETE", parameters);
+  txn.SetOperationMetrics({{"numRemovedFiles", std::to_string(result.files_removed)},
+                           {"numAddedFiles", std::to_string(result.files_added)},
+                           {"numDeletedRows", std::to_string(result.rows_deleted)},
+                           {"numCopiedRows", std::to_string(result.rows_copied)}});
+  auto committed = txn.Commit();
+  if (!committed.ok()) {
+    (void)writer->Abort();
+    return committed.status();
+  }
+  result.version = committed->version;
+  return result;
+}
+
+}  // namespace
+
+arrow::Result<DeleteResult> DeleteRows(std::shared_ptr<storage::ObjectStore> store,
+                                       const std::string& predicate,
+                                       const DataFileOptions& files,
+                                       const CommitOptions& commit) {
+  if (predicate.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "the delete predicate is empty: give one (e.g. 'block_num >= 100'), "
+                      "or ask explicitly to delete every row");
+  }
+  return Delete(std::move(store), predicate, files, commit);
+}
+
+arrow::Result<DeleteResult> DeleteAllRows(std::shared_ptr<storage::ObjectStore> store,
+                                          const CommitOptions& commit) {
+  return Delete(std::move(store), std::nullopt, {}, commit);
+}
+
+}  // namespace ampdelta::delta

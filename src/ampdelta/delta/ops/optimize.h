@@ -1,0 +1,44 @@
+#pragma once
+
+/// \file optimize.h
+/// \brief OPTIMIZE: bin-packing compaction of small files.
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include <arrow/result.h>
+
+#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/txn/transaction.h"
+#include "ampdelta/delta/write/data_file_writer.h"
+
+namespace ampdelta::delta {
+
+/// \brief Compaction settings.
+struct OptimizeOptions {
+  /// Files are packed into files of about this size; files at least this large stay.
+  int64_t target_size = 128 * 1024 * 1024;
+  /// Only files this accepts are compacted (e.g. a stream's finalised files); all when unset.
+  std::function<bool(const Add&)> eligible;
+  DataFileOptions files;
+  CommitOptions commit;
+};
+
+/// \brief What a compaction did.
+struct OptimizeResult {
+  std::optional<Version> version;  // unset when nothing needed compacting
+  int64_t files_removed = 0;
+  int64_t files_added = 0;
+  int64_t partitions_optimized = 0;
+  int64_t rows = 0;
+};
+
+/// \brief Bin-pack the small files of each partition into files of about the target size,
+/// in one commit whose actions have dataChange = false: readers see the same rows, and
+/// concurrent appends never conflict with it. Deletion vectors are applied while rewriting;
+/// the new files' tags are merged from the old ones (file_tags.h).
+arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> store,
+                                       const OptimizeOptions& options = {});
+
+}  // namespace ampdelta::delta

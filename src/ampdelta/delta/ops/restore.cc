@@ -1,0 +1,116 @@
+#include "ampdelta/delta/ops/restore.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <arrow/record_batch.h>
+#include <arrow/table.h>
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/read/deletion_vector.h"
+#include "ampdelta/delta/txn/write_lease.h"
+#include "ampdelta/delta/write/table_writer.h"
+#include "ampdelta/util/clock.h"
+#include "ampdelta/util/logging.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::delta {
+
+namespace {
+
+std::string FileIdentity(const Snapshot& snapshot, const std::string& path,
+                         const std::optional<DeletionVectorDescriptor>& dv) {
+  return snapshot.FileKey(path) + (dv ? "\n" + dv->UniqueId() : "");
+}
+
+}  // namespace
+
+namespace {
+
+arrow::Result<CommitResult> RestoreOnce(const std::shared_ptr<storage::ObjectStore>& store,
+                                        Version version, const CommitOptions& commit) {
+  ARROW_ASSIGN_OR_RAISE(auto latest, Snapshot::Load(store));
+  ARROW_ASSIGN_OR_RAISE(auto target, Snapshot::Load(store, SnapshotOptions{version, std::nullopt}));
+  ARROW_RETURN_NOT_OK(CheckWriteSupported(latest->protocol(), latest->metadata(), *latest->schema()));
+  std::set<std::string> in_target;
+  std::set<std::string> in_latest;
+  for (const auto& add : target->files()) in_target.insert(FileIdentity(*target, add.path, add.deletion_vector));
+  for (const auto& add : latest->files()) in_latest.insert(FileIdentity(*latest, add.path, add.deletion_vector));
+  // The files to add back are protected by a lease before they are checked, and checked
+  // only once no vacuum that could have missed the lease is running (write_lease.h).
+  std::vector<std::string> revived;
+  for (const auto& add : target->files()) {
+    if (in_latest.count(FileIdentity(*target, add.path, add.deletion_vector)) != 0) continue;
+    revived.push_back(target->FileKey(add.path));
+    if (auto dv = DeletionVectorFileKey(add.deletion_vector)) revived.push_back(*dv);
+  }
+  ARROW_ASSIGN_OR_RAISE(auto lease, WriteLease::Acquire(store, LeaseKind::kWrite, revived));
+  ARROW_RETURN_NOT_OK(WaitForVacuums(*store, std::chrono::minutes(10)));
+  std::vector<Add> adds;
+  for (const auto& add : target->files()) {
+    if (in_latest.count(FileIdentity(*target, add.path, add.deletion_vector)) != 0) continue;
+    if (auto dv = DeletionVectorFileKey(add.deletion_vector); dv && !store->Head(*dv).ok()) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "cannot restore version ",
+                       version, ": its deletion vector ", *dv, " no longer exists (vacuumed)");
+    }
+    auto head = store->Head(target->FileKey(add.path));
+    if (!head.ok()) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "cannot restore version ",
+                       version, ": its file ", target->FileKey(add.path), " no longer exists (vacuumed)");
+    }
+    Add restored = add;
+    restored.data_change = true;
+    adds.push_back(std::move(restored));
+  }
+  std::vector<Remove> removes;
+  // The files the target shares with the latest version stay: a concurrent commit that
+  // removes one of them (a compaction, a delete) makes the restore start over.
+  std::vector<std::string> kept;
+  for (const auto& add : latest->files()) {
+    if (in_target.count(FileIdentity(*latest, add.path, add.deletion_vector)) == 0) {
+      removes.push_back(RemoveFor(add, /*data_change=*/true));
+    } else {
+      kept.push_back(latest->FileKey(add.path));
+    }
+  }
+  Transaction txn(store, latest, commit);
+  txn.ReadFiles(kept);
+  if (!(target->metadata() == latest->metadata())) txn.SetMetadata(target->metadata());
+  // The result is the target's files whatever happened meanwhile: what concurrent commits
+  // added is removed as well (a stream notices and loads it again).
+  txn.ReplaceWholeTable();
+  const int64_t added = static_cast<int64_t>(adds.size());
+  const int64_t removed = static_cast<int64_t>(removes.size());
+  txn.AddFiles(std::move(adds));
+  txn.RemoveFiles(std::move(removes));
+  txn.SetOperation("RESTORE", {{"version", std::to_string(version)}});
+  txn.SetOperationMetrics({{"numRestoredFiles", std::to_string(added)},
+                           {"numRemovedFiles", std::to_string(removed)}});
+  return txn.Commit();
+}
+
+}  // namespace
+
+arrow::Result<CommitResult> Restore(std::shared_ptr<storage::ObjectStore> store, Version version,
+                                    const CommitOptions& commit) {
+  // A restore reads the whole table, so a concurrent writer (a stream) makes it conflict;
+  // what it must do is still well defined, so it starts over from the new latest version.
+  constexpr int kAttempts = 20;
+  for (int attempt = 1;; ++attempt) {
+    auto restored = RestoreOnce(store, version, commit);
+    if (restored.ok() || !IsError(restored.status(), ErrorCode::kCommitConflict) ||
+        attempt >= kAttempts) {
+      return restored;
+    }
+    AMPDELTA_LOG_INFO("delta restore conflicted with a concurrent commit, starting over attempt=",
+                      attempt);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10 * attempt));
+  }
+}
+
+}  // namespace ampdelta::delta

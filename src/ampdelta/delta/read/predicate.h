@@ -1,0 +1,65 @@
+#pragma once
+
+/// \file predicate.h
+/// \brief Row predicates for delete and scans (`block_num >= 100 AND network = 'eth'`):
+/// evaluated exactly on rows, and conservatively on files from partition values and
+/// statistics so untouched files are skipped.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <arrow/compute/api.h>
+#include <arrow/result.h>
+#include <arrow/type_fwd.h>
+
+#include "ampdelta/delta/log/actions.h"
+
+namespace ampdelta::delta {
+
+/// \brief What a predicate can say about a whole file.
+enum class FileMatch : uint8_t {
+  /// No row of the file can match.
+  kNone,
+  /// Every row of the file matches.
+  kAll,
+  /// Some rows may match: the file must be read.
+  kSome,
+};
+
+/// \brief A conjunction of comparisons bound to a table schema. Immutable.
+class Predicate {
+ public:
+  /// \brief Parse `col <op> literal [AND …]`, `col BETWEEN a AND b`, `col IS [NOT] NULL`
+  /// (ops `= != <> < <= > >=`; literals: numbers, 'strings', true/false) and bind it to
+  /// `schema`. Column names may be quoted with "" or ``.
+  /// \return Invalid naming an unknown column, a bad literal or unsupported syntax
+  static arrow::Result<Predicate> Parse(const std::string& text,
+                                        const std::shared_ptr<arrow::Schema>& schema);
+
+  /// \brief Return a boolean array: true where the row matches (null never matches).
+  arrow::Result<std::shared_ptr<arrow::Array>> Evaluate(const arrow::RecordBatch& batch) const;
+
+  /// \brief Classify a file from its partition values and statistics.
+  FileMatch Classify(const Add& file, const std::vector<std::string>& partition_columns) const;
+
+  /// \brief Return the predicate as written.
+  const std::string& text() const { return text_; }
+  /// \brief Return the columns the predicate reads.
+  std::vector<std::string> columns() const;
+
+ private:
+  struct Term {
+    std::string column;
+    std::shared_ptr<arrow::DataType> type;
+    std::string function;  // "equal", "less", …, "is_null", "is_valid"
+    std::shared_ptr<arrow::Scalar> value;
+  };
+  FileMatch ClassifyTerm(const Term& term, const Add& file, bool is_partition,
+                         const void* stats) const;
+
+  std::string text_;
+  std::vector<Term> terms_;
+};
+
+}  // namespace ampdelta::delta

@@ -1,0 +1,243 @@
+#include "ampdelta/delta/read/scan.h"
+
+#include <arrow/array.h>
+#include <arrow/compute/api.h>
+#include <arrow/io/interfaces.h>
+#include <arrow/record_batch.h>
+#include <arrow/table.h>
+#include <arrow/type.h>
+#include <parquet/arrow/reader.h>
+
+#include "ampdelta/delta/read/deletion_vector.h"
+#include "ampdelta/delta/log/partitioning.h"
+#include "ampdelta/delta/log/schema.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::delta {
+namespace {
+
+namespace cp = arrow::compute;
+
+// Reads one data file batch by batch, producing table-schema batches.
+class FileReader {
+ public:
+  static arrow::Result<std::unique_ptr<FileReader>> Open(const Snapshot& snapshot, const Add& file) {
+    auto reader = std::unique_ptr<FileReader>(new FileReader());
+    reader->schema_ = snapshot.schema();
+    reader->partition_columns_ = snapshot.partition_columns();
+    reader->file_ = file;
+    const std::string key = snapshot.FileKey(file.path);
+    auto input = snapshot.store()->OpenInputFile(key);
+    if (!input.ok()) {
+      // A file the log names but the store lacks: the table is damaged (a deleted file, a
+      // vacuum by a writer that ignored retention), not the caller's input.
+      if (IsError(input.status(), ErrorCode::kNotFound)) {
+        return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "data file ", key,
+                         " of version ", snapshot.version(), " is missing from the table");
+      }
+      return input.status();
+    }
+    auto opened = parquet::arrow::OpenFile(*input, arrow::default_memory_pool());
+    if (!opened.ok()) {
+      return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "data file ", key,
+                       " is not readable Parquet: ", opened.status().message());
+    }
+    reader->parquet_ = std::move(*opened);
+    ARROW_ASSIGN_OR_RAISE(reader->batches_, reader->parquet_->GetRecordBatchReader());
+    if (file.deletion_vector) {
+      ARROW_ASSIGN_OR_RAISE(auto deleted,
+                            LoadDeletionVector(*snapshot.store(), *file.deletion_vector));
+      reader->deleted_ = std::make_unique<DeletedRows>(std::move(deleted));
+    }
+    return reader;
+  }
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() {
+    while (true) {
+      std::shared_ptr<arrow::RecordBatch> raw;
+      ARROW_RETURN_NOT_OK(batches_->ReadNext(&raw));
+      if (raw == nullptr) return nullptr;
+      const int64_t offset = row_offset_;
+      row_offset_ += raw->num_rows();
+      ARROW_ASSIGN_OR_RAISE(auto batch, ToTableSchema(*raw));
+      if (deleted_ != nullptr) {
+        ARROW_ASSIGN_OR_RAISE(auto keep, deleted_->KeepMask(offset, batch->num_rows()));
+        ARROW_ASSIGN_OR_RAISE(arrow::Datum filtered, cp::Filter(batch, keep));
+        batch = filtered.record_batch();
+      }
+      if (batch->num_rows() > 0 || raw->num_rows() == 0) return batch;
+    }
+  }
+
+ private:
+  FileReader() = default;
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> ToTableSchema(const arrow::RecordBatch& raw) {
+    std::vector<std::shared_ptr<arrow::Array>> columns;
+    for (const auto& field : schema_->fields()) {
+      if (IsPartitionColumn(partition_columns_, field->name())) {
+        const std::optional<std::string> value =
+            FindPartitionValue(file_.partition_values, field->name());
+        ARROW_ASSIGN_OR_RAISE(auto scalar, ParsePartitionValue(value, field->type()));
+        ARROW_ASSIGN_OR_RAISE(auto array, arrow::MakeArrayFromScalar(*scalar, raw.num_rows()));
+        columns.push_back(std::move(array));
+        continue;
+      }
+      auto column = raw.GetColumnByName(PhysicalName(*field));
+      if (column == nullptr) {
+        // Files written before a column was added read it as null.
+        ARROW_ASSIGN_OR_RAISE(auto nulls, arrow::MakeArrayOfNull(field->type(), raw.num_rows()));
+        columns.push_back(std::move(nulls));
+        continue;
+      }
+      ARROW_ASSIGN_OR_RAISE(auto logical, ToLogical(column, *field->type()));
+      columns.push_back(std::move(logical));
+    }
+    return arrow::RecordBatch::Make(schema_, raw.num_rows(), std::move(columns));
+  }
+
+  // Rename column-mapped struct children to their logical names and cast to the table type
+  // (older files may hold narrower types or other timestamp units).
+  static arrow::Result<std::shared_ptr<arrow::Array>> ToLogical(
+      const std::shared_ptr<arrow::Array>& array, const arrow::DataType& type) {
+    if (type.id() == arrow::Type::STRUCT && array->type_id() == arrow::Type::STRUCT) {
+      const auto& st = static_cast<const arrow::StructArray&>(*array);
+      std::vector<std::shared_ptr<arrow::Array>> children;
+      for (const auto& child : type.fields()) {
+        const int index = st.struct_type()->GetFieldIndex(PhysicalName(*child));
+        if (index < 0) {
+          ARROW_ASSIGN_OR_RAISE(auto nulls, arrow::MakeArrayOfNull(child->type(), st.length()));
+          children.push_back(std::move(nulls));
+        } else {
+          ARROW_ASSIGN_OR_RAISE(auto converted, ToLogical(st.field(index), *child->type()));
+          children.push_back(std::move(converted));
+        }
+      }
+      return std::make_shared<arrow::StructArray>(type.GetSharedPtr(), st.length(),
+                                                  std::move(children), st.null_bitmap(),
+                                                  st.null_count(), st.offset());
+    }
+    if (array->type()->Equals(type)) return array;
+    cp::CastOptions options = cp::CastOptions::Safe(type.GetSharedPtr());
+    options.allow_time_truncate = true;
+    auto cast = cp::Cast(*array, type.GetSharedPtr(), options);
+    if (!cast.ok()) {
+      return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid, "data file column of type ",
+                       array->type()->ToString(), " does not match table type ", type.ToString(),
+                       ": ", cast.status().message());
+    }
+    return *cast;
+  }
+
+  std::shared_ptr<arrow::Schema> schema_;
+  std::vector<std::string> partition_columns_;
+  Add file_;
+  std::unique_ptr<parquet::arrow::FileReader> parquet_;
+  std::unique_ptr<arrow::RecordBatchReader> batches_;
+  std::unique_ptr<DeletedRows> deleted_;
+  int64_t row_offset_ = 0;
+};
+
+}  // namespace
+
+class TableScan::Impl {
+ public:
+  std::shared_ptr<const Snapshot> snapshot;
+  ScanOptions options;
+  std::shared_ptr<arrow::Schema> output_schema;
+  std::vector<int> projection;
+  size_t next_file = 0;
+  std::unique_ptr<FileReader> current;
+  int64_t scanned = 0;
+  int64_t skipped = 0;
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() {
+    while (true) {
+      if (current == nullptr) {
+        const auto& files = snapshot->files();
+        while (next_file < files.size()) {
+          const Add& file = files[next_file];
+          if (options.predicate &&
+              options.predicate->Classify(file, snapshot->partition_columns()) == FileMatch::kNone) {
+            ++skipped;
+            ++next_file;
+            continue;
+          }
+          break;
+        }
+        if (next_file >= files.size()) return nullptr;
+        ARROW_ASSIGN_OR_RAISE(current, FileReader::Open(*snapshot, files[next_file++]));
+        ++scanned;
+      }
+      ARROW_ASSIGN_OR_RAISE(auto batch, current->Next());
+      if (batch == nullptr) {
+        current.reset();
+        continue;
+      }
+      if (options.predicate) {
+        ARROW_ASSIGN_OR_RAISE(auto mask, options.predicate->Evaluate(*batch));
+        ARROW_ASSIGN_OR_RAISE(arrow::Datum filtered, cp::Filter(batch, mask));
+        batch = filtered.record_batch();
+      }
+      std::vector<std::shared_ptr<arrow::Array>> columns;
+      for (int index : projection) columns.push_back(batch->column(index));
+      return arrow::RecordBatch::Make(output_schema, batch->num_rows(), std::move(columns));
+    }
+  }
+};
+
+TableScan::TableScan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TableScan::~TableScan() = default;
+
+arrow::Result<std::unique_ptr<TableScan>> TableScan::Make(std::shared_ptr<const Snapshot> snapshot,
+                                                          ScanOptions options) {
+  auto impl = std::make_unique<Impl>();
+  const auto& schema = snapshot->schema();
+  arrow::FieldVector fields;
+  if (options.columns.empty()) {
+    for (int i = 0; i < schema->num_fields(); ++i) impl->projection.push_back(i);
+    fields = schema->fields();
+  } else {
+    for (const auto& name : options.columns) {
+      const int index = FindFieldIgnoreCase(*schema, name);
+      if (index < 0) {
+        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "table has no column '",
+                         name, "'");
+      }
+      impl->projection.push_back(index);
+      fields.push_back(schema->field(index));
+    }
+  }
+  impl->output_schema = arrow::schema(std::move(fields));
+  impl->snapshot = std::move(snapshot);
+  impl->options = std::move(options);
+  return std::unique_ptr<TableScan>(new TableScan(std::move(impl)));
+}
+
+const std::shared_ptr<arrow::Schema>& TableScan::schema() const { return impl_->output_schema; }
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> TableScan::Next() { return impl_->Next(); }
+int64_t TableScan::files_scanned() const { return impl_->scanned; }
+int64_t TableScan::files_skipped() const { return impl_->skipped; }
+
+arrow::Result<std::shared_ptr<arrow::Table>> TableScan::ToTable() {
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
+  while (true) {
+    ARROW_ASSIGN_OR_RAISE(auto batch, Next());
+    if (batch == nullptr) break;
+    if (batch->num_rows() > 0) batches.push_back(std::move(batch));
+  }
+  return arrow::Table::FromRecordBatches(impl_->output_schema, batches);
+}
+
+arrow::Result<std::shared_ptr<arrow::Table>> ReadDataFile(const Snapshot& snapshot, const Add& file) {
+  ARROW_ASSIGN_OR_RAISE(auto reader, FileReader::Open(snapshot, file));
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
+  while (true) {
+    ARROW_ASSIGN_OR_RAISE(auto batch, reader->Next());
+    if (batch == nullptr) break;
+    batches.push_back(std::move(batch));
+  }
+  return arrow::Table::FromRecordBatches(snapshot.schema(), batches);
+}
+
+}  // namespace ampdelta::delta

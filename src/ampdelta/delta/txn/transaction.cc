@@ -1,0 +1,420 @@
+#include "ampdelta/delta/txn/transaction.h"
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include <arrow/buffer.h>
+
+#include "ampdelta/delta/log/action_json.h"
+#include "ampdelta/delta/txn/checkpoint_writer.h"
+#include "ampdelta/delta/log/log_segment.h"
+#include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/util/logging.h"
+#include "ampdelta/util/clock.h"
+#include "ampdelta/util/status.h"
+#include "ampdelta/util/uuid.h"
+#include "ampdelta/version.h"
+
+namespace ampdelta::delta {
+namespace {
+
+template <typename... Args>
+arrow::Status Conflict(Args&&... args) {
+  return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError,
+                   std::forward<Args>(args)...);
+}
+
+void Backoff(const CommitOptions& options, int attempt) {
+  static thread_local std::mt19937 random(std::random_device{}());
+  const int64_t base = options.initial_backoff.count() << std::min(attempt, 20);
+  const int64_t capped = std::min<int64_t>(base, options.max_backoff.count());
+  std::uniform_int_distribution<int64_t> jitter(capped / 2, std::max<int64_t>(capped, 1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(jitter(random)));
+}
+
+}  // namespace
+
+Transaction::Transaction(std::shared_ptr<storage::ObjectStore> store,
+                         std::shared_ptr<const Snapshot> read_snapshot, CommitOptions options)
+    : store_(std::move(store)),
+      read_snapshot_(std::move(read_snapshot)),
+      options_(options),
+      txn_id_(NewUuid()) {}
+
+void Transaction::AddFiles(std::vector<Add> files) {
+  for (auto& file : files) adds_.push_back(std::move(file));
+}
+
+void Transaction::RemoveFiles(std::vector<Remove> files) {
+  for (auto& file : files) removes_.push_back(std::move(file));
+}
+
+void Transaction::SetOperation(std::string operation, std::map<std::string, std::string> parameters) {
+  operation_ = std::move(operation);
+  parameters_ = std::move(parameters);
+}
+
+arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version, int64_t now_ms) const {
+  std::vector<Action> actions;
+  CommitInfo info;
+  info.timestamp = now_ms;
+  info.operation = operation_;
+  info.operation_parameters = parameters_;
+  if (read_snapshot_) info.read_version = read_snapshot_->version();
+  info.isolation_level = serializable_ ? "Serializable" : "WriteSerializable";
+  const bool blind_append = removes_.empty() && !read_whole_table_ && read_files_.empty() &&
+                            !metadata_ && !protocol_ && !txn_;
+  info.is_blind_append = blind_append;
+  info.operation_metrics = metrics_;
+  info.engine_info = std::string("ampdelta/") + kVersion;
+  info.txn_id = txn_id_;
+  actions.emplace_back(std::move(info));
+  if (protocol_) actions.emplace_back(*protocol_);
+  if (metadata_) actions.emplace_back(*metadata_);
+  if (txn_) {
+    SetTransaction txn = *txn_;
+    if (!txn.last_updated) txn.last_updated = now_ms;
+    actions.emplace_back(std::move(txn));
+  }
+  for (const auto& domain : domains_) actions.emplace_back(domain);
+  for (const auto& remove : removes_) {
+    Remove tombstone = remove;
+    if (!tombstone.deletion_timestamp) tombstone.deletion_timestamp = now_ms;
+    tombstone.data_change = data_change_;
+    actions.emplace_back(std::move(tombstone));
+  }
+  for (const auto& add : adds_) {
+    Add file = add;
+    file.data_change = data_change_ && add.data_change;  // a re-tag is no data change
+    actions.emplace_back(std::move(file));
+  }
+  (void)version;
+  return actions;
+}
+
+arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Version version) {
+  std::set<std::string> our_removes;
+  for (const auto& remove : removes_) our_removes.insert(DecodeLogPath(remove.path));
+  // Files we re-add as they are (re-tagged, dataChange=false) must still exist: a concurrent
+  // remove of one, even by a compaction, would be undone by our add.
+  std::set<std::string> readded;
+  for (const auto& add : adds_) {
+    if (!add.data_change) {
+      our_removes.insert(DecodeLogPath(add.path));
+      readded.insert(DecodeLogPath(add.path));
+    }
+  }
+  std::set<std::string> superseded;
+  std::set<std::string> our_adds;
+  for (const auto& add : adds_) our_adds.insert(DecodeLogPath(add.path));
+  std::set<std::string> our_domains;
+  for (const auto& domain : domains_) our_domains.insert(domain.domain);
+  bool winner_blind = false;
+  std::vector<Add> winner_adds;
+  for (const auto& action : winner) {
+    if (const auto* info = std::get_if<CommitInfo>(&action)) {
+      winner_blind = info->is_blind_append.value_or(false);
+    }
+  }
+  // Another writer of the same application is reported as such below, never as a rollback
+  // (resuming from the table would adopt its progress).
+  const bool same_app = txn_ && std::any_of(winner.begin(), winner.end(), [&](const Action& action) {
+    const auto* txn = std::get_if<SetTransaction>(&action);
+    return txn != nullptr && txn->app_id == txn_->app_id;
+  });
+  if ((!watched_.empty() || !watched_tag_.empty()) && !same_app) {
+    // The read snapshot's files carrying the tag are watched too (removes by other engines
+    // may drop tags); collected here, on the conflict path, not on every commit.
+    if (!watched_tag_.empty() && read_snapshot_ && !watched_tagged_files_) {
+      for (const auto& file : read_snapshot_->files()) {
+        if (file.tags && file.tags->count(watched_tag_) != 0) {
+          watched_.insert(read_snapshot_->FileKey(file.path));
+        }
+      }
+      watched_tagged_files_ = true;
+    }
+    for (const auto& action : winner) {
+      const auto* remove = std::get_if<Remove>(&action);
+      if (remove == nullptr || !remove->data_change) continue;
+      const std::string key = DecodeLogPath(remove->path);
+      const bool tagged = !watched_tag_.empty() && remove->tags &&
+                          remove->tags->count(watched_tag_) != 0;
+      if (watched_.count(key) != 0 || tagged) {
+        return Conflict("concurrent commit ", version, " removed file ", key,
+                        " that this transaction builds on (a restore or delete took it back)")
+            .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kRolledBack));
+      }
+    }
+    // A file carrying the tag added as a data change by someone else (a restore giving back
+    // progress taken earlier): what the table records moved, so resume from it.
+    for (const auto& action : winner) {
+      const auto* add = std::get_if<Add>(&action);
+      if (add == nullptr || !add->data_change || watched_tag_.empty() || !add->tags ||
+          add->tags->count(watched_tag_) == 0) {
+        continue;
+      }
+      return Conflict("concurrent commit ", version, " added file ", DecodeLogPath(add->path),
+                      " recording progress of this transaction's application (a restore "
+                      "gave it back)")
+          .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kRolledBack));
+    }
+  }
+  for (const auto& action : winner) {
+    if (std::holds_alternative<Protocol>(action)) {
+      return Conflict("the table's protocol changed in concurrent commit ", version);
+    }
+    if (std::holds_alternative<Metadata>(action)) {
+      return Conflict("the table's metadata (schema or properties) changed in concurrent commit ",
+                      version);
+    }
+    if (const auto* txn = std::get_if<SetTransaction>(&action)) {
+      if (txn_ && txn->app_id == txn_->app_id) {
+        return Conflict("application '", txn->app_id, "' committed version ", txn->version,
+                        " concurrently (commit ", version, "); another writer runs the same app")
+            .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
+                                                      kConcurrentApp));
+      }
+    }
+    if (const auto* domain = std::get_if<DomainMetadata>(&action)) {
+      if (our_domains.count(domain->domain) != 0) {
+        return Conflict("domain '", domain->domain, "' changed in concurrent commit ", version);
+      }
+    }
+    if (const auto* remove = std::get_if<Remove>(&action)) {
+      const std::string key = DecodeLogPath(remove->path);
+      if (our_removes.count(key) != 0) {
+        // Replacing the whole table, a file someone else removed first needs no remove of
+        // ours (what replaced it is removed below, with the winner's adds) — unless this
+        // transaction adds it back as it is.
+        if (replace_whole_table_ && readded.count(key) == 0) {
+          superseded.insert(key);
+          continue;
+        }
+        return Conflict("file ", key, " was removed by concurrent commit ", version,
+                        " that this transaction also removes");
+      }
+      if (remove->data_change && (read_files_.count(key) != 0 || read_whole_table_)) {
+        return Conflict("file ", key, " that this transaction read was removed by concurrent commit ",
+                        version);
+      }
+      // Replacing the whole table, a file it keeps must still be there: what a compaction
+      // put in its place is removed with the winner's adds, and its rows with it.
+      if (replace_whole_table_ && read_files_.count(key) != 0) {
+        return Conflict("file ", key, " that this transaction keeps was rewritten by concurrent "
+                        "commit ", version);
+      }
+    }
+    if (const auto* add = std::get_if<Add>(&action)) {
+      // Write-serializable: blind appends do not invalidate what we read, but other data
+      // changes to the table we read in full do.
+      if (add->data_change && read_whole_table_ && !winner_blind && !replace_whole_table_) {
+        return Conflict("concurrent commit ", version,
+                        " changed data this transaction read; retry the operation");
+      }
+      if (add->data_change && serializable_) {
+        return Conflict("concurrent commit ", version,
+                        " added data while this transaction required serializable isolation; "
+                        "retry the operation");
+      }
+      // Everything a concurrent commit added goes, a compaction's output too (it holds the
+      // rows of files this transaction removes), but never a file this one adds itself.
+      if (replace_whole_table_ && our_adds.count(DecodeLogPath(add->path)) == 0) {
+        winner_adds.push_back(*add);
+      }
+    }
+  }
+  // An overwrite replaces what others appended meanwhile too.
+  if (!superseded.empty()) {
+    removes_.erase(std::remove_if(removes_.begin(), removes_.end(),
+                                  [&](const Remove& remove) {
+                                    return superseded.count(DecodeLogPath(remove.path)) != 0;
+                                  }),
+                   removes_.end());
+  }
+  for (const auto& add : winner_adds) removes_.push_back(RemoveFor(add));
+  return arrow::Status::OK();
+}
+
+arrow::Result<CommitResult> Transaction::Commit() {
+  if (committed_) return arrow::Status::Invalid("transaction already committed");
+  if (!read_snapshot_ && (!protocol_ || !metadata_)) {
+    return arrow::Status::Invalid("creating a table needs a protocol and metadata");
+  }
+  // The protocol and metadata this commit leaves the table with must be writable.
+  const Protocol& protocol = protocol_ ? *protocol_ : read_snapshot_->protocol();
+  const Metadata& metadata = metadata_ ? *metadata_ : read_snapshot_->metadata();
+  ARROW_ASSIGN_OR_RAISE(auto schema, SchemaFromJson(metadata.schema_string));
+  ARROW_RETURN_NOT_OK(CheckWriteSupported(protocol, metadata, *schema));
+  if (read_snapshot_ && read_snapshot_->properties().append_only && data_change_ &&
+      !removes_.empty()) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                     "table is append-only (delta.appendOnly=true): this operation would remove data");
+  }
+
+  Version version = read_version() + 1;
+  CommitResult result;
+  for (int attempt = 1;; ++attempt) {
+    const int64_t now = NowMs();
+    ARROW_ASSIGN_OR_RAISE(auto actions, BuildActions(version, now));
+    ARROW_ASSIGN_OR_RAISE(const std::string bytes, EncodeCommit(actions));
+    const std::string path = CommitPath(version);
+    arrow::Status put = store_->Put(path, arrow::Buffer::FromString(bytes),
+                                    storage::PutMode::kCreateIfAbsent);
+    if (!put.ok() && !IsError(put, ErrorCode::kPreconditionFailed)) {
+      // The reply may have been lost after the write landed: read the version back.
+      auto existing = store_->Get(path);
+      if (existing.ok() && (*existing)->ToString() == bytes) {
+        put = arrow::Status::OK();
+      } else if (existing.ok()) {
+        put = MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::AlreadyExists,
+                        "version exists");
+      } else if (IsError(existing.status(), ErrorCode::kNotFound) && IsTransientError(put) &&
+                 attempt < options_.max_attempts) {
+        AMPDELTA_LOG_WARN("delta commit write failed, retrying version=", version,
+                          " error=", put.ToString());
+        Backoff(options_, attempt);
+        continue;
+      } else {
+        return put.WithMessage("commit of version ", version, " failed: ", put.message());
+      }
+    }
+    if (put.ok()) {
+      committed_ = true;
+      result.version = version;
+      result.attempts = attempt;
+      AMPDELTA_LOG_INFO("delta commit version=", version, " operation=", operation_,
+                        " adds=", adds_.size(), " removes=", removes_.size(),
+                        " attempts=", attempt);
+      if (options_.post_commit_hooks) RunPostCommit(version, &result);
+      return result;
+    }
+    // Lost the race for this version.
+    if (attempt >= options_.max_attempts) {
+      return Conflict("gave up committing after ", attempt, " attempts: version ", version,
+                      " kept being taken by concurrent writers");
+    }
+    if (version == 0) {
+      // Someone created the table first. Proceed as an append if it is the same table.
+      ARROW_ASSIGN_OR_RAISE(auto existing, Snapshot::Load(store_));
+      if (existing->metadata().schema_string != metadata.schema_string ||
+          existing->metadata().partition_columns != metadata.partition_columns) {
+        return Conflict("the table was created concurrently with a different schema or "
+                        "partitioning");
+      }
+      if (serializable_ || replace_whole_table_) {
+        return Conflict("the table was created concurrently; this ",
+                        serializable_ ? "merge" : "overwrite", " must read it first: retry");
+      }
+      if (txn_ && existing->AppTransactionVersion(txn_->app_id)) {
+        return Conflict("application '", txn_->app_id, "' created the table concurrently; "
+                        "another writer runs the same app")
+            .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
+                                                      kConcurrentApp));
+      }
+      protocol_.reset();
+      metadata_.reset();
+      read_snapshot_ = existing;
+      version = existing->version() + 1;
+      continue;
+    }
+    // Check every commit that won since our read, then try the next free version.
+    Version next = version;
+    while (true) {
+      auto data = store_->Get(CommitPath(next));
+      if (!data.ok()) {
+        if (IsError(data.status(), ErrorCode::kNotFound)) break;
+        return data.status();
+      }
+      ARROW_ASSIGN_OR_RAISE(auto winner, ParseCommit((*data)->ToString(), CommitPath(next)));
+      // Our own write, landed late after a failure we could not resolve: it is committed.
+      const bool ours = std::any_of(winner.begin(), winner.end(), [&](const Action& action) {
+        const auto* info = std::get_if<CommitInfo>(&action);
+        return info != nullptr && info->txn_id == txn_id_;
+      });
+      if (ours) {
+        committed_ = true;
+        result.version = next;
+        result.attempts = attempt;
+        if (options_.post_commit_hooks) RunPostCommit(next, &result);
+        return result;
+      }
+      ARROW_RETURN_NOT_OK(CheckConflicts(winner, next));
+      ++next;
+    }
+    AMPDELTA_LOG_DEBUG("delta commit rebased from=", version, " to=", next);
+    version = next;
+    Backoff(options_, attempt);
+  }
+}
+
+void Transaction::RunPostCommit(Version version, CommitResult* result) const {
+  // Post-commit steps never fail the commit: it is already durable.
+  if (!read_snapshot_ && version == 0) return;
+  auto properties = metadata_ ? ParseTableProperties(metadata_->configuration)
+                              : read_snapshot_->properties();
+  // A _last_checkpoint naming no checkpoint (a version past the latest, or one whose
+  // checkpoint is gone) is repaired by checkpointing now, unless someone did meanwhile.
+  bool repair = false;
+  if (read_snapshot_ && read_snapshot_->log_segment().stale_checkpoint_hint) {
+    const auto hint = ReadLastCheckpointHint(*store_);
+    repair = hint && (*hint > version || hint == read_snapshot_->log_segment().stale_hint_version);
+  }
+  if (version == 0 || (!repair && version % properties.checkpoint_interval != 0)) return;
+  auto snapshot = Snapshot::Load(store_, SnapshotOptions{version, std::nullopt});
+  if (!snapshot.ok()) {
+    result->post_commit_errors.push_back("checkpoint: " + snapshot.status().ToString());
+    return;
+  }
+  const int64_t now = NowMs();
+  auto checkpoint = WriteCheckpoint(**snapshot, now);
+  if (!checkpoint.ok()) {
+    result->post_commit_errors.push_back("checkpoint: " + checkpoint.status().ToString());
+    return;
+  }
+  result->checkpoint_written = true;
+  if (properties.enable_expired_log_cleanup) {
+    auto cleaned = CleanupExpiredLogs(*store_, properties.log_retention_ms, now);
+    if (cleaned.ok()) {
+      result->log_files_cleaned = *cleaned;
+    } else {
+      result->post_commit_errors.push_back("log cleanup: " + cleaned.status().ToString());
+    }
+  }
+  for (const auto& error : result->post_commit_errors) {
+    AMPDELTA_LOG_WARN("delta post-commit step failed version=", version, " error=", error);
+  }
+}
+
+arrow::Result<int64_t> CleanupExpiredLogs(storage::ObjectStore& store, int64_t retention_ms,
+                                          int64_t now_ms) {
+  const int64_t cutoff = now_ms - retention_ms;
+  ARROW_ASSIGN_OR_RAISE(auto objects, store.List(std::string(kLogDir) + "/", ""));
+  // The newest checkpoint whose own file is older than the cutoff: everything before it
+  // is no longer needed to reconstruct any version inside the retention.
+  std::optional<Version> safe;
+  for (const auto& object : objects) {
+    auto parsed = ParseLogPath(object.path);
+    if (parsed && parsed->type == LogFileType::kCheckpoint && object.last_modified_ms <= cutoff) {
+      safe = std::max(safe.value_or(-1), parsed->version);
+    }
+  }
+  if (!safe) return 0;
+  std::vector<std::string> doomed;
+  for (const auto& object : objects) {
+    auto parsed = ParseLogPath(object.path);
+    if (!parsed || parsed->version >= *safe || object.last_modified_ms > cutoff) continue;
+    if (parsed->type == LogFileType::kCommit || parsed->is_checkpoint() ||
+        parsed->type == LogFileType::kChecksum || parsed->type == LogFileType::kCompaction) {
+      doomed.push_back(object.path);
+    }
+  }
+  ARROW_RETURN_NOT_OK(store.DeleteMany(doomed));
+  if (!doomed.empty()) {
+    AMPDELTA_LOG_INFO("delta log cleanup deleted=", doomed.size(), " before_version=", *safe);
+  }
+  return static_cast<int64_t>(doomed.size());
+}
+
+}  // namespace ampdelta::delta

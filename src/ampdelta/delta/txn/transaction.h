@@ -1,0 +1,151 @@
+#pragma once
+
+/// \file transaction.h
+/// \brief Optimistic transactions: stage actions against a snapshot, commit
+/// `_delta_log/<version>.json` with create-if-absent, and on a lost race check the winning
+/// commits for conflicts and retry at the next version without rewriting data files.
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <arrow/result.h>
+
+#include "ampdelta/delta/log/actions.h"
+#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/storage/object_store.h"
+
+namespace ampdelta::delta {
+
+/// The ErrorDetail subcode of a kCommitConflict raised by Transaction::WatchRemovals.
+inline constexpr const char* kRolledBack = "rolled_back";
+/// The ErrorDetail subcode of a kCommitConflict with a concurrent commit of the same
+/// application id (`txn`): another writer runs the same stream or job.
+inline constexpr const char* kConcurrentApp = "concurrent_app";
+
+/// \brief What happened on commit.
+struct CommitResult {
+  Version version = 0;
+  /// Attempts made (1 when there was no race).
+  int attempts = 1;
+  /// A checkpoint was written after the commit.
+  bool checkpoint_written = false;
+  /// Expired log files deleted after the commit.
+  int64_t log_files_cleaned = 0;
+  /// Post-commit steps that failed; the commit itself stands.
+  std::vector<std::string> post_commit_errors;
+};
+
+/// \brief Commit settings.
+struct CommitOptions {
+  /// Give up after this many attempts (each lost race is one attempt).
+  int max_attempts = 16;
+  /// Back-off between attempts: first delay, doubled each time, capped.
+  std::chrono::milliseconds initial_backoff{5};
+  std::chrono::milliseconds max_backoff{1000};
+  /// Run checkpoints and log cleanup after the commit.
+  bool post_commit_hooks = true;
+};
+
+/// \brief A transaction. Thread-compatible; commit once.
+class Transaction {
+ public:
+  /// \param[in] store the table's store
+  /// \param[in] read_snapshot the version read, or nullptr to create the table
+  Transaction(std::shared_ptr<storage::ObjectStore> store,
+              std::shared_ptr<const Snapshot> read_snapshot, CommitOptions options = {});
+
+  /// \brief Set the protocol (required to create a table).
+  void SetProtocol(Protocol protocol) { protocol_ = std::move(protocol); }
+  /// \brief Set the metadata (required to create a table; a schema change otherwise).
+  void SetMetadata(Metadata metadata) { metadata_ = std::move(metadata); }
+  /// \brief Add data files.
+  void AddFiles(std::vector<Add> files);
+  /// \brief Remove data files (as tombstones).
+  void RemoveFiles(std::vector<Remove> files);
+  /// \brief Commit an application transaction id (exactly-once); two transactions with
+  /// the same app id never both commit against the same state.
+  void SetAppTransaction(SetTransaction txn) { txn_ = std::move(txn); }
+  /// \brief Set or remove a domain's metadata.
+  void SetDomainMetadata(DomainMetadata domain) { domains_.push_back(std::move(domain)); }
+  /// \brief Name the operation for commitInfo (`WRITE`, `DELETE`, `OPTIMIZE`, …).
+  void SetOperation(std::string operation, std::map<std::string, std::string> parameters = {});
+  /// \brief Report operation metrics in commitInfo.
+  void SetOperationMetrics(std::map<std::string, std::string> metrics) {
+    metrics_ = std::move(metrics);
+  }
+  /// \brief Declare that the result depends on every file of the read snapshot (a delete
+  /// or merge over the whole table): concurrent non-blind changes then conflict.
+  void ReadWholeTable() { read_whole_table_ = true; }
+  /// \brief Declare the files (table-relative keys) whose content the result depends on.
+  void ReadFiles(const std::vector<std::string>& keys) {
+    read_files_.insert(keys.begin(), keys.end());
+  }
+  /// \brief Replace the whole table: files that concurrent commits added are removed too
+  /// when the commit is rebased.
+  void ReplaceWholeTable() { replace_whole_table_ = true; }
+  /// \brief Serializable isolation: any concurrent data change conflicts, blind appends
+  /// included (a merge must not miss rows another writer added with the same keys).
+  void ConflictWithConcurrentAppends() { serializable_ = true; }
+  /// \brief Mark the commit as changing no data (compaction): rearrangements never
+  /// conflict with appends.
+  void SetDataChange(bool data_change) { data_change_ = data_change; }
+  /// \brief Fail with kCommitConflict, subcode kRolledBack, when a concurrent commit removed
+  /// as a data change one of these files (table-relative keys), a file of the read snapshot
+  /// tagged `tag_key`, or any file whose remove carries that tag, or added as a data change
+  /// a file with that tag: whatever this transaction built on them (a stream's progress)
+  /// was taken back or changed, e.g. by a RESTORE. A winner with a `txn` of this
+  /// transaction's application is reported as kConcurrentApp instead.
+  void WatchRemovals(std::set<std::string> keys, std::string tag_key = {}) {
+    watched_ = std::move(keys);
+    watched_tag_ = std::move(tag_key);
+  }
+
+  /// \brief Commit.
+  ///
+  /// Errors: kCommitConflict (a concurrent commit conflicts, or attempts ran out),
+  /// kUnsupportedFeature (the table's writer features), kPreconditionFailed never escapes.
+  arrow::Result<CommitResult> Commit();
+
+  /// \brief Return the read snapshot's version, or -1 for a new table.
+  Version read_version() const { return read_snapshot_ ? read_snapshot_->version() : -1; }
+
+ private:
+  arrow::Result<std::vector<Action>> BuildActions(Version version, int64_t now_ms) const;
+  arrow::Status CheckConflicts(const std::vector<Action>& winner, Version version);
+  void RunPostCommit(Version version, CommitResult* result) const;
+
+  std::shared_ptr<storage::ObjectStore> store_;
+  std::shared_ptr<const Snapshot> read_snapshot_;
+  CommitOptions options_;
+  std::optional<Protocol> protocol_;
+  std::optional<Metadata> metadata_;
+  std::vector<Add> adds_;
+  std::vector<Remove> removes_;
+  std::optional<SetTransaction> txn_;
+  std::vector<DomainMetadata> domains_;
+  std::string operation_ = "WRITE";
+  std::map<std::string, std::string> parameters_;
+  std::map<std::string, std::string> metrics_;
+  bool read_whole_table_ = false;
+  bool serializable_ = false;
+  bool replace_whole_table_ = false;
+  bool data_change_ = true;
+  std::set<std::string> read_files_;
+  std::set<std::string> watched_;
+  std::string watched_tag_;
+  bool watched_tagged_files_ = false;  // the read snapshot's tagged files are in watched_
+  std::string txn_id_;
+  bool committed_ = false;
+};
+
+/// \brief Delete log files older than the log retention that a newer checkpoint makes
+/// unnecessary (PROTOCOL.md "Metadata Cleanup"). Returns the number deleted.
+arrow::Result<int64_t> CleanupExpiredLogs(storage::ObjectStore& store, int64_t retention_ms,
+                                          int64_t now_ms);
+
+}  // namespace ampdelta::delta

@@ -1,0 +1,104 @@
+#pragma once
+
+/// \file data_file_writer.h
+/// \brief Write Arrow batches as a table's Parquet data files: one open file per partition,
+/// files rolled by size or rows, statistics per file, memory bounded by row groups.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <arrow/result.h>
+#include <arrow/type_fwd.h>
+
+#include "ampdelta/delta/log/actions.h"
+#include "ampdelta/delta/write/stats.h"
+#include "ampdelta/storage/object_store.h"
+
+namespace ampdelta::delta {
+
+/// \brief Parquet compression codecs.
+enum class Codec : uint8_t { kUncompressed, kSnappy, kGzip, kZstd, kLz4, kBrotli };
+
+/// \brief Parse a codec name (`zstd`, `snappy`, `gzip`, `lz4`, `brotli`, `uncompressed`/`none`).
+arrow::Result<Codec> ParseCodec(const std::string& name);
+/// \brief Return the codec's lower-case name, as used in file names.
+const char* CodecName(Codec codec);
+
+/// \brief How data files are written.
+struct DataFileOptions {
+  Codec codec = Codec::kZstd;
+  std::optional<int> compression_level;
+  bool dictionary = true;
+  /// Parquet column statistics and page indexes (readers use them to skip pages).
+  bool parquet_statistics = true;
+  /// Rows per Parquet row group.
+  int64_t max_rows_per_group = 1'048'576;
+  /// Roll to a new file once a file reaches this size (checked at row-group boundaries).
+  int64_t target_file_size = 128 * 1024 * 1024;
+  /// Roll to a new file after this many rows (0: no limit).
+  int64_t max_rows_per_file = 0;
+  /// Delta statistics settings (from the table properties).
+  StatsOptions stats;
+  /// Encode the columns of a row group on several threads (when num_threads is 1).
+  bool parallel_encoding = true;
+  /// Files written concurrently, each by its own thread (0: one per core). Writes smaller
+  /// than a few tens of MiB still produce a single file.
+  int num_threads = 0;
+  /// Bytes written by one thread before the others join in.
+  int64_t parallel_threshold_bytes = 32 * 1024 * 1024;
+  /// Carried in every file name: the token of the write lease that keeps VACUUM away from
+  /// the files until their commit (write_lease.h); empty for none.
+  std::string file_token;
+  /// Applied to every batch on the writing thread before it is written (e.g. conversion to
+  /// the table schema), so that work is spread over the threads too.
+  std::function<arrow::Result<std::shared_ptr<arrow::RecordBatch>>(
+      const std::shared_ptr<arrow::RecordBatch>&)>
+      prepare;
+};
+
+/// \brief Writes data files and describes them as `add` actions. Files are visible in
+/// storage as they close, but belong to the table only once a commit references them.
+/// Thread-compatible.
+class DataFileWriter {
+ public:
+  /// \param[in] store the table's store
+  /// \param[in] table_schema the table schema; batches passed to Write() must have it
+  /// \param[in] partition_columns partition columns (not stored in the files)
+  static arrow::Result<std::unique_ptr<DataFileWriter>> Make(
+      std::shared_ptr<storage::ObjectStore> store, std::shared_ptr<arrow::Schema> table_schema,
+      std::vector<std::string> partition_columns, DataFileOptions options);
+
+  ~DataFileWriter();
+
+  /// \brief Write a batch: one with the table schema, or one that `options.prepare` turns
+  /// into one.
+  arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& batch);
+
+  /// \brief Write a file with no rows in the partition with these values (if a file is
+  /// open there, that one is closed instead). Call it last, just before Finish().
+  arrow::Status WriteEmptyFile(const NullableStringMap& partition_values);
+
+  /// \brief Close every open file and return all files written, as `add` actions
+  /// (dataChange = true; callers may change it).
+  arrow::Result<std::vector<Add>> Finish();
+
+  /// \brief Delete every file written so far, also after Finish() (for a write that will
+  /// not commit, or whose commit failed).
+  arrow::Status Abort();
+
+  /// \brief Return the bytes of the files closed so far.
+  int64_t bytes_written() const;
+  /// \brief Return the rows written so far.
+  int64_t rows_written() const;
+
+ private:
+  class Impl;
+  explicit DataFileWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ampdelta::delta
