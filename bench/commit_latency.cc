@@ -1,17 +1,18 @@
 // Commit latency of small appends to one table at any store URI (driven by
-// bench/cloud_bench.py): each commit writes a one-row data file and commits it, timed from
-// opening the write to the commit's return, in-process (no process start-up).
+// bench/cloud_bench.py): each commit writes a one-row data file and commits it, timed
+// from opening the write to the commit's return, in-process (no process start-up).
 //
 //   commit_latency --table s3://bucket/t --commits 50 [--storage-option KEY=VALUE ...]
 //
-// Prints one JSON object on stdout: median and p90 milliseconds, and the versions reached.
+// Prints one JSON object on stdout: median and p90 milliseconds, and the versions
+// reached.
 
 #include <algorithm>
 #include <chrono>
 #include <iostream>
 
-#include <arrow/api.h>
 #include <CLI/CLI.hpp>
+#include <arrow/api.h>
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/write/table_writer.h"
@@ -35,13 +36,14 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> OneRow(int64_t value) {
   ARROW_RETURN_NOT_OK(hash.Append("0x" + std::to_string(value)));
   ARROW_ASSIGN_OR_RAISE(auto block_array, block.Finish());
   ARROW_ASSIGN_OR_RAISE(auto hash_array, hash.Finish());
-  auto schema = arrow::schema({arrow::field("block_num", arrow::int64()),
-                               arrow::field("hash", arrow::utf8())});
+  auto schema = arrow::schema(
+      {arrow::field("block_num", arrow::int64()), arrow::field("hash", arrow::utf8())});
   return arrow::RecordBatch::Make(schema, 1, {block_array, hash_array});
 }
 
 arrow::Status Run(const std::string& table, int commits,
-                  const std::map<std::string, std::string>& options, nlohmann::json* out) {
+                  const std::map<std::string, std::string>& options,
+                  nlohmann::json* out) {
   ARROW_RETURN_NOT_OK(ampdelta::InitializeRuntime());
   ARROW_ASSIGN_OR_RAISE(auto store, ampdelta::storage::OpenObjectStore(table, options));
   std::vector<double> millis;
@@ -53,7 +55,8 @@ arrow::Status Run(const std::string& table, int commits,
                           ampdelta::delta::TableWriter::Open(store, batch->schema(), {}));
     ARROW_RETURN_NOT_OK(writer->Write(batch));
     ARROW_ASSIGN_OR_RAISE(auto result, writer->Commit());
-    millis.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    millis.push_back(
+        std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     version = result.commit.version;
   }
   // The first commit creates the table; latency is the steady state.

@@ -1,6 +1,7 @@
 // Snapshot open time on a long log: builds a table with N commits (one small file each,
 // checkpoints every 10 commits as Spark does) through the real commit path, then times
-// Snapshot::Load. Prints one JSON line; bench/snapshot_bench.py compares it with deltalake.
+// Snapshot::Load. Prints one JSON line; bench/snapshot_bench.py compares it with
+// deltalake.
 
 #include <algorithm>
 #include <chrono>
@@ -43,9 +44,9 @@ arrow::Status Build(std::shared_ptr<storage::ObjectStore> store, int64_t commits
     add.path = "part-" + std::to_string(next) + "-" + NewUuid() + ".parquet";
     add.size = 1000;
     add.modification_time = 1'700'000'000'000;
-    add.stats = R"({"numRecords":100,"minValues":{"block_num":)" + std::to_string(next * 100) +
-                R"(},"maxValues":{"block_num":)" + std::to_string(next * 100 + 99) +
-                R"(},"nullCount":{"block_num":0}})";
+    add.stats = R"({"numRecords":100,"minValues":{"block_num":)" +
+                std::to_string(next * 100) + R"(},"maxValues":{"block_num":)" +
+                std::to_string(next * 100 + 99) + R"(},"nullCount":{"block_num":0}})";
     txn.AddFiles({add});
     txn.SetOperation("WRITE", {{"mode", "Append"}});
     ARROW_ASSIGN_OR_RAISE(auto result, txn.Commit());
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
   }
   std::sort(times.begin(), times.end());
   std::cout << R"({"engine":"ampdelta","version":)" << version << R"(,"files":)" << files
-            << R"(,"median_ms":)" << times[times.size() / 2] << R"(,"min_ms":)" << times.front()
-            << "}" << std::endl;
+            << R"(,"median_ms":)" << times[times.size() / 2] << R"(,"min_ms":)"
+            << times.front() << "}" << std::endl;
   return 0;
 }

@@ -1,16 +1,19 @@
-// Streaming benchmarks against the in-process dev server (driven by bench/stream_bench.py):
+// Streaming benchmarks against the in-process dev server (driven by
+// bench/stream_bench.py):
 //
-//   latency  commit latency of one-block live microbatches at table versions ~10, ~1,000 and
+//   latency  commit latency of one-block live microbatches at table versions ~10, ~1,000
+//   and
 //            ~10,000 (one commit per microbatch; checkpoints every 10 commits);
-//   reorg    stream a large transactions table, then a 10-block reorg at the head: the undo's
-//            time, files touched and rows removed; plus catch-up rows/s of the stream vs a
-//            batch load of the same range.
+//   reorg    stream a large transactions table, then a 10-block reorg at the head: the
+//   undo's
+//            time, files touched and rows removed; plus catch-up rows/s of the stream vs
+//            a batch load of the same range.
 //
 // Prints one JSON object on stdout.
 
 #include <algorithm>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
@@ -41,7 +44,7 @@ double Median(std::vector<double> values) {
 
 ampdelta::loader::DeltaLakeConfig Config(const std::string& table) {
   return *ampdelta::loader::ParseDeltaLakeConfig(R"({"table_path": ")" + table +
-                                                  R"(", "optimize_after_write": false})");
+                                                 R"(", "optimize_after_write": false})");
 }
 
 int Fail(const std::string& what) {
@@ -116,15 +119,19 @@ int Reorg(const std::string& dir, uint64_t blocks, uint32_t txs, nlohmann::json*
       return;
     }
     const std::string& ranges = result.metadata.at("block_ranges");
-    committed_to = std::max<uint64_t>(committed_to, std::stoull(ranges.substr(ranges.rfind('-') + 1)));
-    if (!at_head && result.metadata.at("block_ranges").ends_with("-" + std::to_string(head))) {
+    committed_to = std::max<uint64_t>(committed_to,
+                                      std::stoull(ranges.substr(ranges.rfind('-') + 1)));
+    if (!at_head &&
+        result.metadata.at("block_ranges").ends_with("-" + std::to_string(head))) {
       caught_up = Clock::now();
       at_head = true;
     }
   };
   const auto start = Clock::now();
   LoadResult streamed;
-  std::thread loader([&] { streamed = ampdelta::loader::LoadStream(**client, sql, Config(table), load); });
+  std::thread loader([&] {
+    streamed = ampdelta::loader::LoadStream(**client, sql, Config(table), load);
+  });
   while (true) {
     {
       std::lock_guard<std::mutex> lock(mutex);
@@ -132,7 +139,8 @@ int Reorg(const std::string& dir, uint64_t blocks, uint32_t txs, nlohmann::json*
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  // Follow the live head for 20 one-block microbatches, as a stream does after catching up.
+  // Follow the live head for 20 one-block microbatches, as a stream does after catching
+  // up.
   for (uint64_t block = head + 1; block <= head + kLiveBlocks; ++block) {
     (void)(*server)->AdvanceHead(1);
     while (true) {
@@ -151,7 +159,8 @@ int Reorg(const std::string& dir, uint64_t blocks, uint32_t txs, nlohmann::json*
   if (!reorg) return Fail("no reorg seen");
   const double catch_up = std::chrono::duration<double>(caught_up - start).count();
   const int64_t rows = static_cast<int64_t>(blocks) * txs;
-  auto snapshot = *ampdelta::delta::Snapshot::Load(*ampdelta::storage::OpenObjectStore(table));
+  auto snapshot =
+      *ampdelta::delta::Snapshot::Load(*ampdelta::storage::OpenObjectStore(table));
 
   // The same range as a batch load (the stream's alternative for a backfill).
   const std::string batch_table = dir + "/batch";
@@ -159,9 +168,11 @@ int Reorg(const std::string& dir, uint64_t blocks, uint32_t txs, nlohmann::json*
   batch.compression = "snappy";
   const auto batch_start = Clock::now();
   const auto loaded = ampdelta::loader::LoadBatch(
-      **client, sql + " WHERE block_num <= " + std::to_string(head), Config(batch_table), batch);
+      **client, sql + " WHERE block_num <= " + std::to_string(head), Config(batch_table),
+      batch);
   if (!loaded.success) return Fail(loaded.error);
-  const double batch_seconds = std::chrono::duration<double>(Clock::now() - batch_start).count();
+  const double batch_seconds =
+      std::chrono::duration<double>(Clock::now() - batch_start).count();
   std::filesystem::remove_all(batch_table);
 
   (*out)["reorg"] = {
@@ -190,9 +201,12 @@ int main(int argc, char** argv) {
   uint32_t txs = 100;
   std::string only;
   app.add_option("--dir", dir, "work directory")->required();
-  app.add_option("--commits", commits, "latency: commits to reach")->capture_default_str();
-  app.add_option("--blocks", blocks, "reorg: blocks of the streamed table")->capture_default_str();
-  app.add_option("--txs-per-block", txs, "reorg: transactions per block")->capture_default_str();
+  app.add_option("--commits", commits, "latency: commits to reach")
+      ->capture_default_str();
+  app.add_option("--blocks", blocks, "reorg: blocks of the streamed table")
+      ->capture_default_str();
+  app.add_option("--txs-per-block", txs, "reorg: transactions per block")
+      ->capture_default_str();
   app.add_option("--only", only, "latency or reorg");
   CLI11_PARSE(app, argc, argv);
   if (!ampdelta::InitializeRuntime().ok()) return 1;

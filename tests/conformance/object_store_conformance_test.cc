@@ -27,7 +27,8 @@ struct StoreFactory {
   std::function<std::shared_ptr<ObjectStore>(const std::string& dir)> make;
   /// For cloud stores: the environment variable naming the root URL of an emulator
   /// (tests/interop/test_cloud_stores.py starts the emulators, sets it with the store's
-  /// options in the environment, and runs this suite). Unset: the store is not instantiated.
+  /// options in the environment, and runs this suite). Unset: the store is not
+  /// instantiated.
   const char* root_variable = nullptr;
 };
 
@@ -44,7 +45,8 @@ class ObjectStoreConformanceTest : public ::testing::TestWithParam<StoreFactory>
  protected:
   void SetUp() override {
     const char* variable = GetParam().root_variable;
-    store_ = variable != nullptr ? OpenCloudStore(variable) : GetParam().make(dir_.path());
+    store_ =
+        variable != nullptr ? OpenCloudStore(variable) : GetParam().make(dir_.path());
     ASSERT_NE(store_, nullptr);
   }
 
@@ -70,7 +72,8 @@ TEST_P(ObjectStoreConformanceTest, PutThenGetRoundTrips) {
 TEST_P(ObjectStoreConformanceTest, MissingObjectsAreNotFound) {
   EXPECT_THAT(store_->Head("nope"), testing::HasErrorCode(ErrorCode::kNotFound));
   EXPECT_THAT(store_->Get("nope"), testing::HasErrorCode(ErrorCode::kNotFound));
-  EXPECT_THAT(store_->OpenInputFile("dir/nope"), testing::HasErrorCode(ErrorCode::kNotFound));
+  EXPECT_THAT(store_->OpenInputFile("dir/nope"),
+              testing::HasErrorCode(ErrorCode::kNotFound));
   ASSERT_OK_AND_ASSIGN(auto listing, store_->List("nothing/", ""));
   EXPECT_TRUE(listing.empty());
 }
@@ -91,15 +94,16 @@ TEST_P(ObjectStoreConformanceTest, RangedReadsAndRandomAccess) {
 TEST_P(ObjectStoreConformanceTest, ListIsSortedRecursiveAndHonoursPrefixAndStartAfter) {
   for (const char* key : {"_delta_log/00000000000000000002.json", "x=1/part-b.parquet",
                           "_delta_log/00000000000000000000.json", "x=1/part-a.parquet",
-                          "_delta_log/_sidecars/s.parquet", "_delta_log/00000000000000000001.json",
-                          "top.parquet"}) {
+                          "_delta_log/_sidecars/s.parquet",
+                          "_delta_log/00000000000000000001.json", "top.parquet"}) {
     ASSERT_OK(store_->Put(key, Bytes(key), PutMode::kOverwrite));
   }
   ASSERT_OK_AND_ASSIGN(auto all, store_->List("", ""));
   ASSERT_EQ(all.size(), 7u);
   for (size_t i = 1; i < all.size(); ++i) EXPECT_LT(all[i - 1].path, all[i].path);
 
-  ASSERT_OK_AND_ASSIGN(auto log, store_->List("_delta_log/", "_delta_log/00000000000000000000.json"));
+  ASSERT_OK_AND_ASSIGN(
+      auto log, store_->List("_delta_log/", "_delta_log/00000000000000000000.json"));
   ASSERT_EQ(log.size(), 3u);
   EXPECT_EQ(log[0].path, "_delta_log/00000000000000000001.json");
   EXPECT_EQ(log[2].path, "_delta_log/_sidecars/s.parquet");
@@ -108,7 +112,8 @@ TEST_P(ObjectStoreConformanceTest, ListIsSortedRecursiveAndHonoursPrefixAndStart
   EXPECT_EQ(partial.size(), 3u);
   ASSERT_OK_AND_ASSIGN(auto partition, store_->List("x=1/", ""));
   ASSERT_EQ(partition.size(), 2u);
-  EXPECT_EQ(partition[0].size, static_cast<int64_t>(std::string("x=1/part-a.parquet").size()));
+  EXPECT_EQ(partition[0].size,
+            static_cast<int64_t>(std::string("x=1/part-a.parquet").size()));
 }
 
 TEST_P(ObjectStoreConformanceTest, OverwriteReplacesContent) {
@@ -129,15 +134,16 @@ TEST_P(ObjectStoreConformanceTest, CreateIfAbsentRefusesExistingObject) {
 TEST_P(ObjectStoreConformanceTest, ConcurrentCreateIfAbsentHasExactlyOneWinner) {
   constexpr int kWriters = 16;
   for (int round = 0; round < 5; ++round) {
-    const std::string key = "_delta_log/0000000000000000000" + std::to_string(round) + ".json";
+    const std::string key =
+        "_delta_log/0000000000000000000" + std::to_string(round) + ".json";
     std::atomic<int> winners{0};
     std::atomic<int> losers{0};
     std::atomic<int> winner_id{-1};
     std::vector<std::thread> threads;
     for (int i = 0; i < kWriters; ++i) {
       threads.emplace_back([&, i] {
-        arrow::Status status =
-            store_->Put(key, Bytes("writer-" + std::to_string(i)), PutMode::kCreateIfAbsent);
+        arrow::Status status = store_->Put(key, Bytes("writer-" + std::to_string(i)),
+                                           PutMode::kCreateIfAbsent);
         if (status.ok()) {
           ++winners;
           winner_id = i;
@@ -170,7 +176,8 @@ TEST_P(ObjectStoreConformanceTest, StreamedObjectAppearsOnlyWhenClosed) {
   ASSERT_OK(stream->Write(Bytes("def")));
   ASSERT_OK_AND_ASSIGN(int64_t position, stream->Tell());
   EXPECT_EQ(position, 6);
-  EXPECT_THAT(store_->Head("p=1/part-0.parquet"), testing::HasErrorCode(ErrorCode::kNotFound));
+  EXPECT_THAT(store_->Head("p=1/part-0.parquet"),
+              testing::HasErrorCode(ErrorCode::kNotFound));
   ASSERT_OK_AND_ASSIGN(auto listing, store_->List("", ""));
   EXPECT_TRUE(listing.empty()) << "temporary files must not be listed";
   ASSERT_OK(stream->Close());
@@ -199,17 +206,21 @@ TEST_P(ObjectStoreConformanceTest, AbandonedStreamLeavesNothing) {
 TEST_P(ObjectStoreConformanceTest, LargeStreamedObjectRoundTripsInParts) {
   // Larger than a cloud store's part size (16 MiB), so the upload is multipart.
   std::string content(17 * 1024 * 1024 + 123, '\0');
-  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>((i * 131) >> 7);
+  for (size_t i = 0; i < content.size(); ++i)
+    content[i] = static_cast<char>((i * 131) >> 7);
   ASSERT_OK_AND_ASSIGN(auto stream, store_->OpenOutputStream("big/part-0.parquet"));
   for (size_t offset = 0; offset < content.size(); offset += 1'000'000) {
-    ASSERT_OK(stream->Write(content.data() + offset,
-                            static_cast<int64_t>(std::min<size_t>(1'000'000, content.size() - offset))));
+    ASSERT_OK(stream->Write(
+        content.data() + offset,
+        static_cast<int64_t>(std::min<size_t>(1'000'000, content.size() - offset))));
   }
-  EXPECT_THAT(store_->Head("big/part-0.parquet"), testing::HasErrorCode(ErrorCode::kNotFound));
+  EXPECT_THAT(store_->Head("big/part-0.parquet"),
+              testing::HasErrorCode(ErrorCode::kNotFound));
   ASSERT_OK(stream->Close());
   ASSERT_OK_AND_ASSIGN(ObjectMeta meta, store_->Head("big/part-0.parquet"));
   EXPECT_EQ(meta.size, static_cast<int64_t>(content.size()));
-  ASSERT_OK_AND_ASSIGN(auto tail, store_->GetRange("big/part-0.parquet", meta.size - 10, 10));
+  ASSERT_OK_AND_ASSIGN(auto tail,
+                       store_->GetRange("big/part-0.parquet", meta.size - 10, 10));
   EXPECT_EQ(tail->ToString(), content.substr(content.size() - 10));
   EXPECT_TRUE(Read("big/part-0.parquet") == content);
 }
@@ -220,7 +231,8 @@ TEST_P(ObjectStoreConformanceTest, AbandonedMultipartStreamLeavesNothing) {
     const std::string chunk(1024 * 1024, 'z');
     for (int i = 0; i < 17; ++i) ASSERT_OK(stream->Write(chunk.data(), 1024 * 1024));
   }
-  EXPECT_THAT(store_->Head("big/abandoned.parquet"), testing::HasErrorCode(ErrorCode::kNotFound));
+  EXPECT_THAT(store_->Head("big/abandoned.parquet"),
+              testing::HasErrorCode(ErrorCode::kNotFound));
   ASSERT_OK_AND_ASSIGN(auto listing, store_->List("", ""));
   EXPECT_TRUE(listing.empty());
 }
@@ -241,7 +253,8 @@ TEST_P(ObjectStoreConformanceTest, AbsoluteKeysAreRejected) {
 // The local stores always; a cloud store when its emulator's root is in the environment.
 std::vector<StoreFactory> Stores() {
   std::vector<StoreFactory> stores = {
-      StoreFactory{"memory", [](const std::string&) -> std::shared_ptr<ObjectStore> {
+      StoreFactory{"memory",
+                   [](const std::string&) -> std::shared_ptr<ObjectStore> {
                      return std::make_shared<MemoryStore>();
                    }},
       StoreFactory{"local",
@@ -256,14 +269,17 @@ std::vector<StoreFactory> Stores() {
        {std::pair<const char*, const char*>{"s3", "AMPDELTA_TEST_S3_ROOT"},
         {"azure", "AMPDELTA_TEST_AZURE_ROOT"},
         {"gcs", "AMPDELTA_TEST_GCS_ROOT"}}) {
-    if (std::getenv(variable) != nullptr) stores.push_back(StoreFactory{name, nullptr, variable});
+    if (std::getenv(variable) != nullptr)
+      stores.push_back(StoreFactory{name, nullptr, variable});
   }
   return stores;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Stores, ObjectStoreConformanceTest, ::testing::ValuesIn(Stores()),
-    [](const ::testing::TestParamInfo<StoreFactory>& param_info) { return param_info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Stores, ObjectStoreConformanceTest,
+                         ::testing::ValuesIn(Stores()),
+                         [](const ::testing::TestParamInfo<StoreFactory>& param_info) {
+                           return param_info.param.name;
+                         });
 
 }  // namespace
 }  // namespace ampdelta::storage

@@ -35,9 +35,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!actions.ok()) return 0;
   // Sidecars are followed by ReadCheckpoint only: read the file that way when it has any
   // (reading it twice otherwise would only halve the fuzzer's speed).
-  const bool has_sidecar = std::any_of(actions->begin(), actions->end(), [](const auto& a) {
-    return std::holds_alternative<delta::Sidecar>(a);
-  });
+  const bool has_sidecar = std::any_of(
+      actions->begin(), actions->end(),
+      [](const auto& a) { return std::holds_alternative<delta::Sidecar>(a); });
   if (has_sidecar) {
     delta::CheckpointFiles checkpoint;
     checkpoint.version = 1;

@@ -25,8 +25,9 @@ namespace {
 // Replay the commit as version 0 of a table, and look at what the snapshot derives.
 void Replay(const std::string& commit) {
   auto store = std::make_shared<ampdelta::storage::MemoryStore>();
-  if (!store->Put(delta::CommitPath(0), arrow::Buffer::FromString(commit),
-                  ampdelta::storage::PutMode::kCreateIfAbsent)
+  if (!store
+           ->Put(delta::CommitPath(0), arrow::Buffer::FromString(commit),
+                 ampdelta::storage::PutMode::kCreateIfAbsent)
            .ok()) {
     return;
   }

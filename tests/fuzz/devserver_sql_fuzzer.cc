@@ -45,8 +45,9 @@ void RunOnFirstBatch(const devserver::BoundQuery& query) {
   if (!transformed.ok()) return;
   if (query.is_grouped()) {
     auto grouped = query.Group({*transformed, *transformed});
-    AMPDELTA_FUZZ_CHECK(!grouped.ok() || (*grouped)->schema()->Equals(*query.output_schema()),
-                        "a grouped result has the output schema");
+    AMPDELTA_FUZZ_CHECK(
+        !grouped.ok() || (*grouped)->schema()->Equals(*query.output_schema()),
+        "a grouped result has the output schema");
     return;
   }
   if (!query.is_aggregate()) return;

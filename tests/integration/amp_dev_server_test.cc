@@ -45,8 +45,9 @@ class AmpDevServerTest : public ::testing::Test {
     while (observed.completed.size() < microbatches) {
       ARROW_ASSIGN_OR_RAISE(auto message, stream->Next());
       if (!message) return arrow::Status::IOError("stream ended early");
-      ARROW_ASSIGN_OR_RAISE(StreamEvent event,
-                            interpreter->Accept(message->metadata, message->data->num_rows()));
+      ARROW_ASSIGN_OR_RAISE(
+          StreamEvent event,
+          interpreter->Accept(message->metadata, message->data->num_rows()));
       if (event.kind == StreamEvent::Kind::kMicrobatchEnd) {
         observed.completed.push_back(event.ranges.at(0));
       }
@@ -132,8 +133,9 @@ TEST_F(AmpDevServerTest, StreamingDeliversMicrobatchesThenFollowsTheHead) {
   for (const auto& message : caught_up.messages) rows += message.data->num_rows();
   EXPECT_EQ(rows, 100);
 
-  // New blocks arrive while the stream waits. Blocks land one at a time, as on a chain, so
-  // the stream may serve them in one microbatch or several, but contiguously and all of them.
+  // New blocks arrive while the stream waits. Blocks land one at a time, as on a chain,
+  // so the stream may serve them in one microbatch or several, but contiguously and all
+  // of them.
   ASSERT_OK(server_->AdvanceHead(5));
   uint64_t next = kFirst + 100;
   while (next <= kFirst + 104) {
@@ -174,9 +176,11 @@ TEST_F(AmpDevServerTest, ScriptedReorgShowsAsARewindWithNewHashes) {
     const auto& batch = *message.data;
     if (batch.num_rows() == 0) continue;
     const auto& numbers = static_cast<const arrow::UInt64Array&>(*batch.column(0));
-    const auto& hashes = static_cast<const arrow::FixedSizeBinaryArray&>(*batch.column(2));
+    const auto& hashes =
+        static_cast<const arrow::FixedSizeBinaryArray&>(*batch.column(2));
     for (int64_t i = 0; i < batch.num_rows(); ++i) {
-      EXPECT_EQ(ToHex0x(hashes.GetView(i)), server_->chain()->BlockHash(numbers.Value(i)));
+      EXPECT_EQ(ToHex0x(hashes.GetView(i)),
+                server_->chain()->BlockHash(numbers.Value(i)));
     }
     rows += batch.num_rows();
   }
@@ -222,8 +226,8 @@ TEST_F(AmpDevServerTest, ResumeContinuesAfterTheCursor) {
   StartServer();
   amp::QueryOptions query_options;
   query_options.stream = true;
-  query_options.resume = amp::Cursor{
-      {"mainnet", {kFirst + 49, server_->chain()->BlockHash(kFirst + 49)}}};
+  query_options.resume =
+      amp::Cursor{{"mainnet", {kFirst + 49, server_->chain()->BlockHash(kFirst + 49)}}};
   ASSERT_OK_AND_ASSIGN(auto stream, client_->Query(kQuickstart, query_options));
   amp::StreamInterpreter interpreter;
   interpreter.SeedCursor(*query_options.resume);
@@ -269,9 +273,9 @@ TEST_F(AmpDevServerTest, StreamHeaderOverridesTheSqlSetting) {
   StartServer();
   amp::QueryOptions query_options;
   query_options.stream = false;
-  ASSERT_OK_AND_ASSIGN(auto stream, client_->Query(std::string(kQuickstart) +
-                                                       " SETTINGS stream = true",
-                                                   query_options));
+  ASSERT_OK_AND_ASSIGN(
+      auto stream, client_->Query(std::string(kQuickstart) + " SETTINGS stream = true",
+                                  query_options));
   int64_t messages = 0;
   while (true) {
     ASSERT_OK_AND_ASSIGN(auto message, stream->Next());
@@ -298,13 +302,15 @@ TEST_F(AmpDevServerTest, CancelEndsAWaitingStream) {
 
 TEST_F(AmpDevServerTest, SqlErrorsCarryTheGrpcCodeAndServerMessage) {
   StartServer();
-  auto result = client_->Query("SELECT * FROM \"acme/eth_mainnet\".blocks ORDER BY block_num");
+  auto result =
+      client_->Query("SELECT * FROM \"acme/eth_mainnet\".blocks ORDER BY block_num");
   EXPECT_THAT(result, testing::HasErrorCode(ErrorCode::kServerError));
   EXPECT_THAT(result, testing::StatusHasMessage(
                           "GetFlightInfo failed: INVALID_ARGUMENT: invalid query: "
                           "unsupported SQL construct: ORDER BY"));
-  EXPECT_THAT(client_->Query("   "), testing::StatusHasMessage(
-                                         "invalid query: string cannot be empty or contain only whitespace"));
+  EXPECT_THAT(client_->Query("   "),
+              testing::StatusHasMessage(
+                  "invalid query: string cannot be empty or contain only whitespace"));
   EXPECT_THAT(client_->Query("SELECT * FROM \"acme/eth_mainnet\".receipts"),
               testing::StatusHasMessage("table 'receipts' not found"));
 }
@@ -315,8 +321,9 @@ TEST_F(AmpDevServerTest, NonIncrementalStreamingQueryFailsAtDoGet) {
   query_options.stream = true;
   // A stream opens at once (ampd sends nothing before its first microbatch); DoGet's
   // failure arrives with the first message.
-  ASSERT_OK_AND_ASSIGN(auto stream, client_->Query("SELECT COUNT(*) FROM \"acme/eth_mainnet\".blocks",
-                                                   query_options));
+  ASSERT_OK_AND_ASSIGN(
+      auto stream,
+      client_->Query("SELECT COUNT(*) FROM \"acme/eth_mainnet\".blocks", query_options));
   auto result = stream->Next();
   EXPECT_THAT(result, testing::StatusHasMessage("DoGet failed: INVALID_ARGUMENT"));
   EXPECT_THAT(result, testing::StatusHasMessage("non-incremental operation: Aggregate"));
@@ -360,15 +367,19 @@ TEST_F(AmpDevServerTest, StreamingAggregateGroupedByBlockNumIsComputedPerMicroba
   ASSERT_EQ(blocks.size(), 100u);
   for (size_t i = 0; i < blocks.size(); ++i) EXPECT_EQ(blocks[i], kFirst + i);
 
-  ASSERT_OK_AND_ASSIGN(auto refused,
-                       client_->Query("SELECT miner, COUNT(*) FROM \"acme/eth_mainnet\".blocks "
-                                      "GROUP BY miner, _block_num",
-                                      query_options));
-  EXPECT_THAT(refused->Next(), testing::StatusHasMessage("non-incremental operation: Aggregate"));
-  ASSERT_OK_AND_ASSIGN(auto distinct,
-                       client_->Query("SELECT DISTINCT miner FROM \"acme/eth_mainnet\".blocks",
-                                      query_options));
-  EXPECT_THAT(distinct->Next(), testing::StatusHasMessage("non-incremental operation: Distinct"));
+  ASSERT_OK_AND_ASSIGN(
+      auto refused,
+      client_->Query("SELECT miner, COUNT(*) FROM \"acme/eth_mainnet\".blocks "
+                     "GROUP BY miner, _block_num",
+                     query_options));
+  EXPECT_THAT(refused->Next(),
+              testing::StatusHasMessage("non-incremental operation: Aggregate"));
+  ASSERT_OK_AND_ASSIGN(
+      auto distinct,
+      client_->Query("SELECT DISTINCT miner FROM \"acme/eth_mainnet\".blocks",
+                     query_options));
+  EXPECT_THAT(distinct->Next(),
+              testing::StatusHasMessage("non-incremental operation: Distinct"));
 }
 
 TEST_F(AmpDevServerTest, CursorForAnotherNetworkIsAnInternalError) {
@@ -417,21 +428,23 @@ TEST_F(AmpDevServerTest, BearerTokenFromOptionOrEnvironment) {
 
 TEST_F(AmpDevServerTest, GetSchemaPlansWithoutReading) {
   StartServer();
-  ASSERT_OK_AND_ASSIGN(auto schema,
-                       client_->GetSchema("SELECT * FROM \"acme/eth_mainnet\".transactions"));
+  ASSERT_OK_AND_ASSIGN(
+      auto schema, client_->GetSchema("SELECT * FROM \"acme/eth_mainnet\".transactions"));
   EXPECT_EQ(schema->num_fields(), 27);
   EXPECT_EQ(schema->GetFieldByName("value")->type()->id(), arrow::Type::STRING);
 }
 
 TEST_F(AmpDevServerTest, ParquetDatasetIsServed) {
-  const std::string dir = testing::SourceDir() + "/../shared/fixtures/amp-snapshots/eth_rpc";
+  const std::string dir =
+      testing::SourceDir() + "/../shared/fixtures/amp-snapshots/eth_rpc";
   devserver::DevServerOptions options;
   options.serve_synthetic = false;
   options.parquet_datasets.emplace_back("eth_rpc", dir);
   auto server = devserver::DevServer::Start(options);
   if (!server.ok()) {
     const char* ci = std::getenv("CI");
-    if (ci == nullptr || std::string(ci) != "true") GTEST_SKIP() << server.status().ToString();
+    if (ci == nullptr || std::string(ci) != "true")
+      GTEST_SKIP() << server.status().ToString();
     FAIL() << server.status().ToString();
   }
   ASSERT_OK_AND_ASSIGN(auto client, amp::Client::Connect((*server)->url()));

@@ -1,7 +1,7 @@
 // The deltalake loader against the in-process dev server, writing local tables.
 
-#include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/read/scan.h"
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/loader/client.h"
 #include "ampdelta/storage/object_store_registry.h"
@@ -20,7 +20,8 @@ class BatchLoadTest : public ::testing::Test {
     ASSERT_OK_AND_ASSIGN(server_, devserver::DevServer::Start({}));
     client_ = std::make_unique<Client>(server_->url());
     table_ = dir_.path() + "/blocks";
-    ASSERT_OK(client_->ConfigureConnection("local_delta", "deltalake", {{"table_path", table_}}));
+    ASSERT_OK(client_->ConfigureConnection("local_delta", "deltalake",
+                                           {{"table_path", table_}}));
   }
 
   loader::LoadResult Load(const std::string& sql, const std::string& mode = "append") {
@@ -94,21 +95,25 @@ TEST_F(BatchLoadTest, ServerDyingMidLoadCommitsNothing) {
     seen = std::stoll(batch.metadata.at("total_rows"));
     if (seen > 100'000) (void)big->Shutdown();
   };
-  const auto result = client.Sql(R"(SELECT * FROM "acme/eth_mainnet".transactions)").Load(load);
+  const auto result =
+      client.Sql(R"(SELECT * FROM "acme/eth_mainnet".transactions)").Load(load);
   EXPECT_FALSE(result.success);
   EXPECT_GT(seen, 100'000);
-  EXPECT_THAT(storage::OpenObjectStore(table_).ValueOrDie()->List("", ""),
-              ::testing::ResultOf([](const auto& listing) { return listing->size(); }, 0u));
+  EXPECT_THAT(
+      storage::OpenObjectStore(table_).ValueOrDie()->List("", ""),
+      ::testing::ResultOf([](const auto& listing) { return listing->size(); }, 0u));
 }
 
 TEST_F(BatchLoadTest, UnknownConnectionOrBadConfigIsAClearError) {
-  EXPECT_THAT(client_->ConfigureConnection("x", "deltalake", {{"table_path", "t"}, {"batch_size", "10"}}),
+  EXPECT_THAT(client_->ConfigureConnection("x", "deltalake",
+                                           {{"table_path", "t"}, {"batch_size", "10"}}),
               testing::StatusHasMessage("unknown key 'batch_size'"));
   EXPECT_THAT(client_->ConfigureConnection("x", "postgres", {{"table_path", "t"}}),
               testing::StatusHasMessage("unknown loader 'postgres'"));
   loader::LoadOptions options;
   options.connection = "missing";
-  EXPECT_NE(client_->Sql(kQuickstart).Load(options).error.find("unknown connection"), std::string::npos);
+  EXPECT_NE(client_->Sql(kQuickstart).Load(options).error.find("unknown connection"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// The deltalake loader's modes and resilience against the in-process dev server: merge and
-// upsert, commit_every_rows, per-batch results, retries of transient server failures, store
-// failures mid-load, and the seed page's examples.
+// The deltalake loader's modes and resilience against the in-process dev server: merge
+// and upsert, commit_every_rows, per-batch results, retries of transient server failures,
+// store failures mid-load, and the seed page's examples.
 
 #include <arrow/compute/api.h>
 #include <arrow/table.h>
@@ -8,9 +8,9 @@
 #include <parquet/file_reader.h>
 
 #include "ampdelta/amp/server_error.h"
+#include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/delta/read/scan.h"
-#include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/loader/batch_loader.h"
@@ -29,9 +29,10 @@ constexpr const char* kQuickstart =
     R"(SELECT block_num, timestamp, hash, gas_used FROM "acme/eth_mainnet".blocks)";
 
 std::string Blocks(int from, int to) {
-  return std::string(R"(SELECT block_num, timestamp, hash, gas_used FROM "acme/eth_mainnet".blocks )") +
-         "WHERE block_num >= " + std::to_string(24000000 + from) +
-         " AND block_num < " + std::to_string(24000000 + to);
+  return std::string(
+             R"(SELECT block_num, timestamp, hash, gas_used FROM "acme/eth_mainnet".blocks )") +
+         "WHERE block_num >= " + std::to_string(24000000 + from) + " AND block_num < " +
+         std::to_string(24000000 + to);
 }
 
 class LoadModesTest : public ::testing::Test {
@@ -46,9 +47,9 @@ class LoadModesTest : public ::testing::Test {
   }
 
   loader::DeltaLakeConfig Config(const std::string& extra = "") {
-    auto config = loader::ParseDeltaLakeConfig(
-        R"({"table_path": ")" + table_ + R"(", "optimize_after_write": false)" +
-        (extra.empty() ? "" : ", " + extra) + "}");
+    auto config = loader::ParseDeltaLakeConfig(R"({"table_path": ")" + table_ +
+                                               R"(", "optimize_after_write": false)" +
+                                               (extra.empty() ? "" : ", " + extra) + "}");
     EXPECT_OK(config.status());
     return *config;
   }
@@ -66,7 +67,8 @@ class LoadModesTest : public ::testing::Test {
     return Load(sql, options, extra);
   }
 
-  std::shared_ptr<const delta::Snapshot> Snapshot(std::optional<int64_t> version = std::nullopt) {
+  std::shared_ptr<const delta::Snapshot> Snapshot(
+      std::optional<int64_t> version = std::nullopt) {
     auto store = *storage::OpenObjectStore(table_);
     delta::SnapshotOptions options;
     options.version = version;
@@ -76,7 +78,8 @@ class LoadModesTest : public ::testing::Test {
   // The table's rows as "block_num:gas_used", sorted.
   std::vector<std::string> Rows(const std::shared_ptr<const delta::Snapshot>& snapshot,
                                 const std::string& value_column = "gas_used") {
-    auto scan = delta::TableScan::Make(snapshot, {{"block_num", value_column}, std::nullopt});
+    auto scan =
+        delta::TableScan::Make(snapshot, {{"block_num", value_column}, std::nullopt});
     EXPECT_OK(scan.status());
     auto table = (*scan)->ToTable();
     EXPECT_OK(table.status());
@@ -96,7 +99,8 @@ class LoadModesTest : public ::testing::Test {
   std::string table_;
 };
 
-TEST_F(LoadModesTest, MergeReplacesMatchingRowsInsertsOthersAndReadsOnlyFilesThatMayMatch) {
+TEST_F(LoadModesTest,
+       MergeReplacesMatchingRowsInsertsOthersAndReadsOnlyFilesThatMayMatch) {
   // Three files of 30 blocks each.
   ASSERT_TRUE(Load(Blocks(0, 30)).success);
   ASSERT_TRUE(Load(Blocks(30, 60)).success);
@@ -113,7 +117,8 @@ TEST_F(LoadModesTest, MergeReplacesMatchingRowsInsertsOthersAndReadsOnlyFilesTha
   EXPECT_EQ(result.metadata.at("rows_updated"), "10");
   EXPECT_EQ(result.metadata.at("rows_inserted"), "10");
   EXPECT_EQ(result.metadata.at("files_rewritten"), "1");
-  EXPECT_EQ(result.metadata.at("files_skipped"), "2");  // blocks 0-59: key stats exclude them
+  EXPECT_EQ(result.metadata.at("files_skipped"),
+            "2");  // blocks 0-59: key stats exclude them
   EXPECT_EQ(result.metadata.at("table_version"), "3");
 
   auto snapshot = Snapshot();
@@ -130,7 +135,8 @@ TEST_F(LoadModesTest, MergeReplacesMatchingRowsInsertsOthersAndReadsOnlyFilesTha
   }
   EXPECT_EQ(kept, 2);
   // One commit, named MERGE; the version before stays readable.
-  ASSERT_OK_AND_ASSIGN(auto history, delta::ReadHistory(**storage::OpenObjectStore(table_), 1));
+  ASSERT_OK_AND_ASSIGN(auto history,
+                       delta::ReadHistory(**storage::OpenObjectStore(table_), 1));
   ASSERT_TRUE(history[0].commit_info.has_value());
   EXPECT_EQ(history[0].commit_info->operation, "MERGE");
   EXPECT_EQ(Rows(Snapshot(2)), before);
@@ -141,8 +147,8 @@ TEST_F(LoadModesTest, UpsertKeepsTheLastRowOfEachKeyInsideTheLoad) {
   options.mode = "upsert";
   options.merge_keys = {"block_num"};
   // 8 transactions per block: the last of each block wins.
-  const auto result = Load(R"(SELECT block_num, tx_index FROM "acme/eth_mainnet".transactions)",
-                           options);
+  const auto result =
+      Load(R"(SELECT block_num, tx_index FROM "acme/eth_mainnet".transactions)", options);
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_EQ(result.metadata.at("source_duplicates"), "700");
   const auto rows = Rows(Snapshot(), "tx_index");
@@ -151,12 +157,14 @@ TEST_F(LoadModesTest, UpsertKeepsTheLastRowOfEachKeyInsideTheLoad) {
 }
 
 TEST_F(LoadModesTest, MergeWithCompositeKeysMatchesOnAllOfThem) {
-  const std::string tx = R"(SELECT block_num, tx_index, gas_used FROM "acme/eth_mainnet".transactions)";
+  const std::string tx =
+      R"(SELECT block_num, tx_index, gas_used FROM "acme/eth_mainnet".transactions)";
   ASSERT_TRUE(Load(tx + " WHERE block_num < 24000010").success);
   loader::LoadOptions options;
   options.mode = "merge";
   options.merge_keys = {"block_num", "tx_index"};
-  const auto result = Load(tx + " WHERE block_num >= 24000005 AND block_num < 24000020", options);
+  const auto result =
+      Load(tx + " WHERE block_num >= 24000005 AND block_num < 24000020", options);
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_EQ(result.metadata.at("rows_updated"), "40");
   EXPECT_EQ(result.metadata.at("rows_inserted"), "80");
@@ -173,7 +181,8 @@ TEST_F(LoadModesTest, MergeErrorsNameTheProblemAndLeaveTheTable) {
   options.merge_keys = {"tx_hash"};
   result = Load(kQuickstart, options);
   EXPECT_FALSE(result.success);
-  EXPECT_NE(result.error.find("merge key column 'tx_hash' not found in the data"), std::string::npos)
+  EXPECT_NE(result.error.find("merge key column 'tx_hash' not found in the data"),
+            std::string::npos)
       << result.error;
   EXPECT_EQ(Snapshot()->version(), 0);
 }
@@ -183,8 +192,8 @@ TEST_F(LoadModesTest, CommitEveryRowsCommitsInSlicesAndOverwriteReplacesOnlyOnce
   loader::LoadOptions options;
   options.mode = "overwrite";
   options.commit_every_rows = 200;
-  const auto result = Load(R"(SELECT block_num, gas_used FROM "acme/eth_mainnet".transactions)",
-                           options);
+  const auto result =
+      Load(R"(SELECT block_num, gas_used FROM "acme/eth_mainnet".transactions)", options);
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_EQ(result.rows_loaded, 800);
   const int commits = std::stoi(result.metadata.at("commits"));
@@ -217,14 +226,16 @@ TEST_F(LoadModesTest, BatchLoadsReportEachBatchUnlessReadAll) {
 }
 
 TEST_F(LoadModesTest, TransientServerFailuresAreRetriedWithoutDuplicatingRows) {
-  const std::string retry = R"("resilience": {"retry": {"initial_backoff_ms": 5, "jitter": false}})";
+  const std::string retry =
+      R"("resilience": {"retry": {"initial_backoff_ms": 5, "jitter": false}})";
   // Planning fails twice, then the stream dies after two messages once: three retries.
-  testing::FaultyAmpClient flaky(amp_.get(), {.failing_queries = 2, .failing_streams = 1});
+  testing::FaultyAmpClient flaky(amp_.get(),
+                                 {.failing_queries = 2, .failing_streams = 1});
   loader::LoadOptions options;
   options.destination = "tx";
   const auto result = loader::LoadBatch(
-      flaky, R"(SELECT block_num, gas_used FROM "acme/eth_mainnet".transactions)", Config(retry),
-      options);
+      flaky, R"(SELECT block_num, gas_used FROM "acme/eth_mainnet".transactions)",
+      Config(retry), options);
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_EQ(flaky.queries, 4);
   EXPECT_EQ(result.metadata.at("retries"), "3");
@@ -243,21 +254,28 @@ TEST_F(LoadModesTest, RetriesStopAtMaxRetriesAndNonTransientErrorsAreNotRetried)
   EXPECT_EQ(down.queries, 3);
   EXPECT_NE(result.error.find("UNAVAILABLE"), std::string::npos) << result.error;
 
-  testing::FaultyAmpClient invalid(amp_.get(), {.failing_queries = 1, .code = "INVALID_ARGUMENT"});
+  testing::FaultyAmpClient invalid(amp_.get(),
+                                   {.failing_queries = 1, .code = "INVALID_ARGUMENT"});
   result = loader::LoadBatch(invalid, kQuickstart, Config(retry), {});
   EXPECT_FALSE(result.success);
   EXPECT_EQ(invalid.queries, 1);
 
   testing::FaultyAmpClient disabled(amp_.get(), {.failing_queries = 1});
-  result = loader::LoadBatch(disabled, kQuickstart,
-                             Config(R"("resilience": {"retry": {"enabled": false}})"), {});
+  result =
+      loader::LoadBatch(disabled, kQuickstart,
+                        Config(R"("resilience": {"retry": {"enabled": false}})"), {});
   EXPECT_FALSE(result.success);
   EXPECT_EQ(disabled.queries, 1);
-  EXPECT_FALSE(storage::OpenObjectStore(table_).ValueOrDie()->Head("_delta_log/00000000000000000000.json").ok());
+  EXPECT_FALSE(storage::OpenObjectStore(table_)
+                   .ValueOrDie()
+                   ->Head("_delta_log/00000000000000000000.json")
+                   .ok());
 }
 
 TEST_F(LoadModesTest, AStoreWriteFailingMidLoadCommitsNothingAndLeavesNoFiles) {
-  ASSERT_TRUE(Load(R"(SELECT * FROM "acme/eth_mainnet".transactions WHERE block_num < 24000010)").success);
+  ASSERT_TRUE(
+      Load(R"(SELECT * FROM "acme/eth_mainnet".transactions WHERE block_num < 24000010)")
+          .success);
   ASSERT_OK_AND_ASSIGN(auto local, storage::OpenObjectStore(table_));
   auto faulty = std::make_shared<storage::FaultStore>(local);
   storage::FaultRule rule;
@@ -283,7 +301,8 @@ TEST_F(LoadModesTest, AStoreWriteFailingMidLoadCommitsNothingAndLeavesNoFiles) {
 
 TEST_F(LoadModesTest, SeedReplaceFlowDeletesEveryRowThenAppends) {
   ASSERT_TRUE(Load(kQuickstart).success);
-  ASSERT_OK_AND_ASSIGN(auto deleted, delta::DeleteAllRows(*storage::OpenObjectStore(table_)));
+  ASSERT_OK_AND_ASSIGN(auto deleted,
+                       delta::DeleteAllRows(*storage::OpenObjectStore(table_)));
   EXPECT_EQ(deleted.rows_deleted, 100);
   EXPECT_EQ(Snapshot()->num_records(), std::optional<int64_t>(0));
   ASSERT_TRUE(Load(kQuickstart).success);
@@ -300,7 +319,8 @@ TEST_F(LoadModesTest, SeedZstdWriterPropertiesCompressEveryColumnChunkWithZstd) 
   ASSERT_TRUE(Load(kQuickstart, options).success);
   auto snapshot = Snapshot();
   ASSERT_EQ(snapshot->files().size(), 1u);
-  auto reader = parquet::ParquetFileReader::OpenFile(table_ + "/" + snapshot->files()[0].path);
+  auto reader =
+      parquet::ParquetFileReader::OpenFile(table_ + "/" + snapshot->files()[0].path);
   auto metadata = reader->metadata();
   for (int column = 0; column < metadata->num_columns(); ++column) {
     EXPECT_EQ(metadata->RowGroup(0)->ColumnChunk(column)->compression(),
@@ -321,7 +341,8 @@ TEST_F(LoadModesTest, SeedTroubleshootingErrorsLeaveTheTableUnchanged) {
     std::string message;
   };
   const Case cases[] = {
-      {R"("partition_by": ["network"])", "append", "Partition columns {'network'} not found in table"},
+      {R"("partition_by": ["network"])", "append",
+       "Partition columns {'network'} not found in table"},
       {R"("partition_by": ["gas_used"])", "append",
        "Specified table partitioning does not match table partitioning"},
       {R"("merge_schema": false)", "append", "schema mismatch with merge_schema=false"},
@@ -329,9 +350,10 @@ TEST_F(LoadModesTest, SeedTroubleshootingErrorsLeaveTheTableUnchanged) {
       {"", "sideways", "Invalid save mode provided: sideways"},
   };
   for (const auto& c : cases) {
-    const std::string sql = c.extra.find("merge_schema") != std::string::npos
-                                ? R"(SELECT block_num, timestamp, hash, gas_used, nonce FROM "acme/eth_mainnet".blocks)"
-                                : kQuickstart;
+    const std::string sql =
+        c.extra.find("merge_schema") != std::string::npos
+            ? R"(SELECT block_num, timestamp, hash, gas_used, nonce FROM "acme/eth_mainnet".blocks)"
+            : kQuickstart;
     const auto result = Load(sql, c.mode, c.extra);
     EXPECT_FALSE(result.success) << c.message;
     EXPECT_NE(result.error.find(c.message), std::string::npos) << result.error;

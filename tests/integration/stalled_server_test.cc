@@ -25,9 +25,11 @@ namespace flight = arrow::flight;
 
 std::shared_ptr<arrow::RecordBatch> Numbers(int64_t from, int64_t count) {
   arrow::UInt64Builder builder;
-  for (int64_t i = 0; i < count; ++i) (void)builder.Append(static_cast<uint64_t>(from + i));
-  return arrow::RecordBatch::Make(arrow::schema({arrow::field("block_num", arrow::uint64())}),
-                                  count, {*builder.Finish()});
+  for (int64_t i = 0; i < count; ++i)
+    (void)builder.Append(static_cast<uint64_t>(from + i));
+  return arrow::RecordBatch::Make(
+      arrow::schema({arrow::field("block_num", arrow::uint64())}), count,
+      {*builder.Finish()});
 }
 
 // Sends its schema (unless it stalls before it) and `batches` batches, then waits until
@@ -36,8 +38,11 @@ class StallingStream : public flight::FlightDataStream {
  public:
   StallingStream(int batches, bool stall_before_schema, std::mutex* mutex,
                  std::condition_variable* released, bool* done)
-      : batches_(batches), stall_before_schema_(stall_before_schema), mutex_(mutex),
-        released_(released), done_(done) {
+      : batches_(batches),
+        stall_before_schema_(stall_before_schema),
+        mutex_(mutex),
+        released_(released),
+        done_(done) {
     auto table = *arrow::Table::FromRecordBatches({Numbers(0, 10)});
     reader_ = std::make_shared<arrow::TableBatchReader>(table);
     inner_ = std::make_unique<flight::RecordBatchStream>(reader_);
@@ -90,8 +95,9 @@ class StallingServer : public flight::FlightServerBase {
                               std::unique_ptr<flight::FlightInfo>* info) override {
     flight::FlightEndpoint endpoint;
     endpoint.ticket.ticket = "stall";
-    ARROW_ASSIGN_OR_RAISE(auto made, flight::FlightInfo::Make(*Numbers(0, 1)->schema(),
-                                                              descriptor, {endpoint}, -1, -1));
+    ARROW_ASSIGN_OR_RAISE(auto made,
+                          flight::FlightInfo::Make(*Numbers(0, 1)->schema(), descriptor,
+                                                   {endpoint}, -1, -1));
     *info = std::make_unique<flight::FlightInfo>(std::move(made));
     return arrow::Status::OK();
   }
@@ -114,7 +120,8 @@ class StallingServer : public flight::FlightServerBase {
 class StalledServerTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<StallingServer>(/*batches=*/1, /*stall_before_schema=*/GetParam());
+    server_ = std::make_unique<StallingServer>(/*batches=*/1,
+                                               /*stall_before_schema=*/GetParam());
     auto location = *flight::Location::ForGrpcTcp("127.0.0.1", 0);
     ASSERT_OK(server_->Init(flight::FlightServerOptions(location)));
     url_ = "grpc://127.0.0.1:" + std::to_string(server_->port());
@@ -132,13 +139,15 @@ class StalledServerTest : public ::testing::TestWithParam<bool> {
 TEST_P(StalledServerTest, BatchLoadFailsAfterItsIdleTimeoutAndCommitsNothing) {
   ASSERT_OK_AND_ASSIGN(auto client, amp::Client::Connect(url_));
   const std::string table = dir_.path() + "/stalled";
-  ASSERT_OK_AND_ASSIGN(auto config, loader::ParseDeltaLakeConfig(
-                                        R"({"table_path": ")" + table +
-                                        R"(", "resilience": {"retry": {"enabled": false}}})"));
+  ASSERT_OK_AND_ASSIGN(
+      auto config,
+      loader::ParseDeltaLakeConfig(R"({"table_path": ")" + table +
+                                   R"(", "resilience": {"retry": {"enabled": false}}})"));
   loader::LoadOptions options;
   options.idle_timeout = std::chrono::milliseconds(300);
   const auto start = std::chrono::steady_clock::now();
-  const auto result = loader::LoadBatch(*client, "SELECT block_num FROM t", config, options);
+  const auto result =
+      loader::LoadBatch(*client, "SELECT block_num FROM t", config, options);
   const auto waited = std::chrono::steady_clock::now() - start;
   EXPECT_FALSE(result.success);
   EXPECT_THAT(result.error, ::testing::HasSubstr("DEADLINE_EXCEEDED"));
@@ -165,7 +174,8 @@ TEST_P(StalledServerTest, QueryStreamNextFailsAfterTheIdleTimeout) {
 
 INSTANTIATE_TEST_SUITE_P(StallPoints, StalledServerTest, ::testing::Values(false, true),
                          [](const auto& param_info) {
-                           return param_info.param ? "BeforeTheSchema" : "AfterTheFirstBatch";
+                           return param_info.param ? "BeforeTheSchema"
+                                                   : "AfterTheFirstBatch";
                          });
 
 }  // namespace

@@ -1,9 +1,9 @@
-// Streaming loads against the in-process dev server: scripted reorgs (at the head, across a
-// commit group, partial, right after a restart), disconnects, two loaders on one stream.
-// After each scenario the table must hold exactly the canonical chain's rows.
+// Streaming loads against the in-process dev server: scripted reorgs (at the head, across
+// a commit group, partial, right after a restart), disconnects, two loaders on one
+// stream. After each scenario the table must hold exactly the canonical chain's rows.
 
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -11,12 +11,12 @@
 #include <arrow/table.h>
 
 #include "ampdelta/amp/client.h"
+#include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/ops/restore.h"
 #include "ampdelta/delta/ops/vacuum.h"
 #include "ampdelta/delta/read/scan.h"
-#include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/loader/stream_loader.h"
@@ -33,7 +33,8 @@ namespace ampdelta {
 namespace {
 
 constexpr uint64_t kFirst = 24'000'000;
-constexpr const char* kBlocks = R"(SELECT block_num, hash, gas_used FROM "acme/eth_mainnet".blocks)";
+constexpr const char* kBlocks =
+    R"(SELECT block_num, hash, gas_used FROM "acme/eth_mainnet".blocks)";
 
 class StreamLoadTest : public ::testing::Test {
  protected:
@@ -91,10 +92,14 @@ class StreamLoadTest : public ::testing::Test {
       if (!message.ok() || !message->has_value()) break;
       const auto& batch = (*message)->data;
       for (int64_t i = 0; i < batch->num_rows(); ++i) {
-        const auto number = static_cast<const arrow::UInt64Scalar&>(**batch->column(0)->GetScalar(i)).value;
-        const auto& hash = static_cast<const arrow::FixedSizeBinaryArray&>(*batch->column(1));
-        out[static_cast<int64_t>(number)] = ToHex0x(std::string_view(
-            reinterpret_cast<const char*>(hash.GetValue(i)), static_cast<size_t>(hash.byte_width())));
+        const auto number =
+            static_cast<const arrow::UInt64Scalar&>(**batch->column(0)->GetScalar(i))
+                .value;
+        const auto& hash =
+            static_cast<const arrow::FixedSizeBinaryArray&>(*batch->column(1));
+        out[static_cast<int64_t>(number)] =
+            ToHex0x(std::string_view(reinterpret_cast<const char*>(hash.GetValue(i)),
+                                     static_cast<size_t>(hash.byte_width())));
       }
     }
     return out;
@@ -106,7 +111,8 @@ class StreamLoadTest : public ::testing::Test {
 
   // (block_num, hash, _amp_batch_id) rows of the table, sorted.
   std::vector<std::tuple<int64_t, std::string, std::string>> TableRows() {
-    auto scan = delta::TableScan::Make(Snapshot(), {{"block_num", "hash", "_amp_batch_id"}, std::nullopt});
+    auto scan = delta::TableScan::Make(
+        Snapshot(), {{"block_num", "hash", "_amp_batch_id"}, std::nullopt});
     EXPECT_OK(scan.status());
     auto table = *(*scan)->ToTable();
     auto batch = *table->CombineChunksToBatch();
@@ -121,15 +127,17 @@ class StreamLoadTest : public ::testing::Test {
     return rows;
   }
 
-  // The table equals the canonical chain from kFirst to `last`: every block once, with the
-  // canonical hash, and its _amp_batch_id is the SDK's id of a recorded range holding it.
+  // The table equals the canonical chain from kFirst to `last`: every block once, with
+  // the canonical hash, and its _amp_batch_id is the SDK's id of a recorded range holding
+  // it.
   void ExpectCanonical(uint64_t last, uint64_t first = kFirst) {
     const auto canonical = Canonical();
     const auto rows = TableRows();
     ASSERT_EQ(rows.size(), last - first + 1);
     auto state = *loader::ReadStreamState(Snapshot().get(), loader::StreamAppId(kBlocks));
     std::map<std::string, amp::BlockRange> by_id;
-    for (const auto& range : state.ranges["mainnet"]) by_id[loader::BatchId(range)] = range;
+    for (const auto& range : state.ranges["mainnet"])
+      by_id[loader::BatchId(range)] = range;
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto& [number, hash, id] = rows[i];
       ASSERT_EQ(number, static_cast<int64_t>(first + i)) << "block missing or repeated";
@@ -146,7 +154,8 @@ class StreamLoadTest : public ::testing::Test {
     while (true) {
       auto loaded = delta::Snapshot::Load(*storage::OpenObjectStore(table_));
       if (loaded.ok()) {
-        auto state = *loader::ReadStreamState(loaded->get(), loader::StreamAppId(kBlocks));
+        auto state =
+            *loader::ReadStreamState(loaded->get(), loader::StreamAppId(kBlocks));
         if (state.ResumeCursor()["mainnet"].number >= block) return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -208,7 +217,8 @@ TEST_F(StreamLoadTest, ARestoreThatGivesBackBlocksTheStreamIsRefillingIsNotLoade
   // The stream notices at its next commit, reloads from version 0's blocks and commits
   // version full + 2; right before that lands, the table is restored to `full` again.
   char name[64];
-  std::snprintf(name, sizeof(name), "_delta_log/%020lld.json", static_cast<long long>(full + 2));
+  std::snprintf(name, sizeof(name), "_delta_log/%020lld.json",
+                static_cast<long long>(full + 2));
   storage::FaultRule rule;
   rule.op = storage::StoreOp::kPut;
   rule.path_contains = name;
@@ -234,7 +244,8 @@ TEST_F(StreamLoadTest, ARollbackAfterTheUntilBlockArrivedStillLoadsUpToIt) {
   ASSERT_OK(server_->AdvanceHead(10));
   WaitUntilCommitted(kFirst + 109);
   ASSERT_OK(delta::Restore(*storage::OpenObjectStore(table_), 0).status());
-  ASSERT_OK(server_->AdvanceHead(10));  // the until block arrives; its commit is rolled back
+  ASSERT_OK(
+      server_->AdvanceHead(10));  // the until block arrives; its commit is rolled back
   loader_thread.join();
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_EQ(result.metadata.count("rollbacks"), 1u);
@@ -245,8 +256,9 @@ TEST_F(StreamLoadTest, ARollbackAfterTheUntilBlockArrivedStillLoadsUpToIt) {
 // table lacks again, whether the delete removed whole files or rewrote one that held
 // blocks on both sides of its predicate.
 // A delete is the user's decision about rows, not a loss of progress: neither the running
-// stream nor a restarted one reloads the deleted blocks, also when the delete removed whole
-// files (their recorded ranges stay on the delete's output, an empty file if need be).
+// stream nor a restarted one reloads the deleted blocks, also when the delete removed
+// whole files (their recorded ranges stay on the delete's output, an empty file if need
+// be).
 TEST_F(StreamLoadTest, ADeleteOfTheNewestBlocksWhileStreamingIsNotReloaded) {
   devserver::DevServerOptions options;
   options.stream.max_microbatch_blocks = 10;
@@ -278,8 +290,8 @@ TEST_F(StreamLoadTest, ADeleteOfTheNewestBlocksWhileStreamingIsNotReloaded) {
 
 // Deleting every row of a streamed table keeps the stream's progress on an empty file, so
 // a restarted stream goes on from where it was instead of loading everything again; a
-// compaction of such empty files keeps their ranges on one, and deleting from a table with
-// no rows left commits nothing.
+// compaction of such empty files keeps their ranges on one, and deleting from a table
+// with no rows left commits nothing.
 TEST_F(StreamLoadTest, DeletingEveryRowKeepsTheStreamsProgress) {
   Start(devserver::DevServerOptions{});
   ASSERT_TRUE(Stream(kFirst + 99).success);
@@ -298,7 +310,8 @@ TEST_F(StreamLoadTest, DeletingEveryRowKeepsTheStreamsProgress) {
   EXPECT_EQ(numbers, (std::vector<int64_t>{kFirst + 100, kFirst + 101, kFirst + 102,
                                            kFirst + 103, kFirst + 104}));
   // The new file goes whole: a second empty file holds its ranges.
-  ASSERT_OK(delta::DeleteRows(store, "block_num >= " + std::to_string(kFirst + 100)).status());
+  ASSERT_OK(
+      delta::DeleteRows(store, "block_num >= " + std::to_string(kFirst + 100)).status());
   EXPECT_EQ(Snapshot()->files().size(), 2u);
   ASSERT_OK_AND_ASSIGN(auto optimized, delta::Optimize(store));
   EXPECT_EQ(optimized.files_removed, 2);
@@ -359,9 +372,11 @@ TEST_F(StreamLoadTest, ChaosRestoresOptimizesAndVacuumsWhileStreamingAReorgingCh
     }
   }
   loader_thread.join();
-  std::cerr << "seed=" << seed << " restores=" << restores << " failed=" << failed_restores
-            << " optimizes=" << optimizes << " vacuums=" << vacuums
-            << " rollbacks=" << (result.metadata.count("rollbacks") ? result.metadata.at("rollbacks") : "0")
+  std::cerr << "seed=" << seed << " restores=" << restores
+            << " failed=" << failed_restores << " optimizes=" << optimizes
+            << " vacuums=" << vacuums << " rollbacks="
+            << (result.metadata.count("rollbacks") ? result.metadata.at("rollbacks")
+                                                   : "0")
             << "\n";
   ASSERT_TRUE(result.success) << result.error;
   // The last action may have landed after the stream ended: a restart fills what it took.
@@ -373,10 +388,12 @@ TEST_F(StreamLoadTest, ChaosRestoresOptimizesAndVacuumsWhileStreamingAReorgingCh
     for (const auto& row : TableRows()) ++counts[std::get<0>(row)];
     std::string shown;
     for (const auto& [number, count] : counts) {
-      if (count != 1) shown += " " + std::to_string(number - kFirst) + "x" + std::to_string(count);
+      if (count != 1)
+        shown += " " + std::to_string(number - kFirst) + "x" + std::to_string(count);
     }
     for (uint64_t b = kFirst; b <= kFirst + 399; ++b) {
-      if (counts.count(static_cast<int64_t>(b)) == 0) shown += " -" + std::to_string(b - kFirst);
+      if (counts.count(static_cast<int64_t>(b)) == 0)
+        shown += " -" + std::to_string(b - kFirst);
     }
     std::cerr << "blocks (offset, xcount / -missing):" << shown << "\n";
   }
@@ -386,8 +403,9 @@ TEST_F(StreamLoadTest, ChaosRestoresOptimizesAndVacuumsWhileStreamingAReorgingCh
   }
 }
 
-// ampd reports every failure of a running stream as INTERNAL. An hour of chain (300 blocks
-// of 12 s) meets five of them: each reconnects from the table, and every block lands once.
+// ampd reports every failure of a running stream as INTERNAL. An hour of chain (300
+// blocks of 12 s) meets five of them: each reconnects from the table, and every block
+// lands once.
 TEST_F(StreamLoadTest, FiveInternalFailuresInAnHourOfChainLoseAndRepeatNothing) {
   devserver::DevServerOptions options;
   options.chain.initial_blocks = 300;
@@ -431,7 +449,8 @@ TEST_F(StreamLoadTest, ADepthOneReorgOfTheCommittedHeadIsUndone) {
   loader_thread.join();
   ASSERT_TRUE(result.success) << result.error;
   ASSERT_EQ(Reorgs(), 1);
-  const auto& reorg = *std::find_if(results_.begin(), results_.end(), [](const auto& r) { return r.is_reorg; });
+  const auto& reorg = *std::find_if(results_.begin(), results_.end(),
+                                    [](const auto& r) { return r.is_reorg; });
   EXPECT_EQ(reorg.metadata.at("rows_removed"), "1");
   ExpectCanonical(kFirst + 105);
 }
@@ -455,7 +474,8 @@ TEST_F(StreamLoadTest, ReorgsOfDepthTwoToFiveAtTheHeadLeaveExactlyTheCanonicalCh
 TEST_F(StreamLoadTest, AReorgDeeperThanACommitGroupRewritesOnlyTheFilesHoldingIt) {
   StartLive(/*blocks=*/160, /*reorg_every=*/20, /*depth=*/8);
   loader::LoadOptions options = Options(kFirst + 159);
-  options.stream_commit_rows = 3;  // groups of a few blocks: the reorg spans several commits
+  options.stream_commit_rows =
+      3;  // groups of a few blocks: the reorg spans several commits
   const auto result = loader::LoadStream(*amp_, kBlocks, Config(), options);
   ASSERT_TRUE(result.success) << result.error;
   ASSERT_GT(Reorgs(), 0);
@@ -468,7 +488,8 @@ TEST_F(StreamLoadTest, AReorgDeeperThanACommitGroupRewritesOnlyTheFilesHoldingIt
   }
 }
 
-TEST_F(StreamLoadTest, APartialReorgInvalidatesTheStraddlingMicrobatchAndResumesBeforeIt) {
+TEST_F(StreamLoadTest,
+       APartialReorgInvalidatesTheStraddlingMicrobatchAndResumesBeforeIt) {
   devserver::DevServerOptions options;
   options.stream.max_microbatch_blocks = 50;
   Start(options);
@@ -485,7 +506,8 @@ TEST_F(StreamLoadTest, APartialReorgInvalidatesTheStraddlingMicrobatchAndResumes
   loader_thread.join();
   ASSERT_TRUE(result.success) << result.error;
   ASSERT_EQ(Reorgs(), 1);
-  const auto& reorg = *std::find_if(results_.begin(), results_.end(), [](const auto& r) { return r.is_reorg; });
+  const auto& reorg = *std::find_if(results_.begin(), results_.end(),
+                                    [](const auto& r) { return r.is_reorg; });
   EXPECT_EQ(reorg.metadata.at("rows_removed"), "50");  // all of 50..99, not only 97..99
   ExpectCanonical(kFirst + 110);
 }
@@ -507,7 +529,8 @@ TEST_F(StreamLoadTest, AReorgRightAfterARestartIsUndoneFromTheTablesState) {
   // The version before the reorg stays readable.
   delta::SnapshotOptions at;
   at.version = before;
-  ASSERT_OK_AND_ASSIGN(auto old, delta::Snapshot::Load(*storage::OpenObjectStore(table_), at));
+  ASSERT_OK_AND_ASSIGN(auto old,
+                       delta::Snapshot::Load(*storage::OpenObjectStore(table_), at));
   EXPECT_EQ(old->num_records(), std::optional<int64_t>(100));
 }
 
@@ -526,7 +549,8 @@ TEST_F(StreamLoadTest, ARestartResumesAfterTheLastCommittedBlockWithoutRepeating
 TEST_F(StreamLoadTest, ADisconnectMidMicrobatchReconnectsAndResumesFromTheTable) {
   StartLive(/*blocks=*/150, /*reorg_every=*/9, /*depth=*/2);
   // The first stream drops after 7 messages, as a lost connection does.
-  testing::FaultyAmpClient dropping(amp_.get(), {.failing_streams = 1, .messages_before_failure = 7});
+  testing::FaultyAmpClient dropping(amp_.get(),
+                                    {.failing_streams = 1, .messages_before_failure = 7});
   const auto result = Stream(kFirst + 149, &dropping);
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_GE(dropping.queries, 2);
@@ -567,7 +591,8 @@ TEST_F(StreamLoadTest, LongStreamsCompactFinalisedFilesAndKeepTheirState) {
   // Compacted files carry the union of their ranges, so batch ids still resolve, and
   // reorgs after compaction were undone exactly.
   ExpectCanonical(kFirst + 259);
-  // A deep reorg reaching into compacted files rewrites them without the invalidated rows.
+  // A deep reorg reaching into compacted files rewrites them without the invalidated
+  // rows.
   ASSERT_OK(server_->chain()->Reorg(60));
   ASSERT_OK(server_->AdvanceHead(1));
   results_.clear();
@@ -588,12 +613,17 @@ TEST_F(StreamLoadTest, TwoLoadersOnOneStreamOneWinsAndNothingIsDuplicated) {
   const int failed = (results[0].success ? 0 : 1) + (results[1].success ? 0 : 1);
   ASSERT_EQ(failed, 1) << results[0].error << " / " << results[1].error;
   const auto& loser = results[0].success ? results[1] : results[0];
-  EXPECT_NE(loser.error.find("another loader is writing stream"), std::string::npos) << loser.error;
+  EXPECT_NE(loser.error.find("another loader is writing stream"), std::string::npos)
+      << loser.error;
   ExpectCanonical(kFirst + 399);
   if (HasFailure()) {
     for (const auto& r : results_) {
-      std::cerr << r.ToString() << " v=" << (r.metadata.count("table_version") ? r.metadata.at("table_version") : "")
-                << " " << (r.metadata.count("block_ranges") ? r.metadata.at("block_ranges") : "") << "\n";
+      std::cerr << r.ToString() << " v="
+                << (r.metadata.count("table_version") ? r.metadata.at("table_version")
+                                                      : "")
+                << " "
+                << (r.metadata.count("block_ranges") ? r.metadata.at("block_ranges") : "")
+                << "\n";
     }
     std::cerr << results[0].error << " | " << results[1].error << "\n";
   }

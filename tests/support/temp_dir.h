@@ -13,7 +13,8 @@ namespace ampdelta::testing {
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ampdelta-test-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "ampdelta-test-XXXXXX").string();
     path_ = ::mkdtemp(pattern.data()) != nullptr ? pattern : std::string();
   }
   ~TempDir() {

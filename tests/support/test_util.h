@@ -6,32 +6,31 @@
 #include <cstdlib>
 #include <string>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <arrow/result.h>
 #include <arrow/status.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include "ampdelta/util/status.h"
 
 #define AMPDELTA_CONCAT_INNER(a, b) a##b
 #define AMPDELTA_CONCAT(a, b) AMPDELTA_CONCAT_INNER(a, b)
 
-#define ASSERT_OK(expr)                                          \
-  do {                                                           \
-    const ::arrow::Status _st = ::arrow::ToStatus(expr);         \
-    ASSERT_TRUE(_st.ok()) << #expr << ": " << _st.ToString();    \
+#define ASSERT_OK(expr)                                       \
+  do {                                                        \
+    const ::arrow::Status _st = ::arrow::ToStatus(expr);      \
+    ASSERT_TRUE(_st.ok()) << #expr << ": " << _st.ToString(); \
   } while (false)
 
-#define EXPECT_OK(expr)                                          \
-  do {                                                           \
-    const ::arrow::Status _st = ::arrow::ToStatus(expr);         \
-    EXPECT_TRUE(_st.ok()) << #expr << ": " << _st.ToString();    \
+#define EXPECT_OK(expr)                                       \
+  do {                                                        \
+    const ::arrow::Status _st = ::arrow::ToStatus(expr);      \
+    EXPECT_TRUE(_st.ok()) << #expr << ": " << _st.ToString(); \
   } while (false)
 
-#define AMPDELTA_ASSIGN_OR_FAIL_IMPL(result, lhs, rexpr)                              \
-  auto result = (rexpr);                                                              \
-  ASSERT_TRUE(result.ok()) << #rexpr << ": " << result.status().ToString();           \
+#define AMPDELTA_ASSIGN_OR_FAIL_IMPL(result, lhs, rexpr)                    \
+  auto result = (rexpr);                                                    \
+  ASSERT_TRUE(result.ok()) << #rexpr << ": " << result.status().ToString(); \
   lhs = std::move(result).ValueUnsafe();
 
 #define ASSERT_OK_AND_ASSIGN(lhs, rexpr) \
@@ -58,8 +57,8 @@ MATCHER_P(HasErrorCode, code, std::string("carries error code ") + ErrorCodeName
   return IsError(status, code);
 }
 
-/// \brief Return the repository root, for fixtures: $AMPDELTA_SOURCE_DIR when set, else the
-/// source tree the tests were built from.
+/// \brief Return the repository root, for fixtures: $AMPDELTA_SOURCE_DIR when set, else
+/// the source tree the tests were built from.
 inline std::string SourceDir() {
   const char* dir = std::getenv("AMPDELTA_SOURCE_DIR");
   return dir != nullptr ? dir : AMPDELTA_SOURCE_DIR;

@@ -38,7 +38,8 @@ inline constexpr int kExitTable = 6;
 /// \brief Return the exit code of an error class.
 int ExitCodeFor(ErrorClass error_class);
 
-/// \brief Print `ampdelta: error: <message>` for a failed status and return its exit code.
+/// \brief Print `ampdelta: error: <message>` for a failed status and return its exit
+/// code.
 int Fail(const arrow::Status& status);
 
 /// \brief A registered subcommand: runs when selected and returns the exit code.
@@ -70,8 +71,8 @@ inline constexpr const char* kStorageOptionHelp =
 void AddTimeoutOptions(CLI::App* command, std::chrono::milliseconds* plan,
                        std::chrono::milliseconds* idle);
 
-/// \brief Add an option taking seconds (a finite number in [0, one year]; 0 turns the timer
-/// off) into `target`.
+/// \brief Add an option taking seconds (a finite number in [0, one year]; 0 turns the
+/// timer off) into `target`.
 void AddSecondsOption(CLI::App* command, const std::string& name,
                       std::chrono::milliseconds* target, const std::string& description);
 
@@ -86,7 +87,8 @@ CLI::Validator FiniteNumberIn(double minimum, double maximum);
 
 /// \brief Return an error naming `option` unless `level` (when given) is a compression
 /// level of `codec`: Arrow's range for zstd, gzip, brotli and lz4; none for the others.
-arrow::Status CheckCompressionLevel(const std::string& codec, const std::optional<int>& level,
+arrow::Status CheckCompressionLevel(const std::string& codec,
+                                    const std::optional<int>& level,
                                     const char* option = "--compression-level");
 
 /// \brief Return `message` as one line of UTF-8: bytes that are not UTF-8 and control

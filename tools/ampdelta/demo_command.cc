@@ -1,6 +1,6 @@
 // `ampdelta demo`: start the dev server in-process, load the seed's Quickstart query into
-// ./data/blocks with the deltalake loader, then show the table as the seed's Polars example
-// does and print its history.
+// ./data/blocks with the deltalake loader, then show the table as the seed's Polars
+// example does and print its history.
 //
 // The demo only ever replaces a table it created: its version 0 is a CREATE TABLE commit
 // whose operationParameters carry kDemoMarker. Anything else at ./data/blocks (someone's
@@ -17,8 +17,8 @@
 #include <arrow/table.h>
 
 #include "ampdelta/amp/client.h"
-#include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/loader/client.h"
@@ -36,20 +36,22 @@ constexpr const char* kTablePath = "./data/blocks";
 constexpr const char* kDemoMarker = "ampdelta.demo";
 
 arrow::Status NotOurs(const std::string& what) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, kTablePath, " ", what,
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, kTablePath, " ",
+                   what,
                    ": ampdelta demo replaces only a table it created; run it in another "
                    "directory, or pass --overwrite to replace the table's rows");
 }
 
-// Return whether the demo must create its table first (nothing there yet), or an error when
-// something the demo did not create is at ./data/blocks.
+// Return whether the demo must create its table first (nothing there yet), or an error
+// when something the demo did not create is at ./data/blocks.
 arrow::Result<bool> CheckTablePath(bool overwrite) {
   std::error_code error;
   const std::filesystem::path path(kTablePath);
   const auto status = std::filesystem::symlink_status(path, error);
   if (error || status.type() == std::filesystem::file_type::not_found) return true;
   if (overwrite) return false;
-  if (!std::filesystem::is_directory(path, error)) return NotOurs("exists and is not a directory");
+  if (!std::filesystem::is_directory(path, error))
+    return NotOurs("exists and is not a directory");
   if (std::filesystem::is_empty(path, error) && !error) return true;
   ARROW_ASSIGN_OR_RAISE(auto store, storage::OpenObjectStore(kTablePath));
   auto history = delta::ReadHistory(*store, 0);
@@ -86,9 +88,9 @@ arrow::Status ShowNewestRows() {
   ARROW_ASSIGN_OR_RAISE(auto scan, delta::TableScan::Make(snapshot, options));
   ARROW_ASSIGN_OR_RAISE(auto table, scan->ToTable());
   ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch());
-  ARROW_ASSIGN_OR_RAISE(auto order,
-                        arrow::compute::SortIndices(*batch->GetColumnByName("block_num"),
-                                                    arrow::compute::SortOrder::Descending));
+  ARROW_ASSIGN_OR_RAISE(
+      auto order, arrow::compute::SortIndices(*batch->GetColumnByName("block_num"),
+                                              arrow::compute::SortOrder::Descending));
   const auto& indices = static_cast<const arrow::UInt64Array&>(*order);
   std::vector<int64_t> newest;
   for (int64_t i = 0; i < std::min<int64_t>(3, indices.length()); ++i) {
@@ -103,7 +105,8 @@ arrow::Status ShowNewestRows() {
     if (entry.commit_info) {
       std::cout << "  " << entry.commit_info->operation;
       auto rows = entry.commit_info->operation_metrics.find("numOutputRows");
-      if (rows != entry.commit_info->operation_metrics.end()) std::cout << "  rows=" << rows->second;
+      if (rows != entry.commit_info->operation_metrics.end())
+        std::cout << "  rows=" << rows->second;
     }
     std::cout << "\n";
   }
@@ -112,14 +115,15 @@ arrow::Status ShowNewestRows() {
 
 arrow::Status RunDemoSteps(bool overwrite) {
   ARROW_ASSIGN_OR_RAISE(const bool create, CheckTablePath(overwrite));
-  ARROW_ASSIGN_OR_RAISE(auto server, devserver::DevServer::Start(devserver::DevServerOptions{}));
+  ARROW_ASSIGN_OR_RAISE(auto server,
+                        devserver::DevServer::Start(devserver::DevServerOptions{}));
   std::cout << "dev server: " << server->url() << " serving \"acme/eth_mainnet\" blocks "
             << server->chain()->first_block() << ".." << server->chain()->head() << "\n";
 
   if (create) ARROW_RETURN_NOT_OK(CreateDemoTable(server->url()));
   Client client(server->url());
-  ARROW_RETURN_NOT_OK(
-      client.ConfigureConnection("local_delta", "deltalake", {{"table_path", kTablePath}}));
+  ARROW_RETURN_NOT_OK(client.ConfigureConnection("local_delta", "deltalake",
+                                                 {{"table_path", kTablePath}}));
   std::cout << "query: " << kQuickstartQuery << "\n";
   loader::LoadOptions load;
   load.connection = "local_delta";
@@ -148,9 +152,10 @@ int RunDemo(bool overwrite) {
 
 CommandRunner AddDemoCommand(CLI::App& app) {
   auto overwrite = std::make_shared<bool>(false);
-  CLI::App* cmd = app.add_subcommand("demo",
-                                     "Start the dev server in-process, load the Quickstart "
-                                     "query into ./data/blocks and show the table");
+  CLI::App* cmd =
+      app.add_subcommand("demo",
+                         "Start the dev server in-process, load the Quickstart "
+                         "query into ./data/blocks and show the table");
   cmd->add_flag("--overwrite", *overwrite,
                 "replace the rows of a ./data/blocks the demo did not create");
   return [overwrite] { return RunDemo(*overwrite); };

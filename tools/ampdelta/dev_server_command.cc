@@ -39,7 +39,8 @@ int RunDevServer(DevServerArgs& args) {
   devserver::DevServerOptions& options = args.options;
   options.serve_synthetic = !args.no_synthetic;
   options.live.block_interval = std::chrono::milliseconds(args.block_interval_ms);
-  options.stream.keepalive_interval = std::chrono::milliseconds(args.keepalive_interval_ms);
+  options.stream.keepalive_interval =
+      std::chrono::milliseconds(args.keepalive_interval_ms);
   for (const auto& item : args.reorg_at) {
     uint64_t block = 0;
     uint64_t depth = 0;
@@ -81,7 +82,8 @@ int RunDevServer(DevServerArgs& args) {
   if ((*server)->chain() != nullptr) {
     const auto* chain = (*server)->chain();
     std::cerr << "serving \"" << chain->name() << "\" (network " << chain->network()
-              << ") blocks " << chain->first_block() << ".." << chain->head() << std::endl;
+              << ") blocks " << chain->first_block() << ".." << chain->head()
+              << std::endl;
   }
   int received = 0;
   sigwait(&signals, &received);
@@ -100,7 +102,8 @@ CommandRunner AddDevServerCommand(CLI::App& app) {
   auto args = std::make_shared<DevServerArgs>();
   auto& options = args->options;
   CLI::App* cmd = app.add_subcommand(
-      "dev-server", "Run an Amp-compatible Flight server over a synthetic chain or Parquet");
+      "dev-server",
+      "Run an Amp-compatible Flight server over a synthetic chain or Parquet");
   cmd->add_option("--host", options.host, "address to bind")->capture_default_str();
   cmd->add_option("--port", options.port, "port to bind (0 picks a free one)")
       ->check(IntegerIn(0, 65535))
@@ -123,7 +126,8 @@ CommandRunner AddDevServerCommand(CLI::App& app) {
   cmd->add_option("--seed", options.chain.seed, "seed of every hash and value")
       ->check(UnsignedAtLeast(0))
       ->capture_default_str();
-  cmd->add_option("--dataset-name", options.chain.dataset, "name of the synthetic dataset")
+  cmd->add_option("--dataset-name", options.chain.dataset,
+                  "name of the synthetic dataset")
       ->capture_default_str();
   cmd->add_option("--network", options.chain.network, "network of the synthetic dataset")
       ->capture_default_str();
@@ -136,7 +140,8 @@ CommandRunner AddDevServerCommand(CLI::App& app) {
   cmd->add_option("--reorg-every", options.live.reorg_every,
                   "reorg after every N new blocks")
       ->check(UnsignedAtLeast(0));
-  cmd->add_option("--reorg-depth", options.live.reorg_depth, "depth of --reorg-every reorgs")
+  cmd->add_option("--reorg-depth", options.live.reorg_depth,
+                  "depth of --reorg-every reorgs")
       ->check(UnsignedAtLeast(1))
       ->capture_default_str();
   cmd->add_option("--reorg-at", args->reorg_at,
@@ -159,8 +164,9 @@ CommandRunner AddDevServerCommand(CLI::App& app) {
   cmd->add_option("--fail-after-microbatches", options.stream.fail_after_microbatches,
                   "fail every stream with INTERNAL after N microbatches (tests)")
       ->check(UnsignedAtLeast(0));
-  cmd->add_option("--max-failures", options.stream.max_failures,
-                  "with --fail-after-microbatches: at most N failures in all (0: no limit)")
+  cmd->add_option(
+         "--max-failures", options.stream.max_failures,
+         "with --fail-after-microbatches: at most N failures in all (0: no limit)")
       ->check(UnsignedAtLeast(0));
   cmd->add_option("--dataset", args->datasets,
                   "NAME=DIR: serve Amp Parquet files (DIR/<table>/<revision>/*.parquet)");

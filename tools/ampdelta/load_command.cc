@@ -3,12 +3,12 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
-#include <ctime>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -57,10 +57,11 @@ std::atomic<bool> g_stop{false};
 
 extern "C" void RequestStop(int) { g_stop.store(true); }
 
-// Streams: one result line per commit and per reorg on stdout; a progress line (head, rows/s,
-// commits, reorgs) on a terminal; SIGINT/SIGTERM stop after the current commit.
+// Streams: one result line per commit and per reorg on stdout; a progress line (head,
+// rows/s, commits, reorgs) on a terminal; SIGINT/SIGTERM stop after the current commit.
 loader::LoadResult RunStream(amp::Client& client, const LoadArgs& args,
-                             const loader::DeltaLakeConfig& config, loader::LoadOptions options) {
+                             const loader::DeltaLakeConfig& config,
+                             loader::LoadOptions options) {
   options.with_reorg_detection = !args.no_reorg_detection;
   options.until_block = args.until_block;
   options.stream_commit_interval = std::chrono::milliseconds(args.commit_interval_ms);
@@ -94,10 +95,12 @@ loader::LoadResult RunStream(amp::Client& client, const LoadArgs& args,
       if (block_time != result.metadata.end()) {
         lag = std::to_string(std::time(nullptr) - std::stoll(block_time->second)) + "s";
       }
-      std::fprintf(stderr, "  head %s  lag %s  %.0f rows/s  %lld commits  %lld reorgs  %.0fs ",
+      std::fprintf(stderr,
+                   "  head %s  lag %s  %.0f rows/s  %lld commits  %lld reorgs  %.0fs ",
                    ranges.substr(ranges.rfind('-') + 1).c_str(), lag.c_str(),
                    seconds > 0 ? static_cast<double>(totals->first) / seconds : 0.0,
-                   static_cast<long long>(totals->second), static_cast<long long>(*reorgs), seconds);
+                   static_cast<long long>(totals->second),
+                   static_cast<long long>(*reorgs), seconds);
     }
   };
   loader::LoadResult result = loader::LoadStream(client, args.sql, config, options);
@@ -105,7 +108,8 @@ loader::LoadResult RunStream(amp::Client& client, const LoadArgs& args,
   return result;
 }
 
-// nlohmann's description of why `text` is not JSON ("parse error at line 1, column 7: …").
+// nlohmann's description of why `text` is not JSON ("parse error at line 1, column 7:
+// …").
 std::string JsonParseError(const std::string& text) {
   if (!json_util::JsonNestingWithin(text)) {
     return "it nests deeper than " + std::to_string(json_util::kMaxJsonDepth) + " levels";
@@ -152,15 +156,16 @@ arrow::Result<std::string> ConfigJson(const LoadArgs& args) {
   }
   if (!args.table.empty()) {
     if (!IsValidUtf8(args.table)) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "--table '", EscapeNonUtf8(args.table), "' is not UTF-8");
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "--table '",
+                       EscapeNonUtf8(args.table), "' is not UTF-8");
     }
     doc["table_path"] = args.table;
   }
   for (const auto& column : args.partition_by) {
     if (!IsValidUtf8(column)) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "--partition-by column '", EscapeNonUtf8(column), "' is not UTF-8");
+                       "--partition-by column '", EscapeNonUtf8(column),
+                       "' is not UTF-8");
     }
   }
   if (!args.partition_by.empty()) doc["partition_by"] = args.partition_by;
@@ -179,7 +184,8 @@ int RunLoad(const LoadArgs& args) {
     return kExitUsage;
   }
   std::string option_error;
-  if (!ParseStorageOptions(args.storage_options, &config->storage_options, &option_error)) {
+  if (!ParseStorageOptions(args.storage_options, &config->storage_options,
+                           &option_error)) {
     PrintError(option_error);
     return kExitUsage;
   }
@@ -204,8 +210,9 @@ int RunLoad(const LoadArgs& args) {
     loader::LoadResult result = RunStream(**client, args, *config, options);
     std::cout << result << std::endl;
     for (const auto& [key, value] : result.metadata) {
-      if (key == "table_version" || key == "commits" || key == "reorgs" || key == "head" ||
-          key == "rows_undone" || key == "reconnects" || key == "stalls") {
+      if (key == "table_version" || key == "commits" || key == "reorgs" ||
+          key == "head" || key == "rows_undone" || key == "reconnects" ||
+          key == "stalls") {
         std::cerr << key << "=" << value << " ";
       }
     }
@@ -220,20 +227,23 @@ int RunLoad(const LoadArgs& args) {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const double bytes = std::stod(batch.metadata.at("total_bytes"));
-      std::fprintf(stderr, "\r  %s rows  %s batches  %.1f MB/s  %.1fs elapsed ",
-                   batch.metadata.at("total_rows").c_str(),
-                   std::to_string(std::stoll(batch.metadata.at("batch_index")) + 1).c_str(),
-                   seconds > 0 ? bytes / 1e6 / seconds : 0.0, seconds);
+      std::fprintf(
+          stderr, "\r  %s rows  %s batches  %.1f MB/s  %.1fs elapsed ",
+          batch.metadata.at("total_rows").c_str(),
+          std::to_string(std::stoll(batch.metadata.at("batch_index")) + 1).c_str(),
+          seconds > 0 ? bytes / 1e6 / seconds : 0.0, seconds);
     };
   }
   loader::LoadResult result = loader::LoadBatch(**client, args.sql, *config, options);
   if (tty) std::fprintf(stderr, "\n");
   std::cout << result << std::endl;
-  // The result line is the SDK's; the error line is the CLI's, with the exit code's class.
+  // The result line is the SDK's; the error line is the CLI's, with the exit code's
+  // class.
   if (!result.success) return Fail(result.status);
   for (const auto& [key, value] : result.metadata) {
     if (key == "table_version" || key == "files_added" || key == "bytes_written" ||
-        key == "commits" || key == "rows_inserted" || key == "rows_updated" || key == "retries") {
+        key == "commits" || key == "rows_inserted" || key == "rows_updated" ||
+        key == "retries") {
       std::cerr << key << "=" << value << " ";
     }
   }
@@ -245,41 +255,51 @@ int RunLoad(const LoadArgs& args) {
 
 CommandRunner AddLoadCommand(CLI::App& app) {
   auto args = std::make_shared<LoadArgs>();
-  CLI::App* cmd = app.add_subcommand("load", "Run SQL on Amp and load the result into a Delta table");
-  cmd->add_option("--server", args->server, "grpc:// or grpc+tls:// URL")->capture_default_str();
+  CLI::App* cmd =
+      app.add_subcommand("load", "Run SQL on Amp and load the result into a Delta table");
+  cmd->add_option("--server", args->server, "grpc:// or grpc+tls:// URL")
+      ->capture_default_str();
   cmd->add_option("--table", args->table, "table_path (overrides --config)");
   cmd->add_option("--sql", args->sql, "the query")->required();
-  cmd->add_option("--mode", args->mode, "append, overwrite, merge, upsert, error or ignore")
+  cmd->add_option("--mode", args->mode,
+                  "append, overwrite, merge, upsert, error or ignore")
       ->capture_default_str();
-  cmd->add_option("--merge-keys", args->merge_keys, "key columns for merge/upsert")->delimiter(',');
+  cmd->add_option("--merge-keys", args->merge_keys, "key columns for merge/upsert")
+      ->delimiter(',');
   cmd->add_option("--commit-every-rows", args->commit_every_rows,
                   "commit every N rows instead of once at the end")
       ->check(IntegerAtLeast(1));
-  cmd->add_option("--partition-by", args->partition_by, "partition columns")->delimiter(',');
+  cmd->add_option("--partition-by", args->partition_by, "partition columns")
+      ->delimiter(',');
   cmd->add_option("--config", args->config, "deltalake connection config: JSON or @file");
   cmd->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
-  cmd->add_option("--compression", args->compression, "Parquet codec")->capture_default_str();
+  cmd->add_option("--compression", args->compression, "Parquet codec")
+      ->capture_default_str();
   cmd->add_option("--compression-level", args->compression_level, "codec level");
   cmd->add_option("--destination", args->destination, "name of the load in the result");
-  cmd->add_flag("--stream", args->stream,
-                "streaming query: follow the chain, exactly once, undoing reorgs (Ctrl-C stops)");
+  cmd->add_flag(
+      "--stream", args->stream,
+      "streaming query: follow the chain, exactly once, undoing reorgs (Ctrl-C stops)");
   cmd->add_flag("--no-reorg-detection", args->no_reorg_detection,
                 "streams: load what arrives, undo nothing (with_reorg_detection=False)");
-  cmd->add_option("--until-block", args->until_block, "streams: stop once this block is committed")
+  cmd->add_option("--until-block", args->until_block,
+                  "streams: stop once this block is committed")
       ->check(UnsignedAtLeast(0));
   cmd->add_option("--commit-interval-ms", args->commit_interval_ms,
                   "streams: commit complete microbatches at least this often")
       ->check(IntegerAtLeast(0))
       ->capture_default_str();
-  cmd->add_option("--commit-rows", args->commit_rows, "streams: or when this many rows wait")
+  cmd->add_option("--commit-rows", args->commit_rows,
+                  "streams: or when this many rows wait")
       ->check(IntegerAtLeast(1))
       ->capture_default_str();
   cmd->add_option("--token", args->token, "bearer token (default: $AMP_AUTH_TOKEN)");
   AddTimeoutOptions(cmd, &args->plan_timeout, &args->idle_timeout);
-  AddSecondsOption(cmd, "--stall-warning", &args->stall_warning,
-                   "streams: warn when a stream resumed with a cursor gets no microbatch for "
-                   "this many seconds (ampd stalls silently on a cursor it cannot serve; "
-                   "default 300; 0: never)");
+  AddSecondsOption(
+      cmd, "--stall-warning", &args->stall_warning,
+      "streams: warn when a stream resumed with a cursor gets no microbatch for "
+      "this many seconds (ampd stalls silently on a cursor it cannot serve; "
+      "default 300; 0: never)");
   return [args] { return RunLoad(*args); };
 }
 

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <iostream>
 #include <limits>
 #include <optional>
 #include <sstream>
-#include <exception>
-#include <iostream>
 #include <vector>
 
 #include <arrow/memory_pool.h>
@@ -17,15 +17,16 @@
 
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/logging.h"
-#include "ampdelta/util/utf8.h"
 #include "ampdelta/util/runtime.h"
+#include "ampdelta/util/utf8.h"
 #include "ampdelta/version.h"
 #include "commands.h"
 
 namespace ampdelta::cli {
 
 bool ParseStorageOptions(const std::vector<std::string>& entries,
-                         std::map<std::string, std::string>* options, std::string* error) {
+                         std::map<std::string, std::string>* options,
+                         std::string* error) {
   for (size_t i = 0; i < entries.size(); ++i) {
     const std::string& entry = entries[i];
     const size_t equals = entry.find('=');
@@ -40,8 +41,8 @@ bool ParseStorageOptions(const std::vector<std::string>& entries,
 }
 
 std::string OneLine(const std::string& message) {
-  // Bytes that are not UTF-8 become \xNN; control characters (a newline in a key, a NUL in
-  // a column name) are escaped too, so the error stays one readable line.
+  // Bytes that are not UTF-8 become \xNN; control characters (a newline in a key, a NUL
+  // in a column name) are escaped too, so the error stays one readable line.
   const std::string utf8 = EscapeNonUtf8(message);
   std::string out;
   out.reserve(utf8.size());
@@ -77,8 +78,8 @@ void AddSecondsOption(CLI::App* command, const std::string& name,
         const double value = std::strtod(text.c_str(), &end);
         if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(value) ||
             value < 0 || value > 365.0 * 86400.0) {
-          throw CLI::ValidationError(name, "expects seconds between 0 and 31536000, got '" +
-                                               text + "'");
+          throw CLI::ValidationError(
+              name, "expects seconds between 0 and 31536000, got '" + text + "'");
         }
         *target = std::chrono::milliseconds(static_cast<int64_t>(value * 1000.0));
       },
@@ -87,13 +88,15 @@ void AddSecondsOption(CLI::App* command, const std::string& name,
 
 void AddTimeoutOptions(CLI::App* command, std::chrono::milliseconds* plan,
                        std::chrono::milliseconds* idle) {
-  AddSecondsOption(command, "--plan-timeout", plan,
-                   "seconds the server may take to plan the query (GetFlightInfo; default 300)");
+  AddSecondsOption(
+      command, "--plan-timeout", plan,
+      "seconds the server may take to plan the query (GetFlightInfo; default 300)");
   if (idle != nullptr) {
-    AddSecondsOption(command, "--idle-timeout", idle,
-                     "fail when the server sends nothing for this many seconds in the middle "
-                     "of a batch result or inside a stream's microbatch (streams then "
-                     "reconnect; default 600; 0 waits forever)");
+    AddSecondsOption(
+        command, "--idle-timeout", idle,
+        "fail when the server sends nothing for this many seconds in the middle "
+        "of a batch result or inside a stream's microbatch (streams then "
+        "reconnect; default 600; 0 waits forever)");
   }
 }
 
@@ -102,7 +105,8 @@ namespace {
 // Whole-text numbers only: no sign on unsigned values (strtoull wraps "-1" around), no
 // trailing characters, nothing out of range.
 bool ParseSigned(const std::string& text, int64_t* value) {
-  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return false;
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front())))
+    return false;
   errno = 0;
   char* end = nullptr;
   *value = std::strtoll(text.c_str(), &end, 10);
@@ -110,7 +114,8 @@ bool ParseSigned(const std::string& text, int64_t* value) {
 }
 
 bool ParseUnsigned(const std::string& text, uint64_t* value) {
-  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text.front()))) return false;
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text.front())))
+    return false;
   errno = 0;
   char* end = nullptr;
   *value = std::strtoull(text.c_str(), &end, 10);
@@ -163,7 +168,8 @@ CLI::Validator FiniteNumberIn(double minimum, double maximum) {
         }
         if (value < minimum || value > maximum) {
           std::ostringstream range;
-          range << "must be between " << minimum << " and " << maximum << ", got " << text;
+          range << "must be between " << minimum << " and " << maximum << ", got "
+                << text;
           return range.str();
         }
         return {};
@@ -171,8 +177,8 @@ CLI::Validator FiniteNumberIn(double minimum, double maximum) {
       "NUMBER", "finite range");
 }
 
-arrow::Status CheckCompressionLevel(const std::string& codec, const std::optional<int>& level,
-                                    const char* option) {
+arrow::Status CheckCompressionLevel(const std::string& codec,
+                                    const std::optional<int>& level, const char* option) {
   if (!level) return arrow::Status::OK();
   const std::string lower = AsciiLower(codec);
   arrow::Compression::type type = arrow::Compression::UNCOMPRESSED;
@@ -198,8 +204,8 @@ arrow::Status CheckCompressionLevel(const std::string& codec, const std::optiona
   }
   if (*level < *minimum || *level > *maximum) {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, option, " ",
-                     *level, " is out of range for ", codec, " (", *minimum, " to ", *maximum,
-                     ")");
+                     *level, " is out of range for ", codec, " (", *minimum, " to ",
+                     *maximum, ")");
   }
   return arrow::Status::OK();
 }
@@ -306,9 +312,9 @@ int Run(int argc, char** argv) {
 }  // namespace ampdelta::cli
 
 int main(int argc, char** argv) {
-  // jemalloc keeps freed pages for reuse where mimalloc hands them back and the kernel zeroes
-  // them again: writes spend ~30% less system time (docs/benchmarks.md). Must be chosen before
-  // Arrow's first allocation; an explicit ARROW_DEFAULT_MEMORY_POOL wins.
+  // jemalloc keeps freed pages for reuse where mimalloc hands them back and the kernel
+  // zeroes them again: writes spend ~30% less system time (docs/benchmarks.md). Must be
+  // chosen before Arrow's first allocation; an explicit ARROW_DEFAULT_MEMORY_POOL wins.
   ::setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", /*overwrite=*/0);
   try {
     return ampdelta::cli::Run(argc, argv);

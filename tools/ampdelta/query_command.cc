@@ -52,7 +52,8 @@ arrow::Status RunBatch(amp::QueryStream& stream, const QueryArgs& args) {
       ranges = message->metadata.ranges;
       complete = complete || message->metadata.ranges_complete;
     }
-    for (int64_t i = 0; i < batch.num_rows() && static_cast<int64_t>(shown.size()) < args.max_rows;
+    for (int64_t i = 0;
+         i < batch.num_rows() && static_cast<int64_t>(shown.size()) < args.max_rows;
          ++i) {
       auto formatted = FormatRows(batch, {i});
       shown.push_back(std::move(formatted.front()));
@@ -67,7 +68,8 @@ arrow::Status RunBatch(amp::QueryStream& stream, const QueryArgs& args) {
   // With CSV on stdout, the summary goes to stderr, where it cannot break the CSV.
   std::ostream& summary = args.format == "csv" ? std::cerr : std::cout;
   if (args.format == "csv") std::cout.flush();
-  summary << "rows=" << rows << " messages=" << messages << " ranges=" << RangesText(ranges)
+  summary << "rows=" << rows << " messages=" << messages
+          << " ranges=" << RangesText(ranges)
           << " ranges_complete=" << (complete ? "true" : "false") << std::endl;
   return arrow::Status::OK();
 }
@@ -81,26 +83,30 @@ arrow::Status RunStream(amp::QueryStream& stream, const QueryArgs& args,
   while (args.max_microbatches == 0 || completed < args.max_microbatches) {
     ARROW_ASSIGN_OR_RAISE(auto message, stream.Next());
     if (!message) break;
-    ARROW_ASSIGN_OR_RAISE(amp::StreamEvent event,
-                          interpreter.Accept(message->metadata, message->data->num_rows()));
+    ARROW_ASSIGN_OR_RAISE(
+        amp::StreamEvent event,
+        interpreter.Accept(message->metadata, message->data->num_rows()));
     if (event.is_reorg()) {
       std::cout << (event.partial_reorg ? "partial reorg" : "reorg")
                 << " invalidated=" << RangesText(event.invalidated);
-      if (event.resume_cursor) std::cout << " resume=" << amp::CursorToJson(*event.resume_cursor);
+      if (event.resume_cursor)
+        std::cout << " resume=" << amp::CursorToJson(*event.resume_cursor);
       std::cout << std::endl;
       if (event.partial_reorg) break;
     }
     microbatch_rows += message->data->num_rows();
     if (event.kind == amp::StreamEvent::Kind::kMicrobatchEnd) {
       ++completed;
-      std::cout << "microbatch " << RangesText(event.ranges) << " rows=" << microbatch_rows;
+      std::cout << "microbatch " << RangesText(event.ranges)
+                << " rows=" << microbatch_rows;
       if (!event.ranges.empty()) std::cout << " hash=" << event.ranges.back().hash;
       std::cout << std::endl;
       microbatch_rows = 0;
     }
   }
   std::cout << "microbatches=" << completed
-            << " cursor=" << amp::CursorToJson(interpreter.CompletedCursor()) << std::endl;
+            << " cursor=" << amp::CursorToJson(interpreter.CompletedCursor())
+            << std::endl;
   return arrow::Status::OK();
 }
 
@@ -144,16 +150,19 @@ int RunQuery(const QueryArgs& args) {
 
 CommandRunner AddQueryCommand(CLI::App& app) {
   auto args = std::make_shared<QueryArgs>();
-  CLI::App* cmd = app.add_subcommand("query", "Run SQL on an Amp server and print the result");
-  cmd->add_option("--server", args->server, "grpc:// or grpc+tls:// URL")->capture_default_str();
+  CLI::App* cmd =
+      app.add_subcommand("query", "Run SQL on an Amp server and print the result");
+  cmd->add_option("--server", args->server, "grpc:// or grpc+tls:// URL")
+      ->capture_default_str();
   cmd->add_option("--sql", args->sql, "the query")->required();
   cmd->add_option("--token", args->token, "bearer token (default: $AMP_AUTH_TOKEN)");
   AddTimeoutOptions(cmd, &args->plan_timeout, &args->idle_timeout);
   cmd->add_flag("--stream", args->stream, "stream (sends amp-stream: true)");
   cmd->add_option("--resume", args->resume,
                   "resume cursor JSON {\"network\":{\"number\":N,\"hash\":\"0x…\"}}");
-  cmd->add_option("--format", args->format,
-                  "table, csv (RFC 4180, with a header; the summary goes to stderr) or count")
+  cmd->add_option(
+         "--format", args->format,
+         "table, csv (RFC 4180, with a header; the summary goes to stderr) or count")
       ->check(CLI::IsMember({"table", "csv", "count"}))
       ->capture_default_str();
   cmd->add_option("--max-rows", args->max_rows, "rows shown in table format")

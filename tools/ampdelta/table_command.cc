@@ -5,29 +5,28 @@
 #include <iostream>
 #include <memory>
 
-#include <arrow/type.h>
-#include <nlohmann/json.hpp>
-
 #include <arrow/io/file.h>
 #include <arrow/ipc/reader.h>
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
+#include <arrow/type.h>
+#include <nlohmann/json.hpp>
 #include <parquet/arrow/reader.h>
 
-#include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/delta/log/action_json.h"
-#include "ampdelta/delta/txn/checkpoint_writer.h"
+#include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/ops/restore.h"
 #include "ampdelta/delta/ops/vacuum.h"
 #include "ampdelta/delta/read/scan.h"
-#include "ampdelta/delta/log/schema.h"
-#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/txn/checkpoint_writer.h"
 #include "ampdelta/delta/write/table_writer.h"
-#include "ampdelta/util/time_format.h"
-#include "table_format.h"
 #include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/util/time_format.h"
 #include "commands.h"
+#include "table_format.h"
 
 namespace ampdelta::cli {
 namespace {
@@ -68,7 +67,8 @@ struct TableArgs {
   std::string format = "table";
 };
 
-arrow::Result<std::shared_ptr<storage::ObjectStore>> OpenTableStore(const TableArgs& args) {
+arrow::Result<std::shared_ptr<storage::ObjectStore>> OpenTableStore(
+    const TableArgs& args) {
   std::map<std::string, std::string> options;
   std::string error;
   if (!ParseStorageOptions(args.storage_options, &options, &error)) {
@@ -100,16 +100,18 @@ arrow::Result<int64_t> ParseTimestampArg(const std::string& text) {
     if (tm.tm_mday != parsed.tm_mday || tm.tm_mon != parsed.tm_mon ||
         tm.tm_year != parsed.tm_year || tm.tm_hour != parsed.tm_hour ||
         tm.tm_min != parsed.tm_min || tm.tm_sec != parsed.tm_sec) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "--timestamp '",
-                       text, "' is not a valid date and time");
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "--timestamp '", text, "' is not a valid date and time");
     }
     return static_cast<int64_t>(seconds) * 1000;
   }
   return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "cannot parse timestamp '", text, "' (use YYYY-MM-DD[THH:MM:SS[Z]], UTC)");
+                   "cannot parse timestamp '", text,
+                   "' (use YYYY-MM-DD[THH:MM:SS[Z]], UTC)");
 }
 
-arrow::Result<std::shared_ptr<const delta::Snapshot>> LoadSnapshot(const TableArgs& args) {
+arrow::Result<std::shared_ptr<const delta::Snapshot>> LoadSnapshot(
+    const TableArgs& args) {
   ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
   delta::SnapshotOptions options;
   options.version = args.version;
@@ -146,7 +148,8 @@ std::optional<int64_t> FileRecords(const delta::Add& add) {
 
 // History shows when the writer says it committed (commitInfo), as Spark and delta-rs do.
 int64_t HistoryTime(const delta::HistoryEntry& entry) {
-  if (entry.commit_info && entry.commit_info->timestamp) return *entry.commit_info->timestamp;
+  if (entry.commit_info && entry.commit_info->timestamp)
+    return *entry.commit_info->timestamp;
   return entry.timestamp_ms;
 }
 
@@ -169,7 +172,8 @@ arrow::Status Info(const TableArgs& args) {
     ojson txns = ojson::object();
     for (const auto& [app, txn] : snapshot->app_transactions()) txns[app] = txn.version;
     ojson domains = ojson::array();
-    for (const auto& [name, domain] : snapshot->domain_metadata()) domains.push_back(name);
+    for (const auto& [name, domain] : snapshot->domain_metadata())
+      domains.push_back(name);
     ojson out = {{"path", snapshot->store()->root_uri()},
                  {"version", snapshot->version()},
                  {"timestamp", IsoTime(snapshot->timestamp_ms())},
@@ -189,13 +193,13 @@ arrow::Status Info(const TableArgs& args) {
     return arrow::Status::OK();
   }
   std::cout << "table:      " << snapshot->store()->root_uri() << "\n"
-            << "version:    " << snapshot->version() << " (" << IsoTime(snapshot->timestamp_ms())
-            << ")\n"
+            << "version:    " << snapshot->version() << " ("
+            << IsoTime(snapshot->timestamp_ms()) << ")\n"
             << "protocol:   " << ProtocolJson(snapshot->protocol()).dump() << "\n"
             << "id:         " << metadata.id << "\n"
             << "partitions: " << ojson(metadata.partition_columns).dump() << "\n"
-            << "files:      " << snapshot->files().size() << " (" << snapshot->total_bytes()
-            << " bytes)\n"
+            << "files:      " << snapshot->files().size() << " ("
+            << snapshot->total_bytes() << " bytes)\n"
             << "rows:       " << (records ? std::to_string(*records) : "unknown") << "\n"
             << "schema:\n";
   for (const auto& field : snapshot->schema()->fields()) {
@@ -233,7 +237,8 @@ arrow::Status Files(const TableArgs& args) {
     auto records = FileRecords(add);
     std::cout << add.path << "\t" << add.size << " bytes\t"
               << (records ? std::to_string(*records) : "?") << " rows";
-    if (add.deletion_vector) std::cout << "\t" << add.deletion_vector->cardinality << " deleted";
+    if (add.deletion_vector)
+      std::cout << "\t" << add.deletion_vector->cardinality << " deleted";
     std::cout << "\n";
   }
   std::cout.flush();
@@ -246,7 +251,8 @@ arrow::Status History(const TableArgs& args) {
   if (args.json) {
     ojson out = ojson::array();
     for (const auto& entry : history) {
-      ojson item = {{"version", entry.version}, {"timestamp", IsoTime(HistoryTime(entry))}};
+      ojson item = {{"version", entry.version},
+                    {"timestamp", IsoTime(HistoryTime(entry))}};
       if (entry.commit_info) {
         const auto& info = *entry.commit_info;
         item["operation"] = info.operation;
@@ -275,14 +281,15 @@ arrow::Status History(const TableArgs& args) {
   return arrow::Status::OK();
 }
 
-
-// Open an Arrow IPC (file or stream) or Parquet file as a stream of batches, so inputs of any
-// size are written with bounded memory.
-arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> OpenInput(const std::string& path) {
+// Open an Arrow IPC (file or stream) or Parquet file as a stream of batches, so inputs of
+// any size are written with bounded memory.
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> OpenInput(
+    const std::string& path) {
   // Plain reads, not a memory map: mapped pages would count as this process's memory.
   ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(path));
   if (path.size() >= 8 && path.substr(path.size() - 8) == ".parquet") {
-    ARROW_ASSIGN_OR_RAISE(auto reader, parquet::arrow::OpenFile(file, arrow::default_memory_pool()));
+    ARROW_ASSIGN_OR_RAISE(auto reader,
+                          parquet::arrow::OpenFile(file, arrow::default_memory_pool()));
     ARROW_ASSIGN_OR_RAISE(auto batches, reader->GetRecordBatchReader());
     // Keep the Parquet reader alive as long as its batch reader.
     struct Owning : arrow::RecordBatchReader {
@@ -324,8 +331,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> OpenInput(const std::st
 // A bad --input file is bad input; Arrow's own errors carry no class.
 arrow::Status InputError(const std::string& path, const arrow::Status& status) {
   if (GetErrorDetail(status) != nullptr) return status;
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "cannot read --input '",
-                   path, "': ", status.message());
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                   "cannot read --input '", path, "': ", status.message());
 }
 
 arrow::Status Write(const TableArgs& args) {
@@ -364,15 +371,16 @@ arrow::Status Write(const TableArgs& args) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                        "--app-id needs --app-version");
     }
-    options.app_transaction = delta::SetTransaction{args.app_id, *args.app_version, std::nullopt};
+    options.app_transaction =
+        delta::SetTransaction{args.app_id, *args.app_version, std::nullopt};
   }
-  ARROW_ASSIGN_OR_RAISE(auto writer,
-                        delta::TableWriter::Open(store, inputs.front()->schema(), options));
+  ARROW_ASSIGN_OR_RAISE(
+      auto writer, delta::TableWriter::Open(store, inputs.front()->schema(), options));
   if (args.app_version && writer->read_snapshot()) {
     auto committed = writer->read_snapshot()->AppTransactionVersion(args.app_id);
     if (committed && *committed >= *args.app_version) {
-      std::cout << "skipped: app " << args.app_id << " already committed version " << *committed
-                << std::endl;
+      std::cout << "skipped: app " << args.app_id << " already committed version "
+                << *committed << std::endl;
       return arrow::Status::OK();
     }
   }
@@ -396,29 +404,35 @@ arrow::Status Write(const TableArgs& args) {
     return arrow::Status::OK();
   }
   std::cout << "version=" << result.commit.version << " rows=" << result.rows
-            << " files_added=" << result.files_added << " files_removed=" << result.files_removed
-            << " bytes=" << result.bytes << " attempts=" << result.commit.attempts
-            << (result.commit.checkpoint_written ? " checkpoint=written" : "") << std::endl;
+            << " files_added=" << result.files_added
+            << " files_removed=" << result.files_removed << " bytes=" << result.bytes
+            << " attempts=" << result.commit.attempts
+            << (result.commit.checkpoint_written ? " checkpoint=written" : "")
+            << std::endl;
   return arrow::Status::OK();
 }
 
 arrow::Status Delete(const TableArgs& args) {
   if (args.all_rows == args.where.has_value()) {
-    return InvalidInputError(args.all_rows ? "give --where or --all, not both"
-                                           : "table delete needs --where PREDICATE, or --all "
-                                             "to delete every row");
+    return InvalidInputError(args.all_rows
+                                 ? "give --where or --all, not both"
+                                 : "table delete needs --where PREDICATE, or --all "
+                                   "to delete every row");
   }
   ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
-  ARROW_ASSIGN_OR_RAISE(auto result, args.all_rows ? delta::DeleteAllRows(store)
-                                                   : delta::DeleteRows(store, *args.where));
+  ARROW_ASSIGN_OR_RAISE(auto result, args.all_rows
+                                         ? delta::DeleteAllRows(store)
+                                         : delta::DeleteRows(store, *args.where));
   if (!result.version) {
-    std::cout << "nothing matched; no commit (files_skipped=" << result.files_skipped << ")" << std::endl;
+    std::cout << "nothing matched; no commit (files_skipped=" << result.files_skipped
+              << ")" << std::endl;
     return arrow::Status::OK();
   }
   std::cout << "version=" << *result.version << " rows_deleted=" << result.rows_deleted
-            << " files_removed=" << result.files_removed << " files_added=" << result.files_added
-            << " rows_copied=" << result.rows_copied << " files_skipped=" << result.files_skipped
-            << std::endl;
+            << " files_removed=" << result.files_removed
+            << " files_added=" << result.files_added
+            << " rows_copied=" << result.rows_copied
+            << " files_skipped=" << result.files_skipped << std::endl;
   return arrow::Status::OK();
 }
 
@@ -430,7 +444,8 @@ arrow::Status Checkpoint(const TableArgs& args) {
                           .count();
   ARROW_ASSIGN_OR_RAISE(auto info, delta::WriteCheckpoint(*snapshot, now));
   std::cout << "checkpoint version=" << info.version << " actions=" << info.num_actions
-            << " files=" << info.num_add_files << " bytes=" << info.size_in_bytes << std::endl;
+            << " files=" << info.num_add_files << " bytes=" << info.size_in_bytes
+            << std::endl;
   return arrow::Status::OK();
 }
 
@@ -439,7 +454,8 @@ arrow::Status Scan(const TableArgs& args) {
   delta::ScanOptions options;
   options.columns = args.columns;
   if (args.where) {
-    ARROW_ASSIGN_OR_RAISE(auto predicate, delta::Predicate::Parse(*args.where, snapshot->schema()));
+    ARROW_ASSIGN_OR_RAISE(auto predicate,
+                          delta::Predicate::Parse(*args.where, snapshot->schema()));
     options.predicate = std::move(predicate);
   }
   ARROW_ASSIGN_OR_RAISE(auto scan, delta::TableScan::Make(snapshot, options));
@@ -479,8 +495,8 @@ arrow::Status Optimize(const TableArgs& args) {
   }
   std::cout << "version=" << *result.version << " files_removed=" << result.files_removed
             << " files_added=" << result.files_added
-            << " partitions_optimized=" << result.partitions_optimized << " rows=" << result.rows
-            << std::endl;
+            << " partitions_optimized=" << result.partitions_optimized
+            << " rows=" << result.rows << std::endl;
   return arrow::Status::OK();
 }
 
@@ -493,8 +509,8 @@ arrow::Status Vacuum(const TableArgs& args) {
   options.enforce_retention = !args.force;
   ARROW_ASSIGN_OR_RAISE(auto result, delta::Vacuum(store, options));
   for (const auto& file : result.files) std::cout << file << "\n";
-  std::cout << (result.dry_run ? "would delete " : "deleted ") << result.files.size() << " files ("
-            << result.bytes << " bytes)";
+  std::cout << (result.dry_run ? "would delete " : "deleted ") << result.files.size()
+            << " files (" << result.bytes << " bytes)";
   if (!result.temporary_files.empty() || result.leases_expired > 0) {
     std::cout << ", " << result.temporary_files.size() << " abandoned temporary files, "
               << result.leases_expired << " expired write leases";
@@ -507,7 +523,8 @@ arrow::Status Restore(const TableArgs& args) {
   ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
   if (!args.version) return InvalidInputError("restore needs --version");
   ARROW_ASSIGN_OR_RAISE(auto result, delta::Restore(store, *args.version));
-  std::cout << "version=" << result.version << " restored to version " << *args.version << std::endl;
+  std::cout << "version=" << result.version << " restored to version " << *args.version
+            << std::endl;
   return arrow::Status::OK();
 }
 
@@ -516,8 +533,8 @@ void AddReadOptions(CLI::App* cmd, TableArgs* args, bool time_travel) {
   cmd->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   cmd->add_flag("--json", args->json, "print JSON");
   if (time_travel) {
-    auto* version =
-        cmd->add_option("--version", args->version, "read this version")->check(IntegerAtLeast(0));
+    auto* version = cmd->add_option("--version", args->version, "read this version")
+                        ->check(IntegerAtLeast(0));
     cmd->add_option("--timestamp", args->timestamp,
                     "read the version current at this UTC time (YYYY-MM-DD[THH:MM:SS])")
         ->excludes(version);
@@ -542,33 +559,51 @@ CommandRunner AddTableCommand(CLI::App& app) {
       "write", "Write Arrow IPC or Parquet files into the table as one commit");
   write->add_option("path", args->path, "table path or URI")->required();
   write->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
-  write->add_option("--input", args->inputs, "Arrow IPC (file/stream) or .parquet file")->required();
-  write->add_option("--mode", args->mode, "append, overwrite, error or ignore")->capture_default_str();
-  write->add_option("--partition-by", args->partition_by, "partition columns (new tables)")
+  write->add_option("--input", args->inputs, "Arrow IPC (file/stream) or .parquet file")
+      ->required();
+  write->add_option("--mode", args->mode, "append, overwrite, error or ignore")
+      ->capture_default_str();
+  write
+      ->add_option("--partition-by", args->partition_by, "partition columns (new tables)")
       ->delimiter(',');
-  write->add_flag("--no-merge-schema", args->no_merge_schema, "fail on any schema difference");
-  write->add_option("--compression", args->compression, "zstd, snappy, gzip, lz4, brotli, uncompressed")
+  write->add_flag("--no-merge-schema", args->no_merge_schema,
+                  "fail on any schema difference");
+  write
+      ->add_option("--compression", args->compression,
+                   "zstd, snappy, gzip, lz4, brotli, uncompressed")
       ->capture_default_str();
   write->add_option("--compression-level", args->compression_level, "codec level");
-  write->add_option("--target-file-size", args->target_file_size, "roll files at this size (bytes)")
+  write
+      ->add_option("--target-file-size", args->target_file_size,
+                   "roll files at this size (bytes)")
       ->check(IntegerAtLeast(1))
       ->capture_default_str();
-  write->add_option("--max-rows-per-file", args->max_rows_per_file, "roll files after N rows")
+  write
+      ->add_option("--max-rows-per-file", args->max_rows_per_file,
+                   "roll files after N rows")
       ->check(IntegerAtLeast(0));
-  write->add_option("--max-rows-per-group", args->max_rows_per_group, "Parquet row-group rows")
+  write
+      ->add_option("--max-rows-per-group", args->max_rows_per_group,
+                   "Parquet row-group rows")
       ->check(IntegerAtLeast(1))
       ->capture_default_str();
-  write->add_flag("--no-dictionary", args->no_dictionary, "disable Parquet dictionary encoding");
-  write->add_option("--property", args->properties, "KEY=VALUE table property of a new table");
+  write->add_flag("--no-dictionary", args->no_dictionary,
+                  "disable Parquet dictionary encoding");
+  write->add_option("--property", args->properties,
+                    "KEY=VALUE table property of a new table");
   write->add_option("--app-id", args->app_id, "commit an application transaction id");
-  write->add_option("--app-version", args->app_version, "its version; skipped if already committed")
+  write
+      ->add_option("--app-version", args->app_version,
+                   "its version; skipped if already committed")
       ->check(IntegerAtLeast(0));
-  CLI::App* del = table->add_subcommand("delete", "Delete rows (copy-on-write, one commit)");
+  CLI::App* del =
+      table->add_subcommand("delete", "Delete rows (copy-on-write, one commit)");
   del->add_option("path", args->path, "table path or URI")->required();
   del->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   del->add_option("--where", args->where, "predicate, e.g. 'block_num >= 100'");
   del->add_flag("--all", args->all_rows, "delete every row (instead of --where)");
-  CLI::App* checkpoint = table->add_subcommand("checkpoint", "Write a checkpoint of the latest version");
+  CLI::App* checkpoint =
+      table->add_subcommand("checkpoint", "Write a checkpoint of the latest version");
   checkpoint->add_option("path", args->path, "table path or URI")->required();
   checkpoint->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   CLI::App* scan = table->add_subcommand("scan", "Read rows (pruned by --where)");
@@ -577,30 +612,37 @@ CommandRunner AddTableCommand(CLI::App& app) {
   scan->add_option("--columns", args->columns, "columns to read")->delimiter(',');
   scan->add_option("--format", args->format, "table, csv or count")
       ->check(CLI::IsMember({"table", "csv", "count"}));
-  CLI::App* optimize = table->add_subcommand("optimize", "Compact small files (dataChange=false)");
+  CLI::App* optimize =
+      table->add_subcommand("optimize", "Compact small files (dataChange=false)");
   optimize->add_option("path", args->path, "table path or URI")->required();
   optimize->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   optimize->add_option("--target-size", args->target_size, "target file size in bytes")
       ->check(IntegerAtLeast(1))
       ->capture_default_str();
-  optimize->add_option("--compression", args->compression, "Parquet codec")->capture_default_str();
-  CLI::App* vacuum = table->add_subcommand("vacuum", "Delete files no version within the retention reads");
+  optimize->add_option("--compression", args->compression, "Parquet codec")
+      ->capture_default_str();
+  CLI::App* vacuum = table->add_subcommand(
+      "vacuum", "Delete files no version within the retention reads");
   vacuum->add_option("path", args->path, "table path or URI")->required();
   vacuum->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   vacuum->add_flag("--dry-run", args->dry_run, "list, delete nothing");
   // A finite number of hours, up to the engine's bound of 1,000,000 (about 114 years).
-  vacuum->add_option("--retention-hours", args->retention_hours,
-                     "keep files versions of the last H hours read (default: the table's, 7 days)")
+  vacuum
+      ->add_option(
+          "--retention-hours", args->retention_hours,
+          "keep files versions of the last H hours read (default: the table's, 7 days)")
       ->check(FiniteNumberIn(0, 1'000'000));
   vacuum->add_flag("--full", args->full, "also delete files the log never mentions");
   vacuum->add_flag("--force", args->force, "allow a retention below the table's");
-  CLI::App* restore = table->add_subcommand("restore", "Make the latest version equal an older one");
+  CLI::App* restore =
+      table->add_subcommand("restore", "Make the latest version equal an older one");
   restore->add_option("path", args->path, "table path or URI")->required();
   restore->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   restore->add_option("--version", args->version, "version to restore")
       ->required()
       ->check(IntegerAtLeast(0));
-  return [args, info, files, history, write, del, checkpoint, scan, optimize, vacuum, restore]() {
+  return [args, info, files, history, write, del, checkpoint, scan, optimize, vacuum,
+          restore]() {
     if (optimize->parsed()) return Report(Optimize(*args));
     if (vacuum->parsed()) return Report(Vacuum(*args));
     if (restore->parsed()) return Report(Restore(*args));

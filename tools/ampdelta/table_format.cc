@@ -182,11 +182,13 @@ std::string FormatTable(const std::shared_ptr<arrow::Schema>& schema,
   for (int c = 0; c < columns; ++c) {
     names.push_back(schema->field(c)->name());
     types.push_back(FormatType(*schema->field(c)->type()));
-    size_t width = std::max({DisplayWidth(names.back()), DisplayWidth(types.back()), size_t{3}});
+    size_t width =
+        std::max({DisplayWidth(names.back()), DisplayWidth(types.back()), size_t{3}});
     for (const auto& row : rows) width = std::max(width, DisplayWidth(row[c]));
     widths.push_back(width);
   }
-  auto rule = [&](const char* left, const char* fill, const char* join, const char* right) {
+  auto rule = [&](const char* left, const char* fill, const char* join,
+                  const char* right) {
     std::string line = left;
     for (int c = 0; c < columns; ++c) {
       line += Repeat(fill, widths[c] + 2);

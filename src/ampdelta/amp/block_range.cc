@@ -17,7 +17,8 @@ arrow::Result<uint64_t> GetBlockNumber(const json& object, const char* key,
   if (it == object.end()) {
     return ProtocolError("app_metadata range is missing '", key, "': ", context);
   }
-  if (!it->is_number_unsigned() && !(it->is_number_integer() && it->get<int64_t>() >= 0)) {
+  if (!it->is_number_unsigned() &&
+      !(it->is_number_integer() && it->get<int64_t>() >= 0)) {
     return ProtocolError("app_metadata range field '", key,
                          "' is not a non-negative integer: ", context);
   }
@@ -29,8 +30,8 @@ arrow::Result<std::string> GetOptionalString(const json& object, const char* key
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return std::string();
   if (!it->is_string()) {
-    return ProtocolError("app_metadata range field '", key, "' is not a string: ",
-                         context);
+    return ProtocolError("app_metadata range field '", key,
+                         "' is not a string: ", context);
   }
   return it->get<std::string>();
 }
@@ -90,7 +91,8 @@ std::string BlockRange::ToString() const {
 arrow::Result<BatchMetadata> ParseBatchMetadata(std::string_view text) {
   json doc = json_util::ParseJson(text);
   if (doc.is_discarded() || !doc.is_object()) {
-    return ProtocolError("app_metadata is not a JSON object: '", EscapeNonUtf8(text), "'");
+    return ProtocolError("app_metadata is not a JSON object: '", EscapeNonUtf8(text),
+                         "'");
   }
   BatchMetadata metadata;
   json extra = json::object();
@@ -123,7 +125,8 @@ arrow::Result<BatchMetadata> ParseBatchMetadata(std::string_view text) {
 arrow::Result<std::vector<BlockRange>> ParseBlockRanges(std::string_view text) {
   json doc = json_util::ParseJson(text);
   if (doc.is_discarded() || !doc.is_array()) {
-    return ProtocolError("block ranges are not a JSON array: '", EscapeNonUtf8(text), "'");
+    return ProtocolError("block ranges are not a JSON array: '", EscapeNonUtf8(text),
+                         "'");
   }
   std::vector<BlockRange> ranges;
   for (const auto& item : doc) {
@@ -136,7 +139,8 @@ arrow::Result<std::vector<BlockRange>> ParseBlockRanges(std::string_view text) {
 std::string BatchMetadataToJson(const BatchMetadata& metadata) {
   json ranges = json::array();
   for (const auto& range : metadata.ranges) ranges.push_back(RangeToJson(range));
-  json out = {{"ranges", std::move(ranges)}, {"ranges_complete", metadata.ranges_complete}};
+  json out = {{"ranges", std::move(ranges)},
+              {"ranges_complete", metadata.ranges_complete}};
   if (!metadata.extra_json.empty()) {
     json extra = json_util::ParseJson(metadata.extra_json);
     if (extra.is_object()) {
@@ -168,7 +172,7 @@ arrow::Result<Cursor> ParseCursor(std::string_view text) {
     if (!entry.is_object() || number == entry.end() || !number->is_number_unsigned() ||
         hash == entry.end() || !hash->is_string()) {
       return InvalidInputError("resume cursor entry for network '", it.key(),
-                                    "' must be {\"number\": u64, \"hash\": \"0x…\"}");
+                               "' must be {\"number\": u64, \"hash\": \"0x…\"}");
     }
     cursor[it.key()] = CursorEntry{number->get<uint64_t>(), hash->get<std::string>()};
   }

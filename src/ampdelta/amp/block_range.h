@@ -72,7 +72,8 @@ struct CursorEntry {
 /// \brief Resume cursor, network → last complete block; sent as the `amp-resume` header.
 using Cursor = std::map<std::string, CursorEntry>;
 
-/// \brief Encode a cursor as Amp's `amp-resume` JSON: `{"net":{"number":N,"hash":"0x…"}}`.
+/// \brief Encode a cursor as Amp's `amp-resume` JSON:
+/// `{"net":{"number":N,"hash":"0x…"}}`.
 std::string CursorToJson(const Cursor& cursor);
 
 /// \brief Parse an `amp-resume` JSON cursor.

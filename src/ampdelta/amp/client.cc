@@ -32,9 +32,10 @@ arrow::Status Stalled(std::chrono::milliseconds idle_timeout) {
   std::ostringstream shown;
   shown << seconds;
   return MakeError(ErrorCode::kServerError, arrow::StatusCode::IOError,
-                   "DoGet failed: DEADLINE_EXCEEDED: the server sent nothing for ", shown.str(),
-                   " s (idle timeout); it may be stalled")
-      .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kServerError, "DEADLINE_EXCEEDED"));
+                   "DoGet failed: DEADLINE_EXCEEDED: the server sent nothing for ",
+                   shown.str(), " s (idle timeout); it may be stalled")
+      .WithDetail(
+          std::make_shared<ErrorDetail>(ErrorCode::kServerError, "DEADLINE_EXCEEDED"));
 }
 
 // Cancels a call that waits longer than a timeout for its next message. Thread-safe.
@@ -50,7 +51,8 @@ class IdleWatchdog {
     changed_.notify_all();
     thread_.join();
   }
-  // Start timing a wait; Disarm() ends it and returns true when the watchdog cancelled it.
+  // Start timing a wait; Disarm() ends it and returns true when the watchdog cancelled
+  // it.
   void Arm() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -114,8 +116,9 @@ struct PendingDoGet {
 
 class FlightQueryStream : public QueryStream {
  public:
-  FlightQueryStream(std::shared_ptr<flight::FlightClient> client, flight::FlightCallOptions call,
-                    flight::Ticket ticket, std::shared_ptr<arrow::Schema> planned,
+  FlightQueryStream(std::shared_ptr<flight::FlightClient> client,
+                    flight::FlightCallOptions call, flight::Ticket ticket,
+                    std::shared_ptr<arrow::Schema> planned,
                     std::chrono::milliseconds idle_timeout)
       : pending_(std::make_shared<PendingDoGet>()),
         schema_(std::move(planned)),
@@ -199,11 +202,13 @@ class FlightQueryStream : public QueryStream {
     if (!pending_->done) {
       return MakeError(ErrorCode::kServerError, arrow::StatusCode::Cancelled,
                        "DoGet failed: CANCELLED: the query was cancelled")
-          .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kServerError, "CANCELLED"));
+          .WithDetail(
+              std::make_shared<ErrorDetail>(ErrorCode::kServerError, "CANCELLED"));
     }
     ARROW_RETURN_NOT_OK(pending_->status);
     if (pending_->reader == nullptr) return ProtocolError("DoGet returned no stream");
-    // The reader stays owned by the shared state, so Cancel() can reach it from any thread.
+    // The reader stays owned by the shared state, so Cancel() can reach it from any
+    // thread.
     reader_ = pending_->reader.get();
     if (pending_->schema != nullptr) schema_ = pending_->schema;
     if (idle_timeout_.count() > 0) {
@@ -230,23 +235,24 @@ class FlightClientImpl : public Client {
         options_(std::move(options)),
         token_(std::move(token)) {}
 
-  arrow::Result<std::unique_ptr<QueryStream>> Query(const std::string& sql,
-                                                    const QueryOptions& options) override {
+  arrow::Result<std::unique_ptr<QueryStream>> Query(
+      const std::string& sql, const QueryOptions& options) override {
     ARROW_ASSIGN_OR_RAISE(std::unique_ptr<flight::FlightInfo> info, Plan(sql, options));
     if (info->endpoints().empty()) {
       return ProtocolError("GetFlightInfo returned no endpoint for the query");
     }
     // The ticket is redeemed on this connection: Amp returns endpoints without locations.
-    // The schema comes from the plan, so a stream exists before the server sends anything.
+    // The schema comes from the plan, so a stream exists before the server sends
+    // anything.
     arrow::ipc::DictionaryMemo memo;
     auto planned = info->GetSchema(&memo);
     if (!planned.ok()) {
       return ProtocolError("GetFlightInfo returned an unreadable schema: ",
                            planned.status().message());
     }
-    auto stream = std::make_unique<FlightQueryStream>(client_, BaseCallOptions(),
-                                                      info->endpoints().front().ticket,
-                                                      std::move(*planned), options.idle_timeout);
+    auto stream = std::make_unique<FlightQueryStream>(
+        client_, BaseCallOptions(), info->endpoints().front().ticket, std::move(*planned),
+        options.idle_timeout);
     // A batch read waits for the server's first message here, within its idle timeout.
     if (options.idle_timeout.count() > 0) ARROW_RETURN_NOT_OK(stream->Open());
     return stream;
@@ -269,9 +275,10 @@ class FlightClientImpl : public Client {
  private:
   flight::FlightCallOptions BaseCallOptions() const {
     flight::FlightCallOptions call;
-    // gRPC hands out message slices at arbitrary offsets; realign buffers whose type needs
-    // it rather than reading misaligned values.
-    call.read_options.ensure_alignment = arrow::ipc::Alignment::kDataTypeSpecificAlignment;
+    // gRPC hands out message slices at arbitrary offsets; realign buffers whose type
+    // needs it rather than reading misaligned values.
+    call.read_options.ensure_alignment =
+        arrow::ipc::Alignment::kDataTypeSpecificAlignment;
     if (token_) call.headers.emplace_back("authorization", "Bearer " + *token_);
     return call;
   }
@@ -279,27 +286,34 @@ class FlightClientImpl : public Client {
   arrow::Result<std::unique_ptr<flight::FlightInfo>> Plan(const std::string& sql,
                                                           const QueryOptions& options) {
     if (options.resume) {
-      // ampd drops a cursor it cannot deserialise (a hash that is not 32 bytes) and streams
-      // from its earliest block: a resumed load would take that for a reorg of everything.
+      // ampd drops a cursor it cannot deserialise (a hash that is not 32 bytes) and
+      // streams from its earliest block: a resumed load would take that for a reorg of
+      // everything.
       for (const auto& [network, entry] : *options.resume) {
         const std::string& hash = entry.hash;
-        const bool valid = hash.size() == 66 && hash.rfind("0x", 0) == 0 &&
-                           hash.find_first_not_of("0123456789abcdefABCDEF", 2) == std::string::npos;
+        const bool valid =
+            hash.size() == 66 && hash.rfind("0x", 0) == 0 &&
+            hash.find_first_not_of("0123456789abcdefABCDEF", 2) == std::string::npos;
         if (!valid) {
           return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                           "resume cursor for network '", network, "' at block ", entry.number,
-                           " has no 32-byte block hash ('", hash, "'): Amp would ignore it");
+                           "resume cursor for network '", network, "' at block ",
+                           entry.number, " has no 32-byte block hash ('", hash,
+                           "'): Amp would ignore it");
         }
       }
     }
     flight::FlightCallOptions call = BaseCallOptions();
     call.timeout = std::chrono::duration<double>(options_.plan_timeout);
-    if (options.stream) call.headers.emplace_back("amp-stream", *options.stream ? "true" : "false");
-    if (options.resume) call.headers.emplace_back("amp-resume", CursorToJson(*options.resume));
-    const auto descriptor = flight::FlightDescriptor::Command(EncodeStatementQueryCommand(sql));
-    AMPDELTA_LOG_DEBUG("amp query url=", url_, " stream=",
-                       options.stream ? (*options.stream ? "true" : "false") : "sql",
-                       " resume=", options.resume ? CursorToJson(*options.resume) : "none");
+    if (options.stream)
+      call.headers.emplace_back("amp-stream", *options.stream ? "true" : "false");
+    if (options.resume)
+      call.headers.emplace_back("amp-resume", CursorToJson(*options.resume));
+    const auto descriptor =
+        flight::FlightDescriptor::Command(EncodeStatementQueryCommand(sql));
+    AMPDELTA_LOG_DEBUG(
+        "amp query url=", url_,
+        " stream=", options.stream ? (*options.stream ? "true" : "false") : "sql",
+        " resume=", options.resume ? CursorToJson(*options.resume) : "none");
     auto info = client_->GetFlightInfo(call, descriptor);
     if (!info.ok()) return ServerError(info.status(), "GetFlightInfo");
     return std::move(*info);
@@ -320,14 +334,14 @@ arrow::Result<std::unique_ptr<Client>> Client::Connect(const std::string& url,
   if (url.rfind("grpc://", 0) != 0 && url.rfind("grpc+tls://", 0) != 0 &&
       url.rfind("grpc+tcp://", 0) != 0) {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "Amp server URL must start with grpc:// or grpc+tls://: '", shown, "'");
+                     "Amp server URL must start with grpc:// or grpc+tls://: '", shown,
+                     "'");
   }
   {
     const size_t begin = url.find("://") + 3;
     std::string authority = url.substr(begin, url.find_first_of("/?#", begin) - begin);
-    authority = authority.substr(authority.rfind('@') == std::string::npos
-                                     ? 0
-                                     : authority.rfind('@') + 1);
+    authority = authority.substr(
+        authority.rfind('@') == std::string::npos ? 0 : authority.rfind('@') + 1);
     if (authority.empty() || authority.front() == ':') {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                        "invalid Amp server URL '", shown, "': it names no host");

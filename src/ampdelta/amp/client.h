@@ -24,7 +24,8 @@ namespace ampdelta::amp {
 struct ClientOptions {
   /// Bearer token; when unset, the `AMP_AUTH_TOKEN` environment variable is used.
   std::optional<std::string> auth_token;
-  /// Largest gRPC message accepted; Amp sends up to ~2 MiB slices, big rows can exceed it.
+  /// Largest gRPC message accepted; Amp sends up to ~2 MiB slices, big rows can exceed
+  /// it.
   int max_receive_message_bytes = 256 * 1024 * 1024;
   /// PEM root certificates for `grpc+tls://`; empty uses the system roots.
   std::string tls_root_certs;
@@ -75,7 +76,8 @@ class QueryStream {
   /// metadata).
   virtual arrow::Result<std::optional<ResponseBatch>> Next() = 0;
 
-  /// \brief Ask the server to stop sending; a blocked Next() then returns an error or end.
+  /// \brief Ask the server to stop sending; a blocked Next() then returns an error or
+  /// end.
   virtual void Cancel() = 0;
 };
 
@@ -85,8 +87,8 @@ class Client {
   virtual ~Client() = default;
 
   /// \brief Connect to `grpc://host:port` or `grpc+tls://host:port`.
-  static arrow::Result<std::unique_ptr<Client>> Connect(const std::string& url,
-                                                        const ClientOptions& options = {});
+  static arrow::Result<std::unique_ptr<Client>> Connect(
+      const std::string& url, const ClientOptions& options = {});
 
   /// \brief Plan `sql` and open its result stream.
   virtual arrow::Result<std::unique_ptr<QueryStream>> Query(

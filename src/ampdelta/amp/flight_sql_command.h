@@ -1,7 +1,8 @@
 #pragma once
 
 /// \file flight_sql_command.h
-/// \brief Hand-encoded Flight SQL `CommandStatementQuery` wrapped in `google.protobuf.Any`.
+/// \brief Hand-encoded Flight SQL `CommandStatementQuery` wrapped in
+/// `google.protobuf.Any`.
 ///
 /// The SDK wheel ships no Flight SQL, and Amp understands only this one command, so the
 /// two messages are encoded here directly: each is a sequence of length-delimited fields.

@@ -1,11 +1,11 @@
 #include "ampdelta/amp/query_text.h"
 
 #include <cctype>
+
 #include "ampdelta/util/ascii.h"
 
 namespace ampdelta::amp {
 namespace {
-
 
 std::string_view TrimEnd(std::string_view sql) {
   while (!sql.empty() &&
@@ -35,7 +35,8 @@ bool FindTopLevelSettings(std::string_view sql, size_t* position) {
     } else if (c == ')') {
       --depth;
     } else if (depth == 0 && lower.compare(i, 8, "settings") == 0) {
-      const bool start_ok = i == 0 || !std::isalnum(static_cast<unsigned char>(lower[i - 1]));
+      const bool start_ok =
+          i == 0 || !std::isalnum(static_cast<unsigned char>(lower[i - 1]));
       const bool end_ok = i + 8 >= lower.size() ||
                           !std::isalnum(static_cast<unsigned char>(lower[i + 8]));
       if (start_ok && end_ok) {
@@ -74,7 +75,8 @@ std::string EnsureStreamingQuery(std::string_view sql) {
   if (HasStreamSetting(trimmed)) return std::string(trimmed);
   size_t position = 0;
   if (FindTopLevelSettings(trimmed, &position)) {
-    // A SETTINGS clause without `stream = true`: extend it rather than adding a second one.
+    // A SETTINGS clause without `stream = true`: extend it rather than adding a second
+    // one.
     return std::string(trimmed) + ", stream = true";
   }
   return std::string(trimmed) + " SETTINGS stream = true";

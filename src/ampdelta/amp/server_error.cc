@@ -91,9 +91,9 @@ const char* FromArrowCode(arrow::StatusCode code) {
 // <msg>" and trailing client debug context. Strip those to recover the server's words;
 // the code words, when present, name the real gRPC code (e.g. "resource exhausted").
 void StripTransportDecorations(std::string* message, std::string* code) {
-  // "gRPC returned <words> error, with message: …" (Arrow's transport) and "Flight returned
-  // <words> error, with message: …" (a server without Arrow's status trailers, as ampd's
-  // tonic): the words name the code, the rest is the server's message.
+  // "gRPC returned <words> error, with message: …" (Arrow's transport) and "Flight
+  // returned <words> error, with message: …" (a server without Arrow's status trailers,
+  // as ampd's tonic): the words name the code, the rest is the server's message.
   static constexpr std::string_view kPrefixes[] = {"gRPC returned ", "Flight returned "};
   static constexpr std::string_view kInfix = " error, with message: ";
   for (std::string_view prefix : kPrefixes) {
@@ -130,8 +130,10 @@ void StripTransportDecorations(std::string* message, std::string* code) {
     size_t end = message->find_first_of("\r\n", begin);
     if (end == std::string::npos) end = message->size();
     std::string_view line = std::string_view(*message).substr(begin, end - begin);
-    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t'))
+      line.remove_prefix(1);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t'))
+      line.remove_suffix(1);
     if (!line.empty()) folded += (folded.empty() ? "" : "; ") + std::string(line);
     begin = end + 1;
   }

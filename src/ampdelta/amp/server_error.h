@@ -25,14 +25,14 @@ GrpcError DescribeFlightError(const arrow::Status& status);
 /// subcode is the gRPC code name.
 arrow::Status ServerError(const arrow::Status& status, const char* call);
 
-/// \brief Return true for gRPC codes that a retry may cure (UNAVAILABLE, DEADLINE_EXCEEDED,
-/// RESOURCE_EXHAUSTED, ABORTED).
+/// \brief Return true for gRPC codes that a retry may cure (UNAVAILABLE,
+/// DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED).
 bool IsTransientServerError(const arrow::Status& status);
 
-/// \brief Return true for a failure of a stream that had started (after its first message):
-/// the transient codes and also INTERNAL and UNKNOWN, which is how ampd reports every
-/// failure of a running query. Errors at planning (GetFlightInfo) are never in this class
-/// unless transient.
+/// \brief Return true for a failure of a stream that had started (after its first
+/// message): the transient codes and also INTERNAL and UNKNOWN, which is how ampd reports
+/// every failure of a running query. Errors at planning (GetFlightInfo) are never in this
+/// class unless transient.
 bool IsRetryableMidStream(const arrow::Status& status);
 
 }  // namespace ampdelta::amp

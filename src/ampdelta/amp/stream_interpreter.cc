@@ -48,7 +48,8 @@ arrow::Result<StreamEvent> StreamInterpreter::Accept(const BatchMetadata& metada
   return event;
 }
 
-arrow::Status StreamInterpreter::AcceptRange(const BlockRange& range, StreamEvent* event) {
+arrow::Status StreamInterpreter::AcceptRange(const BlockRange& range,
+                                             StreamEvent* event) {
   NetworkState& state = networks_[range.network];
   if (state.open) {
     if (*state.open == range) return arrow::Status::OK();
@@ -77,8 +78,9 @@ arrow::Status StreamInterpreter::AcceptRange(const BlockRange& range, StreamEven
     return arrow::Status::OK();
   }
   if (range.start > last.end + 1) {
-    return ProtocolError("gap in stream: ", range.ToString(), " follows ", last.ToString(),
-                         " (blocks ", last.end + 1, "..", range.start - 1, " missing)");
+    return ProtocolError("gap in stream: ", range.ToString(), " follows ",
+                         last.ToString(), " (blocks ", last.end + 1, "..",
+                         range.start - 1, " missing)");
   }
   return HandleBackwards(&state, range, event);
 }
@@ -93,8 +95,9 @@ arrow::Status StreamInterpreter::HandleBackwards(NetworkState* state,
   }
   const uint64_t invalid_end = std::max(range.end, last.end);
   // The earliest completed range that the fork reaches decides where undo starts.
-  auto first_hit = std::find_if(state->completed.begin(), state->completed.end(),
-                                [&](const BlockRange& r) { return r.end >= range.start; });
+  auto first_hit =
+      std::find_if(state->completed.begin(), state->completed.end(),
+                   [&](const BlockRange& r) { return r.end >= range.start; });
   uint64_t invalid_start = range.start;
   bool partial = false;
   std::optional<Cursor> resume;
@@ -105,9 +108,9 @@ arrow::Status StreamInterpreter::HandleBackwards(NetworkState* state,
     partial = true;
     invalid_start = first_hit->start;
     // Resume after the block before the straddling range, when that block is one the
-    // server has served: a cursor on a block it lacks (below the dataset's first block, or
-    // before genesis) makes ampd wait for ever. Without one the network starts over from
-    // the server's earliest block (no cursor entry for it).
+    // server has served: a cursor on a block it lacks (below the dataset's first block,
+    // or before genesis) makes ampd wait for ever. Without one the network starts over
+    // from the server's earliest block (no cursor entry for it).
     resume = Cursor{};
     if (first_hit != state->completed.begin() && first_hit->start > 0) {
       std::string before_hash = first_hit->prev_hash;
@@ -127,8 +130,8 @@ arrow::Status StreamInterpreter::HandleBackwards(NetworkState* state,
   if (partial) {
     event->partial_reorg = true;
     event->resume_cursor = std::move(resume);
-    // Nothing of this message may be applied: the consumer reconnects from the cursor, and
-    // the next stream continues from the block before the straddling range.
+    // Nothing of this message may be applied: the consumer reconnects from the cursor,
+    // and the next stream continues from the block before the straddling range.
     auto cursor_entry = event->resume_cursor->find(range.network);
     if (state->completed.empty() && cursor_entry != event->resume_cursor->end()) {
       const CursorEntry& entry = cursor_entry->second;

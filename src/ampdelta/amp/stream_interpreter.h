@@ -3,12 +3,12 @@
 /// \file stream_interpreter.h
 /// \brief A pure state machine that interprets the block ranges of an Amp stream.
 ///
-/// Amp never flags a reorg: the client infers one when a microbatch starts at or below the
-/// end of what it already received (amp-protocol.md §1.6). The interpreter validates the
-/// hash chain, rejects gaps and hash mismatches as protocol errors, reports reorgs with the
-/// ranges they invalidate, and flags partial reorgs, where the fork falls strictly inside a
-/// completed microbatch whose earlier rows will not be re-sent. It does no IO, so every
-/// scenario can be scripted in unit tests.
+/// Amp never flags a reorg: the client infers one when a microbatch starts at or below
+/// the end of what it already received (amp-protocol.md §1.6). The interpreter validates
+/// the hash chain, rejects gaps and hash mismatches as protocol errors, reports reorgs
+/// with the ranges they invalidate, and flags partial reorgs, where the fork falls
+/// strictly inside a completed microbatch whose earlier rows will not be re-sent. It does
+/// no IO, so every scenario can be scripted in unit tests.
 
 #include <cstddef>
 #include <cstdint>

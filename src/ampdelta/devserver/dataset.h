@@ -75,8 +75,8 @@ class Dataset {
 
   /// \brief Return the microbatch that follows `previous` (from the earliest block when
   /// absent), spanning at most `max_blocks`; when `previous` is no longer canonical, the
-  /// range restarts at the fork (a reorg as the client sees it). Nullopt when no new block
-  /// exists yet.
+  /// range restarts at the fork (a reorg as the client sees it). Nullopt when no new
+  /// block exists yet.
   virtual std::optional<ScanRange> NextMicrobatch(
       const std::optional<ChainPosition>& previous, uint64_t max_blocks) const = 0;
 
@@ -86,7 +86,8 @@ class Dataset {
   /// \brief Wait until change_counter() differs from `seen` or `timeout` passes.
   virtual void WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const = 0;
 
-  /// \brief Iterate the rows of `table` for blocks [range.start, range.end] in block order.
+  /// \brief Iterate the rows of `table` for blocks [range.start, range.end] in block
+  /// order.
   virtual arrow::Result<std::unique_ptr<BatchIterator>> Scan(
       const std::string& table, const ScanRange& range) const = 0;
 };

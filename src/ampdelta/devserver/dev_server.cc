@@ -32,7 +32,6 @@ using nlohmann::json;
 // Amp slices batches larger than about 2 MiB into several FlightData messages.
 constexpr int64_t kTargetMessageBytes = 2 * 1024 * 1024;
 
-
 std::optional<std::string> Header(const flight::ServerCallContext& context,
                                   std::string_view name) {
   const auto& headers = context.incoming_headers();
@@ -70,8 +69,8 @@ class QueryDataStream : public flight::FlightDataStream {
  public:
   QueryDataStream(std::shared_ptr<const BoundQuery> query, bool streaming,
                   std::optional<ChainPosition> resume, StreamOptions options,
-                  const flight::ServerCallContext* context, const std::atomic<bool>* stopping,
-                  std::atomic<uint64_t>* failures)
+                  const flight::ServerCallContext* context,
+                  const std::atomic<bool>* stopping, std::atomic<uint64_t>* failures)
       : query_(std::move(query)),
         streaming_(streaming),
         previous_(std::move(resume)),
@@ -90,15 +89,16 @@ class QueryDataStream : public flight::FlightDataStream {
     }
     flight::FlightPayload payload;
     arrow::ipc::DictionaryFieldMapper mapper(*query_->output_schema());
-    ARROW_RETURN_NOT_OK(arrow::ipc::GetSchemaPayload(*query_->output_schema(), ipc_options_,
-                                                     mapper, &payload.ipc_message));
+    ARROW_RETURN_NOT_OK(arrow::ipc::GetSchemaPayload(
+        *query_->output_schema(), ipc_options_, mapper, &payload.ipc_message));
     return payload;
   }
 
   arrow::Result<flight::FlightPayload> Next() override {
     while (pending_.empty()) {
       if (done_) return flight::FlightPayload{};
-      ARROW_RETURN_NOT_OK(streaming_ ? AsStreamingError(ProduceStreaming()) : ProduceBatch());
+      ARROW_RETURN_NOT_OK(streaming_ ? AsStreamingError(ProduceStreaming())
+                                     : ProduceBatch());
     }
     flight::FlightPayload payload = std::move(pending_.front());
     pending_.pop_front();
@@ -117,7 +117,8 @@ class QueryDataStream : public flight::FlightDataStream {
   }
 
   arrow::Status PushEmpty(const std::string& metadata) {
-    ARROW_ASSIGN_OR_RAISE(auto empty, arrow::RecordBatch::MakeEmpty(query_->output_schema()));
+    ARROW_ASSIGN_OR_RAISE(auto empty,
+                          arrow::RecordBatch::MakeEmpty(query_->output_schema()));
     return Push(empty, metadata);
   }
 
@@ -180,7 +181,8 @@ class QueryDataStream : public flight::FlightDataStream {
     } else if (query_->is_grouped()) {
       ARROW_ASSIGN_OR_RAISE(auto result, query_->Group(grouped_rows_));
       grouped_rows_.clear();
-      if (query_->limit() && result->num_rows() > static_cast<int64_t>(*query_->limit())) {
+      if (query_->limit() &&
+          result->num_rows() > static_cast<int64_t>(*query_->limit())) {
         result = result->Slice(0, static_cast<int64_t>(*query_->limit()));
       }
       ARROW_RETURN_NOT_OK(result->num_rows() == 0 ? PushEmpty(metadata_)
@@ -189,9 +191,9 @@ class QueryDataStream : public flight::FlightDataStream {
       // Amp always sends at least one (possibly empty) data batch before the marker.
       ARROW_RETURN_NOT_OK(PushEmpty(metadata_));
     }
-    ARROW_RETURN_NOT_OK(
-        PushEmpty(RangesMetadata(query_->dataset()->network(),
-                                 synced_ ? &synced_->range : nullptr, /*complete=*/true)));
+    ARROW_RETURN_NOT_OK(PushEmpty(RangesMetadata(query_->dataset()->network(),
+                                                 synced_ ? &synced_->range : nullptr,
+                                                 /*complete=*/true)));
     done_ = true;
     return arrow::Status::OK();
   }
@@ -200,7 +202,8 @@ class QueryDataStream : public flight::FlightDataStream {
   // behind "streaming query execution error | Caused by:" (the client's cancellation and
   // the server's shutdown keep their own codes).
   static arrow::Status AsStreamingError(const arrow::Status& status) {
-    if (status.ok() || status.IsCancelled() || flight::FlightStatusDetail::UnwrapStatus(status)) {
+    if (status.ok() || status.IsCancelled() ||
+        flight::FlightStatusDetail::UnwrapStatus(status)) {
       return status;
     }
     return flight::MakeFlightError(
@@ -220,17 +223,18 @@ class QueryDataStream : public flight::FlightDataStream {
       if (current_) break;
       const auto synced = dataset.Synced();
       if (first_ && !synced) {
-        // Nothing synced at all: ampd sends one 0-row `{"ranges":[],"ranges_complete":true}`
-        // and ends the stream.
+        // Nothing synced at all: ampd sends one 0-row
+        // `{"ranges":[],"ranges_complete":true}` and ends the stream.
         ARROW_RETURN_NOT_OK(PushEmpty(RangesMetadata(dataset.network(), nullptr, true)));
         done_ = true;
         return arrow::Status::OK();
       }
       if (!told && previous_ && synced && previous_->number < synced->range.start) {
         told = true;
-        AMPDELTA_LOG_WARN("devserver stream cursor at block ", previous_->number,
-                          " is below the dataset's first block ", synced->range.start,
-                          ": nothing will be sent (as ampd, whose blocks table lacks it)");
+        AMPDELTA_LOG_WARN(
+            "devserver stream cursor at block ", previous_->number,
+            " is below the dataset's first block ", synced->range.start,
+            ": nothing will be sent (as ampd, whose blocks table lacks it)");
       }
       dataset.WaitForChange(seen, options_.poll_interval);
     }
@@ -260,8 +264,8 @@ class QueryDataStream : public flight::FlightDataStream {
         grouped_rows_.clear();
         ARROW_RETURN_NOT_OK(PushSliced(result, metadata_));
       }
-      ARROW_RETURN_NOT_OK(
-          PushEmpty(RangesMetadata(dataset.network(), &current_->range, /*complete=*/true)));
+      ARROW_RETURN_NOT_OK(PushEmpty(
+          RangesMetadata(dataset.network(), &current_->range, /*complete=*/true)));
       previous_ = ChainPosition{current_->range.end, current_->range.hash};
       iterator_.reset();
       return arrow::Status::OK();
@@ -300,7 +304,8 @@ class QueryDataStream : public flight::FlightDataStream {
   std::string metadata_;
   int64_t rows_sent_ = 0;
   BoundQuery::Aggregator aggregator_;
-  // The transformed rows of the scan (batch) or microbatch (stream) a grouped query groups.
+  // The transformed rows of the scan (batch) or microbatch (stream) a grouped query
+  // groups.
   std::vector<std::shared_ptr<arrow::RecordBatch>> grouped_rows_;
 };
 
@@ -317,9 +322,9 @@ class AmpFlightService : public flight::FlightServerBase {
                               std::unique_ptr<flight::FlightInfo>* info) override {
     ARROW_RETURN_NOT_OK(CheckAuth(context));
     if (request.type != flight::FlightDescriptor::CMD) {
-      return arrow::Status::Invalid("unsupported flight descriptor type: ",
-                                    request.type == flight::FlightDescriptor::PATH ? "PATH"
-                                                                                   : "UNKNOWN");
+      return arrow::Status::Invalid(
+          "unsupported flight descriptor type: ",
+          request.type == flight::FlightDescriptor::PATH ? "PATH" : "UNKNOWN");
     }
     ARROW_ASSIGN_OR_RAISE(std::string sql, DecodeStatementQueryCommand(request.cmd));
     ARROW_ASSIGN_OR_RAISE(auto query, Plan(sql));
@@ -348,10 +353,10 @@ class AmpFlightService : public flight::FlightServerBase {
     ARROW_ASSIGN_OR_RAISE(std::string ticket_bytes, EncodeTicket(ticket));
     ARROW_ASSIGN_OR_RAISE(
         flight::FlightInfo result,
-        flight::FlightInfo::Make(*query->output_schema(), request,
-                                 {flight::FlightEndpoint{{std::move(ticket_bytes)}, {},
-                                                         std::nullopt, ""}},
-                                 /*total_records=*/-1, /*total_bytes=*/-1, /*ordered=*/false));
+        flight::FlightInfo::Make(
+            *query->output_schema(), request,
+            {flight::FlightEndpoint{{std::move(ticket_bytes)}, {}, std::nullopt, ""}},
+            /*total_records=*/-1, /*total_bytes=*/-1, /*ordered=*/false));
     *info = std::make_unique<flight::FlightInfo>(std::move(result));
     return arrow::Status::OK();
   }
@@ -364,7 +369,8 @@ class AmpFlightService : public flight::FlightServerBase {
     ARROW_ASSIGN_OR_RAISE(auto query, Plan(ticket.query));
     std::optional<ChainPosition> resume;
     if (ticket.streaming) {
-      if (auto operation = query->NonIncrementalOperation()) return NonIncremental(*operation);
+      if (auto operation = query->NonIncrementalOperation())
+        return NonIncremental(*operation);
       if (!ticket.cursor.empty()) {
         ARROW_ASSIGN_OR_RAISE(resume, CursorFor(json_util::ParseJson(ticket.cursor),
                                                 query->dataset()->network()));
@@ -423,9 +429,11 @@ class AmpFlightService : public flight::FlightServerBase {
   }
 
   // Narrow a cursor to the query's network, as ampd's StreamingQuery::spawn does.
-  static arrow::Result<ChainPosition> CursorFor(const json& cursor, const std::string& network) {
+  static arrow::Result<ChainPosition> CursorFor(const json& cursor,
+                                                const std::string& network) {
     if (!IsWellFormedCursor(cursor)) {
-      return arrow::Status::Invalid("ticket decoding error | Caused by: malformed cursor");
+      return arrow::Status::Invalid(
+          "ticket decoding error | Caused by: malformed cursor");
     }
     auto entry = cursor.find(network);
     if (entry == cursor.end()) {
@@ -435,9 +443,10 @@ class AmpFlightService : public flight::FlightServerBase {
       }
       return flight::MakeFlightError(
           flight::FlightStatusCode::Internal,
-          "streaming query execution error | Caused by: failed to convert cursor -> expected "
-          "cursor for network '" + network + "', but cursor only contains networks: [" +
-              networks + "]");
+          "streaming query execution error | Caused by: failed to convert cursor -> "
+          "expected "
+          "cursor for network '" +
+              network + "', but cursor only contains networks: [" + networks + "]");
     }
     return ChainPosition{(*entry)["number"].get<uint64_t>(),
                          (*entry)["hash"].get<std::string>()};
@@ -464,13 +473,15 @@ class DevServer::Impl {
   uint64_t initial_head = 0;
 
   arrow::Status Advance(uint64_t blocks) {
-    if (chain == nullptr) return arrow::Status::Invalid("the synthetic chain is not served");
+    if (chain == nullptr)
+      return arrow::Status::Invalid("the synthetic chain is not served");
     const LiveOptions& live = options.live;
     for (uint64_t i = 0; i < blocks; ++i) {
       chain->AdvanceHead(1);
       const uint64_t head = chain->head();
       auto scripted = live.reorg_at.find(head);
-      if (scripted != live.reorg_at.end()) ARROW_RETURN_NOT_OK(chain->Reorg(scripted->second));
+      if (scripted != live.reorg_at.end())
+        ARROW_RETURN_NOT_OK(chain->Reorg(scripted->second));
       if (live.reorg_every > 0 && (head - initial_head) % live.reorg_every == 0) {
         ARROW_RETURN_NOT_OK(chain->Reorg(live.reorg_depth));
         AMPDELTA_LOG_INFO("devserver reorg head=", head, " depth=", live.reorg_depth);
@@ -487,7 +498,8 @@ class DevServer::Impl {
       if (options.live.max_head != 0 && chain->head() >= options.live.max_head) continue;
       lock.unlock();
       arrow::Status status = Advance(1);
-      if (!status.ok()) AMPDELTA_LOG_WARN("devserver advance failed: ", status.ToString());
+      if (!status.ok())
+        AMPDELTA_LOG_WARN("devserver advance failed: ", status.ToString());
       lock.lock();
     }
   }

@@ -36,9 +36,9 @@ struct StreamOptions {
   /// …and again whenever a microbatch has been running this long without a message (ampd:
   /// max(keep_alive_interval, 30 s)).
   std::chrono::milliseconds keepalive_interval{std::chrono::seconds(30)};
-  /// Fail every stream with INTERNAL after it served this many microbatches (0: never), as
-  /// ampd reports any failure of a running query; at most `max_failures` times in all (0:
-  /// no limit). For tests of reconnection.
+  /// Fail every stream with INTERNAL after it served this many microbatches (0: never),
+  /// as ampd reports any failure of a running query; at most `max_failures` times in all
+  /// (0: no limit). For tests of reconnection.
   uint64_t fail_after_microbatches = 0;
   uint64_t max_failures = 0;
   /// How often a waiting stream checks for cancellation and shutdown.

@@ -92,7 +92,10 @@ class ParquetIterator : public BatchIterator {
  public:
   ParquetIterator(std::vector<ParquetDataset::File> files, uint64_t from, uint64_t to,
                   std::string block_column)
-      : files_(std::move(files)), from_(from), to_(to), block_column_(std::move(block_column)) {}
+      : files_(std::move(files)),
+        from_(from),
+        to_(to),
+        block_column_(std::move(block_column)) {}
 
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override {
     while (true) {
@@ -115,8 +118,8 @@ class ParquetIterator : public BatchIterator {
       auto column = batch->GetColumnByName(block_column_);
       if (column == nullptr) return batch;
       namespace cp = arrow::compute;
-      ARROW_ASSIGN_OR_RAISE(auto low, cp::CallFunction("greater_equal",
-                                                       {column, arrow::Datum(from_)}));
+      ARROW_ASSIGN_OR_RAISE(
+          auto low, cp::CallFunction("greater_equal", {column, arrow::Datum(from_)}));
       ARROW_ASSIGN_OR_RAISE(auto high,
                             cp::CallFunction("less_equal", {column, arrow::Datum(to_)}));
       ARROW_ASSIGN_OR_RAISE(auto mask, cp::CallFunction("and", {low, high}));
@@ -157,8 +160,8 @@ bool IsDirectory(const fs::directory_entry& entry) {
 
 }  // namespace
 
-arrow::Result<std::shared_ptr<ParquetDataset>> ParquetDataset::Open(const std::string& name,
-                                                                    const std::string& dir) {
+arrow::Result<std::shared_ptr<ParquetDataset>> ParquetDataset::Open(
+    const std::string& name, const std::string& dir) {
   std::error_code error;
   if (!fs::is_directory(dir, error)) {
     return arrow::Status::IOError("dataset directory '", dir, "' does not exist");
@@ -169,7 +172,8 @@ arrow::Result<std::shared_ptr<ParquetDataset>> ParquetDataset::Open(const std::s
   ARROW_ASSIGN_OR_RAISE(auto table_dirs, ListDirectory(dir));
   for (const auto& table_dir : table_dirs) {
     if (!IsDirectory(table_dir)) continue;
-    // The newest revision wins: revision folders are UUIDv7s, which sort by creation time.
+    // The newest revision wins: revision folders are UUIDv7s, which sort by creation
+    // time.
     std::string newest;
     ARROW_ASSIGN_OR_RAISE(auto revisions, ListDirectory(table_dir.path()));
     for (const auto& revision : revisions) {
@@ -190,7 +194,8 @@ arrow::Result<std::shared_ptr<ParquetDataset>> ParquetDataset::Open(const std::s
       ARROW_ASSIGN_OR_RAISE(auto ranges, ReadRanges(file.path, *metadata));
       if (ranges.size() != 1) {
         return arrow::Status::NotImplemented("Parquet file ", file.path, " covers ",
-                                             ranges.size(), " networks; one is supported");
+                                             ranges.size(),
+                                             " networks; one is supported");
       }
       if (dataset->network_.empty()) dataset->network_ = ranges[0].first;
       if (dataset->network_ != ranges[0].first) {
@@ -223,7 +228,8 @@ arrow::Status ParquetDataset::IndexBlocks() {
   const int number = schema.GetFieldIndex("block_num");
   const int hash = schema.GetFieldIndex("hash");
   const int time = schema.GetFieldIndex("timestamp");
-  if (number < 0 || hash < 0 || schema.field(hash)->type()->id() != arrow::Type::FIXED_SIZE_BINARY) {
+  if (number < 0 || hash < 0 ||
+      schema.field(hash)->type()->id() != arrow::Type::FIXED_SIZE_BINARY) {
     return arrow::Status::OK();
   }
   for (const auto& file : blocks->second.files) {
@@ -235,7 +241,8 @@ arrow::Status ParquetDataset::IndexBlocks() {
     ARROW_ASSIGN_OR_RAISE(auto numbers,
                           arrow::compute::Cast(*batch->column(0), arrow::uint64()));
     const auto& values = static_cast<const arrow::UInt64Array&>(*numbers);
-    const auto& hashes = static_cast<const arrow::FixedSizeBinaryArray&>(*batch->column(1));
+    const auto& hashes =
+        static_cast<const arrow::FixedSizeBinaryArray&>(*batch->column(1));
     const arrow::TimestampArray* times =
         time >= 0 && batch->column(2)->type_id() == arrow::Type::TIMESTAMP
             ? static_cast<const arrow::TimestampArray*>(batch->column(2).get())
@@ -243,10 +250,18 @@ arrow::Status ParquetDataset::IndexBlocks() {
     int64_t per_second = 1;
     if (times != nullptr) {
       switch (static_cast<const arrow::TimestampType&>(*times->type()).unit()) {
-        case arrow::TimeUnit::SECOND: per_second = 1; break;
-        case arrow::TimeUnit::MILLI: per_second = 1000; break;
-        case arrow::TimeUnit::MICRO: per_second = 1000000; break;
-        case arrow::TimeUnit::NANO: per_second = 1000000000; break;
+        case arrow::TimeUnit::SECOND:
+          per_second = 1;
+          break;
+        case arrow::TimeUnit::MILLI:
+          per_second = 1000;
+          break;
+        case arrow::TimeUnit::MICRO:
+          per_second = 1000000;
+          break;
+        case arrow::TimeUnit::NANO:
+          per_second = 1000000000;
+          break;
       }
     }
     for (int64_t i = 0; i < batch->num_rows(); ++i) {
@@ -293,7 +308,8 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ParquetDataset::TableSchema(
     const std::string& table) const {
   auto it = tables_.find(table);
   if (it == tables_.end()) {
-    return arrow::Status::KeyError("table '", table, "' not found in dataset '", name_, "'");
+    return arrow::Status::KeyError("table '", table, "' not found in dataset '", name_,
+                                   "'");
   }
   return it->second.schema;
 }
@@ -327,14 +343,16 @@ std::optional<ScanRange> ParquetDataset::NextMicrobatch(
     if (previous->number < first || previous->number > last) return std::nullopt;
     auto known = blocks_.find(previous->number);
     if (known == blocks_.end()) return std::nullopt;
-    start = known->second.hash == previous->hash ? previous->number + 1 : previous->number;
+    start =
+        known->second.hash == previous->hash ? previous->number + 1 : previous->number;
   }
   if (start > last) return std::nullopt;
   const uint64_t end = std::min(last, start + std::max<uint64_t>(max_blocks, 1) - 1);
   return ScanRange{RangeOf(start, end), nullptr};
 }
 
-void ParquetDataset::WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const {
+void ParquetDataset::WaitForChange(uint64_t seen,
+                                   std::chrono::milliseconds timeout) const {
   (void)seen;  // the files never change
   std::this_thread::sleep_for(timeout);
 }

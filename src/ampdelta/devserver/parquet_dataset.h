@@ -34,8 +34,8 @@ class ParquetDataset : public Dataset {
                                           uint64_t max_blocks) const override;
   uint64_t change_counter() const override { return 0; }
   void WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const override;
-  arrow::Result<std::unique_ptr<BatchIterator>> Scan(const std::string& table,
-                                                     const ScanRange& range) const override;
+  arrow::Result<std::unique_ptr<BatchIterator>> Scan(
+      const std::string& table, const ScanRange& range) const override;
 
   /// \brief One indexed file.
   struct File {
@@ -66,8 +66,8 @@ class ParquetDataset : public Dataset {
   std::map<std::string, Table> tables_;
   /// Distinct block ranges over all tables, sorted and contiguous.
   std::vector<ServedRange> ranges_;
-  /// Every block of the `blocks` table; empty when the dataset has none (then microbatches
-  /// are the files' ranges as written).
+  /// Every block of the `blocks` table; empty when the dataset has none (then
+  /// microbatches are the files' ranges as written).
   std::map<uint64_t, Block> blocks_;
 };
 

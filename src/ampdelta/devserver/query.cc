@@ -101,8 +101,8 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> TypeLiteral(const sql::Literal& li
         raw = arrow::MakeScalar(literal.text);
         break;
       }
-      if (type->id() == arrow::Type::FIXED_SIZE_BINARY || type->id() == arrow::Type::BINARY ||
-          type->id() == arrow::Type::LARGE_BINARY) {
+      if (type->id() == arrow::Type::FIXED_SIZE_BINARY ||
+          type->id() == arrow::Type::BINARY || type->id() == arrow::Type::LARGE_BINARY) {
         std::string bytes = literal.text;
         if (literal.kind == sql::Literal::Kind::kString) {
           auto decoded = FromHex(literal.text);
@@ -110,25 +110,27 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> TypeLiteral(const sql::Literal& li
           bytes = *decoded;
         }
         if (type->id() == arrow::Type::FIXED_SIZE_BINARY) {
-          const auto width =
-              static_cast<size_t>(static_cast<const arrow::FixedSizeBinaryType&>(*type).byte_width());
+          const auto width = static_cast<size_t>(
+              static_cast<const arrow::FixedSizeBinaryType&>(*type).byte_width());
           if (bytes.size() != width) {
             return mismatch("expected " + std::to_string(width) + " bytes, got " +
                             std::to_string(bytes.size()));
           }
-          return std::make_shared<arrow::FixedSizeBinaryScalar>(arrow::Buffer::FromString(bytes),
-                                                                type);
+          return std::make_shared<arrow::FixedSizeBinaryScalar>(
+              arrow::Buffer::FromString(bytes), type);
         }
         return std::make_shared<arrow::BinaryScalar>(arrow::Buffer::FromString(bytes));
       }
-      if (type->id() == arrow::Type::TIMESTAMP && literal.kind == sql::Literal::Kind::kString) {
+      if (type->id() == arrow::Type::TIMESTAMP &&
+          literal.kind == sql::Literal::Kind::kString) {
         const auto& ts = static_cast<const arrow::TimestampType&>(*type);
         auto parsed = arrow::Scalar::Parse(arrow::timestamp(ts.unit()), literal.text);
         if (!parsed.ok()) return mismatch("not an ISO-8601 timestamp");
         const auto& value = static_cast<const arrow::TimestampScalar&>(**parsed).value;
         return std::make_shared<arrow::TimestampScalar>(value, type);
       }
-      if (type->id() == arrow::Type::DATE32 && literal.kind == sql::Literal::Kind::kString) {
+      if (type->id() == arrow::Type::DATE32 &&
+          literal.kind == sql::Literal::Kind::kString) {
         auto parsed = arrow::Scalar::Parse(type, literal.text);
         if (!parsed.ok()) return mismatch("not a date");
         return *parsed;
@@ -180,14 +182,15 @@ arrow::Result<std::shared_ptr<Dataset>> Catalog::Find(const std::string& name) c
   }
   if (match != nullptr) return match;
   std::string known;
-  for (const auto& [full, dataset] : datasets_) known += (known.empty() ? "" : ", ") + full;
+  for (const auto& [full, dataset] : datasets_)
+    known += (known.empty() ? "" : ", ") + full;
   return Invalid("table reference resolution failed: dataset '" + name +
                  "' not found (known: " + known + ")");
 }
 
 arrow::Result<std::shared_ptr<arrow::Field>> BoundQuery::BindAggregate(
-    const sql::SelectItem& item, const arrow::Schema& input, const std::string& source_name,
-    BoundQuery* query) {
+    const sql::SelectItem& item, const arrow::Schema& input,
+    const std::string& source_name, BoundQuery* query) {
   Aggregate aggregate{item.function, -1};
   std::string name;
   std::shared_ptr<arrow::DataType> type = arrow::int64();
@@ -196,7 +199,8 @@ arrow::Result<std::shared_ptr<arrow::Field>> BoundQuery::BindAggregate(
                        : (item.function == sql::AggregateFn::kMax ? "max" : "count");
   if (!item.column.empty()) {
     ARROW_ASSIGN_OR_RAISE(aggregate.column, FindColumn(input, item.column, source_name));
-    if (item.function != sql::AggregateFn::kCount) type = input.field(aggregate.column)->type();
+    if (item.function != sql::AggregateFn::kCount)
+      type = input.field(aggregate.column)->type();
     name = std::string(fn) + "(" + item.column + ")";
   } else {
     name = "count(*)";
@@ -208,18 +212,21 @@ arrow::Result<std::shared_ptr<arrow::Field>> BoundQuery::BindAggregate(
 
 arrow::Status BoundQuery::BindGrouping(const sql::SelectStatement& statement,
                                        const std::shared_ptr<arrow::Schema>& input,
-                                       const std::string& source_name, BoundQuery* query) {
+                                       const std::string& source_name,
+                                       BoundQuery* query) {
   Grouping grouping;
   grouping.first_row_per_key = !statement.distinct_on.empty();
   grouping.distinct_all = statement.distinct;
   if (!statement.group_by.empty() && (statement.distinct || grouping.first_row_per_key)) {
     return Invalid("unsupported SQL construct: DISTINCT with GROUP BY");
   }
-  const auto& key_names = grouping.first_row_per_key ? statement.distinct_on : statement.group_by;
+  const auto& key_names =
+      grouping.first_row_per_key ? statement.distinct_on : statement.group_by;
   for (const auto& name : key_names) {
     ARROW_ASSIGN_OR_RAISE(int column, FindColumn(*input, name, source_name));
     // A repeated key groups nothing more (DataFusion drops it too).
-    if (std::find(grouping.keys.begin(), grouping.keys.end(), column) == grouping.keys.end()) {
+    if (std::find(grouping.keys.begin(), grouping.keys.end(), column) ==
+        grouping.keys.end()) {
       grouping.keys.push_back(column);
     }
   }
@@ -243,7 +250,8 @@ arrow::Status BoundQuery::BindGrouping(const sql::SelectStatement& statement,
         if (statement.group_by.empty()) {
           return Invalid("unsupported SQL construct: aggregates with DISTINCT");
         }
-        ARROW_ASSIGN_OR_RAISE(auto field, BindAggregate(item, *input, source_name, query));
+        ARROW_ASSIGN_OR_RAISE(auto field,
+                              BindAggregate(item, *input, source_name, query));
         grouping.outputs.push_back({-1, static_cast<int>(query->aggregates_.size()) - 1});
         fields.push_back(std::move(field));
         break;
@@ -266,7 +274,8 @@ arrow::Status BoundQuery::BindGrouping(const sql::SelectStatement& statement,
       }
     }
   }
-  grouping.first_key_is_block_num = input->field(grouping.keys.front())->name() == "_block_num";
+  grouping.first_key_is_block_num =
+      input->field(grouping.keys.front())->name() == "_block_num";
   query->grouping_ = std::move(grouping);
   query->output_schema_ = arrow::schema(std::move(fields));
   return arrow::Status::OK();
@@ -278,10 +287,13 @@ arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
   Stage stage;
   for (const auto& comparison : statement.where) {
     ARROW_ASSIGN_OR_RAISE(int column, FindColumn(*input, comparison.column, source_name));
-    ARROW_ASSIGN_OR_RAISE(auto value, TypeLiteral(comparison.value, *input->field(column)));
-    stage.filters.push_back({column, ComparisonFunction(comparison.op), std::move(value)});
+    ARROW_ASSIGN_OR_RAISE(auto value,
+                          TypeLiteral(comparison.value, *input->field(column)));
+    stage.filters.push_back(
+        {column, ComparisonFunction(comparison.op), std::move(value)});
   }
-  if (!statement.group_by.empty() || statement.distinct || !statement.distinct_on.empty()) {
+  if (!statement.group_by.empty() || statement.distinct ||
+      !statement.distinct_on.empty()) {
     // Grouping happens after the last stage's filters; the stage passes every column.
     for (int i = 0; i < input->num_fields(); ++i) stage.projection.push_back(i);
     stage.output = input;
@@ -391,8 +403,9 @@ arrow::Result<std::shared_ptr<const BoundQuery>> BoundQuery::Bind(
 std::optional<std::string> BoundQuery::NonIncrementalOperation() const {
   if (grouping_) {
     if (grouping_->distinct_all || !grouping_->first_key_is_block_num) {
-      return std::string(grouping_->first_row_per_key || grouping_->distinct_all ? "Distinct"
-                                                                                : "Aggregate");
+      return std::string(grouping_->first_row_per_key || grouping_->distinct_all
+                             ? "Distinct"
+                             : "Aggregate");
     }
   } else if (!aggregates_.empty()) {
     return std::string("Aggregate");
@@ -410,8 +423,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::Transform(
       for (const Predicate& predicate : stage.filters) {
         ARROW_ASSIGN_OR_RAISE(
             arrow::Datum part,
-            cp::CallFunction(predicate.function,
-                             {batch->column(predicate.column), arrow::Datum(predicate.value)}));
+            cp::CallFunction(predicate.function, {batch->column(predicate.column),
+                                                  arrow::Datum(predicate.value)}));
         if (mask.is_value()) {
           ARROW_ASSIGN_OR_RAISE(mask, cp::CallFunction("and_kleene", {mask, part}));
         } else {
@@ -429,7 +442,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::Transform(
   return batch;
 }
 
-arrow::Status BoundQuery::Aggregator::Consume(const std::shared_ptr<arrow::RecordBatch>& batch) {
+arrow::Status BoundQuery::Aggregator::Consume(
+    const std::shared_ptr<arrow::RecordBatch>& batch) {
   const auto& aggregates = query_->aggregates_;
   if (partials_.empty()) {
     partials_.resize(aggregates.size());
@@ -445,12 +459,14 @@ arrow::Status BoundQuery::Aggregator::Consume(const std::shared_ptr<arrow::Recor
     if (aggregate.function == sql::AggregateFn::kCount) continue;
     ARROW_ASSIGN_OR_RAISE(arrow::Datum min_max, cp::CallFunction("min_max", {column}));
     const auto& pair = static_cast<const arrow::StructScalar&>(*min_max.scalar());
-    partials_[i].push_back(pair.value[aggregate.function == sql::AggregateFn::kMin ? 0 : 1]);
+    partials_[i].push_back(
+        pair.value[aggregate.function == sql::AggregateFn::kMin ? 0 : 1]);
   }
   return arrow::Status::OK();
 }
 
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::Aggregator::Finish() const {
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::Aggregator::Finish()
+    const {
   const auto& aggregates = query_->aggregates_;
   const auto& schema = query_->output_schema_;
   std::vector<std::shared_ptr<arrow::Array>> columns;
@@ -467,7 +483,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::Aggregator::Finis
       std::unique_ptr<arrow::ArrayBuilder> builder;
       ARROW_RETURN_NOT_OK(arrow::MakeBuilder(arrow::default_memory_pool(),
                                              partials_[i].front()->type, &builder));
-      for (const auto& partial : partials_[i]) ARROW_RETURN_NOT_OK(builder->AppendScalar(*partial));
+      for (const auto& partial : partials_[i])
+        ARROW_RETURN_NOT_OK(builder->AppendScalar(*partial));
       ARROW_ASSIGN_OR_RAISE(auto values, builder->Finish());
       ARROW_ASSIGN_OR_RAISE(arrow::Datum min_max, cp::CallFunction("min_max", {values}));
       const auto& pair = static_cast<const arrow::StructScalar&>(*min_max.scalar());
@@ -482,7 +499,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::Aggregator::Finis
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::Group(
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches) const {
   if (!grouping_) return arrow::Status::Invalid("the query does not group rows");
-  ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches(stages_.back().output, batches));
+  ARROW_ASSIGN_OR_RAISE(auto table,
+                        arrow::Table::FromRecordBatches(stages_.back().output, batches));
   ARROW_ASSIGN_OR_RAISE(auto rows, table->CombineChunksToBatch());
   if (rows->num_rows() == 0) return arrow::RecordBatch::MakeEmpty(output_schema_);
   return grouping_->first_row_per_key ? FirstRowPerKey(rows) : GroupByKeys(rows);
@@ -513,24 +531,24 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::FirstRowPerKey(
   ARROW_ASSIGN_OR_RAISE(arrow::Datum taken, cp::Take(rows, indices));
   const auto& kept = taken.record_batch();
   std::vector<std::shared_ptr<arrow::Array>> columns;
-  for (const auto& output : grouping_->outputs) columns.push_back(kept->column(output.column));
+  for (const auto& output : grouping_->outputs)
+    columns.push_back(kept->column(output.column));
   return arrow::RecordBatch::Make(output_schema_, kept->num_rows(), std::move(columns));
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::GroupByKeys(
     const std::shared_ptr<arrow::RecordBatch>& rows) const {
-  // Columns and aggregates get unique names, so the plan's output is read by name whatever
-  // the select list calls them.
+  // Columns and aggregates get unique names, so the plan's output is read by name
+  // whatever the select list calls them.
   auto column_name = [](int index) { return "c" + std::to_string(index); };
   auto aggregate_name = [](int index) { return "a" + std::to_string(index); };
   arrow::FieldVector renamed;
   for (int i = 0; i < rows->num_columns(); ++i) {
     renamed.push_back(rows->schema()->field(i)->WithName(column_name(i)));
   }
-  ARROW_ASSIGN_OR_RAISE(
-      auto table, arrow::Table::FromRecordBatches(
-                      {arrow::RecordBatch::Make(arrow::schema(renamed), rows->num_rows(),
-                                                rows->columns())}));
+  ARROW_ASSIGN_OR_RAISE(auto table,
+                        arrow::Table::FromRecordBatches({arrow::RecordBatch::Make(
+                            arrow::schema(renamed), rows->num_rows(), rows->columns())}));
   std::vector<cp::Aggregate> aggregates;
   for (size_t i = 0; i < aggregates_.size(); ++i) {
     const Aggregate& aggregate = aggregates_[i];
@@ -538,32 +556,36 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::GroupByKeys(
     if (aggregate.column < 0) {
       aggregates.emplace_back("hash_count_all", name);
     } else if (aggregate.function == sql::AggregateFn::kCount) {
-      aggregates.emplace_back("hash_count",
-                              std::make_shared<cp::CountOptions>(cp::CountOptions::ONLY_VALID),
-                              arrow::FieldRef(aggregate.column), name);
+      aggregates.emplace_back(
+          "hash_count", std::make_shared<cp::CountOptions>(cp::CountOptions::ONLY_VALID),
+          arrow::FieldRef(aggregate.column), name);
     } else {
-      aggregates.emplace_back(aggregate.function == sql::AggregateFn::kMin ? "hash_min" : "hash_max",
-                              arrow::FieldRef(aggregate.column), name);
+      aggregates.emplace_back(
+          aggregate.function == sql::AggregateFn::kMin ? "hash_min" : "hash_max",
+          arrow::FieldRef(aggregate.column), name);
     }
   }
   std::vector<arrow::FieldRef> keys;
   for (int key : grouping_->keys) keys.emplace_back(key);
   acero::Declaration plan = acero::Declaration::Sequence(
       {{"table_source", acero::TableSourceNodeOptions(table)},
-       {"aggregate", acero::AggregateNodeOptions(std::move(aggregates), std::move(keys))}});
+       {"aggregate",
+        acero::AggregateNodeOptions(std::move(aggregates), std::move(keys))}});
   // One thread: groups come out in the order their first rows came in (block order).
   ARROW_ASSIGN_OR_RAISE(auto result, acero::DeclarationToTable(std::move(plan),
                                                                /*use_threads=*/false));
   ARROW_ASSIGN_OR_RAISE(auto grouped, result->CombineChunksToBatch());
   std::vector<std::shared_ptr<arrow::Array>> columns;
   for (const auto& output : grouping_->outputs) {
-    const std::string name =
-        output.column >= 0 ? column_name(output.column) : aggregate_name(output.aggregate);
+    const std::string name = output.column >= 0 ? column_name(output.column)
+                                                : aggregate_name(output.aggregate);
     auto column = grouped->GetColumnByName(name);
-    if (column == nullptr) return arrow::Status::UnknownError("grouped result lacks ", name);
+    if (column == nullptr)
+      return arrow::Status::UnknownError("grouped result lacks ", name);
     columns.push_back(std::move(column));
   }
-  return arrow::RecordBatch::Make(output_schema_, grouped->num_rows(), std::move(columns));
+  return arrow::RecordBatch::Make(output_schema_, grouped->num_rows(),
+                                  std::move(columns));
 }
 
 }  // namespace ampdelta::devserver

@@ -57,12 +57,13 @@ class BoundQuery {
   /// (no GROUP BY): an Aggregator computes it.
   bool is_aggregate() const { return !aggregates_.empty() && !grouping_; }
   /// \brief Return true when the outermost query groups rows (GROUP BY, DISTINCT,
-  /// DISTINCT ON): Group() computes its result from every transformed row of a scan, or of
-  /// one microbatch when streaming.
+  /// DISTINCT ON): Group() computes its result from every transformed row of a scan, or
+  /// of one microbatch when streaming.
   bool is_grouped() const { return grouping_.has_value(); }
   /// \brief Return the operation that makes the query non-incremental ("Aggregate",
   /// "Distinct", "Limit"), if any: such queries cannot stream. As in ampd, aggregates and
-  /// DISTINCT ON whose first key is `_block_num` stream (microbatches never share a block).
+  /// DISTINCT ON whose first key is `_block_num` stream (microbatches never share a
+  /// block).
   std::optional<std::string> NonIncrementalOperation() const;
 
   /// \brief Group transformed batches into result rows (for is_grouped() queries).
@@ -97,8 +98,8 @@ class BoundQuery {
     std::shared_ptr<arrow::Scalar> value;
   };
   struct Stage {
-    std::vector<Predicate> filters;   // on the stage's input
-    std::vector<int> projection;      // input column per output column
+    std::vector<Predicate> filters;  // on the stage's input
+    std::vector<int> projection;     // input column per output column
     std::shared_ptr<arrow::Schema> output;
   };
   struct Aggregate {
@@ -112,7 +113,8 @@ class BoundQuery {
     int aggregate = -1;
   };
   struct Grouping {
-    bool first_row_per_key = false;  // DISTINCT ON; else GROUP BY (DISTINCT: every column)
+    bool first_row_per_key =
+        false;  // DISTINCT ON; else GROUP BY (DISTINCT: every column)
     bool distinct_all = false;
     std::vector<int> keys;  // columns of the last stage's output
     std::vector<GroupOutput> outputs;
@@ -121,8 +123,8 @@ class BoundQuery {
 
   // Bind an aggregate item: append it to aggregates_ and return its result field.
   static arrow::Result<std::shared_ptr<arrow::Field>> BindAggregate(
-      const sql::SelectItem& item, const arrow::Schema& input, const std::string& source_name,
-      BoundQuery* query);
+      const sql::SelectItem& item, const arrow::Schema& input,
+      const std::string& source_name, BoundQuery* query);
   static arrow::Status BindGrouping(const sql::SelectStatement& statement,
                                     const std::shared_ptr<arrow::Schema>& input,
                                     const std::string& source_name, BoundQuery* query);

@@ -16,9 +16,9 @@ enum class TokenKind : uint8_t {
   kQuoted,      // "quoted identifier"
   kInteger,
   kFloat,
-  kString,      // 'text'
-  kHex,         // x'00ff'
-  kSymbol,      // ( ) , . * ; = < > <= >= <> != + - / %
+  kString,  // 'text'
+  kHex,     // x'00ff'
+  kSymbol,  // ( ) , . * ; = < > <= >= <> != + - / %
   kEnd,
 };
 
@@ -27,7 +27,6 @@ struct Token {
   std::string text;
   size_t offset;
 };
-
 
 arrow::Status Invalid(const std::string& what) {
   return arrow::Status::Invalid("invalid query: ", what);
@@ -56,7 +55,8 @@ arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
       continue;
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      while (i < n && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) {
+      while (i < n &&
+             (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) {
         ++i;
       }
       tokens.push_back({TokenKind::kIdentifier, text.substr(start, i - start), start});
@@ -64,17 +64,21 @@ arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
     }
     if (std::isdigit(static_cast<unsigned char>(c))) {
       bool is_float = false;
-      while (i < n && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+      while (i < n &&
+             (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
         if (text[i] == '.') {
           if (is_float) {
-            return Invalid("malformed number near '" + text.substr(start, i - start + 1) + "'");
+            return Invalid("malformed number near '" + text.substr(start, i - start + 1) +
+                           "'");
           }
           is_float = true;
         }
         ++i;
       }
-      if (i < n && (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_')) {
-        return Invalid("malformed number near '" + text.substr(start, i - start + 1) + "'");
+      if (i < n &&
+          (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_')) {
+        return Invalid("malformed number near '" + text.substr(start, i - start + 1) +
+                       "'");
       }
       tokens.push_back({is_float ? TokenKind::kFloat : TokenKind::kInteger,
                         text.substr(start, i - start), start});
@@ -101,7 +105,8 @@ arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
         return Invalid(std::string("unterminated ") +
                        (c == '\'' ? "string literal" : "quoted identifier"));
       }
-      tokens.push_back({c == '\'' ? TokenKind::kString : TokenKind::kQuoted, value, start});
+      tokens.push_back(
+          {c == '\'' ? TokenKind::kString : TokenKind::kQuoted, value, start});
       continue;
     }
     static const char* kTwoChar[] = {"<=", ">=", "<>", "!=", "||"};
@@ -129,22 +134,22 @@ arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
 // Keywords that end an expression or a clause; never taken as aliases.
 const std::set<std::string>& ReservedWords() {
   static const std::set<std::string> words = {
-      "SELECT", "FROM",   "WHERE",  "AND",       "OR",       "NOT",     "BETWEEN",
-      "LIMIT",  "SETTINGS", "AS",   "ORDER",     "GROUP",    "HAVING",  "JOIN",
-      "INNER",  "LEFT",   "RIGHT",  "FULL",      "CROSS",    "ON",      "UNION",
-      "EXCEPT", "INTERSECT", "WITH", "DISTINCT", "IN",       "LIKE",    "IS",
-      "NULL",   "CASE",   "OFFSET", "WINDOW",    "QUALIFY",  "USING",   "NATURAL",
-      "OUTER",  "BY",     "TRUE",   "FALSE",     "ILIKE",    "OVER",    "VALUES"};
+      "SELECT", "FROM",      "WHERE",  "AND",      "OR",      "NOT",    "BETWEEN",
+      "LIMIT",  "SETTINGS",  "AS",     "ORDER",    "GROUP",   "HAVING", "JOIN",
+      "INNER",  "LEFT",      "RIGHT",  "FULL",     "CROSS",   "ON",     "UNION",
+      "EXCEPT", "INTERSECT", "WITH",   "DISTINCT", "IN",      "LIKE",   "IS",
+      "NULL",   "CASE",      "OFFSET", "WINDOW",   "QUALIFY", "USING",  "NATURAL",
+      "OUTER",  "BY",        "TRUE",   "FALSE",    "ILIKE",   "OVER",   "VALUES"};
   return words;
 }
 
 // Constructs recognised only to be rejected by name.
 std::optional<std::string> UnsupportedClause(const std::string& upper_word) {
   static const std::set<std::string> clauses = {
-      "ORDER",  "GROUP", "HAVING", "JOIN",      "INNER",  "LEFT",   "RIGHT",
-      "FULL",   "CROSS", "UNION",  "EXCEPT",    "INTERSECT", "WITH", "DISTINCT",
-      "OR",     "NOT",   "IN",     "LIKE",      "ILIKE",  "IS",     "CASE",
-      "OFFSET", "WINDOW", "QUALIFY", "NATURAL", "OVER",   "VALUES", "USING"};
+      "ORDER",  "GROUP",  "HAVING",  "JOIN",    "INNER",     "LEFT",   "RIGHT",
+      "FULL",   "CROSS",  "UNION",   "EXCEPT",  "INTERSECT", "WITH",   "DISTINCT",
+      "OR",     "NOT",    "IN",      "LIKE",    "ILIKE",     "IS",     "CASE",
+      "OFFSET", "WINDOW", "QUALIFY", "NATURAL", "OVER",      "VALUES", "USING"};
   if (clauses.count(upper_word) == 0) return std::nullopt;
   if (upper_word == "ORDER") return std::string("ORDER BY");
   if (upper_word == "GROUP") return std::string("GROUP BY");
@@ -175,7 +180,8 @@ class Parser {
     return Peek(ahead).kind == TokenKind::kSymbol && Peek(ahead).text == symbol;
   }
   bool IsKeyword(const char* keyword, size_t ahead = 0) const {
-    return Peek(ahead).kind == TokenKind::kIdentifier && AsciiUpper(Peek(ahead).text) == keyword;
+    return Peek(ahead).kind == TokenKind::kIdentifier &&
+           AsciiUpper(Peek(ahead).text) == keyword;
   }
 
   arrow::Status UnexpectedHere() const {
@@ -188,7 +194,8 @@ class Parser {
     }
     if (token.kind == TokenKind::kSymbol &&
         std::string("+-/%||").find(token.text) != std::string::npos) {
-      return Invalid("unsupported SQL construct: arithmetic operator '" + token.text + "'");
+      return Invalid("unsupported SQL construct: arithmetic operator '" + token.text +
+                     "'");
     }
     return Invalid("unexpected '" + token.text + "' at offset " +
                    std::to_string(token.offset));
@@ -216,7 +223,8 @@ class Parser {
     if (token.kind == TokenKind::kIdentifier &&
         ReservedWords().count(AsciiUpper(token.text)) == 0) {
       Advance();
-      // Unquoted identifiers are case-insensitive: fold to lower case, as DataFusion does.
+      // Unquoted identifiers are case-insensitive: fold to lower case, as DataFusion
+      // does.
       return AsciiLower(token.text);
     }
     if (token.kind == TokenKind::kIdentifier) {
@@ -312,9 +320,9 @@ class Parser {
     }
     ARROW_ASSIGN_OR_RAISE(item.column, ParseColumnRef());
     if (Peek().kind == TokenKind::kSymbol &&
-        std::string("+-/%||*").find(Peek().text) != std::string::npos &&
-        !IsSymbol(",")) {
-      return Invalid("unsupported SQL construct: arithmetic operator '" + Peek().text + "'");
+        std::string("+-/%||*").find(Peek().text) != std::string::npos && !IsSymbol(",")) {
+      return Invalid("unsupported SQL construct: arithmetic operator '" + Peek().text +
+                     "'");
     }
     ARROW_ASSIGN_OR_RAISE(item.alias, ParseOptionalAlias());
     return item;
@@ -390,8 +398,8 @@ class Parser {
       return arrow::Status::OK();
     }
     static const std::pair<const char*, CompareOp> kOps[] = {
-        {"=", CompareOp::kEq},  {"!=", CompareOp::kNe}, {"<>", CompareOp::kNe},
-        {"<", CompareOp::kLt},  {"<=", CompareOp::kLe}, {">", CompareOp::kGt},
+        {"=", CompareOp::kEq}, {"!=", CompareOp::kNe}, {"<>", CompareOp::kNe},
+        {"<", CompareOp::kLt}, {"<=", CompareOp::kLe}, {">", CompareOp::kGt},
         {">=", CompareOp::kGe}};
     for (const auto& [symbol, op] : kOps) {
       if (IsSymbol(symbol)) {
@@ -425,8 +433,9 @@ class Parser {
       parts.push_back(part);
     }
     if (parts.size() != 2) {
-      return Invalid("table reference must be <dataset>.<table>, e.g. "
-                     "\"acme/eth_mainnet\".blocks");
+      return Invalid(
+          "table reference must be <dataset>.<table>, e.g. "
+          "\"acme/eth_mainnet\".blocks");
     }
     name.dataset = parts[0];
     name.table = parts[1];
@@ -504,11 +513,13 @@ class Parser {
         ARROW_ASSIGN_OR_RAISE(std::string key, ParseName("a setting name"));
         ARROW_RETURN_NOT_OK(Expect("="));
         const Token& value = Advance();
-        if (value.kind == TokenKind::kEnd) return Invalid("setting '" + key + "' has no value");
+        if (value.kind == TokenKind::kEnd)
+          return Invalid("setting '" + key + "' has no value");
         // A string keeps its quotes: `stream = 'true'` is not the Boolean ampd requires.
-        statement.settings[key] = value.kind == TokenKind::kIdentifier ? AsciiLower(value.text)
-                                  : value.kind == TokenKind::kString  ? "'" + value.text + "'"
-                                                                      : value.text;
+        statement.settings[key] =
+            value.kind == TokenKind::kIdentifier ? AsciiLower(value.text)
+            : value.kind == TokenKind::kString   ? "'" + value.text + "'"
+                                                 : value.text;
       } while (IsSymbol(","));
     }
     for (const auto& qualifier : qualifiers_) {
@@ -519,7 +530,8 @@ class Parser {
       }
     }
     qualifiers_.clear();
-    if (!nested && Peek().kind != TokenKind::kEnd && !IsSymbol(";")) return UnexpectedHere();
+    if (!nested && Peek().kind != TokenKind::kEnd && !IsSymbol(";"))
+      return UnexpectedHere();
     return statement;
   }
 

@@ -4,10 +4,10 @@
 /// \brief Parser for the SQL subset the dev server answers (product.md §11).
 ///
 /// Supported: `SELECT [DISTINCT | DISTINCT ON (col, …)]` of columns (optionally
-/// `AS alias`), `*`, `MIN/MAX/COUNT` aggregates; `FROM "ns/name".table`, `dataset.table` or a
-/// parenthesised subquery with an optional alias; `WHERE` with comparisons,
-/// `BETWEEN … AND …` and `AND`; `GROUP BY col, …`; `LIMIT n`; `SETTINGS key = value, …`.
-/// Anything else fails with an `invalid query:` message that names the construct.
+/// `AS alias`), `*`, `MIN/MAX/COUNT` aggregates; `FROM "ns/name".table`, `dataset.table`
+/// or a parenthesised subquery with an optional alias; `WHERE` with comparisons, `BETWEEN
+/// … AND …` and `AND`; `GROUP BY col, …`; `LIMIT n`; `SETTINGS key = value, …`. Anything
+/// else fails with an `invalid query:` message that names the construct.
 
 #include <cstdint>
 #include <map>

@@ -39,7 +39,8 @@ class ProtoReader {
         return Skip(8);
       case 2: {  // length-delimited
         ARROW_ASSIGN_OR_RAISE(uint64_t length, ReadVarint());
-        if (length > data_.size() - pos_) return Error("truncated length-delimited field");
+        if (length > data_.size() - pos_)
+          return Error("truncated length-delimited field");
         *bytes = data_.substr(pos_, length);
         pos_ += length;
         return arrow::Status::OK();
@@ -93,7 +94,8 @@ arrow::Result<std::string> DecodeStatementQueryCommand(std::string_view bytes) {
   // A proto3 string must be UTF-8 (Amp's decoder refuses anything else), and the query
   // text travels on in the JSON ticket.
   if (!IsValidUtf8(query)) {
-    return arrow::Status::Invalid("ProtocolBuffers decoding error: the query is not valid UTF-8");
+    return arrow::Status::Invalid(
+        "ProtocolBuffers decoding error: the query is not valid UTF-8");
   }
   return query;
 }

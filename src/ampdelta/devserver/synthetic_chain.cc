@@ -73,16 +73,17 @@ Hash32 MakeHash(uint64_t seed, uint64_t number, uint64_t generation, uint64_t ta
 }
 
 std::string HashHex(const Hash32& hash) {
-  return ToHex0x(std::string_view(reinterpret_cast<const char*>(hash.data()), hash.size()));
+  return ToHex0x(
+      std::string_view(reinterpret_cast<const char*>(hash.data()), hash.size()));
 }
 
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
 
 // The keccak of an empty RLP list, the ommers hash of every post-merge block.
-constexpr uint8_t kEmptyOmmersHash[32] = {
-    0x1d, 0xcc, 0x4d, 0xe8, 0xde, 0xc7, 0x5d, 0x7a, 0xab, 0x85, 0xb5,
-    0x67, 0xb6, 0xcc, 0xd4, 0x1a, 0xd3, 0x12, 0x45, 0x1b, 0x94, 0x8a,
-    0x74, 0x13, 0xf0, 0xa1, 0x42, 0xfd, 0x40, 0xd4, 0x93, 0x47};
+constexpr uint8_t kEmptyOmmersHash[32] = {0x1d, 0xcc, 0x4d, 0xe8, 0xde, 0xc7, 0x5d, 0x7a,
+                                          0xab, 0x85, 0xb5, 0x67, 0xb6, 0xcc, 0xd4, 0x1a,
+                                          0xd3, 0x12, 0x45, 0x1b, 0x94, 0x8a, 0x74, 0x13,
+                                          0xf0, 0xa1, 0x42, 0xfd, 0x40, 0xd4, 0x93, 0x47};
 
 template <typename T>
 T* Column(arrow::RecordBatchBuilder* builder, int index) {
@@ -116,10 +117,12 @@ class SyntheticChain::View : public ChainView {
     return MakeHash(options_->seed, number, generation, kTagTxHash + index);
   }
 
-  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Blocks(uint64_t from, uint64_t to) const;
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Blocks(uint64_t from,
+                                                            uint64_t to) const;
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Transactions(uint64_t from,
                                                                   uint64_t to) const;
-  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Logs(uint64_t from, uint64_t to) const;
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Logs(uint64_t from,
+                                                          uint64_t to) const;
 
   const SyntheticChainOptions& options() const { return *options_; }
 
@@ -131,8 +134,9 @@ class SyntheticChain::View : public ChainView {
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Blocks(
     uint64_t from, uint64_t to) const {
   const int64_t rows = static_cast<int64_t>(to - from + 1);
-  ARROW_ASSIGN_OR_RAISE(auto builder, arrow::RecordBatchBuilder::Make(
-                                          BlocksSchema(), arrow::default_memory_pool(), rows));
+  ARROW_ASSIGN_OR_RAISE(
+      auto builder, arrow::RecordBatchBuilder::Make(BlocksSchema(),
+                                                    arrow::default_memory_pool(), rows));
   auto* b = builder.get();
   uint8_t bloom[256];
   for (uint64_t n = from; n <= to; ++n) {
@@ -145,11 +149,13 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Blocks(
     Rng(Seed(seed, rng.Below(16), 0, kTagBlockRow)).Fill(miner, sizeof(miner));
     ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 0)->Append(n));
     ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 1)->Append(n));
-    ARROW_RETURN_NOT_OK(
-        Column<arrow::TimestampBuilder>(b, 2)->Append(BlockTimestamp(n) * kNanosPerSecond));
+    ARROW_RETURN_NOT_OK(Column<arrow::TimestampBuilder>(b, 2)->Append(BlockTimestamp(n) *
+                                                                      kNanosPerSecond));
     ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 3)->Append(hash.data()));
-    ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 4)->Append(parent.data()));
-    ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 5)->Append(kEmptyOmmersHash));
+    ARROW_RETURN_NOT_OK(
+        Column<arrow::FixedSizeBinaryBuilder>(b, 4)->Append(parent.data()));
+    ARROW_RETURN_NOT_OK(
+        Column<arrow::FixedSizeBinaryBuilder>(b, 5)->Append(kEmptyOmmersHash));
     ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 6)->Append(miner));
     ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 7)->Append(
         MakeHash(seed, n, gen, kTagStateRoot).data()));
@@ -158,8 +164,10 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Blocks(
     ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 9)->Append(
         MakeHash(seed, n, gen, kTagReceiptRoot).data()));
     rng.Fill(bloom, sizeof(bloom));
-    ARROW_RETURN_NOT_OK(Column<arrow::BinaryBuilder>(b, 10)->Append(bloom, sizeof(bloom)));
-    ARROW_RETURN_NOT_OK(Column<arrow::Decimal128Builder>(b, 11)->Append(arrow::Decimal128(0)));
+    ARROW_RETURN_NOT_OK(
+        Column<arrow::BinaryBuilder>(b, 10)->Append(bloom, sizeof(bloom)));
+    ARROW_RETURN_NOT_OK(
+        Column<arrow::Decimal128Builder>(b, 11)->Append(arrow::Decimal128(0)));
     ARROW_RETURN_NOT_OK(Column<arrow::Decimal128Builder>(b, 12)->Append(
         arrow::Decimal128("58750003716598352816469")));
     const uint64_t gas_limit = 60'000'000;
@@ -172,12 +180,14 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Blocks(
     ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 16)->Append(
         MakeHash(seed, n, gen, kTagMixHash).data()));
     ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 17)->Append(0));
-    ARROW_RETURN_NOT_OK(Column<arrow::Decimal128Builder>(b, 18)->Append(
-        arrow::Decimal128(static_cast<int64_t>(100'000'000 + rng.Below(30'000'000'000)))));
+    ARROW_RETURN_NOT_OK(Column<arrow::Decimal128Builder>(b, 18)->Append(arrow::Decimal128(
+        static_cast<int64_t>(100'000'000 + rng.Below(30'000'000'000)))));
     ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 19)->Append(
         MakeHash(seed, n, gen, kTagWithdrawals).data()));
-    ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 20)->Append(131'072 * rng.Below(7)));
-    ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 21)->Append(rng.Below(1'000'000)));
+    ARROW_RETURN_NOT_OK(
+        Column<arrow::UInt64Builder>(b, 20)->Append(131'072 * rng.Below(7)));
+    ARROW_RETURN_NOT_OK(
+        Column<arrow::UInt64Builder>(b, 21)->Append(rng.Below(1'000'000)));
     ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 22)->Append(
         MakeHash(seed, n, gen, kTagBeaconRoot).data()));
     // requests_hash appeared with a later fork: leave some blocks without it.
@@ -195,18 +205,20 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Transac
     uint64_t from, uint64_t to) const {
   const uint32_t per_block = options_->transactions_per_block;
   const int64_t rows = static_cast<int64_t>((to - from + 1) * per_block);
-  ARROW_ASSIGN_OR_RAISE(auto builder,
-                        arrow::RecordBatchBuilder::Make(TransactionsSchema(),
-                                                        arrow::default_memory_pool(), rows));
+  ARROW_ASSIGN_OR_RAISE(
+      auto builder, arrow::RecordBatchBuilder::Make(TransactionsSchema(),
+                                                    arrow::default_memory_pool(), rows));
   auto* b = builder.get();
   auto* access_list = Column<arrow::ListBuilder>(b, 24);
   auto* access_entry = static_cast<arrow::StructBuilder*>(access_list->value_builder());
   auto* access_address =
       static_cast<arrow::FixedSizeBinaryBuilder*>(access_entry->field_builder(0));
   auto* storage_keys = static_cast<arrow::ListBuilder*>(access_entry->field_builder(1));
-  auto* storage_key = static_cast<arrow::FixedSizeBinaryBuilder*>(storage_keys->value_builder());
+  auto* storage_key =
+      static_cast<arrow::FixedSizeBinaryBuilder*>(storage_keys->value_builder());
   auto* blob_hashes = Column<arrow::ListBuilder>(b, 25);
-  auto* blob_hash = static_cast<arrow::FixedSizeBinaryBuilder*>(blob_hashes->value_builder());
+  auto* blob_hash =
+      static_cast<arrow::FixedSizeBinaryBuilder*>(blob_hashes->value_builder());
   auto* auth_list = Column<arrow::ListBuilder>(b, 26);
   auto* auth = static_cast<arrow::StructBuilder*>(auth_list->value_builder());
 
@@ -219,15 +231,18 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Transac
     for (uint32_t i = 0; i < per_block; ++i) {
       Rng rng(Seed(options_->seed, n, gen, kTagTxRow + i));
       const Hash32 tx_hash = TxHash(n, gen, i);
-      // 0 legacy, 2 EIP-1559, 3 blob, 4 set-code: a mix that exercises every nullable column.
+      // 0 legacy, 2 EIP-1559, 3 blob, 4 set-code: a mix that exercises every nullable
+      // column.
       const uint64_t pick = rng.Below(40);
       const int32_t type = pick < 8 ? 0 : (pick < 36 ? 2 : (pick < 39 ? 3 : 4));
       ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 0)->Append(n));
-      ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 1)->Append(block_hash.data()));
+      ARROW_RETURN_NOT_OK(
+          Column<arrow::FixedSizeBinaryBuilder>(b, 1)->Append(block_hash.data()));
       ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 2)->Append(n));
       ARROW_RETURN_NOT_OK(Column<arrow::TimestampBuilder>(b, 3)->Append(timestamp));
       ARROW_RETURN_NOT_OK(Column<arrow::UInt32Builder>(b, 4)->Append(i));
-      ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 5)->Append(tx_hash.data()));
+      ARROW_RETURN_NOT_OK(
+          Column<arrow::FixedSizeBinaryBuilder>(b, 5)->Append(tx_hash.data()));
       if (rng.Below(16) == 0) {  // contract creation
         ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 6)->AppendNull());
       } else {
@@ -235,28 +250,31 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Transac
         ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 6)->Append(bytes));
       }
       ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 7)->Append(rng.Below(100'000)));
-      const int64_t gas_price = static_cast<int64_t>(1'000'000'000 + rng.Below(50'000'000'000));
+      const int64_t gas_price =
+          static_cast<int64_t>(1'000'000'000 + rng.Below(50'000'000'000));
       ARROW_RETURN_NOT_OK(
           Column<arrow::Decimal128Builder>(b, 8)->Append(arrow::Decimal128(gas_price)));
       const uint64_t gas_limit = 21'000 + rng.Below(2'000'000);
       ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 9)->Append(gas_limit));
       // value: a decimal string of a U256 wei amount; some exceed 2^64.
       std::string value = std::to_string(rng.Below(1'000'000'000'000'000'000ULL));
-      if (rng.Below(8) == 0) value += std::to_string(100'000'000 + rng.Below(900'000'000));
+      if (rng.Below(8) == 0)
+        value += std::to_string(100'000'000 + rng.Below(900'000'000));
       if (rng.Below(4) == 0) value = "0";
       ARROW_RETURN_NOT_OK(Column<arrow::StringBuilder>(b, 10)->Append(value));
       const size_t input_size = type == 0 && rng.Below(2) == 0 ? 0 : 4 + rng.Below(150);
       rng.Fill(input, input_size);
-      ARROW_RETURN_NOT_OK(
-          Column<arrow::BinaryBuilder>(b, 11)->Append(input, static_cast<int32_t>(input_size)));
+      ARROW_RETURN_NOT_OK(Column<arrow::BinaryBuilder>(b, 11)->Append(
+          input, static_cast<int32_t>(input_size)));
       rng.Fill(bytes, 32);
       ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 12)->Append(bytes));
       rng.Fill(bytes, 32);
       ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 13)->Append(bytes));
-      ARROW_RETURN_NOT_OK(Column<arrow::BooleanBuilder>(b, 14)->Append(rng.Below(2) == 1));
-      ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 15)->Append(1));
       ARROW_RETURN_NOT_OK(
-          Column<arrow::UInt64Builder>(b, 16)->Append(21'000 + rng.Below(gas_limit - 20'999)));
+          Column<arrow::BooleanBuilder>(b, 14)->Append(rng.Below(2) == 1));
+      ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 15)->Append(1));
+      ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 16)->Append(
+          21'000 + rng.Below(gas_limit - 20'999)));
       ARROW_RETURN_NOT_OK(Column<arrow::Int32Builder>(b, 17)->Append(type));
       auto* max_fee = Column<arrow::Decimal128Builder>(b, 18);
       auto* max_priority = Column<arrow::Decimal128Builder>(b, 19);
@@ -270,13 +288,15 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Transac
             arrow::Decimal128(static_cast<int64_t>(rng.Below(2'000'000'000)))));
       }
       if (type == 3) {
-        ARROW_RETURN_NOT_OK(max_blob_fee->Append(arrow::Decimal128(int64_t{1'000'000'000})));
+        ARROW_RETURN_NOT_OK(
+            max_blob_fee->Append(arrow::Decimal128(int64_t{1'000'000'000})));
       } else {
         ARROW_RETURN_NOT_OK(max_blob_fee->AppendNull());
       }
       rng.Fill(bytes, 20);
       ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 21)->Append(bytes));
-      ARROW_RETURN_NOT_OK(Column<arrow::BooleanBuilder>(b, 22)->Append(rng.Below(20) != 0));
+      ARROW_RETURN_NOT_OK(
+          Column<arrow::BooleanBuilder>(b, 22)->Append(rng.Below(20) != 0));
       ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 23)->AppendNull());
       // access_list: null for legacy transactions, empty or one entry otherwise.
       if (type == 0) {
@@ -313,17 +333,20 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Transac
             static_cast<arrow::UInt64Builder*>(auth->field_builder(0))->Append(1));
         rng.Fill(bytes, 20);
         ARROW_RETURN_NOT_OK(
-            static_cast<arrow::FixedSizeBinaryBuilder*>(auth->field_builder(1))->Append(bytes));
+            static_cast<arrow::FixedSizeBinaryBuilder*>(auth->field_builder(1))
+                ->Append(bytes));
         ARROW_RETURN_NOT_OK(static_cast<arrow::UInt64Builder*>(auth->field_builder(2))
                                 ->Append(rng.Below(1000)));
         ARROW_RETURN_NOT_OK(static_cast<arrow::BooleanBuilder*>(auth->field_builder(3))
                                 ->Append(rng.Below(2) == 1));
         rng.Fill(bytes, 32);
         ARROW_RETURN_NOT_OK(
-            static_cast<arrow::FixedSizeBinaryBuilder*>(auth->field_builder(4))->Append(bytes));
+            static_cast<arrow::FixedSizeBinaryBuilder*>(auth->field_builder(4))
+                ->Append(bytes));
         rng.Fill(bytes, 32);
         ARROW_RETURN_NOT_OK(
-            static_cast<arrow::FixedSizeBinaryBuilder*>(auth->field_builder(5))->Append(bytes));
+            static_cast<arrow::FixedSizeBinaryBuilder*>(auth->field_builder(5))
+                ->Append(bytes));
       } else {
         ARROW_RETURN_NOT_OK(auth_list->AppendNull());
       }
@@ -337,8 +360,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Logs(
   const uint32_t per_block =
       options_->transactions_per_block * options_->logs_per_transaction;
   const int64_t rows = static_cast<int64_t>((to - from + 1) * per_block);
-  ARROW_ASSIGN_OR_RAISE(auto builder, arrow::RecordBatchBuilder::Make(
-                                          LogsSchema(), arrow::default_memory_pool(), rows));
+  ARROW_ASSIGN_OR_RAISE(
+      auto builder,
+      arrow::RecordBatchBuilder::Make(LogsSchema(), arrow::default_memory_pool(), rows));
   auto* b = builder.get();
   uint8_t bytes[32];
   uint8_t data[256];
@@ -374,8 +398,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Logs(
         }
         const size_t data_size = 32 * rng.Below(5);
         rng.Fill(data, data_size);
-        ARROW_RETURN_NOT_OK(
-            Column<arrow::BinaryBuilder>(b, 12)->Append(data, static_cast<int32_t>(data_size)));
+        ARROW_RETURN_NOT_OK(Column<arrow::BinaryBuilder>(b, 12)->Append(
+            data, static_cast<int32_t>(data_size)));
       }
     }
   }
@@ -432,7 +456,8 @@ arrow::Result<std::shared_ptr<arrow::Schema>> SyntheticChain::TableSchema(
   if (table == "transactions") return TransactionsSchema();
   if (table == "logs") return LogsSchema();
   return arrow::Status::KeyError("table '", table, "' not found in dataset '",
-                                 options_.dataset, "' (tables: blocks, transactions, logs)");
+                                 options_.dataset,
+                                 "' (tables: blocks, transactions, logs)");
 }
 
 int64_t SyntheticChain::BlockTimestamp(uint64_t number) {
@@ -475,7 +500,8 @@ uint64_t SyntheticChain::RestartPointLocked(const ChainPosition& previous) const
   for (size_t seen = touching.size(); seen-- > 0;) {
     if (HashHex(MakeHash(options_.seed, n, seen, kTagBlockHash)) == previous.hash) {
       uint64_t restart = n;
-      for (size_t i = seen; i < touching.size(); ++i) restart = std::min(restart, touching[i]);
+      for (size_t i = seen; i < touching.size(); ++i)
+        restart = std::min(restart, touching[i]);
       return restart;
     }
   }
@@ -508,7 +534,8 @@ uint64_t SyntheticChain::change_counter() const {
   return change_counter_;
 }
 
-void SyntheticChain::WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const {
+void SyntheticChain::WaitForChange(uint64_t seen,
+                                   std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait_for(lock, timeout, [&] { return change_counter_ != seen; });
 }
@@ -527,8 +554,8 @@ arrow::Status SyntheticChain::Reorg(uint64_t depth) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (depth == 0) return arrow::Status::Invalid("reorg depth must be at least 1");
     if (depth > head_ - options_.start_block + 1) {
-      return arrow::Status::Invalid("reorg depth ", depth, " reaches below the first block ",
-                                    options_.start_block);
+      return arrow::Status::Invalid(
+          "reorg depth ", depth, " reaches below the first block ", options_.start_block);
     }
     reorg_forks_.push_back(head_ - depth + 1);
     ++change_counter_;

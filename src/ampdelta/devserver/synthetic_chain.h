@@ -58,8 +58,8 @@ class SyntheticChain : public Dataset {
                                           uint64_t max_blocks) const override;
   uint64_t change_counter() const override;
   void WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const override;
-  arrow::Result<std::unique_ptr<BatchIterator>> Scan(const std::string& table,
-                                                     const ScanRange& range) const override;
+  arrow::Result<std::unique_ptr<BatchIterator>> Scan(
+      const std::string& table, const ScanRange& range) const override;
 
   /// \brief Append `count` new blocks at the head.
   void AdvanceHead(uint64_t count = 1);

@@ -53,20 +53,23 @@ std::string RangesText(const amp::BatchMetadata& metadata) {
   std::string text;
   for (const auto& range : metadata.ranges) {
     if (!text.empty()) text += ",";
-    text += range.network + ":" + std::to_string(range.start) + "-" + std::to_string(range.end);
+    text += range.network + ":" + std::to_string(range.start) + "-" +
+            std::to_string(range.end);
   }
   return text;
 }
 
 void ReportBatch(const LoadOptions& options, const std::string& table_name,
-                 const amp::ResponseBatch& message, const Progress& progress, double seconds) {
+                 const amp::ResponseBatch& message, const Progress& progress,
+                 double seconds) {
   if (!options.on_batch || options.read_all) return;
   LoadResult batch;
   batch.table_name = table_name;
   batch.success = true;
   batch.rows_loaded = message.data->num_rows();
   batch.duration = seconds;
-  batch.ops_per_second = seconds > 0 ? static_cast<double>(batch.rows_loaded) / seconds : 0;
+  batch.ops_per_second =
+      seconds > 0 ? static_cast<double>(batch.rows_loaded) / seconds : 0;
   batch.metadata["batch_index"] = std::to_string(progress.batches - 1);
   batch.metadata["total_rows"] = std::to_string(progress.rows);
   batch.metadata["total_bytes"] = std::to_string(progress.bytes);
@@ -76,8 +79,8 @@ void ReportBatch(const LoadOptions& options, const std::string& table_name,
 }
 
 // One run of the query into the table.
-arrow::Status LoadOnce(amp::Client& client, const std::string& sql, const LoadOptions& options,
-                       delta::TableWriteOptions write,
+arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
+                       const LoadOptions& options, delta::TableWriteOptions write,
                        const std::shared_ptr<storage::ObjectStore>& store,
                        const std::string& table_name, Progress* progress,
                        std::optional<delta::MergeResult>* merged, bool* mid_stream) {
@@ -151,8 +154,8 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql, const LoadOp
     delta::MergeOptions merge_options;
     merge_options.keys = options.merge_keys;
     merge_options.write = write;
-    ARROW_ASSIGN_OR_RAISE(auto result,
-                          delta::MergeRows(store, stream->schema(), merge_source, merge_options));
+    ARROW_ASSIGN_OR_RAISE(auto result, delta::MergeRows(store, stream->schema(),
+                                                        merge_source, merge_options));
     Record(result.write, progress);
     *merged = std::move(result);
     return arrow::Status::OK();
@@ -163,8 +166,9 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql, const LoadOp
   return arrow::Status::OK();
 }
 
-arrow::Status Run(amp::Client& client, const std::string& sql, const DeltaLakeConfig& config,
-                  const LoadOptions& options, LoadResult* result) {
+arrow::Status Run(amp::Client& client, const std::string& sql,
+                  const DeltaLakeConfig& config, const LoadOptions& options,
+                  LoadResult* result) {
   ARROW_ASSIGN_OR_RAISE(auto write, WriteOptions(config, options));
   ARROW_ASSIGN_OR_RAISE(auto store, internal::OpenStore(config, options, result));
   Progress progress;
@@ -172,19 +176,21 @@ arrow::Status Run(amp::Client& client, const std::string& sql, const DeltaLakeCo
   for (int attempt = 0;; ++attempt) {
     progress = Progress();
     bool mid_stream = false;
-    arrow::Status status = LoadOnce(client, sql, options, write, store, result->table_name,
-                                    &progress, &merged, &mid_stream);
+    arrow::Status status = LoadOnce(client, sql, options, write, store,
+                                    result->table_name, &progress, &merged, &mid_stream);
     if (status.ok()) break;
     // While nothing is committed a rerun is safe; a failure once the result was streaming
     // (ampd reports those as INTERNAL) may pass, a refusal at planning never does.
-    const bool retryable =
-        config.retry.enabled && attempt < config.retry.max_retries && progress.commits == 0 &&
-        (amp::IsTransientServerError(status) || (mid_stream && amp::IsRetryableMidStream(status)));
+    const bool retryable = config.retry.enabled && attempt < config.retry.max_retries &&
+                           progress.commits == 0 &&
+                           (amp::IsTransientServerError(status) ||
+                            (mid_stream && amp::IsRetryableMidStream(status)));
     if (!retryable) {
       if (progress.commits > 0) {
-        return status.WithMessage(status.message(), " (", progress.rows_committed,
-                                  " rows of this load were already committed, up to table version ",
-                                  progress.table_version, ")");
+        return status.WithMessage(
+            status.message(), " (", progress.rows_committed,
+            " rows of this load were already committed, up to table version ",
+            progress.table_version, ")");
       }
       return status;
     }
@@ -223,11 +229,12 @@ arrow::Status Run(amp::Client& client, const std::string& sql, const DeltaLakeCo
 
 }  // namespace
 
-LoadResult LoadBatch(amp::Client& client, const std::string& sql, const DeltaLakeConfig& config,
-                     const LoadOptions& options) {
+LoadResult LoadBatch(amp::Client& client, const std::string& sql,
+                     const DeltaLakeConfig& config, const LoadOptions& options) {
   return internal::RunLoad(config, options, [&](LoadResult* result) {
     arrow::Status status = Run(client, sql, config, options, result);
-    if (!status.ok()) result->rows_loaded = 0;  // nothing of a failed batch load is committed
+    if (!status.ok())
+      result->rows_loaded = 0;  // nothing of a failed batch load is committed
     return status;
   });
 }

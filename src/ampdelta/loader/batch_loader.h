@@ -32,8 +32,8 @@ struct LoadOptions {
   /// Key columns for merge/upsert.
   std::vector<std::string> merge_keys;
   /// Commit every N rows instead of once at the end (huge loads): each commit is atomic,
-  /// the load as a whole is not. Append and overwrite only (an overwrite replaces the table
-  /// in its first commit and appends afterwards).
+  /// the load as a whole is not. Append and overwrite only (an overwrite replaces the
+  /// table in its first commit and appends afterwards).
   std::optional<int64_t> commit_every_rows;
   /// Only changes how the result is reported: memory use is bounded either way.
   bool read_all = false;
@@ -43,26 +43,28 @@ struct LoadOptions {
   /// An already-open store to write to instead of opening `table_path` (custom stores,
   /// fault injection in tests).
   std::shared_ptr<storage::ObjectStore> store;
-  /// Batch loads: fail (and retry per `resilience`) when the server sends nothing for this
-  /// long in the middle of a result; nothing is committed. Streams: reconnect from the table
-  /// (within the retry budget) when nothing arrives for this long inside a microbatch
-  /// (between microbatches silence is normal). Zero waits forever.
+  /// Batch loads: fail (and retry per `resilience`) when the server sends nothing for
+  /// this long in the middle of a result; nothing is committed. Streams: reconnect from
+  /// the table (within the retry budget) when nothing arrives for this long inside a
+  /// microbatch (between microbatches silence is normal). Zero waits forever.
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
   // Streaming (LoadStream).
   /// Undo the rows of reorged microbatches (false: load what arrives, undo nothing).
   bool with_reorg_detection = true;
   /// A commit groups complete microbatches until it holds this many rows…
   int64_t stream_commit_rows = 1'000'000;
-  /// …or its first microbatch completed this long ago (live streams commit about this often).
+  /// …or its first microbatch completed this long ago (live streams commit about this
+  /// often).
   std::chrono::milliseconds stream_commit_interval{1000};
   /// With optimize_after_write: compact finalised files every this many commits…
   int64_t stream_compact_every_commits = 100;
   /// …where finalised means all of a file's ranges end this many blocks below the head.
   uint64_t stream_reorg_window_blocks = 256;
-  /// Warn (log, result metadata `stalls`) when a stream resumed with a cursor hears nothing
-  /// for this long; zero never warns.
+  /// Warn (log, result metadata `stalls`) when a stream resumed with a cursor hears
+  /// nothing for this long; zero never warns.
   std::chrono::milliseconds stream_stall_warning{std::chrono::minutes(5)};
-  /// Stop once a commit reaches this block (backfills, tests); run until stopped when unset.
+  /// Stop once a commit reaches this block (backfills, tests); run until stopped when
+  /// unset.
   std::optional<uint64_t> until_block;
   /// Set to true to stop after the current commit (Ctrl-C).
   std::atomic<bool>* stop = nullptr;
@@ -77,10 +79,10 @@ struct LoadOptions {
 /// \brief Load the result of `sql` into the configured table. Never throws; failures
 /// come back as a LoadResult with success=false and the table left as it was.
 ///
-/// Transient server failures (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED),
-/// before or during the stream, rerun the query with back-off per `config.retry`, as long as
-/// nothing of this load has been committed yet (with commit_every_rows, later failures are
-/// reported with the rows already committed).
+/// Transient server failures (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED,
+/// ABORTED), before or during the stream, rerun the query with back-off per
+/// `config.retry`, as long as nothing of this load has been committed yet (with
+/// commit_every_rows, later failures are reported with the rows already committed).
 LoadResult LoadBatch(amp::Client& client, const std::string& sql,
                      const DeltaLakeConfig& config, const LoadOptions& options);
 

@@ -13,23 +13,26 @@ Client::Client(std::string url, amp::ClientOptions options)
 
 Client::~Client() = default;
 
-arrow::Status Client::ConfigureConnection(const std::string& name, const std::string& loader,
+arrow::Status Client::ConfigureConnection(const std::string& name,
+                                          const std::string& loader,
                                           const std::string& config_json) {
   if (loader != "deltalake") {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "unknown loader '",
-                     loader, "' (ampdelta provides 'deltalake')");
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                     "unknown loader '", loader, "' (ampdelta provides 'deltalake')");
   }
   ARROW_RETURN_NOT_OK(loader::ParseDeltaLakeConfig(config_json).status());
   connections_[name] = config_json;
   return arrow::Status::OK();
 }
 
-arrow::Status Client::ConfigureConnection(const std::string& name, const std::string& loader,
-                                          const std::map<std::string, std::string>& config) {
+arrow::Status Client::ConfigureConnection(
+    const std::string& name, const std::string& loader,
+    const std::map<std::string, std::string>& config) {
   nlohmann::json doc = nlohmann::json::object();
   for (const auto& [key, value] : config) {
     nlohmann::json literal = json_util::ParseJson(value);
-    doc[key] = literal.is_discarded() || literal.is_string() ? nlohmann::json(value) : literal;
+    doc[key] =
+        literal.is_discarded() || literal.is_string() ? nlohmann::json(value) : literal;
   }
   ARROW_ASSIGN_OR_RAISE(std::string text,
                         json_util::DumpJson(doc, "the connection configuration"));
@@ -38,8 +41,8 @@ arrow::Status Client::ConfigureConnection(const std::string& name, const std::st
 
 arrow::Result<amp::Client*> Client::Connection() const {
   if (client_ == nullptr) {
-        ARROW_ASSIGN_OR_RAISE(client_, amp::Client::Connect(url_, options_));
-      }
+    ARROW_ASSIGN_OR_RAISE(client_, amp::Client::Connect(url_, options_));
+  }
   return client_.get();
 }
 
@@ -48,7 +51,8 @@ loader::LoadResult QueryBuilder::Load(const loader::LoadOptions& options) const 
   failed.table_name = options.destination;
   auto connection = client_->connections_.find(options.connection);
   if (connection == client_->connections_.end()) {
-    failed.error = "unknown connection '" + options.connection + "' (use ConfigureConnection first)";
+    failed.error =
+        "unknown connection '" + options.connection + "' (use ConfigureConnection first)";
     return failed;
   }
   auto config = loader::ParseDeltaLakeConfig(connection->second);

@@ -4,8 +4,9 @@
 /// \brief The C++ API, mirroring the Python SDK:
 ///
 ///     ampdelta::Client client("grpc://localhost:1602");
-///     client.ConfigureConnection("local_delta", "deltalake", {{"table_path", "./data/blocks"}});
-///     auto result = client.Sql(R"(SELECT … FROM "acme/eth_mainnet".blocks)")
+///     client.ConfigureConnection("local_delta", "deltalake", {{"table_path",
+///     "./data/blocks"}}); auto result = client.Sql(R"(SELECT … FROM
+///     "acme/eth_mainnet".blocks)")
 ///                       .Load({.connection = "local_delta", .destination = "blocks"});
 ///     std::cout << result << "\n";   // ✅ Loaded 100 rows to blocks in 0.04s
 
@@ -32,7 +33,8 @@ class QueryBuilder {
 
  private:
   friend class Client;
-  QueryBuilder(const Client* client, std::string sql) : client_(client), sql_(std::move(sql)) {}
+  QueryBuilder(const Client* client, std::string sql)
+      : client_(client), sql_(std::move(sql)) {}
   const Client* client_;
   std::string sql_;
 };

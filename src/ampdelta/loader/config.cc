@@ -16,8 +16,9 @@ using nlohmann::json;
 
 template <typename... Args>
 arrow::Status ConfigError(Args&&... args) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "Invalid DeltaLakeLoader configuration: ", std::forward<Args>(args)...);
+  return MakeError(
+      ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+      "Invalid DeltaLakeLoader configuration: ", std::forward<Args>(args)...);
 }
 
 // Keys that users pass to the connection but belong to load().
@@ -37,7 +38,8 @@ const std::map<std::string, std::string>& LoadOptionHints() {
 
 arrow::Result<bool> Bool(const json& value, const std::string& key) {
   if (!value.is_boolean()) {
-    return ConfigError("'", key, "' must be a boolean, got ", json_util::DumpJsonLossy(value));
+    return ConfigError("'", key, "' must be a boolean, got ",
+                       json_util::DumpJsonLossy(value));
   }
   return value.get<bool>();
 }
@@ -78,9 +80,11 @@ arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
       }
     } else if (key == "partition_by") {
       if (value.is_null()) continue;
-      if (!value.is_array()) return ConfigError("'partition_by' must be a list of strings");
+      if (!value.is_array())
+        return ConfigError("'partition_by' must be a list of strings");
       for (const auto& item : value) {
-        if (!item.is_string()) return ConfigError("'partition_by' must be a list of strings");
+        if (!item.is_string())
+          return ConfigError("'partition_by' must be a list of strings");
         config.partition_by.push_back(item.get<std::string>());
       }
     } else if (key == "optimize_after_write") {
@@ -124,7 +128,8 @@ arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
     } else if (key == "resilience") {
       if (!value.is_object()) return ConfigError("'resilience' must be an object");
       for (auto section = value.begin(); section != value.end(); ++section) {
-        if (section.key() == "back_pressure") continue;  // accepted; adaptive pacing is internal
+        if (section.key() == "back_pressure")
+          continue;  // accepted; adaptive pacing is internal
         if (section.key() != "retry" || !section->is_object()) {
           return ConfigError("unknown key 'resilience.", section.key(), "'");
         }
@@ -133,7 +138,8 @@ arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
           const json& v = *field;
           if (field.key() == "enabled" || field.key() == "jitter") {
             ARROW_ASSIGN_OR_RAISE(bool flag, Bool(v, name));
-            (field.key() == "enabled" ? config.retry.enabled : config.retry.jitter) = flag;
+            (field.key() == "enabled" ? config.retry.enabled : config.retry.jitter) =
+                flag;
           } else if (field.key() == "max_retries") {
             // get<int>() would wrap a larger value around.
             const std::optional<int64_t> retries = json_util::AsInt64(v);
@@ -143,14 +149,15 @@ arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
                                  json_util::DumpJsonLossy(v));
             }
             config.retry.max_retries = static_cast<int>(*retries);
-          } else if (field.key() == "initial_backoff_ms" || field.key() == "max_backoff_ms") {
+          } else if (field.key() == "initial_backoff_ms" ||
+                     field.key() == "max_backoff_ms") {
             ARROW_ASSIGN_OR_RAISE(int64_t ms, PositiveInt(v, name));
             (field.key() == "initial_backoff_ms" ? config.retry.initial_backoff_ms
                                                  : config.retry.max_backoff_ms) = ms;
           } else if (field.key() == "backoff_multiplier") {
             // Bounded: a huge factor overflows the delay to infinity on the second retry.
-            if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 1.0 ||
-                v.get<double>() > 1000.0) {
+            if (!v.is_number() || !std::isfinite(v.get<double>()) ||
+                v.get<double>() < 1.0 || v.get<double>() > 1000.0) {
               return ConfigError("'", name, "' must be a number from 1 to 1000, got ",
                                  json_util::DumpJsonLossy(v));
             }
@@ -164,8 +171,9 @@ arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
       continue;  // legacy keys the Python SDK ignores too
     } else {
       auto hint = LoadOptionHints().find(key);
-      return ConfigError("unknown key '", key, "'",
-                         hint == LoadOptionHints().end() ? "" : " (" + hint->second + ")");
+      return ConfigError(
+          "unknown key '", key, "'",
+          hint == LoadOptionHints().end() ? "" : " (" + hint->second + ")");
     }
   }
   if (!has_path) return ConfigError("'table_path' is required");

@@ -51,8 +51,10 @@ struct DeltaLakeConfig {
 
 /// \brief Parse a configuration given as a JSON object.
 ///
-/// \return Invalid("Invalid DeltaLakeLoader configuration: …") naming an unknown key (with a
-///   hint where the key belongs elsewhere), a key of the wrong type, or a missing table_path
+/// \return Invalid("Invalid DeltaLakeLoader configuration: …") naming an unknown key
+/// (with a
+///   hint where the key belongs elsewhere), a key of the wrong type, or a missing
+///   table_path
 arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& json);
 
 }  // namespace ampdelta::loader

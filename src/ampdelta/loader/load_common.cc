@@ -22,7 +22,8 @@ arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& conf
   if (IsMerge(options.mode)) {
     if (options.merge_keys.empty()) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "mode '",
-                       options.mode, "' needs merge_keys: the columns that identify a row");
+                       options.mode,
+                       "' needs merge_keys: the columns that identify a row");
     }
     if (options.commit_every_rows) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
@@ -44,7 +45,8 @@ arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& conf
   write.files.compression_level = options.compression_level;
   if (config.file_size_hint) write.files.target_file_size = *config.file_size_hint;
   if (config.max_rows_per_file) write.files.max_rows_per_file = *config.max_rows_per_file;
-  if (config.max_rows_per_group) write.files.max_rows_per_group = *config.max_rows_per_group;
+  if (config.max_rows_per_group)
+    write.files.max_rows_per_group = *config.max_rows_per_group;
   return write;
 }
 
@@ -72,7 +74,8 @@ void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
     if (compacted.ok()) {
       if (compacted->version) {
         result->metadata["optimize_version"] = std::to_string(*compacted->version);
-        result->metadata["optimize_files_removed"] = std::to_string(compacted->files_removed);
+        result->metadata["optimize_files_removed"] =
+            std::to_string(compacted->files_removed);
       }
     } else {
       result->metadata["optimize_error"] = compacted.status().message();
@@ -88,9 +91,8 @@ void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
   }
 }
 
-arrow::Result<std::shared_ptr<storage::ObjectStore>> OpenStore(const DeltaLakeConfig& config,
-                                                               const LoadOptions& options,
-                                                               LoadResult* result) {
+arrow::Result<std::shared_ptr<storage::ObjectStore>> OpenStore(
+    const DeltaLakeConfig& config, const LoadOptions& options, LoadResult* result) {
   const std::string warning =
       storage::MissingCredentialsWarning(config.table_path, config.storage_options);
   if (!warning.empty()) {
@@ -109,7 +111,8 @@ LoadResult RunLoad(const DeltaLakeConfig& config, const LoadOptions& options,
       RedactUrl(options.destination.empty() ? config.table_path : options.destination);
   const auto start = std::chrono::steady_clock::now();
   arrow::Status status = body(&result);
-  result.duration = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.duration =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.success = status.ok();
   if (!status.ok()) result.error = status.message();
   result.status = status;

@@ -22,24 +22,24 @@ namespace ampdelta::loader::internal {
 /// \brief Return true for `merge` and `upsert`.
 bool IsMerge(const std::string& mode);
 
-/// \brief The table write options of a load (mode, partitioning, schema rules, codec, sizes).
+/// \brief The table write options of a load (mode, partitioning, schema rules, codec,
+/// sizes).
 arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& config,
                                                      const LoadOptions& options);
 
 /// \brief Delay before retry `attempt` (0-based) per `resilience.retry`.
 std::chrono::milliseconds Backoff(const RetryConfig& retry, int attempt);
 
-/// \brief optimize_after_write / vacuum_after_write, once, after a load's commit; failures
-/// are reported in the result's metadata and never undo the load.
+/// \brief optimize_after_write / vacuum_after_write, once, after a load's commit;
+/// failures are reported in the result's metadata and never undo the load.
 void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
                     const DeltaLakeConfig& config, const delta::TableWriteOptions& write,
                     LoadResult* result);
 
 /// \brief The store a load writes to: `options.store`, else the one `table_path` names;
 /// warns (log and result metadata) when cloud credentials are missing.
-arrow::Result<std::shared_ptr<storage::ObjectStore>> OpenStore(const DeltaLakeConfig& config,
-                                                               const LoadOptions& options,
-                                                               LoadResult* result);
+arrow::Result<std::shared_ptr<storage::ObjectStore>> OpenStore(
+    const DeltaLakeConfig& config, const LoadOptions& options, LoadResult* result);
 
 /// \brief Run a load and fill in what every LoadResult reports: table name, duration,
 /// success or the error, rows per second. `body` fills rows_loaded and metadata.

@@ -17,9 +17,9 @@
 
 #include "ampdelta/amp/server_error.h"
 #include "ampdelta/amp/stream_interpreter.h"
+#include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/read/scan.h"
-#include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/loader/load_common.h"
 #include "ampdelta/loader/stream_state.h"
@@ -49,7 +49,8 @@ class MessageQueue {
   // Return nullopt on timeout.
   std::optional<Message> Pop(std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!ready_.wait_for(lock, timeout, [&] { return !queue_.empty(); })) return std::nullopt;
+    if (!ready_.wait_for(lock, timeout, [&] { return !queue_.empty(); }))
+      return std::nullopt;
     Message message = std::move(queue_.front());
     queue_.pop_front();
     space_.notify_one();
@@ -70,11 +71,12 @@ class MessageQueue {
   bool closed_ = false;
 };
 
-// Reads a stream on its own thread, so the loader can commit on a timer while the server is
-// quiet and notice a stop request.
+// Reads a stream on its own thread, so the loader can commit on a timer while the server
+// is quiet and notice a stop request.
 class StreamReader {
  public:
-  explicit StreamReader(std::unique_ptr<amp::QueryStream> stream) : stream_(std::move(stream)) {
+  explicit StreamReader(std::unique_ptr<amp::QueryStream> stream)
+      : stream_(std::move(stream)) {
     thread_ = std::thread([this] {
       while (true) {
         Message message = stream_->Next();
@@ -104,8 +106,13 @@ class StreamLoad {
   StreamLoad(amp::Client& client, std::string sql, const DeltaLakeConfig& config,
              const LoadOptions& options, std::shared_ptr<storage::ObjectStore> store,
              delta::TableWriteOptions write, LoadResult* result)
-      : client_(client), sql_(std::move(sql)), config_(config), options_(options),
-        store_(std::move(store)), write_(std::move(write)), result_(result),
+      : client_(client),
+        sql_(std::move(sql)),
+        config_(config),
+        options_(options),
+        store_(std::move(store)),
+        write_(std::move(write)),
+        result_(result),
         app_id_(StreamAppId(sql_)) {}
 
   arrow::Status Run() {
@@ -141,8 +148,9 @@ class StreamLoad {
                              ? std::chrono::milliseconds(50 * (failures + 1))
                              : internal::Backoff(config_.retry, failures);
       ++failures;
-      AMPDELTA_LOG_WARN("stream into ", result_->table_name, " interrupted (", status.message(),
-                        "); reconnecting in ", delay.count(), " ms from the table's state");
+      AMPDELTA_LOG_WARN("stream into ", result_->table_name, " interrupted (",
+                        status.message(), "); reconnecting in ", delay.count(),
+                        " ms from the table's state");
       result_->metadata["reconnects"] = std::to_string(++reconnects_);
       if (Sleep(delay)) return arrow::Status::OK();
     }
@@ -172,14 +180,16 @@ class StreamLoad {
     if (config_.state.enabled) {
       for (const auto& [network, ranges] : state_.ranges) {
         const size_t skip = ranges.size() > kSeedRanges ? ranges.size() - kSeedRanges : 0;
-        interpreter.SeedCompleted({ranges.begin() + static_cast<std::ptrdiff_t>(skip), ranges.end()});
+        interpreter.SeedCompleted(
+            {ranges.begin() + static_cast<std::ptrdiff_t>(skip), ranges.end()});
       }
       const amp::Cursor cursor = state_.ResumeCursor();
       if (!cursor.empty()) query.resume = cursor;
     }
     if (options_.until_block && query.resume) {
       for (const auto& [network, entry] : *query.resume) {
-        if (entry.number >= *options_.until_block) return Outcome::kStopped;  // already there
+        if (entry.number >= *options_.until_block)
+          return Outcome::kStopped;  // already there
       }
     }
     ARROW_ASSIGN_OR_RAISE(auto stream, client_.Query(sql_, query));
@@ -226,12 +236,13 @@ class StreamLoad {
         if (options_.with_reorg_detection) {
           ARROW_RETURN_NOT_OK(CommitIfIdle());
           ARROW_RETURN_NOT_OK(Undo(event.invalidated));
-          // After a partial reorg the rows before the fork in the straddling range are not
-          // re-sent: resume from what the table now holds.
+          // After a partial reorg the rows before the fork in the straddling range are
+          // not re-sent: resume from what the table now holds.
           if (event.partial_reorg) return Outcome::kReconnect;
         } else if (event.partial_reorg) {
           // Nothing is undone: go on with what arrives. The interpreter gave up the
-          // straddling range, so restart it at the fork's parent and read this message again.
+          // straddling range, so restart it at the fork's parent and read this message
+          // again.
           std::vector<amp::BlockRange> parents;
           for (const auto& range : event.ranges) {
             if (range.start == 0) continue;  // a fork at genesis has no parent to seed
@@ -261,7 +272,8 @@ class StreamLoad {
       if (event.kind == amp::StreamEvent::Kind::kData && rows > 0) {
         if (event.ranges.empty()) {
           // Without block ranges rows cannot be placed, committed or resumed after.
-          return ProtocolError("the server sent ", rows, " rows without block ranges "
+          return ProtocolError("the server sent ", rows,
+                               " rows without block ranges "
                                "(app_metadata): a streaming load needs them");
         }
         ARROW_RETURN_NOT_OK(WriteRows(message->data, event.ranges));
@@ -279,17 +291,21 @@ class StreamLoad {
 
   arrow::Status StalledInsideMicrobatch() const {
     const double seconds = static_cast<double>(options_.idle_timeout.count()) / 1000.0;
-    return MakeError(ErrorCode::kServerError, arrow::StatusCode::IOError,
-                     "DoGet failed: DEADLINE_EXCEEDED: the server sent nothing for ", seconds,
-                     " s inside a microbatch (idle timeout; ampd sends a keep-alive at least "
-                     "every 30 s there); it may be stalled")
-        .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kServerError, "DEADLINE_EXCEEDED"));
+    return MakeError(
+               ErrorCode::kServerError, arrow::StatusCode::IOError,
+               "DoGet failed: DEADLINE_EXCEEDED: the server sent nothing for ", seconds,
+               " s inside a microbatch (idle timeout; ampd sends a keep-alive at least "
+               "every 30 s there); it may be stalled")
+        .WithDetail(
+            std::make_shared<ErrorDetail>(ErrorCode::kServerError, "DEADLINE_EXCEEDED"));
   }
 
-  // ampd sends nothing at all for a cursor it cannot serve (a block below its first one, or
-  // one it lacks): say so once, rather than wait in silence.
-  void WarnIfStalled(const amp::QueryOptions& query, Clock::time_point connected, bool heard) {
-    if (heard || !query.resume || stall_warned_ || options_.stream_stall_warning.count() <= 0 ||
+  // ampd sends nothing at all for a cursor it cannot serve (a block below its first one,
+  // or one it lacks): say so once, rather than wait in silence.
+  void WarnIfStalled(const amp::QueryOptions& query, Clock::time_point connected,
+                     bool heard) {
+    if (heard || !query.resume || stall_warned_ ||
+        options_.stream_stall_warning.count() <= 0 ||
         Clock::now() - connected < options_.stream_stall_warning) {
       return;
     }
@@ -297,8 +313,7 @@ class StreamLoad {
     result_->metadata["stalls"] = std::to_string(++stalls_);
     AMPDELTA_LOG_WARN("stream into ", result_->table_name, ": no microbatch for ",
                       static_cast<double>(options_.stream_stall_warning.count()) / 1000.0,
-                      " s since resuming after ",
-                      amp::CursorToJson(*query.resume),
+                      " s since resuming after ", amp::CursorToJson(*query.resume),
                       "; a server that lacks that block (below its first one?) waits for "
                       "ever, one at the chain's head waits for the next block");
   }
@@ -316,8 +331,8 @@ class StreamLoad {
     const auto until = Clock::now() + delay;
     while (Clock::now() < until) {
       if (Stopping()) return true;
-      std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(),
-                                                            std::chrono::milliseconds(50)));
+      std::this_thread::sleep_for(
+          std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(50)));
     }
     return Stopping();
   }
@@ -325,7 +340,8 @@ class StreamLoad {
   std::chrono::milliseconds WaitTime() const {
     if (pending_ranges_.empty()) return std::chrono::milliseconds(100);
     const auto left = options_.stream_commit_interval -
-                      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - group_start_);
+                      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
+                                                                            group_start_);
     return std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(100));
   }
 
@@ -341,10 +357,11 @@ class StreamLoad {
     if (config_.state.store_batch_id) {
       // The loader owns this column: a query column of that name would be overwritten.
       if (delta::FindFieldIgnoreCase(*batch->schema(), kBatchIdColumn) >= 0) {
-        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                         "the query returns a column named '", kBatchIdColumn,
-                         "', which a streaming load adds itself (the rows' microbatch ids): "
-                         "rename it in the query (SELECT … AS other_name)");
+        return MakeError(
+            ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+            "the query returns a column named '", kBatchIdColumn,
+            "', which a streaming load adds itself (the rows' microbatch ids): "
+            "rename it in the query (SELECT … AS other_name)");
       }
       ARROW_ASSIGN_OR_RAISE(batch, AddBatchIdColumn(batch, BatchIdValue(ranges)));
     }
@@ -354,7 +371,8 @@ class StreamLoad {
       write.expect_new_table = snapshot_ == nullptr;  // the state said: no table yet
       write.operation = "STREAMING UPDATE";
       write.operation_parameters = {{"outputMode", "Append"}, {"queryId", app_id_}};
-      ARROW_ASSIGN_OR_RAISE(writer_, delta::TableWriter::Open(store_, batch->schema(), write));
+      ARROW_ASSIGN_OR_RAISE(writer_,
+                            delta::TableWriter::Open(store_, batch->schema(), write));
     }
     ARROW_RETURN_NOT_OK(writer_->Write(batch));
     open_rows_ += batch->num_rows();
@@ -393,10 +411,12 @@ class StreamLoad {
     commit.duration = std::chrono::duration<double>(Clock::now() - group_start_).count();
     commit.metadata["table_version"] = std::to_string(snapshot_->version());
     commit.metadata["block_ranges"] = RangesText(pending_ranges_);
-    // Closing the files, the commit and reading it back: what a live microbatch waits for.
+    // Closing the files, the commit and reading it back: what a live microbatch waits
+    // for.
     commit.metadata["commit_ms"] = std::to_string(commit_ms);
     if (pending_ranges_.back().timestamp) {
-      commit.metadata["end_timestamp"] = std::to_string(*pending_ranges_.back().timestamp);
+      commit.metadata["end_timestamp"] =
+          std::to_string(*pending_ranges_.back().timestamp);
     }
     rows_loaded_ += rows;
     pending_ranges_.clear();
@@ -408,7 +428,8 @@ class StreamLoad {
   // Fail as rolled back when a commit after `before` removed (as a data change) a file
   // that held this stream's progress in `before`: the refreshed state is what to resume
   // from, not the stream's position in memory.
-  arrow::Status CheckProgressKept(const delta::Snapshot* before, const delta::Snapshot* after) {
+  arrow::Status CheckProgressKept(const delta::Snapshot* before,
+                                  const delta::Snapshot* after) {
     if (before == nullptr || after == nullptr || before->version() == after->version()) {
       return arrow::Status::OK();
     }
@@ -416,7 +437,8 @@ class StreamLoad {
     std::set<std::string> live;
     for (const auto& file : after->files()) live.insert(after->FileKey(file.path));
     std::set<std::string> known;
-    for (const auto& remove : before->tombstones()) known.insert(before->FileKey(remove.path));
+    for (const auto& remove : before->tombstones())
+      known.insert(before->FileKey(remove.path));
     std::set<std::string> taken;
     for (const auto& remove : after->tombstones()) {
       if (!remove.data_change) continue;
@@ -425,7 +447,8 @@ class StreamLoad {
       // A file this stream never saw (a compaction's output), removed with its ranges.
       if (known.count(path) == 0 && remove.tags && remove.tags->count(key) != 0 &&
           live.count(path) == 0) {
-        return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError, "file ", path,
+        return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError, "file ",
+                         path,
                          " holding this stream's progress was removed by a later commit "
                          "(a restore or delete took it back)")
             .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
@@ -436,8 +459,9 @@ class StreamLoad {
       if (!file.tags || file.tags->count(key) == 0) continue;
       const std::string path = before->FileKey(file.path);
       if (live.count(path) == 0 && taken.count(path) != 0) {
-        return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError,
-                         "file ", path, " holding this stream's progress was removed by a "
+        return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError, "file ",
+                         path,
+                         " holding this stream's progress was removed by a "
                          "later commit (a restore or delete took it back)")
             .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
                                                       delta::kRolledBack));
@@ -495,7 +519,8 @@ class StreamLoad {
     if (committed != nullptr && snapshot_->version() > committed_version) {
       // Someone committed right after this commit: if the table now records less progress
       // than this commit made, that commit took it back; if it records more, it gave back
-      // blocks taken earlier (a restore to a later version), which must not be loaded again.
+      // blocks taken earlier (a restore to a later version), which must not be loaded
+      // again.
       ARROW_ASSIGN_OR_RAISE(auto now, ReadStreamState(snapshot_.get(), app_id_));
       const amp::Cursor cursor = now.ResumeCursor();
       std::map<std::string, uint64_t> newest;
@@ -506,9 +531,12 @@ class StreamLoad {
         auto it = cursor.find(network);
         if (it == cursor.end() || it->second.number != end) {
           return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError,
-                           "a commit after version ", committed_version, " changed the "
-                           "progress recorded for ", network, " (block ", end, " committed, ",
-                           it == cursor.end() ? std::string("none") : std::to_string(it->second.number),
+                           "a commit after version ", committed_version,
+                           " changed the "
+                           "progress recorded for ",
+                           network, " (block ", end, " committed, ",
+                           it == cursor.end() ? std::string("none")
+                                              : std::to_string(it->second.number),
                            " recorded now: a restore or delete)")
               .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
                                                         delta::kRolledBack));
@@ -529,8 +557,8 @@ class StreamLoad {
     }
     std::string text;
     for (const auto& [network, bounds] : span) {
-      text += (text.empty() ? "" : ",") + network + ":" + std::to_string(bounds.first) + "-" +
-              std::to_string(bounds.second);
+      text += (text.empty() ? "" : ",") + network + ":" + std::to_string(bounds.first) +
+              "-" + std::to_string(bounds.second);
     }
     return text;
   }
@@ -551,8 +579,8 @@ class StreamLoad {
       // progress silently (the one-loader-per-stream guarantee).
       return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::Invalid,
                        "another loader is writing stream ", app_id_,
-                       " into this table (its txn moved to ", state_.txn_version.value_or(0),
-                       "); this loader stops")
+                       " into this table (its txn moved to ",
+                       state_.txn_version.value_or(0), "); this loader stops")
           .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
                                                     delta::kConcurrentApp));
     }
@@ -580,12 +608,15 @@ class StreamLoad {
       Report(reorg);  // nothing of it was committed
       return arrow::Status::OK();
     }
-    auto invalid = [&](const amp::BlockRange& range) { return ids.count(BatchId(range)) != 0; };
+    auto invalid = [&](const amp::BlockRange& range) {
+      return ids.count(BatchId(range)) != 0;
+    };
     // Files whose recorded ranges include an invalidated microbatch.
     std::vector<const delta::Add*> affected;
     for (const auto& file : snapshot_->files()) {
       for (const auto& fork : invalidated) {
-        ARROW_ASSIGN_OR_RAISE(bool reaches, FileReachesBlock(file, app_id_, fork.network, fork.start));
+        ARROW_ASSIGN_OR_RAISE(bool reaches,
+                              FileReachesBlock(file, app_id_, fork.network, fork.start));
         if (reaches) {
           affected.push_back(&file);
           break;
@@ -596,8 +627,10 @@ class StreamLoad {
     write.mode = delta::SaveMode::kAppend;
     write.read_snapshot = snapshot_;
     write.operation = "DELETE";
-    write.operation_parameters = {{"predicate", "[\"reorg: " + RangesText(invalidated) + "\"]"}};
-    ARROW_ASSIGN_OR_RAISE(auto writer, delta::TableWriter::Open(store_, snapshot_->schema(), write));
+    write.operation_parameters = {
+        {"predicate", "[\"reorg: " + RangesText(invalidated) + "\"]"}};
+    ARROW_ASSIGN_OR_RAISE(auto writer,
+                          delta::TableWriter::Open(store_, snapshot_->schema(), write));
     std::vector<delta::Remove> removes;
     std::vector<delta::Add> retagged;
     std::vector<std::string> read;
@@ -605,7 +638,8 @@ class StreamLoad {
     int64_t rows_removed = 0;
     int64_t files_rewritten = 0;
     for (const delta::Add* file : affected) {
-      ARROW_ASSIGN_OR_RAISE(auto ranges, RangesFromTag(*file->tags->at(RangesTagKey(app_id_))));
+      ARROW_ASSIGN_OR_RAISE(auto ranges,
+                            RangesFromTag(*file->tags->at(RangesTagKey(app_id_))));
       std::vector<amp::BlockRange> remaining;
       for (const auto& range : ranges) {
         if (!invalid(range)) remaining.push_back(range);
@@ -632,11 +666,13 @@ class StreamLoad {
       removes.push_back(delta::RemoveFor(*file));
       if (kept == 0) continue;
       ++files_rewritten;
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum filtered, arrow::compute::Filter(rows, keep.first));
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum filtered,
+                            arrow::compute::Filter(rows, keep.first));
       ARROW_RETURN_NOT_OK(writer->Write(filtered.record_batch()));
       kept_ranges.insert(kept_ranges.end(), remaining.begin(), remaining.end());
     }
-    if (!kept_ranges.empty()) writer->SetFileTags({{RangesTagKey(app_id_), RangesToTag(kept_ranges)}});
+    if (!kept_ranges.empty())
+      writer->SetFileTags({{RangesTagKey(app_id_), RangesToTag(kept_ranges)}});
     writer->StageRemoves(std::move(removes), std::move(read));
     writer->StageAdds(std::move(retagged));
     writer->AddOperationMetrics({{"numDeletedRows", std::to_string(rows_removed)}});
@@ -646,7 +682,8 @@ class StreamLoad {
     for (const auto& [network, ranges] : state_.ranges) {
       const amp::BlockRange* newest = nullptr;
       for (const auto& range : ranges) {
-        if (ids.count(BatchId(range)) == 0 && (newest == nullptr || range.end > newest->end)) {
+        if (ids.count(BatchId(range)) == 0 &&
+            (newest == nullptr || range.end > newest->end)) {
           newest = &range;
         }
       }
@@ -661,7 +698,8 @@ class StreamLoad {
     reorg.metadata["files_rewritten"] = std::to_string(files_rewritten);
     rows_undone_ += rows_removed;
     Report(reorg);
-    // state_.ranges is stale now; every reader of it (the next undo, a reconnect) refreshes.
+    // state_.ranges is stale now; every reader of it (the next undo, a reconnect)
+    // refreshes.
     return arrow::Status::OK();
   }
 
@@ -707,7 +745,8 @@ class StreamLoad {
     delta::OptimizeOptions optimize;
     if (config_.file_size_hint) optimize.target_size = *config_.file_size_hint;
     optimize.files.codec = write_.files.codec;
-    optimize.eligible = [head, window, key = RangesTagKey(app_id_)](const delta::Add& file) {
+    optimize.eligible = [head, window,
+                         key = RangesTagKey(app_id_)](const delta::Add& file) {
       if (!file.tags) return true;
       auto tag = file.tags->find(key);
       if (tag == file.tags->end() || !tag->second) return true;
@@ -721,7 +760,8 @@ class StreamLoad {
     };
     auto compacted = delta::Optimize(store_, optimize);
     if (!compacted.ok()) {
-      AMPDELTA_LOG_WARN("stream compaction failed (the stream goes on): ", compacted.status().message());
+      AMPDELTA_LOG_WARN("stream compaction failed (the stream goes on): ",
+                        compacted.status().message());
     } else if (compacted->version) {
       result_->metadata["compactions"] = std::to_string(++compactions_);
     }
@@ -746,7 +786,8 @@ class StreamLoad {
     result_->metadata["commits"] = std::to_string(commits_);
     result_->metadata["reorgs"] = std::to_string(reorgs_);
     result_->metadata["rows_undone"] = std::to_string(rows_undone_);
-    if (snapshot_ != nullptr) result_->metadata["table_version"] = std::to_string(snapshot_->version());
+    if (snapshot_ != nullptr)
+      result_->metadata["table_version"] = std::to_string(snapshot_->version());
     if (!head_.empty()) {
       std::string head;
       for (const auto& [network, block] : head_) {
@@ -793,17 +834,19 @@ class StreamLoad {
 
 }  // namespace
 
-LoadResult LoadStream(amp::Client& client, const std::string& sql, const DeltaLakeConfig& config,
-                      const LoadOptions& options) {
+LoadResult LoadStream(amp::Client& client, const std::string& sql,
+                      const DeltaLakeConfig& config, const LoadOptions& options) {
   return internal::RunLoad(config, options, [&](LoadResult* result) -> arrow::Status {
     if (options.mode != "append") {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "streaming loads append (mode '", options.mode, "' is for batch loads)");
+                       "streaming loads append (mode '", options.mode,
+                       "' is for batch loads)");
     }
     if (options.with_reorg_detection && !config.state.store_batch_id) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "undoing reorgs needs the ", kBatchIdColumn,
-                       " column: set state.store_batch_id=true or with_reorg_detection=false");
+      return MakeError(
+          ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+          "undoing reorgs needs the ", kBatchIdColumn,
+          " column: set state.store_batch_id=true or with_reorg_detection=false");
     }
     ARROW_ASSIGN_OR_RAISE(auto write, internal::WriteOptions(config, options));
     ARROW_ASSIGN_OR_RAISE(auto store, internal::OpenStore(config, options, result));

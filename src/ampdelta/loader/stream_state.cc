@@ -28,11 +28,12 @@ std::string BatchIdValue(const std::vector<amp::BlockRange>& ranges) {
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> AddBatchIdColumn(
     const std::shared_ptr<arrow::RecordBatch>& batch, const std::string& value) {
-  ARROW_ASSIGN_OR_RAISE(auto column,
-                        arrow::MakeArrayFromScalar(arrow::StringScalar(value), batch->num_rows()));
+  ARROW_ASSIGN_OR_RAISE(auto column, arrow::MakeArrayFromScalar(
+                                         arrow::StringScalar(value), batch->num_rows()));
   const int index = batch->schema()->GetFieldIndex(kBatchIdColumn);
   if (index >= 0) return batch->SetColumn(index, batch->schema()->field(index), column);
-  return batch->AddColumn(batch->num_columns(), arrow::field(kBatchIdColumn, arrow::utf8()), column);
+  return batch->AddColumn(batch->num_columns(),
+                          arrow::field(kBatchIdColumn, arrow::utf8()), column);
 }
 
 std::string RangesTagKey(const std::string& app_id) {
@@ -60,7 +61,8 @@ arrow::Result<std::vector<amp::BlockRange>> RangesFromTag(const std::string& tag
   // array and add keys of its own.
   auto parsed = amp::ParseBlockRanges(tag);
   if (!parsed.ok()) {
-    return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid, "file tag ", kRangesTag,
+    return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid, "file tag ",
+                     kRangesTag,
                      " is not a list of block ranges: ", parsed.status().message());
   }
   return parsed;
@@ -74,9 +76,9 @@ amp::Cursor StreamState::ResumeCursor() const {
   amp::Cursor cursor;
   for (const auto& [network, list] : ranges) {
     if (list.empty()) continue;
-    const auto newest = std::max_element(list.begin(), list.end(), [](const auto& a, const auto& b) {
-      return a.end < b.end;
-    });
+    const auto newest =
+        std::max_element(list.begin(), list.end(),
+                         [](const auto& a, const auto& b) { return a.end < b.end; });
     cursor[network] = amp::CursorEntry{newest->end, newest->hash};
   }
   return cursor;

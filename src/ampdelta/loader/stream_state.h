@@ -2,9 +2,9 @@
 
 /// \file stream_state.h
 /// \brief A streaming load's state, kept in the Delta table itself (docs/streaming.md):
-/// a `txn` action per stream (its app id and a commit counter) and, on every data file, the
-/// block ranges of the microbatches whose rows it may hold (`add.tags`, a JSON array: a
-/// superset, merged as a set by compaction and rewrites). Rows carry `_amp_batch_id`.
+/// a `txn` action per stream (its app id and a commit counter) and, on every data file,
+/// the block ranges of the microbatches whose rows it may hold (`add.tags`, a JSON array:
+/// a superset, merged as a set by compaction and rewrites). Rows carry `_amp_batch_id`.
 
 #include <cstdint>
 #include <map>
@@ -24,8 +24,8 @@ namespace ampdelta::loader {
 /// The column every streamed row carries (the Python SDK's name and values).
 inline constexpr const char* kBatchIdColumn = "_amp_batch_id";
 /// The prefix of the `add.tags` key holding a file's block ranges; the key is
-/// `ampdelta.blockRanges.<app id>` (RangesTagKey), so streams sharing a table never read or
-/// undo each other's ranges.
+/// `ampdelta.blockRanges.<app id>` (RangesTagKey), so streams sharing a table never read
+/// or undo each other's ranges.
 inline constexpr const char* kRangesTag = "ampdelta.blockRanges";
 
 /// \brief The tag key of one stream's block ranges.
@@ -55,7 +55,8 @@ std::string StreamAppId(const std::string& sql);
 struct StreamState {
   /// The stream's last committed `txn` version (its commit counter); nullopt: never ran.
   std::optional<int64_t> txn_version;
-  /// Every block range recorded on a live file, per network, sorted by start, deduplicated.
+  /// Every block range recorded on a live file, per network, sorted by start,
+  /// deduplicated.
   std::map<std::string, std::vector<amp::BlockRange>> ranges;
 
   /// \brief Return the cursor after the newest recorded range of every network.
@@ -66,8 +67,9 @@ struct StreamState {
 arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
                                            const std::string& app_id);
 
-/// \brief Return true when one of `file`'s recorded ranges (of stream `app_id`) is on `network` and ends at or
-/// after `from` (its rows may be invalidated by a reorg from `from`).
+/// \brief Return true when one of `file`'s recorded ranges (of stream `app_id`) is on
+/// `network` and ends at or after `from` (its rows may be invalidated by a reorg from
+/// `from`).
 arrow::Result<bool> FileReachesBlock(const delta::Add& file, const std::string& app_id,
                                      const std::string& network, uint64_t from);
 

@@ -1,5 +1,7 @@
 #include "ampdelta/storage/aws_auth.h"
 
+#include <pugixml.hpp>
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <pugixml.hpp>
 
 #include "ampdelta/storage/cloud_io.h"
 #include "ampdelta/storage/credentials.h"
@@ -40,8 +41,10 @@ std::string HomeFile(const char* relative) {
   return std::string(home ? home : "") + "/" + relative;
 }
 
-// Read `[profile]` (or `[profile name]` in config files) key = value pairs from an INI file.
-std::map<std::string, std::string> ReadProfile(const std::string& path, const std::string& profile) {
+// Read `[profile]` (or `[profile name]` in config files) key = value pairs from an INI
+// file.
+std::map<std::string, std::string> ReadProfile(const std::string& path,
+                                               const std::string& profile) {
   std::map<std::string, std::string> values;
   std::ifstream in(path);
   std::string line;
@@ -72,8 +75,8 @@ arrow::Result<HttpResponse> SendOnce(HttpClient& client, const HttpRequest& requ
                                      const std::string& source) {
   ARROW_ASSIGN_OR_RAISE(auto sent, SendUnsigned(client, request));
   if (sent.response.status / 100 != 2) {
-    return CredentialError(source, "HTTP " + std::to_string(sent.response.status) + " from " +
-                                       request.DisplayUrl());
+    return CredentialError(source, "HTTP " + std::to_string(sent.response.status) +
+                                       " from " + request.DisplayUrl());
   }
   return std::move(sent.response);
 }
@@ -86,8 +89,9 @@ int64_t ExpiryOf(const std::string& expiration) {
 
 }  // namespace
 
-void SignAwsV4(HttpRequest* request, const AwsCredentials& credentials, const std::string& region,
-               const std::string& service, const std::string& payload_hash, int64_t now_seconds) {
+void SignAwsV4(HttpRequest* request, const AwsCredentials& credentials,
+               const std::string& region, const std::string& service,
+               const std::string& payload_hash, int64_t now_seconds) {
   const std::time_t now = static_cast<std::time_t>(now_seconds);
   std::tm utc{};
   gmtime_r(&now, &utc);
@@ -102,8 +106,9 @@ void SignAwsV4(HttpRequest* request, const AwsCredentials& credentials, const st
     request->SetHeader("x-amz-security-token", credentials.session_token);
   }
   const size_t scheme_end = request->origin.find("://");
-  std::string host = scheme_end == std::string::npos ? request->origin
-                                                      : request->origin.substr(scheme_end + 3);
+  std::string host = scheme_end == std::string::npos
+                         ? request->origin
+                         : request->origin.substr(scheme_end + 3);
   // curl leaves default ports out of the Host header; so must the signature.
   if (host.size() > 4 && host.compare(host.size() - 4, 4, ":443") == 0 &&
       request->origin.rfind("https", 0) == 0) {
@@ -114,7 +119,8 @@ void SignAwsV4(HttpRequest* request, const AwsCredentials& credentials, const st
   }
 
   std::vector<std::pair<std::string, std::string>> headers = {{"host", host}};
-  for (const auto& [name, value] : request->headers) headers.emplace_back(AsciiLower(name), Trim(value));
+  for (const auto& [name, value] : request->headers)
+    headers.emplace_back(AsciiLower(name), Trim(value));
   std::sort(headers.begin(), headers.end());
   std::string canonical_headers;
   std::string signed_headers;
@@ -134,23 +140,25 @@ void SignAwsV4(HttpRequest* request, const AwsCredentials& credentials, const st
     canonical_query += key + "=" + value;
   }
   const std::string canonical_request = request->method + "\n" + request->path + "\n" +
-                                        canonical_query + "\n" + canonical_headers + "\n" +
-                                        signed_headers + "\n" + payload_hash;
+                                        canonical_query + "\n" + canonical_headers +
+                                        "\n" + signed_headers + "\n" + payload_hash;
   const std::string scope = date + "/" + region + "/" + service + "/aws4_request";
-  const std::string string_to_sign =
-      "AWS4-HMAC-SHA256\n" + amz_date + "\n" + scope + "\n" + Sha256Hex(canonical_request);
+  const std::string string_to_sign = "AWS4-HMAC-SHA256\n" + amz_date + "\n" + scope +
+                                     "\n" + Sha256Hex(canonical_request);
   std::string key = HmacRaw("AWS4" + credentials.secret_access_key, date);
   key = HmacRaw(key, region);
   key = HmacRaw(key, service);
   key = HmacRaw(key, "aws4_request");
   const std::string signature = ToHex(HmacRaw(key, string_to_sign));
-  request->SetHeader("Authorization", "AWS4-HMAC-SHA256 Credential=" + credentials.access_key_id +
-                                          "/" + scope + ", SignedHeaders=" + signed_headers +
-                                          ", Signature=" + signature);
+  request->SetHeader("Authorization",
+                     "AWS4-HMAC-SHA256 Credential=" + credentials.access_key_id + "/" +
+                         scope + ", SignedHeaders=" + signed_headers +
+                         ", Signature=" + signature);
 }
 
 arrow::Result<std::shared_ptr<AwsCredentialProvider>> AwsCredentialProvider::Make(
-    const std::map<std::string, std::string>& options, std::shared_ptr<HttpClient> client) {
+    const std::map<std::string, std::string>& options,
+    std::shared_ptr<HttpClient> client) {
   auto provider = std::make_shared<AwsCredentialProvider>();
   provider->client_ = std::move(client);
   auto get = [&](const char* key) { return LookupOption(options, key).value_or(""); };
@@ -161,8 +169,9 @@ arrow::Result<std::shared_ptr<AwsCredentialProvider>> AwsCredentialProvider::Mak
   if (!key_id.empty() || !secret.empty()) {
     if (key_id.empty() || secret.empty()) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       key_id.empty() ? "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not"
-                                      : "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
+                       key_id.empty()
+                           ? "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not"
+                           : "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
     }
     provider->kind_ = Kind::kStatic;
     provider->source_ = "static keys";
@@ -185,7 +194,8 @@ arrow::Result<std::shared_ptr<AwsCredentialProvider>> AwsCredentialProvider::Mak
     if (sts.empty()) {
       std::string region = get("AWS_REGION");
       if (region.empty()) region = get("AWS_DEFAULT_REGION");
-      sts = "https://sts." + (region.empty() ? std::string("us-east-1") : region) + ".amazonaws.com";
+      sts = "https://sts." + (region.empty() ? std::string("us-east-1") : region) +
+            ".amazonaws.com";
     }
     settings["sts"] = sts;
     return provider;
@@ -202,15 +212,16 @@ arrow::Result<std::shared_ptr<AwsCredentialProvider>> AwsCredentialProvider::Mak
   if (values.count("aws_access_key_id") && values.count("aws_secret_access_key")) {
     provider->kind_ = Kind::kProfile;
     provider->source_ = "profile " + profile_name;
-    provider->cached_ = AwsCredentials{values["aws_access_key_id"], values["aws_secret_access_key"],
-                                       values["aws_session_token"], 0};
+    provider->cached_ =
+        AwsCredentials{values["aws_access_key_id"], values["aws_secret_access_key"],
+                       values["aws_session_token"], 0};
     provider->have_cached_ = true;
     return provider;
   }
   if (!profile.empty()) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "AWS profile '",
-                     profile, "' has no aws_access_key_id/aws_secret_access_key in ", file,
-                     " or ", config);
+    return MakeError(
+        ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "AWS profile '", profile,
+        "' has no aws_access_key_id/aws_secret_access_key in ", file, " or ", config);
   }
   if (AsciiLower(get("AWS_EC2_METADATA_DISABLED")) != "true") {
     provider->kind_ = Kind::kInstanceMetadata;
@@ -222,16 +233,17 @@ arrow::Result<std::shared_ptr<AwsCredentialProvider>> AwsCredentialProvider::Mak
                                                      std::chrono::milliseconds(5000));
     return provider;
   }
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a "
-                   "profile (AWS_PROFILE), or web identity (AWS_WEB_IDENTITY_TOKEN_FILE, "
-                   "AWS_ROLE_ARN)");
+  return MakeError(
+      ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+      "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a "
+      "profile (AWS_PROFILE), or web identity (AWS_WEB_IDENTITY_TOKEN_FILE, "
+      "AWS_ROLE_ARN)");
 }
 
 arrow::Result<AwsCredentials> AwsCredentialProvider::Get() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (have_cached_ &&
-      (cached_.expires_at_ms == 0 || cached_.expires_at_ms - NowMs() > kRefreshMarginMs)) {
+  if (have_cached_ && (cached_.expires_at_ms == 0 ||
+                       cached_.expires_at_ms - NowMs() > kRefreshMarginMs)) {
     return cached_;
   }
   ARROW_ASSIGN_OR_RAISE(cached_, Fetch());
@@ -247,20 +259,21 @@ arrow::Result<AwsCredentials> AwsCredentialProvider::Fetch() {
     token << in.rdbuf();
     // The token goes in a form body, not the URL (which proxies and servers log).
     HttpRequest request = HttpRequest::FromUrl("POST", settings_["sts"]);
-    request.body = arrow::Buffer::FromString(FormEncode({{"Action", "AssumeRoleWithWebIdentity"},
-                                                         {"Version", "2011-06-15"},
-                                                         {"RoleArn", settings_["role"]},
-                                                         {"RoleSessionName", settings_["session"]},
-                                                         {"WebIdentityToken", Trim(token.str())}}));
+    request.body =
+        arrow::Buffer::FromString(FormEncode({{"Action", "AssumeRoleWithWebIdentity"},
+                                              {"Version", "2011-06-15"},
+                                              {"RoleArn", settings_["role"]},
+                                              {"RoleSessionName", settings_["session"]},
+                                              {"WebIdentityToken", Trim(token.str())}}));
     request.SetHeader("Content-Type", "application/x-www-form-urlencoded");
     ARROW_ASSIGN_OR_RAISE(auto response, SendOnce(*client_, request, source_));
     pugi::xml_document doc;
     doc.load_string(response.body.c_str());
     auto creds = doc.select_node("//Credentials").node();
     if (!creds) return CredentialError(source_, "STS reply has no Credentials");
-    return AwsCredentials{creds.child_value("AccessKeyId"), creds.child_value("SecretAccessKey"),
-                          creds.child_value("SessionToken"),
-                          ExpiryOf(creds.child_value("Expiration"))};
+    return AwsCredentials{
+        creds.child_value("AccessKeyId"), creds.child_value("SecretAccessKey"),
+        creds.child_value("SessionToken"), ExpiryOf(creds.child_value("Expiration"))};
   }
   if (kind_ == Kind::kInstanceMetadata) {
     HttpRequest token_request = HttpRequest::FromUrl("PUT", settings_["imds"]);
@@ -273,13 +286,16 @@ arrow::Result<AwsCredentials> AwsCredentialProvider::Fetch() {
     role_request.SetHeader("X-aws-ec2-metadata-token", token.body);
     ARROW_ASSIGN_OR_RAISE(auto role, SendOnce(*client_, role_request, source_));
     const std::string role_name = Trim(role.body.substr(0, role.body.find('\n')));
-    if (role_name.empty()) return CredentialError(source_, "the instance has no IAM role");
+    if (role_name.empty())
+      return CredentialError(source_, "the instance has no IAM role");
     role_request.path += UriEncode(role_name, false);
     ARROW_ASSIGN_OR_RAISE(auto creds, SendOnce(*client_, role_request, source_));
     auto json = nlohmann::json::parse(creds.body, nullptr, false);
     auto field = [&json](const char* key) -> std::string {
       auto it = json.is_object() ? json.find(key) : json.end();
-      return json.is_object() && it != json.end() && it->is_string() ? it->get<std::string>() : "";
+      return json.is_object() && it != json.end() && it->is_string()
+                 ? it->get<std::string>()
+                 : "";
     };
     if (field("AccessKeyId").empty() || field("SecretAccessKey").empty()) {
       return CredentialError(source_, "malformed credentials document");

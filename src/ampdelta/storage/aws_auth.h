@@ -30,13 +30,14 @@ struct AwsCredentials {
 inline constexpr const char* kUnsignedPayload = "UNSIGNED-PAYLOAD";
 
 /// \brief Sign `request` in place with SigV4: adds `x-amz-date`, `x-amz-content-sha256`,
-/// `x-amz-security-token` (temporary credentials) and `Authorization`. Every header already
-/// on the request is signed, as is `host`.
+/// `x-amz-security-token` (temporary credentials) and `Authorization`. Every header
+/// already on the request is signed, as is `host`.
 ///
 /// \param[in] payload_hash hex SHA-256 of the body, or kUnsignedPayload
 /// \param[in] now_seconds the signing time (seconds since the epoch)
-void SignAwsV4(HttpRequest* request, const AwsCredentials& credentials, const std::string& region,
-               const std::string& service, const std::string& payload_hash, int64_t now_seconds);
+void SignAwsV4(HttpRequest* request, const AwsCredentials& credentials,
+               const std::string& region, const std::string& service,
+               const std::string& payload_hash, int64_t now_seconds);
 
 /// \brief Supplies current credentials, refreshing temporary ones before they expire.
 /// Thread-safe.
@@ -49,7 +50,8 @@ class AwsCredentialProvider {
   /// the EC2 instance metadata service (IMDSv2) unless AWS_EC2_METADATA_DISABLED=true.
   /// Keys are looked up in `options`, then the environment.
   static arrow::Result<std::shared_ptr<AwsCredentialProvider>> Make(
-      const std::map<std::string, std::string>& options, std::shared_ptr<HttpClient> client);
+      const std::map<std::string, std::string>& options,
+      std::shared_ptr<HttpClient> client);
 
   /// \brief Return credentials valid for at least a few more minutes.
   arrow::Result<AwsCredentials> Get();

@@ -1,10 +1,11 @@
 #include "ampdelta/storage/azure_store.h"
 
+#include <pugixml.hpp>
+
 #include <algorithm>
 #include <ctime>
 
 #include <arrow/util/base64.h>
-#include <pugixml.hpp>
 
 #include "ampdelta/storage/credentials.h"
 #include "ampdelta/util/ascii.h"
@@ -20,7 +21,8 @@ constexpr const char* kApiVersion = "2021-08-06";
 // Azurite's built-in account and its published development key.
 constexpr const char* kEmulatorAccount = "devstoreaccount1";
 constexpr const char* kEmulatorKey =
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
+    "KBHBeksoGMGw==";
 
 std::string HttpDate(int64_t seconds) {
   const std::time_t now = static_cast<std::time_t>(seconds);
@@ -48,8 +50,9 @@ std::string BlockId(size_t index) {
 
 }  // namespace
 
-// One block blob written block by block and committed by Put Block List. Uncommitted blocks
-// never become visible, and Azure discards them after a week, so Abort has nothing to do.
+// One block blob written block by block and committed by Put Block List. Uncommitted
+// blocks never become visible, and Azure discards them after a week, so Abort has nothing
+// to do.
 class AzureBlockUpload : public MultipartUpload {
  public:
   AzureBlockUpload(std::shared_ptr<AzureStore> store, std::string path, std::string key)
@@ -111,20 +114,26 @@ arrow::Result<std::shared_ptr<AzureStore>> AzureStore::Make(
     const std::string host = authority.substr(at + 1);
     account = host.substr(0, host.find('.'));
   }
-  if (container.empty()) return InvalidStoreOption("Azure URL '" + uri + "' names no container");
+  if (container.empty())
+    return InvalidStoreOption("Azure URL '" + uri + "' names no container");
 
   ARROW_ASSIGN_OR_RAISE(CloudSettings settings, CloudSettings::FromOptions(options));
-  ARROW_ASSIGN_OR_RAISE(bool use_emulator, LookupFlag(options, "AZURE_STORAGE_USE_EMULATOR"));
-  ARROW_ASSIGN_OR_RAISE(bool allow_http, LookupAllowHttp(options, "AZURE_ALLOW_HTTP", use_emulator));
+  ARROW_ASSIGN_OR_RAISE(bool use_emulator,
+                        LookupFlag(options, "AZURE_STORAGE_USE_EMULATOR"));
+  ARROW_ASSIGN_OR_RAISE(bool allow_http,
+                        LookupAllowHttp(options, "AZURE_ALLOW_HTTP", use_emulator));
   if (account.empty()) {
-    account = FirstOption(options, {"AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT"})
-                  .value_or(use_emulator ? kEmulatorAccount : "");
+    account =
+        FirstOption(options, {"AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT"})
+            .value_or(use_emulator ? kEmulatorAccount : "");
   }
   if (account.empty()) {
-    return InvalidStoreOption("Azure URL '" + uri +
-                         "' needs a storage account: set AZURE_STORAGE_ACCOUNT_NAME");
+    return InvalidStoreOption(
+        "Azure URL '" + uri +
+        "' needs a storage account: set AZURE_STORAGE_ACCOUNT_NAME");
   }
-  const std::string root = scheme + "://" + authority + (prefix.empty() ? "" : "/" + prefix);
+  const std::string root =
+      scheme + "://" + authority + (prefix.empty() ? "" : "/" + prefix);
   auto store = std::make_shared<AzureStore>(root, prefix, settings);
   store->account_ = account;
   store->container_ = container;
@@ -136,18 +145,19 @@ arrow::Result<std::shared_ptr<AzureStore>> AzureStore::Make(
   endpoint = TrimChar(endpoint, '/');
   if (endpoint.rfind("http://", 0) != 0 && endpoint.rfind("https://", 0) != 0) {
     return InvalidStoreOption("AZURE_STORAGE_ENDPOINT '" + endpoint +
-                         "' must start with http:// or https://");
+                              "' must start with http:// or https://");
   }
   if (endpoint.rfind("http://", 0) == 0 && !allow_http) {
     return InvalidStoreOption("AZURE_STORAGE_ENDPOINT '" + endpoint +
-                         "' is plain HTTP; set AZURE_ALLOW_HTTP=true to allow it");
+                              "' is plain HTTP; set AZURE_ALLOW_HTTP=true to allow it");
   }
   const size_t path_start = endpoint.find('/', endpoint.find("://") + 3);
   store->origin_ = endpoint.substr(0, path_start);
   store->base_path_ = path_start == std::string::npos ? "" : endpoint.substr(path_start);
 
-  auto key = FirstOption(options, {"AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY",
-                                   "AZURE_STORAGE_MASTER_KEY"});
+  auto key =
+      FirstOption(options, {"AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY",
+                            "AZURE_STORAGE_MASTER_KEY"});
   if (!key && use_emulator && account == kEmulatorAccount) key = kEmulatorKey;
   auto sas = FirstOption(options, {"AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_SAS_KEY"});
   if (key) {
@@ -159,13 +169,15 @@ arrow::Result<std::shared_ptr<AzureStore>> AzureStore::Make(
   } else if (sas) {
     store->sas_ = ParseQuery(*sas);
   } else {
-    return InvalidStoreOption("no Azure credentials for " + root +
-                         ": set AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN");
+    return InvalidStoreOption(
+        "no Azure credentials for " + root +
+        ": set AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN");
   }
   return store;
 }
 
-std::string AzureSharedKeyAuthorization(const HttpRequest& request, const std::string& account,
+std::string AzureSharedKeyAuthorization(const HttpRequest& request,
+                                        const std::string& account,
                                         const std::string& key) {
   const int64_t length = request.body ? request.body->size() : 0;
   std::string to_sign = request.method + "\n";
@@ -173,8 +185,8 @@ std::string AzureSharedKeyAuthorization(const HttpRequest& request, const std::s
     to_sign += request.Header(name) + "\n";
   }
   to_sign += (length > 0 ? std::to_string(length) : "") + "\n";
-  for (const char* name : {"Content-MD5", "Content-Type", "Date", "If-Modified-Since", "If-Match",
-                           "If-None-Match", "If-Unmodified-Since", "Range"}) {
+  for (const char* name : {"Content-MD5", "Content-Type", "Date", "If-Modified-Since",
+                           "If-Match", "If-None-Match", "If-Unmodified-Since", "Range"}) {
     to_sign += request.Header(name) + "\n";
   }
   std::vector<std::pair<std::string, std::string>> ms_headers;
@@ -186,7 +198,8 @@ std::string AzureSharedKeyAuthorization(const HttpRequest& request, const std::s
   for (const auto& [name, value] : ms_headers) to_sign += name + ":" + value + "\n";
   to_sign += "/" + account + request.path;
   std::map<std::string, std::vector<std::string>> params;
-  for (const auto& [name, value] : request.query) params[AsciiLower(name)].push_back(value);
+  for (const auto& [name, value] : request.query)
+    params[AsciiLower(name)].push_back(value);
   for (auto& [name, values] : params) {
     std::sort(values.begin(), values.end());
     to_sign += "\n" + name + ":";
@@ -216,7 +229,8 @@ arrow::Status AzureStore::Sign(HttpRequest* request) {
   return arrow::Status::OK();
 }
 
-std::pair<std::string, std::string> AzureStore::ProviderError(const HttpResponse& response) const {
+std::pair<std::string, std::string> AzureStore::ProviderError(
+    const HttpResponse& response) const {
   std::string code = response.Header("x-ms-error-code");
   std::string message;
   pugi::xml_document doc;
@@ -234,19 +248,23 @@ std::pair<std::string, std::string> AzureStore::ProviderError(const HttpResponse
 arrow::Result<ObjectMeta> AzureStore::Head(const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
   ARROW_ASSIGN_OR_RAISE(auto sent, Send(BlobRequest("HEAD", key)));
-  if (sent.response.status != 200) return ResponseError("Azure HEAD", path, sent.response);
+  if (sent.response.status != 200)
+    return ResponseError("Azure HEAD", path, sent.response);
   // On hierarchical-namespace (ADLS Gen2) accounts directories answer HEAD too.
   if (sent.response.Header("x-ms-meta-hdi_isfolder") == "true" ||
       sent.response.Header("x-ms-resource-type") == "directory") {
-    return NotFoundError("Azure HEAD ", JoinPath(root_uri(), path), ": a directory, not a file");
+    return NotFoundError("Azure HEAD ", JoinPath(root_uri(), path),
+                         ": a directory, not a file");
   }
   return MetaFromHeaders(path, sent.response);
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> AzureStore::Fetch(const std::string& path,
-                                                                int64_t offset, int64_t length) {
+                                                                int64_t offset,
+                                                                int64_t length) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
-  return SendRangedGet(BlobRequest("GET", key), "x-ms-range", "Azure GET", path, offset, length);
+  return SendRangedGet(BlobRequest("GET", key), "x-ms-range", "Azure GET", path, offset,
+                       length);
 }
 
 arrow::Result<std::vector<ObjectMeta>> AzureStore::List(const std::string& prefix,
@@ -261,7 +279,8 @@ arrow::Result<std::vector<ObjectMeta>> AzureStore::List(const std::string& prefi
                      {"include", "metadata"}};
     if (!marker.empty()) request.query.emplace_back("marker", marker);
     ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
-    if (sent.response.status != 200) return ResponseError("Azure LIST", prefix, sent.response);
+    if (sent.response.status != 200)
+      return ResponseError("Azure LIST", prefix, sent.response);
     pugi::xml_document doc;
     if (!doc.load_string(sent.response.body.c_str())) {
       return arrow::Status::IOError("Azure LIST ", JoinPath(root_uri(), prefix),
@@ -289,8 +308,8 @@ arrow::Result<std::vector<ObjectMeta>> AzureStore::List(const std::string& prefi
   return objects;
 }
 
-arrow::Status AzureStore::Put(const std::string& path, const std::shared_ptr<arrow::Buffer>& data,
-                              PutMode mode) {
+arrow::Status AzureStore::Put(const std::string& path,
+                              const std::shared_ptr<arrow::Buffer>& data, PutMode mode) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
   HttpRequest request = BlobRequest("PUT", key);
   request.body = data;
@@ -302,7 +321,8 @@ arrow::Status AzureStore::Put(const std::string& path, const std::shared_ptr<arr
   if (status == 201) return arrow::Status::OK();
   // 409 means "exists" only as BlobAlreadyExists (a lease or a deleted container is not).
   if (conditional &&
-      (status == 412 || (status == 409 && ProviderError(sent.response).first == "BlobAlreadyExists"))) {
+      (status == 412 ||
+       (status == 409 && ProviderError(sent.response).first == "BlobAlreadyExists"))) {
     return RefusedCreate(path, data);
   }
   return ResponseError("Azure PUT", path, sent.response);

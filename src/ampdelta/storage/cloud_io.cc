@@ -32,7 +32,8 @@ class RangedInputFile : public arrow::io::RandomAccessFile {
     return arrow::Status::OK();
   }
 
-  arrow::Result<std::shared_ptr<arrow::Buffer>> ReadAt(int64_t position, int64_t nbytes) override {
+  arrow::Result<std::shared_ptr<arrow::Buffer>> ReadAt(int64_t position,
+                                                       int64_t nbytes) override {
     if (position < 0 || nbytes < 0) {
       return arrow::Status::Invalid("invalid read of ", nbytes, " bytes at ", position);
     }
@@ -40,8 +41,9 @@ class RangedInputFile : public arrow::io::RandomAccessFile {
     if (nbytes == 0) return std::make_shared<arrow::Buffer>(nullptr, 0);
     ARROW_ASSIGN_OR_RAISE(auto buffer, read_(position, nbytes));
     if (buffer->size() != nbytes) {
-      return arrow::Status::IOError("ranged read of ", nbytes, " bytes at ", position, " returned ",
-                                    buffer->size(), " bytes (the object changed?)");
+      return arrow::Status::IOError("ranged read of ", nbytes, " bytes at ", position,
+                                    " returned ", buffer->size(),
+                                    " bytes (the object changed?)");
     }
     return buffer;
   }
@@ -100,11 +102,12 @@ class MultipartOutputStream : public arrow::io::OutputStream {
       // Grow with the data, not to a whole part at once: a partitioned write keeps many
       // small files open.
       if (pending_size_ + take > pending_->capacity()) {
-        ARROW_RETURN_NOT_OK(pending_->Reserve(
-            std::min(part_size_, std::max(pending_size_ + take, 2 * pending_->capacity()))));
+        ARROW_RETURN_NOT_OK(pending_->Reserve(std::min(
+            part_size_, std::max(pending_size_ + take, 2 * pending_->capacity()))));
       }
       ARROW_RETURN_NOT_OK(pending_->Resize(pending_size_ + take, false));
-      std::memcpy(pending_->mutable_data() + pending_size_, bytes, static_cast<size_t>(take));
+      std::memcpy(pending_->mutable_data() + pending_size_, bytes,
+                  static_cast<size_t>(take));
       pending_size_ += take;
       position_ += take;
       bytes += take;
@@ -139,8 +142,8 @@ class MultipartOutputStream : public arrow::io::OutputStream {
  private:
   std::shared_ptr<arrow::Buffer> TakePending() {
     if (pending_ == nullptr) return std::make_shared<arrow::Buffer>(nullptr, 0);
-    std::shared_ptr<arrow::Buffer> part =
-        arrow::SliceBuffer(std::shared_ptr<arrow::Buffer>(std::move(pending_)), 0, pending_size_);
+    std::shared_ptr<arrow::Buffer> part = arrow::SliceBuffer(
+        std::shared_ptr<arrow::Buffer>(std::move(pending_)), 0, pending_size_);
     pending_size_ = 0;
     return part;
   }
@@ -186,7 +189,8 @@ int MonthIndex(const char* name) {
 
 }  // namespace
 
-std::shared_ptr<arrow::io::RandomAccessFile> MakeRangedInputFile(RangeReader read, int64_t size) {
+std::shared_ptr<arrow::io::RandomAccessFile> MakeRangedInputFile(RangeReader read,
+                                                                 int64_t size) {
   return std::make_shared<RangedInputFile>(std::move(read), size);
 }
 
@@ -196,8 +200,8 @@ std::shared_ptr<arrow::io::OutputStream> MakeMultipartOutputStream(UploadFunctio
 }
 
 arrow::Status SettleRefusedCreate(ObjectStore& store, const std::string& path,
-                                    const std::shared_ptr<arrow::Buffer>& data,
-                                    arrow::Status precondition_failed) {
+                                  const std::shared_ptr<arrow::Buffer>& data,
+                                  arrow::Status precondition_failed) {
   auto stored = store.Get(path);
   if (stored.ok() && (*stored)->Equals(*data)) return arrow::Status::OK();
   return precondition_failed;
@@ -208,8 +212,8 @@ int64_t ParseHttpOrIsoTime(const std::string& text) {
   int millis = 0;
   char month[4] = {0};
   int day = 0, year = 0, hour = 0, minute = 0, second = 0;
-  if (std::sscanf(text.c_str(), "%*3s, %d %3s %d %d:%d:%d", &day, month, &year, &hour, &minute,
-                  &second) == 6) {
+  if (std::sscanf(text.c_str(), "%*3s, %d %3s %d %d:%d:%d", &day, month, &year, &hour,
+                  &minute, &second) == 6) {
     tm.tm_mon = MonthIndex(month);
     if (tm.tm_mon < 0) return 0;
   } else {
@@ -222,8 +226,9 @@ int64_t ParseHttpOrIsoTime(const std::string& text) {
     const size_t dot = text.find('.');
     if (dot != std::string::npos) {
       int digits = 0;
-      for (size_t i = dot + 1; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) &&
-                               digits < 3;
+      for (size_t i = dot + 1;
+           i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) &&
+           digits < 3;
            ++i, ++digits) {
         millis = millis * 10 + (text[i] - '0');
       }

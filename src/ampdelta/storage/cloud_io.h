@@ -19,11 +19,12 @@
 namespace ampdelta::storage {
 
 /// \brief Reads `length` bytes at `offset` of one object.
-using RangeReader =
-    std::function<arrow::Result<std::shared_ptr<arrow::Buffer>>(int64_t offset, int64_t length)>;
+using RangeReader = std::function<arrow::Result<std::shared_ptr<arrow::Buffer>>(
+    int64_t offset, int64_t length)>;
 
 /// \brief Return a RandomAccessFile of `size` bytes served by ranged reads.
-std::shared_ptr<arrow::io::RandomAccessFile> MakeRangedInputFile(RangeReader read, int64_t size);
+std::shared_ptr<arrow::io::RandomAccessFile> MakeRangedInputFile(RangeReader read,
+                                                                 int64_t size);
 
 /// \brief One provider's multipart upload of one object (S3 multipart, Azure blocks, GCS
 /// resumable session). Parts arrive in order.
@@ -40,30 +41,32 @@ class MultipartUpload {
 
 /// \brief How a streamed object reaches the store.
 struct UploadFunctions {
-  /// Writes a whole small object in one request (used when the stream stays under one part).
+  /// Writes a whole small object in one request (used when the stream stays under one
+  /// part).
   std::function<arrow::Status(const std::shared_ptr<arrow::Buffer>&)> put_whole;
   /// Starts a multipart upload (called when the first part fills).
   std::function<arrow::Result<std::unique_ptr<MultipartUpload>>()> start_multipart;
 };
 
-/// \brief Return an OutputStream that buffers `part_size` bytes at a time and uploads them
-/// as parts; Close() completes the upload, Abort() or destruction without Close() discards
-/// it, so an abandoned stream leaves nothing behind.
+/// \brief Return an OutputStream that buffers `part_size` bytes at a time and uploads
+/// them as parts; Close() completes the upload, Abort() or destruction without Close()
+/// discards it, so an abandoned stream leaves nothing behind.
 std::shared_ptr<arrow::io::OutputStream> MakeMultipartOutputStream(UploadFunctions upload,
                                                                    int64_t part_size);
 
 /// \brief Decide a create-if-absent that found the object present: it is ours when the
-/// stored bytes equal `data` (an earlier attempt wrote it and its reply was lost), in which
-/// case this returns OK; otherwise the original precondition failure.
+/// stored bytes equal `data` (an earlier attempt wrote it and its reply was lost), in
+/// which case this returns OK; otherwise the original precondition failure.
 ///
 /// Every refused create is checked, not only those after a retry the store saw: libcurl
 /// itself re-sends a request once when a reused connection closes without a reply.
 arrow::Status SettleRefusedCreate(ObjectStore& store, const std::string& path,
-                                    const std::shared_ptr<arrow::Buffer>& data,
-                                    arrow::Status precondition_failed);
+                                  const std::shared_ptr<arrow::Buffer>& data,
+                                  arrow::Status precondition_failed);
 
 /// \brief Parse an HTTP date (RFC 1123, `Tue, 15 Nov 1994 08:12:31 GMT`) or an RFC 3339
-/// timestamp (`2024-05-01T12:00:00.123Z`) into milliseconds since the epoch; 0 if neither.
+/// timestamp (`2024-05-01T12:00:00.123Z`) into milliseconds since the epoch; 0 if
+/// neither.
 int64_t ParseHttpOrIsoTime(const std::string& text);
 
 }  // namespace ampdelta::storage

@@ -43,9 +43,10 @@ struct CloudSettings {
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds stall_timeout{30000};
 
-  /// \brief Read AMPDELTA_MAX_RETRIES, AMPDELTA_PART_SIZE_BYTES, AMPDELTA_CONNECT_TIMEOUT_MS
-  /// and AMPDELTA_STALL_TIMEOUT_MS from options/environment.
-  static arrow::Result<CloudSettings> FromOptions(const std::map<std::string, std::string>& options);
+  /// \brief Read AMPDELTA_MAX_RETRIES, AMPDELTA_PART_SIZE_BYTES,
+  /// AMPDELTA_CONNECT_TIMEOUT_MS and AMPDELTA_STALL_TIMEOUT_MS from options/environment.
+  static arrow::Result<CloudSettings> FromOptions(
+      const std::map<std::string, std::string>& options);
 };
 
 /// \brief Base of the REST object stores.
@@ -53,7 +54,8 @@ class CloudStore : public ObjectStore, public std::enable_shared_from_this<Cloud
  public:
   std::string root_uri() const override { return root_uri_; }
   arrow::Result<std::shared_ptr<arrow::Buffer>> Get(const std::string& path) override;
-  arrow::Result<std::shared_ptr<arrow::Buffer>> GetRange(const std::string& path, int64_t offset,
+  arrow::Result<std::shared_ptr<arrow::Buffer>> GetRange(const std::string& path,
+                                                         int64_t offset,
                                                          int64_t length) override;
   arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenInputFile(
       const std::string& path) override;
@@ -84,33 +86,39 @@ class CloudStore : public ObjectStore, public std::enable_shared_from_this<Cloud
 
   /// \brief Send a GET for `length` bytes (-1: to the end) from `offset`, the range in
   /// header `range_header`; a range past the end (416) is empty.
-  arrow::Result<std::shared_ptr<arrow::Buffer>> SendRangedGet(HttpRequest request,
-                                                              const std::string& range_header,
-                                                              const std::string& operation,
-                                                              const std::string& path,
-                                                              int64_t offset, int64_t length);
-  /// \brief Return an object's metadata from a HEAD reply's Content-Length and Last-Modified.
-  static ObjectMeta MetaFromHeaders(const std::string& path, const HttpResponse& response);
+  arrow::Result<std::shared_ptr<arrow::Buffer>> SendRangedGet(
+      HttpRequest request, const std::string& range_header, const std::string& operation,
+      const std::string& path, int64_t offset, int64_t length);
+  /// \brief Return an object's metadata from a HEAD reply's Content-Length and
+  /// Last-Modified.
+  static ObjectMeta MetaFromHeaders(const std::string& path,
+                                    const HttpResponse& response);
   /// \brief The outcome of a conditional create the service refused because the object
-  /// exists: ours if the stored bytes are `data` (SettleRefusedCreate), else kPreconditionFailed.
-  arrow::Status RefusedCreate(const std::string& path, const std::shared_ptr<arrow::Buffer>& data);
+  /// exists: ours if the stored bytes are `data` (SettleRefusedCreate), else
+  /// kPreconditionFailed.
+  arrow::Status RefusedCreate(const std::string& path,
+                              const std::shared_ptr<arrow::Buffer>& data);
   /// \brief The outcome of a DELETE: any 2xx, and 404 (already gone), succeed.
   arrow::Status DeleteOutcome(const std::string& operation, const std::string& path,
                               const HttpResponse& response) const;
 
-  /// \brief Read `length` bytes (-1: to the end) from `offset`; missing objects kNotFound.
+  /// \brief Read `length` bytes (-1: to the end) from `offset`; missing objects
+  /// kNotFound.
   virtual arrow::Result<std::shared_ptr<arrow::Buffer>> Fetch(const std::string& path,
-                                                              int64_t offset, int64_t length) = 0;
+                                                              int64_t offset,
+                                                              int64_t length) = 0;
   /// \brief Begin a multipart upload of `path`.
   virtual arrow::Result<std::unique_ptr<MultipartUpload>> StartMultipart(
       const std::string& path) = 0;
   /// \brief Authorise one attempt of a request (signature, token or SAS).
   virtual arrow::Status Sign(HttpRequest* request) = 0;
   /// \brief Extract the provider's error code and message from an error response body.
-  virtual std::pair<std::string, std::string> ProviderError(const HttpResponse& response) const = 0;
+  virtual std::pair<std::string, std::string> ProviderError(
+      const HttpResponse& response) const = 0;
 
   /// \brief Return the request with the given method, origin and path set.
-  static HttpRequest MakeRequest(std::string method, std::string origin, std::string path);
+  static HttpRequest MakeRequest(std::string method, std::string origin,
+                                 std::string path);
 
   const CloudSettings& settings() const { return settings_; }
   HttpClient& client() { return *client_; }

@@ -46,8 +46,8 @@ arrow::Result<bool> LookupFlag(const std::map<std::string, std::string>& options
   const std::string lower = AsciiLower(*value);
   if (lower == "true" || lower == "1" || lower == "yes") return true;
   if (lower == "false" || lower == "0" || lower == "no") return false;
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "storage option ", key,
-                   " must be true or false, not '", *value, "'");
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                   "storage option ", key, " must be true or false, not '", *value, "'");
 }
 
 arrow::Result<bool> LookupAllowHttp(const std::map<std::string, std::string>& options,
@@ -56,8 +56,8 @@ arrow::Result<bool> LookupAllowHttp(const std::map<std::string, std::string>& op
   return LookupFlag(options, store_key, generic);
 }
 
-std::vector<std::string> MissingCredentials(const std::string& uri,
-                                            const std::map<std::string, std::string>& options) {
+std::vector<std::string> MissingCredentials(
+    const std::string& uri, const std::map<std::string, std::string>& options) {
   const std::string family = Family(UriScheme(uri));
   std::vector<std::string> missing;
   auto require = [&](const std::string& key) {
@@ -68,9 +68,11 @@ std::vector<std::string> MissingCredentials(const std::string& uri,
     require("AWS_SECRET_ACCESS_KEY");
   } else if (family == "Azure") {
     require("AZURE_STORAGE_ACCOUNT_NAME");
-    if (!LookupOption(options, "AZURE_STORAGE_SAS_TOKEN")) require("AZURE_STORAGE_ACCOUNT_KEY");
+    if (!LookupOption(options, "AZURE_STORAGE_SAS_TOKEN"))
+      require("AZURE_STORAGE_ACCOUNT_KEY");
   } else if (family == "GCS") {
-    if (!LookupOption(options, "GOOGLE_APPLICATION_CREDENTIALS")) require("GOOGLE_SERVICE_ACCOUNT");
+    if (!LookupOption(options, "GOOGLE_APPLICATION_CREDENTIALS"))
+      require("GOOGLE_SERVICE_ACCOUNT");
   }
   return missing;
 }
@@ -80,7 +82,8 @@ std::string MissingCredentialsWarning(const std::string& uri,
   const auto missing = MissingCredentials(uri, options);
   if (missing.empty()) return "";
   std::string list = "[";
-  for (size_t i = 0; i < missing.size(); ++i) list += (i ? ", '" : "'") + missing[i] + "'";
+  for (size_t i = 0; i < missing.size(); ++i)
+    list += (i ? ", '" : "'") + missing[i] + "'";
   return "Missing " + Family(UriScheme(uri)) + " credentials: " + list + "]";
 }
 

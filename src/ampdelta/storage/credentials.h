@@ -24,8 +24,8 @@ std::optional<std::string> LookupOption(const std::map<std::string, std::string>
 /// S3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; Azure AZURE_STORAGE_ACCOUNT_NAME
 /// and AZURE_STORAGE_ACCOUNT_KEY (or AZURE_STORAGE_SAS_TOKEN instead of the key); GCS
 /// GOOGLE_SERVICE_ACCOUNT (or GOOGLE_APPLICATION_CREDENTIALS).
-std::vector<std::string> MissingCredentials(const std::string& uri,
-                                            const std::map<std::string, std::string>& options);
+std::vector<std::string> MissingCredentials(
+    const std::string& uri, const std::map<std::string, std::string>& options);
 
 /// \brief Return the seed's warning for missing credentials, e.g.
 /// `Missing S3 credentials: ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']`, or "" when
@@ -38,8 +38,8 @@ std::string MissingCredentialsWarning(const std::string& uri,
 arrow::Result<bool> LookupFlag(const std::map<std::string, std::string>& options,
                                const std::string& key, bool fallback = false);
 
-/// \brief Return whether a plain-HTTP endpoint is allowed: `store_key` (`AWS_ALLOW_HTTP`, …),
-/// else deltalake's unprefixed `allow_http`, else `fallback`.
+/// \brief Return whether a plain-HTTP endpoint is allowed: `store_key` (`AWS_ALLOW_HTTP`,
+/// …), else deltalake's unprefixed `allow_http`, else `fallback`.
 arrow::Result<bool> LookupAllowHttp(const std::map<std::string, std::string>& options,
                                     const std::string& store_key, bool fallback = false);
 

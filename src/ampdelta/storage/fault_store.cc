@@ -11,9 +11,10 @@ namespace {
 template <typename Decision>
 arrow::Status Injected(const Decision& decision, const std::string& path) {
   if (decision.not_found) return NotFoundError(decision.message, " (", path, ")");
-  return MakeError(ErrorCode::kStorageError, arrow::StatusCode::IOError, decision.message, " (",
-                   path, ")")
-      .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kStorageError, decision.subcode));
+  return MakeError(ErrorCode::kStorageError, arrow::StatusCode::IOError, decision.message,
+                   " (", path, ")")
+      .WithDetail(
+          std::make_shared<ErrorDetail>(ErrorCode::kStorageError, decision.subcode));
 }
 
 }  // namespace
@@ -42,15 +43,16 @@ FaultStore::Decision FaultStore::Check(StoreOp op, const std::string& path) {
     for (auto& active : rules_) {
       const FaultRule& rule = active.rule;
       if (rule.op != op) continue;
-      if (!rule.path_contains.empty() && path.find(rule.path_contains) == std::string::npos) {
+      if (!rule.path_contains.empty() &&
+          path.find(rule.path_contains) == std::string::npos) {
         continue;
       }
       ++active.matched;
       if (rule.nth == 0 || active.matched == rule.nth) {
         ++fired_;
         before = rule.before;
-        decision = Decision{rule.fail, rule.fail && rule.lose_reply, rule.message, rule.not_found,
-                            rule.subcode};
+        decision = Decision{rule.fail, rule.fail && rule.lose_reply, rule.message,
+                            rule.not_found, rule.subcode};
         break;
       }
     }
@@ -73,9 +75,8 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> FaultStore::Get(const std::string&
   return inner_->Get(path);
 }
 
-arrow::Result<std::shared_ptr<arrow::Buffer>> FaultStore::GetRange(const std::string& path,
-                                                                   int64_t offset,
-                                                                   int64_t length) {
+arrow::Result<std::shared_ptr<arrow::Buffer>> FaultStore::GetRange(
+    const std::string& path, int64_t offset, int64_t length) {
   Decision decision = Check(StoreOp::kGet, path);
   if (decision.fail) return Injected(decision, path);
   return inner_->GetRange(path, offset, length);
@@ -95,8 +96,8 @@ arrow::Result<std::vector<ObjectMeta>> FaultStore::List(const std::string& prefi
   return inner_->List(prefix, start_after);
 }
 
-arrow::Status FaultStore::Put(const std::string& path, const std::shared_ptr<arrow::Buffer>& data,
-                              PutMode mode) {
+arrow::Status FaultStore::Put(const std::string& path,
+                              const std::shared_ptr<arrow::Buffer>& data, PutMode mode) {
   Decision decision = Check(StoreOp::kPut, path);
   if (decision.fail && !decision.lose_reply) return Injected(decision, path);
   ARROW_RETURN_NOT_OK(inner_->Put(path, data, mode));

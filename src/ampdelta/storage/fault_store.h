@@ -42,8 +42,8 @@ struct FaultRule {
   /// concurrent writer's commit, a crash point. With `fail` false the call then proceeds.
   std::function<void()> before;
   bool fail = true;
-  /// Fail as a missing object (ErrorCode::kNotFound) instead of an IOError: a read-back that
-  /// misses a write still in flight.
+  /// Fail as a missing object (ErrorCode::kNotFound) instead of an IOError: a read-back
+  /// that misses a write still in flight.
   bool not_found = false;
   /// The kStorageError subcode of the error: `transport` (transient, retried) by default;
   /// an errno name such as `ENOSPC` or `EROFS` makes it permanent.
@@ -79,7 +79,8 @@ class FaultStore : public ObjectStore {
   arrow::Status Delete(const std::string& path) override;
   arrow::Result<std::shared_ptr<arrow::io::OutputStream>> OpenOutputStream(
       const std::string& path) override;
-  arrow::Result<std::vector<StagingObject>> ListStaging(const std::string& prefix) override {
+  arrow::Result<std::vector<StagingObject>> ListStaging(
+      const std::string& prefix) override {
     return inner_->ListStaging(prefix);
   }
 

@@ -63,7 +63,8 @@ arrow::Result<std::shared_ptr<GoogleTokenSource>> GoogleTokenSource::FromJson(
     source->client_email_ = JsonString(doc, "client_email");
     source->private_key_pem_ = JsonString(doc, "private_key");
     if (source->client_email_.empty() || source->private_key_pem_.empty()) {
-      return InvalidStoreOption("Google service account key lacks client_email or private_key");
+      return InvalidStoreOption(
+          "Google service account key lacks client_email or private_key");
     }
   } else if (source->type_ == "authorized_user") {
     source->client_id_ = JsonString(doc, "client_id");
@@ -71,33 +72,40 @@ arrow::Result<std::shared_ptr<GoogleTokenSource>> GoogleTokenSource::FromJson(
     source->refresh_token_ = JsonString(doc, "refresh_token");
   } else {
     return InvalidStoreOption("unsupported Google credentials type '" + source->type_ +
-                         "' (service_account and authorized_user are supported)");
+                              "' (service_account and authorized_user are supported)");
   }
   return source;
 }
 
 arrow::Result<std::string> GoogleTokenSource::SignedAssertion(int64_t now_seconds) const {
   const nlohmann::json header = {{"alg", "RS256"}, {"typ", "JWT"}};
-  const nlohmann::json claims = {{"iss", client_email_}, {"scope", kScope},
-                                 {"aud", token_uri_},    {"iat", now_seconds},
+  const nlohmann::json claims = {{"iss", client_email_},
+                                 {"scope", kScope},
+                                 {"aud", token_uri_},
+                                 {"iat", now_seconds},
                                  {"exp", now_seconds + 3600}};
-  const std::string signing_input = Base64Url(header.dump()) + "." + Base64Url(claims.dump());
+  const std::string signing_input =
+      Base64Url(header.dump()) + "." + Base64Url(claims.dump());
   gnutls_privkey_t key;
-  if (gnutls_privkey_init(&key) != 0) return arrow::Status::OutOfMemory("gnutls_privkey_init");
-  gnutls_datum_t pem{reinterpret_cast<unsigned char*>(const_cast<char*>(private_key_pem_.data())),
-                     static_cast<unsigned int>(private_key_pem_.size())};
+  if (gnutls_privkey_init(&key) != 0)
+    return arrow::Status::OutOfMemory("gnutls_privkey_init");
+  gnutls_datum_t pem{
+      reinterpret_cast<unsigned char*>(const_cast<char*>(private_key_pem_.data())),
+      static_cast<unsigned int>(private_key_pem_.size())};
   int rc = gnutls_privkey_import_x509_raw(key, &pem, GNUTLS_X509_FMT_PEM, nullptr, 0);
   gnutls_datum_t signature{nullptr, 0};
   if (rc == 0) {
-    gnutls_datum_t data{reinterpret_cast<unsigned char*>(const_cast<char*>(signing_input.data())),
-                        static_cast<unsigned int>(signing_input.size())};
+    gnutls_datum_t data{
+        reinterpret_cast<unsigned char*>(const_cast<char*>(signing_input.data())),
+        static_cast<unsigned int>(signing_input.size())};
     rc = gnutls_privkey_sign_data(key, GNUTLS_DIG_SHA256, 0, &data, &signature);
   }
   gnutls_privkey_deinit(key);
   if (rc != 0) {
     // The message names the failure, never the key.
-    return InvalidStoreOption(std::string("cannot sign with the service account's private key: ") +
-                         gnutls_strerror(rc));
+    return InvalidStoreOption(
+        std::string("cannot sign with the service account's private key: ") +
+        gnutls_strerror(rc));
   }
   std::string sig(reinterpret_cast<const char*>(signature.data), signature.size);
   gnutls_free(signature.data);
@@ -111,7 +119,8 @@ arrow::Result<std::string> GoogleTokenSource::Token() {
   std::vector<std::pair<std::string, std::string>> form;
   if (type_ == "service_account") {
     ARROW_ASSIGN_OR_RAISE(std::string assertion, SignedAssertion(NowMs() / 1000));
-    form = {{"grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"}, {"assertion", assertion}};
+    form = {{"grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"},
+            {"assertion", assertion}};
   } else {
     form = {{"grant_type", "refresh_token"},
             {"client_id", client_id_},
@@ -140,8 +149,11 @@ arrow::Result<std::string> GoogleTokenSource::Token() {
 // the last one carries the total size and creates the object.
 class GcsResumableUpload : public MultipartUpload {
  public:
-  GcsResumableUpload(std::shared_ptr<GcsStore> store, std::string path, std::string session_url)
-      : store_(std::move(store)), path_(std::move(path)), session_url_(std::move(session_url)) {}
+  GcsResumableUpload(std::shared_ptr<GcsStore> store, std::string path,
+                     std::string session_url)
+      : store_(std::move(store)),
+        path_(std::move(path)),
+        session_url_(std::move(session_url)) {}
 
   arrow::Status UploadPart(const std::shared_ptr<arrow::Buffer>& part) override {
     return Send(part, false);
@@ -150,7 +162,8 @@ class GcsResumableUpload : public MultipartUpload {
     return Send(last_part, true);
   }
   arrow::Status Abort() override {
-    ARROW_ASSIGN_OR_RAISE(auto sent, store_->Send(HttpRequest::FromUrl("DELETE", session_url_)));
+    ARROW_ASSIGN_OR_RAISE(auto sent,
+                          store_->Send(HttpRequest::FromUrl("DELETE", session_url_)));
     (void)sent;  // 499 is the documented answer; any answer ends the session
     return arrow::Status::OK();
   }
@@ -164,9 +177,9 @@ class GcsResumableUpload : public MultipartUpload {
     for (int round = 0; round < 8; ++round) {
       HttpRequest request = HttpRequest::FromUrl("PUT", session_url_);
       request.body = arrow::SliceBuffer(chunk, from - offset_, end - from);
-      std::string range = end > from
-                              ? "bytes " + std::to_string(from) + "-" + std::to_string(end - 1)
-                              : "bytes *";
+      std::string range =
+          end > from ? "bytes " + std::to_string(from) + "-" + std::to_string(end - 1)
+                     : "bytes *";
       range += "/" + (last ? std::to_string(end) : std::string("*"));
       request.SetHeader("Content-Range", range);
       ARROW_ASSIGN_OR_RAISE(auto sent, store_->Send(request));
@@ -175,8 +188,10 @@ class GcsResumableUpload : public MultipartUpload {
         offset_ = end;
         return arrow::Status::OK();
       }
-      if (status != 308) return store_->ResponseError("GCS resumable upload", path_, sent.response);
-      const std::string held = sent.response.Header("range");  // "bytes=0-N"; absent: none
+      if (status != 308)
+        return store_->ResponseError("GCS resumable upload", path_, sent.response);
+      const std::string held =
+          sent.response.Header("range");  // "bytes=0-N"; absent: none
       const size_t dash = held.find('-');
       const int64_t stored =
           dash == std::string::npos ? 0 : std::atoll(held.c_str() + dash + 1) + 1;
@@ -185,13 +200,14 @@ class GcsResumableUpload : public MultipartUpload {
         return arrow::Status::OK();
       }
       if (stored < offset_ || stored > end) {
-        return arrow::Status::IOError("GCS resumable upload of ", JoinPath(store_->root_uri(), path_),
-                                      ": the session holds ", stored, " bytes, expected ", offset_,
-                                      "..", end);
+        return arrow::Status::IOError(
+            "GCS resumable upload of ", JoinPath(store_->root_uri(), path_),
+            ": the session holds ", stored, " bytes, expected ", offset_, "..", end);
       }
       from = stored;
     }
-    return arrow::Status::IOError("GCS resumable upload of ", JoinPath(store_->root_uri(), path_),
+    return arrow::Status::IOError("GCS resumable upload of ",
+                                  JoinPath(store_->root_uri(), path_),
                                   " makes no progress");
   }
 
@@ -214,24 +230,28 @@ arrow::Result<std::shared_ptr<GcsStore>> GcsStore::Make(
   if (settings.part_size % kChunkGranule != 0) {
     settings.part_size += kChunkGranule - settings.part_size % kChunkGranule;
   }
-  auto store = std::make_shared<GcsStore>("gs://" + bucket + (prefix.empty() ? "" : "/" + prefix),
-                                          prefix, settings);
+  auto store = std::make_shared<GcsStore>(
+      "gs://" + bucket + (prefix.empty() ? "" : "/" + prefix), prefix, settings);
   store->bucket_ = bucket;
   std::optional<std::string> endpoint = LookupOption(options, "GOOGLE_STORAGE_ENDPOINT");
   bool emulator = false;
   if (!endpoint) {
     endpoint = LookupOption(options, "STORAGE_EMULATOR_HOST");
     emulator = endpoint.has_value();
-    if (emulator && endpoint->find("://") == std::string::npos) endpoint = "http://" + *endpoint;
+    if (emulator && endpoint->find("://") == std::string::npos)
+      endpoint = "http://" + *endpoint;
   }
-  ARROW_ASSIGN_OR_RAISE(bool allow_http, LookupAllowHttp(options, "GOOGLE_ALLOW_HTTP", emulator));
+  ARROW_ASSIGN_OR_RAISE(bool allow_http,
+                        LookupAllowHttp(options, "GOOGLE_ALLOW_HTTP", emulator));
   store->origin_ = TrimChar(endpoint.value_or("https://storage.googleapis.com"), '/');
   if (store->origin_.rfind("http://", 0) == 0 && !allow_http) {
-    return InvalidStoreOption("GCS endpoint '" + store->origin_ +
-                         "' is plain HTTP; set GOOGLE_ALLOW_HTTP=true (or allow_http) to allow it");
+    return InvalidStoreOption(
+        "GCS endpoint '" + store->origin_ +
+        "' is plain HTTP; set GOOGLE_ALLOW_HTTP=true (or allow_http) to allow it");
   }
 
-  std::optional<std::string> key_json = LookupOption(options, "GOOGLE_SERVICE_ACCOUNT_KEY");
+  std::optional<std::string> key_json =
+      LookupOption(options, "GOOGLE_SERVICE_ACCOUNT_KEY");
   if (!key_json) {
     for (const char* name : {"GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_PATH",
                              "GOOGLE_APPLICATION_CREDENTIALS"}) {
@@ -241,20 +261,23 @@ arrow::Result<std::shared_ptr<GcsStore>> GcsStore::Make(
       }
     }
   }
-  ARROW_ASSIGN_OR_RAISE(bool skip_signature, LookupFlag(options, "GOOGLE_SKIP_SIGNATURE", emulator));
+  ARROW_ASSIGN_OR_RAISE(bool skip_signature,
+                        LookupFlag(options, "GOOGLE_SKIP_SIGNATURE", emulator));
   if (key_json) {
     ARROW_ASSIGN_OR_RAISE(store->tokens_,
                           GoogleTokenSource::FromJson(*key_json, store->shared_client()));
   } else if (!skip_signature) {
-    return InvalidStoreOption("no Google credentials for " + store->root_uri() +
-                         ": set GOOGLE_SERVICE_ACCOUNT (a key file) or GOOGLE_SERVICE_ACCOUNT_KEY");
+    return InvalidStoreOption(
+        "no Google credentials for " + store->root_uri() +
+        ": set GOOGLE_SERVICE_ACCOUNT (a key file) or GOOGLE_SERVICE_ACCOUNT_KEY");
   }
   return store;
 }
 
 HttpRequest GcsStore::ObjectRequest(std::string method, const std::string& key) const {
-  return MakeRequest(std::move(method), origin_,
-                     "/storage/v1/b/" + UriEncode(bucket_, false) + "/o/" + UriEncode(key, false));
+  return MakeRequest(
+      std::move(method), origin_,
+      "/storage/v1/b/" + UriEncode(bucket_, false) + "/o/" + UriEncode(key, false));
 }
 
 arrow::Status GcsStore::Sign(HttpRequest* request) {
@@ -264,12 +287,14 @@ arrow::Status GcsStore::Sign(HttpRequest* request) {
   return arrow::Status::OK();
 }
 
-std::pair<std::string, std::string> GcsStore::ProviderError(const HttpResponse& response) const {
+std::pair<std::string, std::string> GcsStore::ProviderError(
+    const HttpResponse& response) const {
   auto doc = nlohmann::json::parse(response.body, nullptr, false);
   if (doc.is_object() && doc.contains("error") && doc["error"].is_object()) {
     const auto& error = doc["error"];
     std::string reason;
-    if (error.contains("errors") && error["errors"].is_array() && !error["errors"].empty()) {
+    if (error.contains("errors") && error["errors"].is_array() &&
+        !error["errors"].empty()) {
       reason = JsonString(error["errors"][0], "reason");
     }
     return {reason, JsonString(error, "message")};
@@ -285,7 +310,8 @@ arrow::Result<ObjectMeta> GcsStore::Head(const std::string& path) {
   if (sent.response.status != 200) return ResponseError("GCS HEAD", path, sent.response);
   auto doc = nlohmann::json::parse(sent.response.body, nullptr, false);
   if (doc.is_discarded()) {
-    return arrow::Status::IOError("GCS HEAD ", JoinPath(root_uri(), path), ": malformed reply");
+    return arrow::Status::IOError("GCS HEAD ", JoinPath(root_uri(), path),
+                                  ": malformed reply");
   }
   ObjectMeta meta;
   meta.path = path;
@@ -295,7 +321,8 @@ arrow::Result<ObjectMeta> GcsStore::Head(const std::string& path) {
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> GcsStore::Fetch(const std::string& path,
-                                                              int64_t offset, int64_t length) {
+                                                              int64_t offset,
+                                                              int64_t length) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
   HttpRequest request = ObjectRequest("GET", key);
   request.query = {{"alt", "media"}};
@@ -312,13 +339,16 @@ arrow::Result<std::vector<ObjectMeta>> GcsStore::List(const std::string& prefix,
     request.query = {{"prefix", ListPrefix(prefix)},
                      {"fields", "items(name,size,updated),nextPageToken"}};
     // startOffset is inclusive; the one equal name is dropped below.
-    if (!start_after.empty()) request.query.emplace_back("startOffset", ListPrefix(start_after));
+    if (!start_after.empty())
+      request.query.emplace_back("startOffset", ListPrefix(start_after));
     if (!page_token.empty()) request.query.emplace_back("pageToken", page_token);
     ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
-    if (sent.response.status != 200) return ResponseError("GCS LIST", prefix, sent.response);
+    if (sent.response.status != 200)
+      return ResponseError("GCS LIST", prefix, sent.response);
     auto doc = nlohmann::json::parse(sent.response.body, nullptr, false);
     if (doc.is_discarded()) {
-      return arrow::Status::IOError("GCS LIST ", JoinPath(root_uri(), prefix), ": malformed reply");
+      return arrow::Status::IOError("GCS LIST ", JoinPath(root_uri(), prefix),
+                                    ": malformed reply");
     }
     if (doc.is_object() && doc.contains("items") && doc["items"].is_array()) {
       for (const auto& item : doc["items"]) {
@@ -335,11 +365,11 @@ arrow::Result<std::vector<ObjectMeta>> GcsStore::List(const std::string& prefix,
   return objects;
 }
 
-arrow::Status GcsStore::Put(const std::string& path, const std::shared_ptr<arrow::Buffer>& data,
-                            PutMode mode) {
+arrow::Status GcsStore::Put(const std::string& path,
+                            const std::shared_ptr<arrow::Buffer>& data, PutMode mode) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
-  HttpRequest request =
-      MakeRequest("POST", origin_, "/upload/storage/v1/b/" + UriEncode(bucket_, false) + "/o");
+  HttpRequest request = MakeRequest(
+      "POST", origin_, "/upload/storage/v1/b/" + UriEncode(bucket_, false) + "/o");
   request.query = {{"uploadType", "media"}, {"name", key}, {"fields", "generation"}};
   const bool conditional = mode == PutMode::kCreateIfAbsent;
   if (conditional) request.query.emplace_back("ifGenerationMatch", "0");
@@ -358,10 +388,11 @@ arrow::Status GcsStore::Delete(const std::string& path) {
   return DeleteOutcome("GCS DELETE", path, sent.response);
 }
 
-arrow::Result<std::unique_ptr<MultipartUpload>> GcsStore::StartMultipart(const std::string& path) {
+arrow::Result<std::unique_ptr<MultipartUpload>> GcsStore::StartMultipart(
+    const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
-  HttpRequest request =
-      MakeRequest("POST", origin_, "/upload/storage/v1/b/" + UriEncode(bucket_, false) + "/o");
+  HttpRequest request = MakeRequest(
+      "POST", origin_, "/upload/storage/v1/b/" + UriEncode(bucket_, false) + "/o");
   request.query = {{"uploadType", "resumable"}, {"name", key}};
   ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
   const std::string location = sent.response.Header("location");

@@ -17,7 +17,8 @@ namespace ampdelta::storage {
 /// credentials file. Thread-safe.
 class GoogleTokenSource {
  public:
-  /// \brief Parse a credentials JSON document (`type` service_account or authorized_user).
+  /// \brief Parse a credentials JSON document (`type` service_account or
+  /// authorized_user).
   static arrow::Result<std::shared_ptr<GoogleTokenSource>> FromJson(
       const std::string& json, std::shared_ptr<HttpClient> client);
 
@@ -45,9 +46,9 @@ class GcsStore : public CloudStore {
  public:
   /// \brief Open `gs://bucket/prefix` or `gcs://bucket/prefix`. Options (storage_options,
   /// then the environment): GOOGLE_SERVICE_ACCOUNT / GOOGLE_SERVICE_ACCOUNT_PATH /
-  /// GOOGLE_APPLICATION_CREDENTIALS (a key file), GOOGLE_SERVICE_ACCOUNT_KEY (the key JSON
-  /// itself), GOOGLE_STORAGE_ENDPOINT or STORAGE_EMULATOR_HOST (custom endpoint; requests are
-  /// unauthenticated unless credentials are given), GOOGLE_SKIP_SIGNATURE.
+  /// GOOGLE_APPLICATION_CREDENTIALS (a key file), GOOGLE_SERVICE_ACCOUNT_KEY (the key
+  /// JSON itself), GOOGLE_STORAGE_ENDPOINT or STORAGE_EMULATOR_HOST (custom endpoint;
+  /// requests are unauthenticated unless credentials are given), GOOGLE_SKIP_SIGNATURE.
   static arrow::Result<std::shared_ptr<GcsStore>> Make(
       const std::string& uri, const std::map<std::string, std::string>& options);
 
@@ -62,11 +63,14 @@ class GcsStore : public CloudStore {
   GcsStore(std::string root_uri, std::string prefix, CloudSettings settings);
 
  protected:
-  arrow::Result<std::shared_ptr<arrow::Buffer>> Fetch(const std::string& path, int64_t offset,
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Fetch(const std::string& path,
+                                                      int64_t offset,
                                                       int64_t length) override;
-  arrow::Result<std::unique_ptr<MultipartUpload>> StartMultipart(const std::string& path) override;
+  arrow::Result<std::unique_ptr<MultipartUpload>> StartMultipart(
+      const std::string& path) override;
   arrow::Status Sign(HttpRequest* request) override;
-  std::pair<std::string, std::string> ProviderError(const HttpResponse& response) const override;
+  std::pair<std::string, std::string> ProviderError(
+      const HttpResponse& response) const override;
 
  private:
   friend class GcsResumableUpload;

@@ -1,15 +1,15 @@
 #include "ampdelta/storage/http_client.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <random>
 #include <thread>
 
-#include "ampdelta/util/percent_encoding.h"
+#include <curl/curl.h>
+
 #include "ampdelta/util/ascii.h"
+#include "ampdelta/util/percent_encoding.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::storage {
@@ -82,12 +82,14 @@ HttpRequest HttpRequest::FromUrl(std::string method, const std::string& url) {
   HttpRequest request;
   request.method = std::move(method);
   const size_t scheme_end = url.find("://");
-  const size_t path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+  const size_t path_start =
+      url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
   request.origin = url.substr(0, path_start);
   const std::string rest = path_start == std::string::npos ? "/" : url.substr(path_start);
   const size_t question = rest.find('?');
   request.path = rest.substr(0, question);
-  if (question != std::string::npos) request.query = ParseQuery(rest.substr(question + 1));
+  if (question != std::string::npos)
+    request.query = ParseQuery(rest.substr(question + 1));
   return request;
 }
 
@@ -110,8 +112,9 @@ std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view tex
     const std::string_view pair = text.substr(0, amp);
     const size_t equals = pair.find('=');
     if (!pair.empty()) {
-      fields.emplace_back(UriDecode(pair.substr(0, equals)),
-                          equals == std::string_view::npos ? "" : UriDecode(pair.substr(equals + 1)));
+      fields.emplace_back(
+          UriDecode(pair.substr(0, equals)),
+          equals == std::string_view::npos ? "" : UriDecode(pair.substr(equals + 1)));
     }
     if (amp == std::string_view::npos) break;
     text.remove_prefix(amp + 1);
@@ -176,7 +179,8 @@ arrow::Result<HttpResponse> HttpClient::Send(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   // Send the path exactly as signed (no dot-segment squashing).
   curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect_timeout_.count()));
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(connect_timeout_.count()));
   // A transfer slower than 1 byte/s for the stall timeout is dead.
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
@@ -208,7 +212,8 @@ arrow::Result<HttpResponse> HttpClient::Send(const HttpRequest& request) {
   }
   // No `Expect: 100-continue` round trip, and no form content type on bodies.
   headers = curl_slist_append(headers, "Expect:");
-  if (sends_body && !has_content_type) headers = curl_slist_append(headers, "Content-Type:");
+  if (sends_body && !has_content_type)
+    headers = curl_slist_append(headers, "Content-Type:");
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
 
   const CURLcode code = curl_easy_perform(curl);
@@ -241,9 +246,8 @@ arrow::Result<RetriedResponse> SendWithRetry(
     auto sent = client.Send(signed_request);
     result.attempts = attempt + 1;
     const bool last = attempt >= policy.max_retries;
-    const bool retryable =
-        sent.ok() && (IsRetryableStatus(sent->status) ||
-                      (policy.retry_conflict && sent->status == 409));
+    const bool retryable = sent.ok() && (IsRetryableStatus(sent->status) ||
+                                         (policy.retry_conflict && sent->status == 409));
     if (sent.ok() && (!retryable || last)) {
       result.response = std::move(*sent);
       return result;
@@ -261,11 +265,12 @@ arrow::Result<RetriedResponse> SendWithRetry(
   }
 }
 
-arrow::Result<RetriedResponse> SendUnsigned(HttpClient& client, const HttpRequest& request,
-                                            int max_retries) {
+arrow::Result<RetriedResponse> SendUnsigned(HttpClient& client,
+                                            const HttpRequest& request, int max_retries) {
   RetryPolicy policy;
   policy.max_retries = max_retries;
-  return SendWithRetry(client, request, [](HttpRequest*) { return arrow::Status::OK(); }, policy);
+  return SendWithRetry(
+      client, request, [](HttpRequest*) { return arrow::Status::OK(); }, policy);
 }
 
 }  // namespace ampdelta::storage

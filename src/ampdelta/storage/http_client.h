@@ -4,9 +4,9 @@
 /// \brief A small libcurl-based HTTP client for the cloud object stores, with the retry
 /// loop they share.
 ///
-/// libcurl is Debian's GnuTLS build: the Arrow SDK's libparquet exports a bundled OpenSSL,
-/// and an OpenSSL-based libcurl in the same process could have its TLS calls bound to
-/// that copy.
+/// libcurl is Debian's GnuTLS build: the Arrow SDK's libparquet exports a bundled
+/// OpenSSL, and an OpenSSL-based libcurl in the same process could have its TLS calls
+/// bound to that copy.
 
 #include <chrono>
 #include <cstdint>
@@ -77,19 +77,21 @@ std::string UriEncode(std::string_view text, bool keep_slash);
 /// \brief Decode %XX escapes (and nothing else).
 std::string UriDecode(std::string_view text);
 
-/// \brief Sends requests over pooled libcurl handles (connections are reused). Thread-safe.
+/// \brief Sends requests over pooled libcurl handles (connections are reused).
+/// Thread-safe.
 class HttpClient {
  public:
   /// \param[in] connect_timeout how long to wait for a TCP/TLS connection
   /// \param[in] stall_timeout a transfer making no progress this long fails
-  HttpClient(std::chrono::milliseconds connect_timeout, std::chrono::milliseconds stall_timeout);
+  HttpClient(std::chrono::milliseconds connect_timeout,
+             std::chrono::milliseconds stall_timeout);
   ~HttpClient();
 
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  /// \brief Send a request. A transport failure (refused connection, timeout, reset) is an
-  /// IOError with the subcode "transport"; any HTTP status is a response.
+  /// \brief Send a request. A transport failure (refused connection, timeout, reset) is
+  /// an IOError with the subcode "transport"; any HTTP status is a response.
   arrow::Result<HttpResponse> Send(const HttpRequest& request);
 
  private:
@@ -135,7 +137,8 @@ arrow::Result<RetriedResponse> SendWithRetry(
     const std::function<arrow::Status(HttpRequest*)>& sign, const RetryPolicy& policy);
 
 /// \brief Send a request that needs no signature (credential services), with retries.
-arrow::Result<RetriedResponse> SendUnsigned(HttpClient& client, const HttpRequest& request,
+arrow::Result<RetriedResponse> SendUnsigned(HttpClient& client,
+                                            const HttpRequest& request,
                                             int max_retries = 3);
 
 }  // namespace ampdelta::storage

@@ -1,7 +1,6 @@
 #include "ampdelta/storage/local_store.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <arrow/buffer.h>
 #include <arrow/io/file.h>
 #include <arrow/util/io_util.h>
+#include <sys/stat.h>
 
 #include "ampdelta/util/process_identity.h"
 #include "ampdelta/util/status.h"
@@ -30,16 +30,16 @@ arrow::Status ErrnoError(const char* what, const std::string& path, int error) {
 }
 
 int64_t MtimeMs(const struct stat& info) {
-  return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000 + info.st_mtim.tv_nsec / 1'000'000;
+  return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000 +
+         info.st_mtim.tv_nsec / 1'000'000;
 }
 
 // `.ampdelta-tmp-<process>-<name>.<uuid>`: the writing process is named so a vacuum can
 // tell a crashed writer's leftovers from a write in flight (ListStaging).
 std::string TempPathFor(const std::string& full) {
   const fs::path target(full);
-  return (target.parent_path() /
-          (std::string(kTempMarker) + CurrentProcess().ToString() + "-" +
-           target.filename().string() + "." + NewUuid()))
+  return (target.parent_path() / (std::string(kTempMarker) + CurrentProcess().ToString() +
+                                  "-" + target.filename().string() + "." + NewUuid()))
       .string();
 }
 
@@ -96,12 +96,13 @@ arrow::Status WriteSynced(const std::string& path, const arrow::Buffer& data) {
 
 // Arrow's file streams report errno in a StatusDetail that message() drops: name the file
 // and the cause, classified as a storage error.
-arrow::Status FileError(const arrow::Status& status, const char* what, const std::string& path) {
+arrow::Status FileError(const arrow::Status& status, const char* what,
+                        const std::string& path) {
   if (status.ok()) return status;
   const int error = arrow::internal::ErrnoFromStatus(status);
   if (error > 0) return StorageErrnoError(what, path, error);
-  return MakeError(ErrorCode::kStorageError, arrow::StatusCode::IOError, what, " ", path, ": ",
-                   status.message())
+  return MakeError(ErrorCode::kStorageError, arrow::StatusCode::IOError, what, " ", path,
+                   ": ", status.message())
       .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kStorageError, "io"));
 }
 
@@ -216,10 +217,12 @@ arrow::Result<std::shared_ptr<LocalStore>> LocalStore::Make(const std::string& r
   if (root.empty()) return InvalidInputError("local store root is empty");
   std::error_code error;
   fs::path absolute = fs::absolute(fs::path(root), error);
-  if (error) return arrow::Status::IOError("cannot resolve path ", root, ": ", error.message());
+  if (error)
+    return arrow::Status::IOError("cannot resolve path ", root, ": ", error.message());
   std::string normalized = absolute.lexically_normal().string();
   while (normalized.size() > 1 && normalized.back() == '/') normalized.pop_back();
-  // The root is created by the first write; whatever is in its way is the caller's mistake.
+  // The root is created by the first write; whatever is in its way is the caller's
+  // mistake.
   const auto status = fs::symlink_status(normalized, error);
   if (!error && fs::is_symlink(status) && !fs::exists(normalized, error)) {
     return InvalidInputError("table path ", normalized, " is a symbolic link to ",
@@ -234,8 +237,9 @@ arrow::Result<std::shared_ptr<LocalStore>> LocalStore::Make(const std::string& r
     std::error_code ignored;
     if (fs::exists(parent, ignored)) {
       if (!fs::is_directory(parent, ignored)) {
-        return InvalidInputError("table path ", normalized, " cannot be created: ",
-                                 parent.string(), " is a file, not a folder");
+        return InvalidInputError("table path ", normalized,
+                                 " cannot be created: ", parent.string(),
+                                 " is a file, not a folder");
       }
       break;
     }
@@ -251,7 +255,8 @@ arrow::Result<std::string> LocalStore::FullPath(const std::string& path) const {
     return InvalidInputError("object key must be a relative path: '", path, "'");
   }
   for (const auto& part : fs::path(path)) {
-    if (part == "..") return InvalidInputError("object key escapes the root: '", path, "'");
+    if (part == "..")
+      return InvalidInputError("object key escapes the root: '", path, "'");
   }
   return root_ + "/" + path;
 }
@@ -275,9 +280,8 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> LocalStore::Get(const std::string&
   return file->ReadAt(0, size);
 }
 
-arrow::Result<std::shared_ptr<arrow::Buffer>> LocalStore::GetRange(const std::string& path,
-                                                                   int64_t offset,
-                                                                   int64_t length) {
+arrow::Result<std::shared_ptr<arrow::Buffer>> LocalStore::GetRange(
+    const std::string& path, int64_t offset, int64_t length) {
   ARROW_ASSIGN_OR_RAISE(auto file, OpenInputFile(path));
   return file->ReadAt(offset, length);
 }
@@ -316,7 +320,8 @@ arrow::Result<std::vector<ObjectMeta>> LocalStore::Walk(const std::string& prefi
     if (key.compare(0, prefix.size(), prefix) != 0 || key <= start_after) continue;
     struct stat info {};
     if (::stat(it->path().c_str(), &info) != 0) continue;  // deleted while listing
-    out.push_back(ObjectMeta{std::move(key), static_cast<int64_t>(info.st_size), MtimeMs(info)});
+    out.push_back(
+        ObjectMeta{std::move(key), static_cast<int64_t>(info.st_size), MtimeMs(info)});
   }
   std::sort(out.begin(), out.end(),
             [](const ObjectMeta& a, const ObjectMeta& b) { return a.path < b.path; });
@@ -328,7 +333,8 @@ arrow::Result<std::vector<ObjectMeta>> LocalStore::List(const std::string& prefi
   return Walk(prefix, start_after, /*staging=*/false);
 }
 
-arrow::Result<std::vector<StagingObject>> LocalStore::ListStaging(const std::string& prefix) {
+arrow::Result<std::vector<StagingObject>> LocalStore::ListStaging(
+    const std::string& prefix) {
   ARROW_ASSIGN_OR_RAISE(auto found, Walk(prefix, "", /*staging=*/true));
   std::vector<StagingObject> out;
   for (auto& meta : found) {
@@ -339,8 +345,8 @@ arrow::Result<std::vector<StagingObject>> LocalStore::ListStaging(const std::str
   return out;
 }
 
-arrow::Status LocalStore::Put(const std::string& path, const std::shared_ptr<arrow::Buffer>& data,
-                              PutMode mode) {
+arrow::Status LocalStore::Put(const std::string& path,
+                              const std::shared_ptr<arrow::Buffer>& data, PutMode mode) {
   ARROW_ASSIGN_OR_RAISE(std::string full, FullPath(path));
   ARROW_RETURN_NOT_OK(EnsureParent(full));
   const std::string temp = TempPathFor(full);
@@ -354,7 +360,8 @@ arrow::Status LocalStore::Put(const std::string& path, const std::shared_ptr<arr
 
 arrow::Status LocalStore::Delete(const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(std::string full, FullPath(path));
-  if (::unlink(full.c_str()) != 0 && errno != ENOENT) return ErrnoError("delete", full, errno);
+  if (::unlink(full.c_str()) != 0 && errno != ENOENT)
+    return ErrnoError("delete", full, errno);
   return arrow::Status::OK();
 }
 

@@ -10,10 +10,10 @@
 
 namespace ampdelta::storage {
 
-/// \brief Objects are files under a root directory. Thread-safe and safe across processes:
-/// create-if-absent stages a temporary file and publishes it with link(2), which fails if
-/// the name exists, so exactly one concurrent writer wins. Files and their directory are
-/// fsync'ed before a write returns.
+/// \brief Objects are files under a root directory. Thread-safe and safe across
+/// processes: create-if-absent stages a temporary file and publishes it with link(2),
+/// which fails if the name exists, so exactly one concurrent writer wins. Files and their
+/// directory are fsync'ed before a write returns.
 class LocalStore : public ObjectStore {
  public:
   /// \brief Open a store rooted at `root` (created lazily by the first write).
@@ -35,7 +35,8 @@ class LocalStore : public ObjectStore {
   arrow::Result<std::shared_ptr<arrow::io::OutputStream>> OpenOutputStream(
       const std::string& path) override;
   /// \brief List hidden temporary files (`.ampdelta-tmp-<process>-<name>.<uuid>`).
-  arrow::Result<std::vector<StagingObject>> ListStaging(const std::string& prefix) override;
+  arrow::Result<std::vector<StagingObject>> ListStaging(
+      const std::string& prefix) override;
 
   /// \brief Return the absolute root directory.
   const std::string& root() const { return root_; }

@@ -50,22 +50,24 @@ class MemoryOutputStream : public arrow::io::OutputStream {
 arrow::Result<ObjectMeta> MemoryStore::Head(const std::string& path) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = objects_.find(path);
-  if (it == objects_.end()) return NotFoundError("object not found: ", root_uri(), "/", path);
+  if (it == objects_.end())
+    return NotFoundError("object not found: ", root_uri(), "/", path);
   return ObjectMeta{path, it->second.data->size(), it->second.last_modified_ms};
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> MemoryStore::Get(const std::string& path) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = objects_.find(path);
-  if (it == objects_.end()) return NotFoundError("object not found: ", root_uri(), "/", path);
+  if (it == objects_.end())
+    return NotFoundError("object not found: ", root_uri(), "/", path);
   return it->second.data;
 }
 
-arrow::Result<std::shared_ptr<arrow::Buffer>> MemoryStore::GetRange(const std::string& path,
-                                                                    int64_t offset,
-                                                                    int64_t length) {
+arrow::Result<std::shared_ptr<arrow::Buffer>> MemoryStore::GetRange(
+    const std::string& path, int64_t offset, int64_t length) {
   ARROW_ASSIGN_OR_RAISE(auto data, Get(path));
-  if (offset < 0 || length < 0) return arrow::Status::Invalid("negative range for ", path);
+  if (offset < 0 || length < 0)
+    return arrow::Status::Invalid("negative range for ", path);
   offset = std::min(offset, data->size());
   length = std::min(length, data->size() - offset);
   return arrow::SliceBuffer(data, offset, length);
@@ -84,13 +86,14 @@ arrow::Result<std::vector<ObjectMeta>> MemoryStore::List(const std::string& pref
   for (auto it = objects_.lower_bound(prefix); it != objects_.end(); ++it) {
     if (it->first.rfind(prefix, 0) != 0) break;
     if (it->first <= start_after) continue;
-    out.push_back(ObjectMeta{it->first, it->second.data->size(), it->second.last_modified_ms});
+    out.push_back(
+        ObjectMeta{it->first, it->second.data->size(), it->second.last_modified_ms});
   }
   return out;
 }
 
-arrow::Status MemoryStore::Put(const std::string& path, const std::shared_ptr<arrow::Buffer>& data,
-                               PutMode mode) {
+arrow::Status MemoryStore::Put(const std::string& path,
+                               const std::shared_ptr<arrow::Buffer>& data, PutMode mode) {
   if (path.empty() || path.front() == '/') {
     return arrow::Status::Invalid("object key must be a relative path: '", path, "'");
   }

@@ -80,18 +80,19 @@ class ObjectStore {
 
   /// \brief List every object whose key starts with `prefix` and sorts after
   /// `start_after`, in lexicographic key order, recursively.
-  virtual arrow::Result<std::vector<ObjectMeta>> List(const std::string& prefix,
-                                                      const std::string& start_after = "") = 0;
+  virtual arrow::Result<std::vector<ObjectMeta>> List(
+      const std::string& prefix, const std::string& start_after = "") = 0;
 
   /// \brief Write an object in one call; the object appears whole or not at all.
-  virtual arrow::Status Put(const std::string& path, const std::shared_ptr<arrow::Buffer>& data,
-                            PutMode mode) = 0;
+  virtual arrow::Status Put(const std::string& path,
+                            const std::shared_ptr<arrow::Buffer>& data, PutMode mode) = 0;
 
   /// \brief Delete an object; deleting a missing object succeeds.
   virtual arrow::Status Delete(const std::string& path) = 0;
 
-  /// \brief Open a streaming writer for a large object. The object becomes visible, whole,
-  /// when the stream is closed successfully; an abandoned stream leaves nothing behind.
+  /// \brief Open a streaming writer for a large object. The object becomes visible,
+  /// whole, when the stream is closed successfully; an abandoned stream leaves nothing
+  /// behind.
   virtual arrow::Result<std::shared_ptr<arrow::io::OutputStream>> OpenOutputStream(
       const std::string& path) = 0;
 
@@ -100,10 +101,11 @@ class ObjectStore {
   virtual arrow::Status DeleteMany(const std::vector<std::string>& paths);
 
   /// \brief List the temporary objects under `prefix` that writes stage before they
-  /// publish (a local store's hidden temporary files): those of writes in flight and those
-  /// a crashed writer left. List() never returns them. The default (stores that stage
-  /// nothing visible, such as S3 multipart uploads) returns none.
-  virtual arrow::Result<std::vector<StagingObject>> ListStaging(const std::string& prefix);
+  /// publish (a local store's hidden temporary files): those of writes in flight and
+  /// those a crashed writer left. List() never returns them. The default (stores that
+  /// stage nothing visible, such as S3 multipart uploads) returns none.
+  virtual arrow::Result<std::vector<StagingObject>> ListStaging(
+      const std::string& prefix);
 };
 
 /// \brief Join key segments with `/`, dropping empty ones.

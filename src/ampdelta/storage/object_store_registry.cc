@@ -37,7 +37,8 @@ std::string UriScheme(const std::string& uri) {
   }
   std::string scheme = uri.substr(0, colon);
   for (char& c : scheme) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.') {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' &&
+        c != '.') {
       return "";
     }
   }
@@ -51,8 +52,9 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
   while (begin <= uri.size()) {
     const size_t end = std::min(uri.find('/', begin), uri.size());
     if (uri.compare(begin, end - begin, "_delta_log") == 0) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "table path '",
-                       RedactUrl(uri), "' lies inside a table's _delta_log folder");
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "table path '", RedactUrl(uri),
+                       "' lies inside a table's _delta_log folder");
     }
     begin = end + 1;
   }
@@ -62,11 +64,13 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     return store;
   }
   if (UrlHasUserInfo(uri)) {
-    // A password in the URL would end up in every message and log line that names the table.
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "table URL '",
-                     RedactUrl(uri),
-                     "' carries credentials in its user-info: pass them as storage options "
-                     "(--storage-option or storage_options) instead");
+    // A password in the URL would end up in every message and log line that names the
+    // table.
+    return MakeError(
+        ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "table URL '",
+        RedactUrl(uri),
+        "' carries credentials in its user-info: pass them as storage options "
+        "(--storage-option or storage_options) instead");
   }
   if (scheme == "file") {
     std::string path = uri.substr(uri.find(':') + 1);
@@ -74,8 +78,8 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
       // file://host/path: only this machine's files are reachable.
       const std::string host = path.substr(2, path.find('/', 2) - 2);
       if (host != "localhost") {
-        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "table URL '",
-                         uri, "' names host '", host,
+        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                         "table URL '", uri, "' names host '", host,
                          "': file:// URLs must name a local path (file:///path)");
       }
     }
@@ -99,8 +103,8 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     return store;
   }
   return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "unsupported table location scheme '", scheme, "://' in '", RedactUrl(uri),
-                   "'");
+                   "unsupported table location scheme '", scheme, "://' in '",
+                   RedactUrl(uri), "'");
 }
 
 }  // namespace ampdelta::storage

@@ -37,7 +37,8 @@ class S3MultipartUpload : public MultipartUpload {
 
   arrow::Status UploadPart(const std::shared_ptr<arrow::Buffer>& part) override {
     HttpRequest request = store_->ObjectRequest("PUT", key_);
-    request.query = {{"partNumber", std::to_string(etags_.size() + 1)}, {"uploadId", upload_id_}};
+    request.query = {{"partNumber", std::to_string(etags_.size() + 1)},
+                     {"uploadId", upload_id_}};
     request.body = part;
     ARROW_ASSIGN_OR_RAISE(auto sent, store_->Send(request));
     if (sent.response.status != 200) {
@@ -49,11 +50,12 @@ class S3MultipartUpload : public MultipartUpload {
   }
 
   arrow::Status Complete(const std::shared_ptr<arrow::Buffer>& last_part) override {
-    if (last_part->size() > 0 || etags_.empty()) ARROW_RETURN_NOT_OK(UploadPart(last_part));
+    if (last_part->size() > 0 || etags_.empty())
+      ARROW_RETURN_NOT_OK(UploadPart(last_part));
     std::string xml = "<CompleteMultipartUpload>";
     for (size_t i = 0; i < etags_.size(); ++i) {
-      xml += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + etags_[i] +
-             "</ETag></Part>";
+      xml += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" +
+             etags_[i] + "</ETag></Part>";
     }
     xml += "</CompleteMultipartUpload>";
     HttpRequest request = store_->ObjectRequest("POST", key_);
@@ -107,28 +109,31 @@ arrow::Result<std::shared_ptr<S3Store>> S3Store::Make(
   if (bucket.empty()) return InvalidStoreOption("S3 URL '" + uri + "' names no bucket");
   ARROW_ASSIGN_OR_RAISE(CloudSettings settings, CloudSettings::FromOptions(options));
   settings.retry.retry_conflict = true;
-  auto store = std::make_shared<S3Store>("s3://" + bucket + (prefix.empty() ? "" : "/" + prefix),
-                                         prefix, settings);
+  auto store = std::make_shared<S3Store>(
+      "s3://" + bucket + (prefix.empty() ? "" : "/" + prefix), prefix, settings);
   store->bucket_ = bucket;
-  store->region_ = LookupOption(options, "AWS_REGION")
-                       .value_or(LookupOption(options, "AWS_DEFAULT_REGION").value_or("us-east-1"));
+  store->region_ =
+      LookupOption(options, "AWS_REGION")
+          .value_or(LookupOption(options, "AWS_DEFAULT_REGION").value_or("us-east-1"));
   ARROW_ASSIGN_OR_RAISE(bool allow_http, LookupAllowHttp(options, "AWS_ALLOW_HTTP"));
   ARROW_ASSIGN_OR_RAISE(bool virtual_hosted,
                         LookupFlag(options, "AWS_VIRTUAL_HOSTED_STYLE_REQUEST"));
   ARROW_ASSIGN_OR_RAISE(store->allow_unsafe_rename_,
                         LookupFlag(options, "AWS_S3_ALLOW_UNSAFE_RENAME"));
-  ARROW_ASSIGN_OR_RAISE(store->skip_signature_, LookupFlag(options, "AWS_SKIP_SIGNATURE"));
+  ARROW_ASSIGN_OR_RAISE(store->skip_signature_,
+                        LookupFlag(options, "AWS_SKIP_SIGNATURE"));
   std::optional<std::string> endpoint = LookupOption(options, "AWS_ENDPOINT_URL");
   if (!endpoint) endpoint = LookupOption(options, "AWS_ENDPOINT_URL_S3");
   if (!endpoint) endpoint = LookupOption(options, "AWS_ENDPOINT");
   if (endpoint) {
     std::string origin = TrimChar(*endpoint, '/');
     if (origin.rfind("http://", 0) != 0 && origin.rfind("https://", 0) != 0) {
-      return InvalidStoreOption("AWS_ENDPOINT_URL '" + *endpoint + "' must start with http:// or https://");
+      return InvalidStoreOption("AWS_ENDPOINT_URL '" + *endpoint +
+                                "' must start with http:// or https://");
     }
     if (origin.rfind("http://", 0) == 0 && !allow_http) {
       return InvalidStoreOption("AWS_ENDPOINT_URL '" + *endpoint +
-                           "' is plain HTTP; set AWS_ALLOW_HTTP=true to allow it");
+                                "' is plain HTTP; set AWS_ALLOW_HTTP=true to allow it");
     }
     if (virtual_hosted) {
       const size_t host = origin.find("://") + 3;
@@ -145,10 +150,11 @@ arrow::Result<std::shared_ptr<S3Store>> S3Store::Make(
                           AwsCredentialProvider::Make(options, store->shared_client()));
   }
   if (store->allow_unsafe_rename_) {
-    AMPDELTA_LOG_WARN("AWS_S3_ALLOW_UNSAFE_RENAME=true for ", store->root_uri(),
-                      ": commits are check-then-put, so two concurrent writers can overwrite "
-                      "each other's commits; use it only for a store without conditional writes "
-                      "and a single writer");
+    AMPDELTA_LOG_WARN(
+        "AWS_S3_ALLOW_UNSAFE_RENAME=true for ", store->root_uri(),
+        ": commits are check-then-put, so two concurrent writers can overwrite "
+        "each other's commits; use it only for a store without conditional writes "
+        "and a single writer");
   }
   return store;
 }
@@ -159,18 +165,21 @@ std::string S3Store::credential_source() const {
 
 HttpRequest S3Store::ObjectRequest(std::string method, const std::string& key) const {
   const std::string path =
-      (path_style_ ? "/" + UriEncode(bucket_, false) : std::string()) + "/" + UriEncode(key, true);
+      (path_style_ ? "/" + UriEncode(bucket_, false) : std::string()) + "/" +
+      UriEncode(key, true);
   return MakeRequest(std::move(method), origin_, path);
 }
 
 arrow::Status S3Store::Sign(HttpRequest* request) {
   if (skip_signature_) return arrow::Status::OK();
   ARROW_ASSIGN_OR_RAISE(AwsCredentials credentials, credentials_->Get());
-  SignAwsV4(request, credentials, region_, "s3", PayloadHash(request->body), NowMs() / 1000);
+  SignAwsV4(request, credentials, region_, "s3", PayloadHash(request->body),
+            NowMs() / 1000);
   return arrow::Status::OK();
 }
 
-std::pair<std::string, std::string> S3Store::ProviderError(const HttpResponse& response) const {
+std::pair<std::string, std::string> S3Store::ProviderError(
+    const HttpResponse& response) const {
   pugi::xml_document doc;
   if (!response.body.empty() && doc.load_string(response.body.c_str())) {
     auto error = doc.child("Error");
@@ -187,9 +196,11 @@ arrow::Result<ObjectMeta> S3Store::Head(const std::string& path) {
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> S3Store::Fetch(const std::string& path,
-                                                             int64_t offset, int64_t length) {
+                                                             int64_t offset,
+                                                             int64_t length) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
-  return SendRangedGet(ObjectRequest("GET", key), "Range", "S3 GET", path, offset, length);
+  return SendRangedGet(ObjectRequest("GET", key), "Range", "S3 GET", path, offset,
+                       length);
 }
 
 arrow::Result<std::vector<ObjectMeta>> S3Store::List(const std::string& prefix,
@@ -201,10 +212,12 @@ arrow::Result<std::vector<ObjectMeta>> S3Store::List(const std::string& prefix,
     HttpRequest request =
         MakeRequest("GET", origin_, path_style_ ? "/" + UriEncode(bucket_, false) : "/");
     request.query = {{"list-type", "2"}, {"prefix", key_prefix}};
-    if (!start_after.empty()) request.query.emplace_back("start-after", ListPrefix(start_after));
+    if (!start_after.empty())
+      request.query.emplace_back("start-after", ListPrefix(start_after));
     if (!token.empty()) request.query.emplace_back("continuation-token", token);
     ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
-    if (sent.response.status != 200) return ResponseError("S3 LIST", prefix, sent.response);
+    if (sent.response.status != 200)
+      return ResponseError("S3 LIST", prefix, sent.response);
     pugi::xml_document doc;
     if (!doc.load_string(sent.response.body.c_str())) {
       return arrow::Status::IOError("S3 LIST ", JoinPath(root_uri(), prefix),
@@ -223,16 +236,17 @@ arrow::Result<std::vector<ObjectMeta>> S3Store::List(const std::string& prefix,
     token = truncated ? result.child_value("NextContinuationToken") : "";
     if (truncated && token.empty()) {
       // A stale listing would hide commits or let vacuum miss live files: stop instead.
-      return arrow::Status::IOError("S3 LIST ", JoinPath(root_uri(), prefix),
-                                    ": truncated reply without a continuation token (does the "
-                                    "store support ListObjectsV2?)");
+      return arrow::Status::IOError(
+          "S3 LIST ", JoinPath(root_uri(), prefix),
+          ": truncated reply without a continuation token (does the "
+          "store support ListObjectsV2?)");
     }
   } while (!token.empty());
   return objects;
 }
 
-arrow::Status S3Store::Put(const std::string& path, const std::shared_ptr<arrow::Buffer>& data,
-                           PutMode mode) {
+arrow::Status S3Store::Put(const std::string& path,
+                           const std::shared_ptr<arrow::Buffer>& data, PutMode mode) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
   const bool conditional = mode == PutMode::kCreateIfAbsent;
   if (conditional && allow_unsafe_rename_) {
@@ -251,11 +265,14 @@ arrow::Status S3Store::Put(const std::string& path, const std::shared_ptr<arrow:
   const int status = sent.response.status;
   if (status == 200) return arrow::Status::OK();
   if (conditional && status == 412) return RefusedCreate(path, data);
-  if (conditional && (status == 501 || (status == 400 && ProviderError(sent.response).first ==
-                                                              "NotImplemented"))) {
+  if (conditional &&
+      (status == 501 ||
+       (status == 400 && ProviderError(sent.response).first == "NotImplemented"))) {
     return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
-                     "the S3 store at ", origin_, " rejected a conditional write (If-None-Match: *)"
-                     ", which keeps concurrent writers of ", root_uri(),
+                     "the S3 store at ", origin_,
+                     " rejected a conditional write (If-None-Match: *)"
+                     ", which keeps concurrent writers of ",
+                     root_uri(),
                      " safe; if only one program ever writes this table, set "
                      "AWS_S3_ALLOW_UNSAFE_RENAME=true");
   }
@@ -268,7 +285,8 @@ arrow::Status S3Store::Delete(const std::string& path) {
   return DeleteOutcome("S3 DELETE", path, sent.response);
 }
 
-arrow::Result<std::unique_ptr<MultipartUpload>> S3Store::StartMultipart(const std::string& path) {
+arrow::Result<std::unique_ptr<MultipartUpload>> S3Store::StartMultipart(
+    const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(std::string key, ObjectKey(path));
   HttpRequest request = ObjectRequest("POST", key);
   request.query = {{"uploads", ""}};
@@ -278,13 +296,15 @@ arrow::Result<std::unique_ptr<MultipartUpload>> S3Store::StartMultipart(const st
   }
   pugi::xml_document doc;
   doc.load_string(sent.response.body.c_str());
-  std::string upload_id = doc.child("InitiateMultipartUploadResult").child_value("UploadId");
+  std::string upload_id =
+      doc.child("InitiateMultipartUploadResult").child_value("UploadId");
   if (upload_id.empty()) {
     return arrow::Status::IOError("S3 CreateMultipartUpload ", JoinPath(root_uri(), path),
                                   ": reply has no UploadId");
   }
-  return std::make_unique<S3MultipartUpload>(std::static_pointer_cast<S3Store>(shared_from_this()),
-                                             path, key, std::move(upload_id));
+  return std::make_unique<S3MultipartUpload>(
+      std::static_pointer_cast<S3Store>(shared_from_this()), path, key,
+      std::move(upload_id));
 }
 
 }  // namespace ampdelta::storage

@@ -41,11 +41,14 @@ class S3Store : public CloudStore {
   S3Store(std::string root_uri, std::string prefix, CloudSettings settings);
 
  protected:
-  arrow::Result<std::shared_ptr<arrow::Buffer>> Fetch(const std::string& path, int64_t offset,
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Fetch(const std::string& path,
+                                                      int64_t offset,
                                                       int64_t length) override;
-  arrow::Result<std::unique_ptr<MultipartUpload>> StartMultipart(const std::string& path) override;
+  arrow::Result<std::unique_ptr<MultipartUpload>> StartMultipart(
+      const std::string& path) override;
   arrow::Status Sign(HttpRequest* request) override;
-  std::pair<std::string, std::string> ProviderError(const HttpResponse& response) const override;
+  std::pair<std::string, std::string> ProviderError(
+      const HttpResponse& response) const override;
 
  private:
   friend class S3MultipartUpload;

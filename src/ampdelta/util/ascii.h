@@ -1,7 +1,8 @@
 #pragma once
 
 /// \file ascii.h
-/// \brief ASCII case folding for protocol tokens (header names, URL schemes, option keys).
+/// \brief ASCII case folding for protocol tokens (header names, URL schemes, option
+/// keys).
 
 #include <algorithm>
 #include <cctype>
@@ -26,7 +27,8 @@ inline std::string AsciiUpper(std::string_view text) {
 
 /// \brief Return true when `a` and `b` differ at most in ASCII letter case.
 inline bool EqualsIgnoreAsciiCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });

@@ -27,8 +27,11 @@ void SetLevel(Level level) { g_level.store(level, std::memory_order_relaxed); }
 
 bool ParseLevel(std::string_view text, Level* level) {
   static constexpr std::pair<std::string_view, Level> kNames[] = {
-      {"debug", Level::kDebug}, {"info", Level::kInfo}, {"warn", Level::kWarn},
-      {"error", Level::kError}, {"off", Level::kOff}};
+      {"debug", Level::kDebug},
+      {"info", Level::kInfo},
+      {"warn", Level::kWarn},
+      {"error", Level::kError},
+      {"off", Level::kOff}};
   for (const auto& [name, value] : kNames) {
     if (text == name) {
       *level = value;

@@ -43,12 +43,12 @@ std::string Concat(const Args&... args) {
 
 }  // namespace ampdelta::log
 
-#define AMPDELTA_LOG(LEVEL, ...)                                              \
-  do {                                                                        \
-    if (::ampdelta::log::Level::LEVEL >= ::ampdelta::log::GetLevel()) {       \
-      ::ampdelta::log::Write(::ampdelta::log::Level::LEVEL,                   \
-                             ::ampdelta::log::Concat(__VA_ARGS__));           \
-    }                                                                         \
+#define AMPDELTA_LOG(LEVEL, ...)                                        \
+  do {                                                                  \
+    if (::ampdelta::log::Level::LEVEL >= ::ampdelta::log::GetLevel()) { \
+      ::ampdelta::log::Write(::ampdelta::log::Level::LEVEL,             \
+                             ::ampdelta::log::Concat(__VA_ARGS__));     \
+    }                                                                   \
   } while (false)
 
 #define AMPDELTA_LOG_DEBUG(...) AMPDELTA_LOG(kDebug, __VA_ARGS__)

@@ -15,8 +15,9 @@ bool Escapes(unsigned char c, PercentEscape escape) {
     case PercentEscape::kAllButUnreservedAndSlash:
       return !IsUnreserved(c) && c != '/';
     case PercentEscape::kLogPath:
-      return !IsUnreserved(c) && std::string_view("/=:@+!$&'(),;").find(static_cast<char>(c)) ==
-                                     std::string_view::npos;
+      return !IsUnreserved(c) &&
+             std::string_view("/=:@+!$&'(),;").find(static_cast<char>(c)) ==
+                 std::string_view::npos;
     case PercentEscape::kPartitionFolder:
       return c < 0x20 || c == 0x7f ||
              std::string_view("\"#%'*/:=?\\{[]^").find(static_cast<char>(c)) !=

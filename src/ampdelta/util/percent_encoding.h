@@ -1,9 +1,9 @@
 #pragma once
 
 /// \file percent_encoding.h
-/// \brief Percent-encoding (RFC 3986 §2.1) with the caller's choice of bytes to escape: the
-/// one implementation behind URI paths and queries, Delta log paths and Hive partition
-/// folders.
+/// \brief Percent-encoding (RFC 3986 §2.1) with the caller's choice of bytes to escape:
+/// the one implementation behind URI paths and queries, Delta log paths and Hive
+/// partition folders.
 
 #include <string>
 #include <string_view>
@@ -19,16 +19,18 @@ enum class PercentEscape : unsigned char {
   /// As PROTOCOL.md's `add.path` examples: all but unreserved characters and
   /// `/=:@+!$&'(),;`, and every byte of a multi-byte UTF-8 character.
   kLogPath,
-  /// Only what Hive/Spark escape in a partition folder's value: control characters, DEL and
+  /// Only what Hive/Spark escape in a partition folder's value: control characters, DEL
+  /// and
   /// `"#%'*/:=?\{[]^`.
   kPartitionFolder,
 };
 
-/// \brief Return `text` with the bytes `escape` selects written as `%XY` (upper-case hex).
+/// \brief Return `text` with the bytes `escape` selects written as `%XY` (upper-case
+/// hex).
 std::string PercentEncode(std::string_view text, PercentEscape escape);
 
-/// \brief Return `text` with every `%XY` (two hex digits) replaced by its byte, once; a `%`
-/// not followed by two hex digits stays as it is.
+/// \brief Return `text` with every `%XY` (two hex digits) replaced by its byte, once; a
+/// `%` not followed by two hex digits stays as it is.
 std::string PercentDecode(std::string_view text);
 
 }  // namespace ampdelta

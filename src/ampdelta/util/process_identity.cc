@@ -25,7 +25,8 @@ std::string HostKey() {
   char buffer[256] = {};
   const ssize_t n = ::readlink("/proc/self/ns/pid", buffer, sizeof(buffer) - 1);
   if (boot.empty() || n <= 0) return "";
-  return Sha256Hex(boot + "|" + std::string(buffer, static_cast<size_t>(n))).substr(0, 16);
+  return Sha256Hex(boot + "|" + std::string(buffer, static_cast<size_t>(n)))
+      .substr(0, 16);
 }
 
 // Field 22 of /proc/<pid>/stat, and whether the process is a zombie; nullopt when the
@@ -59,7 +60,8 @@ std::string ProcessIdentity::ToString() const {
 
 std::optional<ProcessIdentity> ProcessIdentity::Parse(std::string_view text) {
   const size_t first = text.find('.');
-  const size_t second = first == std::string_view::npos ? first : text.find('.', first + 1);
+  const size_t second =
+      first == std::string_view::npos ? first : text.find('.', first + 1);
   if (second == std::string_view::npos) return std::nullopt;
   ProcessIdentity identity;
   identity.host = std::string(text.substr(0, first));

@@ -25,7 +25,8 @@ std::array<uint8_t, 32> Sha256(std::string_view data) {
 
 std::string Sha256Hex(std::string_view data) {
   const auto digest = Sha256(data);
-  return ToHex(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
+  return ToHex(
+      std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
 std::array<uint8_t, 32> HmacSha256(std::string_view key, std::string_view message) {

@@ -5,8 +5,8 @@
 /// for signing cloud storage requests.
 ///
 /// Computed by Nettle (GnuTLS's crypto library), not OpenSSL: the Arrow SDK's libparquet
-/// exports its own bundled OpenSSL symbols, and linking Debian's libcrypto beside it would
-/// let one library's calls resolve into the other's copy.
+/// exports its own bundled OpenSSL symbols, and linking Debian's libcrypto beside it
+/// would let one library's calls resolve into the other's copy.
 
 #include <array>
 #include <cstdint>

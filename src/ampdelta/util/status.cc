@@ -104,18 +104,21 @@ bool IsTransientError(const arrow::Status& status) {
   if (detail->code() == ErrorCode::kServerError) {
     static constexpr std::string_view kTransient[] = {"UNAVAILABLE", "DEADLINE_EXCEEDED",
                                                       "RESOURCE_EXHAUSTED", "ABORTED"};
-    return std::find(std::begin(kTransient), std::end(kTransient), sub) != std::end(kTransient);
+    return std::find(std::begin(kTransient), std::end(kTransient), sub) !=
+           std::end(kTransient);
   }
   if (detail->code() == ErrorCode::kStorageError) {
     static constexpr std::string_view kTransient[] = {
-        "transport", "EAGAIN", "EINTR", "ETIMEDOUT", "ECONNRESET", "ECONNREFUSED",
+        "transport", "EAGAIN", "EINTR",    "ETIMEDOUT",   "ECONNRESET",  "ECONNREFUSED",
         "EBUSY",     "ESTALE", "ENETDOWN", "ENETUNREACH", "EHOSTUNREACH"};
-    if (std::find(std::begin(kTransient), std::end(kTransient), sub) != std::end(kTransient)) {
+    if (std::find(std::begin(kTransient), std::end(kTransient), sub) !=
+        std::end(kTransient)) {
       return true;
     }
-    // HTTP statuses: request timeout, throttling and server errors (501: not implemented).
-    if (sub.size() == 3 &&
-        std::all_of(sub.begin(), sub.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    // HTTP statuses: request timeout, throttling and server errors (501: not
+    // implemented).
+    if (sub.size() == 3 && std::all_of(sub.begin(), sub.end(),
+                                       [](char c) { return c >= '0' && c <= '9'; })) {
       const int http = (sub[0] - '0') * 100 + (sub[1] - '0') * 10 + (sub[2] - '0');
       return http == 408 || http == 429 || (http >= 500 && http != 501);
     }
@@ -126,10 +129,10 @@ bool IsTransientError(const arrow::Status& status) {
 arrow::Status StorageErrnoError(const char* what, const std::string& path, int error) {
   if (error == ENOENT) return NotFoundError(what, " ", path, ": no such file");
   const char* name = ::strerrorname_np(error);
-  return MakeError(ErrorCode::kStorageError, arrow::StatusCode::IOError, what, " ", path, ": ",
-                   std::strerror(error))
-      .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kStorageError,
-                                                name != nullptr ? name : std::to_string(error)));
+  return MakeError(ErrorCode::kStorageError, arrow::StatusCode::IOError, what, " ", path,
+                   ": ", std::strerror(error))
+      .WithDetail(std::make_shared<ErrorDetail>(
+          ErrorCode::kStorageError, name != nullptr ? name : std::to_string(error)));
 }
 
 }  // namespace ampdelta

@@ -41,8 +41,8 @@ enum class ErrorCode : uint8_t {
   kStorageError,
 };
 
-/// \brief What kind of failure an error is, for exit codes and for deciding what to retry.
-/// Errors are classified here and nowhere else.
+/// \brief What kind of failure an error is, for exit codes and for deciding what to
+/// retry. Errors are classified here and nowhere else.
 enum class ErrorClass : uint8_t {
   /// The caller's input, configuration or table path is wrong (incl. not found).
   kInvalidInput,
@@ -98,13 +98,14 @@ bool IsError(const arrow::Status& status, ErrorCode code);
 /// \brief Classify an error (OK and unclassified errors are kInternal).
 ErrorClass ClassifyError(const arrow::Status& status);
 
-/// \brief Return the stable lower-case name of an ErrorClass (`invalid_input`, `server`, …).
+/// \brief Return the stable lower-case name of an ErrorClass (`invalid_input`, `server`,
+/// …).
 const char* ErrorClassName(ErrorClass error_class);
 
-/// \brief Return true when retrying the operation may succeed: a server that is unavailable
-/// or overloaded, a deadline, a storage request that timed out or got a 408/429/5xx, a
-/// transport failure. Disk full, read-only file systems, permissions, bad input, conflicts
-/// and corrupt tables are permanent.
+/// \brief Return true when retrying the operation may succeed: a server that is
+/// unavailable or overloaded, a deadline, a storage request that timed out or got a
+/// 408/429/5xx, a transport failure. Disk full, read-only file systems, permissions, bad
+/// input, conflicts and corrupt tables are permanent.
 bool IsTransientError(const arrow::Status& status);
 
 /// \brief Return a kStorageError for a failed system call on `path`, naming the call and

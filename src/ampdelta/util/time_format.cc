@@ -15,15 +15,16 @@ std::string FormatCivil(int64_t seconds, CivilFormat format) {
   char text[64];
   switch (format) {
     case CivilFormat::kDate:
-      std::snprintf(text, sizeof(text), "%04lld-%02d-%02d", year, tm.tm_mon + 1, tm.tm_mday);
+      std::snprintf(text, sizeof(text), "%04lld-%02d-%02d", year, tm.tm_mon + 1,
+                    tm.tm_mday);
       break;
     case CivilFormat::kDateTime:
-      std::snprintf(text, sizeof(text), "%04lld-%02d-%02d %02d:%02d:%02d", year, tm.tm_mon + 1,
-                    tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+      std::snprintf(text, sizeof(text), "%04lld-%02d-%02d %02d:%02d:%02d", year,
+                    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
       break;
     case CivilFormat::kIsoDateTime:
-      std::snprintf(text, sizeof(text), "%04lld-%02d-%02dT%02d:%02d:%02d", year, tm.tm_mon + 1,
-                    tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+      std::snprintf(text, sizeof(text), "%04lld-%02d-%02dT%02d:%02d:%02d", year,
+                    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
       break;
   }
   return text;

@@ -1,7 +1,8 @@
 #pragma once
 
 /// \file time_format.h
-/// \brief UTC calendar formatting of epoch-based times, as the Delta log and the CLI write them.
+/// \brief UTC calendar formatting of epoch-based times, as the Delta log and the CLI
+/// write them.
 
 #include <cstdint>
 #include <string>

@@ -10,9 +10,11 @@ const std::string kHashB = "0x" + std::string(64, 'b');
 
 TEST(BlockRangeTest, ParsesServerFormatWithSortedKeys) {
   // Exactly as Amp's serde_json writes it: keys in alphabetical order, nested numbers.
-  const std::string json =
-      R"({"ranges":[{"hash":")" + kHashA + R"(","network":"anvil","numbers":{"end":2,"start":0},)"
-      R"("prev_hash":")" + kHashB + R"(","timestamp":1700000000}],"ranges_complete":false})";
+  const std::string json = R"({"ranges":[{"hash":")" + kHashA +
+                           R"(","network":"anvil","numbers":{"end":2,"start":0},)"
+                           R"("prev_hash":")" +
+                           kHashB +
+                           R"(","timestamp":1700000000}],"ranges_complete":false})";
   ASSERT_OK_AND_ASSIGN(BatchMetadata metadata, ParseBatchMetadata(json));
   ASSERT_EQ(metadata.ranges.size(), 1u);
   const BlockRange& range = metadata.ranges[0];
@@ -48,11 +50,12 @@ TEST(BlockRangeTest, EmptyRangesAreValid) {
 }
 
 TEST(BlockRangeTest, MalformedMetadataIsAProtocolError) {
-  for (const char* bad : {"not json", "[]", R"({"ranges_complete":true})",
-                          R"({"ranges":{}})", R"({"ranges":[{"numbers":{"start":1,"end":2}}]})",
-                          R"({"ranges":[{"network":"n","numbers":{"start":5,"end":4}}]})",
-                          R"({"ranges":[{"network":"n","numbers":{"start":-1,"end":4}}]})",
-                          R"({"ranges":[],"ranges_complete":"yes"})"}) {
+  for (const char* bad :
+       {"not json", "[]", R"({"ranges_complete":true})", R"({"ranges":{}})",
+        R"({"ranges":[{"numbers":{"start":1,"end":2}}]})",
+        R"({"ranges":[{"network":"n","numbers":{"start":5,"end":4}}]})",
+        R"({"ranges":[{"network":"n","numbers":{"start":-1,"end":4}}]})",
+        R"({"ranges":[],"ranges_complete":"yes"})"}) {
     EXPECT_THAT(ParseBatchMetadata(bad), testing::HasErrorCode(ErrorCode::kProtocolError))
         << bad;
   }
@@ -88,7 +91,8 @@ TEST(BlockRangeTest, WrongTypedFieldsAreProtocolErrorsNotExceptions) {
       {R"({"ranges":{}})", "'ranges' is not an array"},
       {R"({"ranges":[],"ranges_complete":"yes"})", "'ranges_complete' is not a boolean"},
       {R"({"ranges":[1]})", "range is not an object"},
-      {R"({"ranges":[{"network":1,"numbers":{"start":1,"end":2}}]})", "no string 'network'"},
+      {R"({"ranges":[{"network":1,"numbers":{"start":1,"end":2}}]})",
+       "no string 'network'"},
       {R"({"ranges":[{"network":"n","numbers":[1,2]}]})", "'numbers' is not an object"},
       {R"({"ranges":[{"network":"n","numbers":{"start":"1","end":2}}]})",
        "'start' is not a non-negative integer"},
@@ -96,7 +100,8 @@ TEST(BlockRangeTest, WrongTypedFieldsAreProtocolErrorsNotExceptions) {
        "'start' is not a non-negative integer"},
       {R"({"ranges":[{"network":"n","numbers":{"start":1.5,"end":2}}]})",
        "'start' is not a non-negative integer"},
-      {R"({"ranges":[{"network":"n","numbers":{"start":3,"end":2}}]})", "ends before it starts"},
+      {R"({"ranges":[{"network":"n","numbers":{"start":3,"end":2}}]})",
+       "ends before it starts"},
       {R"({"ranges":[{"network":"n","numbers":{"start":1,"end":2},"hash":5}]})",
        "'hash' is not a string"},
       {R"({"ranges":[{"network":"n","numbers":{"start":1,"end":2},"timestamp":-5}]})",
@@ -105,7 +110,8 @@ TEST(BlockRangeTest, WrongTypedFieldsAreProtocolErrorsNotExceptions) {
   };
   for (const auto& [text, message] : cases) {
     EXPECT_THAT(ParseBatchMetadata(text), testing::StatusHasMessage(message)) << text;
-    EXPECT_THAT(ParseBatchMetadata(text), testing::HasErrorCode(ErrorCode::kProtocolError));
+    EXPECT_THAT(ParseBatchMetadata(text),
+                testing::HasErrorCode(ErrorCode::kProtocolError));
   }
 }
 
@@ -113,13 +119,14 @@ TEST(BlockRangeTest, HugeNumbersTruncatedAndBadBytesAreErrors) {
   EXPECT_THAT(ParseBatchMetadata(R"({"ranges":[{"network":"n","numbers":{"start":1,)"
                                  R"("end":18446744073709551616}}]})"),
               testing::HasErrorCode(ErrorCode::kProtocolError));
-  ASSERT_OK_AND_ASSIGN(auto largest,
-                       ParseBatchMetadata(R"({"ranges":[{"network":"n","numbers":{"start":0,)"
-                                          R"("end":18446744073709551615}}]})"));
+  ASSERT_OK_AND_ASSIGN(
+      auto largest,
+      ParseBatchMetadata(R"({"ranges":[{"network":"n","numbers":{"start":0,)"
+                         R"("end":18446744073709551615}}]})"));
   EXPECT_EQ(largest.ranges[0].end, UINT64_MAX);
   const std::string text =
-      R"({"ranges":[{"network":"mainnet","numbers":{"start":1,"end":2},"hash":")" + kHashA +
-      R"("}],"ranges_complete":true})";
+      R"({"ranges":[{"network":"mainnet","numbers":{"start":1,"end":2},"hash":")" +
+      kHashA + R"("}],"ranges_complete":true})";
   ASSERT_OK(ParseBatchMetadata(text).status());
   for (size_t length = 0; length < text.size(); ++length) {
     EXPECT_FALSE(ParseBatchMetadata(text.substr(0, length)).ok()) << length;
@@ -133,11 +140,12 @@ TEST(BlockRangeTest, HugeNumbersTruncatedAndBadBytesAreErrors) {
 }
 
 TEST(BlockRangeTest, RangeListsParseOnTheirOwn) {
-  ASSERT_OK_AND_ASSIGN(auto ranges,
-                       ParseBlockRanges(R"([{"network":"n","start":1,"end":2,"hash":"h"}])"));
+  ASSERT_OK_AND_ASSIGN(
+      auto ranges, ParseBlockRanges(R"([{"network":"n","start":1,"end":2,"hash":"h"}])"));
   ASSERT_EQ(ranges.size(), 1u);
   EXPECT_EQ(ranges[0].hash, "h");
-  EXPECT_THAT(ParseBlockRanges(R"({"ranges":[]})"), testing::StatusHasMessage("not a JSON array"));
+  EXPECT_THAT(ParseBlockRanges(R"({"ranges":[]})"),
+              testing::StatusHasMessage("not a JSON array"));
   EXPECT_THAT(ParseBlockRanges("[]], \"ranges_complete\": true"),
               testing::HasErrorCode(ErrorCode::kProtocolError));
 }
@@ -152,7 +160,8 @@ TEST(BlockRangeTest, HostileCursorsAreErrorsNotExceptions) {
   }
   Cursor cursor{{"net\xff", CursorEntry{1, "0x\xfe"}}};
   // Hand-built values that are not UTF-8 are replaced, not thrown on.
-  EXPECT_EQ(CursorToJson(cursor), "{\"net\xef\xbf\xbd\":{\"hash\":\"0x\xef\xbf\xbd\",\"number\":1}}");
+  EXPECT_EQ(CursorToJson(cursor),
+            "{\"net\xef\xbf\xbd\":{\"hash\":\"0x\xef\xbf\xbd\",\"number\":1}}");
 }
 
 }  // namespace

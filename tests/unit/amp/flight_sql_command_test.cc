@@ -6,8 +6,8 @@ namespace ampdelta::amp {
 namespace {
 
 TEST(FlightSqlCommandTest, EncodesAnyPackedStatementQueryGoldenBytes) {
-  // Bytes as protobuf itself serialises Any{type_url, value=CommandStatementQuery{query}}:
-  // 0x0A <len> type_url 0x12 <len> (0x0A <len> sql).
+  // Bytes as protobuf itself serialises Any{type_url,
+  // value=CommandStatementQuery{query}}: 0x0A <len> type_url 0x12 <len> (0x0A <len> sql).
   const std::string sql = "SELECT 1";
   std::string expected;
   expected += '\x0a';

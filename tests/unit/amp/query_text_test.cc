@@ -6,7 +6,8 @@ namespace ampdelta::amp {
 namespace {
 
 TEST(QueryTextTest, AppendsStreamSettingOnce) {
-  EXPECT_EQ(EnsureStreamingQuery("SELECT * FROM t;"), "SELECT * FROM t SETTINGS stream = true");
+  EXPECT_EQ(EnsureStreamingQuery("SELECT * FROM t;"),
+            "SELECT * FROM t SETTINGS stream = true");
   const std::string once = EnsureStreamingQuery("SELECT * FROM t");
   EXPECT_EQ(EnsureStreamingQuery(once), once);
 }

@@ -19,9 +19,11 @@ class Chain {
   }
   void Fork(uint64_t at) { forks_.push_back(at); }
 
-  BlockRange Range(uint64_t start, uint64_t end, const std::string& network = "eth") const {
-    return BlockRange{network, start, end, Hash(end), start == 0 ? kZero : Hash(start - 1),
-                      std::nullopt};
+  BlockRange Range(uint64_t start, uint64_t end,
+                   const std::string& network = "eth") const {
+    return BlockRange{
+        network,     start, end, Hash(end), start == 0 ? kZero : Hash(start - 1),
+        std::nullopt};
   }
 
   static inline const std::string kZero = "0x" + std::string(64, '0');
@@ -71,7 +73,8 @@ TEST_F(StreamInterpreterTest, SeveralDataBatchesOfOneMicrobatchAreAccepted) {
 
 TEST_F(StreamInterpreterTest, MarkerOnlyMicrobatchCompletes) {
   Microbatch(chain_.Range(0, 10));
-  ASSERT_OK_AND_ASSIGN(StreamEvent end, interpreter_.Accept(Marker(chain_.Range(11, 15)), 0));
+  ASSERT_OK_AND_ASSIGN(StreamEvent end,
+                       interpreter_.Accept(Marker(chain_.Range(11, 15)), 0));
   EXPECT_EQ(end.kind, StreamEvent::Kind::kMicrobatchEnd);
   EXPECT_EQ(interpreter_.CompletedCursor().at("eth").number, 15u);
 }
@@ -82,7 +85,8 @@ TEST_F(StreamInterpreterTest, WrongPrevHashIsAProtocolError) {
   next.prev_hash = chain_.Hash(3);
   EXPECT_THAT(interpreter_.Accept(Data(next), 1),
               testing::HasErrorCode(ErrorCode::kProtocolError));
-  EXPECT_THAT(interpreter_.Accept(Data(next), 1), testing::StatusHasMessage("hash mismatch"));
+  EXPECT_THAT(interpreter_.Accept(Data(next), 1),
+              testing::StatusHasMessage("hash mismatch"));
 }
 
 TEST_F(StreamInterpreterTest, GapIsAProtocolError) {
@@ -118,9 +122,11 @@ TEST_F(StreamInterpreterTest, ReorgAtMicrobatchBoundaryInvalidatesFromTheFork) {
 }
 
 TEST_F(StreamInterpreterTest, DeepReorgAcrossSeveralMicrobatches) {
-  for (uint64_t start = 0; start < 50; start += 10) Microbatch(chain_.Range(start, start + 9));
+  for (uint64_t start = 0; start < 50; start += 10)
+    Microbatch(chain_.Range(start, start + 9));
   chain_.Fork(10);
-  ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Data(chain_.Range(10, 45)), 1));
+  ASSERT_OK_AND_ASSIGN(StreamEvent event,
+                       interpreter_.Accept(Data(chain_.Range(10, 45)), 1));
   ASSERT_TRUE(event.is_reorg());
   EXPECT_FALSE(event.partial_reorg);
   EXPECT_EQ(event.invalidated[0].start, 10u);
@@ -131,17 +137,20 @@ TEST_F(StreamInterpreterTest, ReorgOnAMarkerOnlyMicrobatchIsReported) {
   Microbatch(chain_.Range(0, 9));
   Microbatch(chain_.Range(10, 19));
   chain_.Fork(10);
-  ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Marker(chain_.Range(10, 20)), 0));
+  ASSERT_OK_AND_ASSIGN(StreamEvent event,
+                       interpreter_.Accept(Marker(chain_.Range(10, 20)), 0));
   EXPECT_EQ(event.kind, StreamEvent::Kind::kMicrobatchEnd);
   ASSERT_TRUE(event.is_reorg());
   EXPECT_EQ(interpreter_.CompletedCursor().at("eth"), (CursorEntry{20, chain_.Hash(20)}));
 }
 
-TEST_F(StreamInterpreterTest, PartialReorgInvalidatesTheStraddlingRangeAndSaysWhereToResume) {
+TEST_F(StreamInterpreterTest,
+       PartialReorgInvalidatesTheStraddlingRangeAndSaysWhereToResume) {
   Microbatch(chain_.Range(0, 10));
   Microbatch(chain_.Range(11, 20));
   chain_.Fork(15);
-  ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Data(chain_.Range(15, 22)), 8));
+  ASSERT_OK_AND_ASSIGN(StreamEvent event,
+                       interpreter_.Accept(Data(chain_.Range(15, 22)), 8));
   ASSERT_TRUE(event.is_reorg());
   EXPECT_TRUE(event.partial_reorg);
   EXPECT_EQ(event.invalidated[0].start, 11u);
@@ -153,12 +162,14 @@ TEST_F(StreamInterpreterTest, PartialReorgInvalidatesTheStraddlingRangeAndSaysWh
   Microbatch(chain_.Range(11, 22));
 }
 
-TEST_F(StreamInterpreterTest, PartialReorgOfTheFirstRangeResumesFromTheServersEarliestBlock) {
+TEST_F(StreamInterpreterTest,
+       PartialReorgOfTheFirstRangeResumesFromTheServersEarliestBlock) {
   // Block 4 was never served: it may not exist on the server (ampd waits for ever on a
   // cursor below its first block), so the network starts over without a cursor.
   Microbatch(chain_.Range(5, 20));
   chain_.Fork(12);
-  ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Data(chain_.Range(12, 25)), 1));
+  ASSERT_OK_AND_ASSIGN(StreamEvent event,
+                       interpreter_.Accept(Data(chain_.Range(12, 25)), 1));
   EXPECT_TRUE(event.partial_reorg);
   ASSERT_TRUE(event.resume_cursor.has_value());
   EXPECT_EQ(event.resume_cursor->count("eth"), 0u);
@@ -166,11 +177,13 @@ TEST_F(StreamInterpreterTest, PartialReorgOfTheFirstRangeResumesFromTheServersEa
   Microbatch(chain_.Range(5, 25));
 }
 
-TEST_F(StreamInterpreterTest, AReorgInsideTheFirstMicrobatchOfAChainFromGenesisStartsOver) {
+TEST_F(StreamInterpreterTest,
+       AReorgInsideTheFirstMicrobatchOfAChainFromGenesisStartsOver) {
   // The anvil case: the first microbatch covers blocks 0..6 and a fork at 4 arrives.
   Microbatch(chain_.Range(0, 6));
   chain_.Fork(4);
-  ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Data(chain_.Range(4, 8)), 3));
+  ASSERT_OK_AND_ASSIGN(StreamEvent event,
+                       interpreter_.Accept(Data(chain_.Range(4, 8)), 3));
   EXPECT_TRUE(event.partial_reorg);
   EXPECT_EQ(event.invalidated[0].start, 0u);
   EXPECT_EQ(event.invalidated[0].end, 8u);
@@ -183,7 +196,8 @@ TEST_F(StreamInterpreterTest, BackwardsJumpWithUnchangedPrevHashIsAnInvalidReorg
   Microbatch(chain_.Range(0, 10));
   BlockRange bogus = chain_.Range(5, 12);
   bogus.prev_hash = chain_.Hash(10);
-  EXPECT_THAT(interpreter_.Accept(Data(bogus), 1), testing::StatusHasMessage("invalid reorg"));
+  EXPECT_THAT(interpreter_.Accept(Data(bogus), 1),
+              testing::StatusHasMessage("invalid reorg"));
 }
 
 TEST_F(StreamInterpreterTest, ReplayedCompletedMicrobatchIsFlagged) {
@@ -215,7 +229,8 @@ TEST_F(StreamInterpreterTest, SeededCompletedRangesLocatePartialReorgsAfterResta
   StreamInterpreter restarted;
   restarted.SeedCompleted({chain_.Range(0, 10), chain_.Range(11, 20)});
   chain_.Fork(18);
-  ASSERT_OK_AND_ASSIGN(StreamEvent event, restarted.Accept(Data(chain_.Range(18, 21)), 1));
+  ASSERT_OK_AND_ASSIGN(StreamEvent event,
+                       restarted.Accept(Data(chain_.Range(18, 21)), 1));
   EXPECT_TRUE(event.partial_reorg);
   EXPECT_EQ(event.invalidated[0].start, 11u);
 }
@@ -231,9 +246,11 @@ TEST_F(StreamInterpreterTest, NetworksAreIndependent) {
 }
 
 TEST_F(StreamInterpreterTest, EmptyRangesAreNotAnError) {
-  ASSERT_OK_AND_ASSIGN(StreamEvent data, interpreter_.Accept(BatchMetadata{{}, false, ""}, 0));
+  ASSERT_OK_AND_ASSIGN(StreamEvent data,
+                       interpreter_.Accept(BatchMetadata{{}, false, ""}, 0));
   EXPECT_EQ(data.kind, StreamEvent::Kind::kKeepAlive);
-  ASSERT_OK_AND_ASSIGN(StreamEvent end, interpreter_.Accept(BatchMetadata{{}, true, ""}, 0));
+  ASSERT_OK_AND_ASSIGN(StreamEvent end,
+                       interpreter_.Accept(BatchMetadata{{}, true, ""}, 0));
   EXPECT_EQ(end.kind, StreamEvent::Kind::kMicrobatchEnd);
   EXPECT_TRUE(interpreter_.CompletedCursor().empty());
 }

@@ -12,8 +12,10 @@ Add Tagged(NullableStringMap tags) {
 }
 
 TEST(FileTagsTest, SetValuedTagsAreUnionedAndOthersKeptOnlyWhenAllAgree) {
-  const Add a = Tagged({{"ranges", R"([{"start":1},{"start":2}])"}, {"owner", "x"}, {"note", "a"}});
-  const Add b = Tagged({{"ranges", R"([{"start":2},{"start":3}])"}, {"owner", "x"}, {"note", "b"}});
+  const Add a =
+      Tagged({{"ranges", R"([{"start":1},{"start":2}])"}, {"owner", "x"}, {"note", "a"}});
+  const Add b =
+      Tagged({{"ranges", R"([{"start":2},{"start":3}])"}, {"owner", "x"}, {"note", "b"}});
   auto merged = MergeFileTags({&a, &b});
   ASSERT_TRUE(merged.has_value());
   EXPECT_EQ(merged->at("ranges"), R"([{"start":1},{"start":2},{"start":3}])");

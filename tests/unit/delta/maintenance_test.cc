@@ -1,11 +1,10 @@
+#include <arrow/buffer.h>
+
+#include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/ops/restore.h"
 #include "ampdelta/delta/ops/vacuum.h"
-
-#include <arrow/buffer.h>
-
-#include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/unit/delta/table_test_util.h"
 
@@ -26,7 +25,9 @@ TEST_F(MaintenanceTest, OptimizePacksSmallFilesWithoutChangingData) {
   TableWriteOptions by_network;
   by_network.partition_by = {"network"};
   for (int i = 0; i < 6; ++i) {
-    ASSERT_OK(WriteBatches(store_, {Blocks(i * 10, i * 10 + 10, i % 2 ? "eth" : "base")}, by_network).status());
+    ASSERT_OK(WriteBatches(store_, {Blocks(i * 10, i * 10 + 10, i % 2 ? "eth" : "base")},
+                           by_network)
+                  .status());
   }
   ASSERT_OK_AND_ASSIGN(auto before, Snapshot::Load(store_));
   EXPECT_EQ(before->files().size(), 6u);
@@ -44,7 +45,8 @@ TEST_F(MaintenanceTest, OptimizePacksSmallFilesWithoutChangingData) {
 }
 
 TEST_F(MaintenanceTest, CompactionCommitsDoNotConflictWithConcurrentAppends) {
-  for (int i = 0; i < 3; ++i) ASSERT_OK(WriteBatches(store_, {Blocks(i * 10, i * 10 + 10)}).status());
+  for (int i = 0; i < 3; ++i)
+    ASSERT_OK(WriteBatches(store_, {Blocks(i * 10, i * 10 + 10)}).status());
   ASSERT_OK_AND_ASSIGN(auto read, Snapshot::Load(store_));
   // A compaction staged against `read` (as Optimize stages it) ...
   Transaction compaction(store_, read);
@@ -80,13 +82,15 @@ TEST_F(MaintenanceTest, VacuumDeletesOnlyExpiredUnreferencedFiles) {
   // The default retention (7 days) keeps the file version 0 reads.
   ASSERT_OK_AND_ASSIGN(auto kept, Vacuum(store_));
   EXPECT_TRUE(kept.files.empty());
-  EXPECT_THAT(Vacuum(store_, {0.0, false, true, false}), testing::StatusHasMessage("shorter than"));
+  EXPECT_THAT(Vacuum(store_, {0.0, false, true, false}),
+              testing::StatusHasMessage("shorter than"));
   ASSERT_OK_AND_ASSIGN(auto dry, Vacuum(store_, {0.0, true, false, false}));
   ASSERT_EQ(dry.files.size(), 1u);
   EXPECT_OK(store_->Head(dry.files.front()).status());
   ASSERT_OK_AND_ASSIGN(auto done, Vacuum(store_, {0.0, false, false, false}));
   ASSERT_EQ(done.files.size(), 1u);
-  EXPECT_THAT(store_->Head(done.files.front()), testing::HasErrorCode(ErrorCode::kNotFound));
+  EXPECT_THAT(store_->Head(done.files.front()),
+              testing::HasErrorCode(ErrorCode::kNotFound));
   ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
   EXPECT_EQ(rows, Range(10, 20));
   ASSERT_OK_AND_ASSIGN(auto history, ReadHistory(*store_, 2));
@@ -96,7 +100,8 @@ TEST_F(MaintenanceTest, VacuumDeletesOnlyExpiredUnreferencedFiles) {
 
 TEST_F(MaintenanceTest, FullVacuumRemovesFilesTheLogNeverMentioned) {
   ASSERT_OK(WriteBatches(store_, {Blocks(0, 10)}).status());
-  ASSERT_OK(store_->Put("part-orphan.parquet", arrow::Buffer::FromString("x"), storage::PutMode::kOverwrite));
+  ASSERT_OK(store_->Put("part-orphan.parquet", arrow::Buffer::FromString("x"),
+                        storage::PutMode::kOverwrite));
   ASSERT_OK_AND_ASSIGN(auto lite, Vacuum(store_, {0.0, true, false, false}));
   EXPECT_TRUE(lite.files.empty());
   ASSERT_OK_AND_ASSIGN(auto full, Vacuum(store_, {0.0, false, false, true}));

@@ -1,9 +1,9 @@
 #include "ampdelta/delta/ops/merge.h"
 
-#include <arrow/builder.h>
-
 #include <cmath>
 #include <limits>
+
+#include <arrow/builder.h>
 
 #include "ampdelta/storage/fault_store.h"
 #include "ampdelta/storage/memory_store.h"
@@ -19,8 +19,9 @@ using test_tables::WriteBatches;
 
 class MergeTest : public ::testing::Test {
  protected:
-  arrow::Result<MergeResult> Merge(std::vector<std::shared_ptr<arrow::RecordBatch>> source,
-                                   std::vector<std::string> keys = {"block_num"}) {
+  arrow::Result<MergeResult> Merge(
+      std::vector<std::shared_ptr<arrow::RecordBatch>> source,
+      std::vector<std::string> keys = {"block_num"}) {
     MergeOptions options;
     options.keys = std::move(keys);
     return MergeRows(store_, source.front()->schema(), source, options);
@@ -29,7 +30,8 @@ class MergeTest : public ::testing::Test {
   // block_num -> network of the latest version.
   std::map<int64_t, std::string> Networks() {
     auto snapshot = *Snapshot::Load(store_);
-    auto table = *(*TableScan::Make(snapshot, {{"block_num", "network"}, std::nullopt}))->ToTable();
+    auto table = *(*TableScan::Make(snapshot, {{"block_num", "network"}, std::nullopt}))
+                      ->ToTable();
     auto batch = *table->CombineChunksToBatch();
     std::map<int64_t, std::string> out;
     const auto& numbers = static_cast<const arrow::Int64Array&>(*batch->column(0));
@@ -41,7 +43,8 @@ class MergeTest : public ::testing::Test {
   }
 
   std::shared_ptr<storage::MemoryStore> inner_ = std::make_shared<storage::MemoryStore>();
-  std::shared_ptr<storage::FaultStore> store_ = std::make_shared<storage::FaultStore>(inner_);
+  std::shared_ptr<storage::FaultStore> store_ =
+      std::make_shared<storage::FaultStore>(inner_);
 };
 
 TEST_F(MergeTest, MergeIntoAMissingTableCreatesItWithTheLastRowOfEachKey) {
@@ -78,7 +81,9 @@ TEST_F(MergeTest, AConcurrentAppendMakesTheMergeRunAgainSoNoKeyIsDuplicated) {
   rule.op = storage::StoreOp::kPut;
   rule.path_contains = "_delta_log/00000000000000000001.json";
   rule.fail = false;
-  rule.before = [this] { ASSERT_OK(WriteBatches(inner_, {Blocks(10, 15, "b")}).status()); };
+  rule.before = [this] {
+    ASSERT_OK(WriteBatches(inner_, {Blocks(10, 15, "b")}).status());
+  };
   store_->AddRule(rule);
   ASSERT_OK_AND_ASSIGN(auto merged, Merge({Blocks(12, 20, "c")}));
   EXPECT_EQ(merged.attempts, 2);
@@ -99,7 +104,8 @@ TEST_F(MergeTest, FloatKeysMatchByValueNegativeZeroAndNaNIncluded) {
       (void)numbers.Append(key);
       (void)tags.Append(tag);
     }
-    auto schema = arrow::schema({arrow::field("k", arrow::float64()), arrow::field("tag", arrow::utf8())});
+    auto schema = arrow::schema(
+        {arrow::field("k", arrow::float64()), arrow::field("tag", arrow::utf8())});
     return arrow::RecordBatch::Make(schema, static_cast<int64_t>(keys.size()),
                                     {*numbers.Finish(), *tags.Finish()});
   };

@@ -23,7 +23,8 @@ TEST(PartitioningTest, FoldersUseSparkEscapingAndHiveNull) {
 }
 
 TEST(PartitioningTest, ValuesSerialiseAsTheSpecSays) {
-  arrow::TimestampBuilder ts(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"), arrow::default_memory_pool());
+  arrow::TimestampBuilder ts(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"),
+                             arrow::default_memory_pool());
   ASSERT_OK(ts.Append(1'704'103'200'000'123));
   ASSERT_OK(ts.AppendNull());
   ASSERT_OK_AND_ASSIGN(auto tss, ts.Finish());
@@ -36,9 +37,14 @@ TEST(PartitioningTest, ValuesSerialiseAsTheSpecSays) {
   ASSERT_OK_AND_ASSIGN(auto dates, date.Finish());
   ASSERT_OK_AND_ASSIGN(auto day, SerializePartitionValue(*dates, 0));
   EXPECT_EQ(*day, "2021-09-08");
-  ASSERT_OK_AND_ASSIGN(auto parsed, ParsePartitionValue(std::string("2024-01-01T10:00:00.000123Z"), tss->type()));
-  EXPECT_EQ(static_cast<const arrow::TimestampScalar&>(*parsed).value, 1'704'103'200'000'123);
-  ASSERT_OK_AND_ASSIGN(auto old_style, ParsePartitionValue(std::string("2021-09-08 11:11:11"), tss->type()));
+  ASSERT_OK_AND_ASSIGN(
+      auto parsed,
+      ParsePartitionValue(std::string("2024-01-01T10:00:00.000123Z"), tss->type()));
+  EXPECT_EQ(static_cast<const arrow::TimestampScalar&>(*parsed).value,
+            1'704'103'200'000'123);
+  ASSERT_OK_AND_ASSIGN(
+      auto old_style,
+      ParsePartitionValue(std::string("2021-09-08 11:11:11"), tss->type()));
   EXPECT_TRUE(old_style->is_valid);
 }
 
@@ -58,9 +64,11 @@ TEST(PartitioningTest, StringValueThatIsNotUtf8IsAnErrorBeforeAnythingIsWritten)
 TEST(PartitioningTest, DatesBeforeYearOneThousandRoundTrip) {
   // Found by the partition_path fuzzer: the year lost its leading zero and the value
   // written could not be read back.
-  for (const auto& type : {arrow::date32(), arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"),
-                           arrow::timestamp(arrow::TimeUnit::MICRO)}) {
-    ASSERT_OK_AND_ASSIGN(auto parsed, ParsePartitionValue(std::string("0111-09-08"), type));
+  for (const auto& type :
+       {arrow::date32(), arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"),
+        arrow::timestamp(arrow::TimeUnit::MICRO)}) {
+    ASSERT_OK_AND_ASSIGN(auto parsed,
+                         ParsePartitionValue(std::string("0111-09-08"), type));
     ASSERT_OK_AND_ASSIGN(auto array, arrow::MakeArrayFromScalar(*parsed, 1));
     ASSERT_OK_AND_ASSIGN(auto text, SerializePartitionValue(*array, 0));
     EXPECT_EQ(text->substr(0, 10), "0111-09-08") << type->ToString();
@@ -71,22 +79,28 @@ TEST(PartitioningTest, DatesBeforeYearOneThousandRoundTrip) {
 
 TEST(PartitioningTest, HostileValuesFromTheLogAreErrorsNotExceptions) {
   const std::pair<std::string, std::shared_ptr<arrow::DataType>> cases[] = {
-      {"99999999999999999999", arrow::int64()},   {"128", arrow::int8()},
-      {"1e400", arrow::int64()},                  {"abc", arrow::int32()},
-      {"2021-13-45", arrow::date32()},            {"maybe", arrow::boolean()},
+      {"99999999999999999999", arrow::int64()},
+      {"128", arrow::int8()},
+      {"1e400", arrow::int64()},
+      {"abc", arrow::int32()},
+      {"2021-13-45", arrow::date32()},
+      {"maybe", arrow::boolean()},
       {"99999-01-01 00:00:00", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")},
       {"Z", arrow::timestamp(arrow::TimeUnit::MICRO)},
       {"1" + std::string(50, '0'), arrow::decimal128(10, 2)},
       {"1.2.3", arrow::decimal128(10, 2)},
   };
   for (const auto& [text, type] : cases) {
-    EXPECT_THAT(ParsePartitionValue(text, type), testing::HasErrorCode(ErrorCode::kCorruptLog))
+    EXPECT_THAT(ParsePartitionValue(text, type),
+                testing::HasErrorCode(ErrorCode::kCorruptLog))
         << text << " as " << type->ToString();
   }
   // Empty text is null for every type but string, where it is the empty string.
-  ASSERT_OK_AND_ASSIGN(auto empty_long, ParsePartitionValue(std::string(), arrow::int64()));
+  ASSERT_OK_AND_ASSIGN(auto empty_long,
+                       ParsePartitionValue(std::string(), arrow::int64()));
   EXPECT_FALSE(empty_long->is_valid);
-  ASSERT_OK_AND_ASSIGN(auto empty_string, ParsePartitionValue(std::string(), arrow::utf8()));
+  ASSERT_OK_AND_ASSIGN(auto empty_string,
+                       ParsePartitionValue(std::string(), arrow::utf8()));
   EXPECT_TRUE(empty_string->is_valid);
 }
 

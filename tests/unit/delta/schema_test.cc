@@ -28,8 +28,10 @@ TEST(SchemaTest, DeltaJsonRoundTripsNestedTypesAndMetadata) {
 
 TEST(SchemaTest, AmpTypesMapToDeltaTypes) {
   auto source = arrow::schema({
-      arrow::field("u64", arrow::uint64()), arrow::field("u8", arrow::uint8()),
-      arrow::field("u16", arrow::uint16()), arrow::field("u32", arrow::uint32()),
+      arrow::field("u64", arrow::uint64()),
+      arrow::field("u8", arrow::uint8()),
+      arrow::field("u16", arrow::uint16()),
+      arrow::field("u32", arrow::uint32()),
       arrow::field("ts", arrow::timestamp(arrow::TimeUnit::NANO, "+00:00")),
       arrow::field("naive", arrow::timestamp(arrow::TimeUnit::MILLI)),
       arrow::field("hash", arrow::fixed_size_binary(32)),
@@ -39,18 +41,21 @@ TEST(SchemaTest, AmpTypesMapToDeltaTypes) {
       arrow::field("wei", arrow::decimal128(38, 0)),
   });
   ASSERT_OK_AND_ASSIGN(auto table, ToTableSchema(*source));
-  const std::vector<std::string> expected = {"long", "short", "integer", "long", "timestamp",
-                                             "timestamp_ntz", "binary", "string", "string",
-                                             "array", "decimal(38,0)"};
+  const std::vector<std::string> expected = {
+      "long",   "short",  "integer", "long",  "timestamp",    "timestamp_ntz",
+      "binary", "string", "string",  "array", "decimal(38,0)"};
   for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(DeltaTypeName(*table->field(static_cast<int>(i))->type()), expected[i]) << i;
+    EXPECT_EQ(DeltaTypeName(*table->field(static_cast<int>(i))->type()), expected[i])
+        << i;
   }
 }
 
 TEST(SchemaTest, UnsupportedTypesAndDuplicateNamesNameTheColumn) {
-  EXPECT_THAT(ToTableSchema(*arrow::schema({arrow::field("x", arrow::decimal256(50, 0))})),
-              testing::StatusHasMessage("column 'x'"));
-  EXPECT_THAT(ToTableSchema(*arrow::schema({arrow::field("t", arrow::time64(arrow::TimeUnit::NANO))})),
+  EXPECT_THAT(
+      ToTableSchema(*arrow::schema({arrow::field("x", arrow::decimal256(50, 0))})),
+      testing::StatusHasMessage("column 'x'"));
+  EXPECT_THAT(ToTableSchema(*arrow::schema(
+                  {arrow::field("t", arrow::time64(arrow::TimeUnit::NANO))})),
               testing::StatusHasMessage("cannot store"));
   EXPECT_THAT(ToTableSchema(*arrow::schema({arrow::field("A", arrow::int32()),
                                             arrow::field("a", arrow::int32())})),
@@ -65,7 +70,8 @@ TEST(SchemaTest, ConformingNamesOverflowingUint64Values) {
   auto batch = arrow::RecordBatch::Make(source, 2, {array});
   ASSERT_OK_AND_ASSIGN(auto table, ToTableSchema(*source));
   EXPECT_THAT(ConformBatch(batch, table),
-              testing::StatusHasMessage("column 'gas_used' (uint64) has value 18446744073709551615"));
+              testing::StatusHasMessage(
+                  "column 'gas_used' (uint64) has value 18446744073709551615"));
 }
 
 TEST(SchemaTest, ConformingTruncatesNanosecondsAndFillsMissingColumns) {
@@ -75,10 +81,12 @@ TEST(SchemaTest, ConformingTruncatesNanosecondsAndFillsMissingColumns) {
   ASSERT_OK_AND_ASSIGN(auto array, builder.Finish());
   auto source = arrow::schema({arrow::field("ts", array->type())});
   auto batch = arrow::RecordBatch::Make(source, 1, {array});
-  auto table = arrow::schema({arrow::field("ts", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
-                              arrow::field("extra", arrow::int64())});
+  auto table =
+      arrow::schema({arrow::field("ts", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
+                     arrow::field("extra", arrow::int64())});
   ASSERT_OK_AND_ASSIGN(auto conformed, ConformBatch(batch, table));
-  EXPECT_EQ(static_cast<const arrow::TimestampArray&>(*conformed->column(0)).Value(0), 1'500'001);
+  EXPECT_EQ(static_cast<const arrow::TimestampArray&>(*conformed->column(0)).Value(0),
+            1'500'001);
   EXPECT_EQ(conformed->column(1)->null_count(), 1);
 }
 

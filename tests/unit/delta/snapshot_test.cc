@@ -1,10 +1,10 @@
-#include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/delta/log/snapshot.h"
 
 #include <arrow/buffer.h>
 
 #include "ampdelta/delta/log/action_json.h"
 #include "ampdelta/delta/log/log_path.h"
+#include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/unit/delta/table_test_util.h"
 
@@ -45,14 +45,17 @@ TEST_F(SnapshotTest, MissingTableIsNotFound) {
 }
 
 TEST_F(SnapshotTest, GapsAndMissingVersionZeroAreCorruptLogs) {
-  for (int i = 0; i < 4; ++i) ASSERT_OK(WriteBatches(store_, {Blocks(i, i + 1)}).status());
+  for (int i = 0; i < 4; ++i)
+    ASSERT_OK(WriteBatches(store_, {Blocks(i, i + 1)}).status());
   ASSERT_OK(store_->Delete(CommitPath(2)));
   EXPECT_THAT(Snapshot::Load(store_), testing::StatusHasMessage("not contiguous"));
   ASSERT_OK_AND_ASSIGN(auto early, Snapshot::Load(store_, {1, {}}));
   EXPECT_EQ(early->version(), 1);
   ASSERT_OK(store_->Delete(CommitPath(0)));
-  EXPECT_THAT(Snapshot::Load(store_, {1, {}}), testing::StatusHasMessage("commit 0 is missing"));
-  EXPECT_THAT(Snapshot::Load(store_, {9, {}}), testing::StatusHasMessage("does not exist"));
+  EXPECT_THAT(Snapshot::Load(store_, {1, {}}),
+              testing::StatusHasMessage("commit 0 is missing"));
+  EXPECT_THAT(Snapshot::Load(store_, {9, {}}),
+              testing::StatusHasMessage("does not exist"));
 }
 
 TEST_F(SnapshotTest, MissingProtocolOrMetadataIsReported) {
@@ -112,8 +115,10 @@ TEST_F(SnapshotTest, UpdateOfASnapshotOlderThanTheCleanedUpLogReloads) {
 TEST_F(SnapshotTest, StaleLastCheckpointIsTolerated) {
   TableWriteOptions options;
   options.configuration["delta.checkpointInterval"] = "2";
-  for (int i = 0; i < 5; ++i) ASSERT_OK(WriteBatches(store_, {Blocks(i, i + 1)}, options).status());
-  ASSERT_OK(store_->Put(LastCheckpointPath(), arrow::Buffer::FromString(R"({"version":2,"size":1})"),
+  for (int i = 0; i < 5; ++i)
+    ASSERT_OK(WriteBatches(store_, {Blocks(i, i + 1)}, options).status());
+  ASSERT_OK(store_->Put(LastCheckpointPath(),
+                        arrow::Buffer::FromString(R"({"version":2,"size":1})"),
                         storage::PutMode::kOverwrite));
   ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
   EXPECT_EQ(snapshot->version(), 4);

@@ -35,7 +35,8 @@ std::shared_ptr<arrow::Array> Strings(std::vector<std::string> values) {
 TEST(StatsTest, NumbersAndNullCountsAcrossBatches) {
   auto schema = arrow::schema({arrow::field("n", arrow::int64())});
   StatsCollector stats(schema, {});
-  ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(schema, 3, {Int64s({5, std::nullopt, 7})})));
+  ASSERT_OK(
+      stats.Update(*arrow::RecordBatch::Make(schema, 3, {Int64s({5, std::nullopt, 7})})));
   ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(schema, 2, {Int64s({-2, 9})})));
   const json out = json::parse(stats.ToJson());
   EXPECT_EQ(out["numRecords"], 5);
@@ -48,7 +49,8 @@ TEST(StatsTest, StringsAreTruncatedAndMaxStaysAnUpperBound) {
   auto schema = arrow::schema({arrow::field("s", arrow::utf8())});
   StatsCollector stats(schema, {});
   const std::string long_value = std::string(40, 'b');
-  ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(schema, 2, {Strings({std::string(40, 'a'), long_value})})));
+  ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(
+      schema, 2, {Strings({std::string(40, 'a'), long_value})})));
   const json out = json::parse(stats.ToJson());
   EXPECT_EQ(out["minValues"]["s"], std::string(32, 'a'));
   const std::string max = out["maxValues"]["s"];
@@ -57,16 +59,19 @@ TEST(StatsTest, StringsAreTruncatedAndMaxStaysAnUpperBound) {
 }
 
 TEST(StatsTest, TimestampsKeepMillisecondsAndIndexedColumnsAreLimited) {
-  arrow::TimestampBuilder ts(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"), arrow::default_memory_pool());
+  arrow::TimestampBuilder ts(arrow::timestamp(arrow::TimeUnit::MICRO, "UTC"),
+                             arrow::default_memory_pool());
   ASSERT_OK(ts.AppendValues({1'000'123'456, 2'000'999'999}));
-  auto schema = arrow::schema({arrow::field("t", ts.type()), arrow::field("n", arrow::int64()),
-                               arrow::field("b", arrow::boolean())});
+  auto schema =
+      arrow::schema({arrow::field("t", ts.type()), arrow::field("n", arrow::int64()),
+                     arrow::field("b", arrow::boolean())});
   arrow::BooleanBuilder b;
   ASSERT_OK(b.AppendValues(std::vector<bool>{true, false}));
   StatsOptions options;
   options.num_indexed_cols = 2;
   StatsCollector stats(schema, options);
-  ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(schema, 2, {*ts.Finish(), Int64s({1, 2}), *b.Finish()})));
+  ASSERT_OK(stats.Update(
+      *arrow::RecordBatch::Make(schema, 2, {*ts.Finish(), Int64s({1, 2}), *b.Finish()})));
   const json out = json::parse(stats.ToJson());
   EXPECT_EQ(out["minValues"]["t"], "1970-01-01T00:16:40.123Z");
   EXPECT_EQ(out["maxValues"]["t"], "1970-01-01T00:33:20.999Z");
@@ -75,8 +80,10 @@ TEST(StatsTest, TimestampsKeepMillisecondsAndIndexedColumnsAreLimited) {
 
 TEST(StatsTest, NestedLeavesGetNullCountsAndNaNSkipsMinMax) {
   auto inner = arrow::struct_({arrow::field("x", arrow::int64())});
-  auto schema = arrow::schema({arrow::field("s", inner), arrow::field("f", arrow::float64())});
-  auto s = std::make_shared<arrow::StructArray>(inner, 2, arrow::ArrayVector{Int64s({1, std::nullopt})});
+  auto schema =
+      arrow::schema({arrow::field("s", inner), arrow::field("f", arrow::float64())});
+  auto s = std::make_shared<arrow::StructArray>(
+      inner, 2, arrow::ArrayVector{Int64s({1, std::nullopt})});
   arrow::DoubleBuilder f;
   ASSERT_OK(f.AppendValues({1.0, std::nan("")}));
   StatsCollector stats(schema, {});
@@ -103,13 +110,14 @@ TEST(StatsDecimalTest, DecimalBoundsAreExactEvenBeyondDoublePrecision) {
   ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(schema, 2, {*builder.Finish()})));
   const std::string text = stats.ToJson();
   EXPECT_NE(text.find(R"("minValues":{"d":-1.05})"), std::string::npos) << text;
-  EXPECT_NE(text.find(R"("maxValues":{"d":1234567890123456789012345678901234.56})"), std::string::npos)
+  EXPECT_NE(text.find(R"("maxValues":{"d":1234567890123456789012345678901234.56})"),
+            std::string::npos)
       << text;
   EXPECT_FALSE(nlohmann::json::parse(text, nullptr, false).is_discarded());
 }
 
-// Arrow strings need not be UTF-8 and JSON strings must be: ToJson runs on writer threads,
-// where nlohmann's exception for such a string was std::terminate.
+// Arrow strings need not be UTF-8 and JSON strings must be: ToJson runs on writer
+// threads, where nlohmann's exception for such a string was std::terminate.
 TEST(StatsUtf8Test, MinOfBadBytesIsItsValidPrefixAndMaxIsLeftOut) {
   auto schema = arrow::schema({arrow::field("s", arrow::utf8())});
   StatsCollector stats(schema, {});
@@ -129,8 +137,8 @@ TEST(StatsUtf8Test, BadBytesBeyondTheTruncationStillGiveAnUpperBound) {
   auto schema = arrow::schema({arrow::field("s", arrow::utf8())});
   StatsCollector stats(schema, {});
   const std::string max = std::string(40, 'm') + "\xff";
-  ASSERT_OK(stats.Update(
-      *arrow::RecordBatch::Make(schema, 2, {Strings({"aaa\xc0", max})})));
+  ASSERT_OK(
+      stats.Update(*arrow::RecordBatch::Make(schema, 2, {Strings({"aaa\xc0", max})})));
   const auto out = nlohmann::json::parse(stats.ToJson());
   EXPECT_EQ(out["minValues"]["s"], "aaa");
   const std::string bound = out["maxValues"]["s"];
@@ -139,10 +147,11 @@ TEST(StatsUtf8Test, BadBytesBeyondTheTruncationStillGiveAnUpperBound) {
 }
 
 TEST(StatsUtf8Test, ColumnNameThatIsNotUtf8GetsNoStatsInsteadOfAnException) {
-  auto schema = arrow::schema({arrow::field("bad\xff", arrow::int64()),
-                               arrow::field("good", arrow::int64())});
+  auto schema = arrow::schema(
+      {arrow::field("bad\xff", arrow::int64()), arrow::field("good", arrow::int64())});
   StatsCollector stats(schema, {});
-  ASSERT_OK(stats.Update(*arrow::RecordBatch::Make(schema, 1, {Int64s({1}), Int64s({2})})));
+  ASSERT_OK(
+      stats.Update(*arrow::RecordBatch::Make(schema, 1, {Int64s({1}), Int64s({2})})));
   const auto out = nlohmann::json::parse(stats.ToJson());
   EXPECT_EQ(out["minValues"].size(), 1u);
   EXPECT_EQ(out["minValues"]["good"], 2);

@@ -34,15 +34,17 @@ inline arrow::Result<TableWriteResult> WriteBatches(
     std::shared_ptr<storage::ObjectStore> store,
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
     TableWriteOptions options = {}) {
-  ARROW_ASSIGN_OR_RAISE(auto writer, TableWriter::Open(store, batches.front()->schema(), options));
+  ARROW_ASSIGN_OR_RAISE(auto writer,
+                        TableWriter::Open(store, batches.front()->schema(), options));
   for (const auto& batch : batches) ARROW_RETURN_NOT_OK(writer->Write(batch));
   return writer->Commit();
 }
 
 /// \brief Return the sorted block numbers of the table's latest version (or `version`).
-inline arrow::Result<std::vector<int64_t>> BlockNumbers(std::shared_ptr<storage::ObjectStore> store,
-                                                        std::optional<Version> version = {}) {
-  ARROW_ASSIGN_OR_RAISE(auto snapshot, Snapshot::Load(store, SnapshotOptions{version, {}}));
+inline arrow::Result<std::vector<int64_t>> BlockNumbers(
+    std::shared_ptr<storage::ObjectStore> store, std::optional<Version> version = {}) {
+  ARROW_ASSIGN_OR_RAISE(auto snapshot,
+                        Snapshot::Load(store, SnapshotOptions{version, {}}));
   ScanOptions options;
   options.columns = {"block_num"};
   ARROW_ASSIGN_OR_RAISE(auto scan, TableScan::Make(snapshot, options));

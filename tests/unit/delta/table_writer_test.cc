@@ -1,4 +1,3 @@
-#include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/delta/write/table_writer.h"
 
 #include <thread>
@@ -8,6 +7,7 @@
 #include <parquet/metadata.h>
 
 #include "ampdelta/delta/log/log_path.h"
+#include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/storage/local_store.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/support/temp_dir.h"
@@ -27,14 +27,17 @@ class TableWriterTest : public ::testing::Test {
 };
 
 TEST_F(TableWriterTest, CreateThenAppendThenOverwriteKeepsHistory) {
-  ASSERT_OK_AND_ASSIGN(auto created, WriteBatches(store_, {Blocks(0, 10), Blocks(10, 20)}));
+  ASSERT_OK_AND_ASSIGN(auto created,
+                       WriteBatches(store_, {Blocks(0, 10), Blocks(10, 20)}));
   EXPECT_EQ(created.commit.version, 0);
   EXPECT_EQ(created.rows, 20);
   ASSERT_OK_AND_ASSIGN(auto appended, WriteBatches(store_, {Blocks(20, 25)}));
   EXPECT_EQ(appended.commit.version, 1);
   TableWriteOptions overwrite;
   overwrite.mode = SaveMode::kOverwrite;
-  ASSERT_OK_AND_ASSIGN(auto replaced, WriteBatches(store_, {Blocks(100, 103), Blocks(103, 105)}, overwrite));
+  ASSERT_OK_AND_ASSIGN(
+      auto replaced,
+      WriteBatches(store_, {Blocks(100, 103), Blocks(103, 105)}, overwrite));
   EXPECT_EQ(replaced.commit.version, 2);
   ASSERT_OK_AND_ASSIGN(auto latest, BlockNumbers(store_));
   EXPECT_EQ(latest, Range(100, 105));
@@ -46,7 +49,8 @@ TEST_F(TableWriterTest, ErrorAndIgnoreModesRespectAnExistingTable) {
   ASSERT_OK(WriteBatches(store_, {Blocks(0, 3)}).status());
   TableWriteOptions error;
   error.mode = SaveMode::kErrorIfExists;
-  EXPECT_THAT(WriteBatches(store_, {Blocks(3, 4)}, error), testing::StatusHasMessage("already exists"));
+  EXPECT_THAT(WriteBatches(store_, {Blocks(3, 4)}, error),
+              testing::StatusHasMessage("already exists"));
   TableWriteOptions ignore;
   ignore.mode = SaveMode::kIgnore;
   ASSERT_OK_AND_ASSIGN(auto ignored, WriteBatches(store_, {Blocks(3, 4)}, ignore));
@@ -58,8 +62,9 @@ TEST_F(TableWriterTest, ErrorAndIgnoreModesRespectAnExistingTable) {
 TEST_F(TableWriterTest, PartitionErrorsUseTheSeedMessagesAndWriteNothing) {
   TableWriteOptions missing;
   missing.partition_by = {"chain"};
-  EXPECT_THAT(WriteBatches(store_, {Blocks(0, 3)}, missing),
-              testing::StatusHasMessage("Partition columns {'chain'} not found in table"));
+  EXPECT_THAT(
+      WriteBatches(store_, {Blocks(0, 3)}, missing),
+      testing::StatusHasMessage("Partition columns {'chain'} not found in table"));
   ASSERT_OK_AND_ASSIGN(auto listing, store_->List("", ""));
   EXPECT_TRUE(listing.empty());
   TableWriteOptions by_network;
@@ -68,7 +73,8 @@ TEST_F(TableWriterTest, PartitionErrorsUseTheSeedMessagesAndWriteNothing) {
   TableWriteOptions other;
   other.partition_by = {"block_num"};
   EXPECT_THAT(WriteBatches(store_, {Blocks(3, 4)}, other),
-              testing::StatusHasMessage("Specified table partitioning does not match table partitioning"));
+              testing::StatusHasMessage(
+                  "Specified table partitioning does not match table partitioning"));
 }
 
 TEST_F(TableWriterTest, MergeSchemaAddsColumnsOrRefusesDifferences) {
@@ -77,11 +83,14 @@ TEST_F(TableWriterTest, MergeSchemaAddsColumnsOrRefusesDifferences) {
   arrow::Int64Builder extra;
   ASSERT_OK(extra.AppendValues({7, 8}));
   ASSERT_OK_AND_ASSIGN(auto extra_array, extra.Finish());
-  ASSERT_OK_AND_ASSIGN(wider, wider->AddColumn(2, arrow::field("gas", arrow::int64()), extra_array));
+  ASSERT_OK_AND_ASSIGN(
+      wider, wider->AddColumn(2, arrow::field("gas", arrow::int64()), extra_array));
   TableWriteOptions strict;
   strict.merge_schema = false;
-  EXPECT_THAT(WriteBatches(store_, {wider}, strict), testing::StatusHasMessage("['gas']"));
-  ASSERT_OK(WriteBatches(store_, {Blocks(4, 5)}, strict).status());  // matching data still loads
+  EXPECT_THAT(WriteBatches(store_, {wider}, strict),
+              testing::StatusHasMessage("['gas']"));
+  ASSERT_OK(WriteBatches(store_, {Blocks(4, 5)}, strict)
+                .status());  // matching data still loads
   ASSERT_OK_AND_ASSIGN(auto merged, WriteBatches(store_, {wider}));
   ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
   EXPECT_EQ(snapshot->schema()->num_fields(), 3);
@@ -95,7 +104,8 @@ TEST_F(TableWriterTest, FailedWriteLeavesNoFilesAndNoCommit) {
   ASSERT_OK(big.Append(18446744073709551615ULL));
   arrow::StringBuilder net;
   ASSERT_OK(net.Append("eth"));
-  auto bad = arrow::RecordBatch::Make(Blocks(0, 1)->schema(), 1, {*big.Finish(), *net.Finish()});
+  auto bad =
+      arrow::RecordBatch::Make(Blocks(0, 1)->schema(), 1, {*big.Finish(), *net.Finish()});
   ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(store_, bad->schema(), {}));
   ASSERT_OK(writer->Write(Blocks(5, 9)));
   // Conversion runs on writer threads: the error surfaces at this write or at the commit.
@@ -117,7 +127,8 @@ TEST_F(TableWriterTest, FilesRollByRowsAndCarryStatistics) {
   EXPECT_EQ(result.files_added, 3);
   ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
   EXPECT_EQ(snapshot->num_records(), std::optional<int64_t>(10));
-  ASSERT_OK_AND_ASSIGN(auto predicate, Predicate::Parse("block_num >= 8", snapshot->schema()));
+  ASSERT_OK_AND_ASSIGN(auto predicate,
+                       Predicate::Parse("block_num >= 8", snapshot->schema()));
   int none = 0;
   for (const auto& file : snapshot->files()) {
     if (predicate.Classify(file, {}) == FileMatch::kNone) ++none;
@@ -129,10 +140,11 @@ TEST_F(TableWriterTest, DeleteRewritesOnlyFilesThatMayMatch) {
   TableWriteOptions options;
   options.files.max_rows_per_file = 5;
   ASSERT_OK(WriteBatches(store_, {Blocks(0, 20)}, options).status());
-  ASSERT_OK_AND_ASSIGN(auto deleted, DeleteRows(store_, "block_num >= 7 AND block_num < 15"));
+  ASSERT_OK_AND_ASSIGN(auto deleted,
+                       DeleteRows(store_, "block_num >= 7 AND block_num < 15"));
   EXPECT_EQ(deleted.rows_deleted, 8);
-  EXPECT_EQ(deleted.files_skipped, 2);   // 0..4 and 15..19 untouched
-  EXPECT_EQ(deleted.files_removed, 2);   // 5..9 rewritten, 10..14 removed whole
+  EXPECT_EQ(deleted.files_skipped, 2);  // 0..4 and 15..19 untouched
+  EXPECT_EQ(deleted.files_removed, 2);  // 5..9 rewritten, 10..14 removed whole
   EXPECT_EQ(deleted.rows_copied, 2);
   ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
   std::vector<int64_t> expected = Range(0, 7);
@@ -143,7 +155,8 @@ TEST_F(TableWriterTest, DeleteRewritesOnlyFilesThatMayMatch) {
   // A missing predicate never means "everything".
   ASSERT_OK_AND_ASSIGN(auto before, Snapshot::Load(store_));
   for (const char* blank : {"", "   ", "\t\n"}) {
-    EXPECT_THAT(DeleteRows(store_, blank), testing::StatusHasMessage("predicate is empty"));
+    EXPECT_THAT(DeleteRows(store_, blank),
+                testing::StatusHasMessage("predicate is empty"));
   }
   ASSERT_OK_AND_ASSIGN(auto unchanged, Snapshot::Load(store_));
   EXPECT_EQ(unchanged->version(), before->version());
@@ -151,14 +164,16 @@ TEST_F(TableWriterTest, DeleteRewritesOnlyFilesThatMayMatch) {
   EXPECT_EQ(all.rows_deleted, 12);
   ASSERT_OK_AND_ASSIGN(auto empty, BlockNumbers(store_));
   EXPECT_TRUE(empty.empty());
-  EXPECT_THAT(DeleteRows(store_, "nope = 1"), testing::StatusHasMessage("no column 'nope'"));
+  EXPECT_THAT(DeleteRows(store_, "nope = 1"),
+              testing::StatusHasMessage("no column 'nope'"));
 }
 
 TEST_F(TableWriterTest, CheckpointsEveryIntervalAndSnapshotsReadThem) {
   TableWriteOptions options;
   options.configuration["delta.checkpointInterval"] = "3";
   for (int i = 0; i < 8; ++i) {
-    ASSERT_OK_AND_ASSIGN(auto result, WriteBatches(store_, {Blocks(i * 10, i * 10 + 10)}, options));
+    ASSERT_OK_AND_ASSIGN(auto result,
+                         WriteBatches(store_, {Blocks(i * 10, i * 10 + 10)}, options));
     EXPECT_EQ(result.commit.checkpoint_written, i == 3 || i == 6) << i;
   }
   ASSERT_OK(store_->Head(CheckpointPath(6)).status());
@@ -201,13 +216,16 @@ TEST_F(TableWriterTest, MostlyDistinctColumnsAreWrittenWithoutDictionary) {
     ASSERT_OK(blocks.Append(i / 10));
     ASSERT_OK(ids.Append("0x" + std::to_string(1'000'000'007LL * i)));
   }
-  auto schema = arrow::schema({arrow::field("block", arrow::int64()), arrow::field("id", arrow::utf8())});
+  auto schema = arrow::schema(
+      {arrow::field("block", arrow::int64()), arrow::field("id", arrow::utf8())});
   auto batch = arrow::RecordBatch::Make(schema, 2000, {*blocks.Finish(), *ids.Finish()});
   ASSERT_OK(WriteBatches(store_, {batch}).status());
   ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
   ASSERT_EQ(snapshot->files().size(), 1u);
-  ASSERT_OK_AND_ASSIGN(auto input, store_->OpenInputFile(DecodeLogPath(snapshot->files()[0].path)));
-  ASSERT_OK_AND_ASSIGN(auto reader, parquet::arrow::OpenFile(input, arrow::default_memory_pool()));
+  ASSERT_OK_AND_ASSIGN(auto input,
+                       store_->OpenInputFile(DecodeLogPath(snapshot->files()[0].path)));
+  ASSERT_OK_AND_ASSIGN(auto reader,
+                       parquet::arrow::OpenFile(input, arrow::default_memory_pool()));
   auto row_group = reader->parquet_reader()->metadata()->RowGroup(0);
   EXPECT_TRUE(row_group->ColumnChunk(0)->has_dictionary_page());
   EXPECT_FALSE(row_group->ColumnChunk(1)->has_dictionary_page());

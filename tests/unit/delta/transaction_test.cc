@@ -25,7 +25,8 @@ class TransactionTest : public ::testing::Test {
   }
 
   std::shared_ptr<storage::MemoryStore> inner_ = std::make_shared<storage::MemoryStore>();
-  std::shared_ptr<storage::FaultStore> store_ = std::make_shared<storage::FaultStore>(inner_);
+  std::shared_ptr<storage::FaultStore> store_ =
+      std::make_shared<storage::FaultStore>(inner_);
 };
 
 TEST_F(TransactionTest, CreatingATableWithoutProtocolIsAnErrorNotACrash) {
@@ -38,7 +39,8 @@ TEST_F(TransactionTest, CreatingATableWithoutProtocolIsAnErrorNotACrash) {
   metadata.schema_string = R"({"type":"struct","fields":[]})";
   create.SetMetadata(metadata);
   create.AddFiles({FileAdd("a.parquet")});
-  EXPECT_THAT(create.Commit(), testing::StatusHasMessage("needs a protocol and metadata"));
+  EXPECT_THAT(create.Commit(),
+              testing::StatusHasMessage("needs a protocol and metadata"));
   Transaction bare(empty, nullptr);
   EXPECT_THAT(bare.Commit(), testing::StatusHasMessage("needs a protocol and metadata"));
 }
@@ -230,7 +232,14 @@ TEST_F(TransactionTest, MetadataChangeConflictsWithEverything) {
 }
 
 TEST_F(TransactionTest, LostReplyAfterASuccessfulWriteIsNotADuplicate) {
-  store_->AddRule({storage::StoreOp::kPut, "_delta_log/00000000000000000001.json", 1, true, "reply lost", {}, true, false});
+  store_->AddRule({storage::StoreOp::kPut,
+                   "_delta_log/00000000000000000001.json",
+                   1,
+                   true,
+                   "reply lost",
+                   {},
+                   true,
+                   false});
   Transaction txn(store_, Latest());
   txn.AddFiles({FileAdd("d.parquet")});
   ASSERT_OK_AND_ASSIGN(auto result, txn.Commit());
@@ -241,7 +250,14 @@ TEST_F(TransactionTest, LostReplyAfterASuccessfulWriteIsNotADuplicate) {
 }
 
 TEST_F(TransactionTest, FailedWriteIsRetriedWithoutDuplicates) {
-  store_->AddRule({storage::StoreOp::kPut, "_delta_log/00000000000000000001.json", 1, false, "503", {}, true, false});
+  store_->AddRule({storage::StoreOp::kPut,
+                   "_delta_log/00000000000000000001.json",
+                   1,
+                   false,
+                   "503",
+                   {},
+                   true,
+                   false});
   Transaction txn(store_, Latest());
   txn.AddFiles({FileAdd("e.parquet")});
   ASSERT_OK_AND_ASSIGN(auto result, txn.Commit());
@@ -272,7 +288,8 @@ TEST_F(TransactionTest, OverwriteRebasesOverConcurrentAppends) {
 TEST_F(TransactionTest, TablesWithUnknownWriterFeaturesAreRefused) {
   auto read = Latest();
   Transaction upgrade(store_, read);
-  upgrade.SetProtocol(Protocol{1, 7, std::nullopt, std::vector<std::string>{"rowTracking", "appendOnly"}});
+  upgrade.SetProtocol(Protocol{1, 7, std::nullopt,
+                               std::vector<std::string>{"rowTracking", "appendOnly"}});
   EXPECT_THAT(upgrade.Commit(), testing::StatusHasMessage("rowTracking"));
 }
 

@@ -1,8 +1,6 @@
 // Writes a careless or hostile user attempts: each must fail cleanly with the table as it
 // was, or do the right thing (issue 11's data-loss defects).
 
-#include <sys/stat.h>
-
 #include <filesystem>
 #include <fstream>
 
@@ -12,18 +10,19 @@
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
-#include "ampdelta/delta/ops/delete.h"
-#include "ampdelta/delta/txn/checkpoint_writer.h"
-#include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/delta/log/log_segment.h"
+#include "ampdelta/delta/ops/delete.h"
+#include "ampdelta/delta/ops/merge.h"
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/ops/restore.h"
 #include "ampdelta/delta/ops/vacuum.h"
-#include "ampdelta/delta/ops/merge.h"
+#include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/delta/read/predicate.h"
-#include "ampdelta/delta/write/table_writer.h"
+#include "ampdelta/delta/txn/checkpoint_writer.h"
 #include "ampdelta/delta/txn/write_lease.h"
+#include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/storage/fault_store.h"
 #include "ampdelta/storage/local_store.h"
 #include "ampdelta/storage/memory_store.h"
@@ -35,20 +34,22 @@ namespace ampdelta::delta {
 namespace {
 
 namespace fs = std::filesystem;
+using ::ampdelta::testing::HasErrorCode;
+using ::ampdelta::testing::StatusHasMessage;
 using test_tables::BlockNumbers;
 using test_tables::Blocks;
 using test_tables::Range;
 using test_tables::WriteBatches;
-using ::ampdelta::testing::HasErrorCode;
-using ::ampdelta::testing::StatusHasMessage;
 
-std::shared_ptr<arrow::RecordBatch> Renamed(const std::shared_ptr<arrow::RecordBatch>& batch,
-                                            const std::vector<std::string>& names) {
+std::shared_ptr<arrow::RecordBatch> Renamed(
+    const std::shared_ptr<arrow::RecordBatch>& batch,
+    const std::vector<std::string>& names) {
   arrow::FieldVector fields;
   for (int i = 0; i < batch->num_columns(); ++i) {
     fields.push_back(batch->schema()->field(i)->WithName(names[static_cast<size_t>(i)]));
   }
-  return arrow::RecordBatch::Make(arrow::schema(fields), batch->num_rows(), batch->columns());
+  return arrow::RecordBatch::Make(arrow::schema(fields), batch->num_rows(),
+                                  batch->columns());
 }
 
 // Every file under `root` (data, log, leases, temporary files), relative.
@@ -72,10 +73,9 @@ std::vector<std::string> DataFiles(const std::string& root) {
 }
 
 // A store whose every commit put fails permanently with `errno_name` (`message`).
-std::shared_ptr<storage::FaultStore> FailingCommits(std::shared_ptr<storage::ObjectStore> inner,
-                                                    const std::string& commit_prefix,
-                                                    const std::string& message,
-                                                    const std::string& errno_name) {
+std::shared_ptr<storage::FaultStore> FailingCommits(
+    std::shared_ptr<storage::ObjectStore> inner, const std::string& commit_prefix,
+    const std::string& message, const std::string& errno_name) {
   auto faulty = std::make_shared<storage::FaultStore>(std::move(inner));
   storage::FaultRule rule;
   rule.op = storage::StoreOp::kPut;
@@ -111,13 +111,15 @@ TEST_F(WriteSafetyTest, RepeatedPartitionColumnIsAnErrorInAnyCase) {
   }
   TableWriteOptions empty;
   empty.partition_by = {""};
-  EXPECT_THAT(WriteBatches(store_, {Blocks(0, 3)}, empty), StatusHasMessage("empty column name"));
+  EXPECT_THAT(WriteBatches(store_, {Blocks(0, 3)}, empty),
+              StatusHasMessage("empty column name"));
   EXPECT_THAT(Snapshot::Load(store_), HasErrorCode(ErrorCode::kNotFound));
 }
 
 TEST_F(WriteSafetyTest, ColumnDifferingOnlyInCaseWritesIntoTheExistingColumn) {
   ASSERT_OK(WriteBatches(store_, {Blocks(0, 3)}).status());
-  ASSERT_OK(WriteBatches(store_, {Renamed(Blocks(3, 5), {"Block_Num", "NETWORK"})}).status());
+  ASSERT_OK(
+      WriteBatches(store_, {Renamed(Blocks(3, 5), {"Block_Num", "NETWORK"})}).status());
   ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
   ASSERT_EQ(snapshot->schema()->num_fields(), 2);
   EXPECT_EQ(snapshot->schema()->field(0)->name(), "block_num");
@@ -127,7 +129,9 @@ TEST_F(WriteSafetyTest, ColumnDifferingOnlyInCaseWritesIntoTheExistingColumn) {
   // With merge_schema=false a case difference is no schema difference either.
   TableWriteOptions strict;
   strict.merge_schema = false;
-  ASSERT_OK(WriteBatches(store_, {Renamed(Blocks(5, 6), {"BLOCK_NUM", "Network"})}, strict).status());
+  ASSERT_OK(
+      WriteBatches(store_, {Renamed(Blocks(5, 6), {"BLOCK_NUM", "Network"})}, strict)
+          .status());
 }
 
 TEST_F(WriteSafetyTest, PartitionColumnsMergeKeysAndPredicatesIgnoreCase) {
@@ -139,7 +143,8 @@ TEST_F(WriteSafetyTest, PartitionColumnsMergeKeysAndPredicatesIgnoreCase) {
   // The same partitioning spelled differently matches the table's.
   partitioned.partition_by = {"NETWORK"};
   ASSERT_OK(WriteBatches(store_, {Blocks(4, 6)}, partitioned).status());
-  ASSERT_OK_AND_ASSIGN(auto predicate, Predicate::Parse("BLOCK_NUM >= 4", snapshot->schema()));
+  ASSERT_OK_AND_ASSIGN(auto predicate,
+                       Predicate::Parse("BLOCK_NUM >= 4", snapshot->schema()));
   ASSERT_OK(DeleteRows(store_, "Block_Num >= 4").status());
   ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
   EXPECT_EQ(rows, Range(0, 4));
@@ -150,7 +155,8 @@ TEST_F(WriteSafetyTest, PartitionColumnsMergeKeysAndPredicatesIgnoreCase) {
   EXPECT_EQ(merged.rows_updated, 2);
   EXPECT_EQ(merged.rows_inserted, 2);
   merge.keys = {"block_num", "Block_Num"};
-  EXPECT_THAT(MergeRows(store_, source->schema(), {source}, merge), StatusHasMessage("twice"));
+  EXPECT_THAT(MergeRows(store_, source->schema(), {source}, merge),
+              StatusHasMessage("twice"));
 }
 
 TEST_F(WriteSafetyTest, HostileColumnNamesAreRefusedNamingTheColumn) {
@@ -173,8 +179,8 @@ TEST_F(WriteSafetyTest, InvalidUtf8StringValueIsAnErrorNamingColumnAndRow) {
   ASSERT_OK(names.Append("ok"));
   ASSERT_OK(names.Append("\xff\xfe"));
   ASSERT_OK(names.Append("fine"));
-  auto schema = arrow::schema({arrow::field("block_num", arrow::uint64()),
-                               arrow::field("label", arrow::utf8())});
+  auto schema = arrow::schema(
+      {arrow::field("block_num", arrow::uint64()), arrow::field("label", arrow::utf8())});
   auto batch = arrow::RecordBatch::Make(schema, 3, {*numbers.Finish(), *names.Finish()});
   auto written = WriteBatches(store_, {batch});
   EXPECT_THAT(written, HasErrorCode(ErrorCode::kInvalidInput));
@@ -187,8 +193,8 @@ TEST_F(WriteSafetyTest, SplitMultibyteCharacterAcrossValuesIsInvalid) {
   arrow::StringBuilder names;
   ASSERT_OK(names.Append("a\xc3"));
   ASSERT_OK(names.Append("\xa9z"));
-  auto schema = arrow::schema({arrow::field("label", arrow::utf8()),
-                               arrow::field("n", arrow::int64())});
+  auto schema = arrow::schema(
+      {arrow::field("label", arrow::utf8()), arrow::field("n", arrow::int64())});
   arrow::Int64Builder n;
   ASSERT_OK(n.AppendValues({1, 2}));
   auto batch = arrow::RecordBatch::Make(schema, 2, {*names.Finish(), *n.Finish()});
@@ -203,11 +209,12 @@ TEST_F(WriteSafetyTest, BytesUnderANullStringSlotAreNotCheckedAsUtf8) {
   auto data = arrow::Buffer::FromString("ok\xff\xfeok");
   const uint8_t validity[] = {0b101};  // row 1 is null
   auto validity_buffer = arrow::Buffer::Wrap(validity, 1);
-  auto labels = std::make_shared<arrow::StringArray>(3, offset_buffer, data, validity_buffer, 1);
+  auto labels =
+      std::make_shared<arrow::StringArray>(3, offset_buffer, data, validity_buffer, 1);
   arrow::UInt64Builder numbers;
   ASSERT_OK(numbers.AppendValues({1, 2, 3}));
-  auto schema = arrow::schema({arrow::field("block_num", arrow::uint64()),
-                               arrow::field("label", arrow::utf8())});
+  auto schema = arrow::schema(
+      {arrow::field("block_num", arrow::uint64()), arrow::field("label", arrow::utf8())});
   auto batch = arrow::RecordBatch::Make(schema, 3, {*numbers.Finish(), labels});
   ASSERT_OK(WriteBatches(store_, {batch}).status());
   ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
@@ -217,7 +224,8 @@ TEST_F(WriteSafetyTest, BytesUnderANullStringSlotAreNotCheckedAsUtf8) {
 TEST_F(WriteSafetyTest, Decimal256IsNarrowedWhenItFitsAndRefusedClearlyWhenNot) {
   arrow::Decimal256Builder fits(arrow::decimal256(20, 0));
   ASSERT_OK(fits.Append(arrow::Decimal256(12345)));
-  ASSERT_OK(fits.Append(arrow::Decimal256::FromString("18446744073709551615").ValueOrDie()));
+  ASSERT_OK(
+      fits.Append(arrow::Decimal256::FromString("18446744073709551615").ValueOrDie()));
   auto schema = arrow::schema({arrow::field("value", arrow::decimal256(20, 0)),
                                arrow::field("n", arrow::int64())});
   arrow::Int64Builder n;
@@ -229,11 +237,12 @@ TEST_F(WriteSafetyTest, Decimal256IsNarrowedWhenItFitsAndRefusedClearlyWhenNot) 
 
   arrow::Decimal256Builder wide(arrow::decimal256(40, 0));
   ASSERT_OK(wide.Append(arrow::Decimal256(1)));
-  auto wide_schema = arrow::schema({arrow::field("big", arrow::decimal256(40, 0)),
-                                    arrow::field("n", arrow::int64())});
+  auto wide_schema = arrow::schema(
+      {arrow::field("big", arrow::decimal256(40, 0)), arrow::field("n", arrow::int64())});
   arrow::Int64Builder one;
   ASSERT_OK(one.Append(1));
-  auto wide_batch = arrow::RecordBatch::Make(wide_schema, 1, {*wide.Finish(), *one.Finish()});
+  auto wide_batch =
+      arrow::RecordBatch::Make(wide_schema, 1, {*wide.Finish(), *one.Finish()});
   auto memory = std::make_shared<storage::MemoryStore>();
   auto refused = WriteBatches(memory, {wide_batch});
   EXPECT_THAT(refused, StatusHasMessage("precision 40 exceeds the 38 digits"));
@@ -272,11 +281,13 @@ TEST_F(WriteSafetyTest, LosingConcurrentOverwriteRemovesItsDataFiles) {
   ASSERT_OK(WriteBatches(local, {Blocks(0, 3)}).status());
   TableWriteOptions overwrite;
   overwrite.mode = SaveMode::kOverwrite;
-  ASSERT_OK_AND_ASSIGN(auto loser, TableWriter::Open(local, Blocks(0, 1)->schema(), overwrite));
+  ASSERT_OK_AND_ASSIGN(auto loser,
+                       TableWriter::Open(local, Blocks(0, 1)->schema(), overwrite));
   // A concurrent load adds a column: the overwrite's schema no longer is the table's.
   arrow::Int64Builder extra;
   ASSERT_OK(extra.AppendValues({7}));
-  auto widened = *Blocks(3, 4)->AddColumn(2, arrow::field("extra", arrow::int64()), *extra.Finish());
+  auto widened =
+      *Blocks(3, 4)->AddColumn(2, arrow::field("extra", arrow::int64()), *extra.Finish());
   ASSERT_OK(WriteBatches(local, {widened}).status());
   const auto data_before = DataFiles(dir.path());
   ASSERT_OK(loser->Write(Blocks(10, 20)));
@@ -285,7 +296,8 @@ TEST_F(WriteSafetyTest, LosingConcurrentOverwriteRemovesItsDataFiles) {
 }
 
 TEST_F(WriteSafetyTest, AbortAfterASuccessfulCommitKeepsTheCommittedFiles) {
-  ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(store_, Blocks(0, 1)->schema(), {}));
+  ASSERT_OK_AND_ASSIGN(auto writer,
+                       TableWriter::Open(store_, Blocks(0, 1)->schema(), {}));
   ASSERT_OK(writer->Write(Blocks(0, 5)));
   ASSERT_OK(writer->Commit().status());
   ASSERT_OK(writer->Abort());  // e.g. a caller that gives up on what follows the commit
@@ -297,7 +309,8 @@ TEST_F(WriteSafetyTest, OverwriteRebasedOverConcurrentChangesReplacesThemToo) {
   ASSERT_OK(WriteBatches(store_, {Blocks(0, 3)}).status());
   TableWriteOptions overwrite;
   overwrite.mode = SaveMode::kOverwrite;
-  ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(store_, Blocks(0, 1)->schema(), overwrite));
+  ASSERT_OK_AND_ASSIGN(auto writer,
+                       TableWriter::Open(store_, Blocks(0, 1)->schema(), overwrite));
   ASSERT_OK(writer->Write(Blocks(10, 20)));
   // Meanwhile: a merge rewrites the file the overwrite removes, and an append adds one.
   MergeOptions merge;
@@ -313,12 +326,15 @@ TEST_F(WriteSafetyTest, OverwriteRebasedOverConcurrentChangesReplacesThemToo) {
 TEST_F(WriteSafetyTest, FailedCommitOfAnyKindDeletesTheFilesItWrote) {
   testing::TempDir dir;
   ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path()));
-  for (uint64_t start : {0, 3, 6}) ASSERT_OK(WriteBatches(local, {Blocks(start, start + 3)}).status());
+  for (uint64_t start : {0, 3, 6})
+    ASSERT_OK(WriteBatches(local, {Blocks(start, start + 3)}).status());
   const auto before = AllFiles(dir.path());
-  auto faulty = FailingCommits(local, "_delta_log/0000", "No space left on device", "ENOSPC");
+  auto faulty =
+      FailingCommits(local, "_delta_log/0000", "No space left on device", "ENOSPC");
   TableWriteOptions options;
   options.files.max_rows_per_file = 2;  // several files
-  EXPECT_THAT(WriteBatches(faulty, {Blocks(3, 12)}, options), StatusHasMessage("No space left"));
+  EXPECT_THAT(WriteBatches(faulty, {Blocks(3, 12)}, options),
+              StatusHasMessage("No space left"));
   EXPECT_EQ(AllFiles(dir.path()), before);  // no data file, no lease, no temporary file
   EXPECT_THAT(Optimize(faulty), StatusHasMessage("No space left"));
   EXPECT_EQ(AllFiles(dir.path()), before);
@@ -333,7 +349,8 @@ TEST_F(WriteSafetyTest, FullVacuumWithZeroRetentionLeavesAWriteInFlightAlone) {
   TableWriteOptions options;
   options.files.max_rows_per_file = 2;
   options.files.num_threads = 1;
-  ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(local, Blocks(0, 1)->schema(), options));
+  ASSERT_OK_AND_ASSIGN(auto writer,
+                       TableWriter::Open(local, Blocks(0, 1)->schema(), options));
   ASSERT_OK(writer->Write(Blocks(3, 9)));  // three files closed, none committed
   ASSERT_GE(DataFiles(dir.path()).size(), 3u);
   VacuumOptions vacuum;
@@ -361,7 +378,8 @@ TEST_F(WriteSafetyTest, CommitRefusesFilesDeletedByAVacuumThatIgnoredTheLease) {
   TableWriteOptions options;
   options.files.max_rows_per_file = 2;
   options.files.num_threads = 1;
-  ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(local, Blocks(0, 1)->schema(), options));
+  ASSERT_OK_AND_ASSIGN(auto writer,
+                       TableWriter::Open(local, Blocks(0, 1)->schema(), options));
   ASSERT_OK(writer->Write(Blocks(3, 9)));
   // Another engine's vacuum with its retention check off knows nothing of leases.
   std::vector<std::string> written;
@@ -380,10 +398,10 @@ TEST_F(WriteSafetyTest, CommitRefusesFilesDeletedByAVacuumThatIgnoredTheLease) {
   EXPECT_EQ(DataFiles(dir.path()), before_write);  // the rest of the write is gone too
 }
 
-// A writer stopped for longer than the lease TTL: a vacuum removes its lease and its files;
-// when the writer wakes, its heartbeat writes the lease again. The commit must still see
-// that the lease was lost and check its files (on an object store too), not commit files
-// that are gone.
+// A writer stopped for longer than the lease TTL: a vacuum removes its lease and its
+// files; when the writer wakes, its heartbeat writes the lease again. The commit must
+// still see that the lease was lost and check its files (on an object store too), not
+// commit files that are gone.
 TEST_F(WriteSafetyTest, ALeaseRemovedByAVacuumAndRefreshedAgainIsNotTrusted) {
   ASSERT_OK(WriteBatches(store_, {Blocks(0, 3)}).status());
   ASSERT_OK_AND_ASSIGN(auto lease, WriteLease::Acquire(store_, LeaseKind::kWrite, {},
@@ -392,7 +410,8 @@ TEST_F(WriteSafetyTest, ALeaseRemovedByAVacuumAndRefreshedAgainIsNotTrusted) {
   options.lease = lease;
   options.files.max_rows_per_file = 2;
   options.files.num_threads = 1;
-  ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(store_, Blocks(0, 1)->schema(), options));
+  ASSERT_OK_AND_ASSIGN(auto writer,
+                       TableWriter::Open(store_, Blocks(0, 1)->schema(), options));
   ASSERT_OK(writer->Write(Blocks(3, 9)));
   // What a vacuum that judged the lease dead does: the lease goes, then the files.
   ASSERT_OK(store_->Delete(std::string(kLeaseDir) + "/" + lease->token() + ".json"));
@@ -422,8 +441,8 @@ TEST_F(WriteSafetyTest, VacuumRemovesWhatACrashedWriterLeft) {
   ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path()));
   ASSERT_OK(WriteBatches(local, {Blocks(0, 3)}).status());
   const auto before = AllFiles(dir.path());
-  // A writer of a process that no longer exists: its lease, an uncommitted data file named
-  // with the lease's token, and a temporary file of an interrupted put.
+  // A writer of a process that no longer exists: its lease, an uncommitted data file
+  // named with the lease's token, and a temporary file of an interrupted put.
   ProcessIdentity dead = CurrentProcess();
   dead.start_ticks += 1;  // same PID, another start: that process has exited
   const std::string token = "0123456789abcdef";
@@ -431,7 +450,8 @@ TEST_F(WriteSafetyTest, VacuumRemovesWhatACrashedWriterLeft) {
   std::ofstream(dir.path() + "/_ampdelta_leases/" + token + ".json")
       << R"({"token":")" << token << R"(","kind":"write","owner":")" << dead.ToString()
       << R"(","paths":[]})";
-  std::ofstream(dir.path() + "/part-00000-x-" + token + "-c000.zstd.parquet") << "partial";
+  std::ofstream(dir.path() + "/part-00000-x-" + token + "-c000.zstd.parquet")
+      << "partial";
   std::ofstream(dir.path() + "/_delta_log/.ampdelta-tmp-" + dead.ToString() +
                 "-00000000000000000001.json.abc")
       << "{}";
@@ -460,11 +480,13 @@ TEST_F(WriteSafetyTest, FullVacuumCleansPartitionFoldersOfUnderscoreColumns) {
   ASSERT_OK_AND_ASSIGN(auto local, storage::LocalStore::Make(dir.path()));
   TableWriteOptions partitioned;
   partitioned.partition_by = {"_shard"};
-  ASSERT_OK(WriteBatches(local, {Renamed(Blocks(0, 3), {"block_num", "_shard"})}, partitioned)
-                .status());
+  ASSERT_OK(
+      WriteBatches(local, {Renamed(Blocks(0, 3), {"block_num", "_shard"})}, partitioned)
+          .status());
   ASSERT_TRUE(fs::is_directory(dir.path() + "/_shard=eth"));
   // An uncommitted file of a writer that no longer exists (its lease is gone).
-  std::ofstream(dir.path() + "/_shard=eth/part-00000-x-0123456789abcdef-c000.zstd.parquet")
+  std::ofstream(dir.path() +
+                "/_shard=eth/part-00000-x-0123456789abcdef-c000.zstd.parquet")
       << "partial";
   VacuumOptions vacuum;
   vacuum.full = true;
@@ -473,7 +495,8 @@ TEST_F(WriteSafetyTest, FullVacuumCleansPartitionFoldersOfUnderscoreColumns) {
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   ASSERT_OK_AND_ASSIGN(auto vacuumed, Vacuum(local, vacuum));
   EXPECT_EQ(vacuumed.files,
-            std::vector<std::string>{"_shard=eth/part-00000-x-0123456789abcdef-c000.zstd.parquet"});
+            std::vector<std::string>{
+                "_shard=eth/part-00000-x-0123456789abcdef-c000.zstd.parquet"});
   ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(local));
   EXPECT_EQ(rows, Range(0, 3));
 }
@@ -528,13 +551,18 @@ TEST_F(WriteSafetyTest, EmptyDeletePredicateIsAnErrorAndDeleteAllIsExplicit) {
 
 TEST_F(WriteSafetyTest, CheckpointRefusesATableWithWriterFeaturesAmpdeltaLacks) {
   const std::string commit =
-      R"({"commitInfo":{"timestamp":1,"operation":"CREATE TABLE"}})" "\n"
-      R"({"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["v2Checkpoint"],"writerFeatures":["v2Checkpoint"]}})" "\n"
-      R"({"metaData":{"id":"x","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"a\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":[],"configuration":{},"createdTime":1}})" "\n";
-  ASSERT_OK(store_->Put("_delta_log/00000000000000000000.json", arrow::Buffer::FromString(commit),
+      R"({"commitInfo":{"timestamp":1,"operation":"CREATE TABLE"}})"
+      "\n"
+      R"({"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["v2Checkpoint"],"writerFeatures":["v2Checkpoint"]}})"
+      "\n"
+      R"({"metaData":{"id":"x","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"a\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":[],"configuration":{},"createdTime":1}})"
+      "\n";
+  ASSERT_OK(store_->Put("_delta_log/00000000000000000000.json",
+                        arrow::Buffer::FromString(commit),
                         storage::PutMode::kCreateIfAbsent));
   ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));  // readable, not writable
-  EXPECT_THAT(WriteCheckpoint(*snapshot, NowMs()), HasErrorCode(ErrorCode::kUnsupportedFeature));
+  EXPECT_THAT(WriteCheckpoint(*snapshot, NowMs()),
+              HasErrorCode(ErrorCode::kUnsupportedFeature));
   ASSERT_OK_AND_ASSIGN(auto objects, store_->List("_delta_log/", ""));
   EXPECT_EQ(objects.size(), 1u);
 }
@@ -556,7 +584,8 @@ TEST_F(WriteSafetyTest, LastCheckpointPastTheLatestVersionIsRepaired) {
 // A restore makes the table equal its target version whatever lands meanwhile: a commit
 // that removes a file the restore keeps (a compaction of it, a delete of some of its
 // rows) must not take that file's rows out of the restored table.
-TEST_F(WriteSafetyTest, RestoreKeepsTheTargetsRowsWhenAConcurrentCompactionOrDeleteLands) {
+TEST_F(WriteSafetyTest,
+       RestoreKeepsTheTargetsRowsWhenAConcurrentCompactionOrDeleteLands) {
   for (const bool compaction : {true, false}) {
     SCOPED_TRACE(compaction ? "concurrent OPTIMIZE" : "concurrent DELETE");
     auto inner = std::make_shared<storage::MemoryStore>();
@@ -605,7 +634,8 @@ TEST_F(WriteSafetyTest, StatsColumnsPropertyIgnoresCaseFromTheFirstCommit) {
 
 // An overwrite that replaces the schema keeps the table's partitioning when the new rows
 // have those columns, in whatever case they spell them.
-TEST_F(WriteSafetyTest, OverwriteReplacingTheSchemaKeepsPartitioningSpelledInAnotherCase) {
+TEST_F(WriteSafetyTest,
+       OverwriteReplacingTheSchemaKeepsPartitioningSpelledInAnotherCase) {
   TableWriteOptions partitioned;
   partitioned.partition_by = {"network"};
   ASSERT_OK(WriteBatches(store_, {Blocks(0, 4)}, partitioned).status());
@@ -613,9 +643,10 @@ TEST_F(WriteSafetyTest, OverwriteReplacingTheSchemaKeepsPartitioningSpelledInAno
   ASSERT_OK(numbers.AppendValues({"a", "b"}));
   arrow::StringBuilder networks;
   ASSERT_OK(networks.AppendValues({"eth", "base"}));
-  auto replacement = arrow::RecordBatch::Make(
-      arrow::schema({arrow::field("BLOCK_NUM", arrow::utf8()), arrow::field("NETWORK", arrow::utf8())}),
-      2, {*numbers.Finish(), *networks.Finish()});
+  auto replacement =
+      arrow::RecordBatch::Make(arrow::schema({arrow::field("BLOCK_NUM", arrow::utf8()),
+                                              arrow::field("NETWORK", arrow::utf8())}),
+                               2, {*numbers.Finish(), *networks.Finish()});
   TableWriteOptions overwrite;
   overwrite.mode = SaveMode::kOverwrite;
   overwrite.overwrite_schema = true;
@@ -629,7 +660,8 @@ TEST_F(WriteSafetyTest, OverwriteReplacingTheSchemaKeepsPartitioningSpelledInAno
 }
 
 // Another engine may record partition columns in another case than the schema spells
-// them (Spark resolves names case-insensitively): the table reads, and appends to it work.
+// them (Spark resolves names case-insensitively): the table reads, and appends to it
+// work.
 TEST_F(WriteSafetyTest, PartitionColumnsRecordedInAnotherCaseThanTheSchemaAreWritable) {
   TableWriteOptions partitioned;
   partitioned.partition_by = {"network"};
@@ -644,7 +676,8 @@ TEST_F(WriteSafetyTest, PartitionColumnsRecordedInAnotherCaseThanTheSchemaAreWri
     ASSERT_NE(at, std::string::npos) << from << " in " << text;
     text.replace(at, from.size(), to);
   }
-  ASSERT_OK(store_->Put(key, arrow::Buffer::FromString(text), storage::PutMode::kOverwrite));
+  ASSERT_OK(
+      store_->Put(key, arrow::Buffer::FromString(text), storage::PutMode::kOverwrite));
   ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
   EXPECT_EQ(rows, Range(0, 3));
   ASSERT_OK(WriteBatches(store_, {Blocks(3, 5, "base")}).status());
@@ -662,7 +695,8 @@ TEST_F(WriteSafetyTest, PartitionColumnsRecordedInAnotherCaseThanTheSchemaAreWri
 // A _last_checkpoint naming an older version that has no checkpoint (deleted, never
 // completed) makes deltalake refuse the table; the next commit repairs it too, once.
 TEST_F(WriteSafetyTest, LastCheckpointNamingAMissingOlderCheckpointIsRepaired) {
-  for (uint64_t start : {0, 2, 4}) ASSERT_OK(WriteBatches(store_, {Blocks(start, start + 2)}).status());
+  for (uint64_t start : {0, 2, 4})
+    ASSERT_OK(WriteBatches(store_, {Blocks(start, start + 2)}).status());
   ASSERT_OK(store_->Put("_delta_log/_last_checkpoint",
                         arrow::Buffer::FromString(R"({"version":1,"size":1})"),
                         storage::PutMode::kOverwrite));

@@ -39,7 +39,8 @@ class ParquetDatasetTest : public ::testing::Test {
 };
 
 TEST_F(ParquetDatasetTest, IndexesAmpSnapshotWithNozzleRanges) {
-  ASSERT_OK_AND_ASSIGN(auto dataset, ParquetDataset::Open("eth_rpc", FixtureDir("eth_rpc")));
+  ASSERT_OK_AND_ASSIGN(auto dataset,
+                       ParquetDataset::Open("eth_rpc", FixtureDir("eth_rpc")));
   EXPECT_EQ(dataset->network(), "mainnet");
   EXPECT_EQ(dataset->table_names(),
             (std::vector<std::string>{"blocks", "logs", "transactions"}));
@@ -55,7 +56,8 @@ TEST_F(ParquetDatasetTest, IndexesAmpSnapshotWithNozzleRanges) {
 }
 
 TEST_F(ParquetDatasetTest, ScansEveryRowOfATable) {
-  ASSERT_OK_AND_ASSIGN(auto dataset, ParquetDataset::Open("eth_rpc", FixtureDir("eth_rpc")));
+  ASSERT_OK_AND_ASSIGN(auto dataset,
+                       ParquetDataset::Open("eth_rpc", FixtureDir("eth_rpc")));
   ASSERT_OK_AND_ASSIGN(auto iterator, dataset->Scan("logs", *dataset->Synced()));
   int64_t rows = 0;
   while (true) {
@@ -81,12 +83,13 @@ TEST_F(ParquetDatasetTest, ServesTheNewestRevision) {
 }
 
 TEST_F(ParquetDatasetTest, StreamsOneMicrobatchPerFileRange) {
-  ASSERT_OK_AND_ASSIGN(auto dataset, ParquetDataset::Open("eth_rpc", FixtureDir("eth_rpc")));
+  ASSERT_OK_AND_ASSIGN(auto dataset,
+                       ParquetDataset::Open("eth_rpc", FixtureDir("eth_rpc")));
   auto first = dataset->NextMicrobatch(std::nullopt, 1000);
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->range.start, 15'000'000u);
-  EXPECT_FALSE(
-      dataset->NextMicrobatch(ChainPosition{15'000'000, first->range.hash}, 1000).has_value());
+  EXPECT_FALSE(dataset->NextMicrobatch(ChainPosition{15'000'000, first->range.hash}, 1000)
+                   .has_value());
 }
 
 TEST_F(ParquetDatasetTest, MissingDirectoryIsAClearError) {
@@ -103,8 +106,8 @@ void WriteDataset(const std::string& dir, const std::string& nozzle_metadata) {
   ASSERT_OK_AND_ASSIGN(auto column, numbers.Finish());
   auto schema = arrow::schema({arrow::field("block_num", arrow::uint64())});
   auto table = arrow::Table::Make(schema, {column});
-  ASSERT_OK_AND_ASSIGN(auto out,
-                       arrow::io::FileOutputStream::Open((revision / "1.parquet").string()));
+  ASSERT_OK_AND_ASSIGN(
+      auto out, arrow::io::FileOutputStream::Open((revision / "1.parquet").string()));
   ASSERT_OK_AND_ASSIGN(auto writer, parquet::arrow::FileWriter::Open(
                                         *schema, arrow::default_memory_pool(), out));
   ASSERT_OK(writer->WriteTable(*table));
@@ -122,10 +125,12 @@ TEST(ParquetDatasetMetadataTest, WrongTypedNozzleMetadataIsAnErrorNotAnException
         R"({"ranges":[{"network":"n","numbers":[1,2]}]})",
         R"({"ranges":[{"network":"n","numbers":{"start":1,"end":-2}}]})",
         R"({"ranges":[{"network":"n","numbers":{"start":1,"end":2},"hash":7}]})",
-        R"({"ranges":[1]})", R"({"ranges":{}})", R"([])", "", "{\"ranges\":[\"\xff\"]}"}) {
+        R"({"ranges":[1]})", R"({"ranges":{}})", R"([])", "",
+        "{\"ranges\":[\"\xff\"]}"}) {
     testing::TempDir dir;
     WriteDataset(dir.path(), metadata);
-    EXPECT_THAT(ParquetDataset::Open("d", dir.path()), testing::StatusHasMessage("malformed"))
+    EXPECT_THAT(ParquetDataset::Open("d", dir.path()),
+                testing::StatusHasMessage("malformed"))
         << metadata;
   }
   testing::TempDir dir;

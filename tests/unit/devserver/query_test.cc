@@ -43,7 +43,8 @@ class QueryTest : public ::testing::Test {
     }
     if (query->is_aggregate()) return aggregator.Finish();
     if (query->is_grouped()) return query->Group(out);
-    ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches(query->output_schema(), out));
+    ARROW_ASSIGN_OR_RAISE(auto table,
+                          arrow::Table::FromRecordBatches(query->output_schema(), out));
     return table->CombineChunksToBatch();
   }
 
@@ -52,8 +53,9 @@ class QueryTest : public ::testing::Test {
 };
 
 TEST_F(QueryTest, ProjectsColumnsWithAliasesInOrder) {
-  ASSERT_OK_AND_ASSIGN(auto batch,
-                       Run(R"(SELECT gas_used AS g, block_num FROM "acme/eth_mainnet".blocks)"));
+  ASSERT_OK_AND_ASSIGN(
+      auto batch,
+      Run(R"(SELECT gas_used AS g, block_num FROM "acme/eth_mainnet".blocks)"));
   ASSERT_EQ(batch->num_columns(), 2);
   EXPECT_EQ(batch->schema()->field(0)->name(), "g");
   EXPECT_EQ(batch->schema()->field(1)->name(), "block_num");
@@ -62,9 +64,9 @@ TEST_F(QueryTest, ProjectsColumnsWithAliasesInOrder) {
 }
 
 TEST_F(QueryTest, FiltersWithComparisonsAndBetween) {
-  ASSERT_OK_AND_ASSIGN(auto batch,
-                       Run("SELECT block_num FROM \"acme/eth_mainnet\".blocks WHERE block_num "
-                           "BETWEEN 24000003 AND 24000007 AND block_num != 24000005"));
+  ASSERT_OK_AND_ASSIGN(
+      auto batch, Run("SELECT block_num FROM \"acme/eth_mainnet\".blocks WHERE block_num "
+                      "BETWEEN 24000003 AND 24000007 AND block_num != 24000005"));
   const auto& numbers = static_cast<const arrow::UInt64Array&>(*batch->column(0));
   ASSERT_EQ(numbers.length(), 4);
   EXPECT_EQ(numbers.Value(0), 24'000'003u);
@@ -73,13 +75,16 @@ TEST_F(QueryTest, FiltersWithComparisonsAndBetween) {
 
 TEST_F(QueryTest, FiltersOnHashesAndTimestamps) {
   const std::string hash = chain_->BlockHash(24'000'004);
-  ASSERT_OK_AND_ASSIGN(auto by_hash,
-                       Run("SELECT block_num FROM \"acme/eth_mainnet\".blocks WHERE hash = '" +
-                           hash + "'"));
+  ASSERT_OK_AND_ASSIGN(
+      auto by_hash,
+      Run("SELECT block_num FROM \"acme/eth_mainnet\".blocks WHERE hash = '" + hash +
+          "'"));
   ASSERT_EQ(by_hash->num_rows(), 1);
-  EXPECT_EQ(static_cast<const arrow::UInt64Array&>(*by_hash->column(0)).Value(0), 24'000'004u);
-  ASSERT_OK_AND_ASSIGN(auto by_time, Run("SELECT block_num FROM \"acme/eth_mainnet\".blocks "
-                                         "WHERE timestamp >= '2025-12-13 00:07:11'"));
+  EXPECT_EQ(static_cast<const arrow::UInt64Array&>(*by_hash->column(0)).Value(0),
+            24'000'004u);
+  ASSERT_OK_AND_ASSIGN(auto by_time,
+                       Run("SELECT block_num FROM \"acme/eth_mainnet\".blocks "
+                           "WHERE timestamp >= '2025-12-13 00:07:11'"));
   EXPECT_EQ(by_time->num_rows(), 15);  // blocks 5..19 are at or after 00:07:11
 }
 
@@ -112,10 +117,10 @@ TEST_F(QueryTest, AggregateOverNoRowsGivesZeroAndNull) {
 }
 
 TEST_F(QueryTest, SubqueryProjectsAndFiltersInStages) {
-  ASSERT_OK_AND_ASSIGN(
-      auto batch,
-      Run("SELECT n FROM (SELECT block_num AS n, gas_used FROM \"acme/eth_mainnet\".blocks "
-          "WHERE block_num < 24000010) AS s WHERE n >= 24000008"));
+  ASSERT_OK_AND_ASSIGN(auto batch,
+                       Run("SELECT n FROM (SELECT block_num AS n, gas_used FROM "
+                           "\"acme/eth_mainnet\".blocks "
+                           "WHERE block_num < 24000010) AS s WHERE n >= 24000008"));
   ASSERT_EQ(batch->num_rows(), 2);
   EXPECT_EQ(batch->schema()->field(0)->name(), "n");
 }
@@ -126,7 +131,8 @@ TEST_F(QueryTest, ResolvesDatasetNamesWithVersionOrWithoutNamespace) {
 }
 
 TEST_F(QueryTest, BindErrorsNameWhatIsWrong) {
-  EXPECT_THAT(Bind("SELECT * FROM nope.blocks"), testing::StatusHasMessage("dataset 'nope'"));
+  EXPECT_THAT(Bind("SELECT * FROM nope.blocks"),
+              testing::StatusHasMessage("dataset 'nope'"));
   EXPECT_THAT(Bind("SELECT * FROM eth_mainnet.receipts"),
               testing::StatusHasMessage("table 'receipts' not found"));
   EXPECT_THAT(Bind("SELECT wat FROM eth_mainnet.blocks"),
@@ -141,25 +147,30 @@ TEST_F(QueryTest, BindErrorsNameWhatIsWrong) {
               testing::StatusHasMessage("GROUP BY"));
   EXPECT_THAT(Bind("SELECT * FROM (SELECT COUNT(*) FROM eth_mainnet.blocks) s"),
               testing::StatusHasMessage("aggregate in a subquery"));
-  EXPECT_THAT(Bind("SELECT block_num, hash, COUNT(*) FROM eth_mainnet.blocks GROUP BY block_num"),
-              testing::StatusHasMessage("column 'hash' must appear in GROUP BY"));
+  EXPECT_THAT(
+      Bind("SELECT block_num, hash, COUNT(*) FROM eth_mainnet.blocks GROUP BY block_num"),
+      testing::StatusHasMessage("column 'hash' must appear in GROUP BY"));
   EXPECT_THAT(Bind("SELECT block_num FROM eth_mainnet.blocks GROUP BY wat"),
               testing::StatusHasMessage("column 'wat' not found"));
   EXPECT_THAT(Bind("SELECT DISTINCT ON (block_num) COUNT(*) FROM eth_mainnet.blocks"),
               testing::StatusHasMessage("aggregates with DISTINCT"));
-  EXPECT_THAT(Bind("SELECT * FROM (SELECT block_num FROM eth_mainnet.blocks GROUP BY block_num) s"),
+  EXPECT_THAT(Bind("SELECT * FROM (SELECT block_num FROM eth_mainnet.blocks GROUP BY "
+                   "block_num) s"),
               testing::StatusHasMessage("GROUP BY in a subquery"));
-  EXPECT_THAT(Bind("SELECT miner AS c, COUNT(*) AS c FROM eth_mainnet.blocks GROUP BY miner"),
-              testing::StatusHasMessage("two columns named 'c' (positions 0 and 1)"));
-  EXPECT_THAT(Bind("SELECT block_num, gas_used, block_num FROM eth_mainnet.blocks"),
-              testing::StatusHasMessage("two columns named 'block_num' (positions 0 and 2)"));
+  EXPECT_THAT(
+      Bind("SELECT miner AS c, COUNT(*) AS c FROM eth_mainnet.blocks GROUP BY miner"),
+      testing::StatusHasMessage("two columns named 'c' (positions 0 and 1)"));
+  EXPECT_THAT(
+      Bind("SELECT block_num, gas_used, block_num FROM eth_mainnet.blocks"),
+      testing::StatusHasMessage("two columns named 'block_num' (positions 0 and 2)"));
 }
 
 TEST_F(QueryTest, GroupByBlockNumAggregatesEachBlocksRows) {
   ASSERT_OK_AND_ASSIGN(
-      auto batch, Run("SELECT _block_num, COUNT(*) AS n, MIN(tx_index) AS lo, MAX(tx_index), "
-                      "COUNT(tx_index) FROM eth_mainnet.transactions "
-                      "WHERE block_num >= 24000005 GROUP BY _block_num"));
+      auto batch,
+      Run("SELECT _block_num, COUNT(*) AS n, MIN(tx_index) AS lo, MAX(tx_index), "
+          "COUNT(tx_index) FROM eth_mainnet.transactions "
+          "WHERE block_num >= 24000005 GROUP BY _block_num"));
   ASSERT_EQ(batch->num_rows(), 15);
   EXPECT_EQ(batch->schema()->field(0)->name(), "_block_num");
   EXPECT_EQ(batch->schema()->field(1)->name(), "n");
@@ -177,17 +188,20 @@ TEST_F(QueryTest, GroupByBlockNumAggregatesEachBlocksRows) {
 }
 
 TEST_F(QueryTest, ARepeatedGroupingKeyIsIgnored) {
-  ASSERT_OK_AND_ASSIGN(auto batch, Run("SELECT _block_num, COUNT(*) FROM eth_mainnet.transactions "
-                                       "GROUP BY _block_num, _block_num"));
+  ASSERT_OK_AND_ASSIGN(auto batch,
+                       Run("SELECT _block_num, COUNT(*) FROM eth_mainnet.transactions "
+                           "GROUP BY _block_num, _block_num"));
   EXPECT_EQ(batch->num_rows(), 20);
-  ASSERT_OK_AND_ASSIGN(auto distinct, Run("SELECT DISTINCT ON (_block_num, _block_num) tx_index "
-                                          "FROM eth_mainnet.transactions"));
+  ASSERT_OK_AND_ASSIGN(auto distinct,
+                       Run("SELECT DISTINCT ON (_block_num, _block_num) tx_index "
+                           "FROM eth_mainnet.transactions"));
   EXPECT_EQ(distinct->num_rows(), 20);
 }
 
 TEST_F(QueryTest, DistinctOnKeepsTheFirstRowOfEachKey) {
-  ASSERT_OK_AND_ASSIGN(auto batch, Run("SELECT DISTINCT ON (_block_num) _block_num, tx_index "
-                                       "AS first_tx FROM eth_mainnet.transactions"));
+  ASSERT_OK_AND_ASSIGN(auto batch,
+                       Run("SELECT DISTINCT ON (_block_num) _block_num, tx_index "
+                           "AS first_tx FROM eth_mainnet.transactions"));
   ASSERT_EQ(batch->num_rows(), 20);
   EXPECT_EQ(batch->schema()->field(1)->name(), "first_tx");
   const auto& firsts = static_cast<const arrow::UInt32Array&>(*batch->column(1));
@@ -195,26 +209,32 @@ TEST_F(QueryTest, DistinctOnKeepsTheFirstRowOfEachKey) {
   ASSERT_OK_AND_ASSIGN(auto distinct,
                        Run("SELECT DISTINCT tx_index FROM eth_mainnet.transactions"));
   EXPECT_EQ(distinct->num_rows(), 8);
-  ASSERT_OK_AND_ASSIGN(auto none, Run("SELECT _block_num, COUNT(*) FROM eth_mainnet.blocks "
-                                      "WHERE block_num > 99999999999 GROUP BY _block_num"));
+  ASSERT_OK_AND_ASSIGN(auto none,
+                       Run("SELECT _block_num, COUNT(*) FROM eth_mainnet.blocks "
+                           "WHERE block_num > 99999999999 GROUP BY _block_num"));
   EXPECT_EQ(none->num_rows(), 0);
   EXPECT_EQ(none->num_columns(), 2);
 }
 
 TEST_F(QueryTest, ReportsNonIncrementalOperations) {
   ASSERT_OK_AND_ASSIGN(auto aggregate, Bind("SELECT COUNT(*) FROM eth_mainnet.blocks"));
-  EXPECT_EQ(aggregate->NonIncrementalOperation(), std::optional<std::string>("Aggregate"));
+  EXPECT_EQ(aggregate->NonIncrementalOperation(),
+            std::optional<std::string>("Aggregate"));
   ASSERT_OK_AND_ASSIGN(auto limited, Bind("SELECT * FROM eth_mainnet.blocks LIMIT 3"));
   EXPECT_EQ(limited->NonIncrementalOperation(), std::optional<std::string>("Limit"));
   ASSERT_OK_AND_ASSIGN(auto plain, Bind("SELECT * FROM eth_mainnet.blocks"));
   EXPECT_EQ(plain->NonIncrementalOperation(), std::nullopt);
   // As ampd since #1877: grouping first by _block_num is incremental, anything else not.
   const std::pair<const char*, std::optional<std::string>> grouped[] = {
-      {"SELECT _block_num, COUNT(*) FROM eth_mainnet.blocks GROUP BY _block_num", std::nullopt},
-      {"SELECT COUNT(*) FROM eth_mainnet.blocks GROUP BY _block_num, miner", std::nullopt},
+      {"SELECT _block_num, COUNT(*) FROM eth_mainnet.blocks GROUP BY _block_num",
+       std::nullopt},
+      {"SELECT COUNT(*) FROM eth_mainnet.blocks GROUP BY _block_num, miner",
+       std::nullopt},
       {"SELECT DISTINCT ON (_block_num) * FROM eth_mainnet.blocks", std::nullopt},
-      {"SELECT miner, COUNT(*) FROM eth_mainnet.blocks GROUP BY miner, _block_num", "Aggregate"},
-      {"SELECT block_num, COUNT(*) FROM eth_mainnet.blocks GROUP BY block_num", "Aggregate"},
+      {"SELECT miner, COUNT(*) FROM eth_mainnet.blocks GROUP BY miner, _block_num",
+       "Aggregate"},
+      {"SELECT block_num, COUNT(*) FROM eth_mainnet.blocks GROUP BY block_num",
+       "Aggregate"},
       {"SELECT DISTINCT ON (miner, _block_num) * FROM eth_mainnet.blocks", "Distinct"},
       {"SELECT DISTINCT _block_num FROM eth_mainnet.blocks", "Distinct"},
       {"SELECT _block_num, COUNT(*) FROM eth_mainnet.blocks GROUP BY _block_num LIMIT 2",
@@ -237,7 +257,8 @@ TEST_F(QueryTest, LiteralsBeyondTheirRangeAreInvalidNotExceptions) {
   EXPECT_THAT(Bind("SELECT * FROM \"acme/eth_mainnet\".blocks WHERE gas_used < 1" +
                    std::string(400, '0') + ".5"),
               testing::StatusHasMessage("invalid query"));
-  EXPECT_OK(Bind("SELECT * FROM \"acme/eth_mainnet\".blocks WHERE block_num > 5").status());
+  EXPECT_OK(
+      Bind("SELECT * FROM \"acme/eth_mainnet\".blocks WHERE block_num > 5").status());
 }
 
 }  // namespace

@@ -8,7 +8,8 @@ namespace {
 TEST(SqlTest, ParsesTheQuickstartQuery) {
   ASSERT_OK_AND_ASSIGN(
       SelectStatement statement,
-      Parse(R"(SELECT block_num, timestamp, hash, gas_used FROM "acme/eth_mainnet".blocks)"));
+      Parse(
+          R"(SELECT block_num, timestamp, hash, gas_used FROM "acme/eth_mainnet".blocks)"));
   ASSERT_EQ(statement.items.size(), 4u);
   EXPECT_EQ(statement.items[0].column, "block_num");
   EXPECT_EQ(statement.items[3].column, "gas_used");
@@ -36,9 +37,10 @@ TEST(SqlTest, ParsesStarWhereBetweenLimitAndSettings) {
 }
 
 TEST(SqlTest, ParsesAggregatesWithAliases) {
-  ASSERT_OK_AND_ASSIGN(SelectStatement statement,
-                       Parse("SELECT MAX(block_num) as max_block, min(b.block_num), COUNT(*) "
-                             "FROM \"acme/eth_mainnet\".blocks b"));
+  ASSERT_OK_AND_ASSIGN(
+      SelectStatement statement,
+      Parse("SELECT MAX(block_num) as max_block, min(b.block_num), COUNT(*) "
+            "FROM \"acme/eth_mainnet\".blocks b"));
   ASSERT_EQ(statement.items.size(), 3u);
   EXPECT_EQ(statement.items[0].kind, SelectItem::Kind::kAggregate);
   EXPECT_EQ(statement.items[0].function, AggregateFn::kMax);
@@ -119,11 +121,14 @@ TEST(SqlTest, RejectsUnsupportedConstructsByName) {
 TEST(SqlTest, RejectsMalformedQueries) {
   EXPECT_THAT(Parse(""), testing::StatusHasMessage("query is empty"));
   EXPECT_THAT(Parse("SELECT a FROM"), testing::StatusHasMessage("expected a table name"));
-  EXPECT_THAT(Parse("SELECT a FROM blocks"), testing::StatusHasMessage("<dataset>.<table>"));
+  EXPECT_THAT(Parse("SELECT a FROM blocks"),
+              testing::StatusHasMessage("<dataset>.<table>"));
   EXPECT_THAT(Parse("SELECT a FROM d.t WHERE a = 'x"),
               testing::StatusHasMessage("unterminated string"));
-  EXPECT_THAT(Parse("SELECT a FROM d.t LIMIT x"), testing::StatusHasMessage("LIMIT needs"));
-  EXPECT_THAT(Parse("SELECT z.a FROM d.t AS b"), testing::StatusHasMessage("qualifier 'z'"));
+  EXPECT_THAT(Parse("SELECT a FROM d.t LIMIT x"),
+              testing::StatusHasMessage("LIMIT needs"));
+  EXPECT_THAT(Parse("SELECT z.a FROM d.t AS b"),
+              testing::StatusHasMessage("qualifier 'z'"));
   EXPECT_THAT(Parse("SELECT * FROM (SELECT * FROM d.t SETTINGS stream = true) s"),
               testing::StatusHasMessage("outermost"));
 }
@@ -133,7 +138,8 @@ TEST(SqlTest, RejectsMalformedQueries) {
 TEST(SqlTest, HugeLimitIsAnErrorNotAnException) {
   EXPECT_THAT(Parse("SELECT * FROM d.t LIMIT 99999999999999999999"),
               testing::StatusHasMessage("LIMIT 99999999999999999999 is out of range"));
-  ASSERT_OK_AND_ASSIGN(auto largest, Parse("SELECT * FROM d.t LIMIT 18446744073709551615"));
+  ASSERT_OK_AND_ASSIGN(auto largest,
+                       Parse("SELECT * FROM d.t LIMIT 18446744073709551615"));
   EXPECT_EQ(largest.limit, std::optional<uint64_t>(UINT64_MAX));
 }
 
@@ -145,22 +151,26 @@ TEST(SqlTest, NumbersWithTwoPointsAreMalformed) {
 }
 
 TEST(SqlTest, DeepNestingIsAnErrorNotAStackOverflow) {
-  const std::string conditions = "SELECT * FROM d.t WHERE " + std::string(100000, '(') + "a = 1" +
-                                 std::string(100000, ')');
-  EXPECT_THAT(Parse(conditions), testing::StatusHasMessage("nests deeper than 64 levels"));
+  const std::string conditions = "SELECT * FROM d.t WHERE " + std::string(100000, '(') +
+                                 "a = 1" + std::string(100000, ')');
+  EXPECT_THAT(Parse(conditions),
+              testing::StatusHasMessage("nests deeper than 64 levels"));
   std::string subqueries = "SELECT * FROM d.t";
   for (int i = 0; i < 100; ++i) subqueries = "SELECT * FROM (" + subqueries + ")";
-  EXPECT_THAT(Parse(subqueries), testing::StatusHasMessage("nests deeper than 64 levels"));
+  EXPECT_THAT(Parse(subqueries),
+              testing::StatusHasMessage("nests deeper than 64 levels"));
   // Siblings do not add up: only depth counts.
   std::string wide = "SELECT * FROM d.t WHERE (a = 1)";
   for (int i = 0; i < 100; ++i) wide += " AND (a = 1)";
   EXPECT_OK(Parse(wide).status());
-  EXPECT_OK(Parse("SELECT * FROM (SELECT * FROM (SELECT * FROM d.t)) WHERE ((a = 1))").status());
+  EXPECT_OK(Parse("SELECT * FROM (SELECT * FROM (SELECT * FROM d.t)) WHERE ((a = 1))")
+                .status());
 }
 
 TEST(SqlTest, TruncatedEmptyAndBinaryQueriesAreInvalid) {
   const std::string text =
-      "SELECT block_num AS b, MAX(gas_used) FROM \"acme/eth_mainnet\".blocks WHERE block_num "
+      "SELECT block_num AS b, MAX(gas_used) FROM \"acme/eth_mainnet\".blocks WHERE "
+      "block_num "
       "BETWEEN 1 AND 5 AND hash = x'00ff' LIMIT 3 SETTINGS stream = true";
   ASSERT_OK(Parse(text).status());
   for (size_t length = 0; length + 1 < text.size(); ++length) {
@@ -169,9 +179,9 @@ TEST(SqlTest, TruncatedEmptyAndBinaryQueriesAreInvalid) {
       EXPECT_THAT(parsed, testing::StatusHasMessage("invalid query")) << length;
     }
   }
-  for (const std::string& bad : {std::string(), std::string(" "), std::string("\0", 1),
-                                std::string("SELECT \xff FROM d.t"), std::string("'"),
-                                std::string("x'0")}) {
+  for (const std::string& bad :
+       {std::string(), std::string(" "), std::string("\0", 1),
+        std::string("SELECT \xff FROM d.t"), std::string("'"), std::string("x'0")}) {
     EXPECT_THAT(Parse(bad), testing::StatusHasMessage("invalid query")) << bad;
   }
 }

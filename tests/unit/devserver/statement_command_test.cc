@@ -12,9 +12,8 @@ std::string Field(char tag, const std::string& value) {
 
 TEST(StatementCommandTest, DecodesGoldenAnyBytes) {
   const std::string sql = "SELECT * FROM d.t";
-  const std::string bytes =
-      Field('\x0a', std::string(kCommandStatementQueryTypeUrl)) +
-      Field('\x12', Field('\x0a', sql));
+  const std::string bytes = Field('\x0a', std::string(kCommandStatementQueryTypeUrl)) +
+                            Field('\x12', Field('\x0a', sql));
   ASSERT_OK_AND_ASSIGN(std::string decoded, DecodeStatementQueryCommand(bytes));
   EXPECT_EQ(decoded, sql);
 }
@@ -23,8 +22,8 @@ TEST(StatementCommandTest, SkipsUnknownFieldsSuchAsTransactionId) {
   const std::string sql = "SELECT 1";
   // transaction_id (field 2, bytes) and an unknown varint field 7.
   const std::string statement = Field('\x0a', sql) + Field('\x12', "tx") + "\x38\x01";
-  const std::string bytes =
-      Field('\x0a', std::string(kCommandStatementQueryTypeUrl)) + Field('\x12', statement);
+  const std::string bytes = Field('\x0a', std::string(kCommandStatementQueryTypeUrl)) +
+                            Field('\x12', statement);
   ASSERT_OK_AND_ASSIGN(std::string decoded, DecodeStatementQueryCommand(bytes));
   EXPECT_EQ(decoded, sql);
 }
@@ -54,7 +53,8 @@ TEST(StatementCommandTest, QueryThatIsNotUtf8IsADecodeError) {
   const std::string bytes = Field('\x0a', std::string(kCommandStatementQueryTypeUrl)) +
                             Field('\x12', Field('\x0a', "SELECT '\xff'"));
   EXPECT_THAT(DecodeStatementQueryCommand(bytes),
-              testing::StatusHasMessage("ProtocolBuffers decoding error: the query is not valid UTF-8"));
+              testing::StatusHasMessage(
+                  "ProtocolBuffers decoding error: the query is not valid UTF-8"));
 }
 
 TEST(StatementCommandTest, TruncatedAndHugeLengthsAreDecodeErrors) {

@@ -26,14 +26,16 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadAll(const Dataset& datase
   return combined->CombineChunksToBatch();
 }
 
-std::string HashAt(const arrow::RecordBatch& batch, const std::string& column, int64_t row) {
-  const auto& array = static_cast<const arrow::FixedSizeBinaryArray&>(
-      *batch.GetColumnByName(column));
+std::string HashAt(const arrow::RecordBatch& batch, const std::string& column,
+                   int64_t row) {
+  const auto& array =
+      static_cast<const arrow::FixedSizeBinaryArray&>(*batch.GetColumnByName(column));
   return ToHex0x(array.GetView(row));
 }
 
 uint64_t U64At(const arrow::RecordBatch& batch, const std::string& column, int64_t row) {
-  return static_cast<const arrow::UInt64Array&>(*batch.GetColumnByName(column)).Value(row);
+  return static_cast<const arrow::UInt64Array&>(*batch.GetColumnByName(column))
+      .Value(row);
 }
 
 class SyntheticChainTest : public ::testing::Test {
@@ -145,7 +147,8 @@ TEST_F(SyntheticChainTest, MicrobatchesFollowTheHeadAndRespectTheSizeLimit) {
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->range.start, 24'000'000u);
   EXPECT_EQ(first->range.end, 24'000'029u);
-  auto last = chain_.NextMicrobatch(ChainPosition{24'000'089, chain_.BlockHash(24'000'089)}, 30);
+  auto last =
+      chain_.NextMicrobatch(ChainPosition{24'000'089, chain_.BlockHash(24'000'089)}, 30);
   ASSERT_TRUE(last.has_value());
   EXPECT_EQ(last->range.start, 24'000'090u);
   EXPECT_EQ(last->range.end, 24'000'099u);

@@ -1,6 +1,6 @@
 #include "ampdelta/loader/config.h"
-#include "ampdelta/loader/client.h"
 
+#include "ampdelta/loader/client.h"
 #include "ampdelta/loader/load_result.h"
 #include "tests/support/test_util.h"
 
@@ -8,7 +8,8 @@ namespace ampdelta::loader {
 namespace {
 
 TEST(DeltaLakeConfigTest, DefaultsMatchThePythonSdk) {
-  ASSERT_OK_AND_ASSIGN(auto config, ParseDeltaLakeConfig(R"({"table_path":"./data/blocks"})"));
+  ASSERT_OK_AND_ASSIGN(auto config,
+                       ParseDeltaLakeConfig(R"({"table_path":"./data/blocks"})"));
   EXPECT_EQ(config.table_path, "./data/blocks");
   EXPECT_TRUE(config.optimize_after_write);
   EXPECT_FALSE(config.vacuum_after_write);
@@ -22,7 +23,8 @@ TEST(DeltaLakeConfigTest, DefaultsMatchThePythonSdk) {
 TEST(DeltaLakeConfigTest, EveryKeyIsRead) {
   ASSERT_OK_AND_ASSIGN(
       auto config,
-      ParseDeltaLakeConfig(R"({"table_path":"s3://b/t","storage_options":{"AWS_REGION":"us-east-1"},
+      ParseDeltaLakeConfig(
+          R"({"table_path":"s3://b/t","storage_options":{"AWS_REGION":"us-east-1"},
         "partition_by":["network"],"optimize_after_write":false,"vacuum_after_write":true,
         "merge_schema":false,"schema_evolution":false,"file_size_hint":1048576,
         "max_rows_per_file":1000,"max_rows_per_group":100,
@@ -39,10 +41,11 @@ TEST(DeltaLakeConfigTest, EveryKeyIsRead) {
 }
 
 TEST(DeltaLakeConfigTest, UnknownKeysAndWrongTypesAreNamed) {
-  EXPECT_THAT(ParseDeltaLakeConfig(R"({"table_path":"t","batch_size":10})"),
-              testing::StatusHasMessage(
-                  "Invalid DeltaLakeLoader configuration: unknown key 'batch_size' (batch_size "
-                  "belongs to load()"));
+  EXPECT_THAT(
+      ParseDeltaLakeConfig(R"({"table_path":"t","batch_size":10})"),
+      testing::StatusHasMessage(
+          "Invalid DeltaLakeLoader configuration: unknown key 'batch_size' (batch_size "
+          "belongs to load()"));
   EXPECT_THAT(ParseDeltaLakeConfig(R"({"table_path":"t","partition_by":"network"})"),
               testing::StatusHasMessage("'partition_by' must be a list of strings"));
   EXPECT_THAT(ParseDeltaLakeConfig(R"({"table_path":"t","merge_schema":"no"})"),
@@ -61,7 +64,8 @@ TEST(DeltaLakeConfigTest, HostileValuesAreErrorsNotExceptions) {
       {R"({"table_path":"t","max_rows_per_file":18446744073709551615})",
        "'max_rows_per_file' must be a positive integer, got 18446744073709551615"},
       {R"({"table_path":"t","max_rows_per_file":1e400})", "must be a JSON object"},
-      {R"({"table_path":"t","file_size_hint":"10"})", "must be a positive integer, got \"10\""},
+      {R"({"table_path":"t","file_size_hint":"10"})",
+       "must be a positive integer, got \"10\""},
       {R"({"table_path":"t","merge_schema":[true]})", "must be a boolean, got [true]"},
       {R"({"table_path":""})", "'table_path' must be a non-empty string"},
       {"", "must be a JSON object"},
@@ -74,9 +78,10 @@ TEST(DeltaLakeConfigTest, HostileValuesAreErrorsNotExceptions) {
 
 TEST(DeltaLakeConfigTest, ConnectionValuesThatAreNotUtf8AreAnErrorNotAnException) {
   Client client("grpc://127.0.0.1:1");
-  EXPECT_THAT(client.ConfigureConnection("c", "deltalake", {{"table_path", "t\xff"}}),
-              testing::StatusHasMessage("the connection configuration is not valid UTF-8 at "
-                                        "table_path"));
+  EXPECT_THAT(
+      client.ConfigureConnection("c", "deltalake", {{"table_path", "t\xff"}}),
+      testing::StatusHasMessage("the connection configuration is not valid UTF-8 at "
+                                "table_path"));
   EXPECT_OK(client.ConfigureConnection("c", "deltalake", {{"table_path", "t"}}));
 }
 

@@ -9,8 +9,8 @@
 namespace ampdelta::loader {
 namespace {
 
-amp::BlockRange Range(std::string network, uint64_t start, uint64_t end, std::string hash = "",
-                      std::string prev = "") {
+amp::BlockRange Range(std::string network, uint64_t start, uint64_t end,
+                      std::string hash = "", std::string prev = "") {
   amp::BlockRange range;
   range.network = std::move(network);
   range.start = start;
@@ -24,18 +24,20 @@ TEST(BatchIdTest, MatchesThePythonSdksVectors) {
   // amp-protocol.md §3.6.
   EXPECT_EQ(BatchId(Range("ethereum", 100, 102, "0xaaa")), "17871ff804370164");
   EXPECT_EQ(BatchId(Range("ethereum", 100, 110, "0xabc123")), "507ba6138502b1dd");
-  EXPECT_EQ(BatchId(Range("anvil", 0, 2,
-                          "0x0deee2eaa7adb2b28c7fa731f79ea86e77e375f8ee0a0f2619ba6ec3eb2f68e6",
-                          "0x" + std::string(64, '0'))),
-            "ccb8c042acbe11a0");
+  EXPECT_EQ(
+      BatchId(Range("anvil", 0, 2,
+                    "0x0deee2eaa7adb2b28c7fa731f79ea86e77e375f8ee0a0f2619ba6ec3eb2f68e6",
+                    "0x" + std::string(64, '0'))),
+      "ccb8c042acbe11a0");
   EXPECT_EQ(BatchId(Range("blocks", 0, 250)), "a9dcacd2074b17c8");  // position-based
 }
 
 TEST(BatchIdTest, SeveralRangesAreJoinedWithABarAndAppendedAsTheLastColumn) {
   EXPECT_EQ(BatchIdValue({Range("ethereum", 100, 102, "0xaaa"), Range("blocks", 0, 250)}),
             "17871ff804370164|a9dcacd2074b17c8");
-  auto batch = arrow::RecordBatch::Make(arrow::schema({arrow::field("x", arrow::int32())}), 2,
-                                        {*arrow::MakeArrayFromScalar(arrow::Int32Scalar(1), 2)});
+  auto batch =
+      arrow::RecordBatch::Make(arrow::schema({arrow::field("x", arrow::int32())}), 2,
+                               {*arrow::MakeArrayFromScalar(arrow::Int32Scalar(1), 2)});
   ASSERT_OK_AND_ASSIGN(auto with_id, AddBatchIdColumn(batch, "17871ff804370164"));
   ASSERT_EQ(with_id->num_columns(), 2);
   EXPECT_EQ(with_id->schema()->field(1)->name(), kBatchIdColumn);
@@ -56,7 +58,8 @@ TEST(StreamStateTest, ATagIsParsedAsAListOnItsOwn) {
   // Spliced into app_metadata text, this tag closed the list and set ranges_complete.
   EXPECT_THAT(RangesFromTag(R"([], "ranges_complete": true)"),
               testing::HasErrorCode(ErrorCode::kCorruptLog));
-  EXPECT_THAT(RangesFromTag(R"({"ranges":[]})"), testing::HasErrorCode(ErrorCode::kCorruptLog));
+  EXPECT_THAT(RangesFromTag(R"({"ranges":[]})"),
+              testing::HasErrorCode(ErrorCode::kCorruptLog));
   EXPECT_THAT(RangesFromTag(""), testing::HasErrorCode(ErrorCode::kCorruptLog));
   EXPECT_THAT(RangesFromTag(R"([{"network":"n","start":2,"end":1}])"),
               testing::StatusHasMessage("ends before it starts"));
@@ -66,7 +69,8 @@ TEST(StreamStateTest, ATagIsParsedAsAListOnItsOwn) {
 
 TEST(StreamStateTest, TheResumeCursorIsTheNewestRecordedRangePerNetwork) {
   StreamState state;
-  state.ranges["mainnet"] = {Range("mainnet", 0, 9, "0x01"), Range("mainnet", 10, 19, "0x02")};
+  state.ranges["mainnet"] = {Range("mainnet", 0, 9, "0x01"),
+                             Range("mainnet", 10, 19, "0x02")};
   state.ranges["base"] = {Range("base", 5, 5, "0x03")};
   const amp::Cursor cursor = state.ResumeCursor();
   EXPECT_EQ(cursor.at("mainnet"), (amp::CursorEntry{19, "0x02"}));

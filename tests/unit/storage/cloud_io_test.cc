@@ -1,6 +1,8 @@
 // The provider-independent parts of the cloud stores: ranged random access, multipart
 // streamed uploads, settling an ambiguous create, retries and time parsing.
 
+#include "ampdelta/storage/cloud_io.h"
+
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -8,7 +10,6 @@
 #include <arrow/buffer.h>
 
 #include "ampdelta/storage/aws_auth.h"
-#include "ampdelta/storage/cloud_io.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_util.h"
@@ -140,10 +141,11 @@ TEST(RangedInputFileTest, ReadsAreClippedToTheObjectAndPositionsAdvance) {
   const std::string content = "0123456789";
   std::atomic<int> requests{0};
   auto file = MakeRangedInputFile(
-      [&](int64_t offset, int64_t length) -> arrow::Result<std::shared_ptr<arrow::Buffer>> {
+      [&](int64_t offset,
+          int64_t length) -> arrow::Result<std::shared_ptr<arrow::Buffer>> {
         ++requests;
-        return arrow::Buffer::FromString(content.substr(static_cast<size_t>(offset),
-                                                        static_cast<size_t>(length)));
+        return arrow::Buffer::FromString(
+            content.substr(static_cast<size_t>(offset), static_cast<size_t>(length)));
       },
       static_cast<int64_t>(content.size()));
   ASSERT_OK_AND_ASSIGN(auto tail, file->ReadAt(7, 100));
@@ -176,13 +178,14 @@ TEST(SettleRefusedCreateTest, OurOwnBytesMeanOurWriteLanded) {
                       PutMode::kOverwrite));
   const arrow::Status exists =
       MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::IOError, "exists");
-  ASSERT_OK(SettleRefusedCreate(store, "_delta_log/00000000000000000003.json",
-                                  arrow::Buffer::FromString("{\"commitInfo\":{\"txnId\":\"ours\"}}"),
-                                  exists));
-  EXPECT_THAT(SettleRefusedCreate(
-                  store, "_delta_log/00000000000000000003.json",
-                  arrow::Buffer::FromString("{\"commitInfo\":{\"txnId\":\"theirs\"}}"), exists),
-              testing::HasErrorCode(ErrorCode::kPreconditionFailed));
+  ASSERT_OK(SettleRefusedCreate(
+      store, "_delta_log/00000000000000000003.json",
+      arrow::Buffer::FromString("{\"commitInfo\":{\"txnId\":\"ours\"}}"), exists));
+  EXPECT_THAT(
+      SettleRefusedCreate(
+          store, "_delta_log/00000000000000000003.json",
+          arrow::Buffer::FromString("{\"commitInfo\":{\"txnId\":\"theirs\"}}"), exists),
+      testing::HasErrorCode(ErrorCode::kPreconditionFailed));
 }
 
 TEST(HttpTimeTest, ParsesHttpDatesAndRfc3339) {
@@ -193,14 +196,15 @@ TEST(HttpTimeTest, ParsesHttpDatesAndRfc3339) {
 }
 
 TEST(RetryTest, RetryableStatusesAreThrottlingAndServerErrors) {
-  for (int status : {408, 429, 500, 502, 503, 504}) EXPECT_TRUE(IsRetryableStatus(status)) << status;
+  for (int status : {408, 429, 500, 502, 503, 504})
+    EXPECT_TRUE(IsRetryableStatus(status)) << status;
   for (int status : {200, 400, 403, 404, 409, 412, 501}) {
     EXPECT_FALSE(IsRetryableStatus(status)) << status;
   }
 }
 
-// Clears the AWS credential variables for one test (ctest runs each test in its own process;
-// the values are restored anyway), so the test sees only the options it passes.
+// Clears the AWS credential variables for one test (ctest runs each test in its own
+// process; the values are restored anyway), so the test sees only the options it passes.
 class WithoutAwsEnvironment {
  public:
   WithoutAwsEnvironment() {
@@ -214,9 +218,14 @@ class WithoutAwsEnvironment {
   }
 
  private:
-  static constexpr const char* kNames[] = {
-      "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_TOKEN",
-      "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"};
+  static constexpr const char* kNames[] = {"AWS_ACCESS_KEY_ID",
+                                           "AWS_SECRET_ACCESS_KEY",
+                                           "AWS_SESSION_TOKEN",
+                                           "AWS_TOKEN",
+                                           "AWS_PROFILE",
+                                           "AWS_DEFAULT_PROFILE",
+                                           "AWS_WEB_IDENTITY_TOKEN_FILE",
+                                           "AWS_ROLE_ARN"};
   std::vector<std::pair<std::string, std::string>> saved_;
 };
 
@@ -241,13 +250,14 @@ TEST(AwsCredentialProviderTest, ProfilesAreReadFromTheSharedCredentialsFile) {
   WithoutAwsEnvironment clean;
   testing::TempDir dir;
   const std::string file = dir.path() + "/credentials";
-  std::ofstream(file) << "[default]\naws_access_key_id = DEFAULTKEY\naws_secret_access_key = d\n\n"
-                         "# a comment\n[loader]\n aws_access_key_id=LOADERKEY \n"
-                         "aws_secret_access_key = l\naws_session_token = t\n";
+  std::ofstream(file)
+      << "[default]\naws_access_key_id = DEFAULTKEY\naws_secret_access_key = d\n\n"
+         "# a comment\n[loader]\n aws_access_key_id=LOADERKEY \n"
+         "aws_secret_access_key = l\naws_session_token = t\n";
   auto client = std::make_shared<HttpClient>(std::chrono::milliseconds(100),
                                              std::chrono::milliseconds(1000));
-  const std::map<std::string, std::string> base = {{"AWS_SHARED_CREDENTIALS_FILE", file},
-                                                   {"AWS_CONFIG_FILE", dir.path() + "/none"}};
+  const std::map<std::string, std::string> base = {
+      {"AWS_SHARED_CREDENTIALS_FILE", file}, {"AWS_CONFIG_FILE", dir.path() + "/none"}};
   auto options = base;
   options["AWS_PROFILE"] = "loader";
   ASSERT_OK_AND_ASSIGN(auto provider, AwsCredentialProvider::Make(options, client));

@@ -1,4 +1,5 @@
-// Request signing of the cloud stores, against published or independently computed vectors.
+// Request signing of the cloud stores, against published or independently computed
+// vectors.
 
 #include <arrow/buffer.h>
 #include <arrow/util/base64.h>
@@ -23,10 +24,12 @@ TEST(AwsSigV4Test, MatchesTheGetObjectExampleOfTheS3Documentation) {
   const AwsCredentials credentials{"AKIAIOSFODNN7EXAMPLE",
                                    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "", 0};
   SignAwsV4(&request, credentials, "us-east-1", "s3",
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", k20130524);
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+            k20130524);
   EXPECT_EQ(request.Header("x-amz-date"), "20130524T000000Z");
   EXPECT_EQ(request.Header("Authorization"),
-            "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
+            "AWS4-HMAC-SHA256 "
+            "Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
             "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
             "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
 }
@@ -36,8 +39,8 @@ TEST(AwsSigV4Test, SessionTokensAreSentAndSigned) {
   request.method = "PUT";
   request.origin = "http://127.0.0.1:9000";
   request.path = "/bucket/key";
-  SignAwsV4(&request, AwsCredentials{"AKID", "secret", "the-session-token", 0}, "eu-west-1", "s3",
-            kUnsignedPayload, k20130524);
+  SignAwsV4(&request, AwsCredentials{"AKID", "secret", "the-session-token", 0},
+            "eu-west-1", "s3", kUnsignedPayload, k20130524);
   EXPECT_EQ(request.Header("x-amz-security-token"), "the-session-token");
   EXPECT_EQ(request.Header("x-amz-content-sha256"), "UNSIGNED-PAYLOAD");
   EXPECT_THAT(request.Header("Authorization"),
@@ -50,7 +53,8 @@ TEST(AwsSigV4Test, SessionTokensAreSentAndSigned) {
 // Vectors computed by the independent Python signer in tests/interop/emulator_azure.py,
 // whose string-to-sign matched what Azurite logged for the same request.
 constexpr const char* kAzuriteKey =
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
+    "KBHBeksoGMGw==";
 
 TEST(AzureSharedKeyTest, ConditionalPutBlobMatchesTheReferenceSigner) {
   HttpRequest request;
@@ -73,8 +77,11 @@ TEST(AzureSharedKeyTest, ListingQueryParametersAreCanonicalisedDecodedAndSorted)
   request.method = "GET";
   request.origin = "http://127.0.0.1:10000";
   request.path = "/devstoreaccount1/delta";
-  request.query = {{"restype", "container"}, {"comp", "list"}, {"prefix", "t/_delta_log/"},
-                   {"marker", "t/a b"}, {"maxresults", "3"}};
+  request.query = {{"restype", "container"},
+                   {"comp", "list"},
+                   {"prefix", "t/_delta_log/"},
+                   {"marker", "t/a b"},
+                   {"maxresults", "3"}};
   request.SetHeader("x-ms-date", "Sun, 29 Nov 2026 19:14:17 GMT");
   request.SetHeader("x-ms-version", "2021-08-06");
   EXPECT_EQ(AzureSharedKeyAuthorization(request, "devstoreaccount1",

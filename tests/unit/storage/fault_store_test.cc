@@ -17,11 +17,15 @@ class FaultStoreTest : public ::testing::Test {
 TEST_F(FaultStoreTest, FailsTheNthMatchingCallOnly) {
   store_.AddRule({StoreOp::kPut, "_delta_log/", 2, false, "boom", {}, true, false});
   EXPECT_OK(store_.Put("data/a", arrow::Buffer::FromString("a"), PutMode::kOverwrite));
-  EXPECT_OK(store_.Put("_delta_log/0.json", arrow::Buffer::FromString("a"), PutMode::kOverwrite));
-  EXPECT_THAT(store_.Put("_delta_log/1.json", arrow::Buffer::FromString("b"), PutMode::kOverwrite),
+  EXPECT_OK(store_.Put("_delta_log/0.json", arrow::Buffer::FromString("a"),
+                       PutMode::kOverwrite));
+  EXPECT_THAT(store_.Put("_delta_log/1.json", arrow::Buffer::FromString("b"),
+                         PutMode::kOverwrite),
               testing::StatusHasMessage("boom"));
-  EXPECT_THAT(inner_->Head("_delta_log/1.json"), testing::HasErrorCode(ErrorCode::kNotFound));
-  EXPECT_OK(store_.Put("_delta_log/2.json", arrow::Buffer::FromString("c"), PutMode::kOverwrite));
+  EXPECT_THAT(inner_->Head("_delta_log/1.json"),
+              testing::HasErrorCode(ErrorCode::kNotFound));
+  EXPECT_OK(store_.Put("_delta_log/2.json", arrow::Buffer::FromString("c"),
+                       PutMode::kOverwrite));
   EXPECT_EQ(store_.calls(StoreOp::kPut), 4);
   EXPECT_EQ(store_.faults_fired(), 1);
 }

@@ -41,8 +41,9 @@ TEST(ObjectStoreRegistryTest, SchemesAreRecognised) {
 TEST(ObjectStoreRegistryTest, LocalKeysCannotEscapeTheRoot) {
   testing::TempDir dir;
   ASSERT_OK_AND_ASSIGN(auto store, LocalStore::Make(dir.path()));
-  EXPECT_THAT(store->Put("../escape", arrow::Buffer::FromString("x"), PutMode::kOverwrite),
-              testing::StatusHasMessage("escapes the root"));
+  EXPECT_THAT(
+      store->Put("../escape", arrow::Buffer::FromString("x"), PutMode::kOverwrite),
+      testing::StatusHasMessage("escapes the root"));
 }
 
 }  // namespace

@@ -22,8 +22,9 @@ TEST(PercentEncodingTest, EachEscapeSetEscapesWhatItsUserNeeds) {
 
 TEST(PercentEncodingTest, DecodingUndoesEveryEncodingOnce) {
   const std::string text = "x=1/%41 é\t{}";
-  for (auto escape : {PercentEscape::kAllButUnreserved, PercentEscape::kAllButUnreservedAndSlash,
-                      PercentEscape::kLogPath, PercentEscape::kPartitionFolder}) {
+  for (auto escape :
+       {PercentEscape::kAllButUnreserved, PercentEscape::kAllButUnreservedAndSlash,
+        PercentEscape::kLogPath, PercentEscape::kPartitionFolder}) {
     EXPECT_EQ(PercentDecode(PercentEncode(text, escape)), text);
   }
   EXPECT_EQ(PercentDecode("%2541"), "%41");  // once, not twice

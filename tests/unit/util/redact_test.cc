@@ -6,7 +6,8 @@ namespace ampdelta {
 namespace {
 
 TEST(RedactTest, UserAndPasswordBecomeStars) {
-  EXPECT_EQ(RedactUrl("grpc://alice:hunter2@127.0.0.1:1602"), "grpc://***@127.0.0.1:1602");
+  EXPECT_EQ(RedactUrl("grpc://alice:hunter2@127.0.0.1:1602"),
+            "grpc://***@127.0.0.1:1602");
   EXPECT_EQ(RedactUrl("s3://AKID:SECRET@bucket/path/t"), "s3://***@bucket/path/t");
   EXPECT_EQ(RedactUrl("gs://token@bucket/t"), "gs://***@bucket/t");
 }

@@ -15,8 +15,8 @@ TEST(StatusTest, ErrorCodeSurvivesWithMessage) {
 }
 
 TEST(StatusTest, SubcodeIsKept) {
-  arrow::Status status =
-      WithErrorCode(arrow::Status::IOError("down"), ErrorCode::kServerError, "UNAVAILABLE");
+  arrow::Status status = WithErrorCode(arrow::Status::IOError("down"),
+                                       ErrorCode::kServerError, "UNAVAILABLE");
   const ErrorDetail* detail = GetErrorDetail(status);
   ASSERT_NE(detail, nullptr);
   EXPECT_EQ(detail->subcode(), "UNAVAILABLE");

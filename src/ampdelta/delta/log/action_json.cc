@@ -1,11 +1,10 @@
 #include "ampdelta/delta/log/action_json.h"
 
-#include "ampdelta/delta/log/action_json_internal.h"
-
 #include <limits>
 
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/action_json_internal.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/utf8.h"
@@ -30,8 +29,8 @@ constexpr const char* kCheckpointMetadata = "checkpointMetadata";
 constexpr const char* kSidecar = "sidecar";
 
 arrow::Status Corrupt(const std::string& source, const std::string& what) {
-  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "malformed action in ",
-                   source, ": ", what);
+  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError,
+                   "malformed action in ", source, ": ", what);
 }
 
 // Typed accessors that report the offending field by name.
@@ -87,7 +86,8 @@ class Reader {
     return value;
   }
 
-  arrow::Result<bool> Bool(const char* key, std::optional<bool> fallback = std::nullopt) const {
+  arrow::Result<bool> Bool(const char* key,
+                           std::optional<bool> fallback = std::nullopt) const {
     if (!Has(key)) {
       if (fallback) return *fallback;
       return Missing(key);
@@ -142,7 +142,8 @@ class Reader {
     return out;
   }
 
-  arrow::Result<std::optional<std::vector<std::string>>> OptStringList(const char* key) const {
+  arrow::Result<std::optional<std::vector<std::string>>> OptStringList(
+      const char* key) const {
     if (!Has(key)) return std::nullopt;
     const json& value = object_.at(key);
     if (!value.is_array()) return Bad(key, "an array");
@@ -177,8 +178,8 @@ class Reader {
   const std::string& source_;
 };
 
-arrow::Result<std::optional<DeletionVectorDescriptor>> ParseDv(const json* value,
-                                                               const std::string& source) {
+arrow::Result<std::optional<DeletionVectorDescriptor>> ParseDv(
+    const json* value, const std::string& source) {
   if (value == nullptr) return std::nullopt;
   if (!value->is_object()) return Corrupt(source, "deletionVector is not an object");
   Reader r(*value, "deletionVector", source);
@@ -194,9 +195,9 @@ arrow::Result<std::optional<DeletionVectorDescriptor>> ParseDv(const json* value
 
 ojson DvToJson(const DeletionVectorDescriptor& dv) {
   ojson out = {{"storageType", dv.storage_type},
-              {"pathOrInlineDv", dv.path_or_inline_dv},
-              {"sizeInBytes", dv.size_in_bytes},
-              {"cardinality", dv.cardinality}};
+               {"pathOrInlineDv", dv.path_or_inline_dv},
+               {"sizeInBytes", dv.size_in_bytes},
+               {"cardinality", dv.cardinality}};
   if (dv.offset) out["offset"] = *dv.offset;
   if (dv.max_row_index) out["maxRowIndex"] = *dv.max_row_index;
   return out;
@@ -238,9 +239,11 @@ arrow::Result<Action> ActionFromJson(const std::string& name, const json& body,
     ARROW_ASSIGN_OR_RAISE(add.data_change, r.Bool("dataChange", true));
     ARROW_ASSIGN_OR_RAISE(add.stats, r.OptString("stats"));
     ARROW_ASSIGN_OR_RAISE(add.tags, r.OptNullableMap("tags"));
-    ARROW_ASSIGN_OR_RAISE(add.deletion_vector, ParseDv(r.Child("deletionVector"), source));
+    ARROW_ASSIGN_OR_RAISE(add.deletion_vector,
+                          ParseDv(r.Child("deletionVector"), source));
     ARROW_ASSIGN_OR_RAISE(add.base_row_id, r.OptInt("baseRowId"));
-    ARROW_ASSIGN_OR_RAISE(add.default_row_commit_version, r.OptInt("defaultRowCommitVersion"));
+    ARROW_ASSIGN_OR_RAISE(add.default_row_commit_version,
+                          r.OptInt("defaultRowCommitVersion"));
     ARROW_ASSIGN_OR_RAISE(add.clustering_provider, r.OptString("clusteringProvider"));
     return add;
   }
@@ -249,12 +252,14 @@ arrow::Result<Action> ActionFromJson(const std::string& name, const json& body,
     ARROW_ASSIGN_OR_RAISE(remove.path, r.String("path"));
     ARROW_ASSIGN_OR_RAISE(remove.deletion_timestamp, r.OptInt("deletionTimestamp"));
     ARROW_ASSIGN_OR_RAISE(remove.data_change, r.Bool("dataChange", true));
-    ARROW_ASSIGN_OR_RAISE(remove.extended_file_metadata, r.OptBool("extendedFileMetadata"));
+    ARROW_ASSIGN_OR_RAISE(remove.extended_file_metadata,
+                          r.OptBool("extendedFileMetadata"));
     ARROW_ASSIGN_OR_RAISE(remove.partition_values, r.OptNullableMap("partitionValues"));
     ARROW_ASSIGN_OR_RAISE(remove.size, r.OptInt("size"));
     ARROW_ASSIGN_OR_RAISE(remove.stats, r.OptString("stats"));
     ARROW_ASSIGN_OR_RAISE(remove.tags, r.OptNullableMap("tags"));
-    ARROW_ASSIGN_OR_RAISE(remove.deletion_vector, ParseDv(r.Child("deletionVector"), source));
+    ARROW_ASSIGN_OR_RAISE(remove.deletion_vector,
+                          ParseDv(r.Child("deletionVector"), source));
     ARROW_ASSIGN_OR_RAISE(remove.base_row_id, r.OptInt("baseRowId"));
     ARROW_ASSIGN_OR_RAISE(remove.default_row_commit_version,
                           r.OptInt("defaultRowCommitVersion"));
@@ -271,7 +276,8 @@ arrow::Result<Action> ActionFromJson(const std::string& name, const json& body,
       metadata.format.provider = provider.value_or("parquet");
       ARROW_ASSIGN_OR_RAISE(metadata.format.options, f.StringMap("options"));
     }
-    // Optional here: only the metaData that wins replay must have a schema (see Snapshot).
+    // Optional here: only the metaData that wins replay must have a schema (see
+    // Snapshot).
     ARROW_ASSIGN_OR_RAISE(auto schema_string, r.OptString("schemaString"));
     metadata.schema_string = schema_string.value_or("");
     ARROW_ASSIGN_OR_RAISE(auto partitions, r.OptStringList("partitionColumns"));
@@ -364,18 +370,19 @@ namespace {
 struct ToJsonVisitor {
   ojson operator()(const Protocol& p) const {
     ojson out = {{"minReaderVersion", p.min_reader_version},
-                {"minWriterVersion", p.min_writer_version}};
+                 {"minWriterVersion", p.min_writer_version}};
     if (p.reader_features) out["readerFeatures"] = *p.reader_features;
     if (p.writer_features) out["writerFeatures"] = *p.writer_features;
     return ojson{{kProtocol, out}};
   }
   ojson operator()(const Metadata& m) const {
     ojson out = {{"id", m.id},
-                {"format", {{"provider", m.format.provider},
-                            {"options", StringMapToJson(m.format.options)}}},
-                {"schemaString", m.schema_string},
-                {"partitionColumns", m.partition_columns},
-                {"configuration", StringMapToJson(m.configuration)}};
+                 {"format",
+                  {{"provider", m.format.provider},
+                   {"options", StringMapToJson(m.format.options)}}},
+                 {"schemaString", m.schema_string},
+                 {"partitionColumns", m.partition_columns},
+                 {"configuration", StringMapToJson(m.configuration)}};
     if (m.name) out["name"] = *m.name;
     if (m.description) out["description"] = *m.description;
     if (m.created_time) out["createdTime"] = *m.created_time;
@@ -383,15 +390,16 @@ struct ToJsonVisitor {
   }
   ojson operator()(const Add& a) const {
     ojson out = {{"path", a.path},
-                {"partitionValues", NullableMapToJson(a.partition_values)},
-                {"size", a.size},
-                {"modificationTime", a.modification_time},
-                {"dataChange", a.data_change}};
+                 {"partitionValues", NullableMapToJson(a.partition_values)},
+                 {"size", a.size},
+                 {"modificationTime", a.modification_time},
+                 {"dataChange", a.data_change}};
     if (a.stats) out["stats"] = *a.stats;
     if (a.tags) out["tags"] = NullableMapToJson(*a.tags);
     if (a.deletion_vector) out["deletionVector"] = DvToJson(*a.deletion_vector);
     if (a.base_row_id) out["baseRowId"] = *a.base_row_id;
-    if (a.default_row_commit_version) out["defaultRowCommitVersion"] = *a.default_row_commit_version;
+    if (a.default_row_commit_version)
+      out["defaultRowCommitVersion"] = *a.default_row_commit_version;
     if (a.clustering_provider) out["clusteringProvider"] = *a.clustering_provider;
     return ojson{{kAdd, out}};
   }
@@ -399,13 +407,15 @@ struct ToJsonVisitor {
     ojson out = {{"path", r.path}, {"dataChange", r.data_change}};
     if (r.deletion_timestamp) out["deletionTimestamp"] = *r.deletion_timestamp;
     if (r.extended_file_metadata) out["extendedFileMetadata"] = *r.extended_file_metadata;
-    if (r.partition_values) out["partitionValues"] = NullableMapToJson(*r.partition_values);
+    if (r.partition_values)
+      out["partitionValues"] = NullableMapToJson(*r.partition_values);
     if (r.size) out["size"] = *r.size;
     if (r.stats) out["stats"] = *r.stats;
     if (r.tags) out["tags"] = NullableMapToJson(*r.tags);
     if (r.deletion_vector) out["deletionVector"] = DvToJson(*r.deletion_vector);
     if (r.base_row_id) out["baseRowId"] = *r.base_row_id;
-    if (r.default_row_commit_version) out["defaultRowCommitVersion"] = *r.default_row_commit_version;
+    if (r.default_row_commit_version)
+      out["defaultRowCommitVersion"] = *r.default_row_commit_version;
     return ojson{{kRemove, out}};
   }
   ojson operator()(const SetTransaction& t) const {
@@ -415,7 +425,9 @@ struct ToJsonVisitor {
   }
   ojson operator()(const DomainMetadata& d) const {
     return ojson{{kDomainMetadata,
-                 {{"domain", d.domain}, {"configuration", d.configuration}, {"removed", d.removed}}}};
+                  {{"domain", d.domain},
+                   {"configuration", d.configuration},
+                   {"removed", d.removed}}}};
   }
   ojson operator()(const CommitInfo& c) const {
     if (!c.raw_json.empty()) {
@@ -431,26 +443,27 @@ struct ToJsonVisitor {
     if (c.read_version) out["readVersion"] = *c.read_version;
     if (c.isolation_level) out["isolationLevel"] = *c.isolation_level;
     if (c.is_blind_append) out["isBlindAppend"] = *c.is_blind_append;
-    if (!c.operation_metrics.empty()) out["operationMetrics"] = StringMapToJson(c.operation_metrics);
+    if (!c.operation_metrics.empty())
+      out["operationMetrics"] = StringMapToJson(c.operation_metrics);
     if (!c.engine_info.empty()) out["engineInfo"] = c.engine_info;
     if (!c.txn_id.empty()) out["txnId"] = c.txn_id;
     return ojson{{kCommitInfo, out}};
   }
   ojson operator()(const Cdc& c) const {
     return ojson{{kCdc,
-                 {{"path", c.path},
-                  {"partitionValues", NullableMapToJson(c.partition_values)},
-                  {"size", c.size},
-                  {"dataChange", c.data_change}}}};
+                  {{"path", c.path},
+                   {"partitionValues", NullableMapToJson(c.partition_values)},
+                   {"size", c.size},
+                   {"dataChange", c.data_change}}}};
   }
   ojson operator()(const CheckpointMetadata& c) const {
     return ojson{{kCheckpointMetadata, {{"version", c.version}}}};
   }
   ojson operator()(const Sidecar& s) const {
     return ojson{{kSidecar,
-                 {{"path", s.path},
-                  {"sizeInBytes", s.size_in_bytes},
-                  {"modificationTime", s.modification_time}}}};
+                  {{"path", s.path},
+                   {"sizeInBytes", s.size_in_bytes},
+                   {"modificationTime", s.modification_time}}}};
   }
 };
 
@@ -471,7 +484,8 @@ arrow::Result<std::optional<Action>> ParseActionLine(std::string_view line) {
   return std::nullopt;
 }
 
-arrow::Result<std::vector<Action>> ParseCommit(std::string_view text, const std::string& source) {
+arrow::Result<std::vector<Action>> ParseCommit(std::string_view text,
+                                               const std::string& source) {
   std::vector<Action> actions;
   size_t start = 0;
   int line_number = 0;
@@ -485,7 +499,8 @@ arrow::Result<std::vector<Action>> ParseCommit(std::string_view text, const std:
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     json doc = json_util::ParseJson(line);
     if (doc.is_discarded() || !doc.is_object()) {
-      return Corrupt(source, "line " + std::to_string(line_number) + " is not a JSON object");
+      return Corrupt(source,
+                     "line " + std::to_string(line_number) + " is not a JSON object");
     }
     for (auto it = doc.begin(); it != doc.end(); ++it) {
       auto action = internal::ActionFromJson(it.key(), *it, source);
@@ -504,7 +519,7 @@ arrow::Result<std::vector<Action>> ParseCommit(std::string_view text, const std:
 
 arrow::Result<std::string> ActionToJson(const Action& action) {
   return json_util::DumpJson(std::visit(ToJsonVisitor{}, action),
-                            std::string(ActionName(action)) + " action");
+                             std::string(ActionName(action)) + " action");
 }
 
 arrow::Result<std::string> EncodeCommit(const std::vector<Action>& actions) {
@@ -518,9 +533,9 @@ arrow::Result<std::string> EncodeCommit(const std::vector<Action>& actions) {
 }
 
 const char* ActionName(const Action& action) {
-  static constexpr const char* kNames[] = {kProtocol, kMetaData,       kAdd,
-                                           kRemove,   kTxn,            kDomainMetadata,
-                                           kCommitInfo, kCdc,          kCheckpointMetadata,
+  static constexpr const char* kNames[] = {kProtocol,   kMetaData, kAdd,
+                                           kRemove,     kTxn,      kDomainMetadata,
+                                           kCommitInfo, kCdc,      kCheckpointMetadata,
                                            kSidecar};
   return kNames[action.index()];
 }

@@ -19,7 +19,8 @@ arrow::Result<std::optional<Action>> ParseActionLine(std::string_view line);
 
 /// \brief Parse a whole commit file (newline-delimited JSON; blank lines ignored).
 /// \param[in] source named in errors (e.g. the commit's path)
-arrow::Result<std::vector<Action>> ParseCommit(std::string_view text, const std::string& source);
+arrow::Result<std::vector<Action>> ParseCommit(std::string_view text,
+                                               const std::string& source);
 
 /// \brief Encode one action as a single JSON line (no trailing newline). Optional fields
 /// that are unset are omitted.

@@ -177,7 +177,7 @@ struct Sidecar {
 Remove RemoveFor(const Add& add, bool data_change = true);
 
 /// \brief Any action.
-using Action = std::variant<Protocol, Metadata, Add, Remove, SetTransaction, DomainMetadata,
-                            CommitInfo, Cdc, CheckpointMetadata, Sidecar>;
+using Action = std::variant<Protocol, Metadata, Add, Remove, SetTransaction,
+                            DomainMetadata, CommitInfo, Cdc, CheckpointMetadata, Sidecar>;
 
 }  // namespace ampdelta::delta

@@ -67,8 +67,9 @@ json ValueToJson(const arrow::Array& array, int64_t i) {
     case arrow::Type::BINARY:
       return std::string(static_cast<const arrow::BinaryArray&>(array).GetView(i));
     case arrow::Type::DATE32:
-      return FormatCivil(int64_t{static_cast<const arrow::Date32Array&>(array).Value(i)} * 86400,
-                         CivilFormat::kDate);
+      return FormatCivil(
+          int64_t{static_cast<const arrow::Date32Array&>(array).Value(i)} * 86400,
+          CivilFormat::kDate);
     case arrow::Type::TIMESTAMP:
       return FormatTimestamp(static_cast<const arrow::TimestampArray&>(array).Value(i),
                              static_cast<const arrow::TimestampType&>(*array.type()));
@@ -112,7 +113,6 @@ json ValueToJson(const arrow::Array& array, int64_t i) {
   }
 }
 
-
 // Direct decoding of the file actions, which make up almost every checkpoint row: the
 // generic JSON route below costs several times more on large tables. Returns false when a
 // column has an unexpected type, and the caller falls back to the generic route.
@@ -131,7 +131,8 @@ class FileActionDecoder {
     time_ = child(is_add ? "modificationTime" : "deletionTimestamp");
     if (time_ != nullptr && time_->type_id() != arrow::Type::INT64) return false;
     data_change_ = child("dataChange");
-    if (data_change_ != nullptr && data_change_->type_id() != arrow::Type::BOOL) return false;
+    if (data_change_ != nullptr && data_change_->type_id() != arrow::Type::BOOL)
+      return false;
     stats_ = child("stats");
     if (stats_ != nullptr && stats_->type_id() != arrow::Type::STRING) return false;
     partition_values_ = child("partitionValues");
@@ -141,14 +142,17 @@ class FileActionDecoder {
     extended_ = child("extendedFileMetadata");
     if (extended_ != nullptr && extended_->type_id() != arrow::Type::BOOL) return false;
     base_row_id_ = child("baseRowId");
-    if (base_row_id_ != nullptr && base_row_id_->type_id() != arrow::Type::INT64) return false;
+    if (base_row_id_ != nullptr && base_row_id_->type_id() != arrow::Type::INT64)
+      return false;
     row_commit_version_ = child("defaultRowCommitVersion");
-    if (row_commit_version_ != nullptr && row_commit_version_->type_id() != arrow::Type::INT64) {
+    if (row_commit_version_ != nullptr &&
+        row_commit_version_->type_id() != arrow::Type::INT64) {
       return false;
     }
     dv_ = child("deletionVector");
     clustering_ = child("clusteringProvider");
-    if (clustering_ != nullptr && clustering_->type_id() != arrow::Type::STRING) return false;
+    if (clustering_ != nullptr && clustering_->type_id() != arrow::Type::STRING)
+      return false;
     return true;
   }
 
@@ -169,7 +173,8 @@ class FileActionDecoder {
     return true;
   }
 
-  arrow::Result<bool> DecodeRemove(int64_t i, Remove* remove, const std::string& source) const {
+  arrow::Result<bool> DecodeRemove(int64_t i, Remove* remove,
+                                   const std::string& source) const {
     if (path_->IsNull(i)) return false;
     remove->path = std::string(path_->GetView(i));
     remove->deletion_timestamp = Int(time_, i);
@@ -190,12 +195,14 @@ class FileActionDecoder {
  private:
   template <typename T>
   static const T* As(const arrow::Array* array, arrow::Type::type id) {
-    return array != nullptr && array->type_id() == id ? static_cast<const T*>(array) : nullptr;
+    return array != nullptr && array->type_id() == id ? static_cast<const T*>(array)
+                                                      : nullptr;
   }
   static bool IsStringMap(const arrow::Array& array) {
     if (array.type_id() != arrow::Type::MAP) return false;
     const auto& map = static_cast<const arrow::MapType&>(*array.type());
-    return map.key_type()->id() == arrow::Type::STRING && map.item_type()->id() == arrow::Type::STRING;
+    return map.key_type()->id() == arrow::Type::STRING &&
+           map.item_type()->id() == arrow::Type::STRING;
   }
   static std::optional<int64_t> Int(const arrow::Array* array, int64_t i) {
     if (array == nullptr || array->IsNull(i)) return std::nullopt;
@@ -217,16 +224,20 @@ class FileActionDecoder {
     const auto& items = static_cast<const arrow::StringArray&>(*map.items());
     for (int64_t k = map.value_offset(i); k < map.value_offset(i + 1); ++k) {
       out[std::string(keys.GetView(k))] =
-          items.IsNull(k) ? std::nullopt : std::optional<std::string>(std::string(items.GetView(k)));
+          items.IsNull(k) ? std::nullopt
+                          : std::optional<std::string>(std::string(items.GetView(k)));
     }
     return out;
   }
-  arrow::Result<std::optional<DeletionVectorDescriptor>> Dv(int64_t i, const std::string& source) const {
+  arrow::Result<std::optional<DeletionVectorDescriptor>> Dv(
+      int64_t i, const std::string& source) const {
     if (dv_ == nullptr || dv_->IsNull(i)) return std::nullopt;
     json body = ValueToJson(*dv_, i);
-    if (!body.contains("storageType") || body["storageType"].is_null()) return std::nullopt;
+    if (!body.contains("storageType") || body["storageType"].is_null())
+      return std::nullopt;
     json line = {{"add", {{"path", "x"}, {"size", 0}, {"deletionVector", body}}}};
-    ARROW_ASSIGN_OR_RAISE(auto action, internal::ActionFromJson("add", line["add"], source));
+    ARROW_ASSIGN_OR_RAISE(auto action,
+                          internal::ActionFromJson("add", line["add"], source));
     return std::get<Add>(action).deletion_vector;
   }
 
@@ -244,8 +255,9 @@ class FileActionDecoder {
   const arrow::Array* clustering_ = nullptr;
 };
 
-constexpr const char* kActionColumns[] = {"protocol", "metaData", "txn", "add", "remove",
-                                          "domainMetadata", "checkpointMetadata", "sidecar"};
+constexpr const char* kActionColumns[] = {
+    "protocol",       "metaData",           "txn",    "add", "remove",
+    "domainMetadata", "checkpointMetadata", "sidecar"};
 
 }  // namespace
 
@@ -254,8 +266,8 @@ arrow::Result<std::vector<Action>> ReadParquetActions(storage::ObjectStore& stor
   ARROW_ASSIGN_OR_RAISE(auto input, store.OpenInputFile(path));
   auto opened = parquet::arrow::OpenFile(input, arrow::default_memory_pool());
   if (!opened.ok()) {
-    return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "checkpoint ", path,
-                     " is not readable Parquet: ", opened.status().message());
+    return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "checkpoint ",
+                     path, " is not readable Parquet: ", opened.status().message());
   }
   std::unique_ptr<parquet::arrow::FileReader> reader = std::move(*opened);
   std::shared_ptr<arrow::Schema> schema;
@@ -276,8 +288,8 @@ arrow::Result<std::vector<Action>> ReadParquetActions(storage::ObjectStore& stor
   }
   auto read = reader->ReadTable(leaves);
   if (!read.ok()) {
-    return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "checkpoint ", path,
-                     " cannot be read: ", read.status().message());
+    return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "checkpoint ",
+                     path, " cannot be read: ", read.status().message());
   }
   std::shared_ptr<arrow::Table> table = std::move(*read);
   std::vector<Action> actions;
@@ -285,12 +297,14 @@ arrow::Result<std::vector<Action>> ReadParquetActions(storage::ObjectStore& stor
     const std::string& name = table->schema()->field(c)->name();
     for (const auto& chunk : table->column(c)->chunks()) {
       FileActionDecoder decoder;
-      const bool fast = (name == "add" || name == "remove") && chunk->type_id() == arrow::Type::STRUCT &&
-                        decoder.Bind(static_cast<const arrow::StructArray&>(*chunk), name == "add");
-      // stats_parsed only (no JSON stats column) needs the generic route.
-      const bool has_stats_parsed =
+      const bool fast =
+          (name == "add" || name == "remove") &&
           chunk->type_id() == arrow::Type::STRUCT &&
-          static_cast<const arrow::StructType&>(*chunk->type()).GetFieldIndex("stats_parsed") >= 0;
+          decoder.Bind(static_cast<const arrow::StructArray&>(*chunk), name == "add");
+      // stats_parsed only (no JSON stats column) needs the generic route.
+      const bool has_stats_parsed = chunk->type_id() == arrow::Type::STRUCT &&
+                                    static_cast<const arrow::StructType&>(*chunk->type())
+                                            .GetFieldIndex("stats_parsed") >= 0;
       for (int64_t row = 0; row < chunk->length(); ++row) {
         if (chunk->IsNull(row)) continue;
         if (fast && name == "add") {
@@ -314,7 +328,8 @@ arrow::Result<std::vector<Action>> ReadParquetActions(storage::ObjectStore& stor
           // Parquet strings need not be UTF-8, and JSON stats cannot hold such a bound:
           // the file then has no stats, which only costs data skipping.
           const bool no_stats = !body.contains("stats") || body["stats"].is_null();
-          if (no_stats && body.contains("stats_parsed") && body["stats_parsed"].is_object() &&
+          if (no_stats && body.contains("stats_parsed") &&
+              body["stats_parsed"].is_object() &&
               json_util::AllStringsUtf8(body["stats_parsed"])) {
             body["stats"] = json_util::DumpJsonLossy(body["stats_parsed"]);
           }
@@ -325,12 +340,14 @@ arrow::Result<std::vector<Action>> ReadParquetActions(storage::ObjectStore& stor
         if (name == "add" || name == "remove") {
           if (!body.contains("path") || body["path"].is_null()) continue;
         }
-        if (name == "txn" && (!body.contains("appId") || body["appId"].is_null())) continue;
-        if (name == "protocol" && (!body.contains("minReaderVersion") ||
-                                   body["minReaderVersion"].is_null())) {
+        if (name == "txn" && (!body.contains("appId") || body["appId"].is_null()))
+          continue;
+        if (name == "protocol" &&
+            (!body.contains("minReaderVersion") || body["minReaderVersion"].is_null())) {
           continue;
         }
-        if (name == "metaData" && (!body.contains("id") || body["id"].is_null())) continue;
+        if (name == "metaData" && (!body.contains("id") || body["id"].is_null()))
+          continue;
         auto action = internal::ActionFromJson(name, body, path);
         if (!action.ok()) return action.status();
         actions.push_back(std::move(*action));
@@ -354,14 +371,15 @@ arrow::Result<std::vector<Action>> ReadCheckpoint(storage::ObjectStore& store,
     for (auto& action : part) {
       if (const auto* sidecar = std::get_if<Sidecar>(&action)) {
         if (sidecar->path.empty()) {
-          return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "checkpoint ",
-                           file.path, " names a sidecar with an empty path");
+          return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError,
+                           "checkpoint ", file.path,
+                           " names a sidecar with an empty path");
         }
         // Sidecar paths are relative to _delta_log/_sidecars/ unless absolute.
-        const std::string path = sidecar->path.find(':') != std::string::npos ||
-                                         sidecar->path.front() == '/'
-                                     ? sidecar->path
-                                     : std::string(kLogDir) + "/_sidecars/" + sidecar->path;
+        const std::string path =
+            sidecar->path.find(':') != std::string::npos || sidecar->path.front() == '/'
+                ? sidecar->path
+                : std::string(kLogDir) + "/_sidecars/" + sidecar->path;
         ARROW_ASSIGN_OR_RAISE(auto files, ReadParquetActions(store, path));
         for (auto& file_action : files) actions.push_back(std::move(file_action));
         continue;

@@ -29,7 +29,8 @@ std::optional<int64_t> ToNumber(std::string_view text) {
 }
 
 bool EndsWith(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+  return text.size() >= suffix.size() &&
+         text.substr(text.size() - suffix.size()) == suffix;
 }
 
 }  // namespace
@@ -54,7 +55,8 @@ std::optional<ParsedLogPath> ParseLogPath(std::string_view key) {
   const std::string prefix = std::string(kLogDir) + "/";
   if (key.substr(0, prefix.size()) != prefix) return std::nullopt;
   std::string_view name = key.substr(prefix.size());
-  if (name.find('/') != std::string_view::npos) return std::nullopt;  // sidecars, _autostats
+  if (name.find('/') != std::string_view::npos)
+    return std::nullopt;  // sidecars, _autostats
   ParsedLogPath parsed;
   parsed.path = std::string(key);
   if (name == "_last_checkpoint") {

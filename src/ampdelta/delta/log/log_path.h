@@ -44,8 +44,10 @@ struct ParsedLogPath {
 
   /// \brief Return true for every kind of checkpoint file.
   bool is_checkpoint() const {
-    return type == LogFileType::kCheckpoint || type == LogFileType::kMultiPartCheckpoint ||
-           type == LogFileType::kUuidCheckpointJson || type == LogFileType::kUuidCheckpointParquet;
+    return type == LogFileType::kCheckpoint ||
+           type == LogFileType::kMultiPartCheckpoint ||
+           type == LogFileType::kUuidCheckpointJson ||
+           type == LogFileType::kUuidCheckpointParquet;
   }
 };
 

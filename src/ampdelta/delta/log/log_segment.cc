@@ -14,8 +14,8 @@ namespace ampdelta::delta {
 namespace {
 
 arrow::Status CorruptLog(const std::string& root, const std::string& what) {
-  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "Delta log of ", root,
-                   " is unusable: ", what);
+  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "Delta log of ",
+                   root, " is unusable: ", what);
 }
 
 struct Listing {
@@ -24,7 +24,8 @@ struct Listing {
   bool any = false;
 };
 
-arrow::Result<Listing> ListLog(storage::ObjectStore& store, const std::string& start_after) {
+arrow::Result<Listing> ListLog(storage::ObjectStore& store,
+                               const std::string& start_after) {
   Listing listing;
   ARROW_ASSIGN_OR_RAISE(auto objects,
                         store.List(std::string(kLogDir) + "/", start_after));
@@ -46,9 +47,11 @@ arrow::Result<Listing> ListLog(storage::ObjectStore& store, const std::string& s
 // Return the complete checkpoints of a listing, newest first.
 std::vector<CheckpointFiles> CompleteCheckpoints(const Listing& listing) {
   std::vector<CheckpointFiles> out;
-  for (auto it = listing.checkpoint_files.rbegin(); it != listing.checkpoint_files.rend(); ++it) {
+  for (auto it = listing.checkpoint_files.rbegin(); it != listing.checkpoint_files.rend();
+       ++it) {
     const auto& files = it->second;
-    // Prefer a UUID-named V2 checkpoint, then a classic one, then a complete multi-part set.
+    // Prefer a UUID-named V2 checkpoint, then a classic one, then a complete multi-part
+    // set.
     const ParsedLogPath* single = nullptr;
     for (const auto& file : files) {
       if (file.type == LogFileType::kUuidCheckpointJson ||
@@ -68,7 +71,8 @@ std::vector<CheckpointFiles> CompleteCheckpoints(const Listing& listing) {
     }
     std::map<int32_t, std::map<int32_t, ParsedLogPath>> by_parts;
     for (const auto& file : files) {
-      if (file.type == LogFileType::kMultiPartCheckpoint) by_parts[file.parts][file.part] = file;
+      if (file.type == LogFileType::kMultiPartCheckpoint)
+        by_parts[file.parts][file.part] = file;
     }
     for (const auto& [parts, found] : by_parts) {
       if (static_cast<int32_t>(found.size()) == parts) {
@@ -90,7 +94,8 @@ std::optional<Version> ReadLastCheckpointHint(storage::ObjectStore& store) {
   auto doc = json_util::ParseJson((*data)->ToString());
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("version") ||
       !json_util::AsInt64(doc["version"])) {
-    AMPDELTA_LOG_WARN("delta ignoring unreadable _last_checkpoint table=", store.root_uri());
+    AMPDELTA_LOG_WARN("delta ignoring unreadable _last_checkpoint table=",
+                      store.root_uri());
     return std::nullopt;
   }
   return *json_util::AsInt64(doc["version"]);
@@ -115,7 +120,8 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
   bool full = true;
   bool stale_hint = false;
   if (hint) {
-    ARROW_ASSIGN_OR_RAISE(listing, ListLog(store, std::string(kLogDir) + "/" + VersionDigits(*hint)));
+    ARROW_ASSIGN_OR_RAISE(
+        listing, ListLog(store, std::string(kLogDir) + "/" + VersionDigits(*hint)));
     auto checkpoints = CompleteCheckpoints(listing);
     full = checkpoints.empty();
     stale_hint = full;
@@ -149,8 +155,8 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
   const Version version = target.value_or(latest);
   if (version < 0) return InvalidInputError("table version must be >= 0, got ", version);
   if (version > latest) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "version ", version,
-                     " of ", root, " does not exist (latest is ", latest, ")");
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "version ",
+                     version, " of ", root, " does not exist (latest is ", latest, ")");
   }
 
   LogSegment segment;
@@ -175,7 +181,8 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
     auto it = listing.commits.find(v);
     if (it == listing.commits.end()) {
       if (!segment.checkpoint && v == 0) {
-        return CorruptLog(root, "commit 0 is missing and there is no checkpoint to start from");
+        return CorruptLog(root,
+                          "commit 0 is missing and there is no checkpoint to start from");
       }
       Version next = v;
       while (next <= version && listing.commits.count(next) == 0) ++next;

@@ -1,8 +1,8 @@
 #pragma once
 
 /// \file log_segment.h
-/// \brief The log files that make up one table version: the newest usable checkpoint at or
-/// below it plus the contiguous commits after that checkpoint.
+/// \brief The log files that make up one table version: the newest usable checkpoint at
+/// or below it plus the contiguous commits after that checkpoint.
 
 #include <memory>
 #include <optional>
@@ -27,13 +27,15 @@ struct LogSegment {
   Version version = 0;
   std::optional<CheckpointFiles> checkpoint;
   std::vector<ParsedLogPath> commits;
-  /// Older complete checkpoints (newest first), to fall back on if `checkpoint` is damaged.
+  /// Older complete checkpoints (newest first), to fall back on if `checkpoint` is
+  /// damaged.
   std::vector<CheckpointFiles> older_checkpoints;
   /// Every commit listed (ascending), including those before the checkpoint; used to fall
   /// back to a full replay.
   std::vector<ParsedLogPath> listed_commits;
-  /// `_last_checkpoint` names a version with no checkpoint (past the latest version, say):
-  /// the next writer repairs it (other readers, deltalake among them, refuse such a table).
+  /// `_last_checkpoint` names a version with no checkpoint (past the latest version,
+  /// say): the next writer repairs it (other readers, deltalake among them, refuse such a
+  /// table).
   bool stale_checkpoint_hint = false;
   /// The version that stale hint names.
   std::optional<Version> stale_hint_version;
@@ -43,7 +45,8 @@ struct LogSegment {
 ///
 /// A stale, missing or unparsable `_last_checkpoint` only costs a longer listing. Errors:
 /// kNotFound when there is no `_delta_log`; kCorruptLog for non-contiguous versions or
-/// when version 0 and every checkpoint are missing; Invalid for a version beyond the latest.
+/// when version 0 and every checkpoint are missing; Invalid for a version beyond the
+/// latest.
 arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
                                           std::optional<Version> target);
 

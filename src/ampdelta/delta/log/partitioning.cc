@@ -10,8 +10,8 @@
 #include <arrow/type.h>
 #include <arrow/util/decimal.h>
 
-#include "ampdelta/util/percent_encoding.h"
 #include "ampdelta/util/ascii.h"
+#include "ampdelta/util/percent_encoding.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/time_format.h"
 #include "ampdelta/util/utf8.h"
@@ -27,7 +27,8 @@ std::string EscapePartitionPathValue(const std::string& value) {
   return PercentEncode(value, PercentEscape::kPartitionFolder);
 }
 
-bool IsPartitionColumn(const std::vector<std::string>& columns, const std::string& column) {
+bool IsPartitionColumn(const std::vector<std::string>& columns,
+                       const std::string& column) {
   return std::any_of(columns.begin(), columns.end(), [&](const std::string& candidate) {
     return EqualsIgnoreAsciiCase(candidate, column);
   });
@@ -75,8 +76,8 @@ bool IsPartitionableType(const arrow::DataType& type) {
   }
 }
 
-arrow::Result<std::optional<std::string>> SerializePartitionValue(const arrow::Array& array,
-                                                                  int64_t row) {
+arrow::Result<std::optional<std::string>> SerializePartitionValue(
+    const arrow::Array& array, int64_t row) {
   if (array.IsNull(row)) return std::nullopt;
   switch (array.type_id()) {
     case arrow::Type::INT8:
@@ -88,15 +89,15 @@ arrow::Result<std::optional<std::string>> SerializePartitionValue(const arrow::A
     case arrow::Type::INT64:
       return std::to_string(static_cast<const arrow::Int64Array&>(array).Value(row));
     case arrow::Type::BOOL:
-      return std::string(static_cast<const arrow::BooleanArray&>(array).Value(row) ? "true"
-                                                                                   : "false");
+      return std::string(
+          static_cast<const arrow::BooleanArray&>(array).Value(row) ? "true" : "false");
     case arrow::Type::STRING: {
       // An empty string means null in partitionValues (PROTOCOL.md "Partition Value
       // Serialization"); writing "" makes Spark read it back as a literal empty string.
       std::string value(static_cast<const arrow::StringArray&>(array).GetView(row));
       if (value.empty()) return std::nullopt;
-      // partitionValues is JSON, whose strings are Unicode: refuse here, before any file of
-      // the load is written, rather than when the commit is encoded.
+      // partitionValues is JSON, whose strings are Unicode: refuse here, before any file
+      // of the load is written, rather than when the commit is encoded.
       if (!IsValidUtf8(value)) {
         return InvalidInputError("partition value '", EscapeNonUtf8(value.substr(0, 64)),
                                  "' is not valid UTF-8");
@@ -117,19 +118,21 @@ arrow::Result<std::optional<std::string>> SerializePartitionValue(const arrow::A
     case arrow::Type::DECIMAL128:
       return static_cast<const arrow::Decimal128Array&>(array).FormatValue(row);
     case arrow::Type::DATE32:
-      return FormatCivil(int64_t{static_cast<const arrow::Date32Array&>(array).Value(row)} * 86400,
-                   CivilFormat::kDate);
+      return FormatCivil(
+          int64_t{static_cast<const arrow::Date32Array&>(array).Value(row)} * 86400,
+          CivilFormat::kDate);
     case arrow::Type::TIMESTAMP: {
       const auto& type = static_cast<const arrow::TimestampType&>(*array.type());
       // Microseconds: Delta timestamps have no finer unit.
-      const int64_t micros =
-          ToMicros(static_cast<const arrow::TimestampArray&>(array).Value(row), type.unit());
+      const int64_t micros = ToMicros(
+          static_cast<const arrow::TimestampArray&>(array).Value(row), type.unit());
       int64_t seconds = 0;
       int64_t fraction = 0;
       SplitEpoch(micros, 1'000'000, &seconds, &fraction);
       char frac[16];
       std::snprintf(frac, sizeof(frac), ".%06lld", static_cast<long long>(fraction));
-      if (type.timezone().empty()) return FormatCivil(seconds, CivilFormat::kDateTime) + frac;
+      if (type.timezone().empty())
+        return FormatCivil(seconds, CivilFormat::kDateTime) + frac;
       return FormatCivil(seconds, CivilFormat::kIsoDateTime) + frac + "Z";
     }
     default:
@@ -139,7 +142,8 @@ arrow::Result<std::optional<std::string>> SerializePartitionValue(const arrow::A
 }
 
 arrow::Result<std::shared_ptr<arrow::Scalar>> ParsePartitionValue(
-    const std::optional<std::string>& value, const std::shared_ptr<arrow::DataType>& type) {
+    const std::optional<std::string>& value,
+    const std::shared_ptr<arrow::DataType>& type) {
   if (!value || (value->empty() && type->id() != arrow::Type::STRING)) {
     return arrow::MakeNullScalar(type);
   }

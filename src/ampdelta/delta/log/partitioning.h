@@ -20,12 +20,13 @@ namespace ampdelta::delta {
 /// escapePathName): control characters and `"#%'*/:=?\{[]^` become `%XX`.
 std::string EscapePartitionPathValue(const std::string& value);
 
-/// \brief Return true when `column` is one of `columns`, ignoring case (the log may spell a
-/// partition column in another case than the schema).
-bool IsPartitionColumn(const std::vector<std::string>& columns, const std::string& column);
+/// \brief Return true when `column` is one of `columns`, ignoring case (the log may spell
+/// a partition column in another case than the schema).
+bool IsPartitionColumn(const std::vector<std::string>& columns,
+                       const std::string& column);
 
-/// \brief Return the partition value of `column` in `values` (the exact key, else one that
-/// differs only in case); nullopt when the file has none (null).
+/// \brief Return the partition value of `column` in `values` (the exact key, else one
+/// that differs only in case); nullopt when the file has none (null).
 std::optional<std::string> FindPartitionValue(const NullableStringMap& values,
                                               const std::string& column);
 
@@ -38,14 +39,16 @@ std::string PartitionFolder(const std::vector<std::string>& columns,
 /// booleans as text, dates `YYYY-MM-DD`, timestamps ISO-8601 UTC with microseconds
 /// (`2024-01-01T10:00:00.000000Z`), timestamp_ntz `YYYY-MM-DD HH:MM:SS.ffffff`, null as
 /// nullopt.
-/// \return Invalid for types that cannot partition a table (binary, nested, floats' NaN…);
+/// \return Invalid for types that cannot partition a table (binary, nested, floats'
+/// NaN…);
 ///   ErrorCode::kInvalidInput for a string that is not UTF-8
-arrow::Result<std::optional<std::string>> SerializePartitionValue(const arrow::Array& array,
-                                                                  int64_t row);
+arrow::Result<std::optional<std::string>> SerializePartitionValue(
+    const arrow::Array& array, int64_t row);
 
 /// \brief Parse a serialised partition value back into a scalar of `type`.
 arrow::Result<std::shared_ptr<arrow::Scalar>> ParsePartitionValue(
-    const std::optional<std::string>& value, const std::shared_ptr<arrow::DataType>& type);
+    const std::optional<std::string>& value,
+    const std::shared_ptr<arrow::DataType>& type);
 
 /// \brief Return true when `type` can be a partition column.
 bool IsPartitionableType(const arrow::DataType& type);

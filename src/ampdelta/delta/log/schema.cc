@@ -30,8 +30,8 @@ using ojson = nlohmann::ordered_json;
 namespace cp = arrow::compute;
 
 arrow::Status BadSchema(const std::string& what) {
-  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid, "invalid Delta schema: ",
-                   what);
+  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid,
+                   "invalid Delta schema: ", what);
 }
 
 arrow::Result<std::shared_ptr<arrow::DataType>> TypeFromJson(const json& type);
@@ -47,7 +47,8 @@ arrow::Result<std::shared_ptr<arrow::Field>> FieldFromJson(const json& field) {
   const std::optional<bool> nullable = json_util::BoolOr(field, "nullable", true);
   if (!nullable) return BadSchema("'nullable' of a field is not a boolean");
   std::shared_ptr<arrow::KeyValueMetadata> metadata;
-  if (field.contains("metadata") && field["metadata"].is_object() && !field["metadata"].empty()) {
+  if (field.contains("metadata") && field["metadata"].is_object() &&
+      !field["metadata"].empty()) {
     metadata = std::make_shared<arrow::KeyValueMetadata>();
     for (auto it = field["metadata"].begin(); it != field["metadata"].end(); ++it) {
       metadata->Append(it.key(), it->dump());
@@ -62,7 +63,8 @@ arrow::Result<std::shared_ptr<arrow::Field>> FieldFromJson(const json& field) {
 std::optional<std::pair<int64_t, int64_t>> ParseDecimalName(std::string_view name) {
   constexpr std::string_view kOpen = "decimal(";
   if (name.substr(0, kOpen.size()) != kOpen || name.back() != ')') return std::nullopt;
-  const std::string_view inner = name.substr(kOpen.size(), name.size() - kOpen.size() - 1);
+  const std::string_view inner =
+      name.substr(kOpen.size(), name.size() - kOpen.size() - 1);
   const size_t comma = inner.find(',');
   if (comma == std::string_view::npos) return std::nullopt;
   auto trim = [](std::string_view text) {
@@ -76,7 +78,8 @@ std::optional<std::pair<int64_t, int64_t>> ParseDecimalName(std::string_view nam
   return std::pair<int64_t, int64_t>{*precision, *scale};
 }
 
-arrow::Result<std::shared_ptr<arrow::DataType>> PrimitiveFromName(const std::string& name) {
+arrow::Result<std::shared_ptr<arrow::DataType>> PrimitiveFromName(
+    const std::string& name) {
   if (name == "string") return arrow::utf8();
   if (name == "long") return arrow::int64();
   if (name == "integer") return arrow::int32();
@@ -91,7 +94,8 @@ arrow::Result<std::shared_ptr<arrow::DataType>> PrimitiveFromName(const std::str
   if (name == "timestamp_ntz") return arrow::timestamp(arrow::TimeUnit::MICRO);
   if (name == "void") return arrow::null();
   if (name == "variant") {
-    // Stored as a struct of the binary metadata and value (PROTOCOL.md "Variant Data Type").
+    // Stored as a struct of the binary metadata and value (PROTOCOL.md "Variant Data
+    // Type").
     return arrow::struct_({arrow::field("value", arrow::binary(), false),
                            arrow::field("metadata", arrow::binary(), false)});
   }
@@ -106,7 +110,8 @@ arrow::Result<std::shared_ptr<arrow::DataType>> PrimitiveFromName(const std::str
     if (precision < 1 || precision > 38 || scale < 0 || scale > precision) {
       return BadSchema("decimal precision/scale out of range in '" + name + "'");
     }
-    return arrow::decimal128(static_cast<int32_t>(precision), static_cast<int32_t>(scale));
+    return arrow::decimal128(static_cast<int32_t>(precision),
+                             static_cast<int32_t>(scale));
   }
   return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
                    "unsupported Delta type '", name, "'");
@@ -132,7 +137,8 @@ arrow::Result<std::shared_ptr<arrow::DataType>> TypeFromJson(const json& type) {
   if (kind == "array") {
     if (!type.contains("elementType")) return BadSchema("array without elementType");
     ARROW_ASSIGN_OR_RAISE(auto element, TypeFromJson(type["elementType"]));
-    const std::optional<bool> contains_null = json_util::BoolOr(type, "containsNull", true);
+    const std::optional<bool> contains_null =
+        json_util::BoolOr(type, "containsNull", true);
     if (!contains_null) return BadSchema("'containsNull' of an array is not a boolean");
     return arrow::list(arrow::field("element", element, *contains_null));
   }
@@ -236,11 +242,11 @@ arrow::Result<ojson> TypeToJson(const arrow::DataType& type) {
   return InvalidInputError("type ", type.ToString(), " has no Delta equivalent");
 }
 
-
 arrow::Status UnsupportedType(const std::string& column, const arrow::DataType& type,
                               const std::string& hint = "") {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '", column,
-                   "' has type ", type.ToString(), ", which Delta Lake cannot store",
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '",
+                   column, "' has type ", type.ToString(),
+                   ", which Delta Lake cannot store",
                    hint.empty() ? "" : " (" + hint + ")");
 }
 
@@ -259,7 +265,8 @@ arrow::Result<std::shared_ptr<arrow::Field>> ToTableField(const std::string& pat
 arrow::Status CheckColumnName(const std::string& name, const std::string& parent) {
   const std::string shown = parent.empty() ? name : parent + "." + name;
   if (name.empty()) {
-    return InvalidInputError("empty column name", parent.empty() ? "" : " in '" + parent + "'",
+    return InvalidInputError("empty column name",
+                             parent.empty() ? "" : " in '" + parent + "'",
                              ": give every column a name (SELECT expr AS name)");
   }
   if (name.find('\0') != std::string::npos) {
@@ -273,15 +280,17 @@ arrow::Status CheckColumnName(const std::string& name, const std::string& parent
   static constexpr std::string_view kRefused = " ,;{}()\n\t=";
   const size_t bad = name.find_first_of(kRefused);
   if (bad != std::string::npos) {
-    return InvalidInputError("column name '", EscapeForMessage(shown),
-                             "' contains one of the characters ' ,;{}()\\n\\t=', which Delta "
-                             "readers refuse without column mapping: rename it in the query "
-                             "(SELECT expr AS name)");
+    return InvalidInputError(
+        "column name '", EscapeForMessage(shown),
+        "' contains one of the characters ' ,;{}()\\n\\t=', which Delta "
+        "readers refuse without column mapping: rename it in the query "
+        "(SELECT expr AS name)");
   }
   return arrow::Status::OK();
 }
 
-arrow::Status CheckUniqueNames(const arrow::FieldVector& fields, const std::string& parent) {
+arrow::Status CheckUniqueNames(const arrow::FieldVector& fields,
+                               const std::string& parent) {
   std::set<std::string> seen;
   for (const auto& field : fields) {
     ARROW_RETURN_NOT_OK(CheckColumnName(field->name(), parent));
@@ -344,7 +353,8 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
     case arrow::Type::LIST_VIEW:
     case arrow::Type::LARGE_LIST_VIEW: {
       const auto& child = *type.field(0);
-      ARROW_ASSIGN_OR_RAISE(auto element, ToTableType(column + ".element", *child.type()));
+      ARROW_ASSIGN_OR_RAISE(auto element,
+                            ToTableType(column + ".element", *child.type()));
       return arrow::list(arrow::field("element", std::move(element), child.nullable()));
     }
     case arrow::Type::MAP: {
@@ -358,7 +368,8 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
     case arrow::Type::STRUCT: {
       arrow::FieldVector fields;
       for (const auto& child : type.fields()) {
-        ARROW_ASSIGN_OR_RAISE(auto field, ToTableField(column + "." + child->name(), *child));
+        ARROW_ASSIGN_OR_RAISE(auto field,
+                              ToTableField(column + "." + child->name(), *child));
         fields.push_back(std::move(field));
       }
       ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, column));
@@ -383,19 +394,24 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
 }
 
 // FixedSizeBinary (hashes, addresses) as binary without copying the values: only offsets
-// are built, the value buffer is shared. Falls back to a cast when offsets would overflow.
-arrow::Result<std::shared_ptr<arrow::Array>> FixedToBinary(const arrow::FixedSizeBinaryArray& fixed) {
+// are built, the value buffer is shared. Falls back to a cast when offsets would
+// overflow.
+arrow::Result<std::shared_ptr<arrow::Array>> FixedToBinary(
+    const arrow::FixedSizeBinaryArray& fixed) {
   const int64_t width = fixed.byte_width();
   const int64_t slots = fixed.offset() + fixed.length();
   if (slots * width >= std::numeric_limits<int32_t>::max()) {
     return cp::Cast(fixed, arrow::binary(), cp::CastOptions::Safe(arrow::binary()));
   }
-  ARROW_ASSIGN_OR_RAISE(auto offsets, arrow::AllocateBuffer((slots + 1) * static_cast<int64_t>(sizeof(int32_t))));
+  ARROW_ASSIGN_OR_RAISE(
+      auto offsets,
+      arrow::AllocateBuffer((slots + 1) * static_cast<int64_t>(sizeof(int32_t))));
   auto* out = reinterpret_cast<int32_t*>(offsets->mutable_data());
   for (int64_t i = 0; i <= slots; ++i) out[i] = static_cast<int32_t>(i * width);
-  auto data = arrow::ArrayData::Make(arrow::binary(), fixed.length(),
-                                     {fixed.null_bitmap(), std::move(offsets), fixed.values()},
-                                     fixed.null_count(), fixed.offset());
+  auto data =
+      arrow::ArrayData::Make(arrow::binary(), fixed.length(),
+                             {fixed.null_bitmap(), std::move(offsets), fixed.values()},
+                             fixed.null_count(), fixed.offset());
   return arrow::MakeArray(std::move(data));
 }
 
@@ -412,9 +428,9 @@ bool IsInteger(const arrow::DataType& type) {
 }
 
 // Cast one column to its table type. Integer narrowing is checked; times are truncated.
-arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(const std::string& name,
-                                                           const std::shared_ptr<arrow::Array>& column,
-                                                           const std::shared_ptr<arrow::DataType>& target) {
+arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(
+    const std::string& name, const std::shared_ptr<arrow::Array>& column,
+    const std::shared_ptr<arrow::DataType>& target) {
   if (column->type()->Equals(*target)) return column;
   // Only conversions a write may make: never a string parsed as a number, say.
   ARROW_ASSIGN_OR_RAISE(auto stored, ToTableType(name, *column->type()));
@@ -422,7 +438,8 @@ arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(const std::string& na
     return InvalidInputError("column '", name, "' has type ", DeltaTypeName(*stored),
                              " in this data; the table stores ", DeltaTypeName(*target));
   }
-  if (column->type_id() == arrow::Type::FIXED_SIZE_BINARY && target->id() == arrow::Type::BINARY) {
+  if (column->type_id() == arrow::Type::FIXED_SIZE_BINARY &&
+      target->id() == arrow::Type::BINARY) {
     return FixedToBinary(static_cast<const arrow::FixedSizeBinaryArray&>(*column));
   }
   cp::CastOptions options = cp::CastOptions::Safe(target);
@@ -434,8 +451,8 @@ arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(const std::string& na
     const auto& values = static_cast<const arrow::UInt64Array&>(*column);
     for (int64_t i = 0; i < values.length(); ++i) {
       if (values.IsValid(i) && values.Value(i) > static_cast<uint64_t>(INT64_MAX)) {
-        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '", name,
-                         "' (uint64) has value ", values.Value(i),
+        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '",
+                         name, "' (uint64) has value ", values.Value(i),
                          ", above the largest Delta long (9223372036854775807)");
       }
     }
@@ -446,8 +463,8 @@ arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(const std::string& na
 }
 
 // Every string value must be valid UTF-8 (Parquet's STRING logical type and every reader
-// require it; Flight does not check what a server sends). The whole value region is checked
-// at once, and then that no value starts inside a multi-byte character.
+// require it; Flight does not check what a server sends). The whole value region is
+// checked at once, and then that no value starts inside a multi-byte character.
 template <typename ArrayType>
 arrow::Status CheckStringArray(const std::string& column, const ArrayType& strings) {
   if (strings.length() == 0) return arrow::Status::OK();
@@ -467,9 +484,9 @@ arrow::Status CheckStringArray(const std::string& column, const ArrayType& strin
   if (valid) return arrow::Status::OK();
   for (int64_t i = 0; i < strings.length(); ++i) {
     const std::string_view value = strings.GetView(i);
-    if (strings.IsValid(i) && !arrow::util::ValidateUTF8(
-                                  reinterpret_cast<const uint8_t*>(value.data()),
-                                  static_cast<int64_t>(value.size()))) {
+    if (strings.IsValid(i) &&
+        !arrow::util::ValidateUTF8(reinterpret_cast<const uint8_t*>(value.data()),
+                                   static_cast<int64_t>(value.size()))) {
       return InvalidInputError("column '", column, "' row ", i,
                                " holds a string that is not valid UTF-8 (",
                                EscapeForMessage(std::string(value.substr(0, 32))),
@@ -581,7 +598,8 @@ int FindFieldIgnoreCase(const arrow::Schema& schema, const std::string& name) {
   return found;
 }
 
-arrow::Result<std::shared_ptr<arrow::Schema>> SchemaFromJson(std::string_view schema_string) {
+arrow::Result<std::shared_ptr<arrow::Schema>> SchemaFromJson(
+    std::string_view schema_string) {
   json doc = json_util::ParseJson(schema_string);
   if (doc.is_discarded()) {
     return BadSchema("schemaString is not JSON (or nests deeper than " +
@@ -605,7 +623,8 @@ arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema) {
   for (const auto& field : schema.fields()) {
     auto encoded = FieldToJson(*field);
     if (!encoded.ok()) {
-      return arrow::Status::Invalid("column '", field->name(), "': ", encoded.status().message());
+      return arrow::Status::Invalid("column '", field->name(),
+                                    "': ", encoded.status().message());
     }
     fields.push_back(std::move(*encoded));
   }
@@ -630,14 +649,15 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema&
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
     const std::shared_ptr<arrow::RecordBatch>& batch,
     const std::shared_ptr<arrow::Schema>& table_schema) {
-  // A batch may lack nullable columns, never bring one the table does not have: its values
-  // would be dropped without a word.
+  // A batch may lack nullable columns, never bring one the table does not have: its
+  // values would be dropped without a word.
   if (batch->num_columns() > 0 &&
       (batch->num_columns() > table_schema->num_fields() ||
        !batch->schema()->Equals(*table_schema, /*check_metadata=*/false))) {
     for (const auto& field : batch->schema()->fields()) {
       if (FindFieldIgnoreCase(*table_schema, field->name()) < 0) {
-        return InvalidInputError("the data has a column '", EscapeForMessage(field->name()),
+        return InvalidInputError("the data has a column '",
+                                 EscapeForMessage(field->name()),
                                  "' that the table's schema does not have");
       }
     }
@@ -657,11 +677,13 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
                          "the data has no column '", field->name(),
                          "', which the table requires (not nullable)");
       }
-      ARROW_ASSIGN_OR_RAISE(auto nulls, arrow::MakeArrayOfNull(field->type(), batch->num_rows()));
+      ARROW_ASSIGN_OR_RAISE(auto nulls,
+                            arrow::MakeArrayOfNull(field->type(), batch->num_rows()));
       columns.push_back(std::move(nulls));
       continue;
     }
-    ARROW_ASSIGN_OR_RAISE(auto conformed, ConformColumn(field->name(), source, field->type()));
+    ARROW_ASSIGN_OR_RAISE(auto conformed,
+                          ConformColumn(field->name(), source, field->type()));
     ARROW_RETURN_NOT_OK(CheckStringsAreUtf8(field->name(), *conformed));
     if (!field->nullable() && conformed->null_count() > 0) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '",
@@ -696,7 +718,8 @@ bool NeedsTimestampNtz(const arrow::Schema& schema) {
   return false;
 }
 
-std::optional<std::string> FieldMetadataValue(const arrow::Field& field, const std::string& key) {
+std::optional<std::string> FieldMetadataValue(const arrow::Field& field,
+                                              const std::string& key) {
   if (field.metadata() == nullptr) return std::nullopt;
   const int index = field.metadata()->FindKey(key);
   if (index < 0) return std::nullopt;

@@ -1,8 +1,9 @@
 #pragma once
 
 /// \file schema.h
-/// \brief Delta schemas (PROTOCOL.md "Schema Serialization Format") as Arrow schemas, and the
-/// mapping from the Arrow types Amp sends to the types Delta can store (product.md §6).
+/// \brief Delta schemas (PROTOCOL.md "Schema Serialization Format") as Arrow schemas, and
+/// the mapping from the Arrow types Amp sends to the types Delta can store (product.md
+/// §6).
 ///
 /// A table schema is an arrow::Schema using only Delta-representable types: int8…int64,
 /// float32/64, bool, utf8, binary, date32, timestamp(µs, "UTC") (Delta `timestamp`),
@@ -20,14 +21,15 @@
 namespace ampdelta::delta {
 
 /// \brief Parse a `schemaString` into an Arrow schema.
-arrow::Result<std::shared_ptr<arrow::Schema>> SchemaFromJson(std::string_view schema_string);
+arrow::Result<std::shared_ptr<arrow::Schema>> SchemaFromJson(
+    std::string_view schema_string);
 
 /// \brief Serialise a table schema as a `schemaString`.
 /// \return Invalid when a field's type is not Delta-representable
 arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema);
 
-/// \brief Map a source (Amp) schema to the table schema ampdelta writes: unsigned integers
-/// widened (UInt64 → long), timestamps → µs (tz-aware → `timestamp`, naive →
+/// \brief Map a source (Amp) schema to the table schema ampdelta writes: unsigned
+/// integers widened (UInt64 → long), timestamps → µs (tz-aware → `timestamp`, naive →
 /// `timestamp_ntz`), fixed/large binaries → binary, large/view strings → string,
 /// dictionaries → their value type, FixedSizeList/LargeList → list.
 /// \return Invalid naming the column and type for Float16, Decimal256, time, duration,
@@ -35,16 +37,17 @@ arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema);
 ///   (compared case-insensitively)
 arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema& source);
 
-/// \brief Return true when data of (table) type `data` may be written into a column of type
-/// `column`: the same type, a narrower float or decimal (always fits), or integers of any
-/// width (converted value by value: one that does not fit fails the write, naming it).
+/// \brief Return true when data of (table) type `data` may be written into a column of
+/// type `column`: the same type, a narrower float or decimal (always fits), or integers
+/// of any width (converted value by value: one that does not fit fails the write, naming
+/// it).
 bool CanWriteInto(const arrow::DataType& data, const arrow::DataType& column);
 
 /// \brief Convert a batch to `table_schema` (same column names, in the table's order;
 /// columns the batch lacks become nulls). Timestamps are truncated to microseconds.
 /// \return Invalid naming the column and value when a value does not fit (e.g. a UInt64
-///   above 2^63-1), when a column is missing but not nullable, when the batch has a column
-///   the table lacks, or when a column's type cannot be written into the table's
+///   above 2^63-1), when a column is missing but not nullable, when the batch has a
+///   column the table lacks, or when a column's type cannot be written into the table's
 ///   (CanWriteInto)
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
     const std::shared_ptr<arrow::RecordBatch>& batch,
@@ -69,6 +72,7 @@ std::string PhysicalName(const arrow::Field& field);
 
 /// \brief Key under which Delta's field metadata entries are kept: the entry name itself;
 /// these helpers read one as JSON text.
-std::optional<std::string> FieldMetadataValue(const arrow::Field& field, const std::string& key);
+std::optional<std::string> FieldMetadataValue(const arrow::Field& field,
+                                              const std::string& key);
 
 }  // namespace ampdelta::delta

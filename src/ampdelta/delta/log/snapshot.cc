@@ -21,8 +21,8 @@ namespace ampdelta::delta {
 namespace {
 
 arrow::Status CorruptLog(const std::string& root, const std::string& what) {
-  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "Delta log of ", root,
-                   " is unusable: ", what);
+  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "Delta log of ",
+                   root, " is unusable: ", what);
 }
 
 }  // namespace
@@ -150,20 +150,26 @@ std::optional<int64_t> Snapshot::num_records() const {
 arrow::Status Snapshot::Adopt(ReplayState state, Version version, int64_t last_time) {
   const std::string root = store_->root_uri();
   if (!state.protocol) {
-    return CorruptLog(root, "no protocol action up to version " + std::to_string(version));
+    return CorruptLog(root,
+                      "no protocol action up to version " + std::to_string(version));
   }
   if (!state.metadata) {
-    return CorruptLog(root, "no metaData action up to version " + std::to_string(version));
+    return CorruptLog(root,
+                      "no metaData action up to version " + std::to_string(version));
   }
   // Entries sorted by their replay key (file key + DV id), the order Update relies on.
-  std::vector<std::pair<std::string, Add>> files(std::make_move_iterator(state.files.begin()),
-                                                 std::make_move_iterator(state.files.end()));
-  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::pair<std::string, Add>> files(
+      std::make_move_iterator(state.files.begin()),
+      std::make_move_iterator(state.files.end()));
+  std::sort(files.begin(), files.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   files_.items_.clear();
   files_.items_.reserve(files.size());
-  for (auto& [key, add] : files) files_.items_.push_back(std::make_shared<const Add>(std::move(add)));
+  for (auto& [key, add] : files)
+    files_.items_.push_back(std::make_shared<const Add>(std::move(add)));
   std::vector<std::pair<std::string, Remove>> tombstones(
-      std::make_move_iterator(state.tombstones.begin()), std::make_move_iterator(state.tombstones.end()));
+      std::make_move_iterator(state.tombstones.begin()),
+      std::make_move_iterator(state.tombstones.end()));
   std::sort(tombstones.begin(), tombstones.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   tombstones_.items_.clear();
@@ -172,7 +178,8 @@ arrow::Status Snapshot::Adopt(ReplayState state, Version version, int64_t last_t
     tombstones_.items_.push_back(std::make_shared<const Remove>(std::move(remove)));
   }
   return AdoptTableState(std::move(*state.protocol), std::move(*state.metadata),
-                         std::move(state.txns), std::move(state.domains), version, last_time);
+                         std::move(state.txns), std::move(state.domains), version,
+                         last_time);
 }
 
 arrow::Status Snapshot::AdoptTableState(Protocol protocol, Metadata metadata,
@@ -182,8 +189,8 @@ arrow::Status Snapshot::AdoptTableState(Protocol protocol, Metadata metadata,
   const std::string root = store_->root_uri();
   ARROW_RETURN_NOT_OK(CheckReadSupported(protocol));
   if (metadata.schema_string.empty()) {
-    return CorruptLog(root, "the metaData in effect at version " + std::to_string(version) +
-                                " has no 'schemaString'");
+    return CorruptLog(root, "the metaData in effect at version " +
+                                std::to_string(version) + " has no 'schemaString'");
   }
   if (schema_ == nullptr || metadata.schema_string != metadata_.schema_string) {
     ARROW_ASSIGN_OR_RAISE(schema_, SchemaFromJson(metadata.schema_string));
@@ -191,7 +198,8 @@ arrow::Status Snapshot::AdoptTableState(Protocol protocol, Metadata metadata,
   for (const auto& column : metadata.partition_columns) {
     if (FindFieldIgnoreCase(*schema_, column) < 0) {
       return CorruptLog(root, "partition column '" + column + "' of version " +
-                                  std::to_string(version) + " is not in the table's schema");
+                                  std::to_string(version) +
+                                  " is not in the table's schema");
     }
   }
   version_ = version;
@@ -222,9 +230,8 @@ template <typename T, typename KeyFn>
 std::pair<size_t, bool> Find(const std::vector<std::shared_ptr<const T>>& items,
                              const std::string& key, const KeyFn& key_of) {
   auto it = std::lower_bound(items.begin(), items.end(), key,
-                             [&](const std::shared_ptr<const T>& item, const std::string& k) {
-                               return key_of(*item) < k;
-                             });
+                             [&](const std::shared_ptr<const T>& item,
+                                 const std::string& k) { return key_of(*item) < k; });
   const size_t index = static_cast<size_t>(it - items.begin());
   return {index, it != items.end() && key_of(**it) == key};
 }
@@ -242,7 +249,8 @@ void Upsert(std::vector<std::shared_ptr<const T>>* items, const std::string& key
 }
 
 template <typename T, typename KeyFn>
-void Erase(std::vector<std::shared_ptr<const T>>* items, const std::string& key, const KeyFn& key_of) {
+void Erase(std::vector<std::shared_ptr<const T>>* items, const std::string& key,
+           const KeyFn& key_of) {
   auto [index, found] = Find(*items, key, key_of);
   if (found) items->erase(items->begin() + static_cast<std::ptrdiff_t>(index));
 }
@@ -288,8 +296,9 @@ arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
       auto actions = ReadCheckpoint(*store, candidate);
       if (!actions.ok()) {
         if (first_error.ok()) first_error = actions.status();
-        AMPDELTA_LOG_WARN("delta skipping unreadable checkpoint version=", candidate.version,
-                          " table=", root, " error=", actions.status().message());
+        AMPDELTA_LOG_WARN(
+            "delta skipping unreadable checkpoint version=", candidate.version,
+            " table=", root, " error=", actions.status().message());
         continue;
       }
       if (candidate.version != segment.checkpoint->version) {
@@ -303,7 +312,8 @@ arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
             needed.push_back(commit);
           }
         }
-        if (static_cast<Version>(needed.size()) != segment.version - candidate.version) continue;
+        if (static_cast<Version>(needed.size()) != segment.version - candidate.version)
+          continue;
         commits = std::move(needed);
       }
       for (auto& action : *actions) state.Apply(std::move(action), key_of);
@@ -312,8 +322,8 @@ arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
     }
     if (!loaded) {
       if (all_commits.empty()) {
-          ARROW_ASSIGN_OR_RAISE(all_commits, ListCommits(*store));
-        }
+        ARROW_ASSIGN_OR_RAISE(all_commits, ListCommits(*store));
+      }
       std::vector<ParsedLogPath> needed;
       for (const auto& commit : all_commits) {
         if (commit.version <= segment.version) needed.push_back(commit);
@@ -321,7 +331,8 @@ arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
       const bool complete = static_cast<Version>(needed.size()) == segment.version + 1 &&
                             (needed.empty() || needed.front().version == 0);
       if (!complete) {
-        return CorruptLog(root, "checkpoint " + std::to_string(segment.checkpoint->version) +
+        return CorruptLog(root, "checkpoint " +
+                                    std::to_string(segment.checkpoint->version) +
                                     " cannot be read (" + first_error.message() +
                                     ") and the commits before it are gone");
       }
@@ -360,7 +371,8 @@ arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Load(
     }
     if (!found) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "timestamp ",
-                       *options.timestamp_ms, " is before the earliest available version of ",
+                       *options.timestamp_ms,
+                       " is before the earliest available version of ",
                        store->root_uri());
     }
     version = found;
@@ -420,11 +432,12 @@ arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Update() const {
       }
     }
   }
-  ARROW_RETURN_NOT_OK(updated->AdoptTableState(std::move(*table.protocol), std::move(*table.metadata),
-                                               std::move(table.txns), std::move(table.domains),
-                                               commits.back().version, last_time));
+  ARROW_RETURN_NOT_OK(updated->AdoptTableState(
+      std::move(*table.protocol), std::move(*table.metadata), std::move(table.txns),
+      std::move(table.domains), commits.back().version, last_time));
   // The segment keeps the checkpoint and the latest commits only: the state is replayed
-  // already, and copying a growing listing would make long-lived updates slower and slower.
+  // already, and copying a growing listing would make long-lived updates slower and
+  // slower.
   constexpr size_t kUpdateSegmentCommits = 100;
   auto segment = std::make_shared<LogSegment>();
   segment->version = updated->version_;
@@ -434,17 +447,20 @@ arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Update() const {
   segment->commits = segment_->commits;
   segment->commits.insert(segment->commits.end(), commits.begin(), commits.end());
   if (segment->commits.size() > kUpdateSegmentCommits) {
-    segment->commits.erase(segment->commits.begin(),
-                           segment->commits.end() - static_cast<std::ptrdiff_t>(kUpdateSegmentCommits));
+    segment->commits.erase(
+        segment->commits.begin(),
+        segment->commits.end() - static_cast<std::ptrdiff_t>(kUpdateSegmentCommits));
   }
   updated->segment_ = std::move(segment);
   return std::shared_ptr<const Snapshot>(std::move(updated));
 }
 
-arrow::Result<std::vector<HistoryEntry>> ReadHistory(storage::ObjectStore& store, size_t limit) {
+arrow::Result<std::vector<HistoryEntry>> ReadHistory(storage::ObjectStore& store,
+                                                     size_t limit) {
   ARROW_ASSIGN_OR_RAISE(auto commits, ListCommits(store));
   if (commits.empty()) {
-    // A table whose commits were all cleaned up after a checkpoint has no history to show.
+    // A table whose commits were all cleaned up after a checkpoint has no history to
+    // show.
     ARROW_ASSIGN_OR_RAISE(auto entries, store.List(std::string(kLogDir) + "/", ""));
     if (entries.empty()) return NotFoundError("no Delta table at ", store.root_uri());
     return std::vector<HistoryEntry>{};

@@ -60,7 +60,9 @@ class SharedList {
       ++it_;
       return copy;
     }
-    difference_type operator-(const const_iterator& other) const { return it_ - other.it_; }
+    difference_type operator-(const const_iterator& other) const {
+      return it_ - other.it_;
+    }
     bool operator==(const const_iterator& other) const = default;
 
    private:
@@ -75,7 +77,8 @@ class SharedList {
   const_iterator begin() const { return const_iterator(items_.begin()); }
   const_iterator end() const { return const_iterator(items_.end()); }
   bool operator==(const SharedList& other) const {
-    return std::equal(items_.begin(), items_.end(), other.items_.begin(), other.items_.end(),
+    return std::equal(items_.begin(), items_.end(), other.items_.begin(),
+                      other.items_.end(),
                       [](const Ptr& a, const Ptr& b) { return *a == *b; });
   }
 
@@ -84,20 +87,20 @@ class SharedList {
   std::vector<Ptr> items_;
 };
 
-/// \brief A table version: protocol, metadata, live files, tombstones, app transactions and
-/// domain metadata. Immutable and thread-safe.
+/// \brief A table version: protocol, metadata, live files, tombstones, app transactions
+/// and domain metadata. Immutable and thread-safe.
 class Snapshot : public std::enable_shared_from_this<Snapshot> {
  public:
   /// \brief Load a snapshot of the table in `store`.
   ///
-  /// Errors: kNotFound (no table), kCorruptLog (gaps, missing protocol/metadata, unreadable
-  /// log), kUnsupportedFeature (reader features ampdelta lacks), Invalid (a version or
-  /// timestamp outside the table's history).
+  /// Errors: kNotFound (no table), kCorruptLog (gaps, missing protocol/metadata,
+  /// unreadable log), kUnsupportedFeature (reader features ampdelta lacks), Invalid (a
+  /// version or timestamp outside the table's history).
   static arrow::Result<std::shared_ptr<const Snapshot>> Load(
       std::shared_ptr<storage::ObjectStore> store, const SnapshotOptions& options = {});
 
-  /// \brief Return the snapshot advanced to the latest version, replaying only new commits
-  /// (itself when nothing changed).
+  /// \brief Return the snapshot advanced to the latest version, replaying only new
+  /// commits (itself when nothing changed).
   arrow::Result<std::shared_ptr<const Snapshot>> Update() const;
 
   Version version() const { return version_; }
@@ -115,10 +118,13 @@ class Snapshot : public std::enable_shared_from_this<Snapshot> {
   /// \brief Return the latest `txn` per app id.
   const std::map<std::string, SetTransaction>& app_transactions() const { return txns_; }
   /// \brief Return the live (not removed) domain metadata per domain.
-  const std::map<std::string, DomainMetadata>& domain_metadata() const { return domains_; }
+  const std::map<std::string, DomainMetadata>& domain_metadata() const {
+    return domains_;
+  }
   /// \brief Return the typed table properties.
   const TableProperties& properties() const { return properties_; }
-  /// \brief Return the commit time of this version (in-commit timestamp or file time), ms.
+  /// \brief Return the commit time of this version (in-commit timestamp or file time),
+  /// ms.
   int64_t timestamp_ms() const { return timestamp_ms_; }
   /// \brief Return the log segment the snapshot was loaded from; after Update(), its
   /// checkpoint and the most recent commits (kUpdateSegmentCommits) since.
@@ -146,8 +152,8 @@ class Snapshot : public std::enable_shared_from_this<Snapshot> {
   // Validate and take protocol, metadata, txns and domains (Adopt's checks).
   arrow::Status AdoptTableState(Protocol protocol, Metadata metadata,
                                 std::map<std::string, SetTransaction> txns,
-                                std::map<std::string, DomainMetadata> domains, Version version,
-                                int64_t last_time);
+                                std::map<std::string, DomainMetadata> domains,
+                                Version version, int64_t last_time);
   // Apply one action of a newer commit to files_ and tombstones_ in place.
   void ApplyFileAction(Action&& action);
   static arrow::Result<std::shared_ptr<Snapshot>> Replay(
@@ -177,6 +183,7 @@ struct HistoryEntry {
 };
 
 /// \brief Return the history of a table, newest first, at most `limit` entries (0: all).
-arrow::Result<std::vector<HistoryEntry>> ReadHistory(storage::ObjectStore& store, size_t limit);
+arrow::Result<std::vector<HistoryEntry>> ReadHistory(storage::ObjectStore& store,
+                                                     size_t limit);
 
 }  // namespace ampdelta::delta

@@ -17,16 +17,16 @@ namespace {
 // Reader features whose reading rules ampdelta implements.
 const std::set<std::string>& ReadableFeatures() {
   static const std::set<std::string> features = {
-      "columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint",
-      "vacuumProtocolCheck", "typeWidening", "typeWidening-preview"};
+      "columnMapping",       "deletionVectors", "timestampNtz",        "v2Checkpoint",
+      "vacuumProtocolCheck", "typeWidening",    "typeWidening-preview"};
   return features;
 }
 
 // Writer features ampdelta implements or can safely carry when unused.
 const std::set<std::string>& WritableFeatures() {
   static const std::set<std::string> features = {
-      "appendOnly",      "invariants",       "checkConstraints", "generatedColumns",
-      "changeDataFeed",  "timestampNtz",     "deletionVectors",  "domainMetadata",
+      "appendOnly",          "invariants",      "checkConstraints",   "generatedColumns",
+      "changeDataFeed",      "timestampNtz",    "deletionVectors",    "domainMetadata",
       "vacuumProtocolCheck", "identityColumns", "allowColumnDefaults"};
   return features;
 }
@@ -37,7 +37,8 @@ std::string JoinNames(const std::vector<std::string>& names) {
   return out;
 }
 
-bool AnyField(const arrow::Schema& schema, const std::function<bool(const arrow::Field&)>& pred) {
+bool AnyField(const arrow::Schema& schema,
+              const std::function<bool(const arrow::Field&)>& pred) {
   std::function<bool(const arrow::Field&)> visit = [&](const arrow::Field& field) {
     if (pred(field)) return true;
     for (const auto& child : field.type()->fields()) {
@@ -99,9 +100,9 @@ arrow::Status CheckReadSupported(const Protocol& protocol) {
       if (ReadableFeatures().count(feature) == 0) unknown.push_back(feature);
     }
     if (!unknown.empty()) {
-      return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
-                       "table uses reader features ampdelta does not support: ",
-                       JoinNames(unknown));
+      return MakeError(
+          ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
+          "table uses reader features ampdelta does not support: ", JoinNames(unknown));
     }
   }
   return arrow::Status::OK();
@@ -120,7 +121,8 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
     if (WritableFeatures().count(feature) == 0) refused.push_back(feature);
   }
   // Features ampdelta can carry only while nothing uses them.
-  if (HasFieldMetadata(schema, "delta.invariants")) refused.push_back("invariants (in use)");
+  if (HasFieldMetadata(schema, "delta.invariants"))
+    refused.push_back("invariants (in use)");
   for (const auto& [key, value] : metadata.configuration) {
     if (key.rfind("delta.constraints.", 0) == 0) {
       refused.push_back("checkConstraints (in use: " + key + ")");
@@ -130,7 +132,8 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
   if (HasFieldMetadata(schema, "delta.generationExpression")) {
     refused.push_back("generatedColumns (in use)");
   }
-  if (HasFieldMetadata(schema, "delta.identity.")) refused.push_back("identityColumns (in use)");
+  if (HasFieldMetadata(schema, "delta.identity."))
+    refused.push_back("identityColumns (in use)");
   if (HasFieldMetadata(schema, "CURRENT_DEFAULT")) {
     refused.push_back("allowColumnDefaults (in use)");
   }
@@ -139,19 +142,22 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
   }
   if (metadata.configuration.count("delta.columnMapping.mode") != 0 &&
       metadata.configuration.at("delta.columnMapping.mode") != "none") {
-    refused.push_back("columnMapping (mode " + metadata.configuration.at("delta.columnMapping.mode") + ")");
+    refused.push_back("columnMapping (mode " +
+                      metadata.configuration.at("delta.columnMapping.mode") + ")");
   }
-  if (ConfigTrue(metadata, "delta.enableRowTracking")) refused.push_back("rowTracking (enabled)");
+  if (ConfigTrue(metadata, "delta.enableRowTracking"))
+    refused.push_back("rowTracking (enabled)");
   if (ConfigTrue(metadata, "delta.enableInCommitTimestamps")) {
     refused.push_back("inCommitTimestamp (enabled)");
   }
   std::sort(refused.begin(), refused.end());
   refused.erase(std::unique(refused.begin(), refused.end()), refused.end());
   if (!refused.empty()) {
-    return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
-                     "ampdelta cannot write this table; it uses writer features ampdelta does "
-                     "not implement: ",
-                     JoinNames(refused));
+    return MakeError(
+        ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
+        "ampdelta cannot write this table; it uses writer features ampdelta does "
+        "not implement: ",
+        JoinNames(refused));
   }
   return arrow::Status::OK();
 }

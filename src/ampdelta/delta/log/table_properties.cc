@@ -23,7 +23,8 @@ std::optional<std::string> Find(const std::map<std::string, std::string>& config
 // outside int64 are not.
 std::optional<int64_t> ParseInt(const std::string& text) {
   size_t start = 0;
-  while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
+  while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start])))
+    ++start;
   if (start < text.size() && text[start] == '+') ++start;
   return ParseInt64(std::string_view(text).substr(start));
 }
@@ -44,11 +45,11 @@ arrow::Result<int64_t> ParseIntervalMs(const std::string& text) {
   if (!number || unit.empty()) return arrow::Status::Invalid("bad interval '", text, "'");
   if (unit.back() == 's' && unit.size() > 1) unit.pop_back();
   static const std::map<std::string, double> kMillis = {
-      {"nanosecond", 1e-6}, {"microsecond", 1e-3}, {"millisecond", 1},
-      {"second", 1e3},      {"minute", 6e4},       {"hour", 3.6e6},
-      {"day", 8.64e7},      {"week", 6.048e8}};
+      {"nanosecond", 1e-6}, {"microsecond", 1e-3}, {"millisecond", 1}, {"second", 1e3},
+      {"minute", 6e4},      {"hour", 3.6e6},       {"day", 8.64e7},    {"week", 6.048e8}};
   auto it = kMillis.find(unit);
-  if (it == kMillis.end()) return arrow::Status::Invalid("bad interval unit in '", text, "'");
+  if (it == kMillis.end())
+    return arrow::Status::Invalid("bad interval unit in '", text, "'");
   // A negative retention would make "now - retention" overflow, and a double beyond int64
   // has no defined conversion: refuse both (the caller keeps the default).
   const double millis = static_cast<double>(*number) * it->second;
@@ -79,7 +80,8 @@ TableProperties ParseTableProperties(const std::map<std::string, std::string>& c
     if (lowered == "false") *out = false;
   };
   if (auto value = Find(config, "delta.checkpointInterval")) {
-    if (auto parsed = ParseInt(*value); parsed && *parsed > 0) props.checkpoint_interval = *parsed;
+    if (auto parsed = ParseInt(*value); parsed && *parsed > 0)
+      props.checkpoint_interval = *parsed;
   }
   interval("delta.logRetentionDuration", "logRetentionDuration", &props.log_retention_ms);
   interval("delta.deletedFileRetentionDuration", "deletedFileRetentionDuration",
@@ -91,7 +93,8 @@ TableProperties ParseTableProperties(const std::map<std::string, std::string>& c
   }
   props.data_skipping_stats_columns = Find(config, "delta.dataSkippingStatsColumns");
   if (auto value = Find(config, "delta.targetFileSize")) {
-    if (auto parsed = ParseInt(*value); parsed && *parsed > 0) props.target_file_size = *parsed;
+    if (auto parsed = ParseInt(*value); parsed && *parsed > 0)
+      props.target_file_size = *parsed;
   }
   if (auto value = Find(config, "delta.setTransactionRetentionDuration")) {
     if (auto parsed = ParseIntervalMs(*value); parsed.ok()) {
@@ -106,7 +109,8 @@ arrow::Status ValidateTableProperties(const std::map<std::string, std::string>& 
     return InvalidInputError("table property ", key, "='", value, "' is not ", expected);
   };
   for (const auto& [key, value] : config) {
-    if (key == "delta.logRetentionDuration" || key == "delta.deletedFileRetentionDuration" ||
+    if (key == "delta.logRetentionDuration" ||
+        key == "delta.deletedFileRetentionDuration" ||
         key == "delta.setTransactionRetentionDuration" || key == "logRetentionDuration" ||
         key == "deletedFileRetentionDuration") {
       if (!ParseIntervalMs(value).ok()) {
@@ -117,11 +121,14 @@ arrow::Status ValidateTableProperties(const std::map<std::string, std::string>& 
       if (!parsed || *parsed <= 0) return bad(key, value, "a positive whole number");
     } else if (key == "delta.dataSkippingNumIndexedCols") {
       auto parsed = ParseInt(value);
-      if (!parsed || *parsed < -1) return bad(key, value, "a whole number of at least -1");
+      if (!parsed || *parsed < -1)
+        return bad(key, value, "a whole number of at least -1");
     } else if (key == "delta.appendOnly" || key == "delta.enableExpiredLogCleanup" ||
-               key == "delta.enableChangeDataFeed" || key == "delta.enableDeletionVectors") {
+               key == "delta.enableChangeDataFeed" ||
+               key == "delta.enableDeletionVectors") {
       const std::string lowered = AsciiLower(value);
-      if (lowered != "true" && lowered != "false") return bad(key, value, "true or false");
+      if (lowered != "true" && lowered != "false")
+        return bad(key, value, "true or false");
     }
   }
   return arrow::Status::OK();

@@ -36,13 +36,16 @@ struct TableProperties {
 
 /// \brief Parse the properties of a table's configuration; unknown keys are ignored and
 /// malformed values fall back to defaults.
-TableProperties ParseTableProperties(const std::map<std::string, std::string>& configuration);
+TableProperties ParseTableProperties(
+    const std::map<std::string, std::string>& configuration);
 
 /// \brief Check the values of the properties ampdelta interprets (intervals, counts,
 /// booleans), for a write that sets them: kInvalidInput names the key and the value.
-arrow::Status ValidateTableProperties(const std::map<std::string, std::string>& configuration);
+arrow::Status ValidateTableProperties(
+    const std::map<std::string, std::string>& configuration);
 
-/// \brief Parse `interval <n> <unit>` (also without the `interval` prefix) to milliseconds.
+/// \brief Parse `interval <n> <unit>` (also without the `interval` prefix) to
+/// milliseconds.
 arrow::Result<int64_t> ParseIntervalMs(const std::string& text);
 
 }  // namespace ampdelta::delta

@@ -33,7 +33,8 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
                                           *snapshot->schema()));
   std::optional<Predicate> predicate;
   if (predicate_text) {
-    ARROW_ASSIGN_OR_RAISE(predicate, Predicate::Parse(*predicate_text, snapshot->schema()));
+    ARROW_ASSIGN_OR_RAISE(predicate,
+                          Predicate::Parse(*predicate_text, snapshot->schema()));
   }
   DeleteResult result;
   Transaction txn(store, snapshot, commit_options);
@@ -51,18 +52,22 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
   const Add* emptied_tagged = nullptr;
   bool row_count_unknown = false;  // a whole file removed without numRecords
   for (const auto& file : snapshot->files()) {
-    const FileMatch match = predicate ? predicate->Classify(file, snapshot->partition_columns())
-                                      : FileMatch::kAll;
+    const FileMatch match = predicate
+                                ? predicate->Classify(file, snapshot->partition_columns())
+                                : FileMatch::kAll;
     if (match == FileMatch::kNone) {
       ++result.files_skipped;
       continue;
     }
     read.push_back(snapshot->FileKey(file.path));
     if (match == FileMatch::kAll) {
-      auto stats = file.stats ? nlohmann::json::parse(*file.stats, nullptr, false) : nlohmann::json();
-      if (stats.is_object() && stats.contains("numRecords") && stats["numRecords"].is_number_integer()) {
-        result.rows_deleted += stats["numRecords"].get<int64_t>() -
-                               (file.deletion_vector ? file.deletion_vector->cardinality : 0);
+      auto stats = file.stats ? nlohmann::json::parse(*file.stats, nullptr, false)
+                              : nlohmann::json();
+      if (stats.is_object() && stats.contains("numRecords") &&
+          stats["numRecords"].is_number_integer()) {
+        result.rows_deleted +=
+            stats["numRecords"].get<int64_t>() -
+            (file.deletion_vector ? file.deletion_vector->cardinality : 0);
       } else {
         row_count_unknown = true;
       }
@@ -77,7 +82,8 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
     ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, file));
     ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch());
     ARROW_ASSIGN_OR_RAISE(auto matches, predicate->Evaluate(*batch));
-    ARROW_ASSIGN_OR_RAISE(arrow::Datum keep, arrow::compute::CallFunction("invert", {matches}));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum keep,
+                          arrow::compute::CallFunction("invert", {matches}));
     ARROW_ASSIGN_OR_RAISE(arrow::Datum kept, arrow::compute::Filter(batch, keep));
     auto remaining = kept.record_batch();
     const int64_t deleted = batch->num_rows() - remaining->num_rows();
@@ -89,7 +95,8 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
     ARROW_RETURN_NOT_OK(writer->Write(remaining));
   }
   const auto tags = MergeFileTags(rewritten);
-  if (writer->rows_written() == 0 && emptied_tagged != nullptr && tags && !tags->empty()) {
+  if (writer->rows_written() == 0 && emptied_tagged != nullptr && tags &&
+      !tags->empty()) {
     // No row is left to carry the tags: an empty file does.
     ARROW_RETURN_NOT_OK(writer->WriteEmptyFile(emptied_tagged->partition_values));
   }
@@ -133,8 +140,9 @@ arrow::Result<DeleteResult> DeleteRows(std::shared_ptr<storage::ObjectStore> sto
                                        const DataFileOptions& files,
                                        const CommitOptions& commit) {
   if (predicate.find_first_not_of(" \t\r\n") == std::string::npos) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "the delete predicate is empty: give one (e.g. 'block_num >= 100'), "
-                      "or ask explicitly to delete every row");
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                     "the delete predicate is empty: give one (e.g. 'block_num >= 100'), "
+                     "or ask explicitly to delete every row");
   }
   return Delete(std::move(store), predicate, files, commit);
 }

@@ -1,7 +1,8 @@
 #pragma once
 
 /// \file delete.h
-/// \brief DELETE: remove rows by copy-on-write, keeping what the removed files' tags record.
+/// \brief DELETE: remove rows by copy-on-write, keeping what the removed files' tags
+/// record.
 
 #include <cstdint>
 #include <memory>

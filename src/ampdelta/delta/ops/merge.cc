@@ -16,9 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/partitioning.h"
+#include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/read/predicate.h"
 #include "ampdelta/delta/read/scan.h"
-#include "ampdelta/delta/log/schema.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
@@ -30,7 +30,8 @@ namespace cp = arrow::compute;
 
 template <typename... Args>
 arrow::Status InputError(Args&&... args) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, std::forward<Args>(args)...);
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                   std::forward<Args>(args)...);
 }
 
 // Row keys as byte strings: equal key values give equal strings whatever the chunking.
@@ -42,11 +43,13 @@ class KeyEncoder {
     if (arrow::is_fixed_width(type.id()) || arrow::is_base_binary_like(type.id())) {
       return arrow::Status::OK();
     }
-    return InputError("merge key column '", field.name(), "' has type ", DeltaTypeName(type),
+    return InputError("merge key column '", field.name(), "' has type ",
+                      DeltaTypeName(type),
                       ", which cannot be a merge key (use scalar columns)");
   }
 
-  // Encode every row of `batch` on the columns `indices`; nullopt for rows with a null key.
+  // Encode every row of `batch` on the columns `indices`; nullopt for rows with a null
+  // key.
   static std::vector<std::optional<std::string>> Encode(const arrow::RecordBatch& batch,
                                                         const std::vector<int>& indices) {
     std::vector<std::optional<std::string>> keys(static_cast<size_t>(batch.num_rows()),
@@ -70,13 +73,15 @@ class KeyEncoder {
   static void AppendValue(const arrow::Array& column, int64_t row, std::string* out) {
     const auto id = column.type_id();
     if (id == arrow::Type::BOOL) {
-      out->push_back(static_cast<const arrow::BooleanArray&>(column).Value(row) ? '\1' : '\0');
+      out->push_back(static_cast<const arrow::BooleanArray&>(column).Value(row) ? '\1'
+                                                                                : '\0');
       return;
     }
     if (id == arrow::Type::FLOAT || id == arrow::Type::DOUBLE) {
       // Equal numbers encode equally: -0.0 is 0.0, and every NaN is the same NaN.
       double number = id == arrow::Type::FLOAT
-                          ? static_cast<double>(static_cast<const arrow::FloatArray&>(column).Value(row))
+                          ? static_cast<double>(
+                                static_cast<const arrow::FloatArray&>(column).Value(row))
                           : static_cast<const arrow::DoubleArray&>(column).Value(row);
       if (number == 0) number = 0.0;
       if (std::isnan(number)) number = std::numeric_limits<double>::quiet_NaN();
@@ -93,9 +98,9 @@ class KeyEncoder {
     } else {
       const int width = column.type()->byte_width();
       const uint8_t* values = column.data()->buffers[1]->data();
-      value = std::string_view(reinterpret_cast<const char*>(values) +
-                                   (column.offset() + row) * width,
-                               static_cast<size_t>(width));
+      value = std::string_view(
+          reinterpret_cast<const char*>(values) + (column.offset() + row) * width,
+          static_cast<size_t>(width));
     }
     // Length-prefixed so that ("ab","c") and ("a","bc") differ.
     const uint32_t length = static_cast<uint32_t>(value.size());
@@ -131,7 +136,8 @@ arrow::Result<std::optional<Predicate>> KeyRangePredicate(
   std::string text;
   for (int index : indices) {
     const auto& field = schema->field(index);
-    if (!IsPartitionableType(*field->type()) || field->type()->id() == arrow::Type::BOOL) continue;
+    if (!IsPartitionableType(*field->type()) || field->type()->id() == arrow::Type::BOOL)
+      continue;
     arrow::ArrayVector chunks;
     for (const auto& batch : source) chunks.push_back(batch->column(index));
     ARROW_ASSIGN_OR_RAISE(auto column, arrow::ChunkedArray::Make(chunks, field->type()));
@@ -166,17 +172,19 @@ arrow::Result<std::optional<Predicate>> KeyRangePredicate(
   return std::optional<Predicate>(std::move(*parsed));
 }
 
-arrow::Result<MergeResult> MergeOnce(const std::shared_ptr<storage::ObjectStore>& store,
-                                     const std::shared_ptr<arrow::Schema>& source_schema,
-                                     const std::vector<std::shared_ptr<arrow::RecordBatch>>& source,
-                                     const MergeOptions& options) {
+arrow::Result<MergeResult> MergeOnce(
+    const std::shared_ptr<storage::ObjectStore>& store,
+    const std::shared_ptr<arrow::Schema>& source_schema,
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& source,
+    const MergeOptions& options) {
   TableWriteOptions write = options.write;
   write.mode = SaveMode::kAppend;
   write.operation = "MERGE";
   write.serializable = true;
   std::string predicate;
   for (const auto& key : options.keys) {
-    predicate += (predicate.empty() ? "" : " AND ") + ("target." + key + " = source." + key);
+    predicate +=
+        (predicate.empty() ? "" : " AND ") + ("target." + key + " = source." + key);
   }
   write.operation_parameters["predicate"] = predicate;
   write.operation_parameters["matchedPredicates"] = R"([{"actionType":"update"}])";
@@ -189,17 +197,22 @@ arrow::Result<MergeResult> MergeOnce(const std::shared_ptr<storage::ObjectStore>
     const int index = FindFieldIgnoreCase(*schema, key);
     if (index < 0 || FindFieldIgnoreCase(*source_schema, key) < 0) {
       std::vector<std::string> available;
-      for (const auto& field : source_schema->fields()) available.push_back(field->name());
-      return InputError("merge key column '", key, "' not found in the data; available columns: ",
+      for (const auto& field : source_schema->fields())
+        available.push_back(field->name());
+      return InputError("merge key column '", key,
+                        "' not found in the data; available columns: ",
                         json_util::DumpJsonLossy(nlohmann::json(available)));
     }
     // A key the existing table lacks matches no row: every source row would be a new one.
     const auto& existing = writer->read_snapshot();
     if (existing != nullptr && FindFieldIgnoreCase(*existing->schema(), key) < 0) {
       std::vector<std::string> columns;
-      for (const auto& field : existing->schema()->fields()) columns.push_back(field->name());
-      return InputError("merge key column '", key, "' is not a column of the table; table "
-                        "columns: ", nlohmann::json(columns).dump());
+      for (const auto& field : existing->schema()->fields())
+        columns.push_back(field->name());
+      return InputError("merge key column '", key,
+                        "' is not a column of the table; table "
+                        "columns: ",
+                        nlohmann::json(columns).dump());
     }
     if (std::find(indices.begin(), indices.end(), index) != indices.end()) {
       return InputError("merge_keys lists column '", key,
@@ -239,7 +252,8 @@ arrow::Result<MergeResult> MergeOnce(const std::shared_ptr<storage::ObjectStore>
     std::vector<Remove> removes;
     std::vector<std::string> read;
     for (const auto& file : snapshot->files()) {
-      if (prune && prune->Classify(file, snapshot->partition_columns()) == FileMatch::kNone) {
+      if (prune &&
+          prune->Classify(file, snapshot->partition_columns()) == FileMatch::kNone) {
         ++result.files_skipped;
         continue;
       }
@@ -271,7 +285,8 @@ arrow::Result<MergeResult> MergeOnce(const std::shared_ptr<storage::ObjectStore>
     writer->StageRemoves(std::move(removes), std::move(read));
   }
 
-  // The source rows that survive: the last occurrence of each key, and every null-keyed row.
+  // The source rows that survive: the last occurrence of each key, and every null-keyed
+  // row.
   for (size_t b = 0; b < conformed.size(); ++b) {
     const auto& keys = source_keys[b];
     std::vector<bool> keep(keys.size(), true);
@@ -308,10 +323,11 @@ arrow::Result<MergeResult> MergeOnce(const std::shared_ptr<storage::ObjectStore>
 
 }  // namespace
 
-arrow::Result<MergeResult> MergeRows(std::shared_ptr<storage::ObjectStore> store,
-                                     const std::shared_ptr<arrow::Schema>& source_schema,
-                                     const std::vector<std::shared_ptr<arrow::RecordBatch>>& source,
-                                     const MergeOptions& options) {
+arrow::Result<MergeResult> MergeRows(
+    std::shared_ptr<storage::ObjectStore> store,
+    const std::shared_ptr<arrow::Schema>& source_schema,
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& source,
+    const MergeOptions& options) {
   if (options.keys.empty()) {
     return InputError("merge needs merge_keys: the columns that identify a row");
   }
@@ -323,9 +339,11 @@ arrow::Result<MergeResult> MergeRows(std::shared_ptr<storage::ObjectStore> store
       return merged;
     }
     if (!IsError(merged.status(), ErrorCode::kCommitConflict)) return merged.status();
-    // A concurrent commit changed what the merge read: merge again against the new version.
+    // A concurrent commit changed what the merge read: merge again against the new
+    // version.
     last_conflict = merged.status();
-    AMPDELTA_LOG_INFO("merge attempt ", attempt, " conflicted: ", last_conflict.message());
+    AMPDELTA_LOG_INFO("merge attempt ", attempt,
+                      " conflicted: ", last_conflict.message());
   }
   return last_conflict;
 }

@@ -53,9 +53,10 @@ struct MergeResult {
 /// Errors (the table is untouched): kInvalidInput for missing or unusable key columns and
 /// everything TableWriter::Open refuses; kCommitConflict when concurrent commits kept
 /// invalidating the merge for max_attempts attempts.
-arrow::Result<MergeResult> MergeRows(std::shared_ptr<storage::ObjectStore> store,
-                                     const std::shared_ptr<arrow::Schema>& source_schema,
-                                     const std::vector<std::shared_ptr<arrow::RecordBatch>>& source,
-                                     const MergeOptions& options);
+arrow::Result<MergeResult> MergeRows(
+    std::shared_ptr<storage::ObjectStore> store,
+    const std::shared_ptr<arrow::Schema>& source_schema,
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& source,
+    const MergeOptions& options);
 
 }  // namespace ampdelta::delta

@@ -26,13 +26,15 @@ namespace ampdelta::delta {
 arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> store,
                                        const OptimizeOptions& options) {
   ARROW_ASSIGN_OR_RAISE(auto snapshot, Snapshot::Load(store));
-  ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(), *snapshot->schema()));
+  ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
+                                          *snapshot->schema()));
   // Small files (or files with deleted rows to purge), grouped by partition.
   std::map<std::string, std::vector<const Add*>> by_partition;
   for (const auto& add : snapshot->files()) {
     if (add.size >= options.target_size && !add.deletion_vector) continue;
     if (options.eligible && !options.eligible(add)) continue;
-    by_partition[PartitionFolder(snapshot->partition_columns(), add.partition_values)].push_back(&add);
+    by_partition[PartitionFolder(snapshot->partition_columns(), add.partition_values)]
+        .push_back(&add);
   }
   // Bins of about target_size; a bin of one file without deletions gains nothing.
   std::vector<std::vector<const Add*>> bins;
@@ -40,7 +42,8 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
     std::vector<const Add*> bin;
     int64_t bytes = 0;
     auto flush = [&] {
-      if (bin.size() > 1 || (bin.size() == 1 && bin.front()->deletion_vector)) bins.push_back(bin);
+      if (bin.size() > 1 || (bin.size() == 1 && bin.front()->deletion_vector))
+        bins.push_back(bin);
       bin.clear();
       bytes = 0;
     };
@@ -71,8 +74,9 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
   };
   arrow::Status compacted = [&]() -> arrow::Status {
     for (const auto& bin : bins) {
-      ARROW_ASSIGN_OR_RAISE(auto writer, DataFileWriter::Make(store, snapshot->schema(),
-                                                              snapshot->partition_columns(), file_options));
+      ARROW_ASSIGN_OR_RAISE(
+          auto writer, DataFileWriter::Make(store, snapshot->schema(),
+                                            snapshot->partition_columns(), file_options));
       for (const Add* file : bin) {
         ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, *file));
         arrow::TableBatchReader reader(*table);
@@ -88,7 +92,8 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
       }
       const auto tags = MergeFileTags(bin);
       if (writer->rows_written() == 0 && tags && !tags->empty()) {
-        // Only 0-row files (what a delete leaves to hold a stream's ranges): one keeps them.
+        // Only 0-row files (what a delete leaves to hold a stream's ranges): one keeps
+        // them.
         ARROW_RETURN_NOT_OK(writer->WriteEmptyFile(bin.front()->partition_values));
       }
       ARROW_ASSIGN_OR_RAISE(auto bin_files, writer->Finish());
@@ -96,7 +101,8 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
         add.tags = tags;
         adds.push_back(std::move(add));
       }
-      partitions.insert(PartitionFolder(snapshot->partition_columns(), bin.front()->partition_values));
+      partitions.insert(
+          PartitionFolder(snapshot->partition_columns(), bin.front()->partition_values));
     }
     return arrow::Status::OK();
   }();
@@ -110,10 +116,12 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
   txn.ReadFiles(read);
   txn.AddFiles(std::move(adds));
   txn.RemoveFiles(std::move(removes));
-  txn.SetOperation("OPTIMIZE", {{"predicate", "[]"}, {"targetSize", std::to_string(options.target_size)}});
-  txn.SetOperationMetrics({{"numRemovedFiles", std::to_string(result.files_removed)},
-                           {"numAddedFiles", std::to_string(result.files_added)},
-                           {"partitionsOptimized", std::to_string(result.partitions_optimized)}});
+  txn.SetOperation("OPTIMIZE", {{"predicate", "[]"},
+                                {"targetSize", std::to_string(options.target_size)}});
+  txn.SetOperationMetrics(
+      {{"numRemovedFiles", std::to_string(result.files_removed)},
+       {"numAddedFiles", std::to_string(result.files_added)},
+       {"partitionsOptimized", std::to_string(result.partitions_optimized)}});
   auto committed = txn.Commit();
   if (!committed.ok()) {
     (void)store->DeleteMany(written);

@@ -19,7 +19,8 @@ namespace ampdelta::delta {
 struct OptimizeOptions {
   /// Files are packed into files of about this size; files at least this large stay.
   int64_t target_size = 128 * 1024 * 1024;
-  /// Only files this accepts are compacted (e.g. a stream's finalised files); all when unset.
+  /// Only files this accepts are compacted (e.g. a stream's finalised files); all when
+  /// unset.
   std::function<bool(const Add&)> eligible;
   DataFileOptions files;
   CommitOptions commit;
@@ -36,8 +37,8 @@ struct OptimizeResult {
 
 /// \brief Bin-pack the small files of each partition into files of about the target size,
 /// in one commit whose actions have dataChange = false: readers see the same rows, and
-/// concurrent appends never conflict with it. Deletion vectors are applied while rewriting;
-/// the new files' tags are merged from the old ones (file_tags.h).
+/// concurrent appends never conflict with it. Deletion vectors are applied while
+/// rewriting; the new files' tags are merged from the old ones (file_tags.h).
 arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> store,
                                        const OptimizeOptions& options = {});
 

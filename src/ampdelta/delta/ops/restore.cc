@@ -32,36 +32,47 @@ std::string FileIdentity(const Snapshot& snapshot, const std::string& path,
 
 namespace {
 
-arrow::Result<CommitResult> RestoreOnce(const std::shared_ptr<storage::ObjectStore>& store,
-                                        Version version, const CommitOptions& commit) {
+arrow::Result<CommitResult> RestoreOnce(
+    const std::shared_ptr<storage::ObjectStore>& store, Version version,
+    const CommitOptions& commit) {
   ARROW_ASSIGN_OR_RAISE(auto latest, Snapshot::Load(store));
-  ARROW_ASSIGN_OR_RAISE(auto target, Snapshot::Load(store, SnapshotOptions{version, std::nullopt}));
-  ARROW_RETURN_NOT_OK(CheckWriteSupported(latest->protocol(), latest->metadata(), *latest->schema()));
+  ARROW_ASSIGN_OR_RAISE(auto target,
+                        Snapshot::Load(store, SnapshotOptions{version, std::nullopt}));
+  ARROW_RETURN_NOT_OK(
+      CheckWriteSupported(latest->protocol(), latest->metadata(), *latest->schema()));
   std::set<std::string> in_target;
   std::set<std::string> in_latest;
-  for (const auto& add : target->files()) in_target.insert(FileIdentity(*target, add.path, add.deletion_vector));
-  for (const auto& add : latest->files()) in_latest.insert(FileIdentity(*latest, add.path, add.deletion_vector));
+  for (const auto& add : target->files())
+    in_target.insert(FileIdentity(*target, add.path, add.deletion_vector));
+  for (const auto& add : latest->files())
+    in_latest.insert(FileIdentity(*latest, add.path, add.deletion_vector));
   // The files to add back are protected by a lease before they are checked, and checked
   // only once no vacuum that could have missed the lease is running (write_lease.h).
   std::vector<std::string> revived;
   for (const auto& add : target->files()) {
-    if (in_latest.count(FileIdentity(*target, add.path, add.deletion_vector)) != 0) continue;
+    if (in_latest.count(FileIdentity(*target, add.path, add.deletion_vector)) != 0)
+      continue;
     revived.push_back(target->FileKey(add.path));
     if (auto dv = DeletionVectorFileKey(add.deletion_vector)) revived.push_back(*dv);
   }
-  ARROW_ASSIGN_OR_RAISE(auto lease, WriteLease::Acquire(store, LeaseKind::kWrite, revived));
+  ARROW_ASSIGN_OR_RAISE(auto lease,
+                        WriteLease::Acquire(store, LeaseKind::kWrite, revived));
   ARROW_RETURN_NOT_OK(WaitForVacuums(*store, std::chrono::minutes(10)));
   std::vector<Add> adds;
   for (const auto& add : target->files()) {
-    if (in_latest.count(FileIdentity(*target, add.path, add.deletion_vector)) != 0) continue;
-    if (auto dv = DeletionVectorFileKey(add.deletion_vector); dv && !store->Head(*dv).ok()) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "cannot restore version ",
-                       version, ": its deletion vector ", *dv, " no longer exists (vacuumed)");
+    if (in_latest.count(FileIdentity(*target, add.path, add.deletion_vector)) != 0)
+      continue;
+    if (auto dv = DeletionVectorFileKey(add.deletion_vector);
+        dv && !store->Head(*dv).ok()) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "cannot restore version ", version, ": its deletion vector ", *dv,
+                       " no longer exists (vacuumed)");
     }
     auto head = store->Head(target->FileKey(add.path));
     if (!head.ok()) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "cannot restore version ",
-                       version, ": its file ", target->FileKey(add.path), " no longer exists (vacuumed)");
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "cannot restore version ", version, ": its file ",
+                       target->FileKey(add.path), " no longer exists (vacuumed)");
     }
     Add restored = add;
     restored.data_change = true;
@@ -96,8 +107,8 @@ arrow::Result<CommitResult> RestoreOnce(const std::shared_ptr<storage::ObjectSto
 
 }  // namespace
 
-arrow::Result<CommitResult> Restore(std::shared_ptr<storage::ObjectStore> store, Version version,
-                                    const CommitOptions& commit) {
+arrow::Result<CommitResult> Restore(std::shared_ptr<storage::ObjectStore> store,
+                                    Version version, const CommitOptions& commit) {
   // A restore reads the whole table, so a concurrent writer (a stream) makes it conflict;
   // what it must do is still well defined, so it starts over from the new latest version.
   constexpr int kAttempts = 20;
@@ -107,8 +118,9 @@ arrow::Result<CommitResult> Restore(std::shared_ptr<storage::ObjectStore> store,
         attempt >= kAttempts) {
       return restored;
     }
-    AMPDELTA_LOG_INFO("delta restore conflicted with a concurrent commit, starting over attempt=",
-                      attempt);
+    AMPDELTA_LOG_INFO(
+        "delta restore conflicted with a concurrent commit, starting over attempt=",
+        attempt);
     std::this_thread::sleep_for(std::chrono::milliseconds(10 * attempt));
   }
 }

@@ -27,9 +27,11 @@ namespace {
 // A temporary file older than this belongs to no write in flight, whoever made it.
 constexpr int64_t kStagingMaxAgeMs = 3600 * 1000;
 
-bool IsHidden(const std::string& path, const std::vector<std::string>& partition_columns) {
+bool IsHidden(const std::string& path,
+              const std::vector<std::string>& partition_columns) {
   // Hidden and underscore folders (the log, leases, checkpoints' sidecars, _change_data),
-  // but not the partition folders of columns whose names start with one (as Spark sees it).
+  // but not the partition folders of columns whose names start with one (as Spark sees
+  // it).
   size_t begin = 0;
   while (begin < path.size()) {
     const char first = path[begin];
@@ -55,28 +57,31 @@ arrow::Result<VacuumResult> Vacuum(std::shared_ptr<storage::ObjectStore> store,
                                    const VacuumOptions& options) {
   ARROW_ASSIGN_OR_RAISE(auto first, Snapshot::Load(store));
   // vacuumProtocolCheck: only a writer that understands every writer feature may vacuum.
-  ARROW_RETURN_NOT_OK(CheckWriteSupported(first->protocol(), first->metadata(), *first->schema()));
+  ARROW_RETURN_NOT_OK(
+      CheckWriteSupported(first->protocol(), first->metadata(), *first->schema()));
   const int64_t table_retention = first->properties().deleted_file_retention_ms;
   int64_t retention = table_retention;
   if (options.retention_hours) {
     const double hours = *options.retention_hours;
     if (!std::isfinite(hours) || hours < 0 || hours > 1e6) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "retention must be a number of hours between 0 and 1000000, got ", hours);
+                       "retention must be a number of hours between 0 and 1000000, got ",
+                       hours);
     }
     retention = static_cast<int64_t>(hours * 3600.0 * 1000.0);
     if (options.enforce_retention && retention < table_retention) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "retention of ", hours, " hours is shorter than the table's ",
-                       table_retention / 3600000.0, " hours (delta.deletedFileRetentionDuration): "
-                       "readers of older versions could lose files; to insist, disable the retention "
-                       "check (ampdelta table vacuum --force)");
+      return MakeError(
+          ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "retention of ", hours,
+          " hours is shorter than the table's ", table_retention / 3600000.0,
+          " hours (delta.deletedFileRetentionDuration): "
+          "readers of older versions could lose files; to insist, disable the retention "
+          "check (ampdelta table vacuum --force)");
     }
   }
   const int64_t now = NowMs();
   const int64_t cutoff = now - retention;
-  // The order matters (write_lease.h): announce this vacuum (restores wait for it), list the
-  // files, then read the leases, then the latest snapshot.
+  // The order matters (write_lease.h): announce this vacuum (restores wait for it), list
+  // the files, then read the leases, then the latest snapshot.
   std::shared_ptr<WriteLease> announced;
   if (!options.dry_run) {
     ARROW_ASSIGN_OR_RAISE(announced, WriteLease::Acquire(store, LeaseKind::kVacuum));
@@ -133,8 +138,8 @@ arrow::Result<VacuumResult> Vacuum(std::shared_ptr<storage::ObjectStore> store,
     const Liveness owner =
         temporary.owner ? CheckLiveness(*temporary.owner) : Liveness::kUnknown;
     const bool abandoned =
-        owner == Liveness::kDead ||
-        (owner == Liveness::kUnknown && temporary.last_modified_ms < now - kStagingMaxAgeMs);
+        owner == Liveness::kDead || (owner == Liveness::kUnknown &&
+                                     temporary.last_modified_ms < now - kStagingMaxAgeMs);
     if (abandoned && !leases.Protects(temporary.path)) {
       result.temporary_files.push_back(temporary.path);
     }
@@ -150,9 +155,10 @@ arrow::Result<VacuumResult> Vacuum(std::shared_ptr<storage::ObjectStore> store,
     // VACUUM START / END: commitInfo-only commits, as Spark and delta-rs record them.
     Transaction start(store, snapshot);
     start.SetDataChange(false);
-    start.SetOperation("VACUUM START",
-                       {{"retentionCheckEnabled", options.enforce_retention ? "true" : "false"},
-                        {"defaultRetentionMillis", std::to_string(table_retention)}});
+    start.SetOperation(
+        "VACUUM START",
+        {{"retentionCheckEnabled", options.enforce_retention ? "true" : "false"},
+         {"defaultRetentionMillis", std::to_string(table_retention)}});
     start.SetOperationMetrics({{"numFilesToDelete", std::to_string(result.files.size())},
                                {"sizeOfDataToDelete", std::to_string(result.bytes)}});
     ARROW_RETURN_NOT_OK(start.Commit().status());

@@ -39,11 +39,11 @@ struct VacuumResult {
   int64_t leases_expired = 0;
 };
 
-/// \brief Delete data files no version within the retention reads, and the deletion-vector
-/// files only they used. Files of writes in flight are never deleted (write_lease.h): a
-/// full vacuum with zero retention during a load leaves the load's files alone. A full
-/// vacuum also deletes temporary files of crashed writers (a process known to have exited,
-/// or older than an hour).
+/// \brief Delete data files no version within the retention reads, and the
+/// deletion-vector files only they used. Files of writes in flight are never deleted
+/// (write_lease.h): a full vacuum with zero retention during a load leaves the load's
+/// files alone. A full vacuum also deletes temporary files of crashed writers (a process
+/// known to have exited, or older than an hour).
 arrow::Result<VacuumResult> Vacuum(std::shared_ptr<storage::ObjectStore> store,
                                    const VacuumOptions& options = {});
 

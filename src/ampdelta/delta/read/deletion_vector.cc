@@ -692,7 +692,8 @@ arrow::Result<DeletedRows> LoadDeletionVector(storage::ObjectStore& table_store,
   return rows;
 }
 
-std::optional<std::string> DeletionVectorFileKey(const std::optional<DeletionVectorDescriptor>& dv) {
+std::optional<std::string> DeletionVectorFileKey(
+    const std::optional<DeletionVectorDescriptor>& dv) {
   if (!dv || dv->storage_type != "u") return std::nullopt;
   auto path = UuidDeletionVectorPath(dv->path_or_inline_dv);
   if (!path.ok()) return std::nullopt;

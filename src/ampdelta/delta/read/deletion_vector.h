@@ -105,7 +105,8 @@ arrow::Result<std::string> UuidDeletionVectorPath(std::string_view path_or_inlin
 /// \brief Return the key of the file a descriptor's DV lives in when it has one of its
 /// own (storage type `u`), relative to the table root; nullopt for inline, absolute-path
 /// and malformed descriptors (what vacuum and restore must keep or bring back).
-std::optional<std::string> DeletionVectorFileKey(const std::optional<DeletionVectorDescriptor>& dv);
+std::optional<std::string> DeletionVectorFileKey(
+    const std::optional<DeletionVectorDescriptor>& dv);
 
 /// \brief Load and verify the deletion vector a descriptor points to.
 ///

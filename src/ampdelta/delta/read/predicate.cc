@@ -22,8 +22,8 @@ namespace cp = arrow::compute;
 using nlohmann::json;
 
 arrow::Status BadPredicate(const std::string& text, const std::string& why) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "invalid predicate '",
-                   text, "': ", why);
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                   "invalid predicate '", text, "': ", why);
 }
 
 struct Token {
@@ -40,12 +40,18 @@ arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
       ++i;
     } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t j = i;
-      while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_' || text[j] == '.')) ++j;
+      while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) ||
+                                 text[j] == '_' || text[j] == '.'))
+        ++j;
       tokens.push_back({Token::kWord, text.substr(i, j - i)});
       i = j;
-    } else if (std::isdigit(static_cast<unsigned char>(c)) || (c == '-' && i + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[i + 1])))) {
+    } else if (std::isdigit(static_cast<unsigned char>(c)) ||
+               (c == '-' && i + 1 < text.size() &&
+                std::isdigit(static_cast<unsigned char>(text[i + 1])))) {
       size_t j = i + 1;
-      while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.' || text[j] == 'e' || text[j] == 'E')) ++j;
+      while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) ||
+                                 text[j] == '.' || text[j] == 'e' || text[j] == 'E'))
+        ++j;
       tokens.push_back({Token::kNumber, text.substr(i, j - i)});
       i = j;
     } else if (c == '\'' || c == '"' || c == '`') {
@@ -78,13 +84,13 @@ arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
           break;
         }
       }
-      if (!found) return BadPredicate(text, std::string("unexpected character '") + c + "'");
+      if (!found)
+        return BadPredicate(text, std::string("unexpected character '") + c + "'");
     }
   }
   tokens.push_back({Token::kEnd, ""});
   return tokens;
 }
-
 
 const char* FunctionFor(const std::string& op) {
   if (op == "=") return "equal";
@@ -110,12 +116,14 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> BindLiteral(const std::string& tex
     return BadPredicate(text, "expected a literal after the operator");
   }
   if (type->id() == arrow::Type::STRING && token.kind != Token::kString) {
-    return BadPredicate(text, "column '" + field.name() + "' is a string: quote the value");
+    return BadPredicate(text,
+                        "column '" + field.name() + "' is a string: quote the value");
   }
   if (type->id() == arrow::Type::BINARY && token.kind != Token::kString) {
     // A number never equals bytes; comparing them would silently match nothing.
-    return BadPredicate(text, "column '" + field.name() +
-                                  "' is binary: a number never matches it (quote the value)");
+    return BadPredicate(text,
+                        "column '" + field.name() +
+                            "' is binary: a number never matches it (quote the value)");
   }
   auto parsed = ParsePartitionValue(token.text, type);
   if (!parsed.ok()) {
@@ -147,9 +155,10 @@ std::optional<int> CompareToStat(const arrow::Scalar& value, const json& stat,
   } else {
     return std::nullopt;  // strings are truncated, decimals may be rounded: don't trust
   }
-  auto less = cp::CallFunction("less", {arrow::Datum(value.GetSharedPtr()), arrow::Datum(bound)});
-  auto greater =
-      cp::CallFunction("greater", {arrow::Datum(value.GetSharedPtr()), arrow::Datum(bound)});
+  auto less =
+      cp::CallFunction("less", {arrow::Datum(value.GetSharedPtr()), arrow::Datum(bound)});
+  auto greater = cp::CallFunction(
+      "greater", {arrow::Datum(value.GetSharedPtr()), arrow::Datum(bound)});
   if (!less.ok() || !greater.ok()) return std::nullopt;
   if (static_cast<const arrow::BooleanScalar&>(*less->scalar()).value) return -1;
   if (static_cast<const arrow::BooleanScalar&>(*greater->scalar()).value) return 1;
@@ -175,8 +184,10 @@ arrow::Result<Predicate> Predicate::Parse(const std::string& text,
     auto field = index >= 0 ? schema->field(index) : nullptr;
     if (field == nullptr) {
       std::string names;
-      for (const auto& f : schema->fields()) names += (names.empty() ? "" : ", ") + f->name();
-      return BadPredicate(text, "no column '" + token.text + "' (columns: " + names + ")");
+      for (const auto& f : schema->fields())
+        names += (names.empty() ? "" : ", ") + f->name();
+      return BadPredicate(text,
+                          "no column '" + token.text + "' (columns: " + names + ")");
     }
     return field;
   };
@@ -195,7 +206,8 @@ arrow::Result<Predicate> Predicate::Parse(const std::string& text,
         return BadPredicate(text, "expected NULL after IS");
       }
       ++pos;
-      predicate.terms_.push_back({field->name(), field->type(), negated ? "is_valid" : "is_null", nullptr});
+      predicate.terms_.push_back(
+          {field->name(), field->type(), negated ? "is_valid" : "is_null", nullptr});
     } else if (next.kind == Token::kWord && AsciiUpper(next.text) == "BETWEEN") {
       ++pos;
       ARROW_ASSIGN_OR_RAISE(auto low, BindLiteral(text, tokens[pos++], *field));
@@ -209,7 +221,8 @@ arrow::Result<Predicate> Predicate::Parse(const std::string& text,
     } else if (next.kind == Token::kOp) {
       ++pos;
       ARROW_ASSIGN_OR_RAISE(auto value, BindLiteral(text, tokens[pos++], *field));
-      predicate.terms_.push_back({field->name(), field->type(), FunctionFor(next.text), value});
+      predicate.terms_.push_back(
+          {field->name(), field->type(), FunctionFor(next.text), value});
     } else {
       return BadPredicate(text, "expected an operator after '" + field->name() + "'");
     }
@@ -227,7 +240,8 @@ arrow::Result<Predicate> Predicate::Parse(const std::string& text,
 std::vector<std::string> Predicate::columns() const {
   std::vector<std::string> out;
   for (const auto& term : terms_) {
-    if (std::find(out.begin(), out.end(), term.column) == out.end()) out.push_back(term.column);
+    if (std::find(out.begin(), out.end(), term.column) == out.end())
+      out.push_back(term.column);
   }
   return out;
 }
@@ -237,12 +251,14 @@ arrow::Result<std::shared_ptr<arrow::Array>> Predicate::Evaluate(
   arrow::Datum mask;
   for (const auto& term : terms_) {
     auto column = batch.GetColumnByName(term.column);
-    if (column == nullptr) return arrow::Status::Invalid("batch has no column '", term.column, "'");
+    if (column == nullptr)
+      return arrow::Status::Invalid("batch has no column '", term.column, "'");
     arrow::Datum part;
     if (term.value == nullptr) {
       ARROW_ASSIGN_OR_RAISE(part, cp::CallFunction(term.function, {column}));
     } else {
-      ARROW_ASSIGN_OR_RAISE(part, cp::CallFunction(term.function, {column, arrow::Datum(term.value)}));
+      ARROW_ASSIGN_OR_RAISE(
+          part, cp::CallFunction(term.function, {column, arrow::Datum(term.value)}));
     }
     if (mask.is_value()) {
       ARROW_ASSIGN_OR_RAISE(mask, cp::CallFunction("and_kleene", {mask, part}));
@@ -251,15 +267,17 @@ arrow::Result<std::shared_ptr<arrow::Array>> Predicate::Evaluate(
     }
   }
   // Null (unknown) never matches.
-  ARROW_ASSIGN_OR_RAISE(arrow::Datum filled,
-                        cp::CallFunction("coalesce", {mask, arrow::Datum(arrow::MakeScalar(false))}));
+  ARROW_ASSIGN_OR_RAISE(
+      arrow::Datum filled,
+      cp::CallFunction("coalesce", {mask, arrow::Datum(arrow::MakeScalar(false))}));
   return filled.make_array();
 }
 
 FileMatch Predicate::ClassifyTerm(const Term& term, const Add& file, bool is_partition,
                                   const void* stats_ptr) const {
   if (is_partition) {
-    const std::optional<std::string> raw = FindPartitionValue(file.partition_values, term.column);
+    const std::optional<std::string> raw =
+        FindPartitionValue(file.partition_values, term.column);
     auto value = ParsePartitionValue(raw, term.type);
     if (!value.ok()) return FileMatch::kSome;
     auto array = arrow::MakeArrayFromScalar(**value, 1);
@@ -275,7 +293,8 @@ FileMatch Predicate::ClassifyTerm(const Term& term, const Add& file, bool is_par
   }
   const json& stats = *static_cast<const json*>(stats_ptr);
   if (!stats.is_object() || !stats.contains("numRecords")) return FileMatch::kSome;
-  const int64_t rows = stats["numRecords"].is_number_integer() ? stats["numRecords"].get<int64_t>() : -1;
+  const int64_t rows =
+      stats["numRecords"].is_number_integer() ? stats["numRecords"].get<int64_t>() : -1;
   std::optional<int64_t> nulls;
   if (stats.contains("nullCount") && stats["nullCount"].contains(term.column) &&
       stats["nullCount"][term.column].is_number_integer()) {
@@ -285,21 +304,29 @@ FileMatch Predicate::ClassifyTerm(const Term& term, const Add& file, bool is_par
     if (!nulls || rows < 0) return FileMatch::kSome;
     const bool all_null = *nulls == rows;
     const bool none_null = *nulls == 0;
-    if (term.function == "is_null") return none_null ? FileMatch::kNone : all_null ? FileMatch::kAll : FileMatch::kSome;
+    if (term.function == "is_null")
+      return none_null ? FileMatch::kNone : all_null ? FileMatch::kAll : FileMatch::kSome;
     return all_null ? FileMatch::kNone : none_null ? FileMatch::kAll : FileMatch::kSome;
   }
-  if (rows >= 0 && nulls && *nulls == rows) return FileMatch::kNone;  // all null: no match
-  const json* min = stats.contains("minValues") && stats["minValues"].contains(term.column)
-                        ? &stats["minValues"][term.column] : nullptr;
-  const json* max = stats.contains("maxValues") && stats["maxValues"].contains(term.column)
-                        ? &stats["maxValues"][term.column] : nullptr;
+  if (rows >= 0 && nulls && *nulls == rows)
+    return FileMatch::kNone;  // all null: no match
+  const json* min =
+      stats.contains("minValues") && stats["minValues"].contains(term.column)
+          ? &stats["minValues"][term.column]
+          : nullptr;
+  const json* max =
+      stats.contains("maxValues") && stats["maxValues"].contains(term.column)
+          ? &stats["maxValues"][term.column]
+          : nullptr;
   if (min == nullptr || max == nullptr) return FileMatch::kSome;
   // c_min = sign(value - min), c_max = sign(value - max)
   auto c_min = CompareToStat(*term.value, *min, *term.type, false);
   auto c_max = CompareToStat(*term.value, *max, *term.type, true);
   if (!c_min || !c_max) return FileMatch::kSome;
   const bool no_nulls = nulls && *nulls == 0;
-  auto all_if = [&](bool all) { return all && no_nulls ? FileMatch::kAll : FileMatch::kSome; };
+  auto all_if = [&](bool all) {
+    return all && no_nulls ? FileMatch::kAll : FileMatch::kSome;
+  };
   const std::string& f = term.function;
   if (f == "equal") {
     if (*c_min < 0 || *c_max > 0) return FileMatch::kNone;
@@ -328,7 +355,8 @@ FileMatch Predicate::ClassifyTerm(const Term& term, const Add& file, bool is_par
   return FileMatch::kSome;
 }
 
-FileMatch Predicate::Classify(const Add& file, const std::vector<std::string>& partition_columns) const {
+FileMatch Predicate::Classify(const Add& file,
+                              const std::vector<std::string>& partition_columns) const {
   json stats = file.stats ? json::parse(*file.stats, nullptr, false) : json();
   if (file.deletion_vector) stats = json();  // deleted rows make bounds loose
   FileMatch overall = FileMatch::kAll;

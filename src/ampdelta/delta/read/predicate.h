@@ -38,10 +38,12 @@ class Predicate {
                                         const std::shared_ptr<arrow::Schema>& schema);
 
   /// \brief Return a boolean array: true where the row matches (null never matches).
-  arrow::Result<std::shared_ptr<arrow::Array>> Evaluate(const arrow::RecordBatch& batch) const;
+  arrow::Result<std::shared_ptr<arrow::Array>> Evaluate(
+      const arrow::RecordBatch& batch) const;
 
   /// \brief Classify a file from its partition values and statistics.
-  FileMatch Classify(const Add& file, const std::vector<std::string>& partition_columns) const;
+  FileMatch Classify(const Add& file,
+                     const std::vector<std::string>& partition_columns) const;
 
   /// \brief Return the predicate as written.
   const std::string& text() const { return text_; }

@@ -8,9 +8,9 @@
 #include <arrow/type.h>
 #include <parquet/arrow/reader.h>
 
-#include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::delta {
@@ -21,7 +21,8 @@ namespace cp = arrow::compute;
 // Reads one data file batch by batch, producing table-schema batches.
 class FileReader {
  public:
-  static arrow::Result<std::unique_ptr<FileReader>> Open(const Snapshot& snapshot, const Add& file) {
+  static arrow::Result<std::unique_ptr<FileReader>> Open(const Snapshot& snapshot,
+                                                         const Add& file) {
     auto reader = std::unique_ptr<FileReader>(new FileReader());
     reader->schema_ = snapshot.schema();
     reader->partition_columns_ = snapshot.partition_columns();
@@ -32,15 +33,16 @@ class FileReader {
       // A file the log names but the store lacks: the table is damaged (a deleted file, a
       // vacuum by a writer that ignored retention), not the caller's input.
       if (IsError(input.status(), ErrorCode::kNotFound)) {
-        return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "data file ", key,
-                         " of version ", snapshot.version(), " is missing from the table");
+        return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "data file ",
+                         key, " of version ", snapshot.version(),
+                         " is missing from the table");
       }
       return input.status();
     }
     auto opened = parquet::arrow::OpenFile(*input, arrow::default_memory_pool());
     if (!opened.ok()) {
-      return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "data file ", key,
-                       " is not readable Parquet: ", opened.status().message());
+      return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "data file ",
+                       key, " is not readable Parquet: ", opened.status().message());
     }
     reader->parquet_ = std::move(*opened);
     ARROW_ASSIGN_OR_RAISE(reader->batches_, reader->parquet_->GetRecordBatchReader());
@@ -72,21 +74,24 @@ class FileReader {
  private:
   FileReader() = default;
 
-  arrow::Result<std::shared_ptr<arrow::RecordBatch>> ToTableSchema(const arrow::RecordBatch& raw) {
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> ToTableSchema(
+      const arrow::RecordBatch& raw) {
     std::vector<std::shared_ptr<arrow::Array>> columns;
     for (const auto& field : schema_->fields()) {
       if (IsPartitionColumn(partition_columns_, field->name())) {
         const std::optional<std::string> value =
             FindPartitionValue(file_.partition_values, field->name());
         ARROW_ASSIGN_OR_RAISE(auto scalar, ParsePartitionValue(value, field->type()));
-        ARROW_ASSIGN_OR_RAISE(auto array, arrow::MakeArrayFromScalar(*scalar, raw.num_rows()));
+        ARROW_ASSIGN_OR_RAISE(auto array,
+                              arrow::MakeArrayFromScalar(*scalar, raw.num_rows()));
         columns.push_back(std::move(array));
         continue;
       }
       auto column = raw.GetColumnByName(PhysicalName(*field));
       if (column == nullptr) {
         // Files written before a column was added read it as null.
-        ARROW_ASSIGN_OR_RAISE(auto nulls, arrow::MakeArrayOfNull(field->type(), raw.num_rows()));
+        ARROW_ASSIGN_OR_RAISE(auto nulls,
+                              arrow::MakeArrayOfNull(field->type(), raw.num_rows()));
         columns.push_back(std::move(nulls));
         continue;
       }
@@ -96,8 +101,8 @@ class FileReader {
     return arrow::RecordBatch::Make(schema_, raw.num_rows(), std::move(columns));
   }
 
-  // Rename column-mapped struct children to their logical names and cast to the table type
-  // (older files may hold narrower types or other timestamp units).
+  // Rename column-mapped struct children to their logical names and cast to the table
+  // type (older files may hold narrower types or other timestamp units).
   static arrow::Result<std::shared_ptr<arrow::Array>> ToLogical(
       const std::shared_ptr<arrow::Array>& array, const arrow::DataType& type) {
     if (type.id() == arrow::Type::STRUCT && array->type_id() == arrow::Type::STRUCT) {
@@ -106,10 +111,12 @@ class FileReader {
       for (const auto& child : type.fields()) {
         const int index = st.struct_type()->GetFieldIndex(PhysicalName(*child));
         if (index < 0) {
-          ARROW_ASSIGN_OR_RAISE(auto nulls, arrow::MakeArrayOfNull(child->type(), st.length()));
+          ARROW_ASSIGN_OR_RAISE(auto nulls,
+                                arrow::MakeArrayOfNull(child->type(), st.length()));
           children.push_back(std::move(nulls));
         } else {
-          ARROW_ASSIGN_OR_RAISE(auto converted, ToLogical(st.field(index), *child->type()));
+          ARROW_ASSIGN_OR_RAISE(auto converted,
+                                ToLogical(st.field(index), *child->type()));
           children.push_back(std::move(converted));
         }
       }
@@ -122,9 +129,10 @@ class FileReader {
     options.allow_time_truncate = true;
     auto cast = cp::Cast(*array, type.GetSharedPtr(), options);
     if (!cast.ok()) {
-      return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid, "data file column of type ",
-                       array->type()->ToString(), " does not match table type ", type.ToString(),
-                       ": ", cast.status().message());
+      return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid,
+                       "data file column of type ", array->type()->ToString(),
+                       " does not match table type ", type.ToString(), ": ",
+                       cast.status().message());
     }
     return *cast;
   }
@@ -158,7 +166,8 @@ class TableScan::Impl {
         while (next_file < files.size()) {
           const Add& file = files[next_file];
           if (options.predicate &&
-              options.predicate->Classify(file, snapshot->partition_columns()) == FileMatch::kNone) {
+              options.predicate->Classify(file, snapshot->partition_columns()) ==
+                  FileMatch::kNone) {
             ++skipped;
             ++next_file;
             continue;
@@ -181,7 +190,8 @@ class TableScan::Impl {
       }
       std::vector<std::shared_ptr<arrow::Array>> columns;
       for (int index : projection) columns.push_back(batch->column(index));
-      return arrow::RecordBatch::Make(output_schema, batch->num_rows(), std::move(columns));
+      return arrow::RecordBatch::Make(output_schema, batch->num_rows(),
+                                      std::move(columns));
     }
   }
 };
@@ -189,8 +199,8 @@ class TableScan::Impl {
 TableScan::TableScan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TableScan::~TableScan() = default;
 
-arrow::Result<std::unique_ptr<TableScan>> TableScan::Make(std::shared_ptr<const Snapshot> snapshot,
-                                                          ScanOptions options) {
+arrow::Result<std::unique_ptr<TableScan>> TableScan::Make(
+    std::shared_ptr<const Snapshot> snapshot, ScanOptions options) {
   auto impl = std::make_unique<Impl>();
   const auto& schema = snapshot->schema();
   arrow::FieldVector fields;
@@ -201,8 +211,8 @@ arrow::Result<std::unique_ptr<TableScan>> TableScan::Make(std::shared_ptr<const 
     for (const auto& name : options.columns) {
       const int index = FindFieldIgnoreCase(*schema, name);
       if (index < 0) {
-        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "table has no column '",
-                         name, "'");
+        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                         "table has no column '", name, "'");
       }
       impl->projection.push_back(index);
       fields.push_back(schema->field(index));
@@ -214,8 +224,12 @@ arrow::Result<std::unique_ptr<TableScan>> TableScan::Make(std::shared_ptr<const 
   return std::unique_ptr<TableScan>(new TableScan(std::move(impl)));
 }
 
-const std::shared_ptr<arrow::Schema>& TableScan::schema() const { return impl_->output_schema; }
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> TableScan::Next() { return impl_->Next(); }
+const std::shared_ptr<arrow::Schema>& TableScan::schema() const {
+  return impl_->output_schema;
+}
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> TableScan::Next() {
+  return impl_->Next();
+}
 int64_t TableScan::files_scanned() const { return impl_->scanned; }
 int64_t TableScan::files_skipped() const { return impl_->skipped; }
 
@@ -229,7 +243,8 @@ arrow::Result<std::shared_ptr<arrow::Table>> TableScan::ToTable() {
   return arrow::Table::FromRecordBatches(impl_->output_schema, batches);
 }
 
-arrow::Result<std::shared_ptr<arrow::Table>> ReadDataFile(const Snapshot& snapshot, const Add& file) {
+arrow::Result<std::shared_ptr<arrow::Table>> ReadDataFile(const Snapshot& snapshot,
+                                                          const Add& file) {
   ARROW_ASSIGN_OR_RAISE(auto reader, FileReader::Open(snapshot, file));
   std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
   while (true) {

@@ -13,8 +13,8 @@
 #include <arrow/result.h>
 #include <arrow/type_fwd.h>
 
-#include "ampdelta/delta/read/predicate.h"
 #include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/read/predicate.h"
 
 namespace ampdelta::delta {
 
@@ -29,8 +29,8 @@ struct ScanOptions {
 /// \brief Streams the rows of a snapshot, one file after another. Thread-compatible.
 class TableScan {
  public:
-  static arrow::Result<std::unique_ptr<TableScan>> Make(std::shared_ptr<const Snapshot> snapshot,
-                                                        ScanOptions options = {});
+  static arrow::Result<std::unique_ptr<TableScan>> Make(
+      std::shared_ptr<const Snapshot> snapshot, ScanOptions options = {});
   ~TableScan();
 
   /// \brief Return the schema of the batches.

@@ -44,7 +44,8 @@ arrow::Status AppendJson(arrow::ArrayBuilder* builder, const json* value) {
   switch (type.id()) {
     case arrow::Type::STRING:
       return static_cast<arrow::StringBuilder*>(builder)->Append(
-          value->is_string() ? value->get<std::string>() : json_util::DumpJsonLossy(*value));
+          value->is_string() ? value->get<std::string>()
+                             : json_util::DumpJsonLossy(*value));
     case arrow::Type::INT32:
     case arrow::Type::INT64: {
       // The values come from ActionToJson, which types them; a mismatch is a defect, and
@@ -54,7 +55,8 @@ arrow::Status AppendJson(arrow::ArrayBuilder* builder, const json* value) {
       if (type.id() == arrow::Type::INT64) {
         return static_cast<arrow::Int64Builder*>(builder)->Append(*number);
       }
-      return static_cast<arrow::Int32Builder*>(builder)->Append(static_cast<int32_t>(*number));
+      return static_cast<arrow::Int32Builder*>(builder)->Append(
+          static_cast<int32_t>(*number));
     }
     case arrow::Type::BOOL:
       if (!value->is_boolean()) {
@@ -64,15 +66,18 @@ arrow::Status AppendJson(arrow::ArrayBuilder* builder, const json* value) {
     case arrow::Type::LIST: {
       auto* list = static_cast<arrow::ListBuilder*>(builder);
       ARROW_RETURN_NOT_OK(list->Append());
-      for (const auto& item : *value) ARROW_RETURN_NOT_OK(AppendJson(list->value_builder(), &item));
+      for (const auto& item : *value)
+        ARROW_RETURN_NOT_OK(AppendJson(list->value_builder(), &item));
       return arrow::Status::OK();
     }
     case arrow::Type::MAP: {
       auto* map = static_cast<arrow::MapBuilder*>(builder);
-      if (!value->is_object()) return arrow::Status::Invalid("checkpoint map is not an object");
+      if (!value->is_object())
+        return arrow::Status::Invalid("checkpoint map is not an object");
       ARROW_RETURN_NOT_OK(map->Append());
       for (auto it = value->begin(); it != value->end(); ++it) {
-        ARROW_RETURN_NOT_OK(static_cast<arrow::StringBuilder*>(map->key_builder())->Append(it.key()));
+        ARROW_RETURN_NOT_OK(
+            static_cast<arrow::StringBuilder*>(map->key_builder())->Append(it.key()));
         ARROW_RETURN_NOT_OK(AppendJson(map->item_builder(), &*it));
       }
       return arrow::Status::OK();
@@ -83,7 +88,8 @@ arrow::Status AppendJson(arrow::ArrayBuilder* builder, const json* value) {
       for (int i = 0; i < st->num_fields(); ++i) {
         const std::string& name = type.field(i)->name();
         auto it = value->find(name);
-        ARROW_RETURN_NOT_OK(AppendJson(st->field_builder(i), it == value->end() ? nullptr : &*it));
+        ARROW_RETURN_NOT_OK(
+            AppendJson(st->field_builder(i), it == value->end() ? nullptr : &*it));
       }
       return arrow::Status::OK();
     }
@@ -99,44 +105,47 @@ std::shared_ptr<arrow::Schema> CheckpointSchema() {
       arrow::field("txn", arrow::struct_({arrow::field("appId", arrow::utf8()),
                                           arrow::field("version", arrow::int64()),
                                           arrow::field("lastUpdated", arrow::int64())})),
-      arrow::field("add",
-                   arrow::struct_({arrow::field("path", arrow::utf8()),
-                                   arrow::field("partitionValues", StringMap()),
-                                   arrow::field("size", arrow::int64()),
-                                   arrow::field("modificationTime", arrow::int64()),
-                                   arrow::field("dataChange", arrow::boolean()),
-                                   arrow::field("stats", arrow::utf8()),
-                                   arrow::field("tags", StringMap()),
-                                   arrow::field("deletionVector", DeletionVectorType()),
-                                   arrow::field("baseRowId", arrow::int64()),
-                                   arrow::field("defaultRowCommitVersion", arrow::int64()),
-                                   arrow::field("clusteringProvider", arrow::utf8())})),
-      arrow::field("remove",
-                   arrow::struct_({arrow::field("path", arrow::utf8()),
-                                   arrow::field("deletionTimestamp", arrow::int64()),
-                                   arrow::field("dataChange", arrow::boolean()),
-                                   arrow::field("extendedFileMetadata", arrow::boolean()),
-                                   arrow::field("partitionValues", StringMap()),
-                                   arrow::field("size", arrow::int64()),
-                                   arrow::field("deletionVector", DeletionVectorType()),
-                                   arrow::field("baseRowId", arrow::int64()),
-                                   arrow::field("defaultRowCommitVersion", arrow::int64())})),
-      arrow::field("metaData",
-                   arrow::struct_(
-                       {arrow::field("id", arrow::utf8()), arrow::field("name", arrow::utf8()),
-                        arrow::field("description", arrow::utf8()),
-                        arrow::field("format",
-                                     arrow::struct_({arrow::field("provider", arrow::utf8()),
-                                                     arrow::field("options", StringMap())})),
-                        arrow::field("schemaString", arrow::utf8()),
-                        arrow::field("partitionColumns", arrow::list(arrow::utf8())),
-                        arrow::field("configuration", StringMap()),
-                        arrow::field("createdTime", arrow::int64())})),
-      arrow::field("protocol",
-                   arrow::struct_({arrow::field("minReaderVersion", arrow::int32()),
-                                   arrow::field("minWriterVersion", arrow::int32()),
-                                   arrow::field("readerFeatures", arrow::list(arrow::utf8())),
-                                   arrow::field("writerFeatures", arrow::list(arrow::utf8()))})),
+      arrow::field(
+          "add", arrow::struct_({arrow::field("path", arrow::utf8()),
+                                 arrow::field("partitionValues", StringMap()),
+                                 arrow::field("size", arrow::int64()),
+                                 arrow::field("modificationTime", arrow::int64()),
+                                 arrow::field("dataChange", arrow::boolean()),
+                                 arrow::field("stats", arrow::utf8()),
+                                 arrow::field("tags", StringMap()),
+                                 arrow::field("deletionVector", DeletionVectorType()),
+                                 arrow::field("baseRowId", arrow::int64()),
+                                 arrow::field("defaultRowCommitVersion", arrow::int64()),
+                                 arrow::field("clusteringProvider", arrow::utf8())})),
+      arrow::field(
+          "remove",
+          arrow::struct_({arrow::field("path", arrow::utf8()),
+                          arrow::field("deletionTimestamp", arrow::int64()),
+                          arrow::field("dataChange", arrow::boolean()),
+                          arrow::field("extendedFileMetadata", arrow::boolean()),
+                          arrow::field("partitionValues", StringMap()),
+                          arrow::field("size", arrow::int64()),
+                          arrow::field("deletionVector", DeletionVectorType()),
+                          arrow::field("baseRowId", arrow::int64()),
+                          arrow::field("defaultRowCommitVersion", arrow::int64())})),
+      arrow::field(
+          "metaData",
+          arrow::struct_(
+              {arrow::field("id", arrow::utf8()), arrow::field("name", arrow::utf8()),
+               arrow::field("description", arrow::utf8()),
+               arrow::field("format",
+                            arrow::struct_({arrow::field("provider", arrow::utf8()),
+                                            arrow::field("options", StringMap())})),
+               arrow::field("schemaString", arrow::utf8()),
+               arrow::field("partitionColumns", arrow::list(arrow::utf8())),
+               arrow::field("configuration", StringMap()),
+               arrow::field("createdTime", arrow::int64())})),
+      arrow::field(
+          "protocol",
+          arrow::struct_({arrow::field("minReaderVersion", arrow::int32()),
+                          arrow::field("minWriterVersion", arrow::int32()),
+                          arrow::field("readerFeatures", arrow::list(arrow::utf8())),
+                          arrow::field("writerFeatures", arrow::list(arrow::utf8()))})),
       arrow::field("domainMetadata",
                    arrow::struct_({arrow::field("domain", arrow::utf8()),
                                    arrow::field("configuration", arrow::utf8()),
@@ -149,7 +158,8 @@ namespace {
 
 // True when some checkpoint file of `version` exists (any kind: classic, multi-part, V2).
 arrow::Result<bool> CheckpointExists(storage::ObjectStore& store, Version version) {
-  const std::string prefix = std::string(kLogDir) + "/" + VersionDigits(version) + ".checkpoint";
+  const std::string prefix =
+      std::string(kLogDir) + "/" + VersionDigits(version) + ".checkpoint";
   ARROW_ASSIGN_OR_RAISE(auto objects, store.List(prefix, ""));
   return !objects.empty();
 }
@@ -159,17 +169,20 @@ arrow::Result<bool> CheckpointExists(storage::ObjectStore& store, Version versio
 arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t now_ms) {
   // A checkpoint is a write like any other: a table whose writer features ampdelta lacks
   // (V2 checkpoints among them) must not get one.
-  ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot.protocol(), snapshot.metadata(),
-                                          *snapshot.schema()));
+  ARROW_RETURN_NOT_OK(
+      CheckWriteSupported(snapshot.protocol(), snapshot.metadata(), *snapshot.schema()));
   std::vector<Action> actions;
   actions.emplace_back(snapshot.protocol());
   actions.emplace_back(snapshot.metadata());
   for (const auto& [app, txn] : snapshot.app_transactions()) actions.emplace_back(txn);
-  for (const auto& [name, domain] : snapshot.domain_metadata()) actions.emplace_back(domain);
+  for (const auto& [name, domain] : snapshot.domain_metadata())
+    actions.emplace_back(domain);
   for (const auto& add : snapshot.files()) actions.emplace_back(add);
-  const int64_t tombstone_cutoff = now_ms - snapshot.properties().deleted_file_retention_ms;
+  const int64_t tombstone_cutoff =
+      now_ms - snapshot.properties().deleted_file_retention_ms;
   for (const auto& remove : snapshot.tombstones()) {
-    if (remove.deletion_timestamp && *remove.deletion_timestamp < tombstone_cutoff) continue;
+    if (remove.deletion_timestamp && *remove.deletion_timestamp < tombstone_cutoff)
+      continue;
     Remove kept = remove;
     kept.stats.reset();  // checkpoints carry tombstones without stats or tags
     kept.tags.reset();
@@ -178,9 +191,9 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
 
   const auto schema = CheckpointSchema();
   std::unique_ptr<arrow::RecordBatchBuilder> builder;
-  ARROW_ASSIGN_OR_RAISE(builder, arrow::RecordBatchBuilder::Make(
-                                     schema, arrow::default_memory_pool(),
-                                     static_cast<int64_t>(actions.size())));
+  ARROW_ASSIGN_OR_RAISE(
+      builder, arrow::RecordBatchBuilder::Make(schema, arrow::default_memory_pool(),
+                                               static_cast<int64_t>(actions.size())));
   for (const auto& action : actions) {
     ARROW_ASSIGN_OR_RAISE(const std::string text, ActionToJson(action));
     const json line = json_util::ParseJson(text);
@@ -189,7 +202,8 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
     }
     const std::string name = line.begin().key();
     for (int c = 0; c < schema->num_fields(); ++c) {
-      const json* body = schema->field(c)->name() == name ? &line.begin().value() : nullptr;
+      const json* body =
+          schema->field(c)->name() == name ? &line.begin().value() : nullptr;
       ARROW_RETURN_NOT_OK(AppendJson(builder->GetField(c), body));
     }
   }
@@ -200,15 +214,17 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
                         .compression(parquet::Compression::SNAPPY)
                         ->max_row_group_length(1 << 20)
                         ->build();
-  ARROW_ASSIGN_OR_RAISE(auto writer, parquet::arrow::FileWriter::Open(
-                                         *schema, arrow::default_memory_pool(), sink, properties,
-                                         parquet::default_arrow_writer_properties()));
+  ARROW_ASSIGN_OR_RAISE(auto writer,
+                        parquet::arrow::FileWriter::Open(
+                            *schema, arrow::default_memory_pool(), sink, properties,
+                            parquet::default_arrow_writer_properties()));
   ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*batch));
   ARROW_RETURN_NOT_OK(writer->Close());
   ARROW_ASSIGN_OR_RAISE(auto bytes, sink->Finish());
 
   auto store = snapshot.store();
-  // A checkpoint for a version is deterministic in content, so racing writers may overwrite.
+  // A checkpoint for a version is deterministic in content, so racing writers may
+  // overwrite.
   ARROW_RETURN_NOT_OK(store->Put(CheckpointPath(snapshot.version()), bytes,
                                  storage::PutMode::kOverwrite));
   CheckpointInfo info;
@@ -234,10 +250,12 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
                  {"size", info.num_actions},
                  {"sizeInBytes", info.size_in_bytes},
                  {"numOfAddFiles", info.num_add_files}};
-    ARROW_RETURN_NOT_OK(store->Put(LastCheckpointPath(), arrow::Buffer::FromString(last.dump()),
+    ARROW_RETURN_NOT_OK(store->Put(LastCheckpointPath(),
+                                   arrow::Buffer::FromString(last.dump()),
                                    storage::PutMode::kOverwrite));
   }
-  AMPDELTA_LOG_INFO("delta checkpoint version=", info.version, " actions=", info.num_actions);
+  AMPDELTA_LOG_INFO("delta checkpoint version=", info.version,
+                    " actions=", info.num_actions);
   return info;
 }
 

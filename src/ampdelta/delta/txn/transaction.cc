@@ -7,12 +7,12 @@
 #include <arrow/buffer.h>
 
 #include "ampdelta/delta/log/action_json.h"
-#include "ampdelta/delta/txn/checkpoint_writer.h"
 #include "ampdelta/delta/log/log_segment.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
-#include "ampdelta/util/logging.h"
+#include "ampdelta/delta/txn/checkpoint_writer.h"
 #include "ampdelta/util/clock.h"
+#include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/uuid.h"
 #include "ampdelta/version.h"
@@ -37,7 +37,8 @@ void Backoff(const CommitOptions& options, int attempt) {
 }  // namespace
 
 Transaction::Transaction(std::shared_ptr<storage::ObjectStore> store,
-                         std::shared_ptr<const Snapshot> read_snapshot, CommitOptions options)
+                         std::shared_ptr<const Snapshot> read_snapshot,
+                         CommitOptions options)
     : store_(std::move(store)),
       read_snapshot_(std::move(read_snapshot)),
       options_(options),
@@ -51,12 +52,14 @@ void Transaction::RemoveFiles(std::vector<Remove> files) {
   for (auto& file : files) removes_.push_back(std::move(file));
 }
 
-void Transaction::SetOperation(std::string operation, std::map<std::string, std::string> parameters) {
+void Transaction::SetOperation(std::string operation,
+                               std::map<std::string, std::string> parameters) {
   operation_ = std::move(operation);
   parameters_ = std::move(parameters);
 }
 
-arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version, int64_t now_ms) const {
+arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
+                                                             int64_t now_ms) const {
   std::vector<Action> actions;
   CommitInfo info;
   info.timestamp = now_ms;
@@ -64,8 +67,8 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version, in
   info.operation_parameters = parameters_;
   if (read_snapshot_) info.read_version = read_snapshot_->version();
   info.isolation_level = serializable_ ? "Serializable" : "WriteSerializable";
-  const bool blind_append = removes_.empty() && !read_whole_table_ && read_files_.empty() &&
-                            !metadata_ && !protocol_ && !txn_;
+  const bool blind_append = removes_.empty() && !read_whole_table_ &&
+                            read_files_.empty() && !metadata_ && !protocol_ && !txn_;
   info.is_blind_append = blind_append;
   info.operation_metrics = metrics_;
   info.engine_info = std::string("ampdelta/") + kVersion;
@@ -94,11 +97,12 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version, in
   return actions;
 }
 
-arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Version version) {
+arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner,
+                                          Version version) {
   std::set<std::string> our_removes;
   for (const auto& remove : removes_) our_removes.insert(DecodeLogPath(remove.path));
-  // Files we re-add as they are (re-tagged, dataChange=false) must still exist: a concurrent
-  // remove of one, even by a compaction, would be undone by our add.
+  // Files we re-add as they are (re-tagged, dataChange=false) must still exist: a
+  // concurrent remove of one, even by a compaction, would be undone by our add.
   std::set<std::string> readded;
   for (const auto& add : adds_) {
     if (!add.data_change) {
@@ -120,13 +124,14 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
   }
   // Another writer of the same application is reported as such below, never as a rollback
   // (resuming from the table would adopt its progress).
-  const bool same_app = txn_ && std::any_of(winner.begin(), winner.end(), [&](const Action& action) {
-    const auto* txn = std::get_if<SetTransaction>(&action);
-    return txn != nullptr && txn->app_id == txn_->app_id;
-  });
+  const bool same_app =
+      txn_ && std::any_of(winner.begin(), winner.end(), [&](const Action& action) {
+        const auto* txn = std::get_if<SetTransaction>(&action);
+        return txn != nullptr && txn->app_id == txn_->app_id;
+      });
   if ((!watched_.empty() || !watched_tag_.empty()) && !same_app) {
-    // The read snapshot's files carrying the tag are watched too (removes by other engines
-    // may drop tags); collected here, on the conflict path, not on every commit.
+    // The read snapshot's files carrying the tag are watched too (removes by other
+    // engines may drop tags); collected here, on the conflict path, not on every commit.
     if (!watched_tag_.empty() && read_snapshot_ && !watched_tagged_files_) {
       for (const auto& file : read_snapshot_->files()) {
         if (file.tags && file.tags->count(watched_tag_) != 0) {
@@ -139,26 +144,30 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
       const auto* remove = std::get_if<Remove>(&action);
       if (remove == nullptr || !remove->data_change) continue;
       const std::string key = DecodeLogPath(remove->path);
-      const bool tagged = !watched_tag_.empty() && remove->tags &&
-                          remove->tags->count(watched_tag_) != 0;
+      const bool tagged =
+          !watched_tag_.empty() && remove->tags && remove->tags->count(watched_tag_) != 0;
       if (watched_.count(key) != 0 || tagged) {
-        return Conflict("concurrent commit ", version, " removed file ", key,
-                        " that this transaction builds on (a restore or delete took it back)")
-            .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kRolledBack));
+        return Conflict(
+                   "concurrent commit ", version, " removed file ", key,
+                   " that this transaction builds on (a restore or delete took it back)")
+            .WithDetail(
+                std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kRolledBack));
       }
     }
-    // A file carrying the tag added as a data change by someone else (a restore giving back
-    // progress taken earlier): what the table records moved, so resume from it.
+    // A file carrying the tag added as a data change by someone else (a restore giving
+    // back progress taken earlier): what the table records moved, so resume from it.
     for (const auto& action : winner) {
       const auto* add = std::get_if<Add>(&action);
       if (add == nullptr || !add->data_change || watched_tag_.empty() || !add->tags ||
           add->tags->count(watched_tag_) == 0) {
         continue;
       }
-      return Conflict("concurrent commit ", version, " added file ", DecodeLogPath(add->path),
+      return Conflict("concurrent commit ", version, " added file ",
+                      DecodeLogPath(add->path),
                       " recording progress of this transaction's application (a restore "
                       "gave it back)")
-          .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kRolledBack));
+          .WithDetail(
+              std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kRolledBack));
     }
   }
   for (const auto& action : winner) {
@@ -166,20 +175,23 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
       return Conflict("the table's protocol changed in concurrent commit ", version);
     }
     if (std::holds_alternative<Metadata>(action)) {
-      return Conflict("the table's metadata (schema or properties) changed in concurrent commit ",
-                      version);
+      return Conflict(
+          "the table's metadata (schema or properties) changed in concurrent commit ",
+          version);
     }
     if (const auto* txn = std::get_if<SetTransaction>(&action)) {
       if (txn_ && txn->app_id == txn_->app_id) {
-        return Conflict("application '", txn->app_id, "' committed version ", txn->version,
-                        " concurrently (commit ", version, "); another writer runs the same app")
+        return Conflict("application '", txn->app_id, "' committed version ",
+                        txn->version, " concurrently (commit ", version,
+                        "); another writer runs the same app")
             .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
                                                       kConcurrentApp));
       }
     }
     if (const auto* domain = std::get_if<DomainMetadata>(&action)) {
       if (our_domains.count(domain->domain) != 0) {
-        return Conflict("domain '", domain->domain, "' changed in concurrent commit ", version);
+        return Conflict("domain '", domain->domain, "' changed in concurrent commit ",
+                        version);
       }
     }
     if (const auto* remove = std::get_if<Remove>(&action)) {
@@ -196,30 +208,36 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
                         " that this transaction also removes");
       }
       if (remove->data_change && (read_files_.count(key) != 0 || read_whole_table_)) {
-        return Conflict("file ", key, " that this transaction read was removed by concurrent commit ",
+        return Conflict("file ", key,
+                        " that this transaction read was removed by concurrent commit ",
                         version);
       }
       // Replacing the whole table, a file it keeps must still be there: what a compaction
       // put in its place is removed with the winner's adds, and its rows with it.
       if (replace_whole_table_ && read_files_.count(key) != 0) {
-        return Conflict("file ", key, " that this transaction keeps was rewritten by concurrent "
-                        "commit ", version);
+        return Conflict("file ", key,
+                        " that this transaction keeps was rewritten by concurrent "
+                        "commit ",
+                        version);
       }
     }
     if (const auto* add = std::get_if<Add>(&action)) {
       // Write-serializable: blind appends do not invalidate what we read, but other data
       // changes to the table we read in full do.
-      if (add->data_change && read_whole_table_ && !winner_blind && !replace_whole_table_) {
+      if (add->data_change && read_whole_table_ && !winner_blind &&
+          !replace_whole_table_) {
         return Conflict("concurrent commit ", version,
                         " changed data this transaction read; retry the operation");
       }
       if (add->data_change && serializable_) {
-        return Conflict("concurrent commit ", version,
-                        " added data while this transaction required serializable isolation; "
-                        "retry the operation");
+        return Conflict(
+            "concurrent commit ", version,
+            " added data while this transaction required serializable isolation; "
+            "retry the operation");
       }
-      // Everything a concurrent commit added goes, a compaction's output too (it holds the
-      // rows of files this transaction removes), but never a file this one adds itself.
+      // Everything a concurrent commit added goes, a compaction's output too (it holds
+      // the rows of files this transaction removes), but never a file this one adds
+      // itself.
       if (replace_whole_table_ && our_adds.count(DecodeLogPath(add->path)) == 0) {
         winner_adds.push_back(*add);
       }
@@ -229,7 +247,8 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner, Ver
   if (!superseded.empty()) {
     removes_.erase(std::remove_if(removes_.begin(), removes_.end(),
                                   [&](const Remove& remove) {
-                                    return superseded.count(DecodeLogPath(remove.path)) != 0;
+                                    return superseded.count(DecodeLogPath(remove.path)) !=
+                                           0;
                                   }),
                    removes_.end());
   }
@@ -249,8 +268,9 @@ arrow::Result<CommitResult> Transaction::Commit() {
   ARROW_RETURN_NOT_OK(CheckWriteSupported(protocol, metadata, *schema));
   if (read_snapshot_ && read_snapshot_->properties().append_only && data_change_ &&
       !removes_.empty()) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "table is append-only (delta.appendOnly=true): this operation would remove data");
+    return MakeError(
+        ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+        "table is append-only (delta.appendOnly=true): this operation would remove data");
   }
 
   Version version = read_version() + 1;
@@ -270,8 +290,8 @@ arrow::Result<CommitResult> Transaction::Commit() {
       } else if (existing.ok()) {
         put = MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::AlreadyExists,
                         "version exists");
-      } else if (IsError(existing.status(), ErrorCode::kNotFound) && IsTransientError(put) &&
-                 attempt < options_.max_attempts) {
+      } else if (IsError(existing.status(), ErrorCode::kNotFound) &&
+                 IsTransientError(put) && attempt < options_.max_attempts) {
         AMPDELTA_LOG_WARN("delta commit write failed, retrying version=", version,
                           " error=", put.ToString());
         Backoff(options_, attempt);
@@ -292,23 +312,26 @@ arrow::Result<CommitResult> Transaction::Commit() {
     }
     // Lost the race for this version.
     if (attempt >= options_.max_attempts) {
-      return Conflict("gave up committing after ", attempt, " attempts: version ", version,
-                      " kept being taken by concurrent writers");
+      return Conflict("gave up committing after ", attempt, " attempts: version ",
+                      version, " kept being taken by concurrent writers");
     }
     if (version == 0) {
       // Someone created the table first. Proceed as an append if it is the same table.
       ARROW_ASSIGN_OR_RAISE(auto existing, Snapshot::Load(store_));
       if (existing->metadata().schema_string != metadata.schema_string ||
           existing->metadata().partition_columns != metadata.partition_columns) {
-        return Conflict("the table was created concurrently with a different schema or "
-                        "partitioning");
+        return Conflict(
+            "the table was created concurrently with a different schema or "
+            "partitioning");
       }
       if (serializable_ || replace_whole_table_) {
         return Conflict("the table was created concurrently; this ",
-                        serializable_ ? "merge" : "overwrite", " must read it first: retry");
+                        serializable_ ? "merge" : "overwrite",
+                        " must read it first: retry");
       }
       if (txn_ && existing->AppTransactionVersion(txn_->app_id)) {
-        return Conflict("application '", txn_->app_id, "' created the table concurrently; "
+        return Conflict("application '", txn_->app_id,
+                        "' created the table concurrently; "
                         "another writer runs the same app")
             .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
                                                       kConcurrentApp));
@@ -327,12 +350,14 @@ arrow::Result<CommitResult> Transaction::Commit() {
         if (IsError(data.status(), ErrorCode::kNotFound)) break;
         return data.status();
       }
-      ARROW_ASSIGN_OR_RAISE(auto winner, ParseCommit((*data)->ToString(), CommitPath(next)));
+      ARROW_ASSIGN_OR_RAISE(auto winner,
+                            ParseCommit((*data)->ToString(), CommitPath(next)));
       // Our own write, landed late after a failure we could not resolve: it is committed.
-      const bool ours = std::any_of(winner.begin(), winner.end(), [&](const Action& action) {
-        const auto* info = std::get_if<CommitInfo>(&action);
-        return info != nullptr && info->txn_id == txn_id_;
-      });
+      const bool ours =
+          std::any_of(winner.begin(), winner.end(), [&](const Action& action) {
+            const auto* info = std::get_if<CommitInfo>(&action);
+            return info != nullptr && info->txn_id == txn_id_;
+          });
       if (ours) {
         committed_ = true;
         result.version = next;
@@ -359,7 +384,8 @@ void Transaction::RunPostCommit(Version version, CommitResult* result) const {
   bool repair = false;
   if (read_snapshot_ && read_snapshot_->log_segment().stale_checkpoint_hint) {
     const auto hint = ReadLastCheckpointHint(*store_);
-    repair = hint && (*hint > version || hint == read_snapshot_->log_segment().stale_hint_version);
+    repair = hint && (*hint > version ||
+                      hint == read_snapshot_->log_segment().stale_hint_version);
   }
   if (version == 0 || (!repair && version % properties.checkpoint_interval != 0)) return;
   auto snapshot = Snapshot::Load(store_, SnapshotOptions{version, std::nullopt});
@@ -383,12 +409,13 @@ void Transaction::RunPostCommit(Version version, CommitResult* result) const {
     }
   }
   for (const auto& error : result->post_commit_errors) {
-    AMPDELTA_LOG_WARN("delta post-commit step failed version=", version, " error=", error);
+    AMPDELTA_LOG_WARN("delta post-commit step failed version=", version,
+                      " error=", error);
   }
 }
 
-arrow::Result<int64_t> CleanupExpiredLogs(storage::ObjectStore& store, int64_t retention_ms,
-                                          int64_t now_ms) {
+arrow::Result<int64_t> CleanupExpiredLogs(storage::ObjectStore& store,
+                                          int64_t retention_ms, int64_t now_ms) {
   const int64_t cutoff = now_ms - retention_ms;
   ARROW_ASSIGN_OR_RAISE(auto objects, store.List(std::string(kLogDir) + "/", ""));
   // The newest checkpoint whose own file is older than the cutoff: everything before it
@@ -396,7 +423,8 @@ arrow::Result<int64_t> CleanupExpiredLogs(storage::ObjectStore& store, int64_t r
   std::optional<Version> safe;
   for (const auto& object : objects) {
     auto parsed = ParseLogPath(object.path);
-    if (parsed && parsed->type == LogFileType::kCheckpoint && object.last_modified_ms <= cutoff) {
+    if (parsed && parsed->type == LogFileType::kCheckpoint &&
+        object.last_modified_ms <= cutoff) {
       safe = std::max(safe.value_or(-1), parsed->version);
     }
   }
@@ -406,13 +434,15 @@ arrow::Result<int64_t> CleanupExpiredLogs(storage::ObjectStore& store, int64_t r
     auto parsed = ParseLogPath(object.path);
     if (!parsed || parsed->version >= *safe || object.last_modified_ms > cutoff) continue;
     if (parsed->type == LogFileType::kCommit || parsed->is_checkpoint() ||
-        parsed->type == LogFileType::kChecksum || parsed->type == LogFileType::kCompaction) {
+        parsed->type == LogFileType::kChecksum ||
+        parsed->type == LogFileType::kCompaction) {
       doomed.push_back(object.path);
     }
   }
   ARROW_RETURN_NOT_OK(store.DeleteMany(doomed));
   if (!doomed.empty()) {
-    AMPDELTA_LOG_INFO("delta log cleanup deleted=", doomed.size(), " before_version=", *safe);
+    AMPDELTA_LOG_INFO("delta log cleanup deleted=", doomed.size(),
+                      " before_version=", *safe);
   }
   return static_cast<int64_t>(doomed.size());
 }

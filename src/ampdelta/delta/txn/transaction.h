@@ -2,8 +2,9 @@
 
 /// \file transaction.h
 /// \brief Optimistic transactions: stage actions against a snapshot, commit
-/// `_delta_log/<version>.json` with create-if-absent, and on a lost race check the winning
-/// commits for conflicts and retry at the next version without rewriting data files.
+/// `_delta_log/<version>.json` with create-if-absent, and on a lost race check the
+/// winning commits for conflicts and retry at the next version without rewriting data
+/// files.
 
 #include <chrono>
 #include <map>
@@ -73,7 +74,8 @@ class Transaction {
   /// \brief Set or remove a domain's metadata.
   void SetDomainMetadata(DomainMetadata domain) { domains_.push_back(std::move(domain)); }
   /// \brief Name the operation for commitInfo (`WRITE`, `DELETE`, `OPTIMIZE`, …).
-  void SetOperation(std::string operation, std::map<std::string, std::string> parameters = {});
+  void SetOperation(std::string operation,
+                    std::map<std::string, std::string> parameters = {});
   /// \brief Report operation metrics in commitInfo.
   void SetOperationMetrics(std::map<std::string, std::string> metrics) {
     metrics_ = std::move(metrics);
@@ -94,12 +96,12 @@ class Transaction {
   /// \brief Mark the commit as changing no data (compaction): rearrangements never
   /// conflict with appends.
   void SetDataChange(bool data_change) { data_change_ = data_change; }
-  /// \brief Fail with kCommitConflict, subcode kRolledBack, when a concurrent commit removed
-  /// as a data change one of these files (table-relative keys), a file of the read snapshot
-  /// tagged `tag_key`, or any file whose remove carries that tag, or added as a data change
-  /// a file with that tag: whatever this transaction built on them (a stream's progress)
-  /// was taken back or changed, e.g. by a RESTORE. A winner with a `txn` of this
-  /// transaction's application is reported as kConcurrentApp instead.
+  /// \brief Fail with kCommitConflict, subcode kRolledBack, when a concurrent commit
+  /// removed as a data change one of these files (table-relative keys), a file of the
+  /// read snapshot tagged `tag_key`, or any file whose remove carries that tag, or added
+  /// as a data change a file with that tag: whatever this transaction built on them (a
+  /// stream's progress) was taken back or changed, e.g. by a RESTORE. A winner with a
+  /// `txn` of this transaction's application is reported as kConcurrentApp instead.
   void WatchRemovals(std::set<std::string> keys, std::string tag_key = {}) {
     watched_ = std::move(keys);
     watched_tag_ = std::move(tag_key);
@@ -108,7 +110,8 @@ class Transaction {
   /// \brief Commit.
   ///
   /// Errors: kCommitConflict (a concurrent commit conflicts, or attempts ran out),
-  /// kUnsupportedFeature (the table's writer features), kPreconditionFailed never escapes.
+  /// kUnsupportedFeature (the table's writer features), kPreconditionFailed never
+  /// escapes.
   arrow::Result<CommitResult> Commit();
 
   /// \brief Return the read snapshot's version, or -1 for a new table.
@@ -145,7 +148,7 @@ class Transaction {
 
 /// \brief Delete log files older than the log retention that a newer checkpoint makes
 /// unnecessary (PROTOCOL.md "Metadata Cleanup"). Returns the number deleted.
-arrow::Result<int64_t> CleanupExpiredLogs(storage::ObjectStore& store, int64_t retention_ms,
-                                          int64_t now_ms);
+arrow::Result<int64_t> CleanupExpiredLogs(storage::ObjectStore& store,
+                                          int64_t retention_ms, int64_t now_ms);
 
 }  // namespace ampdelta::delta

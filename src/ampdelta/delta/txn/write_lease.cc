@@ -31,9 +31,12 @@ std::string NewToken() {
   return token.substr(0, 16);
 }
 
-const char* KindName(LeaseKind kind) { return kind == LeaseKind::kVacuum ? "vacuum" : "write"; }
+const char* KindName(LeaseKind kind) {
+  return kind == LeaseKind::kVacuum ? "vacuum" : "write";
+}
 
-std::optional<LeaseRecord> ParseLease(const storage::ObjectMeta& meta, const std::string& text) {
+std::optional<LeaseRecord> ParseLease(const storage::ObjectMeta& meta,
+                                      const std::string& text) {
   const json doc = json::parse(text, nullptr, false);
   if (!doc.is_object()) return std::nullopt;
   LeaseRecord record;
@@ -90,7 +93,9 @@ struct WriteLease::State {
       // Rewriting the file moves its modification time: the lease stays live.
       arrow::Status put =
           store->Put(key, arrow::Buffer::FromString(body), storage::PutMode::kOverwrite);
-      if (!put.ok()) AMPDELTA_LOG_WARN("write lease refresh failed key=", key, " error=", put.message());
+      if (!put.ok())
+        AMPDELTA_LOG_WARN("write lease refresh failed key=", key,
+                          " error=", put.message());
       lock.lock();
     }
   }
@@ -100,8 +105,8 @@ WriteLease::WriteLease(std::unique_ptr<State> state, std::string token)
     : state_(std::move(state)), token_(std::move(token)) {}
 
 arrow::Result<std::shared_ptr<WriteLease>> WriteLease::Acquire(
-    std::shared_ptr<storage::ObjectStore> store, LeaseKind kind, std::vector<std::string> paths,
-    std::chrono::milliseconds heartbeat) {
+    std::shared_ptr<storage::ObjectStore> store, LeaseKind kind,
+    std::vector<std::string> paths, std::chrono::milliseconds heartbeat) {
   auto state = std::make_unique<State>();
   state->interval = heartbeat;
   const std::string token = NewToken();
@@ -113,7 +118,8 @@ arrow::Result<std::shared_ptr<WriteLease>> WriteLease::Acquire(
               {"created", NowMs()},
               {"paths", paths}};
   state->body = doc.dump(-1, ' ', false, json::error_handler_t::replace);
-  ARROW_RETURN_NOT_OK(state->store->Put(state->key, arrow::Buffer::FromString(state->body),
+  ARROW_RETURN_NOT_OK(state->store->Put(state->key,
+                                        arrow::Buffer::FromString(state->body),
                                         storage::PutMode::kCreateIfAbsent));
   State* raw = state.get();
   state->heartbeat = std::thread([raw] { raw->Beat(); });
@@ -123,7 +129,8 @@ arrow::Result<std::shared_ptr<WriteLease>> WriteLease::Acquire(
 WriteLease::~WriteLease() {
   arrow::Status released = Release();
   if (!released.ok()) {
-    AMPDELTA_LOG_WARN("write lease not removed key=", state_->key, " error=", released.message());
+    AMPDELTA_LOG_WARN("write lease not removed key=", state_->key,
+                      " error=", released.message());
   }
 }
 
@@ -151,12 +158,14 @@ arrow::Status WriteLease::Release() {
 
 bool Leases::Protects(const std::string& key) const {
   const size_t slash = key.rfind('/');
-  const std::string_view name =
-      slash == std::string::npos ? std::string_view(key) : std::string_view(key).substr(slash + 1);
+  const std::string_view name = slash == std::string::npos
+                                    ? std::string_view(key)
+                                    : std::string_view(key).substr(slash + 1);
   for (const auto& lease : live) {
     if (lease.kind != LeaseKind::kWrite) continue;
     if (name.find(lease.token) != std::string_view::npos) return true;
-    if (std::find(lease.paths.begin(), lease.paths.end(), key) != lease.paths.end()) return true;
+    if (std::find(lease.paths.begin(), lease.paths.end(), key) != lease.paths.end())
+      return true;
   }
   return false;
 }
@@ -200,7 +209,8 @@ arrow::Result<Leases> ReadLeases(storage::ObjectStore& store, int64_t now_ms,
   return leases;
 }
 
-arrow::Status WaitForVacuums(storage::ObjectStore& store, std::chrono::milliseconds timeout,
+arrow::Status WaitForVacuums(storage::ObjectStore& store,
+                             std::chrono::milliseconds timeout,
                              const std::string& except) {
   const int64_t deadline = NowMs() + timeout.count();
   while (true) {

@@ -8,16 +8,17 @@
 /// writer registers a lease (`_ampdelta_leases/<token>.json`) before it writes anything,
 /// names every file it writes with the lease's token, and removes the lease after its
 /// commit (or abort). A vacuum lists the table's files first, then reads the leases, then
-/// the latest snapshot, and deletes only what no lease protects: a file it saw was written
-/// after its lease existed, so either the vacuum sees the lease or the lease is gone because
-/// the commit landed and the snapshot it reads next has the file.
+/// the latest snapshot, and deletes only what no lease protects: a file it saw was
+/// written after its lease existed, so either the vacuum sees the lease or the lease is
+/// gone because the commit landed and the snapshot it reads next has the file.
 ///
 /// A writer that re-adds files that already exist (RESTORE) lists them in its lease and
-/// waits for running vacuums (which hold kVacuum leases) to end before checking the files.
+/// waits for running vacuums (which hold kVacuum leases) to end before checking the
+/// files.
 ///
 /// A lease's writer refreshes it while it lives. A vacuum treats a lease as dead when its
-/// process is known to have exited (same machine) or it was not refreshed for the TTL, and
-/// removes it, so a crashed writer's files become garbage.
+/// process is known to have exited (same machine) or it was not refreshed for the TTL,
+/// and removes it, so a crashed writer's files become garbage.
 
 #include <chrono>
 #include <cstdint>
@@ -67,8 +68,8 @@ class WriteLease {
   const std::string& token() const { return token_; }
 
   /// \brief Return true while the lease file exists and was never found missing (a vacuum
-  /// removes leases it judges dead, e.g. of a process that was stopped for longer than the
-  /// TTL; what the lease protected may be gone even if a later refresh put it back).
+  /// removes leases it judges dead, e.g. of a process that was stopped for longer than
+  /// the TTL; what the lease protected may be gone even if a later refresh put it back).
   arrow::Result<bool> StillHeld();
 
   /// \brief Delete the lease file and stop refreshing it.
@@ -116,7 +117,8 @@ arrow::Result<Leases> ReadLeases(storage::ObjectStore& store, int64_t now_ms,
 
 /// \brief Wait until no vacuum other than `except` holds a lease (polling), or fail with
 /// kCommitConflict after `timeout`.
-arrow::Status WaitForVacuums(storage::ObjectStore& store, std::chrono::milliseconds timeout,
+arrow::Status WaitForVacuums(storage::ObjectStore& store,
+                             std::chrono::milliseconds timeout,
                              const std::string& except = "");
 
 }  // namespace ampdelta::delta

@@ -25,8 +25,8 @@
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/util/ascii.h"
-#include "ampdelta/util/logging.h"
 #include "ampdelta/util/clock.h"
+#include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/uuid.h"
 
@@ -35,8 +35,8 @@ namespace {
 
 namespace cp = arrow::compute;
 
-// In-memory Arrow bytes after which a row group is flushed even if it has fewer rows: keeps
-// memory bounded for wide rows and lets files roll near their target size.
+// In-memory Arrow bytes after which a row group is flushed even if it has fewer rows:
+// keeps memory bounded for wide rows and lets files roll near their target size.
 constexpr int64_t kMaxBufferedRowGroupBytes = 64 * 1024 * 1024;
 // Open partition files beyond this are closed (least recently written first).
 constexpr size_t kMaxOpenFiles = 64;
@@ -142,8 +142,9 @@ const char* CodecName(Codec codec) {
 // Writes files from the calling thread only.
 class SerialWriter {
  public:
-  SerialWriter(std::shared_ptr<storage::ObjectStore> store, std::shared_ptr<arrow::Schema> table_schema,
-       std::vector<std::string> partition_columns, DataFileOptions options)
+  SerialWriter(std::shared_ptr<storage::ObjectStore> store,
+               std::shared_ptr<arrow::Schema> table_schema,
+               std::vector<std::string> partition_columns, DataFileOptions options)
       : store_(std::move(store)),
         table_schema_(std::move(table_schema)),
         partition_columns_(std::move(partition_columns)),
@@ -155,9 +156,11 @@ class SerialWriter {
       const auto& field = table_schema_->field(i);
       // The log may spell a partition column in another case than the schema (names are
       // case-insensitive); partitionValues keys and folders follow the log's spelling.
-      const auto partition = std::find_if(
-          partition_columns_.begin(), partition_columns_.end(),
-          [&](const std::string& column) { return EqualsIgnoreAsciiCase(column, field->name()); });
+      const auto partition =
+          std::find_if(partition_columns_.begin(), partition_columns_.end(),
+                       [&](const std::string& column) {
+                         return EqualsIgnoreAsciiCase(column, field->name());
+                       });
       if (partition != partition_columns_.end()) {
         partition_indices_.push_back(i);
         partition_names_.push_back(*partition);
@@ -210,9 +213,9 @@ class SerialWriter {
     ARROW_ASSIGN_OR_RAISE(auto grouper, cp::Grouper::Make(key_types));
     ARROW_ASSIGN_OR_RAISE(cp::ExecBatch key_batch, cp::ExecBatch::Make(keys));
     ARROW_ASSIGN_OR_RAISE(arrow::Datum ids, grouper->Consume(cp::ExecSpan(key_batch)));
-    ARROW_ASSIGN_OR_RAISE(
-        auto groupings,
-        cp::Grouper::MakeGroupings(*ids.array_as<arrow::UInt32Array>(), grouper->num_groups()));
+    ARROW_ASSIGN_OR_RAISE(auto groupings,
+                          cp::Grouper::MakeGroupings(*ids.array_as<arrow::UInt32Array>(),
+                                                     grouper->num_groups()));
     ARROW_ASSIGN_OR_RAISE(cp::ExecBatch uniques, grouper->GetUniques());
     for (uint32_t group = 0; group < grouper->num_groups(); ++group) {
       NullableStringMap values;
@@ -228,7 +231,8 @@ class SerialWriter {
     return arrow::Status::OK();
   }
 
-  // A file with no rows in the given partition (it carries tags when nothing else is left).
+  // A file with no rows in the given partition (it carries tags when nothing else is
+  // left).
   arrow::Status WriteEmptyFile(const NullableStringMap& values) {
     ARROW_ASSIGN_OR_RAISE(auto empty, arrow::RecordBatch::MakeEmpty(data_schema_));
     ARROW_ASSIGN_OR_RAISE(auto it, OpenFor(values, *empty));
@@ -265,7 +269,8 @@ class SerialWriter {
   ~SerialWriter() {
     if (!finished_ && (!open_.empty() || !added_.empty())) {
       arrow::Status status = Abort();
-      if (!status.ok()) AMPDELTA_LOG_WARN("delta abandoned data files not removed: ", status.ToString());
+      if (!status.ok())
+        AMPDELTA_LOG_WARN("delta abandoned data files not removed: ", status.ToString());
     }
   }
 
@@ -280,10 +285,12 @@ class SerialWriter {
   };
 
   // Writer properties for `plan`.
-  std::shared_ptr<parquet::WriterProperties> MakeProperties(const ColumnPlan& plan) const {
+  std::shared_ptr<parquet::WriterProperties> MakeProperties(
+      const ColumnPlan& plan) const {
     parquet::WriterProperties::Builder builder;
     builder.compression(ToParquet(options_.codec));
-    if (options_.compression_level) builder.compression_level(*options_.compression_level);
+    if (options_.compression_level)
+      builder.compression_level(*options_.compression_level);
     for (const auto& column : plan.uncompressed) {
       builder.compression(column, parquet::Compression::UNCOMPRESSED);
     }
@@ -299,9 +306,10 @@ class SerialWriter {
       builder.enable_write_page_index();
       // Parquet min/max leave NaN out, so engines that sort NaN above +Infinity (Spark,
       // DuckDB) would skip row groups holding NaN: no Parquet statistics for floats.
-      for (const auto& path : FloatColumnPaths(*data_schema_)) builder.disable_statistics(path);
-      // Min/max of mostly-distinct binary columns (hashes, signatures) prune nothing: their
-      // values are spread uniformly, and comparing them costs ~5% of a write.
+      for (const auto& path : FloatColumnPaths(*data_schema_))
+        builder.disable_statistics(path);
+      // Min/max of mostly-distinct binary columns (hashes, signatures) prune nothing:
+      // their values are spread uniformly, and comparing them costs ~5% of a write.
       for (const auto& column : plan.plain) {
         auto field = data_schema_->GetFieldByName(column);
         if (field != nullptr && arrow::is_binary_like(field->type()->id())) {
@@ -318,7 +326,8 @@ class SerialWriter {
   // The value bytes of a binary-like column's first `rows` rows (empty for other types).
   static std::string_view ValueBytes(const arrow::Array& column, int64_t rows) {
     const auto& data = *column.data();
-    if (column.type_id() == arrow::Type::BINARY || column.type_id() == arrow::Type::STRING) {
+    if (column.type_id() == arrow::Type::BINARY ||
+        column.type_id() == arrow::Type::STRING) {
       const auto* offsets = data.GetValues<int32_t>(1);
       const auto* values = data.buffers[2] ? data.buffers[2]->data() : nullptr;
       if (values == nullptr) return {};
@@ -327,21 +336,22 @@ class SerialWriter {
     }
     if (column.type_id() == arrow::Type::FIXED_SIZE_BINARY) {
       const int width = column.type()->byte_width();
-      return std::string_view(reinterpret_cast<const char*>(data.buffers[1]->data()) +
-                                  data.offset * width,
-                              static_cast<size_t>(rows * width));
+      return std::string_view(
+          reinterpret_cast<const char*>(data.buffers[1]->data()) + data.offset * width,
+          static_cast<size_t>(rows * width));
     }
     return {};
   }
 
   // Top-level columns whose first rows are mostly distinct (hashes, signatures, ids): a
   // dictionary would not shrink them and costs encoding time, so they are written plain.
-  // Columns that repeat (block hashes, addresses, flags) keep their dictionary. Plain binary
-  // columns the codec cannot shrink by 10% (random hashes and signatures) skip compression:
-  // the file is as large, and compressing them was most of the codec's time.
+  // Columns that repeat (block hashes, addresses, flags) keep their dictionary. Plain
+  // binary columns the codec cannot shrink by 10% (random hashes and signatures) skip
+  // compression: the file is as large, and compressing them was most of the codec's time.
   arrow::Result<ColumnPlan> PlanColumns(const arrow::RecordBatch& sample) const {
     ColumnPlan plan;
-    if (!options_.dictionary || sample.num_rows() < kCardinalitySampleMinRows) return plan;
+    if (!options_.dictionary || sample.num_rows() < kCardinalitySampleMinRows)
+      return plan;
     const int64_t rows = std::min<int64_t>(sample.num_rows(), kCardinalitySampleRows);
     std::unique_ptr<arrow::util::Codec> codec;
     if (options_.codec != Codec::kUncompressed) {
@@ -349,10 +359,13 @@ class SerialWriter {
     }
     for (int i = 0; i < sample.num_columns(); ++i) {
       const auto& column = sample.column(i);
-      if (column->type()->num_fields() > 0 || column->type_id() == arrow::Type::BOOL) continue;
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum distinct,
-                            arrow::compute::CallFunction("count_distinct", {column->Slice(0, rows)}));
-      const int64_t count = static_cast<const arrow::Int64Scalar&>(*distinct.scalar()).value;
+      if (column->type()->num_fields() > 0 || column->type_id() == arrow::Type::BOOL)
+        continue;
+      ARROW_ASSIGN_OR_RAISE(
+          arrow::Datum distinct,
+          arrow::compute::CallFunction("count_distinct", {column->Slice(0, rows)}));
+      const int64_t count =
+          static_cast<const arrow::Int64Scalar&>(*distinct.scalar()).value;
       if (count * 2 <= rows) continue;
       const std::string& name = sample.schema()->field(i)->name();
       plan.plain.push_back(name);
@@ -361,11 +374,13 @@ class SerialWriter {
       std::vector<uint8_t> out(static_cast<size_t>(
           codec->MaxCompressedLen(static_cast<int64_t>(bytes.size()),
                                   reinterpret_cast<const uint8_t*>(bytes.data()))));
-      ARROW_ASSIGN_OR_RAISE(int64_t compressed,
-                            codec->Compress(static_cast<int64_t>(bytes.size()),
-                                            reinterpret_cast<const uint8_t*>(bytes.data()),
-                                            static_cast<int64_t>(out.size()), out.data()));
-      if (compressed * 10 > static_cast<int64_t>(bytes.size()) * 9) plan.uncompressed.push_back(name);
+      ARROW_ASSIGN_OR_RAISE(
+          int64_t compressed,
+          codec->Compress(static_cast<int64_t>(bytes.size()),
+                          reinterpret_cast<const uint8_t*>(bytes.data()),
+                          static_cast<int64_t>(out.size()), out.data()));
+      if (compressed * 10 > static_cast<int64_t>(bytes.size()) * 9)
+        plan.uncompressed.push_back(name);
     }
     return plan;
   }
@@ -390,18 +405,19 @@ class SerialWriter {
     OpenFile file;
     const int64_t number = file_counter_;
     file_counter_ += file_step_;
-    const std::string token = options_.file_token.empty() ? "" : options_.file_token + "-";
+    const std::string token =
+        options_.file_token.empty() ? "" : options_.file_token + "-";
     const std::string name = "part-" + std::to_string(100000 + number).substr(1) + "-" +
-                             NewUuid() + "-" + token + "c000." + CodecName(options_.codec) +
-                             ".parquet";
+                             NewUuid() + "-" + token + "c000." +
+                             CodecName(options_.codec) + ".parquet";
     file.key = folder.empty() ? name : folder + "/" + name;
     file.partition_values = values;
     ARROW_ASSIGN_OR_RAISE(auto plan, PlanColumns(sample));
     const auto properties = plan.empty() ? properties_ : MakeProperties(plan);
     ARROW_ASSIGN_OR_RAISE(file.sink, store_->OpenOutputStream(file.key));
-    ARROW_ASSIGN_OR_RAISE(file.writer,
-                          parquet::arrow::FileWriter::Open(*data_schema_, arrow::default_memory_pool(),
-                                                           file.sink, properties, arrow_properties_));
+    ARROW_ASSIGN_OR_RAISE(file.writer, parquet::arrow::FileWriter::Open(
+                                           *data_schema_, arrow::default_memory_pool(),
+                                           file.sink, properties, arrow_properties_));
     file.stats = std::make_unique<StatsCollector>(data_schema_, options_.stats);
     recency_.push_back(folder);
     return open_.emplace(folder, std::move(file)).first;
@@ -437,8 +453,9 @@ class SerialWriter {
       offset += take;
       // Flush the row group when it grows large in memory, then roll by size.
       if (file.buffered_rows >= options_.max_rows_per_group ||
-          file.buffered_bytes >= std::min(kMaxBufferedRowGroupBytes,
-                                          std::max<int64_t>(options_.target_file_size, 1 << 20))) {
+          file.buffered_bytes >=
+              std::min(kMaxBufferedRowGroupBytes,
+                       std::max<int64_t>(options_.target_file_size, 1 << 20))) {
         ARROW_RETURN_NOT_OK(file.writer->NewBufferedRowGroup());
         file.buffered_rows = 0;
         file.buffered_bytes = 0;
@@ -470,7 +487,8 @@ class SerialWriter {
     add.data_change = true;
     add.stats = file.stats->ToJson();
     bytes_written_ += size;
-    AMPDELTA_LOG_DEBUG("delta data file path=", file.key, " rows=", file.rows, " bytes=", size);
+    AMPDELTA_LOG_DEBUG("delta data file path=", file.key, " rows=", file.rows,
+                       " bytes=", size);
     added_.push_back(std::move(add));
     return arrow::Status::OK();
   }
@@ -495,22 +513,24 @@ class SerialWriter {
   bool finished_ = false;
 };
 
-
 // Fans batches out to worker threads, each with its own SerialWriter (own files, own
-// statistics), so encoding, compression and fsync use every core. Small writes stay on one
-// worker and produce one file; queues are bounded, so memory stays bounded.
+// statistics), so encoding, compression and fsync use every core. Small writes stay on
+// one worker and produce one file; queues are bounded, so memory stays bounded.
 class DataFileWriter::Impl {
  public:
-  Impl(std::shared_ptr<storage::ObjectStore> store, std::shared_ptr<arrow::Schema> table_schema,
+  Impl(std::shared_ptr<storage::ObjectStore> store,
+       std::shared_ptr<arrow::Schema> table_schema,
        std::vector<std::string> partition_columns, DataFileOptions options) {
-    int threads = options.num_threads > 0 ? options.num_threads
-                                          : static_cast<int>(std::thread::hardware_concurrency());
+    int threads = options.num_threads > 0
+                      ? options.num_threads
+                      : static_cast<int>(std::thread::hardware_concurrency());
     threads = std::max(1, std::min(threads, 8));
     if (threads > 1) options.parallel_encoding = false;  // our threads replace Arrow's
     threshold_ = options.parallel_threshold_bytes;
     for (int i = 0; i < threads; ++i) {
       auto worker = std::make_unique<Worker>();
-      worker->writer = std::make_unique<SerialWriter>(store, table_schema, partition_columns, options);
+      worker->writer =
+          std::make_unique<SerialWriter>(store, table_schema, partition_columns, options);
       worker->writer->set_file_numbering(i, threads);
       workers_.push_back(std::move(worker));
     }
@@ -654,7 +674,8 @@ DataFileWriter::DataFileWriter(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 DataFileWriter::~DataFileWriter() = default;
 
 arrow::Result<std::unique_ptr<DataFileWriter>> DataFileWriter::Make(
-    std::shared_ptr<storage::ObjectStore> store, std::shared_ptr<arrow::Schema> table_schema,
+    std::shared_ptr<storage::ObjectStore> store,
+    std::shared_ptr<arrow::Schema> table_schema,
     std::vector<std::string> partition_columns, DataFileOptions options) {
   auto impl = std::make_unique<Impl>(std::move(store), std::move(table_schema),
                                      std::move(partition_columns), std::move(options));

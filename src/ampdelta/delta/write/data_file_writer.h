@@ -1,8 +1,9 @@
 #pragma once
 
 /// \file data_file_writer.h
-/// \brief Write Arrow batches as a table's Parquet data files: one open file per partition,
-/// files rolled by size or rows, statistics per file, memory bounded by row groups.
+/// \brief Write Arrow batches as a table's Parquet data files: one open file per
+/// partition, files rolled by size or rows, statistics per file, memory bounded by row
+/// groups.
 
 #include <cstdint>
 #include <functional>
@@ -23,7 +24,8 @@ namespace ampdelta::delta {
 /// \brief Parquet compression codecs.
 enum class Codec : uint8_t { kUncompressed, kSnappy, kGzip, kZstd, kLz4, kBrotli };
 
-/// \brief Parse a codec name (`zstd`, `snappy`, `gzip`, `lz4`, `brotli`, `uncompressed`/`none`).
+/// \brief Parse a codec name (`zstd`, `snappy`, `gzip`, `lz4`, `brotli`,
+/// `uncompressed`/`none`).
 arrow::Result<Codec> ParseCodec(const std::string& name);
 /// \brief Return the codec's lower-case name, as used in file names.
 const char* CodecName(Codec codec);
@@ -53,8 +55,8 @@ struct DataFileOptions {
   /// Carried in every file name: the token of the write lease that keeps VACUUM away from
   /// the files until their commit (write_lease.h); empty for none.
   std::string file_token;
-  /// Applied to every batch on the writing thread before it is written (e.g. conversion to
-  /// the table schema), so that work is spread over the threads too.
+  /// Applied to every batch on the writing thread before it is written (e.g. conversion
+  /// to the table schema), so that work is spread over the threads too.
   std::function<arrow::Result<std::shared_ptr<arrow::RecordBatch>>(
       const std::shared_ptr<arrow::RecordBatch>&)>
       prepare;
@@ -69,7 +71,8 @@ class DataFileWriter {
   /// \param[in] table_schema the table schema; batches passed to Write() must have it
   /// \param[in] partition_columns partition columns (not stored in the files)
   static arrow::Result<std::unique_ptr<DataFileWriter>> Make(
-      std::shared_ptr<storage::ObjectStore> store, std::shared_ptr<arrow::Schema> table_schema,
+      std::shared_ptr<storage::ObjectStore> store,
+      std::shared_ptr<arrow::Schema> table_schema,
       std::vector<std::string> partition_columns, DataFileOptions options);
 
   ~DataFileWriter();

@@ -31,8 +31,8 @@ std::optional<NullableStringMap> MergeFileTags(const std::vector<const Add*>& fi
       }
       if (!first) first = *value;
       all_equal = all_equal && *first == *value;
-      all_arrays = all_arrays && value->has_value() &&
-                   json_util::ParseJson(**value).is_array();
+      all_arrays =
+          all_arrays && value->has_value() && json_util::ParseJson(**value).is_array();
     }
     if (all_equal && first) {
       merged[key] = *first;
@@ -47,7 +47,8 @@ std::optional<NullableStringMap> MergeFileTags(const std::vector<const Add*>& fi
       if (it == file->tags->end() || !it->second) continue;
       // Every value parsed as an array above, so this parse cannot fail (nor throw).
       for (const auto& element : json_util::ParseJson(*it->second)) {
-        if (seen.insert(json_util::DumpJsonLossy(element)).second) unioned.push_back(element);
+        if (seen.insert(json_util::DumpJsonLossy(element)).second)
+          unioned.push_back(element);
       }
     }
     merged[key] = json_util::DumpJsonLossy(unioned);

@@ -3,9 +3,9 @@
 /// \file file_tags.h
 /// \brief `add.tags` when files are combined (compaction, rewrites).
 ///
-/// ampdelta treats a tag whose value is a JSON array as a set: the streaming loader records
-/// the block ranges a file may hold that way, and a file made from others must keep them
-/// all. Other tags survive only when every input agrees on their value.
+/// ampdelta treats a tag whose value is a JSON array as a set: the streaming loader
+/// records the block ranges a file may hold that way, and a file made from others must
+/// keep them all. Other tags survive only when every input agrees on their value.
 
 #include <optional>
 #include <vector>

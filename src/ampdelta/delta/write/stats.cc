@@ -106,7 +106,8 @@ arrow::Result<Value> FromScalar(Kind kind, const arrow::Scalar& scalar) {
       break;
     case Kind::kTimestamp: {
       const auto& type = static_cast<const arrow::TimestampType&>(*scalar.type);
-      value.i = ToMicros(static_cast<const arrow::TimestampScalar&>(scalar).value, type.unit());
+      value.i =
+          ToMicros(static_cast<const arrow::TimestampScalar&>(scalar).value, type.unit());
       break;
     }
     case Kind::kNone:
@@ -116,15 +117,21 @@ arrow::Result<Value> FromScalar(Kind kind, const arrow::Scalar& scalar) {
   return value;
 }
 
-// Decode well-formed UTF-8 into code points (callers pass a ValidUtf8PrefixLength prefix).
+// Decode well-formed UTF-8 into code points (callers pass a ValidUtf8PrefixLength
+// prefix).
 std::vector<uint32_t> CodePoints(std::string_view text) {
   std::vector<uint32_t> out;
   for (size_t i = 0; i < text.size();) {
     const auto c = static_cast<unsigned char>(text[i]);
-    int length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 1;
+    int length = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xe  ? 3
+                 : (c >> 3) == 0x1e ? 4
+                                    : 1;
     if (i + static_cast<size_t>(length) > text.size()) length = 1;
     uint32_t cp = length == 1 ? c : (c & (0xff >> (length + 1)));
-    for (int k = 1; k < length; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3f);
+    for (int k = 1; k < length; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3f);
     out.push_back(cp);
     i += static_cast<size_t>(length);
   }
@@ -167,8 +174,8 @@ struct Leaf {
   bool minmax_valid = true;
 };
 
-// A token standing for a raw JSON number in the dumped text; the random part keeps it from
-// colliding with any string value.
+// A token standing for a raw JSON number in the dumped text; the random part keeps it
+// from colliding with any string value.
 std::string Placeholder(std::vector<std::pair<std::string, std::string>>* decimals,
                         std::string digits) {
   static const std::string kTag = "@ampdelta-decimal-" + NewUuid() + "-";
@@ -219,7 +226,8 @@ std::string FormatStatsTimestamp(int64_t micros, bool utc) {
   int64_t fraction = 0;
   SplitEpoch(micros, 1'000'000, &seconds, &fraction);
   char millis[24];
-  std::snprintf(millis, sizeof(millis), ".%03lld", static_cast<long long>(fraction / 1000));
+  std::snprintf(millis, sizeof(millis), ".%03lld",
+                static_cast<long long>(fraction / 1000));
   return FormatCivil(seconds, CivilFormat::kIsoDateTime) + millis + (utc ? "Z" : "");
 }
 
@@ -228,7 +236,8 @@ struct StatsCollector::Impl {
   std::vector<Leaf> leaves;
   int64_t num_records = 0;
 
-  void Collect(const arrow::Field& field, std::vector<std::string> path, std::vector<int> indices) {
+  void Collect(const arrow::Field& field, std::vector<std::string> path,
+               std::vector<int> indices) {
     path.push_back(field.name());
     if (field.type()->id() == arrow::Type::STRUCT) {
       for (int i = 0; i < field.type()->num_fields(); ++i) {
@@ -251,7 +260,8 @@ StatsCollector::StatsCollector(const std::shared_ptr<arrow::Schema>& schema,
                                const StatsOptions& options)
     : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
-  for (int i = 0; i < schema->num_fields(); ++i) impl_->Collect(*schema->field(i), {}, {i});
+  for (int i = 0; i < schema->num_fields(); ++i)
+    impl_->Collect(*schema->field(i), {}, {i});
   for (size_t i = 0; i < impl_->leaves.size(); ++i) {
     Leaf& leaf = impl_->leaves[i];
     if (options.stats_columns) {
@@ -260,7 +270,8 @@ StatsCollector::StatsCollector(const std::shared_ptr<arrow::Schema>& schema,
         // A named struct covers its leaves; column names are case-insensitive.
         if (EqualsIgnoreAsciiCase(name, wanted) ||
             (name.size() > wanted.size() && name[wanted.size()] == '.' &&
-             EqualsIgnoreAsciiCase(std::string_view(name).substr(0, wanted.size()), wanted))) {
+             EqualsIgnoreAsciiCase(std::string_view(name).substr(0, wanted.size()),
+                                   wanted))) {
           leaf.indexed = true;
         }
       }
@@ -284,8 +295,9 @@ arrow::Status StatsCollector::Update(const arrow::RecordBatch& batch) {
     std::shared_ptr<arrow::Array> array = batch.column(leaf.indices.front());
     for (size_t k = 1; k < leaf.indices.size(); ++k) {
       // The flattened field folds the parent's nulls into the child.
-      ARROW_ASSIGN_OR_RAISE(array, static_cast<const arrow::StructArray&>(*array)
-                                       .GetFlattenedField(leaf.indices[k]));
+      ARROW_ASSIGN_OR_RAISE(
+          array, static_cast<const arrow::StructArray&>(*array).GetFlattenedField(
+                     leaf.indices[k]));
     }
     leaf.null_count += array->null_count();
     if (leaf.kind == Kind::kNone || !leaf.minmax_valid) continue;
@@ -293,7 +305,8 @@ arrow::Status StatsCollector::Update(const arrow::RecordBatch& batch) {
     if (leaf.kind == Kind::kDouble) {
       ARROW_ASSIGN_OR_RAISE(arrow::Datum nan, cp::CallFunction("is_nan", {array}));
       ARROW_ASSIGN_OR_RAISE(arrow::Datum any, cp::Any(nan));
-      if (any.scalar()->is_valid && static_cast<const arrow::BooleanScalar&>(*any.scalar()).value) {
+      if (any.scalar()->is_valid &&
+          static_cast<const arrow::BooleanScalar&>(*any.scalar()).value) {
         leaf.minmax_valid = false;  // NaN has no place in min/max (Spark skips them)
         continue;
       }
@@ -302,8 +315,10 @@ arrow::Status StatsCollector::Update(const arrow::RecordBatch& batch) {
     const auto& pair = static_cast<const arrow::StructScalar&>(*min_max.scalar());
     ARROW_ASSIGN_OR_RAISE(Value low, FromScalar(leaf.kind, *pair.value[0]));
     ARROW_ASSIGN_OR_RAISE(Value high, FromScalar(leaf.kind, *pair.value[1]));
-    if (low.set && (!leaf.min.set || Less(leaf.kind, low, leaf.min))) leaf.min = std::move(low);
-    if (high.set && (!leaf.max.set || Less(leaf.kind, leaf.max, high))) leaf.max = std::move(high);
+    if (low.set && (!leaf.min.set || Less(leaf.kind, low, leaf.min)))
+      leaf.min = std::move(low);
+    if (high.set && (!leaf.max.set || Less(leaf.kind, leaf.max, high)))
+      leaf.max = std::move(high);
   }
   return arrow::Status::OK();
 }
@@ -322,12 +337,15 @@ std::string StatsCollector::ToJson() const {
     }
     (*node)[path.back()] = std::move(value);
   };
-  const size_t prefix = static_cast<size_t>(std::max(1, impl_->options.string_prefix_length));
+  const size_t prefix =
+      static_cast<size_t>(std::max(1, impl_->options.string_prefix_length));
   for (const Leaf& leaf : impl_->leaves) {
-    // A column name that is not UTF-8 cannot be a JSON key; the table schema never has one.
+    // A column name that is not UTF-8 cannot be a JSON key; the table schema never has
+    // one.
     if (!leaf.indexed || !AllUtf8(leaf.path)) continue;
     place(&null_count, leaf.path, leaf.null_count);
-    if (leaf.kind == Kind::kNone || !leaf.minmax_valid || !leaf.min.set || !leaf.max.set) continue;
+    if (leaf.kind == Kind::kNone || !leaf.minmax_valid || !leaf.min.set || !leaf.max.set)
+      continue;
     ojson low;
     ojson high;
     switch (leaf.kind) {
@@ -341,9 +359,11 @@ std::string StatsCollector::ToJson() const {
         high = leaf.max.d;
         break;
       case Kind::kDecimal: {
-        // Decimals are exact JSON numbers of up to 38 digits, which the JSON library would
-        // round through a double: emit a placeholder and splice the digits in afterwards.
-        const int32_t scale = static_cast<const arrow::Decimal128Type&>(*leaf.type).scale();
+        // Decimals are exact JSON numbers of up to 38 digits, which the JSON library
+        // would round through a double: emit a placeholder and splice the digits in
+        // afterwards.
+        const int32_t scale =
+            static_cast<const arrow::Decimal128Type&>(*leaf.type).scale();
         low = Placeholder(&decimals, leaf.min.dec.ToString(scale));
         high = Placeholder(&decimals, leaf.max.dec.ToString(scale));
         break;
@@ -353,7 +373,8 @@ std::string StatsCollector::ToJson() const {
         high = FormatCivil(leaf.max.i * 86400, CivilFormat::kDate);
         break;
       case Kind::kTimestamp: {
-        const bool utc = !static_cast<const arrow::TimestampType&>(*leaf.type).timezone().empty();
+        const bool utc =
+            !static_cast<const arrow::TimestampType&>(*leaf.type).timezone().empty();
         low = FormatStatsTimestamp(leaf.min.i, utc);
         high = FormatStatsTimestamp(leaf.max.i, utc);
         break;

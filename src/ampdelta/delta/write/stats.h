@@ -1,8 +1,8 @@
 #pragma once
 
 /// \file stats.h
-/// \brief Per-file statistics (`add.stats`, PROTOCOL.md "Per-file Statistics") computed from
-/// the Arrow data with Spark's conventions.
+/// \brief Per-file statistics (`add.stats`, PROTOCOL.md "Per-file Statistics") computed
+/// from the Arrow data with Spark's conventions.
 
 #include <memory>
 #include <optional>
@@ -25,13 +25,14 @@ struct StatsOptions {
 };
 
 /// \brief Accumulates numRecords, minValues, maxValues and nullCount over the batches of
-/// one data file. min/max cover numbers, dates, timestamps (truncated to milliseconds) and
-/// strings (truncated to the prefix length, the max kept an upper bound); every indexed
-/// leaf gets a nullCount. Thread-compatible.
+/// one data file. min/max cover numbers, dates, timestamps (truncated to milliseconds)
+/// and strings (truncated to the prefix length, the max kept an upper bound); every
+/// indexed leaf gets a nullCount. Thread-compatible.
 class StatsCollector {
  public:
   /// \param[in] schema the columns written to the file (partition columns excluded)
-  StatsCollector(const std::shared_ptr<arrow::Schema>& schema, const StatsOptions& options);
+  StatsCollector(const std::shared_ptr<arrow::Schema>& schema,
+                 const StatsOptions& options);
   ~StatsCollector();
   StatsCollector(StatsCollector&&) noexcept;
   StatsCollector& operator=(StatsCollector&&) noexcept;

@@ -10,12 +10,12 @@
 #include <arrow/type.h>
 #include <nlohmann/json.hpp>
 
-#include "ampdelta/delta/write/file_tags.h"
 #include "ampdelta/delta/log/partitioning.h"
-#include "ampdelta/delta/read/predicate.h"
-#include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/read/predicate.h"
+#include "ampdelta/delta/read/scan.h"
+#include "ampdelta/delta/write/file_tags.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
@@ -27,7 +27,8 @@ namespace {
 
 template <typename... Args>
 arrow::Status InputError(Args&&... args) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, std::forward<Args>(args)...);
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                   std::forward<Args>(args)...);
 }
 
 std::string PythonList(const std::vector<std::string>& names) {
@@ -43,9 +44,8 @@ std::string PythonSet(const std::vector<std::string>& names) {
 }
 
 // Reconcile the incoming data's schema with the table's (merge_schema semantics).
-arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(const arrow::Schema& table,
-                                                              const arrow::Schema& incoming,
-                                                              bool merge_schema) {
+arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(
+    const arrow::Schema& table, const arrow::Schema& incoming, bool merge_schema) {
   std::vector<std::string> added;
   std::vector<std::string> missing;
   std::vector<std::string> changed;
@@ -62,27 +62,32 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(const arrow::Schem
     }
   }
   for (const auto& field : table.fields()) {
-    if (FindFieldIgnoreCase(incoming, field->name()) < 0) missing.push_back(field->name());
+    if (FindFieldIgnoreCase(incoming, field->name()) < 0)
+      missing.push_back(field->name());
   }
   if (!changed.empty()) {
     return InputError("schema mismatch: column types differ: ", PythonList(changed));
   }
   if (!merge_schema && (!added.empty() || !missing.empty())) {
     std::string message = "schema mismatch with merge_schema=false:";
-    if (!added.empty()) message += " columns not in the table: " + PythonList(added) + ";";
-    if (!missing.empty()) message += " table columns missing from the data: " + PythonList(missing) + ";";
+    if (!added.empty())
+      message += " columns not in the table: " + PythonList(added) + ";";
+    if (!missing.empty())
+      message += " table columns missing from the data: " + PythonList(missing) + ";";
     message.pop_back();
     return InputError(message);
   }
   for (const auto& name : missing) {
     if (!table.field(FindFieldIgnoreCase(table, name))->nullable()) {
-      return InputError("the data has no column '", name, "', which the table requires (not nullable)");
+      return InputError("the data has no column '", name,
+                        "', which the table requires (not nullable)");
     }
   }
   if (added.empty()) return std::shared_ptr<arrow::Schema>();
   arrow::FieldVector fields = table.fields();
   for (const auto& name : added) {
-    fields.push_back(incoming.field(FindFieldIgnoreCase(incoming, name))->WithNullable(true));
+    fields.push_back(
+        incoming.field(FindFieldIgnoreCase(incoming, name))->WithNullable(true));
   }
   return arrow::schema(std::move(fields));
 }
@@ -119,11 +124,14 @@ arrow::Result<std::vector<std::string>> ResolvePartitionColumns(
   if (!not_found.empty()) {
     std::vector<std::string> available;
     for (const auto& field : incoming.fields()) available.push_back(field->name());
-    return InputError("Partition columns ", PythonSet(not_found), " not found in table; "
-                      "available columns: ", PythonList(available));
+    return InputError("Partition columns ", PythonSet(not_found),
+                      " not found in table; "
+                      "available columns: ",
+                      PythonList(available));
   }
   if (!resolved.empty() && static_cast<int>(resolved.size()) >= incoming.num_fields()) {
-    return InputError("partition_by names every column of the data (", PythonList(resolved),
+    return InputError("partition_by names every column of the data (",
+                      PythonList(resolved),
                       "): at least one column must stay in the data files");
   }
   for (const auto& column : resolved) {
@@ -143,7 +151,8 @@ arrow::Result<SaveMode> ParseSaveMode(const std::string& mode) {
   if (mode == "overwrite") return SaveMode::kOverwrite;
   if (mode == "error" || mode == "errorifexists") return SaveMode::kErrorIfExists;
   if (mode == "ignore") return SaveMode::kIgnore;
-  return InputError("Invalid save mode provided: ", mode, " (use append, overwrite, error or ignore)");
+  return InputError("Invalid save mode provided: ", mode,
+                    " (use append, overwrite, error or ignore)");
 }
 
 namespace {
@@ -205,8 +214,9 @@ class TableWriter::Impl {
       auto head = store->Head(key);
       if (head.ok()) continue;
       if (!IsError(head.status(), ErrorCode::kNotFound)) return head.status();
-      return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError, "data file ",
-                       key, " of this write was deleted before its commit (a concurrent "
+      return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError,
+                       "data file ", key,
+                       " of this write was deleted before its commit (a concurrent "
                        "VACUUM?); nothing was committed");
     }
     return arrow::Status::OK();
@@ -215,7 +225,8 @@ class TableWriter::Impl {
   void ReleaseLease() {
     if (owned_lease == nullptr) return;
     arrow::Status released = owned_lease->Release();
-    if (!released.ok()) AMPDELTA_LOG_WARN("write lease not removed: ", released.message());
+    if (!released.ok())
+      AMPDELTA_LOG_WARN("write lease not removed: ", released.message());
     owned_lease.reset();
   }
 
@@ -241,8 +252,9 @@ class TableWriter::Impl {
       const bool partitioning_differs =
           !options.partition_by.empty() &&
           !SameColumns(options.partition_by, snapshot->partition_columns());
-      replace_schema = partitioning_differs ||
-                       !ReconcileSchema(*snapshot->schema(), *incoming, options.merge_schema).ok();
+      replace_schema =
+          partitioning_differs ||
+          !ReconcileSchema(*snapshot->schema(), *incoming, options.merge_schema).ok();
     }
     if (snapshot && !replace_schema) {
       if (options.mode == SaveMode::kErrorIfExists) {
@@ -257,9 +269,11 @@ class TableWriter::Impl {
                                               *snapshot->schema()));
       if (!options.partition_by.empty() &&
           !SameColumns(options.partition_by, snapshot->partition_columns())) {
-        return InputError("Specified table partitioning does not match table partitioning: "
-                          "specified ", PythonList(options.partition_by), ", table ",
-                          PythonList(snapshot->partition_columns()));
+        return InputError(
+            "Specified table partitioning does not match table partitioning: "
+            "specified ",
+            PythonList(options.partition_by), ", table ",
+            PythonList(snapshot->partition_columns()));
       }
       partition_columns = snapshot->partition_columns();
       // Every load must bring the partition columns: rows without them would all land in
@@ -271,8 +285,10 @@ class TableWriter::Impl {
       if (!absent.empty()) {
         std::vector<std::string> available;
         for (const auto& field : incoming->fields()) available.push_back(field->name());
-        return InputError("Partition columns ", PythonSet(absent), " not found in the data; "
-                          "the table is partitioned by ", PythonList(partition_columns),
+        return InputError("Partition columns ", PythonSet(absent),
+                          " not found in the data; "
+                          "the table is partitioned by ",
+                          PythonList(partition_columns),
                           "; available columns: ", PythonList(available));
       }
       ARROW_ASSIGN_OR_RAISE(auto merged, ReconcileSchema(*snapshot->schema(), *incoming,
@@ -284,9 +300,10 @@ class TableWriter::Impl {
         ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*merged));
         table_schema = merged;
         if (NeedsTimestampNtz(*merged) && !NeedsTimestampNtz(*snapshot->schema())) {
-          return InputError("adding a timestamp column without time zone needs the "
-                            "timestampNtz table feature, which ampdelta does not add to "
-                            "existing tables");
+          return InputError(
+              "adding a timestamp column without time zone needs the "
+              "timestampNtz table feature, which ampdelta does not add to "
+              "existing tables");
         }
         new_metadata = std::move(metadata);
       }
@@ -306,8 +323,9 @@ class TableWriter::Impl {
           if (index >= 0) kept.push_back(incoming->field(index)->name());
         }
         // ... and some column still lands in the data files.
-        all_present = all_present &&
-                      static_cast<int>(snapshot->partition_columns().size()) < incoming->num_fields();
+        all_present =
+            all_present && static_cast<int>(snapshot->partition_columns().size()) <
+                               incoming->num_fields();
         if (all_present) partition_columns = std::move(kept);
       }
       Metadata metadata;
@@ -317,8 +335,10 @@ class TableWriter::Impl {
       ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*table_schema));
       metadata.partition_columns = partition_columns;
       if (!snapshot) ARROW_RETURN_NOT_OK(ValidateTableProperties(options.configuration));
-      metadata.configuration = snapshot ? snapshot->metadata().configuration : options.configuration;
-      metadata.created_time = snapshot ? snapshot->metadata().created_time : std::optional<int64_t>(NowMs());
+      metadata.configuration =
+          snapshot ? snapshot->metadata().configuration : options.configuration;
+      metadata.created_time =
+          snapshot ? snapshot->metadata().created_time : std::optional<int64_t>(NowMs());
       Protocol protocol = ProtocolForNewTable(*table_schema);
       if (snapshot) {
         // Keep a stronger existing protocol.
@@ -326,8 +346,8 @@ class TableWriter::Impl {
             snapshot->protocol().min_reader_version > protocol.min_reader_version) {
           protocol = snapshot->protocol();
         }
-        ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
-                                                *snapshot->schema()));
+        ARROW_RETURN_NOT_OK(CheckWriteSupported(
+            snapshot->protocol(), snapshot->metadata(), *snapshot->schema()));
       }
       new_protocol = protocol;
       new_metadata = std::move(metadata);
@@ -346,11 +366,13 @@ class TableWriter::Impl {
                                           std::move(file_options));
     }
     // Conversion to the table schema runs on the writer threads.
-    file_options.prepare = [schema = table_schema](const std::shared_ptr<arrow::RecordBatch>& batch) {
-      return ConformBatch(batch, schema);
-    };
-    ARROW_ASSIGN_OR_RAISE(writer, DataFileWriter::Make(store, table_schema, partition_columns,
-                                                       std::move(file_options)));
+    file_options.prepare =
+        [schema = table_schema](const std::shared_ptr<arrow::RecordBatch>& batch) {
+          return ConformBatch(batch, schema);
+        };
+    ARROW_ASSIGN_OR_RAISE(writer,
+                          DataFileWriter::Make(store, table_schema, partition_columns,
+                                               std::move(file_options)));
     return arrow::Status::OK();
   }
 };
@@ -359,8 +381,8 @@ TableWriter::TableWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TableWriter::~TableWriter() = default;
 
 arrow::Result<std::unique_ptr<TableWriter>> TableWriter::Open(
-    std::shared_ptr<storage::ObjectStore> store, const std::shared_ptr<arrow::Schema>& source_schema,
-    TableWriteOptions options) {
+    std::shared_ptr<storage::ObjectStore> store,
+    const std::shared_ptr<arrow::Schema>& source_schema, TableWriteOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->store = std::move(store);
   impl->options = std::move(options);
@@ -369,10 +391,18 @@ arrow::Result<std::unique_ptr<TableWriter>> TableWriter::Open(
 }
 
 bool TableWriter::skipped() const { return impl_->skipped; }
-const std::shared_ptr<arrow::Schema>& TableWriter::table_schema() const { return impl_->table_schema; }
-const std::shared_ptr<const Snapshot>& TableWriter::read_snapshot() const { return impl_->snapshot; }
-int64_t TableWriter::rows_written() const { return impl_->writer ? impl_->writer->rows_written() : 0; }
-int64_t TableWriter::bytes_written() const { return impl_->writer ? impl_->writer->bytes_written() : 0; }
+const std::shared_ptr<arrow::Schema>& TableWriter::table_schema() const {
+  return impl_->table_schema;
+}
+const std::shared_ptr<const Snapshot>& TableWriter::read_snapshot() const {
+  return impl_->snapshot;
+}
+int64_t TableWriter::rows_written() const {
+  return impl_->writer ? impl_->writer->rows_written() : 0;
+}
+int64_t TableWriter::bytes_written() const {
+  return impl_->writer ? impl_->writer->bytes_written() : 0;
+}
 
 arrow::Status TableWriter::Write(const std::shared_ptr<arrow::RecordBatch>& batch) {
   if (impl_->skipped) return arrow::Status::OK();
@@ -380,7 +410,8 @@ arrow::Status TableWriter::Write(const std::shared_ptr<arrow::RecordBatch>& batc
   return impl_->writer->Write(batch);
 }
 
-void TableWriter::StageRemoves(std::vector<Remove> files, std::vector<std::string> read_keys) {
+void TableWriter::StageRemoves(std::vector<Remove> files,
+                               std::vector<std::string> read_keys) {
   for (auto& file : files) impl_->staged_removes.push_back(std::move(file));
   for (auto& key : read_keys) impl_->read_keys.push_back(std::move(key));
 }
@@ -389,7 +420,9 @@ void TableWriter::SetAppTransaction(SetTransaction txn) {
   impl_->options.app_transaction = std::move(txn);
 }
 
-void TableWriter::SetFileTags(NullableStringMap tags) { impl_->file_tags = std::move(tags); }
+void TableWriter::SetFileTags(NullableStringMap tags) {
+  impl_->file_tags = std::move(tags);
+}
 
 void TableWriter::StageAdds(std::vector<Add> files) {
   for (auto& file : files) impl_->staged_adds.push_back(std::move(file));
@@ -445,7 +478,8 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   result.files_removed = static_cast<int64_t>(removes.size());
   txn.AddFiles(std::move(adds));
   txn.RemoveFiles(std::move(removes));
-  if (impl_->options.app_transaction) txn.SetAppTransaction(*impl_->options.app_transaction);
+  if (impl_->options.app_transaction)
+    txn.SetAppTransaction(*impl_->options.app_transaction);
   std::map<std::string, std::string> parameters = impl_->options.operation_parameters;
   if (impl_->options.operation == "WRITE") {
     static const char* kModes[] = {"Append", "Overwrite", "ErrorIfExists", "Ignore"};

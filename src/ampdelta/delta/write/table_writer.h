@@ -1,9 +1,9 @@
 #pragma once
 
 /// \file table_writer.h
-/// \brief Write a stream of batches into a table as one commit: create, append, overwrite,
-/// or do nothing / fail when the table exists. Data files stream out as batches arrive;
-/// nothing is visible to readers until the single commit at the end.
+/// \brief Write a stream of batches into a table as one commit: create, append,
+/// overwrite, or do nothing / fail when the table exists. Data files stream out as
+/// batches arrive; nothing is visible to readers until the single commit at the end.
 
 #include <map>
 #include <memory>
@@ -15,10 +15,10 @@
 #include <arrow/result.h>
 #include <arrow/type_fwd.h>
 
-#include "ampdelta/delta/write/data_file_writer.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/txn/transaction.h"
 #include "ampdelta/delta/txn/write_lease.h"
+#include "ampdelta/delta/write/data_file_writer.h"
 
 namespace ampdelta::delta {
 
@@ -87,9 +87,9 @@ class TableWriter {
  public:
   /// \brief Prepare a write of batches with `source_schema` into the table at `store`.
   ///
-  /// Errors (the table is untouched): kInvalidInput for partition columns missing from the
-  /// data or differing from the table's, schema differences with merge_schema=false, or
-  /// types Delta cannot store; kUnsupportedFeature for tables ampdelta cannot write;
+  /// Errors (the table is untouched): kInvalidInput for partition columns missing from
+  /// the data or differing from the table's, schema differences with merge_schema=false,
+  /// or types Delta cannot store; kUnsupportedFeature for tables ampdelta cannot write;
   /// Invalid when the table exists and the mode is error.
   static arrow::Result<std::unique_ptr<TableWriter>> Open(
       std::shared_ptr<storage::ObjectStore> store,
@@ -104,7 +104,8 @@ class TableWriter {
   /// \brief Return the snapshot the write is based on (nullptr for a new table).
   const std::shared_ptr<const Snapshot>& read_snapshot() const;
 
-  /// \brief Convert and write a batch (values that do not fit fail naming column and value).
+  /// \brief Convert and write a batch (values that do not fit fail naming column and
+  /// value).
   arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& batch);
 
   /// \brief Remove `files` in the same commit (copy-on-write rewrites), declaring the
@@ -144,7 +145,8 @@ class TableWriter {
   std::unique_ptr<Impl> impl_;
 };
 
-/// \brief Return data file options with the table's statistics and size properties applied.
+/// \brief Return data file options with the table's statistics and size properties
+/// applied.
 DataFileOptions FileOptionsForTable(const Snapshot* snapshot, DataFileOptions base);
 
 }  // namespace ampdelta::delta
