@@ -18,7 +18,7 @@ TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_container_overflo
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ARROW_DEFAULT_MEMORY_POOL=system
 
-.PHONY: setup build build-release build-fuzz check-layering test test-fast test-unit test-integration test-interop fuzz soak demo bench clean
+.PHONY: setup build build-release build-fuzz check-layering check-format test test-fast test-unit test-integration test-interop fuzz soak demo bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -36,9 +36,9 @@ build-fuzz: setup
 	@cmake --preset fuzz >/dev/null
 	@cmake --build $(FUZZ_BUILD) --target fuzzers -j $(JOBS)
 
-# Every test: the layering check, C++ unit + integration (ctest), every fuzz target for
-# FUZZ_SECONDS, then the Python interop suite.
-test: build check-layering
+# Every test: the layering and format checks, C++ unit + integration (ctest), every fuzz
+# target for FUZZ_SECONDS, then the Python interop suite.
+test: build check-layering check-format
 	@cd $(ASAN_BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 600
 	@$(MAKE) --no-print-directory fuzz
 	@$(MAKE) --no-print-directory test-interop
@@ -47,6 +47,10 @@ test: build check-layering
 check-layering:
 	@python3 scripts/check_layering.py --self-test
 	@python3 scripts/check_layering.py
+
+# Every C++ file is as clang-format (.clang-format) writes it.
+check-format: setup
+	@bash ci/format-check.sh
 
 # The fast subset for iteration: unit tests only.
 test-fast: build

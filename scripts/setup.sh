@@ -18,7 +18,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libcli11-dev
   libcurl4-gnutls-dev libgnutls28-dev nettle-dev libpugixml-dev libroaring-dev zlib1g-dev
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev clang-format-14
 )
 if ! command -v java >/dev/null 2>&1; then APT_PACKAGES+=(openjdk-17-jre-headless); fi
 missing=()
