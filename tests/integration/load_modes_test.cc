@@ -2,6 +2,9 @@
 // and upsert, commit_every_rows, per-batch results, retries of transient server failures,
 // store failures mid-load, and the seed page's examples.
 
+#include <chrono>
+#include <vector>
+
 #include <arrow/compute/api.h>
 #include <arrow/table.h>
 #include <parquet/arrow/reader.h>
@@ -226,19 +229,24 @@ TEST_F(LoadModesTest, BatchLoadsReportEachBatchUnlessReadAll) {
 }
 
 TEST_F(LoadModesTest, TransientServerFailuresAreRetriedWithoutDuplicatingRows) {
-  const std::string retry =
-      R"("resilience": {"retry": {"initial_backoff_ms": 5, "jitter": false}})";
+  // The seed's default back-off (2 s, doubling), waited by a recorder: no real sleep.
+  const std::string retry = R"("resilience": {"retry": {"jitter": false}})";
   // Planning fails twice, then the stream dies after two messages once: three retries.
   testing::FaultyAmpClient flaky(amp_.get(),
                                  {.failing_queries = 2, .failing_streams = 1});
   loader::LoadOptions options;
   options.destination = "tx";
+  std::vector<std::chrono::milliseconds> waited;
+  options.sleep = [&](std::chrono::milliseconds delay) { waited.push_back(delay); };
   const auto result = loader::LoadBatch(
       flaky, R"(SELECT block_num, gas_used FROM "acme/eth_mainnet".transactions)",
       Config(retry), options);
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_EQ(flaky.queries, 4);
   EXPECT_EQ(result.metadata.at("retries"), "3");
+  EXPECT_EQ(waited, (std::vector<std::chrono::milliseconds>{
+                        std::chrono::milliseconds(2000), std::chrono::milliseconds(4000),
+                        std::chrono::milliseconds(8000)}));
   EXPECT_EQ(result.rows_loaded, 800);
   auto snapshot = Snapshot();
   EXPECT_EQ(snapshot->version(), 0);

@@ -199,7 +199,7 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
                       "); retry ", attempt + 1, "/", config.retry.max_retries, " in ",
                       delay.count(), " ms");
     result->metadata["retries"] = std::to_string(attempt + 1);
-    std::this_thread::sleep_for(delay);
+    options.sleep(delay);
   }
   result->rows_loaded = progress.rows;
   result->metadata["operation"] = "load_table";

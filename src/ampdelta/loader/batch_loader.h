@@ -18,6 +18,7 @@
 #include "ampdelta/loader/config.h"
 #include "ampdelta/loader/load_result.h"
 #include "ampdelta/storage/object_store.h"
+#include "ampdelta/util/backoff.h"
 
 namespace ampdelta::loader {
 
@@ -68,6 +69,8 @@ struct LoadOptions {
   std::optional<uint64_t> until_block;
   /// Set to true to stop after the current commit (Ctrl-C).
   std::atomic<bool>* stop = nullptr;
+  /// How batch-load retries wait (tests pass a recorder).
+  SleepFunction sleep = SleepFor;
   /// Streams report each commit and each reorg here.
   std::function<void(const LoadResult&)> on_result;
   /// Per-batch progress (unless read_all): a LoadResult for each batch received, with

@@ -8,6 +8,7 @@
 #include "ampdelta/delta/ops/vacuum.h"
 #include "ampdelta/storage/credentials.h"
 #include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/util/backoff.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/redact.h"
 #include "ampdelta/util/status.h"
@@ -52,14 +53,10 @@ arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& conf
 
 // Delay before retry `attempt` (0-based) per resilience.retry.
 std::chrono::milliseconds Backoff(const RetryConfig& retry, int attempt) {
-  double delay = static_cast<double>(retry.initial_backoff_ms) *
-                 std::pow(retry.backoff_multiplier, attempt);
-  delay = std::min(delay, static_cast<double>(retry.max_backoff_ms));
-  if (retry.jitter) {
-    static thread_local std::mt19937_64 random{std::random_device{}()};
-    delay *= std::uniform_real_distribution<double>(0.5, 1.0)(random);
-  }
-  return std::chrono::milliseconds(static_cast<int64_t>(delay));
+  return BackoffPolicy{std::chrono::milliseconds(retry.initial_backoff_ms),
+                       std::chrono::milliseconds(retry.max_backoff_ms),
+                       retry.backoff_multiplier, retry.jitter}
+      .Delay(attempt);
 }
 
 void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,

@@ -237,9 +237,8 @@ bool IsRetryableStatus(int status) {
 arrow::Result<RetriedResponse> SendWithRetry(
     HttpClient& client, const HttpRequest& request,
     const std::function<arrow::Status(HttpRequest*)>& sign, const RetryPolicy& policy) {
-  thread_local std::mt19937_64 random{std::random_device{}()};
   RetriedResponse result;
-  std::chrono::milliseconds backoff = policy.initial_backoff;
+  const BackoffPolicy backoff{policy.initial_backoff, policy.max_backoff};
   for (int attempt = 0;; ++attempt) {
     HttpRequest signed_request = request;
     ARROW_RETURN_NOT_OK(sign(&signed_request));
@@ -259,9 +258,7 @@ arrow::Result<RetriedResponse> SendWithRetry(
     // Only a 429 is known to have had no effect; a reset, a timeout or a 5xx may come
     // after the server applied the request.
     if (!sent.ok() || sent->status != 429) result.earlier_attempt_ambiguous = true;
-    std::uniform_int_distribution<int64_t> jitter(backoff.count() / 2, backoff.count());
-    std::this_thread::sleep_for(std::chrono::milliseconds(jitter(random)));
-    backoff = std::min(policy.max_backoff, backoff * 2);
+    policy.sleep(backoff.Delay(attempt));
   }
 }
 

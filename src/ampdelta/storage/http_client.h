@@ -23,6 +23,8 @@
 #include <arrow/result.h>
 #include <arrow/status.h>
 
+#include "ampdelta/util/backoff.h"
+
 namespace ampdelta::storage {
 
 /// \brief One HTTP request, kept in parts so signers can canonicalise it.
@@ -110,6 +112,8 @@ struct RetryPolicy {
   int max_retries = 8;
   std::chrono::milliseconds initial_backoff{100};
   std::chrono::milliseconds max_backoff{5000};
+  /// How a back-off waits (tests pass a recorder).
+  SleepFunction sleep = SleepFor;
   /// Also retry 409 (S3's ConditionalRequestConflict: a concurrent conditional write of
   /// the same key is in flight).
   bool retry_conflict = false;

@@ -27,11 +27,8 @@ arrow::Status Conflict(Args&&... args) {
 }
 
 void Backoff(const CommitOptions& options, int attempt) {
-  static thread_local std::mt19937 random(std::random_device{}());
-  const int64_t base = options.initial_backoff.count() << std::min(attempt, 20);
-  const int64_t capped = std::min<int64_t>(base, options.max_backoff.count());
-  std::uniform_int_distribution<int64_t> jitter(capped / 2, std::max<int64_t>(capped, 1));
-  std::this_thread::sleep_for(std::chrono::milliseconds(jitter(random)));
+  options.sleep(
+      BackoffPolicy{options.initial_backoff, options.max_backoff}.Delay(attempt));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "ampdelta/delta/log/actions.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/storage/object_store.h"
+#include "ampdelta/util/backoff.h"
 
 namespace ampdelta::delta {
 
@@ -48,6 +49,8 @@ struct CommitOptions {
   /// Back-off between attempts: first delay, doubled each time, capped.
   std::chrono::milliseconds initial_backoff{5};
   std::chrono::milliseconds max_backoff{1000};
+  /// How a back-off waits (tests pass a recorder).
+  SleepFunction sleep = SleepFor;
   /// Run checkpoints and log cleanup after the commit.
   bool post_commit_hooks = true;
 };
