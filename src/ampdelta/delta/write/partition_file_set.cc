@@ -1,0 +1,347 @@
+#include "ampdelta/delta/write/partition_file_set.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <map>
+#include <mutex>
+#include <string_view>
+#include <thread>
+
+#include <arrow/array.h>
+#include <arrow/compute/api.h>
+#include <arrow/compute/row/grouper.h>
+#include <arrow/io/interfaces.h>
+#include <arrow/record_batch.h>
+#include <arrow/scalar.h>
+#include <arrow/type.h>
+#include <arrow/util/byte_size.h>
+#include <arrow/util/compression.h>
+#include <parquet/arrow/writer.h>
+#include <parquet/properties.h>
+
+#include "ampdelta/delta/log/partitioning.h"
+#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/write/column_plan.h"
+#include "ampdelta/util/ascii.h"
+#include "ampdelta/util/clock.h"
+#include "ampdelta/util/logging.h"
+#include "ampdelta/util/status.h"
+#include "ampdelta/util/uuid.h"
+
+namespace ampdelta::delta {
+namespace {
+
+namespace cp = arrow::compute;
+
+// In-memory Arrow bytes after which a row group is flushed even if it has fewer rows:
+// keeps memory bounded for wide rows and lets files roll near their target size.
+constexpr int64_t kMaxBufferedRowGroupBytes = 64 * 1024 * 1024;
+// Open partition files beyond this are closed (least recently written first).
+constexpr size_t kMaxOpenFiles = 64;
+
+// One Parquet file being written.
+struct OpenFile {
+  std::string key;
+  NullableStringMap partition_values;
+  std::shared_ptr<arrow::io::OutputStream> sink;
+  std::unique_ptr<parquet::arrow::FileWriter> writer;
+  std::unique_ptr<StatsCollector> stats;
+  int64_t rows = 0;
+  int64_t buffered_bytes = 0;
+  int64_t buffered_rows = 0;
+};
+
+}  // namespace
+
+class PartitionFileSet::Impl {
+ public:
+  Impl(std::shared_ptr<storage::ObjectStore> store,
+       std::shared_ptr<arrow::Schema> table_schema,
+       std::vector<std::string> partition_columns, DataFileOptions options)
+      : store_(std::move(store)),
+        table_schema_(std::move(table_schema)),
+        partition_columns_(std::move(partition_columns)),
+        options_(std::move(options)) {}
+
+  arrow::Status Init() {
+    arrow::FieldVector data_fields;
+    for (int i = 0; i < table_schema_->num_fields(); ++i) {
+      const auto& field = table_schema_->field(i);
+      // The log may spell a partition column in another case than the schema (names are
+      // case-insensitive); partitionValues keys and folders follow the log's spelling.
+      const auto partition =
+          std::find_if(partition_columns_.begin(), partition_columns_.end(),
+                       [&](const std::string& column) {
+                         return EqualsIgnoreAsciiCase(column, field->name());
+                       });
+      if (partition != partition_columns_.end()) {
+        partition_indices_.push_back(i);
+        partition_names_.push_back(*partition);
+      } else {
+        data_indices_.push_back(i);
+        // Parquet needs no Delta field metadata.
+        data_fields.push_back(field->WithMetadata(nullptr));
+      }
+    }
+    if (partition_names_.size() != partition_columns_.size()) {
+      for (const auto& column : partition_columns_) {
+        if (std::find(partition_names_.begin(), partition_names_.end(), column) ==
+            partition_names_.end()) {
+          return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid,
+                           "partition column '", column, "' is not in the schema");
+        }
+      }
+    }
+    data_schema_ = arrow::schema(std::move(data_fields));
+    properties_ = MakeWriterProperties(ColumnPlan{}, options_, *data_schema_);
+    parquet::ArrowWriterProperties::Builder arrow_builder;
+    arrow_builder.coerce_timestamps(arrow::TimeUnit::MICRO);
+    arrow_builder.enable_compliant_nested_types();
+    // Encode a row group's columns in parallel on Arrow's CPU pool: files are written one
+    // at a time from this thread, so the pool cannot deadlock on nested file writes.
+    arrow_builder.set_use_threads(options_.parallel_encoding);
+    arrow_properties_ = arrow_builder.build();
+    return arrow::Status::OK();
+  }
+
+  arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& input) {
+    if (input->num_rows() == 0) return arrow::Status::OK();
+    std::shared_ptr<arrow::RecordBatch> batch = input;
+    if (options_.prepare) {
+      ARROW_ASSIGN_OR_RAISE(batch, options_.prepare(input));
+    }
+    if (!batch->schema()->Equals(*table_schema_, /*check_metadata=*/false)) {
+      return arrow::Status::Invalid("batch schema ", batch->schema()->ToString(),
+                                    " differs from the table schema ",
+                                    table_schema_->ToString());
+    }
+    if (partition_indices_.empty()) return WriteToPartition({}, batch);
+    // Group rows by their partition values.
+    std::vector<arrow::TypeHolder> key_types;
+    std::vector<arrow::Datum> keys;
+    for (int index : partition_indices_) {
+      key_types.emplace_back(batch->column(index)->type());
+      keys.emplace_back(batch->column(index));
+    }
+    ARROW_ASSIGN_OR_RAISE(auto grouper, cp::Grouper::Make(key_types));
+    ARROW_ASSIGN_OR_RAISE(cp::ExecBatch key_batch, cp::ExecBatch::Make(keys));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum ids, grouper->Consume(cp::ExecSpan(key_batch)));
+    ARROW_ASSIGN_OR_RAISE(auto groupings,
+                          cp::Grouper::MakeGroupings(*ids.array_as<arrow::UInt32Array>(),
+                                                     grouper->num_groups()));
+    ARROW_ASSIGN_OR_RAISE(cp::ExecBatch uniques, grouper->GetUniques());
+    for (uint32_t group = 0; group < grouper->num_groups(); ++group) {
+      NullableStringMap values;
+      for (size_t k = 0; k < partition_indices_.size(); ++k) {
+        const auto& unique = uniques.values[k].make_array();
+        ARROW_ASSIGN_OR_RAISE(auto value, SerializePartitionValue(*unique, group));
+        values[partition_names_[k]] = std::move(value);
+      }
+      auto indices = groupings->value_slice(group);
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum taken, cp::Take(batch, indices));
+      ARROW_RETURN_NOT_OK(WriteToPartition(std::move(values), taken.record_batch()));
+    }
+    return arrow::Status::OK();
+  }
+
+  // A file with no rows in the given partition (it carries tags when nothing else is
+  // left).
+  arrow::Status WriteEmptyFile(const NullableStringMap& values) {
+    ARROW_ASSIGN_OR_RAISE(auto empty, arrow::RecordBatch::MakeEmpty(data_schema_));
+    ARROW_ASSIGN_OR_RAISE(auto it, OpenFor(values, *empty));
+    return CloseFile(it);
+  }
+
+  // The files stay listed: Abort() after Finish() (a failed commit) still deletes them.
+  arrow::Result<std::vector<Add>> Finish() {
+    while (!open_.empty()) ARROW_RETURN_NOT_OK(CloseFile(open_.begin()));
+    finished_ = true;
+    return added_;
+  }
+
+  arrow::Status Abort() {
+    for (auto& [key, file] : open_) {
+      if (file.writer) (void)file.writer->Close();
+      (void)file.sink->Abort();
+    }
+    open_.clear();
+    std::vector<std::string> paths;
+    for (const auto& add : added_) paths.push_back(DecodeLogPath(add.path));
+    added_.clear();
+    return store_->DeleteMany(paths);
+  }
+
+  int64_t bytes_written() const { return bytes_written_; }
+  int64_t rows_written() const { return rows_written_; }
+
+  void set_file_numbering(int64_t first, int64_t step) {
+    file_counter_ = first;
+    file_step_ = step;
+  }
+
+  ~Impl() {
+    if (!finished_ && (!open_.empty() || !added_.empty())) {
+      arrow::Status status = Abort();
+      if (!status.ok())
+        AMPDELTA_LOG_WARN("delta abandoned data files not removed: ", status.ToString());
+    }
+  }
+
+ private:
+  using OpenFiles = std::map<std::string, OpenFile>;
+
+  arrow::Result<OpenFiles::iterator> OpenFor(const NullableStringMap& values,
+                                             const arrow::RecordBatch& sample) {
+    const std::string folder = PartitionFolder(partition_columns_, values);
+    auto it = open_.find(folder);
+    if (it != open_.end()) {
+      Touch(folder);
+      return it;
+    }
+    if (open_.size() >= kMaxOpenFiles) {
+      auto oldest = open_.find(recency_.front());
+      ARROW_RETURN_NOT_OK(CloseFile(oldest));
+    }
+    OpenFile file;
+    const int64_t number = file_counter_;
+    file_counter_ += file_step_;
+    const std::string token =
+        options_.file_token.empty() ? "" : options_.file_token + "-";
+    const std::string name = "part-" + std::to_string(100000 + number).substr(1) + "-" +
+                             NewUuid() + "-" + token + "c000." +
+                             CodecName(options_.codec) + ".parquet";
+    file.key = folder.empty() ? name : folder + "/" + name;
+    file.partition_values = values;
+    ARROW_ASSIGN_OR_RAISE(auto plan, PlanColumns(sample, options_));
+    const auto properties =
+        plan.empty() ? properties_ : MakeWriterProperties(plan, options_, *data_schema_);
+    ARROW_ASSIGN_OR_RAISE(file.sink, store_->OpenOutputStream(file.key));
+    ARROW_ASSIGN_OR_RAISE(file.writer, parquet::arrow::FileWriter::Open(
+                                           *data_schema_, arrow::default_memory_pool(),
+                                           file.sink, properties, arrow_properties_));
+    file.stats = std::make_unique<StatsCollector>(data_schema_, options_.stats);
+    recency_.push_back(folder);
+    return open_.emplace(folder, std::move(file)).first;
+  }
+
+  void Touch(const std::string& folder) {
+    recency_.remove(folder);
+    recency_.push_back(folder);
+  }
+
+  arrow::Status WriteToPartition(NullableStringMap values,
+                                 const std::shared_ptr<arrow::RecordBatch>& batch) {
+    std::vector<std::shared_ptr<arrow::Array>> columns;
+    for (int index : data_indices_) columns.push_back(batch->column(index));
+    std::shared_ptr<arrow::RecordBatch> data =
+        arrow::RecordBatch::Make(data_schema_, batch->num_rows(), std::move(columns));
+    int64_t offset = 0;
+    while (offset < data->num_rows()) {
+      ARROW_ASSIGN_OR_RAISE(auto it, OpenFor(values, *data));
+      OpenFile& file = it->second;
+      int64_t take = data->num_rows() - offset;
+      if (options_.max_rows_per_file > 0) {
+        take = std::min(take, options_.max_rows_per_file - file.rows);
+      }
+      std::shared_ptr<arrow::RecordBatch> slice =
+          offset == 0 && take == data->num_rows() ? data : data->Slice(offset, take);
+      ARROW_RETURN_NOT_OK(file.writer->WriteRecordBatch(*slice));
+      ARROW_RETURN_NOT_OK(file.stats->Update(*slice));
+      file.rows += take;
+      file.buffered_rows += take;
+      file.buffered_bytes += arrow::util::TotalBufferSize(*slice);
+      rows_written_ += take;
+      offset += take;
+      // Flush the row group when it grows large in memory, then roll by size.
+      if (file.buffered_rows >= options_.max_rows_per_group ||
+          file.buffered_bytes >=
+              std::min(kMaxBufferedRowGroupBytes,
+                       std::max<int64_t>(options_.target_file_size, 1 << 20))) {
+        ARROW_RETURN_NOT_OK(file.writer->NewBufferedRowGroup());
+        file.buffered_rows = 0;
+        file.buffered_bytes = 0;
+        ARROW_ASSIGN_OR_RAISE(int64_t size, file.sink->Tell());
+        if (size >= options_.target_file_size) {
+          ARROW_RETURN_NOT_OK(CloseFile(it));
+          continue;
+        }
+      }
+      if (options_.max_rows_per_file > 0 && file.rows >= options_.max_rows_per_file) {
+        ARROW_RETURN_NOT_OK(CloseFile(it));
+      }
+    }
+    return arrow::Status::OK();
+  }
+
+  arrow::Status CloseFile(OpenFiles::iterator it) {
+    OpenFile file = std::move(it->second);
+    recency_.remove(it->first);
+    open_.erase(it);
+    ARROW_RETURN_NOT_OK(file.writer->Close());
+    ARROW_ASSIGN_OR_RAISE(int64_t size, file.sink->Tell());
+    ARROW_RETURN_NOT_OK(file.sink->Close());
+    Add add;
+    add.path = EncodeLogPath(file.key);
+    add.partition_values = std::move(file.partition_values);
+    add.size = size;
+    add.modification_time = NowMs();
+    add.data_change = true;
+    add.stats = file.stats->ToJson();
+    bytes_written_ += size;
+    AMPDELTA_LOG_DEBUG("delta data file path=", file.key, " rows=", file.rows,
+                       " bytes=", size);
+    added_.push_back(std::move(add));
+    return arrow::Status::OK();
+  }
+
+  std::shared_ptr<storage::ObjectStore> store_;
+  std::shared_ptr<arrow::Schema> table_schema_;
+  std::vector<std::string> partition_columns_;
+  DataFileOptions options_;
+  std::vector<int> partition_indices_;
+  std::vector<std::string> partition_names_;  // as partition_columns_ spells them
+  std::vector<int> data_indices_;
+  std::shared_ptr<arrow::Schema> data_schema_;
+  std::shared_ptr<parquet::WriterProperties> properties_;
+  std::shared_ptr<parquet::ArrowWriterProperties> arrow_properties_;
+  OpenFiles open_;
+  std::list<std::string> recency_;
+  std::vector<Add> added_;
+  int64_t file_counter_ = 0;
+  int64_t file_step_ = 1;
+  int64_t bytes_written_ = 0;
+  int64_t rows_written_ = 0;
+  bool finished_ = false;
+};
+
+PartitionFileSet::PartitionFileSet(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PartitionFileSet::~PartitionFileSet() = default;
+
+arrow::Result<std::unique_ptr<PartitionFileSet>> PartitionFileSet::Make(
+    std::shared_ptr<storage::ObjectStore> store,
+    std::shared_ptr<arrow::Schema> table_schema,
+    std::vector<std::string> partition_columns, DataFileOptions options,
+    int64_t first_number, int64_t number_step) {
+  auto impl = std::make_unique<Impl>(std::move(store), std::move(table_schema),
+                                     std::move(partition_columns), std::move(options));
+  impl->set_file_numbering(first_number, number_step);
+  ARROW_RETURN_NOT_OK(impl->Init());
+  return std::unique_ptr<PartitionFileSet>(new PartitionFileSet(std::move(impl)));
+}
+
+arrow::Status PartitionFileSet::Write(const std::shared_ptr<arrow::RecordBatch>& batch) {
+  return impl_->Write(batch);
+}
+arrow::Status PartitionFileSet::WriteEmptyFile(
+    const NullableStringMap& partition_values) {
+  return impl_->WriteEmptyFile(partition_values);
+}
+arrow::Result<std::vector<Add>> PartitionFileSet::Finish() { return impl_->Finish(); }
+arrow::Status PartitionFileSet::Abort() { return impl_->Abort(); }
+int64_t PartitionFileSet::bytes_written() const { return impl_->bytes_written(); }
+int64_t PartitionFileSet::rows_written() const { return impl_->rows_written(); }
+
+}  // namespace ampdelta::delta
