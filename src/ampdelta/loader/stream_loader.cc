@@ -22,6 +22,8 @@
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/loader/load_common.h"
+#include "ampdelta/loader/reorg_undo.h"
+#include "ampdelta/loader/stream_reader.h"
 #include "ampdelta/loader/stream_state.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
@@ -30,74 +32,10 @@ namespace ampdelta::loader {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Message = arrow::Result<std::optional<amp::ResponseBatch>>;
 
 // Completed ranges per network the interpreter is seeded with on (re)connect: enough to
 // place any reorg the server can report inside what the table holds.
 constexpr size_t kSeedRanges = 4096;
-
-// Messages from the reader thread; bounded so a slow table applies back-pressure.
-class MessageQueue {
- public:
-  void Push(Message message) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    space_.wait(lock, [&] { return closed_ || queue_.size() < kCapacity; });
-    if (closed_) return;
-    queue_.push_back(std::move(message));
-    ready_.notify_one();
-  }
-  // Return nullopt on timeout.
-  std::optional<Message> Pop(std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!ready_.wait_for(lock, timeout, [&] { return !queue_.empty(); }))
-      return std::nullopt;
-    Message message = std::move(queue_.front());
-    queue_.pop_front();
-    space_.notify_one();
-    return message;
-  }
-  void Close() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    closed_ = true;
-    space_.notify_all();
-  }
-
- private:
-  static constexpr size_t kCapacity = 8;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::condition_variable space_;
-  std::deque<Message> queue_;
-  bool closed_ = false;
-};
-
-// Reads a stream on its own thread, so the loader can commit on a timer while the server
-// is quiet and notice a stop request.
-class StreamReader {
- public:
-  explicit StreamReader(std::unique_ptr<amp::QueryStream> stream)
-      : stream_(std::move(stream)) {
-    thread_ = std::thread([this] {
-      while (true) {
-        Message message = stream_->Next();
-        const bool last = !message.ok() || !message->has_value();
-        queue_.Push(std::move(message));
-        if (last) break;
-      }
-    });
-  }
-  ~StreamReader() {
-    stream_->Cancel();
-    queue_.Close();
-    thread_.join();
-  }
-  MessageQueue& queue() { return queue_; }
-
- private:
-  std::unique_ptr<amp::QueryStream> stream_;
-  MessageQueue queue_;
-  std::thread thread_;
-};
 
 enum class Outcome : uint8_t { kEnded, kStopped, kReconnect };
 
@@ -584,19 +522,7 @@ class StreamLoad {
           .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
                                                     delta::kConcurrentApp));
     }
-    // The invalidated microbatches: recorded ranges at or past each fork.
-    std::set<std::string> ids;
-    std::vector<amp::BlockRange> undone;
-    for (const auto& fork : invalidated) {
-      auto it = state_.ranges.find(fork.network);
-      if (it == state_.ranges.end()) continue;
-      for (const auto& range : it->second) {
-        if (range.end >= fork.start) {
-          ids.insert(BatchId(range));
-          undone.push_back(range);
-        }
-      }
-    }
+    const std::set<std::string> ids = InvalidatedBatchIds(state_, invalidated);
     LoadResult reorg;
     reorg.table_name = result_->table_name;
     reorg.success = true;
@@ -608,21 +534,6 @@ class StreamLoad {
       Report(reorg);  // nothing of it was committed
       return arrow::Status::OK();
     }
-    auto invalid = [&](const amp::BlockRange& range) {
-      return ids.count(BatchId(range)) != 0;
-    };
-    // Files whose recorded ranges include an invalidated microbatch.
-    std::vector<const delta::Add*> affected;
-    for (const auto& file : snapshot_->files()) {
-      for (const auto& fork : invalidated) {
-        ARROW_ASSIGN_OR_RAISE(bool reaches,
-                              FileReachesBlock(file, app_id_, fork.network, fork.start));
-        if (reaches) {
-          affected.push_back(&file);
-          break;
-        }
-      }
-    }
     delta::TableWriteOptions write = write_;
     write.mode = delta::SaveMode::kAppend;
     write.read_snapshot = snapshot_;
@@ -631,107 +542,23 @@ class StreamLoad {
         {"predicate", "[\"reorg: " + RangesText(invalidated) + "\"]"}};
     ARROW_ASSIGN_OR_RAISE(auto writer,
                           delta::TableWriter::Open(store_, snapshot_->schema(), write));
-    std::vector<delta::Remove> removes;
-    std::vector<delta::Add> retagged;
-    std::vector<std::string> read;
-    std::vector<amp::BlockRange> kept_ranges;
-    int64_t rows_removed = 0;
-    int64_t files_rewritten = 0;
-    for (const delta::Add* file : affected) {
-      ARROW_ASSIGN_OR_RAISE(auto ranges,
-                            RangesFromTag(*file->tags->at(RangesTagKey(app_id_))));
-      std::vector<amp::BlockRange> remaining;
-      for (const auto& range : ranges) {
-        if (!invalid(range)) remaining.push_back(range);
-      }
-      read.push_back(snapshot_->FileKey(file->path));
-      ARROW_ASSIGN_OR_RAISE(auto table, delta::ReadDataFile(*snapshot_, *file));
-      ARROW_ASSIGN_OR_RAISE(auto rows, table->CombineChunksToBatch());
-      ARROW_ASSIGN_OR_RAISE(auto keep, KeepMask(*rows, ids));
-      const int64_t kept = keep.second;
-      const int64_t removed = rows->num_rows() - kept;
-      if (removed == 0) {
-        // The tags named a microbatch whose rows went to another file: re-tag only.
-        delta::Add copy = *file;
-        copy.data_change = false;
-        if (remaining.empty()) {
-          copy.tags->erase(RangesTagKey(app_id_));
-        } else {
-          (*copy.tags)[RangesTagKey(app_id_)] = RangesToTag(remaining);
-        }
-        retagged.push_back(std::move(copy));
-        continue;
-      }
-      rows_removed += removed;
-      removes.push_back(delta::RemoveFor(*file));
-      if (kept == 0) continue;
-      ++files_rewritten;
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum filtered,
-                            arrow::compute::Filter(rows, keep.first));
-      ARROW_RETURN_NOT_OK(writer->Write(filtered.record_batch()));
-      kept_ranges.insert(kept_ranges.end(), remaining.begin(), remaining.end());
-    }
-    if (!kept_ranges.empty())
-      writer->SetFileTags({{RangesTagKey(app_id_), RangesToTag(kept_ranges)}});
-    writer->StageRemoves(std::move(removes), std::move(read));
-    writer->StageAdds(std::move(retagged));
-    writer->AddOperationMetrics({{"numDeletedRows", std::to_string(rows_removed)}});
-    // What the table must still record after the undo: the newest surviving range of each
-    // network (checked after the commit, as for appends).
-    std::vector<amp::BlockRange> surviving;
-    for (const auto& [network, ranges] : state_.ranges) {
-      const amp::BlockRange* newest = nullptr;
-      for (const auto& range : ranges) {
-        if (ids.count(BatchId(range)) == 0 &&
-            (newest == nullptr || range.end > newest->end)) {
-          newest = &range;
-        }
-      }
-      if (newest != nullptr) surviving.push_back(*newest);
-    }
+    ARROW_ASSIGN_OR_RAISE(
+        const UndoStaged staged,
+        StageUndo(*snapshot_, app_id_, state_, invalidated, ids, writer.get()));
+    const int64_t rows_removed = staged.rows_removed;
+    const auto& surviving = staged.surviving;
     ARROW_RETURN_NOT_OK(Finish(writer.get(), &surviving));
     reorg.rows_loaded = 0;
     reorg.duration = std::chrono::duration<double>(Clock::now() - start).count();
     reorg.metadata["table_version"] = std::to_string(snapshot_->version());
     reorg.metadata["rows_removed"] = std::to_string(rows_removed);
-    reorg.metadata["files_touched"] = std::to_string(affected.size());
-    reorg.metadata["files_rewritten"] = std::to_string(files_rewritten);
+    reorg.metadata["files_touched"] = std::to_string(staged.files_touched);
+    reorg.metadata["files_rewritten"] = std::to_string(staged.files_rewritten);
     rows_undone_ += rows_removed;
     Report(reorg);
     // state_.ranges is stale now; every reader of it (the next undo, a reconnect)
     // refreshes.
     return arrow::Status::OK();
-  }
-
-  // Rows to keep: those whose _amp_batch_id names no invalidated microbatch.
-  static arrow::Result<std::pair<std::shared_ptr<arrow::Array>, int64_t>> KeepMask(
-      const arrow::RecordBatch& rows, const std::set<std::string>& ids) {
-    auto column = rows.GetColumnByName(kBatchIdColumn);
-    if (column == nullptr) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "cannot undo a reorg: the table has no ", kBatchIdColumn,
-                       " column (state.store_batch_id was off)");
-    }
-    arrow::BooleanBuilder mask;
-    ARROW_RETURN_NOT_OK(mask.Reserve(rows.num_rows()));
-    int64_t kept = 0;
-    const auto& values = static_cast<const arrow::StringArray&>(*column);
-    for (int64_t i = 0; i < rows.num_rows(); ++i) {
-      bool keep = true;
-      if (values.IsValid(i)) {
-        std::string_view value = values.GetView(i);
-        size_t from = 0;
-        while (keep && from <= value.size()) {
-          const size_t bar = std::min(value.find('|', from), value.size());
-          keep = ids.count(std::string(value.substr(from, bar - from))) == 0;
-          from = bar + 1;
-        }
-      }
-      mask.UnsafeAppend(keep);
-      kept += keep ? 1 : 0;
-    }
-    ARROW_ASSIGN_OR_RAISE(auto array, mask.Finish());
-    return std::make_pair(std::shared_ptr<arrow::Array>(array), kept);
   }
 
   // Compact files that no reorg can reach any more, every so many commits.
