@@ -21,6 +21,7 @@
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/table_writer.h"
+#include "ampdelta/loader/commit_group.h"
 #include "ampdelta/loader/load_common.h"
 #include "ampdelta/loader/reorg_undo.h"
 #include "ampdelta/loader/stream_reader.h"
@@ -51,7 +52,8 @@ class StreamLoad {
         store_(std::move(store)),
         write_(std::move(write)),
         result_(result),
-        app_id_(StreamAppId(sql_)) {}
+        app_id_(StreamAppId(sql_)),
+        group_(options.stream_commit_rows, options.stream_commit_interval) {}
 
   arrow::Status Run() {
     int failures = 0;
@@ -142,11 +144,11 @@ class StreamLoad {
     while (true) {
       if (Stopping()) {
         ARROW_RETURN_NOT_OK(CommitIfIdle());
-        if (open_rows_ == 0) return Outcome::kStopped;
+        if (group_.open_rows() == 0) return Outcome::kStopped;
       }
-      auto popped = reader.queue().Pop(WaitTime());
+      auto popped = reader.queue().Pop(group_.WaitTime());
       if (!popped) {
-        if (Due()) ARROW_RETURN_NOT_OK(CommitIfIdle());
+        if (group_.Due()) ARROW_RETURN_NOT_OK(CommitIfIdle());
         WarnIfStalled(query, connected, heard);
         if (in_microbatch && options_.idle_timeout.count() > 0 &&
             Clock::now() - last_heard >= options_.idle_timeout) {
@@ -275,20 +277,6 @@ class StreamLoad {
     return Stopping();
   }
 
-  std::chrono::milliseconds WaitTime() const {
-    if (pending_ranges_.empty()) return std::chrono::milliseconds(100);
-    const auto left = options_.stream_commit_interval -
-                      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
-                                                                            group_start_);
-    return std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(100));
-  }
-
-  bool Due() const {
-    return !pending_ranges_.empty() &&
-           (pending_rows_ >= options_.stream_commit_rows ||
-            Clock::now() - group_start_ >= options_.stream_commit_interval);
-  }
-
   arrow::Status WriteRows(const std::shared_ptr<arrow::RecordBatch>& data,
                           const std::vector<amp::BlockRange>& ranges) {
     std::shared_ptr<arrow::RecordBatch> batch = data;
@@ -313,7 +301,7 @@ class StreamLoad {
                             delta::TableWriter::Open(store_, batch->schema(), write));
     }
     ARROW_RETURN_NOT_OK(writer_->Write(batch));
-    open_rows_ += batch->num_rows();
+    group_.AddOpenRows(batch->num_rows());
     return arrow::Status::OK();
   }
 
@@ -322,43 +310,37 @@ class StreamLoad {
       head_[range.network] = std::max(head_[range.network], range.end);
       reached_[range.network] = std::max(reached_[range.network], range.end);
     }
-    if (open_rows_ > 0) {
-      if (pending_ranges_.empty()) group_start_ = Clock::now();
-      pending_ranges_.insert(pending_ranges_.end(), ranges.begin(), ranges.end());
-      pending_rows_ += open_rows_;
-      open_rows_ = 0;
-    }
-    if (Due() || ReachedUntil()) return CommitIfIdle();
+    group_.CompleteMicrobatch(ranges);
+    if (group_.Due() || ReachedUntil()) return CommitIfIdle();
     return arrow::Status::OK();
   }
 
   // Commit the complete microbatches written so far (never a partial one).
   arrow::Status CommitIfIdle() {
-    if (pending_ranges_.empty() || open_rows_ > 0) return arrow::Status::OK();
-    writer_->SetFileTags({{RangesTagKey(app_id_), RangesToTag(pending_ranges_)}});
+    if (!group_.Committable()) return arrow::Status::OK();
+    const std::vector<amp::BlockRange> committed = group_.ranges();
+    writer_->SetFileTags({{RangesTagKey(app_id_), RangesToTag(committed)}});
     const auto commit_start = Clock::now();
-    ARROW_RETURN_NOT_OK(Finish(writer_.get(), &pending_ranges_));
+    ARROW_RETURN_NOT_OK(Finish(writer_.get(), &committed));
     const double commit_ms =
         std::chrono::duration<double, std::milli>(Clock::now() - commit_start).count();
-    const int64_t rows = pending_rows_;
+    const int64_t rows = group_.rows();
     writer_.reset();
     LoadResult commit;
     commit.table_name = result_->table_name;
     commit.success = true;
     commit.rows_loaded = rows;
-    commit.duration = std::chrono::duration<double>(Clock::now() - group_start_).count();
+    commit.duration = group_.Age().count();
     commit.metadata["table_version"] = std::to_string(snapshot_->version());
-    commit.metadata["block_ranges"] = RangesText(pending_ranges_);
+    commit.metadata["block_ranges"] = RangesText(committed);
     // Closing the files, the commit and reading it back: what a live microbatch waits
     // for.
     commit.metadata["commit_ms"] = std::to_string(commit_ms);
-    if (pending_ranges_.back().timestamp) {
-      commit.metadata["end_timestamp"] =
-          std::to_string(*pending_ranges_.back().timestamp);
+    if (committed.back().timestamp) {
+      commit.metadata["end_timestamp"] = std::to_string(*committed.back().timestamp);
     }
     rows_loaded_ += rows;
-    pending_ranges_.clear();
-    pending_rows_ = 0;
+    group_.ClearCommitted();
     Report(commit);
     return MaybeCompact();
   }
@@ -600,9 +582,7 @@ class StreamLoad {
     if (writer_ != nullptr) (void)writer_->Abort();
     writer_.reset();
     reached_.clear();  // what the next connection completes, not what this one saw
-    pending_ranges_.clear();
-    pending_rows_ = 0;
-    open_rows_ = 0;
+    group_.Clear();
   }
 
  public:
@@ -639,10 +619,7 @@ class StreamLoad {
   std::unique_ptr<delta::TableWriter> writer_;
   // The ranges of a microbatch being re-sent that the table already holds.
   std::optional<std::vector<amp::BlockRange>> replaying_;
-  std::vector<amp::BlockRange> pending_ranges_;
-  int64_t pending_rows_ = 0;
-  int64_t open_rows_ = 0;
-  Clock::time_point group_start_;
+  CommitGroup group_;
   std::map<std::string, uint64_t> head_;
   // The newest block of each network completed on the current connection (--until-block).
   std::map<std::string, uint64_t> reached_;
