@@ -345,51 +345,6 @@ class StreamLoad {
     return MaybeCompact();
   }
 
-  // Fail as rolled back when a commit after `before` removed (as a data change) a file
-  // that held this stream's progress in `before`: the refreshed state is what to resume
-  // from, not the stream's position in memory.
-  arrow::Status CheckProgressKept(const delta::Snapshot* before,
-                                  const delta::Snapshot* after) {
-    if (before == nullptr || after == nullptr || before->version() == after->version()) {
-      return arrow::Status::OK();
-    }
-    const std::string key = RangesTagKey(app_id_);
-    std::set<std::string> live;
-    for (const auto& file : after->files()) live.insert(after->FileKey(file.path));
-    std::set<std::string> known;
-    for (const auto& remove : before->tombstones())
-      known.insert(before->FileKey(remove.path));
-    std::set<std::string> taken;
-    for (const auto& remove : after->tombstones()) {
-      if (!remove.data_change) continue;
-      const std::string path = after->FileKey(remove.path);
-      taken.insert(path);
-      // A file this stream never saw (a compaction's output), removed with its ranges.
-      if (known.count(path) == 0 && remove.tags && remove.tags->count(key) != 0 &&
-          live.count(path) == 0) {
-        return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError, "file ",
-                         path,
-                         " holding this stream's progress was removed by a later commit "
-                         "(a restore or delete took it back)")
-            .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
-                                                      delta::kRolledBack));
-      }
-    }
-    for (const auto& file : before->files()) {
-      if (!file.tags || file.tags->count(key) == 0) continue;
-      const std::string path = before->FileKey(file.path);
-      if (live.count(path) == 0 && taken.count(path) != 0) {
-        return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError, "file ",
-                         path,
-                         " holding this stream's progress was removed by a "
-                         "later commit (a restore or delete took it back)")
-            .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
-                                                      delta::kRolledBack));
-      }
-    }
-    return arrow::Status::OK();
-  }
-
   static bool HasSubcode(const arrow::Status& status, const char* subcode) {
     const ErrorDetail* detail = GetErrorDetail(status);
     return detail != nullptr && detail->code() == ErrorCode::kCommitConflict &&
@@ -493,7 +448,7 @@ class StreamLoad {
     const auto expected = state_.txn_version;
     const auto before = snapshot_;
     ARROW_RETURN_NOT_OK(Refresh());
-    ARROW_RETURN_NOT_OK(CheckProgressKept(before.get(), snapshot_.get()));
+    ARROW_RETURN_NOT_OK(CheckProgressKept(before.get(), snapshot_.get(), app_id_));
     if (state_.txn_version != expected) {
       // Another loader of this stream committed since our last commit: never adopt its
       // progress silently (the one-loader-per-stream guarantee).

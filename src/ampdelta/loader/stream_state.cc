@@ -1,12 +1,14 @@
 #include "ampdelta/loader/stream_state.h"
 
 #include <algorithm>
+#include <set>
 
 #include <arrow/array.h>
 #include <arrow/builder.h>
 #include <arrow/record_batch.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/txn/transaction.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/sha256.h"
 #include "ampdelta/util/status.h"
@@ -114,6 +116,48 @@ arrow::Result<bool> FileReachesBlock(const delta::Add& file, const std::string& 
   return std::any_of(ranges.begin(), ranges.end(), [&](const amp::BlockRange& range) {
     return range.network == network && range.end >= from;
   });
+}
+
+arrow::Status CheckProgressKept(const delta::Snapshot* before,
+                                const delta::Snapshot* after, const std::string& app_id) {
+  if (before == nullptr || after == nullptr || before->version() == after->version()) {
+    return arrow::Status::OK();
+  }
+  const std::string key = RangesTagKey(app_id);
+  std::set<std::string> live;
+  for (const auto& file : after->files()) live.insert(after->FileKey(file.path));
+  std::set<std::string> known;
+  for (const auto& remove : before->tombstones())
+    known.insert(before->FileKey(remove.path));
+  std::set<std::string> taken;
+  for (const auto& remove : after->tombstones()) {
+    if (!remove.data_change) continue;
+    const std::string path = after->FileKey(remove.path);
+    taken.insert(path);
+    // A file this stream never saw (a compaction's output), removed with its ranges.
+    if (known.count(path) == 0 && remove.tags && remove.tags->count(key) != 0 &&
+        live.count(path) == 0) {
+      return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError, "file ",
+                       path,
+                       " holding this stream's progress was removed by a later commit "
+                       "(a restore or delete took it back)")
+          .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
+                                                    delta::kRolledBack));
+    }
+  }
+  for (const auto& file : before->files()) {
+    if (!file.tags || file.tags->count(key) == 0) continue;
+    const std::string path = before->FileKey(file.path);
+    if (live.count(path) == 0 && taken.count(path) != 0) {
+      return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError, "file ",
+                       path,
+                       " holding this stream's progress was removed by a "
+                       "later commit (a restore or delete took it back)")
+          .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
+                                                    delta::kRolledBack));
+    }
+  }
+  return arrow::Status::OK();
 }
 
 }  // namespace ampdelta::loader

@@ -73,4 +73,11 @@ arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
 arrow::Result<bool> FileReachesBlock(const delta::Add& file, const std::string& app_id,
                                      const std::string& network, uint64_t from);
 
+/// \brief Return a kCommitConflict error with subcode `rolled_back` when a commit after
+/// `before` removed (as a data change) a file that held stream `app_id`'s progress in
+/// `before`: the refreshed state is what to resume from, not the stream's position in
+/// memory. OK when either snapshot is missing or nothing was committed in between.
+arrow::Status CheckProgressKept(const delta::Snapshot* before,
+                                const delta::Snapshot* after, const std::string& app_id);
+
 }  // namespace ampdelta::loader
