@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "ampdelta/devserver/dev_server.h"
+#include "ampdelta/util/numbers.h"
 #include "commands.h"
 
 namespace ampdelta::cli {
@@ -26,12 +27,11 @@ struct DevServerArgs {
 bool ParseReorgAt(const std::string& text, uint64_t* block, uint64_t* depth) {
   const size_t colon = text.find(':');
   if (colon == std::string::npos) return false;
-  try {
-    *block = std::stoull(text.substr(0, colon));
-    *depth = std::stoull(text.substr(colon + 1));
-  } catch (const std::exception&) {
-    return false;
-  }
+  const auto parsed_block = ParseUint64(std::string_view(text).substr(0, colon));
+  const auto parsed_depth = ParseUint64(std::string_view(text).substr(colon + 1));
+  if (!parsed_block || !parsed_depth) return false;
+  *block = *parsed_block;
+  *depth = *parsed_depth;
   return *depth > 0;
 }
 

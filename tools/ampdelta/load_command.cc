@@ -82,18 +82,16 @@ loader::LoadResult RunStream(amp::Client& client, const LoadArgs& args,
     }
     if (tty) std::fprintf(stderr, "\r\033[K");
     std::cout << result;
-    if (!result.is_reorg) std::cout << " [" << result.metadata.at("block_ranges") << "]";
+    if (!result.is_reorg) std::cout << " [" << result.progress.block_ranges << "]";
     std::cout << std::endl;
     if (tty) {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const std::string& ranges =
-          result.is_reorg ? std::string("-") : result.metadata.at("block_ranges");
+      const std::string ranges = result.is_reorg ? "-" : result.progress.block_ranges;
       // Lag: how far the committed head's block time is behind the wall clock.
       std::string lag = "?";
-      auto block_time = result.metadata.find("end_timestamp");
-      if (block_time != result.metadata.end()) {
-        lag = std::to_string(std::time(nullptr) - std::stoll(block_time->second)) + "s";
+      if (result.progress.end_timestamp) {
+        lag = std::to_string(std::time(nullptr) - *result.progress.end_timestamp) + "s";
       }
       std::fprintf(stderr,
                    "  head %s  lag %s  %.0f rows/s  %lld commits  %lld reorgs  %.0fs ",
@@ -226,12 +224,11 @@ int RunLoad(const LoadArgs& args) {
     options.on_batch = [start](const loader::LoadResult& batch) {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const double bytes = std::stod(batch.metadata.at("total_bytes"));
-      std::fprintf(
-          stderr, "\r  %s rows  %s batches  %.1f MB/s  %.1fs elapsed ",
-          batch.metadata.at("total_rows").c_str(),
-          std::to_string(std::stoll(batch.metadata.at("batch_index")) + 1).c_str(),
-          seconds > 0 ? bytes / 1e6 / seconds : 0.0, seconds);
+      const auto bytes = static_cast<double>(batch.progress.total_bytes);
+      std::fprintf(stderr, "\r  %lld rows  %lld batches  %.1f MB/s  %.1fs elapsed ",
+                   static_cast<long long>(batch.progress.total_rows),
+                   static_cast<long long>(batch.progress.batch_index + 1),
+                   seconds > 0 ? bytes / 1e6 / seconds : 0.0, seconds);
     };
   }
   loader::LoadResult result = loader::LoadBatch(**client, args.sql, *config, options);

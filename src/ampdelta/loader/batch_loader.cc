@@ -70,7 +70,10 @@ void ReportBatch(const LoadOptions& options, const std::string& table_name,
   batch.duration = seconds;
   batch.ops_per_second =
       seconds > 0 ? static_cast<double>(batch.rows_loaded) / seconds : 0;
-  batch.metadata["batch_index"] = std::to_string(progress.batches - 1);
+  batch.progress.batch_index = progress.batches - 1;
+  batch.progress.total_rows = progress.rows;
+  batch.progress.total_bytes = progress.bytes;
+  batch.metadata["batch_index"] = std::to_string(batch.progress.batch_index);
   batch.metadata["total_rows"] = std::to_string(progress.rows);
   batch.metadata["total_bytes"] = std::to_string(progress.bytes);
   const std::string ranges = RangesText(message.metadata);

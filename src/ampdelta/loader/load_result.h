@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -20,6 +21,19 @@ struct InvalidationRange {
   uint64_t end = 0;
 };
 
+/// \brief Where a load stands, typed (the metadata map holds the same as the Python SDK's
+/// text; programs read these).
+struct LoadProgress {
+  /// Per-batch results of batch loads: this batch's index, and the rows and bytes so far.
+  int64_t batch_index = -1;
+  int64_t total_rows = 0;
+  int64_t total_bytes = 0;
+  /// Stream commits: the committed ranges (`network:first-last,…`) and the block time of
+  /// the newest committed block, when the server sent it.
+  std::string block_ranges;
+  std::optional<int64_t> end_timestamp;
+};
+
 /// \brief What a load did.
 struct LoadResult {
   int64_t rows_loaded = 0;
@@ -33,6 +47,7 @@ struct LoadResult {
   arrow::Status status;
   /// table_version, files_added, bytes_written, … as text.
   std::map<std::string, std::string> metadata;
+  LoadProgress progress;
   bool is_reorg = false;
   std::vector<InvalidationRange> invalidation_ranges;
 

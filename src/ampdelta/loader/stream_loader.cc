@@ -332,12 +332,14 @@ class StreamLoad {
     commit.rows_loaded = rows;
     commit.duration = group_.Age().count();
     commit.metadata["table_version"] = std::to_string(snapshot_->version());
-    commit.metadata["block_ranges"] = RangesText(committed);
+    commit.progress.block_ranges = RangesText(committed);
+    commit.metadata["block_ranges"] = commit.progress.block_ranges;
     // Closing the files, the commit and reading it back: what a live microbatch waits
     // for.
     commit.metadata["commit_ms"] = std::to_string(commit_ms);
     if (committed.back().timestamp) {
-      commit.metadata["end_timestamp"] = std::to_string(*committed.back().timestamp);
+      commit.progress.end_timestamp = static_cast<int64_t>(*committed.back().timestamp);
+      commit.metadata["end_timestamp"] = std::to_string(*commit.progress.end_timestamp);
     }
     rows_loaded_ += rows;
     group_.ClearCommitted();

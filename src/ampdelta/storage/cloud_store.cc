@@ -13,12 +13,8 @@ arrow::Result<int64_t> LookupInt(const std::map<std::string, std::string>& optio
                                  int64_t minimum) {
   auto value = LookupOption(options, key);
   if (!value) return fallback;
-  try {
-    size_t used = 0;
-    const int64_t parsed = std::stoll(*value, &used);
-    if (used == value->size() && parsed >= minimum) return parsed;
-  } catch (...) {
-  }
+  const std::optional<int64_t> parsed = ParseInt64(*value);
+  if (parsed && *parsed >= minimum) return *parsed;
   return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                    "storage option ", key, " must be an integer >= ", minimum, ", not '",
                    *value, "'");
