@@ -173,4 +173,44 @@ Protocol ProtocolForNewTable(const arrow::Schema& schema) {
   return protocol;
 }
 
+Protocol CombineProtocols(const Protocol& existing, const Protocol& required) {
+  const bool features =
+      existing.min_writer_version >= 7 || required.min_writer_version >= 7 ||
+      existing.min_reader_version >= 3 || required.min_reader_version >= 3;
+  Protocol combined;
+  combined.min_reader_version =
+      std::max(existing.min_reader_version, required.min_reader_version);
+  combined.min_writer_version =
+      std::max(existing.min_writer_version, required.min_writer_version);
+  if (!features) return combined;
+  auto add = [](std::vector<std::string>* out, const std::vector<std::string>& more) {
+    for (const auto& feature : more) {
+      if (std::find(out->begin(), out->end(), feature) == out->end())
+        out->push_back(feature);
+    }
+  };
+  combined.min_writer_version = 7;
+  std::vector<std::string> writer;
+  add(&writer, ImpliedWriterFeatures(existing));
+  // A legacy requirement is the default of a new table, not a feature this table needs.
+  if (required.min_writer_version >= 7) add(&writer, ImpliedWriterFeatures(required));
+  combined.writer_features = std::move(writer);
+  if (combined.min_reader_version >= 3) {
+    combined.min_reader_version = 3;
+    // Legacy reader version 2 means column mapping.
+    auto reader_features = [](const Protocol& protocol) {
+      if (protocol.min_reader_version >= 3) {
+        return protocol.reader_features.value_or(std::vector<std::string>{});
+      }
+      return protocol.min_reader_version == 2 ? std::vector<std::string>{"columnMapping"}
+                                              : std::vector<std::string>{};
+    };
+    std::vector<std::string> reader;
+    add(&reader, reader_features(existing));
+    add(&reader, reader_features(required));
+    combined.reader_features = std::move(reader);
+  }
+  return combined;
+}
+
 }  // namespace ampdelta::delta

@@ -30,6 +30,12 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
 /// column needs it.
 Protocol ProtocolForNewTable(const arrow::Schema& schema);
 
+/// \brief Return the weakest protocol that has everything `existing` and `required` have:
+/// both legacy, the higher versions; otherwise table features (reader 3 when either needs
+/// reader features, writer 7) listing the features of both, legacy versions' implied ones
+/// included, so a table never loses a feature it had.
+Protocol CombineProtocols(const Protocol& existing, const Protocol& required);
+
 /// \brief Return the writer features a protocol implies (explicit list at writer v7,
 /// legacy features for lower versions).
 std::vector<std::string> ImpliedWriterFeatures(const Protocol& protocol);

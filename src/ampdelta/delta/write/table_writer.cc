@@ -16,6 +16,7 @@
 #include "ampdelta/delta/read/predicate.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/file_tags.h"
+#include "ampdelta/delta/write/write_plan.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
@@ -23,136 +24,16 @@
 #include "ampdelta/util/uuid.h"
 
 namespace ampdelta::delta {
-namespace {
-
-template <typename... Args>
-arrow::Status InputError(Args&&... args) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   std::forward<Args>(args)...);
-}
-
-std::string PythonList(const std::vector<std::string>& names) {
-  std::string out = "[";
-  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
-  return out + "]";
-}
-
-std::string PythonSet(const std::vector<std::string>& names) {
-  std::string out = "{";
-  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
-  return out + "}";
-}
-
-// Reconcile the incoming data's schema with the table's (merge_schema semantics).
-arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(
-    const arrow::Schema& table, const arrow::Schema& incoming, bool merge_schema) {
-  std::vector<std::string> added;
-  std::vector<std::string> missing;
-  std::vector<std::string> changed;
-  // Delta column names are case-insensitive: a column differing only in case is the same
-  // column (the table's spelling stays).
-  for (const auto& field : incoming.fields()) {
-    const int index = FindFieldIgnoreCase(table, field->name());
-    auto existing = index >= 0 ? table.field(index) : nullptr;
-    if (existing == nullptr) {
-      added.push_back(field->name());
-    } else if (!CanWriteInto(*field->type(), *existing->type())) {
-      changed.push_back(field->name() + " (table " + DeltaTypeName(*existing->type()) +
-                        ", data " + DeltaTypeName(*field->type()) + ")");
-    }
-  }
-  for (const auto& field : table.fields()) {
-    if (FindFieldIgnoreCase(incoming, field->name()) < 0)
-      missing.push_back(field->name());
-  }
-  if (!changed.empty()) {
-    return InputError("schema mismatch: column types differ: ", PythonList(changed));
-  }
-  if (!merge_schema && (!added.empty() || !missing.empty())) {
-    std::string message = "schema mismatch with merge_schema=false:";
-    if (!added.empty())
-      message += " columns not in the table: " + PythonList(added) + ";";
-    if (!missing.empty())
-      message += " table columns missing from the data: " + PythonList(missing) + ";";
-    message.pop_back();
-    return InputError(message);
-  }
-  for (const auto& name : missing) {
-    if (!table.field(FindFieldIgnoreCase(table, name))->nullable()) {
-      return InputError("the data has no column '", name,
-                        "', which the table requires (not nullable)");
-    }
-  }
-  if (added.empty()) return std::shared_ptr<arrow::Schema>();
-  arrow::FieldVector fields = table.fields();
-  for (const auto& name : added) {
-    fields.push_back(
-        incoming.field(FindFieldIgnoreCase(incoming, name))->WithNullable(true));
-  }
-  return arrow::schema(std::move(fields));
-}
-
-bool SameColumns(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(),
-                    [](const std::string& x, const std::string& y) {
-                      return EqualsIgnoreAsciiCase(x, y);
-                    });
-}
-
-// Check `partition_by` against the data's columns and spell each as the data does: names
-// are case-insensitive, listed once, and at least one column must stay in the data files
-// (a file of partition columns only has no columns and no rows).
-arrow::Result<std::vector<std::string>> ResolvePartitionColumns(
-    const std::vector<std::string>& partition_by, const arrow::Schema& incoming) {
-  std::vector<std::string> resolved;
-  std::vector<std::string> not_found;
-  for (const auto& column : partition_by) {
-    if (column.empty()) return InputError("partition_by has an empty column name");
-    const int index = FindFieldIgnoreCase(incoming, column);
-    if (index < 0) {
-      not_found.push_back(column);
-      continue;
-    }
-    const std::string& name = incoming.field(index)->name();
-    if (std::find(resolved.begin(), resolved.end(), name) != resolved.end()) {
-      return InputError("partition_by lists column '", column,
-                        "' twice (column names are case-insensitive)");
-    }
-    resolved.push_back(name);
-  }
-  if (!not_found.empty()) {
-    std::vector<std::string> available;
-    for (const auto& field : incoming.fields()) available.push_back(field->name());
-    return InputError("Partition columns ", PythonSet(not_found),
-                      " not found in table; "
-                      "available columns: ",
-                      PythonList(available));
-  }
-  if (!resolved.empty() && static_cast<int>(resolved.size()) >= incoming.num_fields()) {
-    return InputError("partition_by names every column of the data (",
-                      PythonList(resolved),
-                      "): at least one column must stay in the data files");
-  }
-  for (const auto& column : resolved) {
-    const auto& type = *incoming.GetFieldByName(column)->type();
-    if (!IsPartitionableType(type)) {
-      return InputError("cannot partition by column '", column, "' of type ",
-                        DeltaTypeName(type));
-    }
-  }
-  return resolved;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 arrow::Result<SaveMode> ParseSaveMode(const std::string& mode) {
   if (mode == "append") return SaveMode::kAppend;
   if (mode == "overwrite") return SaveMode::kOverwrite;
   if (mode == "error" || mode == "errorifexists") return SaveMode::kErrorIfExists;
   if (mode == "ignore") return SaveMode::kIgnore;
-  return InputError("Invalid save mode provided: ", mode,
-                    " (use append, overwrite, error or ignore)");
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                   "Invalid save mode provided: ", mode,
+                   " (use append, overwrite, error or ignore)");
 }
 
 namespace {
@@ -241,117 +122,17 @@ class TableWriter::Impl {
         return loaded.status();
       }
     }
-    ARROW_ASSIGN_OR_RAISE(auto incoming, ToTableSchema(*source_schema));
-    // partition_by must name columns of the data (the seed's message and the columns).
-    ARROW_ASSIGN_OR_RAISE(options.partition_by,
-                          ResolvePartitionColumns(options.partition_by, *incoming));
-    // An overwrite may replace the schema (and partitioning) when the new rows do not fit
-    // the table's; when they fit, the table keeps its metadata.
-    bool replace_schema = false;
-    if (snapshot && options.mode == SaveMode::kOverwrite && options.overwrite_schema) {
-      const bool partitioning_differs =
-          !options.partition_by.empty() &&
-          !SameColumns(options.partition_by, snapshot->partition_columns());
-      replace_schema =
-          partitioning_differs ||
-          !ReconcileSchema(*snapshot->schema(), *incoming, options.merge_schema).ok();
+    ARROW_ASSIGN_OR_RAISE(WritePlan plan, PlanWrite(snapshot.get(), *source_schema,
+                                                    options, store->root_uri()));
+    if (plan.skipped) {
+      skipped = true;
+      return arrow::Status::OK();
     }
-    if (snapshot && !replace_schema) {
-      if (options.mode == SaveMode::kErrorIfExists) {
-        return InputError("table already exists at ", store->root_uri(), " (mode error)");
-      }
-      if (options.mode == SaveMode::kIgnore) {
-        skipped = true;
-        return arrow::Status::OK();
-      }
-      // A table ampdelta cannot write is refused before anything about the data.
-      ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
-                                              *snapshot->schema()));
-      if (!options.partition_by.empty() &&
-          !SameColumns(options.partition_by, snapshot->partition_columns())) {
-        return InputError(
-            "Specified table partitioning does not match table partitioning: "
-            "specified ",
-            PythonList(options.partition_by), ", table ",
-            PythonList(snapshot->partition_columns()));
-      }
-      partition_columns = snapshot->partition_columns();
-      // Every load must bring the partition columns: rows without them would all land in
-      // the null partition.
-      std::vector<std::string> absent;
-      for (const auto& column : partition_columns) {
-        if (FindFieldIgnoreCase(*incoming, column) < 0) absent.push_back(column);
-      }
-      if (!absent.empty()) {
-        std::vector<std::string> available;
-        for (const auto& field : incoming->fields()) available.push_back(field->name());
-        return InputError("Partition columns ", PythonSet(absent),
-                          " not found in the data; "
-                          "the table is partitioned by ",
-                          PythonList(partition_columns),
-                          "; available columns: ", PythonList(available));
-      }
-      ARROW_ASSIGN_OR_RAISE(auto merged, ReconcileSchema(*snapshot->schema(), *incoming,
-                                                         options.merge_schema));
-      table_schema = snapshot->schema();
-      if (merged != nullptr) {
-        // New columns: the commit carries the widened metadata.
-        Metadata metadata = snapshot->metadata();
-        ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*merged));
-        table_schema = merged;
-        if (NeedsTimestampNtz(*merged) && !NeedsTimestampNtz(*snapshot->schema())) {
-          return InputError(
-              "adding a timestamp column without time zone needs the "
-              "timestampNtz table feature, which ampdelta does not add to "
-              "existing tables");
-        }
-        new_metadata = std::move(metadata);
-      }
-    } else {
-      // A new table (or an overwrite that replaces the schema).
-      table_schema = incoming;
-      partition_columns = options.partition_by;
-      if (partition_columns.empty() && snapshot) {
-        // Keep the table's partitioning when the new rows still have those columns (in
-        // any case; the new schema's spelling wins) ...
-        bool all_present = true;
-        std::vector<std::string> kept;
-        for (const auto& column : snapshot->partition_columns()) {
-          const int index = FindFieldIgnoreCase(*incoming, column);
-          all_present = all_present && index >= 0 &&
-                        IsPartitionableType(*incoming->field(index)->type());
-          if (index >= 0) kept.push_back(incoming->field(index)->name());
-        }
-        // ... and some column still lands in the data files.
-        all_present =
-            all_present && static_cast<int>(snapshot->partition_columns().size()) <
-                               incoming->num_fields();
-        if (all_present) partition_columns = std::move(kept);
-      }
-      Metadata metadata;
-      metadata.id = snapshot ? snapshot->metadata().id : NewUuid();
-      metadata.name = options.name;
-      metadata.description = options.description;
-      ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*table_schema));
-      metadata.partition_columns = partition_columns;
-      if (!snapshot) ARROW_RETURN_NOT_OK(ValidateTableProperties(options.configuration));
-      metadata.configuration =
-          snapshot ? snapshot->metadata().configuration : options.configuration;
-      metadata.created_time =
-          snapshot ? snapshot->metadata().created_time : std::optional<int64_t>(NowMs());
-      Protocol protocol = ProtocolForNewTable(*table_schema);
-      if (snapshot) {
-        // Keep a stronger existing protocol.
-        if (snapshot->protocol().min_writer_version > protocol.min_writer_version ||
-            snapshot->protocol().min_reader_version > protocol.min_reader_version) {
-          protocol = snapshot->protocol();
-        }
-        ARROW_RETURN_NOT_OK(CheckWriteSupported(
-            snapshot->protocol(), snapshot->metadata(), *snapshot->schema()));
-      }
-      new_protocol = protocol;
-      new_metadata = std::move(metadata);
-    }
+    options.partition_by = plan.partition_by;
+    table_schema = std::move(plan.table_schema);
+    partition_columns = std::move(plan.partition_columns);
+    new_metadata = std::move(plan.new_metadata);
+    new_protocol = std::move(plan.new_protocol);
     // Vacuum must not take the files for garbage before they are committed.
     lease = options.lease;
     if (lease == nullptr) {

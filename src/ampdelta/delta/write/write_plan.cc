@@ -1,0 +1,255 @@
+#include "ampdelta/delta/write/write_plan.h"
+
+#include <algorithm>
+
+#include <arrow/type.h>
+
+#include "ampdelta/delta/log/partitioning.h"
+#include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/util/ascii.h"
+#include "ampdelta/util/clock.h"
+#include "ampdelta/util/status.h"
+#include "ampdelta/util/uuid.h"
+
+namespace ampdelta::delta {
+namespace {
+
+template <typename... Args>
+arrow::Status InputError(Args&&... args) {
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                   std::forward<Args>(args)...);
+}
+
+std::string PythonList(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
+  return out + "]";
+}
+
+std::string PythonSet(const std::vector<std::string>& names) {
+  std::string out = "{";
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
+  return out + "}";
+}
+
+// Reconcile the incoming data's schema with the table's (merge_schema semantics).
+arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(
+    const arrow::Schema& table, const arrow::Schema& incoming, bool merge_schema) {
+  std::vector<std::string> added;
+  std::vector<std::string> missing;
+  std::vector<std::string> changed;
+  // Delta column names are case-insensitive: a column differing only in case is the same
+  // column (the table's spelling stays).
+  for (const auto& field : incoming.fields()) {
+    const int index = FindFieldIgnoreCase(table, field->name());
+    auto existing = index >= 0 ? table.field(index) : nullptr;
+    if (existing == nullptr) {
+      added.push_back(field->name());
+    } else if (!CanWriteInto(*field->type(), *existing->type())) {
+      changed.push_back(field->name() + " (table " + DeltaTypeName(*existing->type()) +
+                        ", data " + DeltaTypeName(*field->type()) + ")");
+    }
+  }
+  for (const auto& field : table.fields()) {
+    if (FindFieldIgnoreCase(incoming, field->name()) < 0)
+      missing.push_back(field->name());
+  }
+  if (!changed.empty()) {
+    return InputError("schema mismatch: column types differ: ", PythonList(changed));
+  }
+  if (!merge_schema && (!added.empty() || !missing.empty())) {
+    std::string message = "schema mismatch with merge_schema=false:";
+    if (!added.empty())
+      message += " columns not in the table: " + PythonList(added) + ";";
+    if (!missing.empty())
+      message += " table columns missing from the data: " + PythonList(missing) + ";";
+    message.pop_back();
+    return InputError(message);
+  }
+  for (const auto& name : missing) {
+    if (!table.field(FindFieldIgnoreCase(table, name))->nullable()) {
+      return InputError("the data has no column '", name,
+                        "', which the table requires (not nullable)");
+    }
+  }
+  if (added.empty()) return std::shared_ptr<arrow::Schema>();
+  arrow::FieldVector fields = table.fields();
+  for (const auto& name : added) {
+    fields.push_back(
+        incoming.field(FindFieldIgnoreCase(incoming, name))->WithNullable(true));
+  }
+  return arrow::schema(std::move(fields));
+}
+
+bool SameColumns(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(),
+                    [](const std::string& x, const std::string& y) {
+                      return EqualsIgnoreAsciiCase(x, y);
+                    });
+}
+
+// Check `partition_by` against the data's columns and spell each as the data does: names
+// are case-insensitive, listed once, and at least one column must stay in the data files
+// (a file of partition columns only has no columns and no rows).
+arrow::Result<std::vector<std::string>> ResolvePartitionColumns(
+    const std::vector<std::string>& partition_by, const arrow::Schema& incoming) {
+  std::vector<std::string> resolved;
+  std::vector<std::string> not_found;
+  for (const auto& column : partition_by) {
+    if (column.empty()) return InputError("partition_by has an empty column name");
+    const int index = FindFieldIgnoreCase(incoming, column);
+    if (index < 0) {
+      not_found.push_back(column);
+      continue;
+    }
+    const std::string& name = incoming.field(index)->name();
+    if (std::find(resolved.begin(), resolved.end(), name) != resolved.end()) {
+      return InputError("partition_by lists column '", column,
+                        "' twice (column names are case-insensitive)");
+    }
+    resolved.push_back(name);
+  }
+  if (!not_found.empty()) {
+    std::vector<std::string> available;
+    for (const auto& field : incoming.fields()) available.push_back(field->name());
+    return InputError("Partition columns ", PythonSet(not_found),
+                      " not found in table; "
+                      "available columns: ",
+                      PythonList(available));
+  }
+  if (!resolved.empty() && static_cast<int>(resolved.size()) >= incoming.num_fields()) {
+    return InputError("partition_by names every column of the data (",
+                      PythonList(resolved),
+                      "): at least one column must stay in the data files");
+  }
+  for (const auto& column : resolved) {
+    const auto& type = *incoming.GetFieldByName(column)->type();
+    if (!IsPartitionableType(type)) {
+      return InputError("cannot partition by column '", column, "' of type ",
+                        DeltaTypeName(type));
+    }
+  }
+  return resolved;
+}
+
+}  // namespace
+
+arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
+                                   const arrow::Schema& source_schema,
+                                   const TableWriteOptions& options,
+                                   const std::string& table_uri) {
+  WritePlan plan;
+  ARROW_ASSIGN_OR_RAISE(auto incoming, ToTableSchema(source_schema));
+  // partition_by must name columns of the data (the seed's message and the columns).
+  ARROW_ASSIGN_OR_RAISE(plan.partition_by,
+                        ResolvePartitionColumns(options.partition_by, *incoming));
+  // An overwrite may replace the schema (and partitioning) when the new rows do not fit
+  // the table's; when they fit, the table keeps its metadata.
+  bool replace_schema = false;
+  if (snapshot && options.mode == SaveMode::kOverwrite && options.overwrite_schema) {
+    const bool partitioning_differs =
+        !plan.partition_by.empty() &&
+        !SameColumns(plan.partition_by, snapshot->partition_columns());
+    replace_schema =
+        partitioning_differs ||
+        !ReconcileSchema(*snapshot->schema(), *incoming, options.merge_schema).ok();
+  }
+  if (snapshot && !replace_schema) {
+    if (options.mode == SaveMode::kErrorIfExists) {
+      return InputError("table already exists at ", table_uri, " (mode error)");
+    }
+    if (options.mode == SaveMode::kIgnore) {
+      plan.skipped = true;
+      return plan;
+    }
+    // A table ampdelta cannot write is refused before anything about the data.
+    ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
+                                            *snapshot->schema()));
+    if (!plan.partition_by.empty() &&
+        !SameColumns(plan.partition_by, snapshot->partition_columns())) {
+      return InputError(
+          "Specified table partitioning does not match table partitioning: "
+          "specified ",
+          PythonList(plan.partition_by), ", table ",
+          PythonList(snapshot->partition_columns()));
+    }
+    plan.partition_columns = snapshot->partition_columns();
+    // Every load must bring the partition columns: rows without them would all land in
+    // the null partition.
+    std::vector<std::string> absent;
+    for (const auto& column : plan.partition_columns) {
+      if (FindFieldIgnoreCase(*incoming, column) < 0) absent.push_back(column);
+    }
+    if (!absent.empty()) {
+      std::vector<std::string> available;
+      for (const auto& field : incoming->fields()) available.push_back(field->name());
+      return InputError("Partition columns ", PythonSet(absent),
+                        " not found in the data; "
+                        "the table is partitioned by ",
+                        PythonList(plan.partition_columns),
+                        "; available columns: ", PythonList(available));
+    }
+    ARROW_ASSIGN_OR_RAISE(auto merged, ReconcileSchema(*snapshot->schema(), *incoming,
+                                                       options.merge_schema));
+    plan.table_schema = snapshot->schema();
+    if (merged != nullptr) {
+      // New columns: the commit carries the widened metadata.
+      Metadata metadata = snapshot->metadata();
+      ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*merged));
+      plan.table_schema = merged;
+      if (NeedsTimestampNtz(*merged) && !NeedsTimestampNtz(*snapshot->schema())) {
+        return InputError(
+            "adding a timestamp column without time zone needs the "
+            "timestampNtz table feature, which ampdelta does not add to "
+            "existing tables");
+      }
+      plan.new_metadata = std::move(metadata);
+    }
+  } else {
+    // A new table (or an overwrite that replaces the schema).
+    plan.table_schema = incoming;
+    plan.partition_columns = plan.partition_by;
+    if (plan.partition_columns.empty() && snapshot) {
+      // Keep the table's partitioning when the new rows still have those columns (in
+      // any case; the new schema's spelling wins) ...
+      bool all_present = true;
+      std::vector<std::string> kept;
+      for (const auto& column : snapshot->partition_columns()) {
+        const int index = FindFieldIgnoreCase(*incoming, column);
+        all_present = all_present && index >= 0 &&
+                      IsPartitionableType(*incoming->field(index)->type());
+        if (index >= 0) kept.push_back(incoming->field(index)->name());
+      }
+      // ... and some column still lands in the data files.
+      all_present =
+          all_present &&
+          static_cast<int>(snapshot->partition_columns().size()) < incoming->num_fields();
+      if (all_present) plan.partition_columns = std::move(kept);
+    }
+    Metadata metadata;
+    metadata.id = snapshot ? snapshot->metadata().id : NewUuid();
+    metadata.name = options.name;
+    metadata.description = options.description;
+    ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*plan.table_schema));
+    metadata.partition_columns = plan.partition_columns;
+    if (!snapshot) ARROW_RETURN_NOT_OK(ValidateTableProperties(options.configuration));
+    metadata.configuration =
+        snapshot ? snapshot->metadata().configuration : options.configuration;
+    metadata.created_time =
+        snapshot ? snapshot->metadata().created_time : std::optional<int64_t>(NowMs());
+    Protocol protocol = ProtocolForNewTable(*plan.table_schema);
+    if (snapshot) {
+      ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
+                                              *snapshot->schema()));
+      // A replaced schema keeps every feature the table has (never a downgrade).
+      protocol = CombineProtocols(snapshot->protocol(), protocol);
+    }
+    plan.new_protocol = protocol;
+    plan.new_metadata = std::move(metadata);
+  }
+  return plan;
+}
+
+}  // namespace ampdelta::delta

@@ -1,0 +1,128 @@
+#include "ampdelta/delta/write/write_plan.h"
+
+#include <arrow/buffer.h>
+#include <arrow/type.h>
+
+#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/storage/memory_store.h"
+#include "tests/support/test_util.h"
+
+namespace ampdelta::delta {
+namespace {
+
+Protocol Legacy(int reader, int writer) {
+  Protocol protocol;
+  protocol.min_reader_version = reader;
+  protocol.min_writer_version = writer;
+  return protocol;
+}
+
+Protocol Features(std::vector<std::string> reader, std::vector<std::string> writer) {
+  Protocol protocol;
+  protocol.min_reader_version = 3;
+  protocol.min_writer_version = 7;
+  protocol.reader_features = std::move(reader);
+  protocol.writer_features = std::move(writer);
+  return protocol;
+}
+
+TEST(CombineProtocolsTest, ATableNeverLosesAFeatureItHad) {
+  struct Case {
+    Protocol existing;
+    Protocol required;
+    Protocol combined;
+  };
+  const Case cases[] = {
+      {Legacy(1, 2), Legacy(1, 2), Legacy(1, 2)},
+      {Legacy(1, 4), Legacy(1, 2), Legacy(1, 4)},
+      {Legacy(2, 5), Legacy(1, 2), Legacy(2, 5)},
+      // The downgrade this fixes: a replaced schema needing timestampNtz dropped DVs.
+      {Features({"deletionVectors"}, {"deletionVectors"}),
+       Features({"timestampNtz"}, {"timestampNtz"}),
+       Features({"deletionVectors", "timestampNtz"},
+                {"deletionVectors", "timestampNtz"})},
+      // A legacy table moving to table features lists what its versions implied.
+      {Legacy(1, 3), Features({"timestampNtz"}, {"timestampNtz"}),
+       Features({"timestampNtz"},
+                {"appendOnly", "invariants", "checkConstraints", "timestampNtz"})},
+      {Legacy(2, 5), Features({"timestampNtz"}, {"timestampNtz"}),
+       Features({"columnMapping", "timestampNtz"},
+                {"appendOnly", "invariants", "checkConstraints", "changeDataFeed",
+                 "generatedColumns", "columnMapping", "timestampNtz"})},
+      // A legacy requirement (a new table's default) adds nothing to a features table.
+      {Features({"deletionVectors"}, {"deletionVectors"}), Legacy(1, 2),
+       Features({"deletionVectors"}, {"deletionVectors"})},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(CombineProtocols(c.existing, c.required), c.combined)
+        << c.existing.min_reader_version << "," << c.existing.min_writer_version;
+  }
+}
+
+class WritePlanTest : public ::testing::Test {
+ protected:
+  void CreateTable(const std::string& protocol_json) {
+    const std::string commit =
+        R"({"commitInfo":{"timestamp":1,"operation":"CREATE TABLE"}})"
+        "\n" +
+        protocol_json + "\n" +
+        R"({"metaData":{"id":"x","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"a\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":[],"configuration":{},"createdTime":1}})"
+        "\n";
+    ASSERT_OK(store_->Put("_delta_log/00000000000000000000.json",
+                          arrow::Buffer::FromString(commit),
+                          storage::PutMode::kCreateIfAbsent));
+  }
+
+  std::shared_ptr<storage::MemoryStore> store_ = std::make_shared<storage::MemoryStore>();
+};
+
+TEST_F(WritePlanTest, AnOverwriteThatReplacesTheSchemaKeepsTheTablesFeatures) {
+  CreateTable(
+      R"({"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors"],"writerFeatures":["deletionVectors"]}})");
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  TableWriteOptions options;
+  options.mode = SaveMode::kOverwrite;
+  options.overwrite_schema = true;
+  // A string where the table has a long, and a timestamp without time zone.
+  auto incoming =
+      arrow::schema({arrow::field("a", arrow::utf8()),
+                     arrow::field("t", arrow::timestamp(arrow::TimeUnit::MICRO))});
+  ASSERT_OK_AND_ASSIGN(auto plan,
+                       PlanWrite(snapshot.get(), *incoming, options, store_->root_uri()));
+  ASSERT_TRUE(plan.new_protocol.has_value());
+  EXPECT_EQ(*plan.new_protocol, Features({"deletionVectors", "timestampNtz"},
+                                         {"deletionVectors", "timestampNtz"}));
+  ASSERT_TRUE(plan.new_metadata.has_value());
+  EXPECT_EQ(plan.new_metadata->id, "x");  // the same table
+  EXPECT_EQ(plan.table_schema->field(0)->type()->id(), arrow::Type::STRING);
+}
+
+TEST_F(WritePlanTest, PlansFollowTheModeWithoutTouchingTheStore) {
+  CreateTable(R"({"protocol":{"minReaderVersion":1,"minWriterVersion":2}})");
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  auto incoming = arrow::schema(
+      {arrow::field("a", arrow::int64()), arrow::field("b", arrow::utf8())});
+  TableWriteOptions options;
+  options.mode = SaveMode::kIgnore;
+  ASSERT_OK_AND_ASSIGN(auto ignored, PlanWrite(snapshot.get(), *incoming, options, "t"));
+  EXPECT_TRUE(ignored.skipped);
+  options.mode = SaveMode::kErrorIfExists;
+  EXPECT_THAT(PlanWrite(snapshot.get(), *incoming, options, "memory://t"),
+              testing::StatusHasMessage("table already exists at memory://t"));
+  options.mode = SaveMode::kAppend;
+  ASSERT_OK_AND_ASSIGN(auto merged, PlanWrite(snapshot.get(), *incoming, options, "t"));
+  ASSERT_TRUE(merged.new_metadata.has_value());  // column b is added
+  EXPECT_EQ(merged.table_schema->num_fields(), 2);
+  EXPECT_FALSE(merged.new_protocol.has_value());
+  options.partition_by = {"B"};
+  EXPECT_THAT(PlanWrite(snapshot.get(), *incoming, options, "t"),
+              testing::HasErrorCode(ErrorCode::kInvalidInput));
+  ASSERT_OK_AND_ASSIGN(auto fresh, PlanWrite(nullptr, *incoming, options, "t"));
+  EXPECT_EQ(fresh.partition_columns, (std::vector<std::string>{"b"}));
+  EXPECT_EQ(*fresh.new_protocol, Legacy(1, 2));
+  ASSERT_OK_AND_ASSIGN(auto objects, store_->List("", ""));
+  EXPECT_EQ(objects.size(), 1u);  // planning wrote nothing
+}
+
+}  // namespace
+}  // namespace ampdelta::delta
