@@ -32,7 +32,7 @@ std::string FileIdentity(const Snapshot& snapshot, const std::string& path,
 
 namespace {
 
-arrow::Result<CommitResult> RestoreOnce(
+arrow::Result<CommitReport> RestoreOnce(
     const std::shared_ptr<storage::ObjectStore>& store, Version version,
     const CommitOptions& commit) {
   ARROW_ASSIGN_OR_RAISE(auto latest, Snapshot::Load(store));
@@ -107,7 +107,7 @@ arrow::Result<CommitResult> RestoreOnce(
 
 }  // namespace
 
-arrow::Result<CommitResult> Restore(std::shared_ptr<storage::ObjectStore> store,
+arrow::Result<CommitReport> Restore(std::shared_ptr<storage::ObjectStore> store,
                                     Version version, const CommitOptions& commit) {
   // A restore reads the whole table, so a concurrent writer (a stream) makes it conflict;
   // what it must do is still well defined, so it starts over from the new latest version.

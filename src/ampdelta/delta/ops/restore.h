@@ -13,7 +13,7 @@ namespace ampdelta::delta {
 
 /// \brief Make the latest version's content equal `version`'s, in one commit (earlier and
 /// later versions stay readable). Fails when files of that version were vacuumed.
-arrow::Result<CommitResult> Restore(std::shared_ptr<storage::ObjectStore> store,
+arrow::Result<CommitReport> Restore(std::shared_ptr<storage::ObjectStore> store,
                                     Version version, const CommitOptions& commit = {});
 
 }  // namespace ampdelta::delta

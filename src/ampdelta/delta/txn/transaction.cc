@@ -11,6 +11,7 @@
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/txn/checkpoint_writer.h"
+#include "ampdelta/delta/txn/committer.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
@@ -253,7 +254,7 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner,
   return arrow::Status::OK();
 }
 
-arrow::Result<CommitResult> Transaction::Commit() {
+arrow::Result<CommitReport> Transaction::Commit() {
   if (committed_) return arrow::Status::Invalid("transaction already committed");
   if (!read_snapshot_ && (!protocol_ || !metadata_)) {
     return arrow::Status::Invalid("creating a table needs a protocol and metadata");
@@ -271,33 +272,26 @@ arrow::Result<CommitResult> Transaction::Commit() {
   }
 
   Version version = read_version() + 1;
-  CommitResult result;
+  CommitReport result;
+  Committer committer(store_);
   for (int attempt = 1;; ++attempt) {
     const int64_t now = NowMs();
     ARROW_ASSIGN_OR_RAISE(auto actions, BuildActions(version, now));
     ARROW_ASSIGN_OR_RAISE(const std::string bytes, EncodeCommit(actions));
-    const std::string path = CommitPath(version);
-    arrow::Status put = store_->Put(path, arrow::Buffer::FromString(bytes),
-                                    storage::PutMode::kCreateIfAbsent);
-    if (!put.ok() && !IsError(put, ErrorCode::kPreconditionFailed)) {
-      // The reply may have been lost after the write landed: read the version back.
-      auto existing = store_->Get(path);
-      if (existing.ok() && (*existing)->ToString() == bytes) {
-        put = arrow::Status::OK();
-      } else if (existing.ok()) {
-        put = MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::AlreadyExists,
-                        "version exists");
-      } else if (IsError(existing.status(), ErrorCode::kNotFound) &&
-                 IsTransientError(put) && attempt < options_.max_attempts) {
-        AMPDELTA_LOG_WARN("delta commit write failed, retrying version=", version,
-                          " error=", put.ToString());
-        Backoff(options_, attempt);
-        continue;
-      } else {
-        return put.WithMessage("commit of version ", version, " failed: ", put.message());
+    ARROW_ASSIGN_OR_RAISE(const CommitResult outcome,
+                          committer.TryCommit(version, bytes));
+    if (outcome == CommitResult::kRetryable) {
+      const arrow::Status& failure = committer.last_failure();
+      if (attempt >= options_.max_attempts) {
+        return failure.WithMessage("commit of version ", version,
+                                   " failed: ", failure.message());
       }
+      AMPDELTA_LOG_WARN("delta commit write failed, retrying version=", version,
+                        " error=", failure.ToString());
+      Backoff(options_, attempt);
+      continue;
     }
-    if (put.ok()) {
+    if (outcome == CommitResult::kCommitted) {
       committed_ = true;
       result.version = version;
       result.attempts = attempt;
@@ -371,7 +365,7 @@ arrow::Result<CommitResult> Transaction::Commit() {
   }
 }
 
-void Transaction::RunPostCommit(Version version, CommitResult* result) const {
+void Transaction::RunPostCommit(Version version, CommitReport* result) const {
   // Post-commit steps never fail the commit: it is already durable.
   if (!read_snapshot_ && version == 0) return;
   auto properties = metadata_ ? ParseTableProperties(metadata_->configuration)

@@ -30,7 +30,7 @@ inline constexpr const char* kRolledBack = "rolled_back";
 inline constexpr const char* kConcurrentApp = "concurrent_app";
 
 /// \brief What happened on commit.
-struct CommitResult {
+struct CommitReport {
   Version version = 0;
   /// Attempts made (1 when there was no race).
   int attempts = 1;
@@ -115,7 +115,7 @@ class Transaction {
   /// Errors: kCommitConflict (a concurrent commit conflicts, or attempts ran out),
   /// kUnsupportedFeature (the table's writer features), kPreconditionFailed never
   /// escapes.
-  arrow::Result<CommitResult> Commit();
+  arrow::Result<CommitReport> Commit();
 
   /// \brief Return the read snapshot's version, or -1 for a new table.
   Version read_version() const { return read_snapshot_ ? read_snapshot_->version() : -1; }
@@ -123,7 +123,7 @@ class Transaction {
  private:
   arrow::Result<std::vector<Action>> BuildActions(Version version, int64_t now_ms) const;
   arrow::Status CheckConflicts(const std::vector<Action>& winner, Version version);
-  void RunPostCommit(Version version, CommitResult* result) const;
+  void RunPostCommit(Version version, CommitReport* result) const;
 
   std::shared_ptr<storage::ObjectStore> store_;
   std::shared_ptr<const Snapshot> read_snapshot_;

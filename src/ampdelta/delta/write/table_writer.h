@@ -75,7 +75,7 @@ struct TableWriteOptions {
 struct TableWriteResult {
   /// False when the table existed and the mode was ignore.
   bool committed = false;
-  CommitResult commit;
+  CommitReport commit;
   int64_t rows = 0;
   int64_t bytes = 0;
   int64_t files_added = 0;
