@@ -12,6 +12,7 @@
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/txn/checkpoint_writer.h"
 #include "ampdelta/delta/txn/committer.h"
+#include "ampdelta/delta/txn/conflict_checker.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
@@ -64,9 +65,9 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
   info.operation = operation_;
   info.operation_parameters = parameters_;
   if (read_snapshot_) info.read_version = read_snapshot_->version();
-  info.isolation_level = serializable_ ? "Serializable" : "WriteSerializable";
-  const bool blind_append = removes_.empty() && !read_whole_table_ &&
-                            read_files_.empty() && !metadata_ && !protocol_ && !txn_;
+  info.isolation_level = IsolationLevelName(isolation_);
+  const bool blind_append = removes_.empty() && !read_.whole_table &&
+                            read_.files.empty() && !metadata_ && !protocol_ && !txn_;
   info.is_blind_append = blind_append;
   info.operation_metrics = metrics_;
   info.engine_info = std::string("ampdelta/") + kVersion;
@@ -97,160 +98,37 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
 
 arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner,
                                           Version version) {
-  std::set<std::string> our_removes;
-  for (const auto& remove : removes_) our_removes.insert(DecodeLogPath(remove.path));
-  // Files we re-add as they are (re-tagged, dataChange=false) must still exist: a
-  // concurrent remove of one, even by a compaction, would be undone by our add.
-  std::set<std::string> readded;
+  WriteSet write;
+  for (const auto& remove : removes_) write.removes.insert(DecodeLogPath(remove.path));
   for (const auto& add : adds_) {
-    if (!add.data_change) {
-      our_removes.insert(DecodeLogPath(add.path));
-      readded.insert(DecodeLogPath(add.path));
-    }
+    (add.data_change ? write.adds : write.readds).insert(DecodeLogPath(add.path));
+    if (!add.data_change) write.adds.insert(DecodeLogPath(add.path));
   }
-  std::set<std::string> superseded;
-  std::set<std::string> our_adds;
-  for (const auto& add : adds_) our_adds.insert(DecodeLogPath(add.path));
-  std::set<std::string> our_domains;
-  for (const auto& domain : domains_) our_domains.insert(domain.domain);
-  bool winner_blind = false;
-  std::vector<Add> winner_adds;
-  for (const auto& action : winner) {
-    if (const auto* info = std::get_if<CommitInfo>(&action)) {
-      winner_blind = info->is_blind_append.value_or(false);
+  for (const auto& domain : domains_) write.domains.insert(domain.domain);
+  if (txn_) write.app_id = txn_->app_id;
+  write.replace_whole_table = replace_whole_table_;
+  // The read snapshot's files carrying the watched tag are watched too (removes by other
+  // engines may drop tags); collected on the conflict path, not on every commit.
+  if (!watch_.tag_key.empty() && read_snapshot_ && !watched_tagged_files_) {
+    for (const auto& file : read_snapshot_->files()) {
+      if (file.tags && file.tags->count(watch_.tag_key) != 0) {
+        watch_.keys.insert(read_snapshot_->FileKey(file.path));
+      }
     }
+    watched_tagged_files_ = true;
   }
-  // Another writer of the same application is reported as such below, never as a rollback
-  // (resuming from the table would adopt its progress).
-  const bool same_app =
-      txn_ && std::any_of(winner.begin(), winner.end(), [&](const Action& action) {
-        const auto* txn = std::get_if<SetTransaction>(&action);
-        return txn != nullptr && txn->app_id == txn_->app_id;
-      });
-  if ((!watched_.empty() || !watched_tag_.empty()) && !same_app) {
-    // The read snapshot's files carrying the tag are watched too (removes by other
-    // engines may drop tags); collected here, on the conflict path, not on every commit.
-    if (!watched_tag_.empty() && read_snapshot_ && !watched_tagged_files_) {
-      for (const auto& file : read_snapshot_->files()) {
-        if (file.tags && file.tags->count(watched_tag_) != 0) {
-          watched_.insert(read_snapshot_->FileKey(file.path));
-        }
-      }
-      watched_tagged_files_ = true;
-    }
-    for (const auto& action : winner) {
-      const auto* remove = std::get_if<Remove>(&action);
-      if (remove == nullptr || !remove->data_change) continue;
-      const std::string key = DecodeLogPath(remove->path);
-      const bool tagged =
-          !watched_tag_.empty() && remove->tags && remove->tags->count(watched_tag_) != 0;
-      if (watched_.count(key) != 0 || tagged) {
-        return Conflict(
-                   "concurrent commit ", version, " removed file ", key,
-                   " that this transaction builds on (a restore or delete took it back)")
-            .WithDetail(
-                std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kRolledBack));
-      }
-    }
-    // A file carrying the tag added as a data change by someone else (a restore giving
-    // back progress taken earlier): what the table records moved, so resume from it.
-    for (const auto& action : winner) {
-      const auto* add = std::get_if<Add>(&action);
-      if (add == nullptr || !add->data_change || watched_tag_.empty() || !add->tags ||
-          add->tags->count(watched_tag_) == 0) {
-        continue;
-      }
-      return Conflict("concurrent commit ", version, " added file ",
-                      DecodeLogPath(add->path),
-                      " recording progress of this transaction's application (a restore "
-                      "gave it back)")
-          .WithDetail(
-              std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kRolledBack));
-    }
-  }
-  for (const auto& action : winner) {
-    if (std::holds_alternative<Protocol>(action)) {
-      return Conflict("the table's protocol changed in concurrent commit ", version);
-    }
-    if (std::holds_alternative<Metadata>(action)) {
-      return Conflict(
-          "the table's metadata (schema or properties) changed in concurrent commit ",
-          version);
-    }
-    if (const auto* txn = std::get_if<SetTransaction>(&action)) {
-      if (txn_ && txn->app_id == txn_->app_id) {
-        return Conflict("application '", txn->app_id, "' committed version ",
-                        txn->version, " concurrently (commit ", version,
-                        "); another writer runs the same app")
-            .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
-                                                      kConcurrentApp));
-      }
-    }
-    if (const auto* domain = std::get_if<DomainMetadata>(&action)) {
-      if (our_domains.count(domain->domain) != 0) {
-        return Conflict("domain '", domain->domain, "' changed in concurrent commit ",
-                        version);
-      }
-    }
-    if (const auto* remove = std::get_if<Remove>(&action)) {
-      const std::string key = DecodeLogPath(remove->path);
-      if (our_removes.count(key) != 0) {
-        // Replacing the whole table, a file someone else removed first needs no remove of
-        // ours (what replaced it is removed below, with the winner's adds) — unless this
-        // transaction adds it back as it is.
-        if (replace_whole_table_ && readded.count(key) == 0) {
-          superseded.insert(key);
-          continue;
-        }
-        return Conflict("file ", key, " was removed by concurrent commit ", version,
-                        " that this transaction also removes");
-      }
-      if (remove->data_change && (read_files_.count(key) != 0 || read_whole_table_)) {
-        return Conflict("file ", key,
-                        " that this transaction read was removed by concurrent commit ",
-                        version);
-      }
-      // Replacing the whole table, a file it keeps must still be there: what a compaction
-      // put in its place is removed with the winner's adds, and its rows with it.
-      if (replace_whole_table_ && read_files_.count(key) != 0) {
-        return Conflict("file ", key,
-                        " that this transaction keeps was rewritten by concurrent "
-                        "commit ",
-                        version);
-      }
-    }
-    if (const auto* add = std::get_if<Add>(&action)) {
-      // Write-serializable: blind appends do not invalidate what we read, but other data
-      // changes to the table we read in full do.
-      if (add->data_change && read_whole_table_ && !winner_blind &&
-          !replace_whole_table_) {
-        return Conflict("concurrent commit ", version,
-                        " changed data this transaction read; retry the operation");
-      }
-      if (add->data_change && serializable_) {
-        return Conflict(
-            "concurrent commit ", version,
-            " added data while this transaction required serializable isolation; "
-            "retry the operation");
-      }
-      // Everything a concurrent commit added goes, a compaction's output too (it holds
-      // the rows of files this transaction removes), but never a file this one adds
-      // itself.
-      if (replace_whole_table_ && our_adds.count(DecodeLogPath(add->path)) == 0) {
-        winner_adds.push_back(*add);
-      }
-    }
-  }
+  ARROW_ASSIGN_OR_RAISE(Rebase rebase,
+                        CheckWinner(winner, version, isolation_, read_, write, watch_));
   // An overwrite replaces what others appended meanwhile too.
-  if (!superseded.empty()) {
-    removes_.erase(std::remove_if(removes_.begin(), removes_.end(),
-                                  [&](const Remove& remove) {
-                                    return superseded.count(DecodeLogPath(remove.path)) !=
-                                           0;
-                                  }),
-                   removes_.end());
+  if (!rebase.superseded.empty()) {
+    removes_.erase(
+        std::remove_if(removes_.begin(), removes_.end(),
+                       [&](const Remove& remove) {
+                         return rebase.superseded.count(DecodeLogPath(remove.path)) != 0;
+                       }),
+        removes_.end());
   }
-  for (const auto& add : winner_adds) removes_.push_back(RemoveFor(add));
+  for (const auto& add : rebase.winner_adds) removes_.push_back(RemoveFor(add));
   return arrow::Status::OK();
 }
 
@@ -315,9 +193,10 @@ arrow::Result<CommitReport> Transaction::Commit() {
             "the table was created concurrently with a different schema or "
             "partitioning");
       }
-      if (serializable_ || replace_whole_table_) {
+      const bool serializable = isolation_ == IsolationLevel::kSerializable;
+      if (serializable || replace_whole_table_) {
         return Conflict("the table was created concurrently; this ",
-                        serializable_ ? "merge" : "overwrite",
+                        serializable ? "merge" : "overwrite",
                         " must read it first: retry");
       }
       if (txn_ && existing->AppTransactionVersion(txn_->app_id)) {

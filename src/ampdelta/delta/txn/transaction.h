@@ -18,16 +18,11 @@
 
 #include "ampdelta/delta/log/actions.h"
 #include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/txn/conflict_checker.h"
 #include "ampdelta/storage/object_store.h"
 #include "ampdelta/util/backoff.h"
 
 namespace ampdelta::delta {
-
-/// The ErrorDetail subcode of a kCommitConflict raised by Transaction::WatchRemovals.
-inline constexpr const char* kRolledBack = "rolled_back";
-/// The ErrorDetail subcode of a kCommitConflict with a concurrent commit of the same
-/// application id (`txn`): another writer runs the same stream or job.
-inline constexpr const char* kConcurrentApp = "concurrent_app";
 
 /// \brief What happened on commit.
 struct CommitReport {
@@ -85,17 +80,17 @@ class Transaction {
   }
   /// \brief Declare that the result depends on every file of the read snapshot (a delete
   /// or merge over the whole table): concurrent non-blind changes then conflict.
-  void ReadWholeTable() { read_whole_table_ = true; }
+  void ReadWholeTable() { read_.whole_table = true; }
   /// \brief Declare the files (table-relative keys) whose content the result depends on.
   void ReadFiles(const std::vector<std::string>& keys) {
-    read_files_.insert(keys.begin(), keys.end());
+    read_.files.insert(keys.begin(), keys.end());
   }
   /// \brief Replace the whole table: files that concurrent commits added are removed too
   /// when the commit is rebased.
   void ReplaceWholeTable() { replace_whole_table_ = true; }
   /// \brief Serializable isolation: any concurrent data change conflicts, blind appends
   /// included (a merge must not miss rows another writer added with the same keys).
-  void ConflictWithConcurrentAppends() { serializable_ = true; }
+  void ConflictWithConcurrentAppends() { isolation_ = IsolationLevel::kSerializable; }
   /// \brief Mark the commit as changing no data (compaction): rearrangements never
   /// conflict with appends.
   void SetDataChange(bool data_change) { data_change_ = data_change; }
@@ -106,8 +101,8 @@ class Transaction {
   /// stream's progress) was taken back or changed, e.g. by a RESTORE. A winner with a
   /// `txn` of this transaction's application is reported as kConcurrentApp instead.
   void WatchRemovals(std::set<std::string> keys, std::string tag_key = {}) {
-    watched_ = std::move(keys);
-    watched_tag_ = std::move(tag_key);
+    watch_.keys = std::move(keys);
+    watch_.tag_key = std::move(tag_key);
   }
 
   /// \brief Commit.
@@ -137,14 +132,12 @@ class Transaction {
   std::string operation_ = "WRITE";
   std::map<std::string, std::string> parameters_;
   std::map<std::string, std::string> metrics_;
-  bool read_whole_table_ = false;
-  bool serializable_ = false;
+  IsolationLevel isolation_ = IsolationLevel::kWriteSerializable;
+  ReadSet read_;
   bool replace_whole_table_ = false;
   bool data_change_ = true;
-  std::set<std::string> read_files_;
-  std::set<std::string> watched_;
-  std::string watched_tag_;
-  bool watched_tagged_files_ = false;  // the read snapshot's tagged files are in watched_
+  Watch watch_;
+  bool watched_tagged_files_ = false;  // the read snapshot's tagged files are in watch_
   std::string txn_id_;
   bool committed_ = false;
 };
