@@ -18,7 +18,7 @@ TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_container_overflo
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ARROW_DEFAULT_MEMORY_POOL=system
 
-.PHONY: setup build build-release build-fuzz check-layering check-format test test-fast test-unit test-integration test-interop fuzz soak demo bench clean
+.PHONY: setup build build-release build-fuzz check-layering check-format check-headers test test-fast test-unit test-integration test-interop fuzz soak demo bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -36,9 +36,9 @@ build-fuzz: setup
 	@cmake --preset fuzz >/dev/null
 	@cmake --build $(FUZZ_BUILD) --target fuzzers -j $(JOBS)
 
-# Every test: the layering and format checks, C++ unit + integration (ctest), every fuzz
+# Every test: the layering, format and header checks, C++ unit + integration (ctest), every fuzz
 # target for FUZZ_SECONDS, then the Python interop suite.
-test: build check-layering check-format
+test: build check-layering check-format check-headers
 	@cd $(ASAN_BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 600
 	@$(MAKE) --no-print-directory fuzz
 	@$(MAKE) --no-print-directory test-interop
@@ -51,6 +51,10 @@ check-layering:
 # Every C++ file is as clang-format (.clang-format) writes it.
 check-format: setup
 	@bash ci/format-check.sh
+
+# Every header compiles on its own (cmake/AmpDeltaHeaderCheck.cmake).
+check-headers: build
+	@cmake --build $(ASAN_BUILD) --target ampdelta_header_check -j $(JOBS)
 
 # The fast subset for iteration: unit tests only.
 test-fast: build
