@@ -1,3 +1,7 @@
+// Over 600 lines on purpose: StreamLoad is one state machine (connect, read, commit,
+// undo, reconnect) whose failure paths read best together. Its pure parts live beside it:
+// commit_group.h, reorg_undo.h, stream_reader.h and stream_state.h.
+
 #include "ampdelta/loader/stream_loader.h"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// Over 600 lines on purpose: the Delta <-> Arrow type rules in both directions (schema
+// JSON, table types for Amp's types, ConformBatch); each type's two halves stay together.
+
 #include "ampdelta/delta/log/schema.h"
 
 #include <algorithm>

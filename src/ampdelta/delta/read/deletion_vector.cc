@@ -1,3 +1,6 @@
+// Over 600 lines on purpose: one format's rules in one place (Z85, the strict 64-bit
+// Roaring portable parser, DV files and their checks against the descriptor).
+
 #include "ampdelta/delta/read/deletion_vector.h"
 
 #include <zlib.h>
