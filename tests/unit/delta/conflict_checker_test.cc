@@ -37,12 +37,24 @@ enum class Expect { kOk, kConflict, kConcurrentApp, kRolledBack };
 struct Case {
   const char* name;
   std::vector<Action> winner;
-  IsolationLevel isolation = IsolationLevel::kWriteSerializable;
+  Expect expect;
   ReadSet read;
   WriteSet write;
   Watch watch;
-  Expect expect = Expect::kOk;
+  IsolationLevel isolation;
 };
+
+Case Row(const char* name, std::vector<Action> winner, Expect expect = Expect::kOk,
+         ReadSet read = {}, WriteSet write = {}, Watch watch = {},
+         IsolationLevel isolation = IsolationLevel::kWriteSerializable) {
+  return Case{name,
+              std::move(winner),
+              expect,
+              std::move(read),
+              std::move(write),
+              std::move(watch),
+              isolation};
+}
 
 // Winning actions against our read and write sets: the expected outcome, row by row.
 TEST(ConflictCheckerTest, EachWinningActionAgainstOurReadAndWriteSets) {
@@ -62,108 +74,48 @@ TEST(ConflictCheckerTest, EachWinningActionAgainstOurReadAndWriteSets) {
   watch_a.keys = {"a"};
   Watch watch_tag;
   watch_tag.tag_key = kTag;
+  WriteSet domain_d;
+  domain_d.domains = {"d"};
+  const auto kWS = IsolationLevel::kWriteSerializable;
+  const auto kS = IsolationLevel::kSerializable;
+  const NullableStringMap tagged{{kTag, "[]"}};
   const std::vector<Case> cases = {
-      {"a blind append against a blind append", {Info(true), AddOf("x")}},
-      {"a protocol change", {Protocol{}}, {}, {}, {}, {}, Expect::kConflict},
-      {"a metadata change", {Metadata{}}, {}, {}, {}, {}, Expect::kConflict},
-      {"a txn of our application",
-       {SetTransaction{"stream", 3, {}}},
-       {},
-       {},
-       app,
-       {},
-       Expect::kConcurrentApp},
-      {"a txn of another application", {SetTransaction{"other", 3, {}}}, {}, {}, app},
-      {"a domain we also set",
-       {DomainMetadata{"d", "{}", false}},
-       {},
-       {},
-       [] {
-         WriteSet w;
-         w.domains = {"d"};
-         return w;
-       }(),
-       {},
-       Expect::kConflict},
-      {"a remove of a file we remove",
-       {RemoveOf("a")},
-       {},
-       {},
-       removes_a,
-       {},
-       Expect::kConflict},
-      {"a compaction removing a file we re-add",
-       {RemoveOf("a", false)},
-       {},
-       {},
-       readds_a,
-       {},
-       Expect::kConflict},
-      {"a remove of a file we read",
-       {RemoveOf("a")},
-       {},
-       reads_a,
-       {},
-       {},
-       Expect::kConflict},
-      {"a compaction of a file we read", {RemoveOf("a", false)}, {}, reads_a},
-      {"a remove when we read the whole table",
-       {RemoveOf("z")},
-       {},
-       whole,
-       {},
-       {},
-       Expect::kConflict},
-      {"a blind append when we read the whole table",
-       {Info(true), AddOf("x")},
-       {},
-       whole},
-      {"a non-blind data change when we read the whole table",
-       {Info(false), AddOf("x")},
-       {},
-       whole,
-       {},
-       {},
-       Expect::kConflict},
-      {"a blind append under serializable isolation",
-       {Info(true), AddOf("x")},
-       IsolationLevel::kSerializable,
-       {},
-       {},
-       {},
-       Expect::kConflict},
-      {"a compaction's add under serializable isolation",
-       {Info(false), AddOf("x", false)},
-       IsolationLevel::kSerializable},
-      {"a remove of a watched file",
-       {RemoveOf("a")},
-       {},
-       {},
-       {},
-       watch_a,
-       Expect::kRolledBack},
-      {"a compaction of a watched file", {RemoveOf("a", false)}, {}, {}, {}, watch_a},
-      {"a remove carrying the watched tag",
-       {RemoveOf("q", true, NullableStringMap{{kTag, "[]"}})},
-       {},
-       {},
-       {},
-       watch_tag,
-       Expect::kRolledBack},
-      {"an add carrying the watched tag (a restore)",
-       {AddOf("q", true, NullableStringMap{{kTag, "[]"}})},
-       {},
-       {},
-       {},
-       watch_tag,
-       Expect::kRolledBack},
-      {"our own application's commit is never a rollback",
-       {SetTransaction{"stream", 4, {}}, RemoveOf("a")},
-       {},
-       {},
-       app,
-       watch_a,
-       Expect::kConcurrentApp},
+      Row("a blind append against a blind append", {Info(true), AddOf("x")}),
+      Row("a protocol change", {Protocol{}}, Expect::kConflict),
+      Row("a metadata change", {Metadata{}}, Expect::kConflict),
+      Row("a txn of our application", {SetTransaction{"stream", 3, {}}},
+          Expect::kConcurrentApp, {}, app),
+      Row("a txn of another application", {SetTransaction{"other", 3, {}}}, Expect::kOk,
+          {}, app),
+      Row("a domain we also set", {DomainMetadata{"d", "{}", false}}, Expect::kConflict,
+          {}, domain_d),
+      Row("a remove of a file we remove", {RemoveOf("a")}, Expect::kConflict, {},
+          removes_a),
+      Row("a compaction removing a file we re-add", {RemoveOf("a", false)},
+          Expect::kConflict, {}, readds_a),
+      Row("a remove of a file we read", {RemoveOf("a")}, Expect::kConflict, reads_a),
+      Row("a compaction of a file we read", {RemoveOf("a", false)}, Expect::kOk, reads_a),
+      Row("a remove when we read the whole table", {RemoveOf("z")}, Expect::kConflict,
+          whole),
+      Row("a blind append when we read the whole table", {Info(true), AddOf("x")},
+          Expect::kOk, whole),
+      Row("a non-blind data change when we read the whole table",
+          {Info(false), AddOf("x")}, Expect::kConflict, whole),
+      Row("a blind append under serializable isolation", {Info(true), AddOf("x")},
+          Expect::kConflict, {}, {}, {}, kS),
+      Row("a compaction's add under serializable isolation",
+          {Info(false), AddOf("x", false)}, Expect::kOk, {}, {}, {}, kS),
+      Row("a remove of a watched file", {RemoveOf("a")}, Expect::kRolledBack, {}, {},
+          watch_a),
+      Row("a compaction of a watched file", {RemoveOf("a", false)}, Expect::kOk, {}, {},
+          watch_a),
+      Row("a remove carrying the watched tag", {RemoveOf("q", true, tagged)},
+          Expect::kRolledBack, {}, {}, watch_tag),
+      Row("an add carrying the watched tag (a restore)", {AddOf("q", true, tagged)},
+          Expect::kRolledBack, {}, {}, watch_tag),
+      Row("our own application's commit is never a rollback",
+          {SetTransaction{"stream", 4, {}}, RemoveOf("a")}, Expect::kConcurrentApp, {},
+          app, watch_a, kWS),
   };
   for (const auto& c : cases) {
     auto outcome = CheckWinner(c.winner, 7, c.isolation, c.read, c.write, c.watch);

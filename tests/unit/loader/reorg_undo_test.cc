@@ -105,7 +105,7 @@ TEST_F(ReorgUndoTest, TheMicrobatchesFromTheForkOnAreRemovedAndTheRestKeepTheirT
 TEST_F(ReorgUndoTest,
        AFileTaggedWithAnInvalidatedRangeButHoldingNoneOfItsRowsIsOnlyRetagged) {
   // File A holds 0..9 but its commit group's tag also names 10..19, whose rows are in B.
-  Commit({Range(0, 9)}, {Range(0, 9), Range(10, 19)});
+  Commit({Range(0, 9)}, std::vector<amp::BlockRange>{Range(0, 9), Range(10, 19)});
   Commit({Range(10, 19)});
   const UndoStaged staged = Undo({Range(15, 15)});
   EXPECT_EQ(staged.rows_removed, 10);

@@ -51,8 +51,6 @@ std::vector<std::string> FloatColumnPaths(const arrow::Schema& schema) {
   return out;
 }
 
-}  // namespace
-
 // The value bytes of a binary-like column's first `rows` rows (empty for other types).
 std::string_view ValueBytes(const arrow::Array& column, int64_t rows) {
   const auto& data = *column.data();
