@@ -11,10 +11,11 @@
 namespace ampdelta::delta {
 namespace {
 
-// `rows` rows: random 32-byte hashes, a column of 4 repeating values, a counter.
+// `rows` rows: random 32-byte hashes (binary, as tables store them), a column of 4
+// repeating values, a counter.
 std::shared_ptr<arrow::RecordBatch> Sample(int64_t rows) {
   std::mt19937_64 random(7);
-  arrow::FixedSizeBinaryBuilder hashes(arrow::fixed_size_binary(32));
+  arrow::BinaryBuilder hashes;
   arrow::StringBuilder kinds;
   arrow::Int64Builder numbers;
   for (int64_t i = 0; i < rows; ++i) {
@@ -24,7 +25,7 @@ std::shared_ptr<arrow::RecordBatch> Sample(int64_t rows) {
     EXPECT_TRUE(kinds.Append("kind-" + std::to_string(i % 4)).ok());
     EXPECT_TRUE(numbers.Append(i).ok());
   }
-  auto schema = arrow::schema({arrow::field("hash", arrow::fixed_size_binary(32)),
+  auto schema = arrow::schema({arrow::field("hash", arrow::binary()),
                                arrow::field("kind", arrow::utf8()),
                                arrow::field("n", arrow::int64())});
   return arrow::RecordBatch::Make(schema, rows,
