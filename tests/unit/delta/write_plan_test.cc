@@ -49,6 +49,19 @@ TEST(CombineProtocolsTest, ATableNeverLosesAFeatureItHad) {
        Features({"columnMapping", "timestampNtz"},
                 {"appendOnly", "invariants", "checkConstraints", "changeDataFeed",
                  "generatedColumns", "columnMapping", "timestampNtz"})},
+      // Legacy reader version 2 is column mapping: a reader feature, so a writer one too.
+      {Features({}, {"appendOnly"}), Features({"timestampNtz"}, {"timestampNtz"}),
+       Features({"timestampNtz"}, {"appendOnly", "timestampNtz"})},
+      {[] {
+         Protocol p;
+         p.min_reader_version = 2;
+         p.min_writer_version = 7;
+         p.writer_features = std::vector<std::string>{"appendOnly"};
+         return p;
+       }(),
+       Features({"timestampNtz"}, {"timestampNtz"}),
+       Features({"columnMapping", "timestampNtz"},
+                {"appendOnly", "timestampNtz", "columnMapping"})},
       // A legacy requirement (a new table's default) adds nothing to a features table.
       {Features({"deletionVectors"}, {"deletionVectors"}), Legacy(1, 2),
        Features({"deletionVectors"}, {"deletionVectors"})},

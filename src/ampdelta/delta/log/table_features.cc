@@ -208,6 +208,8 @@ Protocol CombineProtocols(const Protocol& existing, const Protocol& required) {
     std::vector<std::string> reader;
     add(&reader, reader_features(existing));
     add(&reader, reader_features(required));
+    // Every reader feature is a writer feature too (PROTOCOL.md "Table Features").
+    add(&*combined.writer_features, reader);
     combined.reader_features = std::move(reader);
   }
   return combined;
