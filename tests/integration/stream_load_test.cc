@@ -178,16 +178,17 @@ class StreamLoadTest : public ::testing::Test {
 
 TEST_F(StreamLoadTest, ARestoreWhileStreamingIsRefilledFromTheTablesState) {
   devserver::DevServerOptions options;
-  options.live.block_interval = std::chrono::milliseconds(20);
-  options.live.max_head = kFirst + 159;
   options.stream.max_microbatch_blocks = 10;
-  Start(std::move(options));
+  Start(std::move(options));  // a still chain, advanced by hand: no race with the restore
   loader::LoadResult result;
   std::thread loader_thread([&] { result = Stream(kFirst + 159); });
+  WaitUntilCommitted(kFirst + 99);
+  ASSERT_OK(server_->AdvanceHead(11));
   WaitUntilCommitted(kFirst + 110);
   // Take the table back to its first commit while the stream runs: the blocks after it
   // are gone from the table, and the stream must notice and load them again.
   ASSERT_OK(delta::Restore(*storage::OpenObjectStore(table_), 0).status());
+  ASSERT_OK(server_->AdvanceHead(49));
   loader_thread.join();
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_EQ(result.metadata.count("rollbacks"), 1u);
