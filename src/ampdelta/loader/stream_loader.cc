@@ -488,16 +488,14 @@ class StreamLoad {
     ARROW_ASSIGN_OR_RAISE(
         const UndoStaged staged,
         StageUndo(*snapshot_, app_id_, state_, invalidated, ids, writer.get()));
-    const int64_t rows_removed = staged.rows_removed;
-    const auto& surviving = staged.surviving;
-    ARROW_RETURN_NOT_OK(Finish(writer.get(), &surviving));
+    ARROW_RETURN_NOT_OK(Finish(writer.get(), &staged.surviving));
     reorg.rows_loaded = 0;
     reorg.duration = std::chrono::duration<double>(Clock::now() - start).count();
     reorg.metadata["table_version"] = std::to_string(snapshot_->version());
-    reorg.metadata["rows_removed"] = std::to_string(rows_removed);
+    reorg.metadata["rows_removed"] = std::to_string(staged.rows_removed);
     reorg.metadata["files_touched"] = std::to_string(staged.files_touched);
     reorg.metadata["files_rewritten"] = std::to_string(staged.files_rewritten);
-    rows_undone_ += rows_removed;
+    rows_undone_ += staged.rows_removed;
     Report(reorg);
     // state_.ranges is stale now; every reader of it (the next undo, a reconnect)
     // refreshes.

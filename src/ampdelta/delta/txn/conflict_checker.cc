@@ -7,15 +7,6 @@
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::delta {
-namespace {
-
-template <typename... Args>
-arrow::Status Conflict(Args&&... args) {
-  return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError,
-                   std::forward<Args>(args)...);
-}
-
-}  // namespace
 
 const char* IsolationLevelName(IsolationLevel level) {
   return level == IsolationLevel::kSerializable ? "Serializable" : "WriteSerializable";
@@ -52,7 +43,7 @@ arrow::Result<Rebase> CheckWinner(const std::vector<Action>& winner, Version ver
       const bool tagged = !watch.tag_key.empty() && remove->tags &&
                           remove->tags->count(watch.tag_key) != 0;
       if (watch.keys.count(key) != 0 || tagged) {
-        return Conflict(
+        return CommitConflictError(
                    "concurrent commit ", version, " removed file ", key,
                    " that this transaction builds on (a restore or delete took it back)")
             .WithDetail(
@@ -67,36 +58,37 @@ arrow::Result<Rebase> CheckWinner(const std::vector<Action>& winner, Version ver
           add->tags->count(watch.tag_key) == 0) {
         continue;
       }
-      return Conflict("concurrent commit ", version, " added file ",
-                      DecodeLogPath(add->path),
-                      " recording progress of this transaction's application (a restore "
-                      "gave it back)")
+      return CommitConflictError(
+                 "concurrent commit ", version, " added file ", DecodeLogPath(add->path),
+                 " recording progress of this transaction's application (a restore "
+                 "gave it back)")
           .WithDetail(
               std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kRolledBack));
     }
   }
   for (const auto& action : winner) {
     if (std::holds_alternative<Protocol>(action)) {
-      return Conflict("the table's protocol changed in concurrent commit ", version);
+      return CommitConflictError("the table's protocol changed in concurrent commit ",
+                                 version);
     }
     if (std::holds_alternative<Metadata>(action)) {
-      return Conflict(
+      return CommitConflictError(
           "the table's metadata (schema or properties) changed in concurrent commit ",
           version);
     }
     if (const auto* txn = std::get_if<SetTransaction>(&action)) {
       if (write.app_id && txn->app_id == *write.app_id) {
-        return Conflict("application '", txn->app_id, "' committed version ",
-                        txn->version, " concurrently (commit ", version,
-                        "); another writer runs the same app")
+        return CommitConflictError("application '", txn->app_id, "' committed version ",
+                                   txn->version, " concurrently (commit ", version,
+                                   "); another writer runs the same app")
             .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
                                                       kConcurrentApp));
       }
     }
     if (const auto* domain = std::get_if<DomainMetadata>(&action)) {
       if (write.domains.count(domain->domain) != 0) {
-        return Conflict("domain '", domain->domain, "' changed in concurrent commit ",
-                        version);
+        return CommitConflictError("domain '", domain->domain,
+                                   "' changed in concurrent commit ", version);
       }
     }
     if (const auto* remove = std::get_if<Remove>(&action)) {
@@ -109,21 +101,22 @@ arrow::Result<Rebase> CheckWinner(const std::vector<Action>& winner, Version ver
           rebase.superseded.insert(key);
           continue;
         }
-        return Conflict("file ", key, " was removed by concurrent commit ", version,
-                        " that this transaction also removes");
+        return CommitConflictError("file ", key, " was removed by concurrent commit ",
+                                   version, " that this transaction also removes");
       }
       if (remove->data_change && (read.files.count(key) != 0 || read.whole_table)) {
-        return Conflict("file ", key,
-                        " that this transaction read was removed by concurrent commit ",
-                        version);
+        return CommitConflictError(
+            "file ", key, " that this transaction read was removed by concurrent commit ",
+            version);
       }
       // Replacing the whole table, a file it keeps must still be there: what a compaction
       // put in its place is removed with the winner's adds, and its rows with it.
       if (write.replace_whole_table && read.files.count(key) != 0) {
-        return Conflict("file ", key,
-                        " that this transaction keeps was rewritten by concurrent "
-                        "commit ",
-                        version);
+        return CommitConflictError(
+            "file ", key,
+            " that this transaction keeps was rewritten by concurrent "
+            "commit ",
+            version);
       }
     }
     if (const auto* add = std::get_if<Add>(&action)) {
@@ -131,11 +124,12 @@ arrow::Result<Rebase> CheckWinner(const std::vector<Action>& winner, Version ver
       // changes to the table we read in full do.
       if (add->data_change && read.whole_table && !winner_blind &&
           !write.replace_whole_table) {
-        return Conflict("concurrent commit ", version,
-                        " changed data this transaction read; retry the operation");
+        return CommitConflictError(
+            "concurrent commit ", version,
+            " changed data this transaction read; retry the operation");
       }
       if (add->data_change && isolation == IsolationLevel::kSerializable) {
-        return Conflict(
+        return CommitConflictError(
             "concurrent commit ", version,
             " added data while this transaction required serializable isolation; "
             "retry the operation");

@@ -9,11 +9,13 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <arrow/result.h>
 
 #include "ampdelta/delta/log/actions.h"
+#include "ampdelta/util/status.h"
 
 namespace ampdelta::delta {
 
@@ -22,6 +24,13 @@ inline constexpr const char* kRolledBack = "rolled_back";
 /// The ErrorDetail subcode of a kCommitConflict with a concurrent commit of the same
 /// application id (`txn`): another writer runs the same stream or job.
 inline constexpr const char* kConcurrentApp = "concurrent_app";
+
+/// \brief Return a kCommitConflict error whose message is `args`.
+template <typename... Args>
+arrow::Status CommitConflictError(Args&&... args) {
+  return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError,
+                   std::forward<Args>(args)...);
+}
 
 /// \brief How the reads of a transaction must hold against concurrent commits.
 enum class IsolationLevel : uint8_t {

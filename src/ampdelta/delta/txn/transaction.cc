@@ -22,12 +22,6 @@
 namespace ampdelta::delta {
 namespace {
 
-template <typename... Args>
-arrow::Status Conflict(Args&&... args) {
-  return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError,
-                   std::forward<Args>(args)...);
-}
-
 void Backoff(const CommitOptions& options, int attempt) {
   options.sleep(
       BackoffPolicy{options.initial_backoff, options.max_backoff}.Delay(attempt));
@@ -181,28 +175,29 @@ arrow::Result<CommitReport> Transaction::Commit() {
     }
     // Lost the race for this version.
     if (attempt >= options_.max_attempts) {
-      return Conflict("gave up committing after ", attempt, " attempts: version ",
-                      version, " kept being taken by concurrent writers");
+      return CommitConflictError("gave up committing after ", attempt,
+                                 " attempts: version ", version,
+                                 " kept being taken by concurrent writers");
     }
     if (version == 0) {
       // Someone created the table first. Proceed as an append if it is the same table.
       ARROW_ASSIGN_OR_RAISE(auto existing, Snapshot::Load(store_));
       if (existing->metadata().schema_string != metadata.schema_string ||
           existing->metadata().partition_columns != metadata.partition_columns) {
-        return Conflict(
+        return CommitConflictError(
             "the table was created concurrently with a different schema or "
             "partitioning");
       }
       const bool serializable = isolation_ == IsolationLevel::kSerializable;
       if (serializable || replace_whole_table_) {
-        return Conflict("the table was created concurrently; this ",
-                        serializable ? "merge" : "overwrite",
-                        " must read it first: retry");
+        return CommitConflictError("the table was created concurrently; this ",
+                                   serializable ? "merge" : "overwrite",
+                                   " must read it first: retry");
       }
       if (txn_ && existing->AppTransactionVersion(txn_->app_id)) {
-        return Conflict("application '", txn_->app_id,
-                        "' created the table concurrently; "
-                        "another writer runs the same app")
+        return CommitConflictError("application '", txn_->app_id,
+                                   "' created the table concurrently; "
+                                   "another writer runs the same app")
             .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
                                                       kConcurrentApp));
       }
