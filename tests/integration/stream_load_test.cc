@@ -552,8 +552,15 @@ TEST_F(StreamLoadTest, ADisconnectMidMicrobatchReconnectsAndResumesFromTheTable)
   // The first stream drops after 7 messages, as a lost connection does.
   testing::FaultyAmpClient dropping(amp_.get(),
                                     {.failing_streams = 1, .messages_before_failure = 7});
-  const auto result = Stream(kFirst + 149, &dropping);
+  loader::LoadOptions options = Options(kFirst + 149);
+  std::vector<std::chrono::milliseconds> waits;
+  options.sleep = [&waits](std::chrono::milliseconds delay) { waits.push_back(delay); };
+  const auto result = loader::LoadStream(dropping, kBlocks, Config(), options);
   ASSERT_TRUE(result.success) << result.error;
+  // The reconnect waited its back-off through the injected clock, in stop-checking
+  // slices.
+  ASSERT_FALSE(waits.empty());
+  for (const auto& wait : waits) EXPECT_LE(wait.count(), 50);
   EXPECT_GE(dropping.queries, 2);
   std::string metadata;
   for (const auto& [key, value] : result.metadata) metadata += key + "=" + value + " ";

@@ -69,7 +69,8 @@ struct LoadOptions {
   std::optional<uint64_t> until_block;
   /// Set to true to stop after the current commit (Ctrl-C).
   std::atomic<bool>* stop = nullptr;
-  /// How batch-load retries wait (tests pass a recorder).
+  /// How retries wait: batch-load back-off and stream reconnects (which wait in slices
+  /// of at most 50 ms, to see a stop). Tests pass a recorder.
   SleepFunction sleep = SleepFor;
   /// Streams report each commit and each reorg here.
   std::function<void(const LoadResult&)> on_result;

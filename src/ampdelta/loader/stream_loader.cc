@@ -10,7 +10,6 @@
 #include <deque>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <utility>
 
 #include <arrow/array.h>
@@ -270,13 +269,15 @@ class StreamLoad {
     return false;
   }
 
-  // Sleep for `delay` unless asked to stop; return true when stopping.
+  // Wait `delay` through options_.sleep, in slices so a stop is seen within 50 ms;
+  // return true when stopping.
   bool Sleep(std::chrono::milliseconds delay) const {
-    const auto until = Clock::now() + delay;
-    while (Clock::now() < until) {
+    constexpr std::chrono::milliseconds kSlice{50};
+    while (delay.count() > 0) {
       if (Stopping()) return true;
-      std::this_thread::sleep_for(
-          std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(50)));
+      const auto slice = std::min(delay, kSlice);
+      options_.sleep(slice);
+      delay -= slice;
     }
     return Stopping();
   }

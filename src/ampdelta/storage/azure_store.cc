@@ -323,7 +323,7 @@ arrow::Status AzureStore::Put(const std::string& path,
   if (conditional &&
       (status == 412 ||
        (status == 409 && ProviderError(sent.response).first == "BlobAlreadyExists"))) {
-    return RefusedCreate(path, data);
+    return RefusedCreate(path);
   }
   return ResponseError("Azure PUT", path, sent.response);
 }

@@ -199,14 +199,6 @@ std::shared_ptr<arrow::io::OutputStream> MakeMultipartOutputStream(UploadFunctio
   return std::make_shared<MultipartOutputStream>(std::move(upload), part_size);
 }
 
-arrow::Status SettleRefusedCreate(ObjectStore& store, const std::string& path,
-                                  const std::shared_ptr<arrow::Buffer>& data,
-                                  arrow::Status precondition_failed) {
-  auto stored = store.Get(path);
-  if (stored.ok() && (*stored)->Equals(*data)) return arrow::Status::OK();
-  return precondition_failed;
-}
-
 int64_t ParseHttpOrIsoTime(const std::string& text) {
   std::tm tm{};
   int millis = 0;

@@ -54,16 +54,6 @@ struct UploadFunctions {
 std::shared_ptr<arrow::io::OutputStream> MakeMultipartOutputStream(UploadFunctions upload,
                                                                    int64_t part_size);
 
-/// \brief Decide a create-if-absent that found the object present: it is ours when the
-/// stored bytes equal `data` (an earlier attempt wrote it and its reply was lost), in
-/// which case this returns OK; otherwise the original precondition failure.
-///
-/// Every refused create is checked, not only those after a retry the store saw: libcurl
-/// itself re-sends a request once when a reused connection closes without a reply.
-arrow::Status SettleRefusedCreate(ObjectStore& store, const std::string& path,
-                                  const std::shared_ptr<arrow::Buffer>& data,
-                                  arrow::Status precondition_failed);
-
 /// \brief Parse an HTTP date (RFC 1123, `Tue, 15 Nov 1994 08:12:31 GMT`) or an RFC 3339
 /// timestamp (`2024-05-01T12:00:00.123Z`) into milliseconds since the epoch; 0 if
 /// neither.

@@ -162,12 +162,9 @@ ObjectMeta CloudStore::MetaFromHeaders(const std::string& path,
   return meta;
 }
 
-arrow::Status CloudStore::RefusedCreate(const std::string& path,
-                                        const std::shared_ptr<arrow::Buffer>& data) {
-  return SettleRefusedCreate(
-      *this, path, data,
-      MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::IOError,
-                JoinPath(root_uri_, path), " already exists"));
+arrow::Status CloudStore::RefusedCreate(const std::string& path) const {
+  return MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::IOError,
+                   JoinPath(root_uri_, path), " already exists");
 }
 
 arrow::Status CloudStore::DeleteOutcome(const std::string& operation,

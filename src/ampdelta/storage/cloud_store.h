@@ -93,11 +93,10 @@ class CloudStore : public ObjectStore, public std::enable_shared_from_this<Cloud
   /// Last-Modified.
   static ObjectMeta MetaFromHeaders(const std::string& path,
                                     const HttpResponse& response);
-  /// \brief The outcome of a conditional create the service refused because the object
-  /// exists: ours if the stored bytes are `data` (SettleRefusedCreate), else
-  /// kPreconditionFailed.
-  arrow::Status RefusedCreate(const std::string& path,
-                              const std::shared_ptr<arrow::Buffer>& data);
+  /// \brief The kPreconditionFailed error of a conditional create the service refused
+  /// because the object exists. Whether an earlier attempt of ours made it exist is
+  /// for the caller to settle (delta::CreateIfAbsent reads it back).
+  arrow::Status RefusedCreate(const std::string& path) const;
   /// \brief The outcome of a DELETE: any 2xx, and 404 (already gone), succeed.
   arrow::Status DeleteOutcome(const std::string& operation, const std::string& path,
                               const HttpResponse& response) const;

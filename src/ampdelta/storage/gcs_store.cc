@@ -378,7 +378,7 @@ arrow::Status GcsStore::Put(const std::string& path,
   ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
   const int status = sent.response.status;
   if (status == 200 || status == 201) return arrow::Status::OK();
-  if (conditional && status == 412) return RefusedCreate(path, data);
+  if (conditional && status == 412) return RefusedCreate(path);
   return ResponseError("GCS PUT", path, sent.response);
 }
 

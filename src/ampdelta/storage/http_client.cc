@@ -255,9 +255,6 @@ arrow::Result<RetriedResponse> SendWithRetry(
       return sent.status().WithMessage(sent.status().message(), " (after ", attempt + 1,
                                        " attempts)");
     }
-    // Only a 429 is known to have had no effect; a reset, a timeout or a 5xx may come
-    // after the server applied the request.
-    if (!sent.ok() || sent->status != 429) result.earlier_attempt_ambiguous = true;
     policy.sleep(backoff.Delay(attempt));
   }
 }

@@ -123,10 +123,6 @@ struct RetryPolicy {
 struct RetriedResponse {
   HttpResponse response;
   int attempts = 0;
-  /// True when an earlier attempt may have reached the server and been applied (a
-  /// transport failure or a 5xx before the final answer): a conditional create answered
-  /// "exists" may then have been our own write.
-  bool earlier_attempt_ambiguous = false;
 };
 
 /// \brief Return true for statuses worth retrying: 408, 429 and 5xx but 501.

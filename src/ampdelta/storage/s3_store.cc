@@ -264,7 +264,7 @@ arrow::Status S3Store::Put(const std::string& path,
   ARROW_ASSIGN_OR_RAISE(auto sent, Send(request));
   const int status = sent.response.status;
   if (status == 200) return arrow::Status::OK();
-  if (conditional && status == 412) return RefusedCreate(path, data);
+  if (conditional && status == 412) return RefusedCreate(path);
   if (conditional &&
       (status == 501 ||
        (status == 400 && ProviderError(sent.response).first == "NotImplemented"))) {

@@ -62,5 +62,44 @@ TEST_F(CommitterTest,
   EXPECT_FALSE(inner_->Head(CommitPath(0)).ok());
 }
 
+TEST_F(CommitterTest, ARefusedCreateOfOurOwnResentWriteIsCommittedNotAConflict) {
+  // The store's HTTP retry (or libcurl) re-sent our PUT after the first one landed
+  // unseen: the service refuses the second as "exists", and the bytes are ours.
+  storage::FaultRule resent;
+  resent.op = storage::StoreOp::kPut;
+  resent.fail = false;
+  resent.before = [this] {
+    ASSERT_OK(inner_->Put(CommitPath(2), arrow::Buffer::FromString("ours\n"),
+                          storage::PutMode::kCreateIfAbsent));
+  };
+  store_->AddRule(resent);
+  ASSERT_OK_AND_ASSIGN(auto outcome, committer_.TryCommit(2, "ours\n"));
+  EXPECT_EQ(outcome, CommitResult::kCommitted);
+}
+
+TEST_F(CommitterTest, ARefusedCreateThatCannotBeReadBackIsAnErrorNotAConflict) {
+  ASSERT_OK(inner_->Put(CommitPath(5), arrow::Buffer::FromString("ours\n"),
+                        storage::PutMode::kCreateIfAbsent));
+  storage::FaultRule unreadable;
+  unreadable.op = storage::StoreOp::kGet;
+  store_->AddRule(unreadable);
+  // Calling it a conflict could make the caller commit the same changes twice.
+  EXPECT_THAT(committer_.TryCommit(5, "ours\n"),
+              testing::StatusHasMessage("could not be read back"));
+}
+
+TEST(CreateIfAbsentTest, AWriteLeaseKeyWhoseReplyWasLostIsOurs) {
+  auto inner = std::make_shared<storage::MemoryStore>();
+  storage::FaultStore store(inner);
+  storage::FaultRule lost;
+  lost.op = storage::StoreOp::kPut;
+  lost.lose_reply = true;
+  store.AddRule(lost);
+  ASSERT_OK_AND_ASSIGN(auto outcome, CreateIfAbsent(store, "_ampdelta_leases/a", "x"));
+  EXPECT_EQ(outcome.state, CreateOutcome::kCreated);
+  ASSERT_OK_AND_ASSIGN(auto again, CreateIfAbsent(store, "_ampdelta_leases/a", "y"));
+  EXPECT_EQ(again.state, CreateOutcome::kTaken);
+}
+
 }  // namespace
 }  // namespace ampdelta::delta

@@ -171,23 +171,6 @@ TEST(RangedInputFileTest, AShortReplyIsAnErrorNotAShortRead) {
   EXPECT_FALSE(file->ReadAt(0, 4, out).ok());
 }
 
-TEST(SettleRefusedCreateTest, OurOwnBytesMeanOurWriteLanded) {
-  MemoryStore store;
-  ASSERT_OK(store.Put("_delta_log/00000000000000000003.json",
-                      arrow::Buffer::FromString("{\"commitInfo\":{\"txnId\":\"ours\"}}"),
-                      PutMode::kOverwrite));
-  const arrow::Status exists =
-      MakeError(ErrorCode::kPreconditionFailed, arrow::StatusCode::IOError, "exists");
-  ASSERT_OK(SettleRefusedCreate(
-      store, "_delta_log/00000000000000000003.json",
-      arrow::Buffer::FromString("{\"commitInfo\":{\"txnId\":\"ours\"}}"), exists));
-  EXPECT_THAT(
-      SettleRefusedCreate(
-          store, "_delta_log/00000000000000000003.json",
-          arrow::Buffer::FromString("{\"commitInfo\":{\"txnId\":\"theirs\"}}"), exists),
-      testing::HasErrorCode(ErrorCode::kPreconditionFailed));
-}
-
 TEST(HttpTimeTest, ParsesHttpDatesAndRfc3339) {
   EXPECT_EQ(ParseHttpOrIsoTime("Fri, 24 May 2013 00:00:00 GMT"), 1369353600000);
   EXPECT_EQ(ParseHttpOrIsoTime("2013-05-24T00:00:01.250Z"), 1369353601250);

@@ -27,6 +27,33 @@ enum class CommitResult : uint8_t {
   kRetryable,
 };
 
+/// \brief What a create-if-absent whose reply may be lost found.
+struct CreateOutcome {
+  enum State : uint8_t {
+    /// The object holds our bytes: this call (or an attempt of it the store re-sent)
+    /// created it.
+    kCreated,
+    /// The object holds other bytes: another writer created it.
+    kTaken,
+    /// The write failed transiently and the object does not exist.
+    kFree,
+  };
+  State state;
+  /// The store's reply to the write (OK when kCreated without a read-back).
+  arrow::Status failure;
+};
+
+/// \brief Create `path` holding `bytes` unless it exists, and settle an ambiguous reply
+/// by reading the object back: a refused create may be our own earlier attempt that
+/// the store re-sent, a failed one may have landed. This is the one place that decides
+/// it; stores only report what the service said.
+///
+/// \return the outcome; the store's error when the write failed permanently (or
+///   transiently and the object could not be read back) and the object is not ours
+arrow::Result<CreateOutcome> CreateIfAbsent(storage::ObjectStore& store,
+                                            const std::string& path,
+                                            const std::string& bytes);
+
 /// \brief Writes commit files of one table. Thread-compatible.
 class Committer {
  public:

@@ -9,6 +9,7 @@
 #include <arrow/buffer.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/txn/committer.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
@@ -118,9 +119,13 @@ arrow::Result<std::shared_ptr<WriteLease>> WriteLease::Acquire(
               {"created", NowMs()},
               {"paths", paths}};
   state->body = doc.dump(-1, ' ', false, json::error_handler_t::replace);
-  ARROW_RETURN_NOT_OK(state->store->Put(state->key,
-                                        arrow::Buffer::FromString(state->body),
-                                        storage::PutMode::kCreateIfAbsent));
+  ARROW_ASSIGN_OR_RAISE(auto created,
+                        CreateIfAbsent(*state->store, state->key, state->body));
+  if (created.state != CreateOutcome::kCreated) {
+    // The key holds a fresh random token, so only a transient failure leaves it free.
+    return created.failure.WithMessage("write lease ", state->key,
+                                       " not created: ", created.failure.message());
+  }
   State* raw = state.get();
   state->heartbeat = std::thread([raw] { raw->Beat(); });
   return std::shared_ptr<WriteLease>(new WriteLease(std::move(state), token));
