@@ -8,6 +8,7 @@
 #include <arrow/array.h>
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
+#include <arrow/util/byte_size.h>
 
 #include "ampdelta/amp/client.h"
 #include "ampdelta/amp/server_error.h"
@@ -99,6 +100,36 @@ TEST_F(AmpDevServerTest, BatchQuickstartQueryReturnsAmpTypesAndMetadata) {
   EXPECT_EQ(range.hash, server_->chain()->BlockHash(kFirst + 99));
   EXPECT_EQ(range.prev_hash, server_->chain()->BlockHash(kFirst - 1));
   EXPECT_EQ(range.timestamp, std::optional<uint64_t>(1'765'585'559));
+}
+
+TEST_F(AmpDevServerTest, ResultsComeInBatchesOf8192RowsSplitAtTwoMebibytesAsAmpSends) {
+  // 1009 blocks of 17 transactions: the Quickstart's 17,153 rows, which ampd sends as
+  // DataFusion's 8192-row batches (each split further near 2 MiB), the last 769 rows.
+  devserver::DevServerOptions options;
+  options.chain.initial_blocks = 1009;
+  options.chain.transactions_per_block = 17;
+  StartServer(std::move(options));
+  ASSERT_OK_AND_ASSIGN(
+      auto stream, client_->Query(R"(SELECT * FROM "acme/eth_mainnet".transactions)"));
+  std::vector<int64_t> sizes;
+  int64_t since_boundary = 0;
+  while (true) {
+    ASSERT_OK_AND_ASSIGN(auto message, stream->Next());
+    if (!message) break;
+    const int64_t rows = message->data->num_rows();
+    if (rows == 0) continue;
+    sizes.push_back(rows);
+    EXPECT_LE(arrow::util::TotalBufferSize(*message->data), 3 * 1024 * 1024);
+    since_boundary += rows;
+    EXPECT_LE(since_boundary, 8192);  // no message straddles an 8192-row batch
+    if (since_boundary == 8192) since_boundary = 0;
+  }
+  int64_t total = 0;
+  for (int64_t rows : sizes) total += rows;
+  EXPECT_EQ(total, 17'153);
+  ASSERT_FALSE(sizes.empty());
+  EXPECT_EQ(sizes.back(), 769);
+  EXPECT_EQ(since_boundary, 769);
 }
 
 TEST_F(AmpDevServerTest, EmptyResultStillSendsADataBatchAndTheMarker) {

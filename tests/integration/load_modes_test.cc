@@ -44,6 +44,7 @@ class LoadModesTest : public ::testing::Test {
     devserver::DevServerOptions options;
     options.chain.transactions_per_block = 8;
     options.chain.max_rows_per_batch = 128;  // several batches per query
+    options.stream.batch_rows = 128;
     ASSERT_OK_AND_ASSIGN(server_, devserver::DevServer::Start(options));
     ASSERT_OK_AND_ASSIGN(amp_, amp::Client::Connect(server_->url()));
     table_ = dir_.path() + "/blocks";

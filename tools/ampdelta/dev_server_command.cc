@@ -146,6 +146,10 @@ CommandRunner AddDevServerCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--reorg-at", args->reorg_at,
                   "BLOCK:DEPTH: when the head reaches BLOCK, replace DEPTH blocks");
+  cmd->add_option("--batch-rows", options.stream.batch_rows,
+                  "rows per record batch (ampd: DataFusion's 8192)")
+      ->check(IntegerAtLeast(1))
+      ->capture_default_str();
   cmd->add_option("--microbatch-max-blocks", options.stream.max_microbatch_blocks,
                   "largest streaming microbatch in blocks")
       ->check(UnsignedAtLeast(1))

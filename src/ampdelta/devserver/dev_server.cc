@@ -11,6 +11,7 @@
 #include <arrow/flight/api.h>
 #include <arrow/ipc/api.h>
 #include <arrow/record_batch.h>
+#include <arrow/table.h>
 #include <arrow/util/byte_size.h>
 #include <nlohmann/json.hpp>
 
@@ -127,12 +128,49 @@ class QueryDataStream : public flight::FlightDataStream {
                            const std::string& metadata) {
     const int64_t rows = batch->num_rows();
     if (rows == 0) return arrow::Status::OK();
-    const int64_t bytes = std::max<int64_t>(1, arrow::util::TotalBufferSize(*batch));
+    // The bytes the slice references, not its parents' whole buffers.
+    ARROW_ASSIGN_OR_RAISE(const int64_t referenced,
+                          arrow::util::ReferencedBufferSize(*batch));
+    const int64_t bytes = std::max<int64_t>(1, referenced);
     const int64_t per_slice = std::max<int64_t>(1, rows * kTargetMessageBytes / bytes);
     for (int64_t offset = 0; offset < rows; offset += per_slice) {
       ARROW_RETURN_NOT_OK(Push(batch->Slice(offset, per_slice), metadata));
     }
     return arrow::Status::OK();
+  }
+
+  // Queue rows as ampd's plan yields them: in batches of options_.batch_rows, the
+  // remainder held until more rows come or Flush.
+  arrow::Status Coalesce(std::shared_ptr<arrow::RecordBatch> batch) {
+    if (batch->num_rows() == 0) return arrow::Status::OK();
+    held_rows_ += batch->num_rows();
+    held_.push_back(std::move(batch));
+    const int64_t size = std::max<int64_t>(1, options_.batch_rows);
+    while (held_rows_ >= size) {
+      ARROW_ASSIGN_OR_RAISE(auto all, TakeHeld());
+      ARROW_RETURN_NOT_OK(PushSliced(all->Slice(0, size), metadata_));
+      if (all->num_rows() > size) {
+        held_.push_back(all->Slice(size));
+        held_rows_ = all->num_rows() - size;
+      }
+    }
+    return arrow::Status::OK();
+  }
+
+  // Send the rows Coalesce holds.
+  arrow::Status Flush() {
+    if (held_rows_ == 0) return arrow::Status::OK();
+    ARROW_ASSIGN_OR_RAISE(auto all, TakeHeld());
+    return PushSliced(all, metadata_);
+  }
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> TakeHeld() {
+    std::vector<std::shared_ptr<arrow::RecordBatch>> held = std::move(held_);
+    held_.clear();
+    held_rows_ = 0;
+    if (held.size() == 1) return held.front();
+    ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches(std::move(held)));
+    return table->CombineChunksToBatch();
   }
 
   arrow::Status CheckStillWanted() const {
@@ -165,16 +203,17 @@ class QueryDataStream : public flight::FlightDataStream {
     if (query_->limit()) {
       const int64_t left = static_cast<int64_t>(*query_->limit()) - rows_sent_;
       if (batch->num_rows() >= left) {
-        ARROW_RETURN_NOT_OK(PushSliced(batch->Slice(0, left), metadata_));
+        ARROW_RETURN_NOT_OK(Coalesce(batch->Slice(0, left)));
         rows_sent_ += left;
         return FinishBatch();
       }
     }
     rows_sent_ += batch->num_rows();
-    return PushSliced(batch, metadata_);
+    return Coalesce(std::move(batch));
   }
 
   arrow::Status FinishBatch() {
+    ARROW_RETURN_NOT_OK(Flush());
     if (query_->is_aggregate()) {
       ARROW_ASSIGN_OR_RAISE(auto result, aggregator_.Finish());
       ARROW_RETURN_NOT_OK(Push(result, metadata_));
@@ -264,6 +303,7 @@ class QueryDataStream : public flight::FlightDataStream {
         grouped_rows_.clear();
         ARROW_RETURN_NOT_OK(PushSliced(result, metadata_));
       }
+      ARROW_RETURN_NOT_OK(Flush());
       ARROW_RETURN_NOT_OK(PushEmpty(
           RangesMetadata(dataset.network(), &current_->range, /*complete=*/true)));
       previous_ = ChainPosition{current_->range.end, current_->range.hash};
@@ -281,7 +321,7 @@ class QueryDataStream : public flight::FlightDataStream {
       return arrow::Status::OK();
     }
     last_sent_ = now;
-    return PushSliced(batch, metadata_);
+    return Coalesce(std::move(batch));
   }
 
   std::shared_ptr<const BoundQuery> query_;
@@ -296,6 +336,8 @@ class QueryDataStream : public flight::FlightDataStream {
   arrow::ipc::IpcWriteOptions ipc_options_ = arrow::ipc::IpcWriteOptions::Defaults();
 
   std::deque<flight::FlightPayload> pending_;
+  std::vector<std::shared_ptr<arrow::RecordBatch>> held_;
+  int64_t held_rows_ = 0;
   bool done_ = false;
   bool first_ = true;
   std::unique_ptr<BatchIterator> iterator_;

@@ -43,6 +43,10 @@ struct StreamOptions {
   uint64_t max_failures = 0;
   /// How often a waiting stream checks for cancellation and shutdown.
   std::chrono::milliseconds poll_interval{50};
+  /// Rows per record batch, batch queries and microbatches alike: DataFusion's default
+  /// batch size, which ampd keeps (the last batch of a result or microbatch holds the
+  /// rest); each is then split near 2 MiB per message.
+  int64_t batch_rows = 8192;
 };
 
 /// \brief How the synthetic chain moves on its own.
