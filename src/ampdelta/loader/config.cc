@@ -93,6 +93,16 @@ arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
       ARROW_ASSIGN_OR_RAISE(config.vacuum_after_write, Bool(value, key));
     } else if (key == "merge_schema") {
       ARROW_ASSIGN_OR_RAISE(config.merge_schema, Bool(value, key));
+    } else if (key == "type_mapping") {
+      if (value == "lossless") {
+        config.integer_mapping = delta::IntegerMapping::kLossless;
+      } else if (value == "deltalake") {
+        config.integer_mapping = delta::IntegerMapping::kSameWidth;
+      } else {
+        return ConfigError(
+            "'type_mapping' must be \"lossless\" (uint32 -> long, the default) or "
+            "\"deltalake\" (uint32 -> integer, as the Python SDK's tables)");
+      }
     } else if (key == "schema_evolution") {
       ARROW_ASSIGN_OR_RAISE(config.schema_evolution, Bool(value, key));
     } else if (key == "file_size_hint") {

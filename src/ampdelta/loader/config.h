@@ -12,6 +12,8 @@
 
 #include <arrow/result.h>
 
+#include "ampdelta/delta/log/schema.h"
+
 namespace ampdelta::loader {
 
 /// \brief `resilience.retry` (amp-protocol.md §3.8).
@@ -42,6 +44,9 @@ struct DeltaLakeConfig {
   bool vacuum_after_write = false;
   bool merge_schema = true;
   bool schema_evolution = true;
+  /// `type_mapping`: how new columns store unsigned integers: "lossless" (the default,
+  /// uint32 → long) or "deltalake" (the Python SDK's tables: uint32 → integer).
+  delta::IntegerMapping integer_mapping = delta::IntegerMapping::kLossless;
   std::optional<int64_t> file_size_hint;
   std::optional<int64_t> max_rows_per_file;
   std::optional<int64_t> max_rows_per_group;

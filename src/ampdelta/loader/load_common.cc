@@ -40,6 +40,7 @@ arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& conf
   }
   write.partition_by = config.partition_by;
   write.merge_schema = config.merge_schema;
+  write.integer_mapping = config.integer_mapping;
   // schema_evolution: an overwrite may replace the table's schema.
   write.overwrite_schema = config.schema_evolution;
   ARROW_ASSIGN_OR_RAISE(write.files.codec, delta::ParseCodec(options.compression));

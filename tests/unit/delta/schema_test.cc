@@ -50,6 +50,54 @@ TEST(SchemaTest, AmpTypesMapToDeltaTypes) {
   }
 }
 
+TEST(SchemaTest, TheSameWidthMappingMakesTheSdksIntegerColumns) {
+  auto source = arrow::schema({
+      arrow::field("u8", arrow::uint8()),
+      arrow::field("u16", arrow::uint16()),
+      arrow::field("tx_index", arrow::uint32()),
+      arrow::field("u64", arrow::uint64()),
+      arrow::field("l", arrow::list(arrow::uint32())),
+  });
+  ASSERT_OK_AND_ASSIGN(auto table, ToTableSchema(*source, IntegerMapping::kSameWidth));
+  const std::vector<std::string> expected = {"byte", "short", "integer", "long", "array"};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(DeltaTypeName(*table->field(static_cast<int>(i))->type()), expected[i])
+        << i;
+  }
+  EXPECT_TRUE(table->field(4)->type()->field(0)->type()->Equals(arrow::int32()));
+}
+
+TEST(SchemaTest, ValuesGoIntoANarrowerTableColumnWhenTheyFitAndTheFirstMisfitIsNamed) {
+  // An SDK table stores tx_index (uint32) as integer; ampdelta's data is long.
+  arrow::UInt32Builder fits;
+  ASSERT_OK(fits.AppendValues({0, 7, 2'147'483'647U}));
+  ASSERT_OK_AND_ASSIGN(auto small, fits.Finish());
+  auto source = arrow::schema({arrow::field("tx_index", arrow::uint32())});
+  auto table = arrow::schema({arrow::field("tx_index", arrow::int32())});
+  ASSERT_OK_AND_ASSIGN(auto conformed,
+                       ConformBatch(arrow::RecordBatch::Make(source, 3, {small}), table));
+  EXPECT_TRUE(conformed->column(0)->type()->Equals(arrow::int32()));
+  EXPECT_EQ(static_cast<const arrow::Int32Array&>(*conformed->column(0)).Value(2),
+            2'147'483'647);
+  arrow::UInt32Builder misfit;
+  ASSERT_OK(misfit.AppendValues({1, 2'147'483'648U, 4'000'000'000U}));
+  ASSERT_OK_AND_ASSIGN(auto big, misfit.Finish());
+  EXPECT_THAT(ConformBatch(arrow::RecordBatch::Make(source, 3, {big}), table),
+              testing::StatusHasMessage("column 'tx_index' has value 2147483648 (row 1"));
+  // A narrower decimal takes values that fit its precision; a smaller scale is refused.
+  arrow::Decimal128Builder wei(arrow::decimal128(38, 0));
+  ASSERT_OK(wei.Append(arrow::Decimal128(12345)));
+  ASSERT_OK(wei.Append(arrow::Decimal128("100000000000000000000000")));
+  ASSERT_OK_AND_ASSIGN(auto values, wei.Finish());
+  auto wei_source = arrow::schema({arrow::field("value", arrow::decimal128(38, 0))});
+  auto narrow = arrow::schema({arrow::field("value", arrow::decimal128(20, 0))});
+  EXPECT_OK(ConformBatch(arrow::RecordBatch::Make(wei_source, 1, {values->Slice(0, 1)}),
+                         narrow));
+  EXPECT_THAT(ConformBatch(arrow::RecordBatch::Make(wei_source, 2, {values}), narrow),
+              testing::StatusHasMessage("has value 100000000000000000000000 (row 1"));
+  EXPECT_FALSE(CanWriteInto(*arrow::decimal128(10, 2), *arrow::decimal128(10, 1)));
+}
+
 TEST(SchemaTest, UnsupportedTypesAndDuplicateNamesNameTheColumn) {
   EXPECT_THAT(
       ToTableSchema(*arrow::schema({arrow::field("x", arrow::decimal256(50, 0))})),

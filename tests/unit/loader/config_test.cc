@@ -27,7 +27,7 @@ TEST(DeltaLakeConfigTest, EveryKeyIsRead) {
           R"({"table_path":"s3://b/t","storage_options":{"AWS_REGION":"us-east-1"},
         "partition_by":["network"],"optimize_after_write":false,"vacuum_after_write":true,
         "merge_schema":false,"schema_evolution":false,"file_size_hint":1048576,
-        "max_rows_per_file":1000,"max_rows_per_group":100,
+        "max_rows_per_file":1000,"max_rows_per_group":100,"type_mapping":"deltalake",
         "state":{"enabled":false,"store_batch_id":false},
         "resilience":{"retry":{"max_retries":2,"initial_backoff_ms":10}}})"));
   EXPECT_EQ(config.storage_options.at("AWS_REGION"), "us-east-1");
@@ -38,6 +38,9 @@ TEST(DeltaLakeConfigTest, EveryKeyIsRead) {
   EXPECT_EQ(config.max_rows_per_group, std::optional<int64_t>(100));
   EXPECT_FALSE(config.state.enabled);
   EXPECT_EQ(config.retry.max_retries, 2);
+  EXPECT_EQ(config.integer_mapping, delta::IntegerMapping::kSameWidth);
+  EXPECT_THAT(ParseDeltaLakeConfig(R"({"table_path":"t","type_mapping":"narrow"})"),
+              testing::StatusHasMessage("'type_mapping' must be"));
 }
 
 TEST(DeltaLakeConfigTest, UnknownKeysAndWrongTypesAreNamed) {

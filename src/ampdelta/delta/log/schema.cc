@@ -253,12 +253,14 @@ arrow::Status UnsupportedType(const std::string& column, const arrow::DataType& 
                    hint.empty() ? "" : " (" + hint + ")");
 }
 
-arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& column,
-                                                            const arrow::DataType& type);
+arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(
+    const std::string& column, const arrow::DataType& type,
+    IntegerMapping integers = IntegerMapping::kLossless);
 
 arrow::Result<std::shared_ptr<arrow::Field>> ToTableField(const std::string& path,
-                                                          const arrow::Field& field) {
-  ARROW_ASSIGN_OR_RAISE(auto type, ToTableType(path, *field.type()));
+                                                          const arrow::Field& field,
+                                                          IntegerMapping integers) {
+  ARROW_ASSIGN_OR_RAISE(auto type, ToTableType(path, *field.type(), integers));
   return arrow::field(field.name(), std::move(type), field.nullable());
 }
 
@@ -307,7 +309,9 @@ arrow::Status CheckUniqueNames(const arrow::FieldVector& fields,
 }
 
 arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& column,
-                                                            const arrow::DataType& type) {
+                                                            const arrow::DataType& type,
+                                                            IntegerMapping integers) {
+  const bool same_width = integers == IntegerMapping::kSameWidth;
   switch (type.id()) {
     case arrow::Type::INT8:
     case arrow::Type::INT16:
@@ -327,10 +331,11 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
                              "a column of NULLs has no type: cast it in the query, e.g. "
                              "CAST(NULL AS BIGINT)");
     case arrow::Type::UINT8:
-      return arrow::int16();
+      return same_width ? arrow::int8() : arrow::int16();
     case arrow::Type::UINT16:
-      return arrow::int32();
+      return same_width ? arrow::int16() : arrow::int32();
     case arrow::Type::UINT32:
+      return same_width ? arrow::int32() : arrow::int64();
     case arrow::Type::UINT64:
       return arrow::int64();
     case arrow::Type::LARGE_STRING:
@@ -349,7 +354,8 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
     }
     case arrow::Type::DICTIONARY:
       return ToTableType(column,
-                         *static_cast<const arrow::DictionaryType&>(type).value_type());
+                         *static_cast<const arrow::DictionaryType&>(type).value_type(),
+                         integers);
     case arrow::Type::LIST:
     case arrow::Type::LARGE_LIST:
     case arrow::Type::FIXED_SIZE_LIST:
@@ -357,13 +363,15 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
     case arrow::Type::LARGE_LIST_VIEW: {
       const auto& child = *type.field(0);
       ARROW_ASSIGN_OR_RAISE(auto element,
-                            ToTableType(column + ".element", *child.type()));
+                            ToTableType(column + ".element", *child.type(), integers));
       return arrow::list(arrow::field("element", std::move(element), child.nullable()));
     }
     case arrow::Type::MAP: {
       const auto& map = static_cast<const arrow::MapType&>(type);
-      ARROW_ASSIGN_OR_RAISE(auto key, ToTableType(column + ".key", *map.key_type()));
-      ARROW_ASSIGN_OR_RAISE(auto value, ToTableType(column + ".value", *map.item_type()));
+      ARROW_ASSIGN_OR_RAISE(auto key,
+                            ToTableType(column + ".key", *map.key_type(), integers));
+      ARROW_ASSIGN_OR_RAISE(auto value,
+                            ToTableType(column + ".value", *map.item_type(), integers));
       return std::make_shared<arrow::MapType>(
           arrow::field("key", std::move(key), false),
           arrow::field("value", std::move(value), map.item_field()->nullable()));
@@ -371,8 +379,8 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
     case arrow::Type::STRUCT: {
       arrow::FieldVector fields;
       for (const auto& child : type.fields()) {
-        ARROW_ASSIGN_OR_RAISE(auto field,
-                              ToTableField(column + "." + child->name(), *child));
+        ARROW_ASSIGN_OR_RAISE(
+            auto field, ToTableField(column + "." + child->name(), *child, integers));
         fields.push_back(std::move(field));
       }
       ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, column));
@@ -459,6 +467,17 @@ arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(
                          ", above the largest Delta long (9223372036854775807)");
       }
     }
+  }
+  // Otherwise find the first value that does not fit (the failure path only).
+  for (int64_t i = 0; i < column->length(); ++i) {
+    if (column->IsNull(i)) continue;
+    auto one = cp::Cast(*column->Slice(i, 1), target, options);
+    if (one.ok()) continue;
+    auto value = column->GetScalar(i);
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '",
+                     name, "' has value ", value.ok() ? (*value)->ToString() : "?",
+                     " (row ", i, " of the batch), which does not fit the table's type ",
+                     DeltaTypeName(*target));
   }
   return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '", name,
                    "' cannot be stored as Delta ", DeltaTypeName(*target), ": ",
@@ -584,8 +603,8 @@ bool CanWriteInto(const arrow::DataType& data, const arrow::DataType& column) {
   if (data.id() == arrow::Type::DECIMAL128 && column.id() == arrow::Type::DECIMAL128) {
     const auto& from = static_cast<const arrow::Decimal128Type&>(data);
     const auto& to = static_cast<const arrow::Decimal128Type&>(column);
-    return to.scale() >= from.scale() &&
-           to.precision() - to.scale() >= from.precision() - from.scale();
+    // A narrower precision is checked value by value; a smaller scale would round.
+    return to.scale() >= from.scale();
   }
   return false;
 }
@@ -636,13 +655,14 @@ arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema) {
                              "the table schema");
 }
 
-arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema& source) {
+arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema& source,
+                                                            IntegerMapping integers) {
   if (source.num_fields() == 0) {
     return InvalidInputError("the data has no columns: a Delta table needs at least one");
   }
   arrow::FieldVector fields;
   for (const auto& field : source.fields()) {
-    ARROW_ASSIGN_OR_RAISE(auto converted, ToTableField(field->name(), *field));
+    ARROW_ASSIGN_OR_RAISE(auto converted, ToTableField(field->name(), *field, integers));
     fields.push_back(std::move(converted));
   }
   ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, ""));

@@ -10,6 +10,7 @@
 /// timestamp(µs) (Delta `timestamp_ntz`), decimal128, list, map, struct, null (`void`).
 /// Delta field metadata is kept on Arrow fields, one key per entry, values as JSON text.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,19 +29,31 @@ arrow::Result<std::shared_ptr<arrow::Schema>> SchemaFromJson(
 /// \return Invalid when a field's type is not Delta-representable
 arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema);
 
+/// \brief How unsigned integers become Delta's signed ones in a new column.
+enum class IntegerMapping : uint8_t {
+  /// Widened so every value fits: uint8 → short, uint16 → integer, uint32 → long,
+  /// uint64 → long (values above 2^63-1 fail the write). ampdelta's default.
+  kLossless,
+  /// deltalake's (and so the Python SDK's) mapping, the same width: uint8 → byte,
+  /// uint16 → short, uint32 → integer, uint64 → long; a value that does not fit fails
+  /// the write, naming it.
+  kSameWidth,
+};
+
 /// \brief Map a source (Amp) schema to the table schema ampdelta writes: unsigned
-/// integers widened (UInt64 → long), timestamps → µs (tz-aware → `timestamp`, naive →
+/// integers as `integers` says, timestamps → µs (tz-aware → `timestamp`, naive →
 /// `timestamp_ntz`), fixed/large binaries → binary, large/view strings → string,
 /// dictionaries → their value type, FixedSizeList/LargeList → list.
 /// \return Invalid naming the column and type for Float16, Decimal256, time, duration,
 ///   interval, union and other types Delta cannot store, or duplicate column names
 ///   (compared case-insensitively)
-arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema& source);
+arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(
+    const arrow::Schema& source, IntegerMapping integers = IntegerMapping::kLossless);
 
 /// \brief Return true when data of (table) type `data` may be written into a column of
-/// type `column`: the same type, a narrower float or decimal (always fits), or integers
-/// of any width (converted value by value: one that does not fit fails the write, naming
-/// it).
+/// type `column`: the same type, a narrower float (always fits), or integers of any
+/// width and decimals of any precision and of the same or a larger scale (converted
+/// value by value: one that does not fit fails the write, naming it).
 bool CanWriteInto(const arrow::DataType& data, const arrow::DataType& column);
 
 /// \brief Convert a batch to `table_schema` (same column names, in the table's order;

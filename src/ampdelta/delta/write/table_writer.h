@@ -15,6 +15,7 @@
 #include <arrow/result.h>
 #include <arrow/type_fwd.h>
 
+#include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/txn/transaction.h"
 #include "ampdelta/delta/txn/write_lease.h"
@@ -45,6 +46,9 @@ struct TableWriteOptions {
   /// Allow new columns (added as nullable, in the same commit). When false any schema
   /// difference fails, naming the columns.
   bool merge_schema = true;
+  /// How unsigned integers of columns this write creates are stored (existing columns
+  /// keep their type: values are converted into it when they fit).
+  IntegerMapping integer_mapping = IntegerMapping::kLossless;
   /// Allow an overwrite to replace the table's schema and partitioning.
   bool overwrite_schema = false;
   DataFileOptions files;

@@ -141,7 +141,8 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
                                    const TableWriteOptions& options,
                                    const std::string& table_uri) {
   WritePlan plan;
-  ARROW_ASSIGN_OR_RAISE(auto incoming, ToTableSchema(source_schema));
+  ARROW_ASSIGN_OR_RAISE(auto incoming,
+                        ToTableSchema(source_schema, options.integer_mapping));
   // partition_by must name columns of the data (the seed's message and the columns).
   ARROW_ASSIGN_OR_RAISE(plan.partition_by,
                         ResolvePartitionColumns(options.partition_by, *incoming));
