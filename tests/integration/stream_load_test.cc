@@ -149,6 +149,28 @@ class StreamLoadTest : public ::testing::Test {
     }
   }
 
+  // Every block from `first` to `last` once, with the canonical hash, whoever wrote it.
+  void ExpectEachBlockOnce(uint64_t last, uint64_t first = kFirst) {
+    const auto canonical = Canonical();
+    const auto rows = TableRows();
+    ASSERT_EQ(rows.size(), last - first + 1);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto& [number, hash, id] = rows[i];
+      ASSERT_EQ(number, static_cast<int64_t>(first + i)) << "block missing or repeated";
+      EXPECT_EQ(hash, canonical.at(number)) << "block " << number << " is not canonical";
+    }
+  }
+
+  // Rows another writer loaded: a batch load of the stream's query (no block-range tags).
+  void LoadForeignRows(uint64_t below) {
+    loader::LoadOptions options;
+    options.destination = "blocks";
+    const auto loaded = loader::LoadBatch(
+        *amp_, std::string(kBlocks) + " WHERE block_num < " + std::to_string(below),
+        Config(), options);
+    ASSERT_TRUE(loaded.success) << loaded.error;
+  }
+
   // Wait until the table records block `block` as committed by the stream.
   void WaitUntilCommitted(uint64_t block) {
     while (true) {
@@ -635,6 +657,69 @@ TEST_F(StreamLoadTest, TwoLoadersOnOneStreamOneWinsAndNothingIsDuplicated) {
     }
     std::cerr << results[0].error << " | " << results[1].error << "\n";
   }
+}
+
+TEST_F(StreamLoadTest, AStreamRefusesRowsAnotherWriterLoadedUnlessToldWhereToContinue) {
+  Start({});  // a still chain of 100 blocks
+  LoadForeignRows(kFirst + 60);
+  const auto version = Snapshot()->version();
+  const auto refused = Stream(kFirst + 99);
+  ASSERT_FALSE(refused.success);
+  EXPECT_NE(refused.error.find("already holds 60 rows"), std::string::npos)
+      << refused.error;
+  EXPECT_NE(refused.error.find("--takeover after-table-max"), std::string::npos);
+  EXPECT_EQ(Snapshot()->version(), version);  // the table is left as it was
+
+  loader::LoadOptions options = Options(kFirst + 99);
+  options.takeover = loader::TakeoverMode::kAfterTableMax;
+  options.stream_reorg_window_blocks = 10;
+  const auto taken = loader::LoadStream(*amp_, kBlocks, Config(), options);
+  ASSERT_TRUE(taken.success) << taken.error;
+  EXPECT_EQ(taken.metadata.at("takeover_block"), std::to_string(kFirst + 50));
+  ExpectEachBlockOnce(kFirst + 99);
+  // A restart resumes from the stream's own state, with no takeover option needed.
+  ASSERT_OK(server_->AdvanceHead(5));
+  const auto resumed = Stream(kFirst + 104);
+  ASSERT_TRUE(resumed.success) << resumed.error;
+  ExpectEachBlockOnce(kFirst + 104);
+}
+
+TEST_F(StreamLoadTest, ATakeoverReplacesForeignBlocksAReorgMadeStaleAndUndoesLaterForks) {
+  Start({});
+  LoadForeignRows(kFirst + 100);          // all 100 blocks
+  ASSERT_OK(server_->chain()->Reorg(3));  // the table's last 3 blocks are stale now
+  ASSERT_OK(server_->AdvanceHead(5));
+  loader::LoadOptions options = Options(kFirst + 104);
+  options.takeover = loader::TakeoverMode::kAfterTableMax;
+  options.stream_reorg_window_blocks = 5;
+  const auto taken = loader::LoadStream(*amp_, kBlocks, Config(), options);
+  ASSERT_TRUE(taken.success) << taken.error;
+  ExpectEachBlockOnce(kFirst + 104);
+  // A fork below the takeover block reaches the other writer's rows: they are undone by
+  // block number, and re-loaded once.
+  ASSERT_OK(server_->chain()->Reorg(14));
+  ASSERT_OK(server_->AdvanceHead(1));
+  const auto after = Stream(kFirst + 105);
+  ASSERT_TRUE(after.success) << after.error;
+  ExpectEachBlockOnce(kFirst + 105);
+}
+
+TEST_F(StreamLoadTest, ATakeoverFromAnExplicitBlockReplacesTheRowsFromItOn) {
+  Start({});
+  LoadForeignRows(kFirst + 100);
+  loader::LoadOptions options = Options(kFirst + 99);
+  options.takeover = loader::TakeoverMode::kFromBlock;
+  options.takeover_block = kFirst + 40;
+  const auto taken = loader::LoadStream(*amp_, kBlocks, Config(), options);
+  ASSERT_TRUE(taken.success) << taken.error;
+  ExpectEachBlockOnce(kFirst + 99);
+  const auto rows = TableRows();
+  // Blocks below the takeover block stay the other writer's rows (no batch id), but
+  // the one just before it: the server re-sends that block to a cursor it cannot match,
+  // and the stream replaces it.
+  EXPECT_TRUE(std::get<2>(rows[38]).empty());
+  EXPECT_FALSE(std::get<2>(rows[39]).empty());
+  EXPECT_FALSE(std::get<2>(rows[40]).empty());
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "ampdelta/amp/client.h"
 #include "ampdelta/loader/config.h"
 #include "ampdelta/loader/load_result.h"
+#include "ampdelta/loader/takeover.h"
 #include "ampdelta/storage/object_store.h"
 #include "ampdelta/util/backoff.h"
 
@@ -52,6 +53,13 @@ struct LoadOptions {
   // Streaming (LoadStream).
   /// Undo the rows of reorged microbatches (false: load what arrives, undo nothing).
   bool with_reorg_detection = true;
+  /// What a stream does in a table holding rows no stream of its query loaded
+  /// (takeover.h): refuse (the default), or continue after the table's highest block…
+  TakeoverMode takeover = TakeoverMode::kRefuse;
+  /// …or (kFromBlock) at this block.
+  uint64_t takeover_block = 0;
+  /// The column holding each row's block number (the SDK's `block_column`).
+  std::string block_column = "block_num";
   /// A commit groups complete microbatches until it holds this many rows…
   int64_t stream_commit_rows = 1'000'000;
   /// …or its first microbatch completed this long ago (live streams commit about this

@@ -1,6 +1,6 @@
 // Over 600 lines on purpose: StreamLoad is one state machine (connect, read, commit,
 // undo, reconnect) whose failure paths read best together. Its pure parts live beside it:
-// commit_group.h, reorg_undo.h, stream_reader.h and stream_state.h.
+// commit_group.h, reorg_undo.h, stream_reader.h, stream_state.h and takeover.h.
 
 #include "ampdelta/loader/stream_loader.h"
 
@@ -29,6 +29,7 @@
 #include "ampdelta/loader/reorg_undo.h"
 #include "ampdelta/loader/stream_reader.h"
 #include "ampdelta/loader/stream_state.h"
+#include "ampdelta/loader/takeover.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
 
@@ -59,6 +60,8 @@ class StreamLoad {
         group_(options.stream_commit_rows, options.stream_commit_interval) {}
 
   arrow::Status Run() {
+    ARROW_RETURN_NOT_OK(Refresh());
+    ARROW_RETURN_NOT_OK(TakeOverIfForeign());
     int failures = 0;
     while (true) {
       ARROW_RETURN_NOT_OK(Refresh());
@@ -116,11 +119,68 @@ class StreamLoad {
     return arrow::Status::OK();
   }
 
+  // A table holding rows no stream of this query loaded: refuse, or take it over as
+  // options_.takeover says (takeover.h), in one commit with the stream's first txn.
+  arrow::Status TakeOverIfForeign() {
+    if (!config_.state.enabled || snapshot_ == nullptr || state_.txn_version) {
+      return arrow::Status::OK();
+    }
+    const int64_t foreign = ForeignRows(*snapshot_);
+    if (foreign == 0) return arrow::Status::OK();
+    const std::string& column = options_.block_column;
+    if (options_.takeover == TakeoverMode::kRefuse) {
+      return TakeoverRefusal(snapshot_->store()->root_uri(), foreign, column);
+    }
+    ARROW_ASSIGN_OR_RAISE(auto span, ForeignBlockSpan(*snapshot_, column));
+    uint64_t from = options_.takeover_block;
+    if (options_.takeover == TakeoverMode::kAfterTableMax) {
+      if (!span || span->second < 0) {
+        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                         "cannot continue after the table's highest ", column,
+                         ": its rows have no block number");
+      }
+      // Re-load the reorg window's blocks (never below the table's first block, whose
+      // predecessor the server may not have).
+      const auto high = static_cast<uint64_t>(span->second);
+      const auto low = static_cast<uint64_t>(std::max<int64_t>(span->first, 0));
+      const uint64_t window = options_.stream_reorg_window_blocks;
+      from = std::max(low + 1, high + 1 > window ? high + 1 - window : 0);
+      from = std::min(from, high + 1);
+    }
+    ARROW_ASSIGN_OR_RAISE(auto networks, ProbeNetworks(client_, sql_));
+    if (networks.size() != 1) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "a takeover needs a query over one network; this one covers ",
+                       networks.size());
+    }
+    delta::TableWriteOptions write = write_;
+    write.mode = delta::SaveMode::kAppend;
+    write.read_snapshot = snapshot_;
+    write.operation = "DELETE";
+    write.operation_parameters = {
+        {"predicate", "[\"takeover: " + column + " >= " + std::to_string(from) + "\"]"}};
+    write.transaction_records.push_back(delta::SetTransaction{
+        TakeoverAppId(app_id_, networks[0]), static_cast<int64_t>(from), {}});
+    ARROW_ASSIGN_OR_RAISE(auto writer,
+                          delta::TableWriter::Open(store_, snapshot_->schema(), write));
+    ARROW_ASSIGN_OR_RAISE(const int64_t removed,
+                          StageForeignUndo(*snapshot_, column, from, writer.get()));
+    ARROW_RETURN_NOT_OK(Finish(writer.get()));
+    AMPDELTA_LOG_INFO("stream into ", result_->table_name,
+                      " took the table over: ", foreign,
+                      " rows by another writer, network ", networks[0], " from block ",
+                      from, " (", removed, " rows from it on removed)");
+    result_->metadata["takeover_block"] = std::to_string(from);
+    rows_undone_ += removed;
+    return Refresh();
+  }
+
   arrow::Result<Outcome> Connect() {
     amp::StreamInterpreter interpreter;
     amp::QueryOptions query;
     query.stream = true;
     if (config_.state.enabled) {
+      interpreter.SeedCompleted(state_.TakeoverSeeds());
       for (const auto& [network, ranges] : state_.ranges) {
         const size_t skip = ranges.size() > kSeedRanges ? ranges.size() - kSeedRanges : 0;
         interpreter.SeedCompleted(
@@ -467,6 +527,11 @@ class StreamLoad {
                                                     delta::kConcurrentApp));
     }
     const std::set<std::string> ids = InvalidatedBatchIds(state_, invalidated);
+    // Forks on a network taken over from another writer also reach its (untagged) rows.
+    std::vector<amp::BlockRange> foreign_forks;
+    for (const auto& fork : invalidated) {
+      if (state_.takeover_blocks.count(fork.network) != 0) foreign_forks.push_back(fork);
+    }
     LoadResult reorg;
     reorg.table_name = result_->table_name;
     reorg.success = true;
@@ -474,11 +539,18 @@ class StreamLoad {
     for (const auto& fork : invalidated) {
       reorg.invalidation_ranges.push_back({fork.network, fork.start, fork.end});
     }
-    if (ids.empty() || snapshot_ == nullptr) {
+    if ((ids.empty() && foreign_forks.empty()) || snapshot_ == nullptr) {
       Report(reorg);  // nothing of it was committed
       return arrow::Status::OK();
     }
     delta::TableWriteOptions write = write_;
+    for (const auto& fork : foreign_forks) {
+      // The stream now owns the blocks from the fork on: a resume before it reloads them.
+      if (fork.start < state_.takeover_blocks.at(fork.network)) {
+        write.transaction_records.push_back(delta::SetTransaction{
+            TakeoverAppId(app_id_, fork.network), static_cast<int64_t>(fork.start), {}});
+      }
+    }
     write.mode = delta::SaveMode::kAppend;
     write.read_snapshot = snapshot_;
     write.operation = "DELETE";
@@ -486,9 +558,14 @@ class StreamLoad {
         {"predicate", "[\"reorg: " + RangesText(invalidated) + "\"]"}};
     ARROW_ASSIGN_OR_RAISE(auto writer,
                           delta::TableWriter::Open(store_, snapshot_->schema(), write));
-    ARROW_ASSIGN_OR_RAISE(
-        const UndoStaged staged,
-        StageUndo(*snapshot_, app_id_, state_, invalidated, ids, writer.get()));
+    ARROW_ASSIGN_OR_RAISE(UndoStaged staged, StageUndo(*snapshot_, app_id_, state_,
+                                                       invalidated, ids, writer.get()));
+    for (const auto& fork : foreign_forks) {
+      ARROW_ASSIGN_OR_RAISE(
+          const int64_t removed,
+          StageForeignUndo(*snapshot_, options_.block_column, fork.start, writer.get()));
+      staged.rows_removed += removed;
+    }
     ARROW_RETURN_NOT_OK(Finish(writer.get(), &staged.surviving));
     reorg.rows_loaded = 0;
     reorg.duration = std::chrono::duration<double>(Clock::now() - start).count();

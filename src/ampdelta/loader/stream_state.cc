@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/txn/transaction.h"
+#include "ampdelta/loader/takeover.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/sha256.h"
 #include "ampdelta/util/status.h"
@@ -74,8 +75,25 @@ std::string StreamAppId(const std::string& sql) {
   return "ampdelta-stream-" + Sha256Hex(sql).substr(0, 16);
 }
 
+std::vector<amp::BlockRange> StreamState::TakeoverSeeds() const {
+  std::vector<amp::BlockRange> seeds;
+  for (const auto& [network, block] : takeover_blocks) {
+    auto recorded = ranges.find(network);
+    if (block == 0 || (recorded != ranges.end() && !recorded->second.empty())) continue;
+    amp::BlockRange seed;
+    seed.network = network;
+    seed.start = seed.end = block - 1;
+    seed.hash = "0x" + std::string(64, '0');
+    seeds.push_back(std::move(seed));
+  }
+  return seeds;
+}
+
 amp::Cursor StreamState::ResumeCursor() const {
   amp::Cursor cursor;
+  for (const auto& seed : TakeoverSeeds()) {
+    cursor[seed.network] = amp::CursorEntry{seed.end, seed.hash};
+  }
   for (const auto& [network, list] : ranges) {
     if (list.empty()) continue;
     const auto newest =
@@ -91,6 +109,7 @@ arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
   StreamState state;
   if (snapshot == nullptr) return state;
   state.txn_version = snapshot->AppTransactionVersion(app_id);
+  state.takeover_blocks = TakeoverBlocks(*snapshot, app_id);
   for (const auto& file : snapshot->files()) {
     if (!file.tags) continue;
     auto tag = file.tags->find(RangesTagKey(app_id));

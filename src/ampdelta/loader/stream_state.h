@@ -58,8 +58,18 @@ struct StreamState {
   /// Every block range recorded on a live file, per network, sorted by start,
   /// deduplicated.
   std::map<std::string, std::vector<amp::BlockRange>> ranges;
+  /// The first block the stream owns per network after taking the table over from
+  /// another writer (takeover.h); rows of untagged files below it are not its own.
+  std::map<std::string, uint64_t> takeover_blocks;
 
-  /// \brief Return the cursor after the newest recorded range of every network.
+  /// \brief The range a network resumes after when the stream took the table over and
+  /// has recorded nothing there yet: the block before its first one, with a hash no
+  /// chain has, so the server re-sends that block (ampd restarts at an unknown cursor's
+  /// own number) and a rewind is undone by block number.
+  std::vector<amp::BlockRange> TakeoverSeeds() const;
+
+  /// \brief Return the cursor after the newest recorded range of every network (or its
+  /// takeover seed).
   amp::Cursor ResumeCursor() const;
 };
 

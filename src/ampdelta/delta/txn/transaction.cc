@@ -61,7 +61,8 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
   if (read_snapshot_) info.read_version = read_snapshot_->version();
   info.isolation_level = IsolationLevelName(isolation_);
   const bool blind_append = removes_.empty() && !read_.whole_table &&
-                            read_.files.empty() && !metadata_ && !protocol_ && !txn_;
+                            read_.files.empty() && !metadata_ && !protocol_ && !txn_ &&
+                            records_.empty();
   info.is_blind_append = blind_append;
   info.operation_metrics = metrics_;
   info.engine_info = std::string("ampdelta/") + kVersion;
@@ -73,6 +74,10 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
     SetTransaction txn = *txn_;
     if (!txn.last_updated) txn.last_updated = now_ms;
     actions.emplace_back(std::move(txn));
+  }
+  for (SetTransaction record : records_) {
+    if (!record.last_updated) record.last_updated = now_ms;
+    actions.emplace_back(std::move(record));
   }
   for (const auto& domain : domains_) actions.emplace_back(domain);
   for (const auto& remove : removes_) {

@@ -69,6 +69,9 @@ class Transaction {
   /// \brief Commit an application transaction id (exactly-once); two transactions with
   /// the same app id never both commit against the same state.
   void SetAppTransaction(SetTransaction txn) { txn_ = std::move(txn); }
+  /// \brief Also record `txn` (an application's bookkeeping under its own app id, such
+  /// as where a stream took a table over); it takes no part in conflict checks.
+  void AddTransactionRecord(SetTransaction txn) { records_.push_back(std::move(txn)); }
   /// \brief Set or remove a domain's metadata.
   void SetDomainMetadata(DomainMetadata domain) { domains_.push_back(std::move(domain)); }
   /// \brief Name the operation for commitInfo (`WRITE`, `DELETE`, `OPTIMIZE`, …).
@@ -128,6 +131,7 @@ class Transaction {
   std::vector<Add> adds_;
   std::vector<Remove> removes_;
   std::optional<SetTransaction> txn_;
+  std::vector<SetTransaction> records_;
   std::vector<DomainMetadata> domains_;
   std::string operation_ = "WRITE";
   std::map<std::string, std::string> parameters_;

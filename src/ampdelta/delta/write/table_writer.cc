@@ -261,6 +261,9 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   txn.RemoveFiles(std::move(removes));
   if (impl_->options.app_transaction)
     txn.SetAppTransaction(*impl_->options.app_transaction);
+  for (const auto& record : impl_->options.transaction_records) {
+    txn.AddTransactionRecord(record);
+  }
   std::map<std::string, std::string> parameters = impl_->options.operation_parameters;
   if (impl_->options.operation == "WRITE") {
     static const char* kModes[] = {"Append", "Overwrite", "ErrorIfExists", "Ignore"};

@@ -58,6 +58,8 @@ struct TableWriteOptions {
   std::optional<std::string> description;
   /// Committed atomically with the data (exactly-once streaming).
   std::optional<SetTransaction> app_transaction;
+  /// More `txn` actions to record (Transaction::AddTransactionRecord).
+  std::vector<SetTransaction> transaction_records;
   /// The table as last seen (a stream's previous commit), so Open need not read the log
   /// again; a stale snapshot is fine, the commit rebases over newer versions.
   std::shared_ptr<const Snapshot> read_snapshot;

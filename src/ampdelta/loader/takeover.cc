@@ -1,0 +1,210 @@
+#include "ampdelta/loader/takeover.h"
+
+#include <algorithm>
+#include <set>
+
+#include <arrow/array.h>
+#include <arrow/array/concatenate.h>
+#include <arrow/compute/api.h>
+#include <arrow/scalar.h>
+#include <arrow/table.h>
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/read/scan.h"
+#include "ampdelta/loader/stream_state.h"
+#include "ampdelta/util/ascii.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::loader {
+namespace {
+
+constexpr const char* kTakeoverInfix = "/takeover/";
+
+// A file's [min, max] of `column` from its statistics; nullopt when they do not say.
+std::optional<std::pair<int64_t, int64_t>> StatsSpan(const delta::Add& file,
+                                                     const std::string& column) {
+  if (!file.stats) return std::nullopt;
+  auto stats = nlohmann::json::parse(*file.stats, nullptr, false);
+  if (stats.is_discarded() || !stats.is_object()) return std::nullopt;
+  auto find = [&](const char* kind) -> std::optional<int64_t> {
+    auto values = stats.find(kind);
+    if (values == stats.end() || !values->is_object()) return std::nullopt;
+    for (auto it = values->begin(); it != values->end(); ++it) {
+      if (EqualsIgnoreAsciiCase(it.key(), column) && it->is_number_integer()) {
+        return it->get<int64_t>();
+      }
+    }
+    return std::nullopt;
+  };
+  auto low = find("minValues");
+  auto high = find("maxValues");
+  if (!low || !high) return std::nullopt;
+  return std::make_pair(*low, *high);
+}
+
+std::optional<int64_t> StatsRows(const delta::Add& file) {
+  if (!file.stats) return std::nullopt;
+  auto stats = nlohmann::json::parse(*file.stats, nullptr, false);
+  if (stats.is_discarded() || !stats.contains("numRecords") ||
+      !stats["numRecords"].is_number_integer()) {
+    return std::nullopt;
+  }
+  return stats["numRecords"].get<int64_t>();
+}
+
+arrow::Result<std::shared_ptr<arrow::Array>> BlockValues(const arrow::Table& table,
+                                                         const std::string& column) {
+  const int index = delta::FindFieldIgnoreCase(*table.schema(), column);
+  if (index < 0) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                     "the table has no block column '", column,
+                     "' (name it with --block-column)");
+  }
+  auto chunks = table.column(index)->chunks();
+  if (chunks.empty()) return arrow::MakeArrayOfNull(arrow::int64(), 0);
+  ARROW_ASSIGN_OR_RAISE(auto values, arrow::Concatenate(chunks));
+  return arrow::compute::Cast(*values, arrow::int64());
+}
+
+}  // namespace
+
+std::string TakeoverAppId(const std::string& stream_app_id, const std::string& network) {
+  return stream_app_id + kTakeoverInfix + network;
+}
+
+std::map<std::string, uint64_t> TakeoverBlocks(const delta::Snapshot& snapshot,
+                                               const std::string& stream_app_id) {
+  std::map<std::string, uint64_t> blocks;
+  const std::string prefix = stream_app_id + kTakeoverInfix;
+  for (const auto& [app_id, txn] : snapshot.app_transactions()) {
+    if (app_id.size() > prefix.size() && app_id.compare(0, prefix.size(), prefix) == 0 &&
+        txn.version >= 0) {
+      blocks[app_id.substr(prefix.size())] = static_cast<uint64_t>(txn.version);
+    }
+  }
+  return blocks;
+}
+
+bool IsForeignFile(const delta::Add& file) {
+  if (StatsRows(file) == std::optional<int64_t>(0)) return false;
+  if (!file.tags) return true;
+  for (const auto& [key, value] : *file.tags) {
+    if (key.rfind(kRangesTag, 0) == 0) return false;
+  }
+  return true;
+}
+
+int64_t ForeignRows(const delta::Snapshot& snapshot) {
+  int64_t rows = 0;
+  for (const auto& file : snapshot.files()) {
+    if (IsForeignFile(file)) rows += StatsRows(file).value_or(1);
+  }
+  return rows;
+}
+
+arrow::Result<std::optional<std::pair<int64_t, int64_t>>> ForeignBlockSpan(
+    const delta::Snapshot& snapshot, const std::string& column) {
+  if (delta::FindFieldIgnoreCase(*snapshot.schema(), column) < 0) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                     "the table has no block column '", column,
+                     "' to take it over by (name it with --block-column)");
+  }
+  std::optional<std::pair<int64_t, int64_t>> span;
+  auto widen = [&span](int64_t low, int64_t high) {
+    span = span ? std::make_pair(std::min(span->first, low), std::max(span->second, high))
+                : std::make_pair(low, high);
+  };
+  for (const auto& file : snapshot.files()) {
+    if (!IsForeignFile(file)) continue;
+    if (auto stats = StatsSpan(file, column)) {
+      widen(stats->first, stats->second);
+      continue;
+    }
+    ARROW_ASSIGN_OR_RAISE(auto table, delta::ReadDataFile(snapshot, file));
+    ARROW_ASSIGN_OR_RAISE(auto values, BlockValues(*table, column));
+    ARROW_ASSIGN_OR_RAISE(auto minmax, arrow::compute::MinMax(*values));
+    const auto& pair = minmax.scalar_as<arrow::StructScalar>();
+    if (!pair.value[0]->is_valid) continue;
+    widen(static_cast<const arrow::Int64Scalar&>(*pair.value[0]).value,
+          static_cast<const arrow::Int64Scalar&>(*pair.value[1]).value);
+  }
+  return span;
+}
+
+arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
+                                        const std::string& column, uint64_t from,
+                                        delta::TableWriter* writer) {
+  const auto bound = static_cast<int64_t>(from);
+  int64_t removed_rows = 0;
+  std::vector<delta::Remove> removes;
+  std::vector<std::string> read;
+  for (const auto& file : snapshot.files()) {
+    if (!IsForeignFile(file)) continue;
+    const auto stats = StatsSpan(file, column);
+    if (stats && stats->second < bound) continue;  // wholly below: kept
+    ARROW_ASSIGN_OR_RAISE(auto table, delta::ReadDataFile(snapshot, file));
+    ARROW_ASSIGN_OR_RAISE(auto values, BlockValues(*table, column));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum keep, arrow::compute::CallFunction(
+                                                 "less", {values, arrow::Datum(bound)}));
+    // Rows with a null block stay (they are in no block a stream could re-send).
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum nulls,
+                          arrow::compute::CallFunction("is_null", {values}));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum keep_or_null,
+                          arrow::compute::CallFunction("or_kleene", {keep, nulls}));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum kept,
+                          arrow::compute::Filter(arrow::Datum(table), keep_or_null));
+    const int64_t kept_rows = kept.table()->num_rows();
+    const int64_t removed = table->num_rows() - kept_rows;
+    if (removed == 0) continue;
+    removed_rows += removed;
+    removes.push_back(delta::RemoveFor(file));
+    read.push_back(snapshot.FileKey(file.path));
+    if (kept_rows == 0) continue;
+    arrow::TableBatchReader reader(*kept.table());
+    while (true) {
+      std::shared_ptr<arrow::RecordBatch> batch;
+      ARROW_RETURN_NOT_OK(reader.ReadNext(&batch));
+      if (batch == nullptr) break;
+      ARROW_RETURN_NOT_OK(writer->Write(batch));
+    }
+  }
+  writer->StageRemoves(std::move(removes), std::move(read));
+  return removed_rows;
+}
+
+arrow::Result<std::vector<std::string>> ProbeNetworks(amp::Client& client,
+                                                      const std::string& sql) {
+  amp::QueryOptions query;
+  query.stream = true;
+  ARROW_ASSIGN_OR_RAISE(auto stream, client.Query(sql, query));
+  while (true) {
+    ARROW_ASSIGN_OR_RAISE(auto message, stream->Next());
+    if (!message) {
+      return MakeError(ErrorCode::kServerError, arrow::StatusCode::IOError,
+                       "the stream ended before naming its network (no block ranges)");
+    }
+    if (message->metadata.ranges.empty()) continue;
+    std::set<std::string> networks;
+    for (const auto& range : message->metadata.ranges) networks.insert(range.network);
+    stream->Cancel();
+    return std::vector<std::string>(networks.begin(), networks.end());
+  }
+}
+
+arrow::Status TakeoverRefusal(const std::string& table, int64_t rows,
+                              const std::string& block_column) {
+  return MakeError(
+      ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "table ", table,
+      " already holds ", rows,
+      " rows that no ampdelta stream of this query loaded (the Python SDK, a batch load "
+      "or another engine wrote them): streaming from the dataset's first block would "
+      "load them again. Continue after its highest ",
+      block_column,
+      " with --takeover after-table-max (the last blocks of the reorg window are "
+      "loaded again, so rows no longer canonical go), start at a block with "
+      "--takeover from-block:N (rows from N on are replaced), or stream into an empty "
+      "table");
+}
+
+}  // namespace ampdelta::loader

@@ -1,0 +1,76 @@
+#pragma once
+
+/// \file takeover.h
+/// \brief A stream taking over a table whose rows another writer loaded (the Python SDK,
+/// a batch load, another engine): they carry no block-range tags of any stream, so the
+/// stream's own state cannot say which blocks they hold. Without a takeover the stream
+/// would start at the dataset's first block and load them again.
+///
+/// A takeover commits, with the stream's first `txn`, a record `txn` whose app id is
+/// TakeoverAppId(stream, network) and whose version is the first block the stream owns
+/// on that network; rows of untagged ("foreign") files from that block on are removed
+/// in the same commit. Until the stream records ranges of its own, it resumes before
+/// that block, and a reorg at or below it removes foreign rows by block number.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <arrow/result.h>
+
+#include "ampdelta/amp/client.h"
+#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/write/table_writer.h"
+
+namespace ampdelta::loader {
+
+/// \brief Where a stream that finds foreign rows continues.
+enum class TakeoverMode : uint8_t {
+  /// Refuse, saying how to continue (the default: never load rows twice silently).
+  kRefuse,
+  /// After the table's highest block, re-loading the last blocks (the reorg window) so
+  /// that rows no longer canonical are replaced.
+  kAfterTableMax,
+  /// At an explicit block: foreign rows from it on are replaced.
+  kFromBlock,
+};
+
+/// \brief The app id of a stream's takeover record on `network`.
+std::string TakeoverAppId(const std::string& stream_app_id, const std::string& network);
+
+/// \brief The first block the stream owns per network, from its takeover records.
+std::map<std::string, uint64_t> TakeoverBlocks(const delta::Snapshot& snapshot,
+                                               const std::string& stream_app_id);
+
+/// \brief Return true when a live file that holds rows carries no stream's block-range
+/// tags (written by something other than an ampdelta stream).
+bool IsForeignFile(const delta::Add& file);
+
+/// \brief Count the rows of foreign files (files without statistics count as one).
+int64_t ForeignRows(const delta::Snapshot& snapshot);
+
+/// \brief The lowest and highest value of integer column `column` over foreign files,
+/// from their statistics (files without them are read); nullopt when they hold no rows.
+arrow::Result<std::optional<std::pair<int64_t, int64_t>>> ForeignBlockSpan(
+    const delta::Snapshot& snapshot, const std::string& column);
+
+/// \brief Stage in `writer` the removal of foreign rows whose `column` is at least
+/// `from`: files wholly at or above it are removed, files straddling it rewritten with
+/// their lower rows.
+/// \return the number of rows removed
+arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
+                                        const std::string& column, uint64_t from,
+                                        delta::TableWriter* writer);
+
+/// \brief Learn the networks a streaming query covers from its first message that
+/// names block ranges, then cancel it.
+arrow::Result<std::vector<std::string>> ProbeNetworks(amp::Client& client,
+                                                      const std::string& sql);
+
+/// \brief The refusal when a stream finds `rows` foreign rows and no takeover was asked.
+arrow::Status TakeoverRefusal(const std::string& table, int64_t rows,
+                              const std::string& block_column);
+
+}  // namespace ampdelta::loader
