@@ -44,6 +44,9 @@ struct LoadArgs {
   std::string token;
   bool stream = false;
   bool no_reorg_detection = false;
+  std::string takeover;
+  std::string block_column = "block_num";
+  uint64_t reorg_window = 256;
   std::optional<uint64_t> until_block;
   int64_t commit_interval_ms = 1000;
   int64_t commit_rows = 1'000'000;
@@ -57,12 +60,36 @@ std::atomic<bool> g_stop{false};
 
 extern "C" void RequestStop(int) { g_stop.store(true); }
 
+// `--takeover after-table-max` or `from-block:N`; false for anything else.
+bool ParseTakeover(const std::string& text, loader::TakeoverMode* mode, uint64_t* block) {
+  if (text.empty()) {
+    *mode = loader::TakeoverMode::kRefuse;
+    return true;
+  }
+  if (text == "after-table-max") {
+    *mode = loader::TakeoverMode::kAfterTableMax;
+    return true;
+  }
+  const std::string prefix = "from-block:";
+  if (text.rfind(prefix, 0) != 0 || text.size() == prefix.size()) return false;
+  const std::string digits = text.substr(prefix.size());
+  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 19) {
+    return false;
+  }
+  *mode = loader::TakeoverMode::kFromBlock;
+  *block = std::stoull(digits);
+  return true;
+}
+
 // Streams: one result line per commit and per reorg on stdout; a progress line (head,
 // rows/s, commits, reorgs) on a terminal; SIGINT/SIGTERM stop after the current commit.
 loader::LoadResult RunStream(amp::Client& client, const LoadArgs& args,
                              const loader::DeltaLakeConfig& config,
                              loader::LoadOptions options) {
   options.with_reorg_detection = !args.no_reorg_detection;
+  ParseTakeover(args.takeover, &options.takeover, &options.takeover_block);
+  options.block_column = args.block_column;
+  options.stream_reorg_window_blocks = args.reorg_window;
   options.until_block = args.until_block;
   options.stream_commit_interval = std::chrono::milliseconds(args.commit_interval_ms);
   options.stream_commit_rows = args.commit_rows;
@@ -279,6 +306,27 @@ CommandRunner AddLoadCommand(CLI::App& app) {
       "streaming query: follow the chain, exactly once, undoing reorgs (Ctrl-C stops)");
   cmd->add_flag("--no-reorg-detection", args->no_reorg_detection,
                 "streams: load what arrives, undo nothing (with_reorg_detection=False)");
+  cmd->add_option("--takeover", args->takeover,
+                  "streams into a table another writer (the Python SDK, a batch load) "
+                  "filled: after-table-max (continue after its highest block, loading "
+                  "the reorg window again) or from-block:N")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            loader::TakeoverMode mode;
+            uint64_t block = 0;
+            return ParseTakeover(text, &mode, &block)
+                       ? std::string()
+                       : "expected after-table-max or from-block:N, got '" + text + "'";
+          },
+          "MODE"));
+  cmd->add_option("--block-column", args->block_column,
+                  "the table's block-number column (takeovers)")
+      ->capture_default_str();
+  cmd->add_option("--reorg-window", args->reorg_window,
+                  "streams: blocks below the head a reorg may still reach (compaction "
+                  "and takeovers)")
+      ->check(UnsignedAtLeast(1))
+      ->capture_default_str();
   cmd->add_option("--until-block", args->until_block,
                   "streams: stop once this block is committed")
       ->check(UnsignedAtLeast(0));

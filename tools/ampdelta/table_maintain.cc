@@ -1,9 +1,8 @@
 // `ampdelta table delete|checkpoint|optimize|vacuum|restore`.
 
+#include <chrono>
 #include <iostream>
 #include <memory>
-
-#include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/ops/delete.h"

@@ -7,7 +7,6 @@
 #include <arrow/ipc/reader.h>
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
-#include <nlohmann/json.hpp>
 #include <parquet/arrow/reader.h>
 
 #include "ampdelta/delta/log/schema.h"

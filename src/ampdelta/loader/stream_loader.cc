@@ -129,6 +129,8 @@ class StreamLoad {
     if (foreign == 0) return arrow::Status::OK();
     const std::string& column = options_.block_column;
     if (options_.takeover == TakeoverMode::kRefuse) {
+      // A query the server refuses is reported as the server's error, not as this.
+      ARROW_RETURN_NOT_OK(ProbeNetworks(client_, sql_).status());
       return TakeoverRefusal(snapshot_->store()->root_uri(), foreign, column);
     }
     ARROW_ASSIGN_OR_RAISE(auto span, ForeignBlockSpan(*snapshot_, column));

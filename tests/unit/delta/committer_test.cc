@@ -96,9 +96,9 @@ TEST(CreateIfAbsentTest, AWriteLeaseKeyWhoseReplyWasLostIsOurs) {
   lost.lose_reply = true;
   store.AddRule(lost);
   ASSERT_OK_AND_ASSIGN(auto outcome, CreateIfAbsent(store, "_ampdelta_leases/a", "x"));
-  EXPECT_EQ(outcome.state, CreateOutcome::kCreated);
+  EXPECT_EQ(outcome.state, CreateOutcome::State::kCreated);
   ASSERT_OK_AND_ASSIGN(auto again, CreateIfAbsent(store, "_ampdelta_leases/a", "y"));
-  EXPECT_EQ(again.state, CreateOutcome::kTaken);
+  EXPECT_EQ(again.state, CreateOutcome::State::kTaken);
 }
 
 }  // namespace

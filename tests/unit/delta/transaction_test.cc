@@ -186,6 +186,34 @@ TEST_F(TransactionTest, ASerializableCreateThatLostTheRaceConflictsInsteadOfAppe
   EXPECT_EQ((*Snapshot::Load(fresh))->version(), 0);
 }
 
+TEST_F(TransactionTest, ACreateWhoseOwnWriteLandedLateIsCommittedOnceNotAConflict) {
+  // Version 0 lands, its reply is lost and the read-back misses it; the retry finds the
+  // version taken by our own first attempt: the create is done, under its app id too.
+  auto fresh = std::make_shared<storage::MemoryStore>();
+  auto faulty = std::make_shared<storage::FaultStore>(fresh);
+  storage::FaultRule lost;
+  lost.op = storage::StoreOp::kPut;
+  lost.path_contains = "_delta_log/00000000000000000000.json";
+  lost.lose_reply = true;
+  faulty->AddRule(lost);
+  storage::FaultRule missed;
+  missed.op = storage::StoreOp::kGet;
+  missed.path_contains = "_delta_log/00000000000000000000.json";
+  missed.not_found = true;
+  faulty->AddRule(missed);
+  Transaction create(faulty, nullptr);
+  auto table = Latest();
+  create.SetProtocol(table->protocol());
+  create.SetMetadata(table->metadata());
+  create.AddFiles({FileAdd("first.parquet")});
+  create.SetAppTransaction(SetTransaction{"app", 1, {}});
+  ASSERT_OK_AND_ASSIGN(auto result, create.Commit());
+  EXPECT_EQ(result.version, 0);
+  ASSERT_OK_AND_ASSIGN(auto created, Snapshot::Load(fresh));
+  EXPECT_EQ(created->version(), 0);
+  EXPECT_EQ(created->files().size(), 1u);
+}
+
 TEST_F(TransactionTest, OurOwnLateWriteIsRecognisedAndNotCommittedTwice) {
   // The write lands but its reply is lost, and the read-back misses it (still in flight):
   // the retry then finds the version taken — by our own commit, which must not repeat.

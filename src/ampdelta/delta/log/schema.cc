@@ -468,8 +468,10 @@ arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(
       }
     }
   }
-  // Otherwise find the first value that does not fit (the failure path only).
-  for (int64_t i = 0; i < column->length(); ++i) {
+  // Otherwise find the first value that does not fit (the failure path only); a nested
+  // column's cast error names the value itself.
+  const bool nested = arrow::is_nested(column->type_id());
+  for (int64_t i = 0; !nested && i < column->length(); ++i) {
     if (column->IsNull(i)) continue;
     auto one = cp::Cast(*column->Slice(i, 1), target, options);
     if (one.ok()) continue;

@@ -29,7 +29,7 @@ enum class CommitResult : uint8_t {
 
 /// \brief What a create-if-absent whose reply may be lost found.
 struct CreateOutcome {
-  enum State : uint8_t {
+  enum class State : uint8_t {
     /// The object holds our bytes: this call (or an attempt of it the store re-sent)
     /// created it.
     kCreated,

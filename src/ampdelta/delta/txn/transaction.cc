@@ -151,6 +151,20 @@ arrow::Result<CommitReport> Transaction::Commit() {
   Version version = read_version() + 1;
   CommitReport result;
   Committer committer(store_);
+  // Our own write, landed late after a failure the read-back could not resolve.
+  auto ours = [this](const std::vector<Action>& winner) {
+    return std::any_of(winner.begin(), winner.end(), [&](const Action& action) {
+      const auto* info = std::get_if<CommitInfo>(&action);
+      return info != nullptr && info->txn_id == txn_id_;
+    });
+  };
+  auto landed = [&](Version at, int attempt) {
+    committed_ = true;
+    result.version = at;
+    result.attempts = attempt;
+    if (options_.post_commit_hooks) RunPostCommit(at, &result);
+    return result;
+  };
   for (int attempt = 1;; ++attempt) {
     const int64_t now = NowMs();
     ARROW_ASSIGN_OR_RAISE(auto actions, BuildActions(version, now));
@@ -185,6 +199,12 @@ arrow::Result<CommitReport> Transaction::Commit() {
                                  " kept being taken by concurrent writers");
     }
     if (version == 0) {
+      auto first = store_->Get(CommitPath(0));
+      if (first.ok()) {
+        ARROW_ASSIGN_OR_RAISE(auto winner,
+                              ParseCommit((*first)->ToString(), CommitPath(0)));
+        if (ours(winner)) return landed(0, attempt);
+      }
       // Someone created the table first. Proceed as an append if it is the same table.
       ARROW_ASSIGN_OR_RAISE(auto existing, Snapshot::Load(store_));
       if (existing->metadata().schema_string != metadata.schema_string ||
@@ -222,19 +242,7 @@ arrow::Result<CommitReport> Transaction::Commit() {
       }
       ARROW_ASSIGN_OR_RAISE(auto winner,
                             ParseCommit((*data)->ToString(), CommitPath(next)));
-      // Our own write, landed late after a failure we could not resolve: it is committed.
-      const bool ours =
-          std::any_of(winner.begin(), winner.end(), [&](const Action& action) {
-            const auto* info = std::get_if<CommitInfo>(&action);
-            return info != nullptr && info->txn_id == txn_id_;
-          });
-      if (ours) {
-        committed_ = true;
-        result.version = next;
-        result.attempts = attempt;
-        if (options_.post_commit_hooks) RunPostCommit(next, &result);
-        return result;
-      }
+      if (ours(winner)) return landed(next, attempt);
       ARROW_RETURN_NOT_OK(CheckConflicts(winner, next));
       ++next;
     }

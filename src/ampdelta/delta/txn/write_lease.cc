@@ -121,7 +121,7 @@ arrow::Result<std::shared_ptr<WriteLease>> WriteLease::Acquire(
   state->body = doc.dump(-1, ' ', false, json::error_handler_t::replace);
   ARROW_ASSIGN_OR_RAISE(auto created,
                         CreateIfAbsent(*state->store, state->key, state->body));
-  if (created.state != CreateOutcome::kCreated) {
+  if (created.state != CreateOutcome::State::kCreated) {
     // The key holds a fresh random token, so only a transient failure leaves it free.
     return created.failure.WithMessage("write lease ", state->key,
                                        " not created: ", created.failure.message());
