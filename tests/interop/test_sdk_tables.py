@@ -7,6 +7,7 @@ mapping: uint32 -> integer, fixed binary -> binary, timestamps -> µs UTC) and i
 results are read back by deltalake, DuckDB and Polars (and Spark for the streamed one).
 """
 import subprocess
+import time
 
 import pyarrow as pa
 import pytest
@@ -130,3 +131,51 @@ def test_a_bad_takeover_mode_is_a_usage_error(quickstart_url, tmp_path):
     done = load(quickstart_url, tmp_path / "t", BLOCKS, "--stream", "--takeover", "later")
     assert done.returncode == 2
     assert "after-table-max or from-block:N" in done.stderr
+
+
+def canonical_hashes(url):
+    client, _info, reader = open_query(
+        url, 'SELECT block_num, hash FROM "acme/eth_mainnet".blocks')
+    with client:
+        table = reader.read_all()
+    return dict(zip(table.column("block_num").to_pylist(),
+                    (h.hex() for h in table.column("hash").to_pylist())))
+
+
+def test_a_stream_takes_over_sdk_logs_made_stale_by_a_reorg_at_the_takeover_point(
+        dev_server_factory, tmp_path):
+    # The SDK loads blocks ..99; then the head reaches 101 and blocks 98..101 are replaced:
+    # the SDK's rows for 98 and 99 are no longer canonical when the stream takes over.
+    first, reorg_head, last = QUICKSTART_FIRST, QUICKSTART_FIRST + 101, QUICKSTART_FIRST + 104
+    server = dev_server_factory("--block-interval-ms", "1500", "--max-head", str(last),
+                                "--reorg-at", f"{reorg_head}:4")
+    logs = ("SELECT block_num, block_hash, tx_index, log_index, address "
+            'FROM "acme/eth_mainnet".logs')
+    table = tmp_path / "logs"
+    sdk_load(server.url, f"{logs} WHERE block_num < {first + 100}", table)
+    assert schema_types(table)["log_index"] == "integer"
+    deadline = time.monotonic() + 60
+    while max(canonical_hashes(server.url)) < last:
+        assert time.monotonic() < deadline, "the dev server's head did not advance"
+        time.sleep(0.2)
+    canonical = canonical_hashes(server.url)
+    stale = {row["block_num"] for row in readers.read_deltalake(table).to_pylist()
+             if row["block_hash"].hex() != canonical[row["block_num"]]}
+    assert stale == {first + 98, first + 99}, "the reorg came before the SDK's load"
+    taken = load(server.url, table, logs, "--stream", "--until-block", str(last),
+                 "--takeover", "after-table-max", "--reorg-window", "5")
+    assert taken.returncode == 0, taken.stderr
+    assert schema_types(table)["log_index"] == "integer"  # the SDK's type stays
+    source_client, _info, reader = open_query(server.url, logs)
+    with source_client:
+        source = reader.read_all()
+    expected = sorted(zip(source.column("block_num").to_pylist(),
+                          source.column("log_index").to_pylist()))
+    for name, read in READERS.items():
+        got = read(table)
+        pairs = sorted(zip(got.column("block_num").to_pylist(),
+                           got.column("log_index").to_pylist()))
+        assert pairs == expected, f"{name}: logs missing or repeated"
+        hashes = {(b, bytes(h).hex()) for b, h in zip(got.column("block_num").to_pylist(),
+                                                       got.column("block_hash").to_pylist())}
+        assert all(h == canonical[b] for b, h in hashes), f"{name}: a stale block stayed"

@@ -277,6 +277,27 @@ TEST_F(TransactionTest, LostReplyAfterASuccessfulWriteIsNotADuplicate) {
   EXPECT_EQ(Latest()->files().size(), 2u);
 }
 
+TEST_F(TransactionTest, AWriterCommittingDuringEveryBackOffDoesNotStarveTheCommit) {
+  // A stream commits more often than this writer backs off: each back-off ends with a
+  // new winner. The free version must be looked up after the back-off, not before it.
+  auto read = Latest();
+  int competitor = 0;
+  CommitOptions options;
+  options.sleep = [&](std::chrono::milliseconds) {
+    Transaction other(store_, Latest());
+    other.AddFiles({FileAdd("other-" + std::to_string(++competitor) + ".parquet")});
+    ASSERT_OK(other.Commit().status());
+  };
+  Transaction before(store_, read);
+  before.AddFiles({FileAdd("before.parquet")});
+  ASSERT_OK(before.Commit().status());
+  Transaction txn(store_, read, options);
+  txn.AddFiles({FileAdd("ours.parquet")});
+  ASSERT_OK_AND_ASSIGN(auto result, txn.Commit());
+  EXPECT_EQ(result.attempts, 2);
+  EXPECT_EQ(competitor, 1);
+}
+
 TEST_F(TransactionTest, FailedWriteIsRetriedWithoutDuplicates) {
   store_->AddRule({storage::StoreOp::kPut,
                    "_delta_log/00000000000000000001.json",

@@ -232,7 +232,10 @@ arrow::Result<CommitReport> Transaction::Commit() {
       version = existing->version() + 1;
       continue;
     }
-    // Check every commit that won since our read, then try the next free version.
+    // Back off first, then check every commit that won since our read and try the next
+    // free version at once: sleeping between finding it and trying it would hand it to
+    // any writer committing more often than the back-off (a stream).
+    Backoff(options_, attempt);
     Version next = version;
     while (true) {
       auto data = store_->Get(CommitPath(next));
@@ -248,7 +251,6 @@ arrow::Result<CommitReport> Transaction::Commit() {
     }
     AMPDELTA_LOG_DEBUG("delta commit rebased from=", version, " to=", next);
     version = next;
-    Backoff(options_, attempt);
   }
 }
 
