@@ -722,5 +722,80 @@ TEST_F(StreamLoadTest, ATakeoverFromAnExplicitBlockReplacesTheRowsFromItOn) {
   EXPECT_FALSE(std::get<2>(rows[40]).empty());
 }
 
+TEST_F(StreamLoadTest, ATakeoverWithoutReorgDetectionStillReplacesTheReSentSeedBlock) {
+  Start({});
+  LoadForeignRows(kFirst + 100);
+  loader::LoadOptions options = Options(kFirst + 99);
+  options.takeover = loader::TakeoverMode::kFromBlock;
+  options.takeover_block = kFirst + 40;
+  options.with_reorg_detection = false;
+  const auto taken = loader::LoadStream(*amp_, kBlocks, Config(), options);
+  ASSERT_TRUE(taken.success) << taken.error;
+  ExpectEachBlockOnce(kFirst + 99);
+}
+
+TEST_F(StreamLoadTest, ATakeoverFromTheFirstBlockReloadsEverythingWithoutACursor) {
+  // A cursor before the dataset's first block would wait for ever (ampd sends nothing).
+  Start({});
+  LoadForeignRows(kFirst + 100);
+  loader::LoadOptions options = Options(kFirst + 99);
+  options.takeover = loader::TakeoverMode::kFromBlock;
+  options.takeover_block = kFirst;
+  const auto taken = loader::LoadStream(*amp_, kBlocks, Config(), options);
+  ASSERT_TRUE(taken.success) << taken.error;
+  ExpectEachBlockOnce(kFirst + 99);
+}
+
+TEST_F(StreamLoadTest, ACompactionAfterATakeoverKeepsForeignRowsUndoableByBlock) {
+  Start({});
+  LoadForeignRows(kFirst + 100);
+  loader::LoadOptions options = Options(kFirst + 99);
+  options.takeover = loader::TakeoverMode::kFromBlock;
+  options.takeover_block = kFirst + 95;
+  const auto taken = loader::LoadStream(*amp_, kBlocks, Config(), options);
+  ASSERT_TRUE(taken.success) << taken.error;
+  // Compaction never merges the other writer's untagged files with the stream's.
+  ASSERT_OK(delta::Optimize(*storage::OpenObjectStore(table_)).status());
+  ASSERT_OK(server_->chain()->Reorg(14));  // a fork below the takeover block
+  ASSERT_OK(server_->AdvanceHead(1));
+  const auto after = Stream(kFirst + 100);
+  ASSERT_TRUE(after.success) << after.error;
+  ExpectEachBlockOnce(kFirst + 100);
+}
+
+TEST_F(StreamLoadTest, AnotherQuerysStreamDoesNotTakeOverRowsAStreamAlreadyTookOver) {
+  Start({});
+  LoadForeignRows(kFirst + 60);
+  loader::LoadOptions options = Options(kFirst + 99);
+  options.takeover = loader::TakeoverMode::kAfterTableMax;
+  options.stream_reorg_window_blocks = 10;
+  ASSERT_TRUE(loader::LoadStream(*amp_, kBlocks, Config(), options).success);
+  ASSERT_OK(server_->AdvanceHead(5));
+  // A second query over later blocks shares the table: nothing of the first is touched.
+  const std::string later =
+      std::string(kBlocks) + " WHERE block_num >= " + std::to_string(kFirst + 100);
+  loader::LoadOptions second = Options(kFirst + 104);
+  second.takeover = loader::TakeoverMode::kAfterTableMax;
+  const auto shared = loader::LoadStream(*amp_, later, Config(), second);
+  ASSERT_TRUE(shared.success) << shared.error;
+  ExpectEachBlockOnce(kFirst + 104);
+}
+
+TEST_F(StreamLoadTest, AStreamWhoseRowsAnotherWriterReplacedRefusesToLoadThemAgain) {
+  Start({});
+  ASSERT_TRUE(Stream(kFirst + 49).success);
+  loader::LoadOptions batch;
+  batch.destination = "blocks";
+  batch.mode = "overwrite";
+  ASSERT_TRUE(loader::LoadBatch(*amp_,
+                                std::string(kBlocks) + " WHERE block_num < " +
+                                    std::to_string(kFirst + 80),
+                                Config(), batch)
+                  .success);
+  const auto again = Stream(kFirst + 99);
+  ASSERT_FALSE(again.success);
+  EXPECT_NE(again.error.find("already holds 80 rows"), std::string::npos) << again.error;
+}
+
 }  // namespace
 }  // namespace ampdelta

@@ -122,7 +122,10 @@ class StreamLoad {
   // A table holding rows no stream of this query loaded: refuse, or take it over as
   // options_.takeover says (takeover.h), in one commit with the stream's first txn.
   arrow::Status TakeOverIfForeign() {
-    if (!config_.state.enabled || snapshot_ == nullptr || state_.txn_version) {
+    // A stream with progress in the table resumes from it; one without (new, or whose
+    // files another writer replaced) must not load the other writer's rows again.
+    if (!config_.state.enabled || snapshot_ == nullptr || !state_.ranges.empty() ||
+        !state_.takeover_blocks.empty() || HasTakeoverRecord(*snapshot_)) {
       return arrow::Status::OK();
     }
     const int64_t foreign = ForeignRows(*snapshot_);
@@ -149,6 +152,10 @@ class StreamLoad {
       from = std::max(low + 1, high + 1 > window ? high + 1 - window : 0);
       from = std::min(from, high + 1);
     }
+    // With no foreign row left below the takeover block there is nothing to resume after:
+    // the stream starts where the server does (a cursor below the dataset's first block
+    // would wait for ever), and loads no block twice.
+    const bool rows_below = span && span->first < static_cast<int64_t>(from);
     ARROW_ASSIGN_OR_RAISE(auto networks, ProbeNetworks(client_, sql_));
     if (networks.size() != 1) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
@@ -161,8 +168,10 @@ class StreamLoad {
     write.operation = "DELETE";
     write.operation_parameters = {
         {"predicate", "[\"takeover: " + column + " >= " + std::to_string(from) + "\"]"}};
-    write.transaction_records.push_back(delta::SetTransaction{
-        TakeoverAppId(app_id_, networks[0]), static_cast<int64_t>(from), {}});
+    write.transaction_records.push_back(
+        delta::SetTransaction{TakeoverAppId(app_id_, networks[0]),
+                              rows_below ? static_cast<int64_t>(from) : 0,
+                              {}});
     ARROW_ASSIGN_OR_RAISE(auto writer,
                           delta::TableWriter::Open(store_, snapshot_->schema(), write));
     ARROW_ASSIGN_OR_RAISE(const int64_t removed,
@@ -238,7 +247,9 @@ class StreamLoad {
       in_microbatch = event.kind != amp::StreamEvent::Kind::kMicrobatchEnd;
       if (event.is_reorg()) {
         ++reorgs_;
-        if (options_.with_reorg_detection) {
+        // The re-sent takeover seed block is replaced even without reorg detection: the
+        // stream's own cursor asked for it again.
+        if (options_.with_reorg_detection || TouchesTakeoverSeed(event.invalidated)) {
           ARROW_RETURN_NOT_OK(CommitIfIdle());
           ARROW_RETURN_NOT_OK(Undo(event.invalidated));
           // After a partial reorg the rows before the fork in the straddling range are
@@ -293,6 +304,15 @@ class StreamLoad {
   }
 
   bool Stopping() const { return options_.stop != nullptr && options_.stop->load(); }
+
+  bool TouchesTakeoverSeed(const std::vector<amp::BlockRange>& invalidated) const {
+    for (const auto& seed : state_.TakeoverSeeds()) {
+      for (const auto& fork : invalidated) {
+        if (fork.network == seed.network && fork.start <= seed.end) return true;
+      }
+    }
+    return false;
+  }
 
   arrow::Status StalledInsideMicrobatch() const {
     const double seconds = static_cast<double>(options_.idle_timeout.count()) / 1000.0;

@@ -86,6 +86,13 @@ std::map<std::string, uint64_t> TakeoverBlocks(const delta::Snapshot& snapshot,
   return blocks;
 }
 
+bool HasTakeoverRecord(const delta::Snapshot& snapshot) {
+  for (const auto& [app_id, txn] : snapshot.app_transactions()) {
+    if (app_id.find(kTakeoverInfix) != std::string::npos) return true;
+  }
+  return false;
+}
+
 bool IsForeignFile(const delta::Add& file) {
   if (StatsRows(file) == std::optional<int64_t>(0)) return false;
   if (!file.tags) return true;

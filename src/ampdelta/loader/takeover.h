@@ -44,6 +44,10 @@ std::string TakeoverAppId(const std::string& stream_app_id, const std::string& n
 std::map<std::string, uint64_t> TakeoverBlocks(const delta::Snapshot& snapshot,
                                                const std::string& stream_app_id);
 
+/// \brief Return true when some stream has taken the table over (a takeover record of
+/// any app id): the untagged rows are then that stream's, not another one's to take.
+bool HasTakeoverRecord(const delta::Snapshot& snapshot);
+
 /// \brief Return true when a live file that holds rows carries no stream's block-range
 /// tags (written by something other than an ampdelta stream).
 bool IsForeignFile(const delta::Add& file);

@@ -28,13 +28,19 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
   ARROW_ASSIGN_OR_RAISE(auto snapshot, Snapshot::Load(store));
   ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
                                           *snapshot->schema()));
-  // Small files (or files with deleted rows to purge), grouped by partition.
+  // Small files (or files with deleted rows to purge), grouped by partition and by the
+  // keys of their tags: files of one writer's bookkeeping (a stream's block ranges) are
+  // never merged with files outside it, whose rows that bookkeeping does not describe.
   std::map<std::string, std::vector<const Add*>> by_partition;
   for (const auto& add : snapshot->files()) {
     if (add.size >= options.target_size && !add.deletion_vector) continue;
     if (options.eligible && !options.eligible(add)) continue;
-    by_partition[PartitionFolder(snapshot->partition_columns(), add.partition_values)]
-        .push_back(&add);
+    std::string group =
+        PartitionFolder(snapshot->partition_columns(), add.partition_values);
+    if (add.tags) {
+      for (const auto& [key, value] : *add.tags) group += std::string(1, '\0') + key;
+    }
+    by_partition[group].push_back(&add);
   }
   // Bins of about target_size; a bin of one file without deletions gains nothing.
   std::vector<std::vector<const Add*>> bins;
