@@ -46,16 +46,6 @@ ojson ProtocolJson(const delta::Protocol& protocol) {
   return out;
 }
 
-std::optional<int64_t> FileRecords(const delta::Add& add) {
-  if (!add.stats) return std::nullopt;
-  auto stats = nlohmann::json::parse(*add.stats, nullptr, false);
-  if (stats.is_discarded() || !stats.contains("numRecords") ||
-      !stats["numRecords"].is_number_integer()) {
-    return std::nullopt;
-  }
-  return stats["numRecords"].get<int64_t>();
-}
-
 // History shows when the writer says it committed (commitInfo), as Spark and delta-rs do.
 int64_t HistoryTime(const delta::HistoryEntry& entry) {
   if (entry.commit_info && entry.commit_info->timestamp)
@@ -128,7 +118,7 @@ arrow::Status Files(const TableArgs& args) {
   if (args.json) {
     ojson out = ojson::array();
     for (const auto& add : snapshot->files()) {
-      auto records = FileRecords(add);
+      auto records = delta::StatsNumRecords(add);
       ojson file = {{"path", add.path},
                     {"size", add.size},
                     {"partition_values", NullableMap(add.partition_values)},
@@ -141,7 +131,7 @@ arrow::Status Files(const TableArgs& args) {
     return arrow::Status::OK();
   }
   for (const auto& add : snapshot->files()) {
-    auto records = FileRecords(add);
+    auto records = delta::StatsNumRecords(add);
     std::cout << add.path << "\t" << add.size << " bytes\t"
               << (records ? std::to_string(*records) : "?") << " rows";
     if (add.deletion_vector)

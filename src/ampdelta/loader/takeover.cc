@@ -43,16 +43,6 @@ std::optional<std::pair<int64_t, int64_t>> StatsSpan(const delta::Add& file,
   return std::make_pair(*low, *high);
 }
 
-std::optional<int64_t> StatsRows(const delta::Add& file) {
-  if (!file.stats) return std::nullopt;
-  auto stats = nlohmann::json::parse(*file.stats, nullptr, false);
-  if (stats.is_discarded() || !stats.contains("numRecords") ||
-      !stats["numRecords"].is_number_integer()) {
-    return std::nullopt;
-  }
-  return stats["numRecords"].get<int64_t>();
-}
-
 arrow::Result<std::shared_ptr<arrow::Array>> BlockValues(const arrow::Table& table,
                                                          const std::string& column) {
   const int index = delta::FindFieldIgnoreCase(*table.schema(), column);
@@ -94,7 +84,7 @@ bool HasTakeoverRecord(const delta::Snapshot& snapshot) {
 }
 
 bool IsForeignFile(const delta::Add& file) {
-  if (StatsRows(file) == std::optional<int64_t>(0)) return false;
+  if (delta::StatsNumRecords(file) == std::optional<int64_t>(0)) return false;
   if (!file.tags) return true;
   for (const auto& [key, value] : *file.tags) {
     if (key.rfind(kRangesTag, 0) == 0) return false;
@@ -105,7 +95,7 @@ bool IsForeignFile(const delta::Add& file) {
 int64_t ForeignRows(const delta::Snapshot& snapshot) {
   int64_t rows = 0;
   for (const auto& file : snapshot.files()) {
-    if (IsForeignFile(file)) rows += StatsRows(file).value_or(1);
+    if (IsForeignFile(file)) rows += delta::StatsNumRecords(file).value_or(1);
   }
   return rows;
 }

@@ -133,11 +133,8 @@ int64_t Snapshot::total_bytes() const {
 std::optional<int64_t> Snapshot::num_records() const {
   int64_t total = 0;
   for (const auto& file : files_) {
-    if (!file.stats) return std::nullopt;
-    auto stats = json_util::ParseJson(*file.stats);
-    if (!stats.is_object() || !stats.contains("numRecords")) return std::nullopt;
     // Counts from the log that are out of range or overflow the sum make it unknown.
-    const std::optional<int64_t> records = json_util::AsInt64(stats["numRecords"]);
+    const std::optional<int64_t> records = StatsNumRecords(file);
     if (!records || __builtin_add_overflow(total, *records, &total)) return std::nullopt;
     if (file.deletion_vector &&
         __builtin_sub_overflow(total, file.deletion_vector->cardinality, &total)) {
