@@ -571,9 +571,11 @@ TEST_F(StreamLoadTest, ARestartResumesAfterTheLastCommittedBlockWithoutRepeating
 
 TEST_F(StreamLoadTest, ADisconnectMidMicrobatchReconnectsAndResumesFromTheTable) {
   StartLive(/*blocks=*/150, /*reorg_every=*/9, /*depth=*/2);
-  // The first stream drops after 7 messages, as a lost connection does.
+  // The first stream drops after 2 messages (the first microbatch's keep-alive and its
+  // rows, before its marker), as a lost connection does. Counted in messages, not
+  // blocks: how many blocks a microbatch holds depends on how far the chain got.
   testing::FaultyAmpClient dropping(amp_.get(),
-                                    {.failing_streams = 1, .messages_before_failure = 7});
+                                    {.failing_streams = 1, .messages_before_failure = 2});
   loader::LoadOptions options = Options(kFirst + 149);
   std::vector<std::chrono::milliseconds> waits;
   options.sleep = [&waits](std::chrono::milliseconds delay) { waits.push_back(delay); };
