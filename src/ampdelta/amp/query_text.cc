@@ -1,85 +1,339 @@
 #include "ampdelta/amp/query_text.h"
 
 #include <cctype>
+#include <optional>
+#include <vector>
 
 #include "ampdelta/util/ascii.h"
+#include "ampdelta/util/status.h"
 
 namespace ampdelta::amp {
 namespace {
 
-std::string_view TrimEnd(std::string_view sql) {
-  while (!sql.empty() &&
-         (std::isspace(static_cast<unsigned char>(sql.back())) || sql.back() == ';')) {
-    sql.remove_suffix(1);
-  }
-  return sql;
+enum class TokenKind : uint8_t { kWord, kQuoted, kString, kSymbol };
+
+struct Token {
+  TokenKind kind;
+  size_t begin;
+  size_t end;
+  /// Parenthesis depth the token is at (a parenthesis is at the depth outside it).
+  int depth;
+  /// Words: upper case. Symbols: the character.
+  std::string text;
+};
+
+bool IsWordStart(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_' ||
+         static_cast<unsigned char>(c) >= 0x80;
 }
 
-// Find the last top-level (not quoted, not parenthesised) SETTINGS keyword and store the
-// offset just past it in *position.
-bool FindTopLevelSettings(std::string_view sql, size_t* position) {
-  const std::string lower = AsciiLower(sql);
+bool IsWordPart(char c) {
+  return IsWordStart(c) || std::isdigit(static_cast<unsigned char>(c)) != 0 || c == '$';
+}
+
+// Split `sql` into tokens, skipping whitespace and comments (`--` to the end of the line,
+// `/* … */` nested as DataFusion's parser nests them).
+arrow::Result<std::vector<Token>> Tokenize(std::string_view sql) {
+  std::vector<Token> tokens;
   int depth = 0;
-  char quote = 0;
-  bool found = false;
-  for (size_t i = 0; i < lower.size(); ++i) {
-    const char c = lower[i];
-    if (quote != 0) {
-      if (c == quote) quote = 0;
-      continue;
-    }
-    if (c == '\'' || c == '"') {
-      quote = c;
-    } else if (c == '(') {
-      ++depth;
-    } else if (c == ')') {
-      --depth;
-    } else if (depth == 0 && lower.compare(i, 8, "settings") == 0) {
-      const bool start_ok =
-          i == 0 || !std::isalnum(static_cast<unsigned char>(lower[i - 1]));
-      const bool end_ok = i + 8 >= lower.size() ||
-                          !std::isalnum(static_cast<unsigned char>(lower[i + 8]));
-      if (start_ok && end_ok) {
-        *position = i + 8;
-        found = true;
+  size_t i = 0;
+  const size_t n = sql.size();
+  while (i < n) {
+    const char c = sql[i];
+    if (std::isspace(static_cast<unsigned char>(c)) != 0) {
+      ++i;
+    } else if (c == '-' && i + 1 < n && sql[i + 1] == '-') {
+      while (i < n && sql[i] != '\n') ++i;
+    } else if (c == '/' && i + 1 < n && sql[i + 1] == '*') {
+      int nesting = 0;
+      const size_t start = i;
+      do {
+        if (i + 1 < n && sql[i] == '/' && sql[i + 1] == '*') {
+          ++nesting;
+          i += 2;
+        } else if (i + 1 < n && sql[i] == '*' && sql[i + 1] == '/') {
+          --nesting;
+          i += 2;
+        } else if (i < n) {
+          ++i;
+        }
+      } while (nesting > 0 && i < n);
+      if (nesting > 0) {
+        return arrow::Status::Invalid("the query has an unterminated /* comment at offset ",
+                                      start);
       }
+    } else if (c == '\'' || c == '"' || c == '`') {
+      const size_t start = i++;
+      while (true) {
+        if (i >= n) {
+          return arrow::Status::Invalid(
+              "the query has an unterminated ",
+              c == '\'' ? "string literal" : "quoted identifier", " at offset ", start);
+        }
+        if (sql[i] == c) {
+          if (i + 1 < n && sql[i + 1] == c) {
+            i += 2;  // a doubled quote stands for itself
+            continue;
+          }
+          ++i;
+          break;
+        }
+        ++i;
+      }
+      tokens.push_back({c == '\'' ? TokenKind::kString : TokenKind::kQuoted, start, i,
+                        depth, std::string(sql.substr(start, i - start))});
+    } else if (IsWordPart(c)) {
+      const size_t start = i;
+      while (i < n && IsWordPart(sql[i])) ++i;
+      tokens.push_back({TokenKind::kWord, start, i, depth,
+                        AsciiUpper(sql.substr(start, i - start))});
+    } else {
+      if (c == ')') {
+        if (depth == 0) {
+          return arrow::Status::Invalid("the query has an unbalanced ')' at offset ", i);
+        }
+        --depth;
+      }
+      tokens.push_back({TokenKind::kSymbol, i, i + 1, depth, std::string(1, c)});
+      if (c == '(') ++depth;
+      ++i;
     }
   }
+  if (depth != 0) return arrow::Status::Invalid("the query has an unclosed '('");
+  return tokens;
+}
+
+bool IsWord(const Token& token, const char* word) {
+  return token.kind == TokenKind::kWord && token.text == word;
+}
+
+bool IsSymbol(const Token& token, char symbol) {
+  return token.kind == TokenKind::kSymbol && token.text.size() == 1 &&
+         token.text[0] == symbol;
+}
+
+// The tokens that matter: trailing `;` dropped. A string that does not tokenize is
+// treated as having no tokens (the server reports what is wrong with it).
+std::vector<Token> Significant(std::string_view sql) {
+  auto tokens = Tokenize(sql);
+  if (!tokens.ok()) return {};
+  while (!tokens->empty() && IsSymbol(tokens->back(), ';')) tokens->pop_back();
+  return *std::move(tokens);
+}
+
+// The index of the last top-level SETTINGS keyword.
+std::optional<size_t> FindSettings(const std::vector<Token>& tokens) {
+  std::optional<size_t> found;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].depth == 0 && IsWord(tokens[i], "SETTINGS")) found = i;
+  }
   return found;
+}
+
+// The `key = value` items of a SETTINGS clause starting at token `settings`, as
+// half-open token index ranges.
+std::vector<std::pair<size_t, size_t>> SettingItems(const std::vector<Token>& tokens,
+                                                    size_t settings) {
+  std::vector<std::pair<size_t, size_t>> items;
+  size_t begin = settings + 1;
+  for (size_t i = begin; i <= tokens.size(); ++i) {
+    if (i == tokens.size() || (tokens[i].depth == 0 && IsSymbol(tokens[i], ','))) {
+      if (i > begin) items.emplace_back(begin, i);
+      begin = i + 1;
+    }
+  }
+  return items;
+}
+
+bool IsStreamItem(const std::vector<Token>& tokens, std::pair<size_t, size_t> item) {
+  return IsWord(tokens[item.first], "STREAM");
+}
+
+bool IsStreamTrue(const std::vector<Token>& tokens, std::pair<size_t, size_t> item) {
+  return item.second - item.first == 3 && IsWord(tokens[item.first], "STREAM") &&
+         IsSymbol(tokens[item.first + 1], '=') && IsWord(tokens[item.first + 2], "TRUE");
+}
+
+std::string_view Text(std::string_view sql, const std::vector<Token>& tokens,
+                      std::pair<size_t, size_t> item) {
+  const size_t begin = tokens[item.first].begin;
+  return sql.substr(begin, tokens[item.second - 1].end - begin);
+}
+
+// The text up to the end of the last significant token.
+std::string Head(std::string_view sql, const std::vector<Token>& tokens) {
+  return tokens.empty() ? std::string() : std::string(sql.substr(0, tokens.back().end));
+}
+
+// Return true when `item` (a GROUP BY item) is the column `column`, bare (folded to lower
+// case, as DataFusion folds unquoted identifiers), quoted, or qualified by a table.
+bool NamesColumn(std::string_view sql, const std::vector<Token>& tokens,
+                 std::pair<size_t, size_t> item, const std::string& column) {
+  const size_t count = item.second - item.first;
+  if (count % 2 == 0) return false;
+  for (size_t i = item.first; i < item.second; ++i) {
+    const bool name_slot = (i - item.first) % 2 == 0;
+    const Token& token = tokens[i];
+    if (name_slot && token.kind != TokenKind::kWord && token.kind != TokenKind::kQuoted) {
+      return false;
+    }
+    if (!name_slot && !IsSymbol(token, '.')) return false;
+  }
+  const Token& last = tokens[item.second - 1];
+  if (last.kind == TokenKind::kWord) {
+    return AsciiLower(sql.substr(last.begin, last.end - last.begin)) == column;
+  }
+  std::string unquoted;
+  const std::string_view body = sql.substr(last.begin + 1, last.end - last.begin - 2);
+  for (size_t i = 0; i < body.size(); ++i) {
+    unquoted.push_back(body[i]);
+    if (body[i] == sql[last.begin] && i + 1 < body.size()) ++i;  // doubled quote
+  }
+  return unquoted == column;
+}
+
+arrow::Status Refuse(const std::string& why) {
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                   "cannot split the query into block ranges: ", why);
 }
 
 }  // namespace
 
 bool HasStreamSetting(std::string_view sql) {
-  sql = TrimEnd(sql);
-  size_t position = 0;
-  if (!FindTopLevelSettings(sql, &position)) return false;
-  // Settings are `key = value` pairs separated by commas.
-  std::string settings = AsciiLower(sql.substr(position));
-  std::string compact;
-  for (char c : settings) {
-    if (!std::isspace(static_cast<unsigned char>(c))) compact.push_back(c);
-  }
-  size_t begin = 0;
-  while (begin <= compact.size()) {
-    size_t comma = compact.find(',', begin);
-    if (comma == std::string::npos) comma = compact.size();
-    if (compact.compare(begin, comma - begin, "stream=true") == 0) return true;
-    begin = comma + 1;
+  const std::vector<Token> tokens = Significant(sql);
+  const auto settings = FindSettings(tokens);
+  if (!settings) return false;
+  for (const auto& item : SettingItems(tokens, *settings)) {
+    if (IsStreamTrue(tokens, item)) return true;
   }
   return false;
 }
 
 std::string EnsureStreamingQuery(std::string_view sql) {
-  std::string_view trimmed = TrimEnd(sql);
-  if (HasStreamSetting(trimmed)) return std::string(trimmed);
-  size_t position = 0;
-  if (FindTopLevelSettings(trimmed, &position)) {
-    // A SETTINGS clause without `stream = true`: extend it rather than adding a second
-    // one.
-    return std::string(trimmed) + ", stream = true";
+  const std::vector<Token> tokens = Significant(sql);
+  const std::string head = Head(sql, tokens);
+  if (HasStreamSetting(sql)) return head;
+  // A SETTINGS clause without `stream = true`: extend it rather than adding a second one.
+  if (FindSettings(tokens)) return head + ", stream = true";
+  return head + " SETTINGS stream = true";
+}
+
+std::string WithoutStreamSetting(std::string_view sql) {
+  const std::vector<Token> tokens = Significant(sql);
+  const auto settings = FindSettings(tokens);
+  if (!settings) return Head(sql, tokens);
+  std::string kept;
+  for (const auto& item : SettingItems(tokens, *settings)) {
+    if (IsStreamItem(tokens, item)) continue;
+    if (!kept.empty()) kept += ", ";
+    kept += Text(sql, tokens, item);
   }
-  return std::string(trimmed) + " SETTINGS stream = true";
+  if (*settings == 0) return std::string();
+  std::string text(sql.substr(0, tokens[*settings - 1].end));
+  if (!kept.empty()) text += " SETTINGS " + kept;
+  return text;
+}
+
+std::string QuoteIdentifier(std::string_view name) {
+  std::string quoted = "\"";
+  for (char c : name) {
+    quoted.push_back(c);
+    if (c == '"') quoted.push_back('"');
+  }
+  return quoted + "\"";
+}
+
+arrow::Result<std::string> AddBlockFilter(std::string_view sql, const std::string& column,
+                                          uint64_t first, uint64_t last) {
+  if (column.empty()) return Refuse("the block column's name is empty");
+  auto tokenized = Tokenize(sql);
+  if (!tokenized.ok()) return Refuse(tokenized.status().message());
+  std::vector<Token> tokens = *std::move(tokenized);
+  while (!tokens.empty() && IsSymbol(tokens.back(), ';')) tokens.pop_back();
+  std::optional<size_t> select;
+  std::optional<size_t> from;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const Token& token = tokens[i];
+    if (token.depth != 0) continue;
+    if (IsSymbol(token, ';')) return Refuse("it holds more than one statement");
+    if (!select && IsWord(token, "SELECT")) select = i;
+    if (select && !from && IsWord(token, "FROM")) from = i;
+  }
+  if (!select) return Refuse("it has no top-level SELECT");
+  if (!from) return Refuse("its SELECT has no FROM");
+  // The top-level clauses after FROM.
+  std::optional<size_t> where;
+  std::optional<size_t> group;
+  std::optional<size_t> end;  // the first clause after the FROM (or WHERE) list
+  for (size_t i = *from + 1; i < tokens.size(); ++i) {
+    const Token& token = tokens[i];
+    if (token.depth != 0 || token.kind != TokenKind::kWord) continue;
+    const std::string& word = token.text;
+    if (word == "UNION" || word == "INTERSECT" || word == "EXCEPT") {
+      return Refuse("it combines SELECTs with a top-level " + word +
+                    "; wrap it: SELECT * FROM (<query>)");
+    }
+    if (word == "LIMIT" || word == "OFFSET" || word == "FETCH") {
+      return Refuse("a top-level " + word +
+                    " would apply to every block range separately");
+    }
+    if (word == "WHERE" && !where && !end) {
+      where = i;
+    } else if (word == "GROUP" || word == "HAVING" || word == "WINDOW" ||
+               word == "QUALIFY" || word == "ORDER" || word == "SETTINGS") {
+      if (!end) end = i;
+      if (word == "GROUP" && !group) group = i;
+    }
+  }
+  if (group) {
+    bool grouped_by_block = false;
+    size_t begin = *group + 1;
+    if (begin < tokens.size() && IsWord(tokens[begin], "BY")) ++begin;
+    for (size_t i = begin; i <= tokens.size(); ++i) {
+      const bool clause_end =
+          i == tokens.size() ||
+          (tokens[i].depth == 0 &&
+           (IsWord(tokens[i], "HAVING") || IsWord(tokens[i], "WINDOW") ||
+            IsWord(tokens[i], "QUALIFY") || IsWord(tokens[i], "ORDER") ||
+            IsWord(tokens[i], "SETTINGS")));
+      if (clause_end || (tokens[i].depth == 0 && IsSymbol(tokens[i], ','))) {
+        if (i > begin && NamesColumn(sql, tokens, {begin, i}, column)) {
+          grouped_by_block = true;
+        }
+        begin = i + 1;
+      }
+      if (clause_end) break;
+    }
+    if (!grouped_by_block) {
+      return Refuse("its GROUP BY does not group by " + column +
+                    ", so every block range would be aggregated separately");
+    }
+  }
+  const std::string quoted = QuoteIdentifier(column);
+  const std::string filter = quoted + " >= " + std::to_string(first) + " AND " + quoted +
+                             " <= " + std::to_string(last);
+  const size_t stop = end ? *end : tokens.size();  // token index after the condition
+  std::string text;
+  if (where) {
+    if (stop == *where + 1) return Refuse("its WHERE has no condition");
+    bool has_or = false;
+    for (size_t i = *where + 1; i < stop; ++i) {
+      if (tokens[i].depth == 0 && IsWord(tokens[i], "OR")) has_or = true;
+    }
+    const size_t where_end = tokens[*where].end;
+    const size_t condition_end = tokens[stop - 1].end;
+    text = std::string(sql.substr(0, where_end));
+    text += has_or ? " (" : "";
+    text += sql.substr(where_end, condition_end - where_end);
+    text += has_or ? ")" : "";
+    text += " AND " + filter;
+    text += sql.substr(condition_end, tokens.back().end - condition_end);
+  } else {
+    const size_t anchor = tokens[stop - 1].end;
+    text = std::string(sql.substr(0, anchor)) + " WHERE " + filter;
+    text += sql.substr(anchor, tokens.back().end - anchor);
+  }
+  return text;
 }
 
 }  // namespace ampdelta::amp

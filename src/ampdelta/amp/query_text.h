@@ -1,10 +1,15 @@
 #pragma once
 
 /// \file query_text.h
-/// \brief Small, careful edits of SQL text that a client must make.
+/// \brief Small, careful edits of SQL text that a client must make. The text is
+/// tokenized (quotes, comments, parentheses) and only the top-level statement's clauses
+/// are touched, so whitespace, newlines, comments and subqueries never mislead an edit.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+
+#include <arrow/result.h>
 
 namespace ampdelta::amp {
 
@@ -15,5 +20,25 @@ bool HasStreamSetting(std::string_view sql);
 /// \brief Return `sql` with ` SETTINGS stream = true` appended unless it already streams.
 /// Unlike the Python SDK, the clause is never added twice.
 std::string EnsureStreamingQuery(std::string_view sql);
+
+/// \brief Return `sql` without `stream = …` in its top-level SETTINGS clause (the clause
+/// dropped when nothing else is left) and without a trailing `;`: the same query as a
+/// batch query.
+std::string WithoutStreamSetting(std::string_view sql);
+
+/// \brief Return `sql` restricted to the rows whose `column` lies in [first, last]: the
+/// condition is ANDed into the top-level SELECT's WHERE (added when absent, the existing
+/// condition parenthesised when it has a top-level OR), before its GROUP BY, ORDER BY or
+/// SETTINGS.
+///
+/// \return Invalid naming the construct when a filter would change what the query means
+///   split into block ranges: no top-level SELECT … FROM, a top-level UNION / INTERSECT
+///   / EXCEPT, LIMIT / OFFSET / FETCH, a GROUP BY that does not group by `column`, more
+///   than one statement, unbalanced parentheses or an unterminated quote or comment
+arrow::Result<std::string> AddBlockFilter(std::string_view sql, const std::string& column,
+                                          uint64_t first, uint64_t last);
+
+/// \brief Return `name` as a double-quoted SQL identifier (`"` doubled).
+std::string QuoteIdentifier(std::string_view name);
 
 }  // namespace ampdelta::amp
