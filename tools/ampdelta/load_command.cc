@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "ampdelta/amp/client.h"
 #include "ampdelta/loader/batch_loader.h"
 #include "ampdelta/loader/config.h"
+#include "ampdelta/loader/parallel_loader.h"
 #include "ampdelta/loader/stream_loader.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/redact.h"
@@ -54,6 +56,23 @@ struct LoadArgs {
   std::chrono::milliseconds plan_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
   std::chrono::milliseconds stall_warning{std::chrono::minutes(5)};
+  std::optional<int64_t> batch_size;
+  // Parallel backfills.
+  std::optional<int> workers;
+  std::optional<uint64_t> partition_size;
+  std::optional<uint64_t> min_block;
+  std::optional<uint64_t> max_block;
+  bool then_stream = false;
+  bool stop_on_error = false;
+  std::optional<uint64_t> reorg_buffer;
+  int partition_attempts = 3;
+  std::string shard;
+  std::optional<int> shards;
+
+  bool Parallel() const {
+    return workers || partition_size || min_block || max_block || then_stream ||
+           !shard.empty() || shards;
+  }
 };
 
 std::atomic<bool> g_stop{false};
@@ -81,11 +100,16 @@ bool ParseTakeover(const std::string& text, loader::TakeoverMode* mode, uint64_t
   return true;
 }
 
+void StopOnSignals(loader::LoadOptions* options) {
+  options->stop = &g_stop;
+  std::signal(SIGINT, RequestStop);
+  std::signal(SIGTERM, RequestStop);
+}
+
 // Streams: one result line per commit and per reorg on stdout; a progress line (head,
 // rows/s, commits, reorgs) on a terminal; SIGINT/SIGTERM stop after the current commit.
-loader::LoadResult RunStream(amp::Client& client, const LoadArgs& args,
-                             const loader::DeltaLakeConfig& config,
-                             loader::LoadOptions options) {
+void ConfigureStream(const LoadArgs& args, loader::LoadOptions* out) {
+  loader::LoadOptions& options = *out;
   options.with_reorg_detection = !args.no_reorg_detection;
   ParseTakeover(args.takeover, &options.takeover, &options.takeover_block);
   options.block_column = args.block_column;
@@ -93,9 +117,7 @@ loader::LoadResult RunStream(amp::Client& client, const LoadArgs& args,
   options.until_block = args.until_block;
   options.stream_commit_interval = std::chrono::milliseconds(args.commit_interval_ms);
   options.stream_commit_rows = args.commit_rows;
-  options.stop = &g_stop;
-  std::signal(SIGINT, RequestStop);
-  std::signal(SIGTERM, RequestStop);
+  StopOnSignals(&options);
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
   auto totals = std::make_shared<std::pair<int64_t, int64_t>>(0, 0);  // rows, commits
@@ -128,9 +150,113 @@ loader::LoadResult RunStream(amp::Client& client, const LoadArgs& args,
                    static_cast<long long>(*reorgs), seconds);
     }
   };
+}
+
+loader::LoadResult RunStream(amp::Client& client, const LoadArgs& args,
+                             const loader::DeltaLakeConfig& config,
+                             loader::LoadOptions options) {
+  ConfigureStream(args, &options);
   loader::LoadResult result = loader::LoadStream(client, args.sql, config, options);
-  if (tty) std::fprintf(stderr, "\n");
+  if (::isatty(STDERR_FILENO) != 0) std::fprintf(stderr, "\n");
   return result;
+}
+
+// The shard of a parallel load: `--shard i/N`, else `--shards N` with the index from the
+// scheduler (Kubernetes Indexed Jobs, Slurm job arrays); false with `error` set when
+// neither gives a valid one.
+bool ResolveShard(const LoadArgs& args, int* index, int* count, std::string* error) {
+  *index = 0;
+  *count = 1;
+  auto number = [](const std::string& text, int* value) {
+    if (text.empty() || text.size() > 6 ||
+        text.find_first_not_of("0123456789") != std::string::npos) {
+      return false;
+    }
+    *value = std::stoi(text);
+    return true;
+  };
+  if (!args.shard.empty()) {
+    const size_t slash = args.shard.find('/');
+    if (slash == std::string::npos || !number(args.shard.substr(0, slash), index) ||
+        !number(args.shard.substr(slash + 1), count) || *count < 1 || *index >= *count) {
+      *error = "--shard expects i/N with 0 <= i < N, got '" + args.shard + "'";
+      return false;
+    }
+    return true;
+  }
+  if (!args.shards) return true;
+  *count = *args.shards;
+  for (const char* variable : {"JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID"}) {
+    const char* value = std::getenv(variable);
+    if (value == nullptr || *value == '\0') continue;
+    if (!number(value, index) || *index >= *count) {
+      *error = std::string("$") + variable + " is '" + value +
+               "', not a shard index below --shards " + std::to_string(*count);
+      return false;
+    }
+    return true;
+  }
+  *error =
+      "--shards needs the shard index from $JOB_COMPLETION_INDEX (Kubernetes Indexed "
+      "Job) or $SLURM_ARRAY_TASK_ID (Slurm array), or pass --shard i/N";
+  return false;
+}
+
+// Parallel backfills: a line per partition on stderr, the total on stdout; then the
+// stream's lines when it follows the chain.
+int RunParallel(amp::Client& client, const LoadArgs& args,
+                const loader::DeltaLakeConfig& config, loader::LoadOptions options) {
+  loader::ParallelOptions parallel;
+  std::string error;
+  if (!ResolveShard(args, &parallel.shard_index, &parallel.shard_count, &error)) {
+    PrintError(error);
+    return kExitUsage;
+  }
+  parallel.num_workers = args.workers.value_or(1);
+  parallel.partition_size = args.partition_size;
+  parallel.min_block = args.min_block;
+  parallel.max_block = args.max_block;
+  parallel.then_stream = args.then_stream;
+  parallel.stop_on_error = args.stop_on_error;
+  parallel.reorg_buffer = args.reorg_buffer;
+  parallel.partition_attempts = args.partition_attempts;
+  parallel.on_partition = [](const loader::LoadResult& partition) {
+    const auto& meta = partition.metadata;
+    const std::string blocks = meta.at("start_block") + "-" + meta.at("end_block");
+    if (!partition.success) {
+      std::fprintf(stderr, "  partition %s failed: %s\n", blocks.c_str(),
+                   partition.error.c_str());
+    } else if (meta.count("skipped") != 0) {
+      std::fprintf(stderr, "  partition %s already loaded\n", blocks.c_str());
+    } else {
+      std::fprintf(stderr, "  partition %s: %lld rows in %.2fs\n", blocks.c_str(),
+                   static_cast<long long>(partition.rows_loaded), partition.duration);
+    }
+  };
+  options.block_column = args.block_column;
+  if (args.then_stream) {
+    ConfigureStream(args, &options);
+  } else {
+    StopOnSignals(&options);
+  }
+  loader::LoadResult result =
+      loader::LoadParallel(client, args.sql, config, options, parallel);
+  std::cout << result << std::endl;
+  for (const auto& [key, value] : result.metadata) {
+    if (key == "table_version" || key == "partitions" || key == "partitions_loaded" ||
+        key == "partitions_skipped" || key == "partitions_failed" ||
+        key == "missing_ranges" || key == "handoff_block" || key == "shard") {
+      std::cerr << key << "=" << value << " ";
+    }
+  }
+  std::cerr << std::endl;
+  auto missing = result.metadata.find("missing_ranges");
+  if (missing != result.metadata.end()) {
+    std::cerr << "to load the missing blocks, run the same command again (it loads only "
+                 "them), or one range at a time with --min-block A --max-block B"
+              << std::endl;
+  }
+  return result.success ? kExitOk : Fail(result.status);
 }
 
 // nlohmann's description of why `text` is not JSON ("parse error at line 1, column 7:
@@ -231,6 +357,16 @@ int RunLoad(const LoadArgs& args) {
   options.compression_level = args.compression_level;
   options.idle_timeout = args.idle_timeout;
   options.stream_stall_warning = args.stall_warning;
+  options.batch_size = args.batch_size;
+  if (args.Parallel()) {
+    if (args.stream) {
+      PrintError(
+          "--stream follows the chain with one worker; a parallel backfill hands "
+          "over to it with --then-stream");
+      return kExitUsage;
+    }
+    return RunParallel(**client, args, *config, options);
+  }
   if (args.stream) {
     loader::LoadResult result = RunStream(**client, args, *config, options);
     std::cout << result << std::endl;
@@ -320,7 +456,7 @@ CommandRunner AddLoadCommand(CLI::App& app) {
           },
           "MODE"));
   cmd->add_option("--block-column", args->block_column,
-                  "the table's block-number column (takeovers)")
+                  "the block-number column (takeovers, parallel backfills)")
       ->capture_default_str();
   cmd->add_option("--reorg-window", args->reorg_window,
                   "streams: blocks below the head a reorg may still reach (compaction "
@@ -338,6 +474,38 @@ CommandRunner AddLoadCommand(CLI::App& app) {
                   "streams: or when this many rows wait")
       ->check(IntegerAtLeast(1))
       ->capture_default_str();
+  cmd->add_option("--batch-size", args->batch_size,
+                  "write and report what arrives in slices of at most N rows")
+      ->check(IntegerAtLeast(1));
+  cmd->add_option("--workers", args->workers,
+                  "parallel backfill: partitions loaded at once (docs/scale-out.md)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--partition-size", args->partition_size,
+                  "parallel backfill: blocks per partition (a grid from block 0)")
+      ->check(UnsignedAtLeast(1));
+  cmd->add_option("--min-block", args->min_block,
+                  "parallel backfill: first block (default: the server's first)")
+      ->check(UnsignedAtLeast(0));
+  cmd->add_option("--max-block", args->max_block,
+                  "parallel backfill: last block (default: the head at the start)")
+      ->check(UnsignedAtLeast(0));
+  cmd->add_flag("--then-stream", args->then_stream,
+                "parallel backfill: then follow the chain from its last block");
+  cmd->add_flag("--stop-on-error", args->stop_on_error,
+                "parallel backfill: start no partition once one failed");
+  cmd->add_option("--reorg-buffer", args->reorg_buffer,
+                  "parallel backfill: the stream's reorg window (as --reorg-window)")
+      ->check(UnsignedAtLeast(1));
+  cmd->add_option("--partition-attempts", args->partition_attempts,
+                  "parallel backfill: attempts per partition before it is reported")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  cmd->add_option("--shard", args->shard,
+                  "parallel backfill: load the i-th of N slices of the partitions (i/N)");
+  cmd->add_option("--shards", args->shards,
+                  "parallel backfill: N slices, this one's index from "
+                  "$JOB_COMPLETION_INDEX or $SLURM_ARRAY_TASK_ID (--shard wins)")
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--token", args->token, "bearer token (default: $AMP_AUTH_TOKEN)");
   AddTimeoutOptions(cmd, &args->plan_timeout, &args->idle_timeout);
   AddSecondsOption(

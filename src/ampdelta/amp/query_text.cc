@@ -59,8 +59,8 @@ arrow::Result<std::vector<Token>> Tokenize(std::string_view sql) {
         }
       } while (nesting > 0 && i < n);
       if (nesting > 0) {
-        return arrow::Status::Invalid("the query has an unterminated /* comment at offset ",
-                                      start);
+        return arrow::Status::Invalid(
+            "the query has an unterminated /* comment at offset ", start);
       }
     } else if (c == '\'' || c == '"' || c == '`') {
       const size_t start = i++;
@@ -85,8 +85,8 @@ arrow::Result<std::vector<Token>> Tokenize(std::string_view sql) {
     } else if (IsWordPart(c)) {
       const size_t start = i;
       while (i < n && IsWordPart(sql[i])) ++i;
-      tokens.push_back({TokenKind::kWord, start, i, depth,
-                        AsciiUpper(sql.substr(start, i - start))});
+      tokens.push_back(
+          {TokenKind::kWord, start, i, depth, AsciiUpper(sql.substr(start, i - start))});
     } else {
       if (c == ')') {
         if (depth == 0) {

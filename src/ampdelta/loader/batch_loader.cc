@@ -59,14 +59,14 @@ std::string RangesText(const amp::BatchMetadata& metadata) {
   return text;
 }
 
-void ReportBatch(const LoadOptions& options, const std::string& table_name,
-                 const amp::ResponseBatch& message, const Progress& progress,
+void ReportBatch(const LoadOptions& options, const std::string& table_name, int64_t rows,
+                 const amp::BatchMetadata& metadata, const Progress& progress,
                  double seconds) {
   if (!options.on_batch || options.read_all) return;
   LoadResult batch;
   batch.table_name = table_name;
   batch.success = true;
-  batch.rows_loaded = message.data->num_rows();
+  batch.rows_loaded = rows;
   batch.duration = seconds;
   batch.ops_per_second =
       seconds > 0 ? static_cast<double>(batch.rows_loaded) / seconds : 0;
@@ -76,7 +76,7 @@ void ReportBatch(const LoadOptions& options, const std::string& table_name,
   batch.metadata["batch_index"] = std::to_string(batch.progress.batch_index);
   batch.metadata["total_rows"] = std::to_string(progress.rows);
   batch.metadata["total_bytes"] = std::to_string(progress.bytes);
-  const std::string ranges = RangesText(message.metadata);
+  const std::string ranges = RangesText(metadata);
   if (!ranges.empty()) batch.metadata["block_ranges"] = ranges;
   options.on_batch(batch);
 }
@@ -85,7 +85,8 @@ void ReportBatch(const LoadOptions& options, const std::string& table_name,
 arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
                        const LoadOptions& options, delta::TableWriteOptions write,
                        const std::shared_ptr<storage::ObjectStore>& store,
-                       const std::string& table_name, Progress* progress,
+                       const std::string& table_name,
+                       const internal::LoadRecords& records, Progress* progress,
                        std::optional<delta::MergeResult>* merged, bool* mid_stream) {
   amp::QueryOptions query;
   query.stream = false;
@@ -103,6 +104,7 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
     auto opened = delta::TableWriter::Open(store, stream->schema(), write);
     if (!opened.ok()) return fail(opened.status());
     writer = std::move(*opened);
+    if (!records.file_tags.empty()) writer->SetFileTags(records.file_tags);
     // mode ignore on an existing table: nothing to read.
     if (writer->skipped()) return fail(arrow::Status::OK());
   }
@@ -115,43 +117,54 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
       return fail(message.status());
     }
     if (!message->has_value()) break;
-    const auto& batch = (*message)->data;
-    if (batch->num_rows() == 0) continue;  // markers and keep-alives carry no rows
-    if (merge) {
-      merge_source.push_back(batch);
-    } else {
-      // With commit_every_rows a batch may be split across commits.
-      std::shared_ptr<arrow::RecordBatch> rest = batch;
-      while (rest->num_rows() > 0) {
-        std::shared_ptr<arrow::RecordBatch> part = rest;
-        if (options.commit_every_rows) {
-          const int64_t room = *options.commit_every_rows - rows_in_commit;
-          part = rest->Slice(0, std::min(room, rest->num_rows()));
-        }
-        arrow::Status written = writer->Write(part);
-        if (!written.ok()) return fail(written);
-        rows_in_commit += part->num_rows();
-        rest = rest->Slice(part->num_rows());
-        if (options.commit_every_rows && rows_in_commit >= *options.commit_every_rows) {
-          auto committed = writer->Commit();
-          if (!committed.ok()) return fail(committed.status());
-          Record(*committed, progress);
-          // Later commits of the load add to what the first one left.
-          write.mode = delta::SaveMode::kAppend;
-          auto reopened = delta::TableWriter::Open(store, stream->schema(), write);
-          if (!reopened.ok()) return fail(reopened.status());
-          writer = std::move(*reopened);
-          rows_in_commit = 0;
+    if (options.stop != nullptr && options.stop->load()) {
+      return fail(
+          arrow::Status::Cancelled("load stopped before its commit: nothing committed"));
+    }
+    const auto& received = (*message)->data;
+    if (received->num_rows() == 0) continue;  // markers and keep-alives carry no rows
+    // The SDK's batch_size: what arrives is written (and reported) in slices of at most
+    // that many rows.
+    const int64_t chunk = options.batch_size.value_or(received->num_rows());
+    for (int64_t offset = 0; offset < received->num_rows(); offset += chunk) {
+      const std::shared_ptr<arrow::RecordBatch> batch = received->Slice(offset, chunk);
+      if (merge) {
+        merge_source.push_back(batch);
+      } else {
+        // With commit_every_rows a batch may be split across commits.
+        std::shared_ptr<arrow::RecordBatch> rest = batch;
+        while (rest->num_rows() > 0) {
+          std::shared_ptr<arrow::RecordBatch> part = rest;
+          if (options.commit_every_rows) {
+            const int64_t room = *options.commit_every_rows - rows_in_commit;
+            part = rest->Slice(0, std::min(room, rest->num_rows()));
+          }
+          arrow::Status written = writer->Write(part);
+          if (!written.ok()) return fail(written);
+          rows_in_commit += part->num_rows();
+          rest = rest->Slice(part->num_rows());
+          if (options.commit_every_rows && rows_in_commit >= *options.commit_every_rows) {
+            auto committed = writer->Commit();
+            if (!committed.ok()) return fail(committed.status());
+            Record(*committed, progress);
+            // Later commits of the load add to what the first one left.
+            write.mode = delta::SaveMode::kAppend;
+            auto reopened = delta::TableWriter::Open(store, stream->schema(), write);
+            if (!reopened.ok()) return fail(reopened.status());
+            writer = std::move(*reopened);
+            if (!records.file_tags.empty()) writer->SetFileTags(records.file_tags);
+            rows_in_commit = 0;
+          }
         }
       }
+      progress->rows += batch->num_rows();
+      if (offset == 0) progress->bytes += arrow::util::TotalBufferSize(*received);
+      ++progress->batches;
+      const auto now = Clock::now();
+      ReportBatch(options, table_name, batch->num_rows(), (*message)->metadata, *progress,
+                  std::chrono::duration<double>(now - last).count());
+      last = now;
     }
-    progress->rows += batch->num_rows();
-    progress->bytes += arrow::util::TotalBufferSize(*batch);
-    ++progress->batches;
-    const auto now = Clock::now();
-    ReportBatch(options, table_name, **message, *progress,
-                std::chrono::duration<double>(now - last).count());
-    last = now;
   }
   if (merge) {
     delta::MergeOptions merge_options;
@@ -171,16 +184,25 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
 
 arrow::Status Run(amp::Client& client, const std::string& sql,
                   const DeltaLakeConfig& config, const LoadOptions& options,
-                  LoadResult* result) {
+                  const internal::LoadRecords& records, LoadResult* result) {
+  if (options.batch_size && *options.batch_size < 1) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                     "batch_size must be at least 1 row, got ", *options.batch_size);
+  }
   ARROW_ASSIGN_OR_RAISE(auto write, WriteOptions(config, options));
+  write.app_transaction = records.app_transaction;
+  write.transaction_records = records.transaction_records;
+  write.overlapping_app_ids = records.overlapping_app_ids;
+  write.read_snapshot = records.read_snapshot;
   ARROW_ASSIGN_OR_RAISE(auto store, internal::OpenStore(config, options, result));
   Progress progress;
   std::optional<delta::MergeResult> merged;
   for (int attempt = 0;; ++attempt) {
     progress = Progress();
     bool mid_stream = false;
-    arrow::Status status = LoadOnce(client, sql, options, write, store,
-                                    result->table_name, &progress, &merged, &mid_stream);
+    arrow::Status status =
+        LoadOnce(client, sql, options, write, store, result->table_name, records,
+                 &progress, &merged, &mid_stream);
     if (status.ok()) break;
     // While nothing is committed a rerun is safe; a failure once the result was streaming
     // (ampd reports those as INTERNAL) may pass, a refusal at planning never does.
@@ -232,14 +254,24 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
 
 }  // namespace
 
-LoadResult LoadBatch(amp::Client& client, const std::string& sql,
-                     const DeltaLakeConfig& config, const LoadOptions& options) {
-  return internal::RunLoad(config, options, [&](LoadResult* result) {
-    arrow::Status status = Run(client, sql, config, options, result);
+namespace internal {
+
+LoadResult LoadBatchRecorded(amp::Client& client, const std::string& sql,
+                             const DeltaLakeConfig& config, const LoadOptions& options,
+                             const LoadRecords& records) {
+  return RunLoad(config, options, [&](LoadResult* result) {
+    arrow::Status status = Run(client, sql, config, options, records, result);
     if (!status.ok())
       result->rows_loaded = 0;  // nothing of a failed batch load is committed
     return status;
   });
+}
+
+}  // namespace internal
+
+LoadResult LoadBatch(amp::Client& client, const std::string& sql,
+                     const DeltaLakeConfig& config, const LoadOptions& options) {
+  return internal::LoadBatchRecorded(client, sql, config, options, {});
 }
 
 }  // namespace ampdelta::loader

@@ -39,6 +39,9 @@ struct LoadOptions {
   std::optional<int64_t> commit_every_rows;
   /// Only changes how the result is reported: memory use is bounded either way.
   bool read_all = false;
+  /// The SDK's batch_size: batch loads write and report (on_batch) what arrives in
+  /// slices of at most this many rows; unset: as the server sends it.
+  std::optional<int64_t> batch_size;
   /// Parquet codec (`writer_properties` compression) and level.
   std::string compression = "zstd";
   std::optional<int> compression_level;

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <arrow/result.h>
 
@@ -18,6 +20,24 @@
 #include "ampdelta/storage/object_store.h"
 
 namespace ampdelta::loader::internal {
+
+/// \brief What a batch load records in the table besides its rows (a backfill
+/// partition's claim on its block range).
+struct LoadRecords {
+  std::optional<delta::SetTransaction> app_transaction;
+  std::vector<delta::SetTransaction> transaction_records;
+  /// TableWriteOptions::overlapping_app_ids.
+  std::function<bool(const std::string&)> overlapping_app_ids;
+  /// Tags of every data file.
+  delta::NullableStringMap file_tags;
+  /// The table as the caller planned the load on (null: read it at the start).
+  std::shared_ptr<const delta::Snapshot> read_snapshot;
+};
+
+/// \brief LoadBatch, committing `records` with the rows.
+LoadResult LoadBatchRecorded(amp::Client& client, const std::string& sql,
+                             const DeltaLakeConfig& config, const LoadOptions& options,
+                             const LoadRecords& records);
 
 /// \brief Return true for `merge` and `upsert`.
 bool IsMerge(const std::string& mode);

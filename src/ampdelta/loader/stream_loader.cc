@@ -24,6 +24,7 @@
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/table_writer.h"
+#include "ampdelta/loader/backfill_state.h"
 #include "ampdelta/loader/commit_group.h"
 #include "ampdelta/loader/load_common.h"
 #include "ampdelta/loader/reorg_undo.h"
@@ -131,14 +132,23 @@ class StreamLoad {
     const int64_t foreign = ForeignRows(*snapshot_);
     if (foreign == 0) return arrow::Status::OK();
     const std::string& column = options_.block_column;
-    if (options_.takeover == TakeoverMode::kRefuse) {
+    TakeoverMode mode = options_.takeover;
+    uint64_t from = options_.takeover_block;
+    if (mode == TakeoverMode::kRefuse) {
+      // Rows this query's backfill loaded (and no one else's): continue after them.
+      ARROW_ASSIGN_OR_RAISE(auto handoff, BackfillEnd());
+      if (handoff) {
+        mode = TakeoverMode::kFromBlock;
+        from = *handoff + 1;
+      }
+    }
+    if (mode == TakeoverMode::kRefuse) {
       // A query the server refuses is reported as the server's error, not as this.
       ARROW_RETURN_NOT_OK(ProbeNetworks(client_, sql_).status());
       return TakeoverRefusal(snapshot_->store()->root_uri(), foreign, column);
     }
     ARROW_ASSIGN_OR_RAISE(auto span, ForeignBlockSpan(*snapshot_, column));
-    uint64_t from = options_.takeover_block;
-    if (options_.takeover == TakeoverMode::kAfterTableMax) {
+    if (mode == TakeoverMode::kAfterTableMax) {
       if (!span || span->second < 0) {
         return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                          "cannot continue after the table's highest ", column,
@@ -184,6 +194,28 @@ class StreamLoad {
     result_->metadata["takeover_block"] = std::to_string(from);
     rows_undone_ += removed;
     return Refresh();
+  }
+
+  // The last block of this query's backfill (backfill_state.h) when the table's foreign
+  // rows are all the backfill's; an error when the backfill left blocks out.
+  arrow::Result<std::optional<uint64_t>> BackfillEnd() const {
+    const BackfillState backfill = ReadBackfillState(*snapshot_, app_id_);
+    if (backfill.loaded.empty() || ForeignRows(*snapshot_, BackfillTagKey(app_id_)) > 0) {
+      return std::nullopt;
+    }
+    if (backfill.loaded.size() != 1 || backfill.loaded.begin()->second.size() != 1) {
+      std::string gaps;
+      for (const auto& [network, spans] : backfill.loaded) {
+        for (size_t i = 1; i < spans.size(); ++i) {
+          if (!gaps.empty()) gaps += ", ";
+          gaps += network + " " + SpanText({spans[i - 1].last + 1, spans[i].first - 1});
+        }
+      }
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "the backfill of this query is incomplete (blocks ", gaps,
+                       " are missing): run it again to load them before streaming");
+    }
+    return backfill.loaded.begin()->second.front().last;
   }
 
   arrow::Result<Outcome> Connect() {

@@ -61,11 +61,14 @@ struct StreamState {
   /// The first block the stream owns per network after taking the table over from
   /// another writer (takeover.h); rows of untagged files below it are not its own.
   std::map<std::string, uint64_t> takeover_blocks;
+  /// The hash of the block before a takeover block, when a backfill recorded it
+  /// (backfill_state.h): the seed then names that block exactly.
+  std::map<std::string, std::string> seed_hashes;
 
   /// \brief The range a network resumes after when the stream took the table over and
-  /// has recorded nothing there yet: the block before its first one, with a hash no
-  /// chain has, so the server re-sends that block (ampd restarts at an unknown cursor's
-  /// own number) and a rewind is undone by block number.
+  /// has recorded nothing there yet: the block before its first one, with its recorded
+  /// hash, else a hash no chain has, so the server re-sends that block (ampd restarts at
+  /// an unknown cursor's own number); a rewind is undone by block number.
   std::vector<amp::BlockRange> TakeoverSeeds() const;
 
   /// \brief Return the cursor after the newest recorded range of every network (or its

@@ -83,25 +83,29 @@ bool HasTakeoverRecord(const delta::Snapshot& snapshot) {
   return false;
 }
 
-bool IsForeignFile(const delta::Add& file) {
+bool IsForeignFile(const delta::Add& file, const std::string& except_tag) {
   if (delta::StatsNumRecords(file) == std::optional<int64_t>(0)) return false;
   if (!file.tags) return true;
   for (const auto& [key, value] : *file.tags) {
     if (key.rfind(kRangesTag, 0) == 0) return false;
+    if (!except_tag.empty() && key == except_tag) return false;
   }
   return true;
 }
 
-int64_t ForeignRows(const delta::Snapshot& snapshot) {
+int64_t ForeignRows(const delta::Snapshot& snapshot, const std::string& except_tag) {
   int64_t rows = 0;
   for (const auto& file : snapshot.files()) {
-    if (IsForeignFile(file)) rows += delta::StatsNumRecords(file).value_or(1);
+    if (IsForeignFile(file, except_tag)) {
+      rows += delta::StatsNumRecords(file).value_or(1);
+    }
   }
   return rows;
 }
 
 arrow::Result<std::optional<std::pair<int64_t, int64_t>>> ForeignBlockSpan(
-    const delta::Snapshot& snapshot, const std::string& column) {
+    const delta::Snapshot& snapshot, const std::string& column,
+    const std::string& except_tag) {
   if (delta::FindFieldIgnoreCase(*snapshot.schema(), column) < 0) {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                      "the table has no block column '", column,
@@ -113,7 +117,7 @@ arrow::Result<std::optional<std::pair<int64_t, int64_t>>> ForeignBlockSpan(
                 : std::make_pair(low, high);
   };
   for (const auto& file : snapshot.files()) {
-    if (!IsForeignFile(file)) continue;
+    if (!IsForeignFile(file, except_tag)) continue;
     if (auto stats = StatsSpan(file, column)) {
       widen(stats->first, stats->second);
       continue;

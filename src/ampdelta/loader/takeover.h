@@ -49,16 +49,18 @@ std::map<std::string, uint64_t> TakeoverBlocks(const delta::Snapshot& snapshot,
 bool HasTakeoverRecord(const delta::Snapshot& snapshot);
 
 /// \brief Return true when a live file that holds rows carries no stream's block-range
-/// tags (written by something other than an ampdelta stream).
-bool IsForeignFile(const delta::Add& file);
+/// tags (written by something other than an ampdelta stream), nor the tag `except_tag`
+/// (a backfill's, when telling its rows from other writers').
+bool IsForeignFile(const delta::Add& file, const std::string& except_tag = {});
 
 /// \brief Count the rows of foreign files (files without statistics count as one).
-int64_t ForeignRows(const delta::Snapshot& snapshot);
+int64_t ForeignRows(const delta::Snapshot& snapshot, const std::string& except_tag = {});
 
 /// \brief The lowest and highest value of integer column `column` over foreign files,
 /// from their statistics (files without them are read); nullopt when they hold no rows.
 arrow::Result<std::optional<std::pair<int64_t, int64_t>>> ForeignBlockSpan(
-    const delta::Snapshot& snapshot, const std::string& column);
+    const delta::Snapshot& snapshot, const std::string& column,
+    const std::string& except_tag = {});
 
 /// \brief Stage in `writer` the removal of foreign rows whose `column` is at least
 /// `from`: files wholly at or above it are removed, files straddling it rewritten with

@@ -95,8 +95,21 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
   return actions;
 }
 
+arrow::Status Transaction::CheckClaim(const std::string& app_id) const {
+  if (!overlapping_app_ids_ || !overlapping_app_ids_(app_id)) return arrow::Status::OK();
+  return CommitConflictError("a concurrent commit recorded '", app_id,
+                             "', which claims work this commit does too")
+      .WithDetail(
+          std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kConcurrentApp));
+}
+
 arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner,
                                           Version version) {
+  for (const auto& action : winner) {
+    if (const auto* txn = std::get_if<SetTransaction>(&action)) {
+      ARROW_RETURN_NOT_OK(CheckClaim(txn->app_id));
+    }
+  }
   WriteSet write;
   for (const auto& remove : removes_) write.removes.insert(DecodeLogPath(remove.path));
   for (const auto& add : adds_) {
@@ -146,6 +159,12 @@ arrow::Result<CommitReport> Transaction::Commit() {
     return MakeError(
         ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
         "table is append-only (delta.appendOnly=true): this operation would remove data");
+  }
+  // Work the read snapshot already records is claimed as surely as a winner's.
+  if (read_snapshot_ && overlapping_app_ids_) {
+    for (const auto& [app_id, txn] : read_snapshot_->app_transactions()) {
+      ARROW_RETURN_NOT_OK(CheckClaim(app_id));
+    }
   }
 
   Version version = read_version() + 1;
@@ -218,6 +237,9 @@ arrow::Result<CommitReport> Transaction::Commit() {
         return CommitConflictError("the table was created concurrently; this ",
                                    serializable ? "merge" : "overwrite",
                                    " must read it first: retry");
+      }
+      for (const auto& [app_id, txn] : existing->app_transactions()) {
+        ARROW_RETURN_NOT_OK(CheckClaim(app_id));
       }
       if (txn_ && existing->AppTransactionVersion(txn_->app_id)) {
         return CommitConflictError("application '", txn_->app_id,

@@ -7,6 +7,7 @@
 /// files.
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -72,6 +73,13 @@ class Transaction {
   /// \brief Also record `txn` (an application's bookkeeping under its own app id, such
   /// as where a stream took a table over); it takes no part in conflict checks.
   void AddTransactionRecord(SetTransaction txn) { records_.push_back(std::move(txn)); }
+  /// \brief Fail with kCommitConflict, subcode kConcurrentApp, when the read snapshot or
+  /// a concurrent commit records a `txn` whose app id `overlaps` says claims the same
+  /// work (the block ranges of a backfill's partitions, which differ in name when runs
+  /// split the range differently).
+  void ConflictWithAppIds(std::function<bool(const std::string&)> overlaps) {
+    overlapping_app_ids_ = std::move(overlaps);
+  }
   /// \brief Set or remove a domain's metadata.
   void SetDomainMetadata(DomainMetadata domain) { domains_.push_back(std::move(domain)); }
   /// \brief Name the operation for commitInfo (`WRITE`, `DELETE`, `OPTIMIZE`, …).
@@ -121,6 +129,7 @@ class Transaction {
  private:
   arrow::Result<std::vector<Action>> BuildActions(Version version, int64_t now_ms) const;
   arrow::Status CheckConflicts(const std::vector<Action>& winner, Version version);
+  arrow::Status CheckClaim(const std::string& app_id) const;
   void RunPostCommit(Version version, CommitReport* result) const;
 
   std::shared_ptr<storage::ObjectStore> store_;
@@ -132,6 +141,7 @@ class Transaction {
   std::vector<Remove> removes_;
   std::optional<SetTransaction> txn_;
   std::vector<SetTransaction> records_;
+  std::function<bool(const std::string&)> overlapping_app_ids_;
   std::vector<DomainMetadata> domains_;
   std::string operation_ = "WRITE";
   std::map<std::string, std::string> parameters_;

@@ -261,6 +261,9 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   txn.RemoveFiles(std::move(removes));
   if (impl_->options.app_transaction)
     txn.SetAppTransaction(*impl_->options.app_transaction);
+  if (impl_->options.overlapping_app_ids) {
+    txn.ConflictWithAppIds(impl_->options.overlapping_app_ids);
+  }
   for (const auto& record : impl_->options.transaction_records) {
     txn.AddTransactionRecord(record);
   }

@@ -5,6 +5,7 @@
 /// overwrite, or do nothing / fail when the table exists. Data files stream out as
 /// batches arrive; nothing is visible to readers until the single commit at the end.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -60,6 +61,8 @@ struct TableWriteOptions {
   std::optional<SetTransaction> app_transaction;
   /// More `txn` actions to record (Transaction::AddTransactionRecord).
   std::vector<SetTransaction> transaction_records;
+  /// Transaction::ConflictWithAppIds.
+  std::function<bool(const std::string&)> overlapping_app_ids;
   /// The table as last seen (a stream's previous commit), so Open need not read the log
   /// again; a stale snapshot is fine, the commit rebases over newer versions.
   std::shared_ptr<const Snapshot> read_snapshot;

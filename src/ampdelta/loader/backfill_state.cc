@@ -1,0 +1,125 @@
+#include "ampdelta/loader/backfill_state.h"
+
+#include <algorithm>
+
+#include "ampdelta/util/numbers.h"
+
+namespace ampdelta::loader {
+namespace {
+
+constexpr const char* kPartitionInfix = "/backfill/";
+constexpr const char* kEndInfix = "/backfill-end/";
+
+bool ParseBlock(const std::string& text, uint64_t* block) {
+  if (text.empty() || text.size() > 20 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  auto parsed = ParseUint64(text);
+  if (!parsed) return false;
+  *block = *parsed;
+  return true;
+}
+
+bool StartsWith(const std::string& text, const std::string& prefix) {
+  return text.size() > prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
+}
+
+}  // namespace
+
+std::string SpanText(const BlockSpan& span) {
+  if (span.first == span.last) return std::to_string(span.first);
+  return std::to_string(span.first) + "-" + std::to_string(span.last);
+}
+
+std::string BackfillPartitionAppId(const std::string& stream_app_id,
+                                   const std::string& network, const BlockSpan& span) {
+  return stream_app_id + kPartitionInfix + network + "/" + std::to_string(span.first) +
+         "-" + std::to_string(span.last);
+}
+
+std::string BackfillEndAppId(const std::string& stream_app_id, const std::string& network,
+                             const std::string& hash) {
+  return stream_app_id + kEndInfix + network + "/" + hash;
+}
+
+std::string BackfillTagKey(const std::string& stream_app_id) {
+  return "ampdelta.backfill." + stream_app_id;
+}
+
+std::optional<std::pair<std::string, BlockSpan>> ParseBackfillPartitionAppId(
+    const std::string& stream_app_id, const std::string& app_id) {
+  const std::string prefix = stream_app_id + kPartitionInfix;
+  if (!StartsWith(app_id, prefix)) return std::nullopt;
+  // The network may hold '/', the range never does.
+  const size_t slash = app_id.rfind('/');
+  if (slash < prefix.size() + 1) return std::nullopt;
+  const std::string network = app_id.substr(prefix.size(), slash - prefix.size());
+  const std::string range = app_id.substr(slash + 1);
+  const size_t dash = range.find('-');
+  BlockSpan span;
+  if (dash == std::string::npos || !ParseBlock(range.substr(0, dash), &span.first) ||
+      !ParseBlock(range.substr(dash + 1), &span.last) || span.first > span.last) {
+    return std::nullopt;
+  }
+  return std::make_pair(network, span);
+}
+
+std::vector<BlockSpan> MergeSpans(std::vector<BlockSpan> spans) {
+  std::sort(spans.begin(), spans.end(),
+            [](const BlockSpan& a, const BlockSpan& b) { return a.first < b.first; });
+  std::vector<BlockSpan> merged;
+  for (const auto& span : spans) {
+    if (!merged.empty() &&
+        (merged.back().last == UINT64_MAX || span.first <= merged.back().last + 1)) {
+      merged.back().last = std::max(merged.back().last, span.last);
+    } else {
+      merged.push_back(span);
+    }
+  }
+  return merged;
+}
+
+std::vector<BlockSpan> BackfillState::Missing(const std::string& network,
+                                              const BlockSpan& wanted) const {
+  std::vector<BlockSpan> missing;
+  uint64_t next = wanted.first;
+  bool done = false;
+  auto found = loaded.find(network);
+  if (found != loaded.end()) {
+    for (const auto& span : found->second) {
+      if (span.last < next) continue;
+      if (span.first > wanted.last) break;
+      if (span.first > next) missing.push_back({next, span.first - 1});
+      if (span.last >= wanted.last) {
+        done = true;
+        break;
+      }
+      next = span.last + 1;
+    }
+  }
+  if (!done && next <= wanted.last) missing.push_back({next, wanted.last});
+  return missing;
+}
+
+BackfillState ReadBackfillState(const delta::Snapshot& snapshot,
+                                const std::string& stream_app_id) {
+  BackfillState state;
+  std::map<std::string, std::vector<BlockSpan>> spans;
+  const std::string end_prefix = stream_app_id + kEndInfix;
+  for (const auto& [app_id, txn] : snapshot.app_transactions()) {
+    if (auto partition = ParseBackfillPartitionAppId(stream_app_id, app_id)) {
+      spans[partition->first].push_back(partition->second);
+    } else if (StartsWith(app_id, end_prefix) && txn.version >= 0) {
+      const std::string rest = app_id.substr(end_prefix.size());
+      const size_t slash = rest.rfind('/');
+      if (slash == std::string::npos || slash == 0) continue;
+      state.end_hashes[rest.substr(0, slash)][static_cast<uint64_t>(txn.version)] =
+          rest.substr(slash + 1);
+    }
+  }
+  for (auto& [network, list] : spans) state.loaded[network] = MergeSpans(std::move(list));
+  return state;
+}
+
+}  // namespace ampdelta::loader

@@ -1,0 +1,75 @@
+#pragma once
+
+/// \file backfill_state.h
+/// \brief What a parallel backfill (parallel_loader.h) records in the table, and reading
+/// it back. Every partition commits its rows with a `txn` whose app id names the query's
+/// stream (StreamAppId), the network and the partition's block range:
+///
+///     <stream app id>/backfill/<network>/<first>-<last>     version = last
+///
+/// so a re-run loads only the blocks no record covers, and the partition that ends at
+/// the head it detected also records that block's hash:
+///
+///     <stream app id>/backfill-end/<network>/<0x hash>      version = the block
+///
+/// from which the stream that follows the backfill resumes (number and hash). Data files
+/// carry the tag BackfillTagKey(stream app id), so rows of the backfill are told apart
+/// from rows another writer loaded.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ampdelta/delta/log/snapshot.h"
+
+namespace ampdelta::loader {
+
+/// \brief An inclusive range of block numbers.
+struct BlockSpan {
+  uint64_t first = 0;
+  uint64_t last = 0;
+  bool operator==(const BlockSpan&) const = default;
+};
+
+/// \brief `first-last` (one block: `first`).
+std::string SpanText(const BlockSpan& span);
+
+/// \brief The app id of a partition's record.
+std::string BackfillPartitionAppId(const std::string& stream_app_id,
+                                   const std::string& network, const BlockSpan& span);
+
+/// \brief The app id of the record of the block a backfill ended at and its hash.
+std::string BackfillEndAppId(const std::string& stream_app_id, const std::string& network,
+                             const std::string& hash);
+
+/// \brief The tag key of a backfill's data files (its value: a JSON array of the
+/// partitions' `network:first-last`).
+std::string BackfillTagKey(const std::string& stream_app_id);
+
+/// \brief Return the network and block range a partition app id of `stream_app_id`
+/// names, or nullopt when it is not one.
+std::optional<std::pair<std::string, BlockSpan>> ParseBackfillPartitionAppId(
+    const std::string& stream_app_id, const std::string& app_id);
+
+/// \brief What the table says about a query's backfill.
+struct BackfillState {
+  /// Per network, the block ranges partitions recorded, merged and sorted.
+  std::map<std::string, std::vector<BlockSpan>> loaded;
+  /// Per network, recorded end blocks and their hashes.
+  std::map<std::string, std::map<uint64_t, std::string>> end_hashes;
+
+  /// \brief Return the parts of `wanted` that no record on `network` covers.
+  std::vector<BlockSpan> Missing(const std::string& network,
+                                 const BlockSpan& wanted) const;
+};
+
+/// \brief Read a query's backfill records from a snapshot.
+BackfillState ReadBackfillState(const delta::Snapshot& snapshot,
+                                const std::string& stream_app_id);
+
+/// \brief Merge overlapping and adjacent spans, sorted by first block.
+std::vector<BlockSpan> MergeSpans(std::vector<BlockSpan> spans);
+
+}  // namespace ampdelta::loader

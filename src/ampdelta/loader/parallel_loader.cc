@@ -1,0 +1,550 @@
+#include "ampdelta/loader/parallel_loader.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <arrow/type.h>
+#include <arrow/type_traits.h>
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/amp/query_text.h"
+#include "ampdelta/amp/server_error.h"
+#include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/txn/conflict_checker.h"
+#include "ampdelta/loader/backfill_state.h"
+#include "ampdelta/loader/load_common.h"
+#include "ampdelta/loader/stream_loader.h"
+#include "ampdelta/loader/stream_state.h"
+#include "ampdelta/loader/takeover.h"
+#include "ampdelta/util/logging.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::loader {
+namespace {
+
+using internal::Backoff;
+
+constexpr uint64_t kMaxDefaultPartitionBlocks = 1'000'000;
+constexpr int kPartitionsPerWorker = 4;
+// A partition re-plans after losing a race for its blocks at most this often.
+constexpr int kMaxReplans = 16;
+
+arrow::Status InvalidInput(const std::string& message) {
+  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, message);
+}
+
+// What the server says the query covers: its one network's synced blocks and the head's
+// hash (a batch query's ranges are the synced ranges of the tables it reads).
+struct Coverage {
+  std::string network;
+  uint64_t first = 0;
+  uint64_t head = 0;
+  std::string head_hash;
+};
+
+// Run the query over no blocks: its schema and ranges, no rows.
+arrow::Result<Coverage> ProbeCoverage(amp::Client& client, const std::string& batch_sql,
+                                      const std::string& column,
+                                      const DeltaLakeConfig& config,
+                                      const LoadOptions& options) {
+  ARROW_ASSIGN_OR_RAISE(const std::string sql,
+                        amp::AddBlockFilter(batch_sql, column, 1, 0));
+  amp::QueryOptions query;
+  query.stream = false;
+  query.idle_timeout = options.idle_timeout;
+  for (int attempt = 0;; ++attempt) {
+    auto probed = [&]() -> arrow::Result<std::pair<std::shared_ptr<arrow::Schema>,
+                                                   std::vector<amp::BlockRange>>> {
+      ARROW_ASSIGN_OR_RAISE(auto stream, client.Query(sql, query));
+      std::vector<amp::BlockRange> ranges;
+      while (ranges.empty()) {
+        auto message = stream->Next();
+        if (!message.ok()) {
+          stream->Cancel();
+          return message.status();
+        }
+        if (!message->has_value()) break;
+        ranges = (*message)->metadata.ranges;
+      }
+      stream->Cancel();
+      return std::make_pair(stream->schema(), std::move(ranges));
+    }();
+    if (!probed.ok()) {
+      if (config.retry.enabled && attempt < config.retry.max_retries &&
+          amp::IsTransientServerError(probed.status())) {
+        options.sleep(Backoff(config.retry, attempt));
+        continue;
+      }
+      return probed.status();
+    }
+    const auto& [schema, ranges] = *probed;
+    const auto field = schema->GetFieldByName(column);
+    if (field == nullptr) {
+      std::string names;
+      for (const auto& f : schema->fields())
+        names += (names.empty() ? "" : ", ") + f->name();
+      return InvalidInput("the query returns no block column '" + column +
+                          "' to split it by (it returns " + names +
+                          "): select it, or name it with --block-column");
+    }
+    if (!arrow::is_integer(field->type()->id())) {
+      return InvalidInput("the block column '" + column + "' is " +
+                          field->type()->ToString() + ", not an integer");
+    }
+    if (ranges.empty()) {
+      return InvalidInput(
+          "the server reports no synced blocks for this query: nothing to backfill");
+    }
+    for (const auto& range : ranges) {
+      if (range.network != ranges.front().network) {
+        return InvalidInput(
+            "a parallel load splits one network's blocks; this query covers " +
+            ranges.front().network + " and " + range.network);
+      }
+    }
+    Coverage coverage;
+    coverage.network = ranges.front().network;
+    coverage.first = ranges.front().start;
+    coverage.head = ranges.front().end;
+    coverage.head_hash = ranges.front().hash;
+    return coverage;
+  }
+}
+
+struct Partition {
+  uint64_t cell = 0;  // grid index
+  BlockSpan span;
+};
+
+// The missing spans cut at the grid's cell boundaries, keeping this shard's cells.
+std::vector<Partition> PlanPartitions(const std::vector<BlockSpan>& missing,
+                                      uint64_t size, const ParallelOptions& parallel) {
+  std::vector<Partition> partitions;
+  for (const auto& span : missing) {
+    for (uint64_t cell = span.first / size; cell <= span.last / size; ++cell) {
+      if (cell % static_cast<uint64_t>(parallel.shard_count) !=
+          static_cast<uint64_t>(parallel.shard_index)) {
+        continue;
+      }
+      const uint64_t low = std::max(span.first, cell * size);
+      const uint64_t high = std::min(span.last, cell * size + (size - 1));
+      partitions.push_back({cell, {low, high}});
+    }
+  }
+  return partitions;
+}
+
+arrow::Result<std::shared_ptr<const delta::Snapshot>> LoadSnapshot(
+    const std::shared_ptr<storage::ObjectStore>& store) {
+  auto loaded = delta::Snapshot::Load(store);
+  if (loaded.ok()) return std::shared_ptr<const delta::Snapshot>(*loaded);
+  if (IsError(loaded.status(), ErrorCode::kNotFound)) {
+    return std::shared_ptr<const delta::Snapshot>();
+  }
+  return loaded.status();
+}
+
+class ParallelLoad {
+ public:
+  ParallelLoad(amp::Client& client, const std::string& sql, const DeltaLakeConfig& config,
+               const LoadOptions& options, const ParallelOptions& parallel,
+               LoadResult* result)
+      : client_(client),
+        sql_(sql),
+        batch_sql_(amp::WithoutStreamSetting(sql)),
+        app_id_(StreamAppId(sql)),
+        config_(config),
+        options_(options),
+        parallel_(parallel),
+        result_(result) {
+    // Partitions never compact; the backfill does once, at its end.
+    partition_config_ = config;
+    partition_config_.optimize_after_write = false;
+    partition_config_.vacuum_after_write = false;
+  }
+
+  arrow::Status Run() {
+    ARROW_RETURN_NOT_OK(Validate());
+    ARROW_ASSIGN_OR_RAISE(
+        coverage_,
+        ProbeCoverage(client_, batch_sql_, options_.block_column, config_, options_));
+    ARROW_RETURN_NOT_OK(ChooseRange());
+    ARROW_ASSIGN_OR_RAISE(store_, internal::OpenStore(config_, options_, result_));
+    partition_options_ = options_;
+    partition_options_.store = store_;
+    partition_options_.on_batch = nullptr;
+    ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
+    if (snapshot) ARROW_RETURN_NOT_OK(CheckOtherWriters(*snapshot));
+    const BackfillState state =
+        snapshot ? ReadBackfillState(*snapshot, app_id_) : BackfillState();
+    const std::vector<BlockSpan> missing = state.Missing(coverage_.network, range_);
+    std::vector<Partition> partitions =
+        PlanPartitions(missing, partition_size_, parallel_);
+    AMPDELTA_LOG_INFO(
+        "backfill of ", coverage_.network, " blocks ", SpanText(range_), " into ",
+        result_->table_name, ": ", partitions.size(), " partitions of up to ",
+        partition_size_, " blocks, ", parallel_.num_workers, " workers",
+        parallel_.shard_count > 1 ? ", shard " + std::to_string(parallel_.shard_index) +
+                                        "/" + std::to_string(parallel_.shard_count)
+                                  : std::string());
+    RunWorkers(partitions);
+    ARROW_RETURN_NOT_OK(Report(partitions.size()));
+    if (parallel_.then_stream) return HandOff();
+    return arrow::Status::OK();
+  }
+
+ private:
+  arrow::Status Validate() const {
+    if (parallel_.num_workers < 1) return InvalidInput("num_workers must be at least 1");
+    if (parallel_.partition_size && *parallel_.partition_size == 0) {
+      return InvalidInput("partition_size must be at least 1 block");
+    }
+    if (parallel_.partition_attempts < 1) {
+      return InvalidInput("partition attempts must be at least 1");
+    }
+    if (parallel_.shard_count < 1 || parallel_.shard_index < 0 ||
+        parallel_.shard_index >= parallel_.shard_count) {
+      return InvalidInput("shard " + std::to_string(parallel_.shard_index) + "/" +
+                          std::to_string(parallel_.shard_count) +
+                          " is not one of 0/N … N-1/N");
+    }
+    if (parallel_.shard_count > 1 && !parallel_.max_block) {
+      return InvalidInput(
+          "shards need max_block (--max-block): each shard must cut the same range "
+          "into the same partitions, whatever head it sees");
+    }
+    if (parallel_.shard_count > 1 && parallel_.then_stream) {
+      return InvalidInput(
+          "a shard does not hand over to a stream: start the stream once, after every "
+          "shard finished (docs/scale-out.md)");
+    }
+    if (parallel_.min_block && parallel_.max_block &&
+        *parallel_.min_block > *parallel_.max_block) {
+      return InvalidInput("min_block " + std::to_string(*parallel_.min_block) +
+                          " is above max_block " + std::to_string(*parallel_.max_block));
+    }
+    if (options_.mode != "append") {
+      return InvalidInput("parallel loads append (mode '" + options_.mode +
+                          "' loads with one worker)");
+    }
+    if (options_.commit_every_rows) {
+      return InvalidInput(
+          "parallel loads commit once per partition: use partition_size instead of "
+          "commit_every_rows");
+    }
+    if (parallel_.then_stream && !config_.state.enabled) {
+      return InvalidInput("handing over to a stream needs state.enabled=true");
+    }
+    return arrow::Status::OK();
+  }
+
+  arrow::Status ChooseRange() {
+    range_.first = parallel_.min_block.value_or(coverage_.first);
+    range_.last = parallel_.max_block.value_or(coverage_.head);
+    if (range_.last > coverage_.head) {
+      return InvalidInput("max_block " + std::to_string(range_.last) +
+                          " is past the server's head " + std::to_string(coverage_.head) +
+                          " on " + coverage_.network +
+                          ": blocks above it are not there yet (leave max_block unset "
+                          "and hand over to a stream to follow the chain)");
+    }
+    if (range_.first > range_.last) {
+      return InvalidInput("min_block " + std::to_string(range_.first) +
+                          " is above the last block to load, " +
+                          std::to_string(range_.last));
+    }
+    const uint64_t blocks = range_.last - range_.first + 1;
+    if (parallel_.partition_size) {
+      partition_size_ = *parallel_.partition_size;
+    } else {
+      const uint64_t count = static_cast<uint64_t>(parallel_.num_workers) *
+                             static_cast<uint64_t>(parallel_.shard_count) *
+                             kPartitionsPerWorker;
+      partition_size_ = std::clamp<uint64_t>((blocks + count - 1) / count, 1,
+                                             kMaxDefaultPartitionBlocks);
+    }
+    return arrow::Status::OK();
+  }
+
+  // Rows of other writers (the SDK, a plain load) in the blocks to load would be there
+  // twice: refuse, naming them.
+  arrow::Status CheckOtherWriters(const delta::Snapshot& snapshot) const {
+    const std::string tag = BackfillTagKey(app_id_);
+    ARROW_ASSIGN_OR_RAISE(const StreamState stream, ReadStreamState(&snapshot, app_id_));
+    if (!stream.ranges.empty() || !stream.takeover_blocks.empty()) {
+      return InvalidInput(
+          "this query's stream already loads " + result_->table_name +
+          ": a backfill would load its blocks twice (the stream resumes by itself)");
+    }
+    if (ForeignRows(snapshot, tag) == 0) return arrow::Status::OK();
+    if (delta::FindFieldIgnoreCase(*snapshot.schema(), options_.block_column) < 0) {
+      return InvalidInput("the table holds rows another writer loaded and has no '" +
+                          options_.block_column + "' column to tell their blocks by");
+    }
+    ARROW_ASSIGN_OR_RAISE(auto span,
+                          ForeignBlockSpan(snapshot, options_.block_column, tag));
+    if (!span || span->second < static_cast<int64_t>(range_.first) ||
+        span->first > static_cast<int64_t>(range_.last)) {
+      return arrow::Status::OK();
+    }
+    return InvalidInput(
+        "the table holds " + std::to_string(ForeignRows(snapshot, tag)) +
+        " rows another writer loaded, " + options_.block_column + " " +
+        std::to_string(span->first) + " to " + std::to_string(span->second) +
+        ", inside the blocks to load (" + SpanText(range_) +
+        "): they would be there twice; choose a min_block / max_block outside them");
+  }
+
+  void RunWorkers(const std::vector<Partition>& partitions) {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      while (!Stopping()) {
+        const size_t index = next.fetch_add(1);
+        if (index >= partitions.size()) return;
+        const Partition& partition = partitions[index];
+        LoadResult loaded = LoadPartition(partition);
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (loaded.success) {
+          rows_ += loaded.rows_loaded;
+          if (loaded.metadata.count("skipped") != 0) {
+            ++skipped_;
+          } else {
+            ++loaded_;
+          }
+        } else {
+          failed_.push_back({partition.span, loaded.error});
+          if (parallel_.stop_on_error) stop_on_error_ = true;
+        }
+        if (parallel_.on_partition) parallel_.on_partition(loaded);
+      }
+    };
+    const size_t workers =
+        std::min(static_cast<size_t>(parallel_.num_workers), partitions.size());
+    std::vector<std::thread> threads;
+    threads.reserve(workers);
+    for (size_t i = 0; i < workers; ++i) threads.emplace_back(work);
+    for (auto& thread : threads) thread.join();
+  }
+
+  bool Stopping() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stop_on_error_ || (options_.stop != nullptr && options_.stop->load());
+  }
+
+  LoadResult LoadPartition(const Partition& partition) {
+    LoadResult outcome;
+    outcome.table_name = result_->table_name;
+    outcome.loader_type = "parallel";
+    outcome.metadata["partition_id"] = std::to_string(partition.cell);
+    outcome.metadata["start_block"] = std::to_string(partition.span.first);
+    outcome.metadata["end_block"] = std::to_string(partition.span.last);
+    outcome.metadata["block_column"] = options_.block_column;
+    const auto start = std::chrono::steady_clock::now();
+    arrow::Status status;
+    int failures = 0;
+    int replans = 0;
+    while (true) {
+      status = LoadMissing(partition, &outcome);
+      if (status.ok()) break;
+      // Another run committed some of these blocks first: load what is still missing.
+      if (IsConflict(status) && replans < kMaxReplans) {
+        ++replans;
+        continue;
+      }
+      if (++failures >= parallel_.partition_attempts || Stopping()) break;
+      const auto delay = Backoff(config_.retry, failures - 1);
+      AMPDELTA_LOG_WARN("partition ", coverage_.network, " ", SpanText(partition.span),
+                        " failed (", status.message(), "); attempt ", failures + 1, "/",
+                        parallel_.partition_attempts, " in ", delay.count(), " ms");
+      options_.sleep(delay);
+    }
+    outcome.duration =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    outcome.success = status.ok();
+    outcome.status = status;
+    if (!status.ok()) {
+      outcome.error = "blocks " + SpanText(partition.span) + ": " + status.message();
+      outcome.rows_loaded = 0;
+    }
+    outcome.metadata["attempts"] = std::to_string(failures + (status.ok() ? 1 : 0));
+    outcome.ops_per_second =
+        outcome.duration > 0 ? static_cast<double>(outcome.rows_loaded) / outcome.duration
+                             : 0;
+    return outcome;
+  }
+
+  static bool IsConflict(const arrow::Status& status) {
+    return IsError(status, ErrorCode::kCommitConflict);
+  }
+
+  // Load the blocks of `partition` no record covers, each missing span in one commit.
+  arrow::Status LoadMissing(const Partition& partition, LoadResult* outcome) {
+    ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
+    const BackfillState state =
+        snapshot ? ReadBackfillState(*snapshot, app_id_) : BackfillState();
+    const auto missing = state.Missing(coverage_.network, partition.span);
+    if (missing.empty() && outcome->rows_loaded == 0)
+      outcome->metadata["skipped"] = "true";
+    for (const auto& span : missing) {
+      ARROW_ASSIGN_OR_RAISE(
+          const std::string sql,
+          amp::AddBlockFilter(batch_sql_, options_.block_column, span.first, span.last));
+      internal::LoadRecords records;
+      records.app_transaction =
+          delta::SetTransaction{BackfillPartitionAppId(app_id_, coverage_.network, span),
+                                static_cast<int64_t>(span.last),
+                                {}};
+      if (span.last == coverage_.head && !coverage_.head_hash.empty()) {
+        records.transaction_records.push_back(delta::SetTransaction{
+            BackfillEndAppId(app_id_, coverage_.network, coverage_.head_hash),
+            static_cast<int64_t>(span.last),
+            {}});
+      }
+      records.overlapping_app_ids = [this, span](const std::string& app_id) {
+        auto other = ParseBackfillPartitionAppId(app_id_, app_id);
+        return other && other->first == coverage_.network &&
+               other->second.first <= span.last && span.first <= other->second.last;
+      };
+      records.file_tags[BackfillTagKey(app_id_)] =
+          nlohmann::json::array({coverage_.network + ":" + SpanText(span)}).dump();
+      records.read_snapshot = snapshot;
+      LoadResult loaded = internal::LoadBatchRecorded(client_, sql, partition_config_,
+                                                      partition_options_, records);
+      if (!loaded.success) return loaded.status;
+      outcome->rows_loaded += loaded.rows_loaded;
+      outcome->metadata.erase("skipped");
+      // The next span's claim check reads the table as this commit left it.
+      ARROW_ASSIGN_OR_RAISE(snapshot, LoadSnapshot(store_));
+    }
+    return arrow::Status::OK();
+  }
+
+  // The outcome: what was loaded, what is missing and how to load it.
+  arrow::Status Report(size_t planned) {
+    result_->rows_loaded = rows_;
+    result_->loader_type = "parallel";
+    result_->metadata["operation"] = "parallel_load";
+    result_->metadata["network"] = coverage_.network;
+    result_->metadata["min_block"] = std::to_string(range_.first);
+    result_->metadata["max_block"] = std::to_string(range_.last);
+    result_->metadata["partition_size"] = std::to_string(partition_size_);
+    result_->metadata["workers"] = std::to_string(parallel_.num_workers);
+    result_->metadata["partitions"] = std::to_string(planned);
+    result_->metadata["partitions_loaded"] = std::to_string(loaded_);
+    result_->metadata["partitions_skipped"] = std::to_string(skipped_);
+    result_->metadata["partitions_failed"] = std::to_string(failed_.size());
+    if (parallel_.shard_count > 1) {
+      result_->metadata["shard"] = std::to_string(parallel_.shard_index) + "/" +
+                                   std::to_string(parallel_.shard_count);
+    }
+    ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
+    if (snapshot) {
+      result_->metadata["table_version"] = std::to_string(snapshot->version());
+    }
+    // What this run should have loaded and no record covers (failed partitions, and
+    // any not started after a stop).
+    const BackfillState state =
+        snapshot ? ReadBackfillState(*snapshot, app_id_) : BackfillState();
+    std::vector<BlockSpan> missing;
+    for (const auto& partition : PlanPartitions(state.Missing(coverage_.network, range_),
+                                                partition_size_, parallel_)) {
+      missing.push_back(partition.span);
+    }
+    missing = MergeSpans(std::move(missing));
+    if (missing.empty()) {
+      if (loaded_ > 0 && parallel_.shard_count == 1) {
+        delta::TableWriteOptions write;
+        ARROW_ASSIGN_OR_RAISE(write, internal::WriteOptions(config_, options_));
+        internal::RunMaintenance(store_, config_, write, result_);
+      }
+      return arrow::Status::OK();
+    }
+    std::string ranges;
+    for (const auto& span : missing) {
+      ranges += (ranges.empty() ? "" : ",") + SpanText(span);
+    }
+    result_->metadata["missing_ranges"] = ranges;
+    std::string causes;
+    for (const auto& [span, error] : failed_) {
+      causes += (causes.empty() ? "" : "; ") + error;
+    }
+    const bool stopped = options_.stop != nullptr && options_.stop->load();
+    return MakeError(
+        ErrorCode::kServerError, arrow::StatusCode::IOError, stopped ? "stopped; " : "",
+        "blocks ", ranges, " of ", coverage_.network, " were not loaded",
+        causes.empty() ? "" : " (" + causes + ")",
+        "; run the same command again to load only them (", result_->rows_loaded,
+        " rows of the other partitions are committed)");
+  }
+
+  arrow::Status HandOff() {
+    ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
+    if (!snapshot) return arrow::Status::OK();  // nothing loaded: nothing to hand over
+    const BackfillState state = ReadBackfillState(*snapshot, app_id_);
+    uint64_t end = range_.last;
+    auto spans = state.loaded.find(coverage_.network);
+    if (spans != state.loaded.end()) {
+      for (const auto& span : spans->second) {
+        if (span.first <= range_.last && range_.last <= span.last) end = span.last;
+      }
+    }
+    LoadOptions stream = options_;
+    stream.store = store_;
+    if (stream.takeover == TakeoverMode::kRefuse) {
+      stream.takeover = TakeoverMode::kFromBlock;
+      stream.takeover_block = end + 1;
+    }
+    if (parallel_.reorg_buffer)
+      stream.stream_reorg_window_blocks = *parallel_.reorg_buffer;
+    AMPDELTA_LOG_INFO("backfill complete to block ", end, "; streaming from block ",
+                      end + 1);
+    LoadResult streamed = LoadStream(client_, sql_, config_, stream);
+    result_->rows_loaded += streamed.rows_loaded;
+    for (const auto& [key, value] : streamed.metadata) {
+      result_->metadata["stream_" + key] = value;
+    }
+    result_->metadata["handoff_block"] = std::to_string(end + 1);
+    return streamed.status;
+  }
+
+  amp::Client& client_;
+  const std::string sql_;
+  const std::string batch_sql_;
+  const std::string app_id_;
+  const DeltaLakeConfig& config_;
+  DeltaLakeConfig partition_config_;
+  const LoadOptions& options_;
+  LoadOptions partition_options_;
+  const ParallelOptions& parallel_;
+  LoadResult* result_;
+  Coverage coverage_;
+  BlockSpan range_;
+  uint64_t partition_size_ = 1;
+  std::shared_ptr<storage::ObjectStore> store_;
+
+  std::mutex mutex_;
+  int64_t rows_ = 0;
+  int64_t loaded_ = 0;
+  int64_t skipped_ = 0;
+  std::vector<std::pair<BlockSpan, std::string>> failed_;
+  bool stop_on_error_ = false;
+};
+
+}  // namespace
+
+LoadResult LoadParallel(amp::Client& client, const std::string& sql,
+                        const DeltaLakeConfig& config, const LoadOptions& options,
+                        const ParallelOptions& parallel) {
+  LoadResult result = internal::RunLoad(config, options, [&](LoadResult* loading) {
+    ParallelLoad load(client, sql, config, options, parallel, loading);
+    return load.Run();
+  });
+  result.loader_type = "parallel";
+  return result;
+}
+
+}  // namespace ampdelta::loader

@@ -1,0 +1,67 @@
+#pragma once
+
+/// \file parallel_loader.h
+/// \brief Parallel backfills (docs/scale-out.md): a block range split into partitions
+/// that workers load concurrently into one table, each exactly once, then optionally
+/// handed over to a live stream that continues at the backfill's last block.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "ampdelta/amp/client.h"
+#include "ampdelta/loader/batch_loader.h"
+#include "ampdelta/loader/config.h"
+#include "ampdelta/loader/load_result.h"
+
+namespace ampdelta::loader {
+
+/// \brief The Python SDK's ParallelConfig, plus shards.
+struct ParallelOptions {
+  /// Partitions loaded at once.
+  int num_workers = 1;
+  /// Blocks per partition. Partitions are cells of a grid anchored at block 0, so runs
+  /// with the same size (shards on other machines) cut the same partitions. Unset: the
+  /// range over 4 partitions per worker (and shard), at most 1,000,000 blocks each.
+  std::optional<uint64_t> partition_size;
+  /// First block to load (inclusive); unset: the first block the server has.
+  std::optional<uint64_t> min_block;
+  /// Last block to load (inclusive); unset: the head the server reports at the start.
+  std::optional<uint64_t> max_block;
+  /// After the backfill, follow the chain as LoadStream does, from the backfill's last
+  /// block (its number and hash, recorded in the table). The SDK does so when max_block
+  /// is unset.
+  bool then_stream = false;
+  /// Stop starting partitions once one failed for good (the others that run finish).
+  bool stop_on_error = false;
+  /// The SDK's reorg_buffer: here, the stream's reorg window (blocks below the head a
+  /// reorg may still reach); no block is loaded twice at the hand-off.
+  std::optional<uint64_t> reorg_buffer;
+  /// Attempts per partition (a failure is retried with `resilience.retry` back-off).
+  int partition_attempts = 3;
+  /// Load only the partitions whose grid index is shard_index modulo shard_count.
+  int shard_index = 0;
+  int shard_count = 1;
+  /// A result for each partition loaded, skipped or failed (called from workers, one at
+  /// a time).
+  std::function<void(const LoadResult&)> on_partition;
+};
+
+/// \brief Load the blocks [min_block, max_block] of `sql` (a query whose output has
+/// `options.block_column`) into the configured table in partitions, `num_workers` at a
+/// time, then follow the chain when `then_stream`.
+///
+/// Each partition is a batch load of the query with its block range ANDed into the
+/// top-level WHERE (amp::AddBlockFilter), committed with its rows and a `txn` naming the
+/// query and the range (backfill_state.h): blocks a record covers are never loaded
+/// again, so a re-run loads only what is missing, and a concurrent commit covering any
+/// of a partition's blocks makes it a conflict (the partition then loads only what is
+/// still missing). Optimize runs once, after the last partition. A partition that fails
+/// `partition_attempts` times is reported with its range; the result then fails, naming
+/// every missing range and the command that loads them.
+LoadResult LoadParallel(amp::Client& client, const std::string& sql,
+                        const DeltaLakeConfig& config, const LoadOptions& options,
+                        const ParallelOptions& parallel);
+
+}  // namespace ampdelta::loader

@@ -1,0 +1,384 @@
+// Parallel backfills against the in-process dev server: many workers on a new table,
+// re-runs that overlap, concurrent runs cutting the range differently, a partition that
+// fails and then loads, shards, refusals, and the hand-off to a stream with a reorg at
+// the head. After each the table must hold every block's rows exactly once.
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <arrow/array.h>
+#include <arrow/table.h>
+
+#include "ampdelta/amp/client.h"
+#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/read/scan.h"
+#include "ampdelta/devserver/dev_server.h"
+#include "ampdelta/devserver/synthetic_chain.h"
+#include "ampdelta/loader/backfill_state.h"
+#include "ampdelta/loader/batch_loader.h"
+#include "ampdelta/loader/parallel_loader.h"
+#include "ampdelta/loader/stream_loader.h"
+#include "ampdelta/loader/stream_state.h"
+#include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/util/hex.h"
+#include "ampdelta/util/status.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_util.h"
+
+namespace ampdelta {
+namespace {
+
+constexpr uint64_t kFirst = 24'000'000;
+constexpr const char* kTransactions =
+    R"(SELECT block_num, tx_index, block_hash FROM "acme/eth_mainnet".transactions)";
+constexpr uint32_t kTxsPerBlock = 3;
+
+// Fails the queries whose SQL contains `needle`, `failures` times, with INTERNAL at
+// planning (a failure the batch loader does not retry itself).
+class FailingPartitionClient : public amp::Client {
+ public:
+  FailingPartitionClient(amp::Client* inner, std::string needle, int failures)
+      : inner_(inner), needle_(std::move(needle)), failures_(failures) {}
+
+  arrow::Result<std::unique_ptr<amp::QueryStream>> Query(
+      const std::string& sql, const amp::QueryOptions& options) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (sql.find(needle_) != std::string::npos && failures_ > 0) {
+        --failures_;
+        ++injected;
+        return WithErrorCode(
+            arrow::Status::IOError("GetFlightInfo failed: INTERNAL: injected"),
+            ErrorCode::kServerError, "INTERNAL");
+      }
+    }
+    return inner_->Query(sql, options);
+  }
+  arrow::Result<std::shared_ptr<arrow::Schema>> GetSchema(
+      const std::string& sql, const amp::QueryOptions& options) override {
+    return inner_->GetSchema(sql, options);
+  }
+  const std::string& url() const override { return inner_->url(); }
+
+  int injected = 0;
+
+ private:
+  amp::Client* inner_;
+  std::string needle_;
+  std::mutex mutex_;
+  int failures_;
+};
+
+class ParallelLoadTest : public ::testing::Test {
+ protected:
+  void Start(uint64_t blocks, devserver::LiveOptions live = {}) {
+    devserver::DevServerOptions options;
+    options.chain.initial_blocks = blocks;
+    options.chain.transactions_per_block = kTxsPerBlock;
+    options.live = live;
+    ASSERT_OK_AND_ASSIGN(server_, devserver::DevServer::Start(std::move(options)));
+    ASSERT_OK_AND_ASSIGN(amp_, amp::Client::Connect(server_->url()));
+    table_ = dir_.path() + "/transactions";
+  }
+
+  loader::DeltaLakeConfig Config(bool optimize = false) {
+    auto config = loader::ParseDeltaLakeConfig(
+        R"({"table_path": ")" + table_ + R"(", "optimize_after_write": )" +
+        (optimize ? "true" : "false") +
+        R"(, "resilience": {"retry": {"initial_backoff_ms": 1}}})");
+    EXPECT_OK(config.status());
+    return *config;
+  }
+
+  loader::LoadOptions Options() {
+    loader::LoadOptions options;
+    options.destination = "transactions";
+    options.sleep = [](std::chrono::milliseconds) {};
+    return options;
+  }
+
+  loader::LoadResult Load(const loader::ParallelOptions& parallel,
+                          amp::Client* client = nullptr, bool optimize = false) {
+    return loader::LoadParallel(client ? *client : *amp_, kTransactions, Config(optimize),
+                                Options(), parallel);
+  }
+
+  std::shared_ptr<const delta::Snapshot> Snapshot() {
+    return *delta::Snapshot::Load(*storage::OpenObjectStore(table_));
+  }
+
+  // Rows per block (block_num -> count) and the block hashes the rows carry.
+  std::map<int64_t, int64_t> RowsPerBlock(
+      std::map<int64_t, std::string>* hashes = nullptr) {
+    auto scan =
+        delta::TableScan::Make(Snapshot(), {{"block_num", "block_hash"}, std::nullopt});
+    EXPECT_OK(scan.status());
+    auto table = *(*scan)->ToTable();
+    std::map<int64_t, int64_t> counts;
+    if (table->num_rows() == 0) return counts;
+    auto batch = *table->CombineChunksToBatch();
+    const auto& numbers = static_cast<const arrow::Int64Array&>(*batch->column(0));
+    const auto& block_hashes = static_cast<const arrow::BinaryArray&>(*batch->column(1));
+    for (int64_t i = 0; i < batch->num_rows(); ++i) {
+      ++counts[numbers.Value(i)];
+      if (hashes) (*hashes)[numbers.Value(i)] = ToHex0x(block_hashes.GetView(i));
+    }
+    return counts;
+  }
+
+  // Every block of [first, last] has its transactions exactly once, and no other block.
+  void ExpectExactlyOnce(uint64_t first, uint64_t last) {
+    const auto counts = RowsPerBlock();
+    ASSERT_EQ(counts.size(), last - first + 1);
+    EXPECT_EQ(counts.begin()->first, static_cast<int64_t>(first));
+    EXPECT_EQ(counts.rbegin()->first, static_cast<int64_t>(last));
+    for (const auto& [block, rows] : counts) {
+      ASSERT_EQ(rows, kTxsPerBlock) << "block " << block;
+    }
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<devserver::DevServer> server_;
+  std::unique_ptr<amp::Client> amp_;
+  std::string table_;
+};
+
+TEST_F(ParallelLoadTest, EightWorkersCreateANewTableOnceAndLoadEveryBlockOnce) {
+  Start(400);
+  loader::ParallelOptions parallel;
+  parallel.num_workers = 8;
+  parallel.partition_size = 25;
+  const auto result = Load(parallel);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(result.rows_loaded, 400 * kTxsPerBlock);
+  EXPECT_EQ(result.metadata.at("partitions_loaded"), "16");
+  ExpectExactlyOnce(kFirst, kFirst + 399);
+  // One version per partition: the losers of the race to create the table appended.
+  const auto snapshot = Snapshot();
+  EXPECT_EQ(snapshot->version(), 15);
+  const auto state =
+      loader::ReadBackfillState(*snapshot, loader::StreamAppId(kTransactions));
+  ASSERT_EQ(state.loaded.at("mainnet").size(), 1u);
+  EXPECT_EQ(state.loaded.at("mainnet")[0], (loader::BlockSpan{kFirst, kFirst + 399}));
+}
+
+TEST_F(ParallelLoadTest, ARerunLoadsNothingAndOverlappingRerunsOnlyTheMissingBlocks) {
+  Start(300);
+  loader::ParallelOptions first;
+  first.num_workers = 2;
+  first.partition_size = 40;
+  first.min_block = kFirst + 50;
+  first.max_block = kFirst + 149;
+  ASSERT_TRUE(Load(first).success);
+  const auto again = Load(first);
+  ASSERT_TRUE(again.success) << again.error;
+  EXPECT_EQ(again.rows_loaded, 0);
+  EXPECT_EQ(again.metadata.at("partitions"), "0");
+  // A wider run cut differently: only the blocks around the first range load.
+  loader::ParallelOptions wider;
+  wider.num_workers = 4;
+  wider.partition_size = 33;
+  const auto result = Load(wider);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(result.rows_loaded, (300 - 100) * kTxsPerBlock);
+  ExpectExactlyOnce(kFirst, kFirst + 299);
+}
+
+TEST_F(ParallelLoadTest, ConcurrentRunsCuttingTheRangeDifferentlyLoadEachBlockOnce) {
+  Start(300);
+  loader::ParallelOptions a;
+  a.num_workers = 3;
+  a.partition_size = 17;
+  loader::ParallelOptions b;
+  b.num_workers = 3;
+  b.partition_size = 29;
+  b.min_block = kFirst + 13;
+  loader::LoadResult first;
+  loader::LoadResult second;
+  std::thread other([&] { second = Load(b); });
+  first = Load(a);
+  other.join();
+  ASSERT_TRUE(first.success) << first.error;
+  ASSERT_TRUE(second.success) << second.error;
+  EXPECT_EQ(first.rows_loaded + second.rows_loaded, 300 * kTxsPerBlock);
+  ExpectExactlyOnce(kFirst, kFirst + 299);
+}
+
+TEST_F(ParallelLoadTest, APartitionFailingTwiceIsRetriedAndLoads) {
+  Start(200);
+  // The partition of blocks 24000100-24000149 fails at planning twice.
+  FailingPartitionClient client(amp_.get(), ">= 24000100 AND", 2);
+  loader::ParallelOptions parallel;
+  parallel.num_workers = 2;
+  parallel.partition_size = 50;
+  const auto result = Load(parallel, &client);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(client.injected, 2);
+  ExpectExactlyOnce(kFirst, kFirst + 199);
+}
+
+TEST_F(ParallelLoadTest,
+       APartitionThatKeepsFailingIsReportedWithItsRangeAndARerunLoadsIt) {
+  Start(200);
+  FailingPartitionClient client(amp_.get(), ">= 24000100 AND", 3);
+  loader::ParallelOptions parallel;
+  parallel.num_workers = 2;
+  parallel.partition_size = 50;
+  const auto failed = Load(parallel, &client);
+  ASSERT_FALSE(failed.success);
+  EXPECT_THAT(failed.error, ::testing::HasSubstr("blocks 24000100-24000149"));
+  EXPECT_THAT(failed.error, ::testing::HasSubstr("run the same command again"));
+  EXPECT_EQ(failed.metadata.at("missing_ranges"), "24000100-24000149");
+  EXPECT_EQ(failed.rows_loaded, 150 * kTxsPerBlock);
+  const auto counts = RowsPerBlock();
+  EXPECT_EQ(counts.size(), 150u);
+  EXPECT_EQ(counts.count(static_cast<int64_t>(kFirst + 120)), 0u);
+  // The re-run loads only the missing partition.
+  const auto rerun = Load(parallel);
+  ASSERT_TRUE(rerun.success) << rerun.error;
+  EXPECT_EQ(rerun.rows_loaded, 50 * kTxsPerBlock);
+  ExpectExactlyOnce(kFirst, kFirst + 199);
+}
+
+TEST_F(ParallelLoadTest, StopOnErrorStartsNoPartitionAfterAFailure) {
+  Start(200);
+  FailingPartitionClient client(amp_.get(), ">= 24000000 AND", 10);
+  loader::ParallelOptions parallel;
+  parallel.num_workers = 1;
+  parallel.partition_size = 20;
+  parallel.partition_attempts = 1;
+  parallel.stop_on_error = true;
+  const auto result = Load(parallel, &client);
+  ASSERT_FALSE(result.success);
+  EXPECT_EQ(result.metadata.at("partitions_loaded"), "0");
+  EXPECT_EQ(result.metadata.at("missing_ranges"), "24000000-24000199");
+}
+
+TEST_F(ParallelLoadTest, ShardsTogetherLoadEveryBlockOnce) {
+  Start(250);
+  std::vector<std::thread> shards;
+  std::vector<loader::LoadResult> results(3);
+  for (int i = 0; i < 3; ++i) {
+    shards.emplace_back([&, i] {
+      loader::ParallelOptions parallel;
+      parallel.num_workers = 2;
+      parallel.max_block = kFirst + 249;
+      parallel.shard_index = i;
+      parallel.shard_count = 3;
+      results[static_cast<size_t>(i)] = Load(parallel);
+    });
+  }
+  for (auto& shard : shards) shard.join();
+  for (const auto& result : results) ASSERT_TRUE(result.success) << result.error;
+  ExpectExactlyOnce(kFirst, kFirst + 249);
+}
+
+TEST_F(ParallelLoadTest, RowsAnotherWriterLoadedInTheRangeAreRefusedAndTheTableIsKept) {
+  Start(100);
+  loader::LoadOptions options = Options();
+  const std::string some = std::string(kTransactions) +
+                           " WHERE block_num >= 24000040 AND block_num <= 24000044";
+  ASSERT_TRUE(loader::LoadBatch(*amp_, some, Config(), options).success);
+  const auto before = Snapshot()->version();
+  loader::ParallelOptions parallel;
+  parallel.num_workers = 2;
+  const auto refused = Load(parallel);
+  ASSERT_FALSE(refused.success);
+  EXPECT_THAT(refused.error,
+              ::testing::HasSubstr("block_num 24000040 to 24000044, inside the blocks"));
+  EXPECT_EQ(Snapshot()->version(), before);
+  // Outside them the backfill loads.
+  parallel.min_block = kFirst + 45;
+  ASSERT_TRUE(Load(parallel).success);
+  const auto counts = RowsPerBlock();
+  EXPECT_EQ(counts.size(), 5u + 55u);
+}
+
+TEST_F(ParallelLoadTest, BadRangesAndQueriesAreRefusedBeforeAnythingIsWritten) {
+  Start(100);
+  loader::ParallelOptions parallel;
+  parallel.max_block = kFirst + 100;  // past the head
+  EXPECT_THAT(Load(parallel).error, ::testing::HasSubstr("past the server's head"));
+  parallel.max_block = kFirst + 10;
+  parallel.min_block = kFirst + 20;
+  EXPECT_THAT(Load(parallel).error, ::testing::HasSubstr("is above max_block"));
+  loader::ParallelOptions shard;
+  shard.shard_index = 1;
+  shard.shard_count = 2;
+  EXPECT_THAT(Load(shard).error, ::testing::HasSubstr("shards need max_block"));
+  const auto limited = loader::LoadParallel(
+      *amp_, std::string(kTransactions) + " LIMIT 3", Config(), Options(), {});
+  EXPECT_THAT(limited.error, ::testing::HasSubstr("LIMIT"));
+  const auto no_column = loader::LoadParallel(
+      *amp_, R"(SELECT tx_index FROM "acme/eth_mainnet".transactions)", Config(),
+      Options(), {});
+  EXPECT_THAT(no_column.error, ::testing::HasSubstr("no block column 'block_num'"));
+  EXPECT_FALSE(storage::OpenObjectStore(table_)
+                   .ValueOrDie()
+                   ->Head("_delta_log/00000000000000000000.json")
+                   .ok());
+}
+
+TEST_F(ParallelLoadTest, HandOffToAStreamAfterAReorgAtTheHeadLoadsEveryBlockOnce) {
+  devserver::LiveOptions live;
+  live.max_head = kFirst + 399;
+  Start(300, live);
+  // The backfill records the head it saw (number and hash); the chain then reorgs it and
+  // grows: the stream must undo the reorged blocks and continue, no block twice.
+  loader::ParallelOptions parallel;
+  parallel.num_workers = 4;
+  parallel.partition_size = 40;
+  ASSERT_TRUE(Load(parallel).success);
+  const auto end =
+      loader::ReadBackfillState(*Snapshot(), loader::StreamAppId(kTransactions))
+          .end_hashes.at("mainnet");
+  ASSERT_EQ(end.size(), 1u);
+  EXPECT_EQ(end.begin()->first, kFirst + 299);
+  EXPECT_EQ(end.begin()->second, server_->chain()->BlockHash(kFirst + 299));
+  ASSERT_OK(server_->chain()->Reorg(3));
+  ASSERT_OK(server_->AdvanceHead(100));
+  loader::LoadOptions options = Options();
+  options.until_block = kFirst + 399;
+  options.stream_commit_interval = std::chrono::milliseconds(10);
+  const auto streamed = loader::LoadStream(*amp_, kTransactions, Config(), options);
+  ASSERT_TRUE(streamed.success) << streamed.error;
+  std::map<int64_t, std::string> hashes;
+  const auto counts = RowsPerBlock(&hashes);
+  ASSERT_EQ(counts.size(), 400u);
+  for (const auto& [block, rows] : counts) ASSERT_EQ(rows, kTxsPerBlock) << block;
+  for (const auto& [block, hash] : hashes) {
+    ASSERT_EQ(hash, server_->chain()->BlockHash(static_cast<uint64_t>(block))) << block;
+  }
+}
+
+TEST_F(ParallelLoadTest, ThenStreamFollowsTheChainFromTheBackfillsLastBlock) {
+  devserver::LiveOptions live;
+  live.block_interval = std::chrono::milliseconds(5);
+  live.max_head = kFirst + 499;
+  live.reorg_every = 9;
+  live.reorg_depth = 2;
+  Start(300, live);
+  loader::ParallelOptions parallel;
+  parallel.num_workers = 4;
+  parallel.then_stream = true;
+  loader::LoadOptions options = Options();
+  options.until_block = kFirst + 499;
+  options.stream_commit_interval = std::chrono::milliseconds(10);
+  const auto result =
+      loader::LoadParallel(*amp_, kTransactions, Config(), options, parallel);
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_NE(result.metadata.count("handoff_block"), 0u);
+  // The chain stops at its max head; wait for it so the hashes below are final.
+  std::map<int64_t, std::string> hashes;
+  const auto counts = RowsPerBlock(&hashes);
+  ASSERT_EQ(counts.size(), 500u);
+  for (const auto& [block, rows] : counts) ASSERT_EQ(rows, kTxsPerBlock) << block;
+  for (const auto& [block, hash] : hashes) {
+    ASSERT_EQ(hash, server_->chain()->BlockHash(static_cast<uint64_t>(block))) << block;
+  }
+}
+
+}  // namespace
+}  // namespace ampdelta
