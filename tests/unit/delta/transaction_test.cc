@@ -80,6 +80,33 @@ TEST_F(TransactionTest, SameAppIdConflicts) {
   EXPECT_EQ(Latest()->files().size(), 2u);
 }
 
+// Two backfill partitions naming different ranges that overlap: the later commit sees
+// the winner's claim (or the read snapshot's) and conflicts instead of adding its rows.
+TEST_F(TransactionTest, AClaimOverlappingAWinnersOrTheSnapshotsRecordConflicts) {
+  auto overlaps = [](const std::string& app_id) { return app_id == "fill/10-19"; };
+  auto read = Latest();
+  Transaction winner(store_, read);
+  winner.SetAppTransaction({"fill/10-19", 19, {}});
+  winner.AddFiles({FileAdd("a.parquet")});
+  Transaction loser(store_, read);
+  loser.SetAppTransaction({"fill/15-24", 24, {}});
+  loser.ConflictWithAppIds(overlaps);
+  loser.AddFiles({FileAdd("b.parquet")});
+  ASSERT_OK(winner.Commit().status());
+  EXPECT_THAT(loser.Commit(), testing::HasErrorCode(ErrorCode::kCommitConflict));
+  // Planned on the table as it is now, the claim is in the read snapshot.
+  Transaction late(store_, Latest());
+  late.ConflictWithAppIds(overlaps);
+  late.AddFiles({FileAdd("c.parquet")});
+  EXPECT_THAT(late.Commit(), testing::HasErrorCode(ErrorCode::kCommitConflict));
+  // A claim nothing overlaps commits.
+  Transaction other(store_, Latest());
+  other.ConflictWithAppIds([](const std::string& app_id) { return app_id == "fill/30"; });
+  other.AddFiles({FileAdd("d.parquet")});
+  ASSERT_OK(other.Commit().status());
+  EXPECT_EQ(Latest()->files().size(), 3u);
+}
+
 // A watched file removed by another writer of the same application (its reorg undo) is
 // that writer's progress: reported as a concurrent loader, never as a rollback to resume
 // from (which would adopt the other loader's progress).
