@@ -235,10 +235,21 @@ TEST_F(ParallelLoadTest,
   const auto counts = RowsPerBlock();
   EXPECT_EQ(counts.size(), 150u);
   EXPECT_EQ(counts.count(static_cast<int64_t>(kFirst + 120)), 0u);
+  // A stream would skip the missing blocks: it refuses, naming them.
+  loader::LoadOptions stream = Options();
+  stream.until_block = kFirst + 199;
+  const auto refused = loader::LoadStream(*amp_, kTransactions, Config(), stream);
+  ASSERT_FALSE(refused.success);
+  EXPECT_THAT(refused.error,
+              ::testing::HasSubstr("incomplete (blocks mainnet 24000100-24000149"));
   // The re-run loads only the missing partition.
   const auto rerun = Load(parallel);
   ASSERT_TRUE(rerun.success) << rerun.error;
   EXPECT_EQ(rerun.rows_loaded, 50 * kTxsPerBlock);
+  ExpectExactlyOnce(kFirst, kFirst + 199);
+  // Now the stream continues after the backfill.
+  const auto streamed = loader::LoadStream(*amp_, kTransactions, Config(), stream);
+  ASSERT_TRUE(streamed.success) << streamed.error;
   ExpectExactlyOnce(kFirst, kFirst + 199);
 }
 

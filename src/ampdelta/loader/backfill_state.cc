@@ -9,6 +9,7 @@ namespace {
 
 constexpr const char* kPartitionInfix = "/backfill/";
 constexpr const char* kEndInfix = "/backfill-end/";
+constexpr const char* kPlanInfix = "/backfill-plan/";
 
 bool ParseBlock(const std::string& text, uint64_t* block) {
   if (text.empty() || text.size() > 20 ||
@@ -47,11 +48,18 @@ std::string BackfillTagKey(const std::string& stream_app_id) {
   return "ampdelta.backfill." + stream_app_id;
 }
 
-std::optional<std::pair<std::string, BlockSpan>> ParseBackfillPartitionAppId(
-    const std::string& stream_app_id, const std::string& app_id) {
-  const std::string prefix = stream_app_id + kPartitionInfix;
+std::string BackfillPlanAppId(const std::string& stream_app_id,
+                              const std::string& network, const BlockSpan& span) {
+  return stream_app_id + kPlanInfix + network + "/" + std::to_string(span.first) + "-" +
+         std::to_string(span.last);
+}
+
+namespace {
+
+// `<prefix><network>/<first>-<last>`; the network may hold '/', the range never does.
+std::optional<std::pair<std::string, BlockSpan>> ParseRangeAppId(
+    const std::string& prefix, const std::string& app_id) {
   if (!StartsWith(app_id, prefix)) return std::nullopt;
-  // The network may hold '/', the range never does.
   const size_t slash = app_id.rfind('/');
   if (slash < prefix.size() + 1) return std::nullopt;
   const std::string network = app_id.substr(prefix.size(), slash - prefix.size());
@@ -63,6 +71,13 @@ std::optional<std::pair<std::string, BlockSpan>> ParseBackfillPartitionAppId(
     return std::nullopt;
   }
   return std::make_pair(network, span);
+}
+
+}  // namespace
+
+std::optional<std::pair<std::string, BlockSpan>> ParseBackfillPartitionAppId(
+    const std::string& stream_app_id, const std::string& app_id) {
+  return ParseRangeAppId(stream_app_id + kPartitionInfix, app_id);
 }
 
 std::vector<BlockSpan> MergeSpans(std::vector<BlockSpan> spans) {
@@ -102,14 +117,30 @@ std::vector<BlockSpan> BackfillState::Missing(const std::string& network,
   return missing;
 }
 
+std::map<std::string, std::vector<BlockSpan>> BackfillState::Unfinished() const {
+  std::map<std::string, std::vector<BlockSpan>> unfinished;
+  for (const auto& [network, spans] : planned) {
+    for (const auto& span : spans) {
+      for (const auto& missing : Missing(network, span)) {
+        unfinished[network].push_back(missing);
+      }
+    }
+  }
+  return unfinished;
+}
+
 BackfillState ReadBackfillState(const delta::Snapshot& snapshot,
                                 const std::string& stream_app_id) {
   BackfillState state;
   std::map<std::string, std::vector<BlockSpan>> spans;
+  std::map<std::string, std::vector<BlockSpan>> plans;
   const std::string end_prefix = stream_app_id + kEndInfix;
+  const std::string plan_prefix = stream_app_id + kPlanInfix;
   for (const auto& [app_id, txn] : snapshot.app_transactions()) {
     if (auto partition = ParseBackfillPartitionAppId(stream_app_id, app_id)) {
       spans[partition->first].push_back(partition->second);
+    } else if (auto plan = ParseRangeAppId(plan_prefix, app_id)) {
+      plans[plan->first].push_back(plan->second);
     } else if (StartsWith(app_id, end_prefix) && txn.version >= 0) {
       const std::string rest = app_id.substr(end_prefix.size());
       const size_t slash = rest.rfind('/');
@@ -119,6 +150,8 @@ BackfillState ReadBackfillState(const delta::Snapshot& snapshot,
     }
   }
   for (auto& [network, list] : spans) state.loaded[network] = MergeSpans(std::move(list));
+  for (auto& [network, list] : plans)
+    state.planned[network] = MergeSpans(std::move(list));
   return state;
 }
 

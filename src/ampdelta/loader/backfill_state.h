@@ -12,7 +12,12 @@
 ///
 ///     <stream app id>/backfill-end/<network>/<0x hash>      version = the block
 ///
-/// from which the stream that follows the backfill resumes (number and hash). Data files
+/// from which the stream that follows the backfill resumes (number and hash). Every
+/// commit also records the range its run set out to load,
+///
+///     <stream app id>/backfill-plan/<network>/<first>-<last>  version = last
+///
+/// so a stream started later refuses while blocks inside a plan are missing. Data files
 /// carry the tag BackfillTagKey(stream app id), so rows of the backfill are told apart
 /// from rows another writer loaded.
 
@@ -44,6 +49,10 @@ std::string BackfillPartitionAppId(const std::string& stream_app_id,
 std::string BackfillEndAppId(const std::string& stream_app_id, const std::string& network,
                              const std::string& hash);
 
+/// \brief The app id of the record of the range a backfill run set out to load.
+std::string BackfillPlanAppId(const std::string& stream_app_id,
+                              const std::string& network, const BlockSpan& span);
+
 /// \brief The tag key of a backfill's data files (its value: a JSON array of the
 /// partitions' `network:first-last`).
 std::string BackfillTagKey(const std::string& stream_app_id);
@@ -57,12 +66,16 @@ std::optional<std::pair<std::string, BlockSpan>> ParseBackfillPartitionAppId(
 struct BackfillState {
   /// Per network, the block ranges partitions recorded, merged and sorted.
   std::map<std::string, std::vector<BlockSpan>> loaded;
+  /// Per network, the ranges runs set out to load, merged and sorted.
+  std::map<std::string, std::vector<BlockSpan>> planned;
   /// Per network, recorded end blocks and their hashes.
   std::map<std::string, std::map<uint64_t, std::string>> end_hashes;
 
   /// \brief Return the parts of `wanted` that no record on `network` covers.
   std::vector<BlockSpan> Missing(const std::string& network,
                                  const BlockSpan& wanted) const;
+  /// \brief Return the planned blocks no record covers, per network.
+  std::map<std::string, std::vector<BlockSpan>> Unfinished() const;
 };
 
 /// \brief Read a query's backfill records from a snapshot.

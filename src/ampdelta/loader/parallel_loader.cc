@@ -398,6 +398,10 @@ class ParallelLoad {
           delta::SetTransaction{BackfillPartitionAppId(app_id_, coverage_.network, span),
                                 static_cast<int64_t>(span.last),
                                 {}};
+      records.transaction_records.push_back(
+          delta::SetTransaction{BackfillPlanAppId(app_id_, coverage_.network, range_),
+                                static_cast<int64_t>(range_.last),
+                                {}});
       if (span.last == coverage_.head && !coverage_.head_hash.empty()) {
         records.transaction_records.push_back(delta::SetTransaction{
             BackfillEndAppId(app_id_, coverage_.network, coverage_.head_hash),

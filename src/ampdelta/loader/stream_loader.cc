@@ -203,17 +203,28 @@ class StreamLoad {
     if (backfill.loaded.empty() || ForeignRows(*snapshot_, BackfillTagKey(app_id_)) > 0) {
       return std::nullopt;
     }
-    if (backfill.loaded.size() != 1 || backfill.loaded.begin()->second.size() != 1) {
-      std::string gaps;
-      for (const auto& [network, spans] : backfill.loaded) {
-        for (size_t i = 1; i < spans.size(); ++i) {
-          if (!gaps.empty()) gaps += ", ";
-          gaps += network + " " + SpanText({spans[i - 1].last + 1, spans[i].first - 1});
-        }
+    // Blocks a run set out to load and did not, or gaps between runs' blocks.
+    std::map<std::string, std::vector<BlockSpan>> gaps = backfill.Unfinished();
+    for (const auto& [network, spans] : backfill.loaded) {
+      for (size_t i = 1; i < spans.size(); ++i) {
+        gaps[network].push_back({spans[i - 1].last + 1, spans[i].first - 1});
       }
+    }
+    std::string missing;
+    for (auto& [network, spans] : gaps) {
+      for (const auto& span : MergeSpans(std::move(spans))) {
+        missing += (missing.empty() ? "" : ", ") + network + " " + SpanText(span);
+      }
+    }
+    if (!missing.empty()) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "the backfill of this query is incomplete (blocks ", gaps,
+                       "the backfill of this query is incomplete (blocks ", missing,
                        " are missing): run it again to load them before streaming");
+    }
+    if (backfill.loaded.size() != 1) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "the backfill of this query covers ", backfill.loaded.size(),
+                       " networks; a stream continues one");
     }
     return backfill.loaded.begin()->second.front().last;
   }
