@@ -189,7 +189,15 @@ class QueryDataStream : public flight::FlightDataStream {
       metadata_ = RangesMetadata(dataset.network(), synced_ ? &synced_->range : nullptr,
                                  /*complete=*/false);
       if (!synced_) return FinishBatch();
-      ARROW_ASSIGN_OR_RAISE(iterator_, dataset.Scan(query_->table(), *synced_));
+      // The ranges reported stay the synced ones (ampd's); only the scan is narrowed.
+      ScanRange scan = *synced_;
+      ARROW_ASSIGN_OR_RAISE(auto bounds, query_->BlockBounds());
+      if (bounds) {
+        scan.range.start = std::max(scan.range.start, bounds->first);
+        scan.range.end = std::min(scan.range.end, bounds->second);
+        if (scan.range.start > scan.range.end) return FinishBatch();
+      }
+      ARROW_ASSIGN_OR_RAISE(iterator_, dataset.Scan(query_->table(), scan));
     }
     ARROW_RETURN_NOT_OK(CheckStillWanted());
     ARROW_ASSIGN_OR_RAISE(auto source, iterator_->Next());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include <arrow/acero/exec_plan.h>
 #include <arrow/acero/options.h>
@@ -412,6 +413,67 @@ std::optional<std::string> BoundQuery::NonIncrementalOperation() const {
   }
   if (limit_) return std::string("Limit");
   return std::nullopt;
+}
+
+arrow::Result<std::optional<std::pair<uint64_t, uint64_t>>> BoundQuery::BlockBounds()
+    const {
+  ARROW_ASSIGN_OR_RAISE(auto source, dataset_->TableSchema(table_));
+  std::set<int> block_columns;
+  for (const char* name : {"block_num", "_block_num"}) {
+    const int index = source->GetFieldIndex(name);
+    if (index >= 0 && source->field(index)->type()->id() == arrow::Type::UINT64) {
+      block_columns.insert(index);
+    }
+  }
+  uint64_t low = 0;
+  uint64_t high = UINT64_MAX;
+  bool bounded = false;
+  for (const Stage& stage : stages_) {
+    for (const Predicate& predicate : stage.filters) {
+      if (block_columns.count(predicate.column) == 0 ||
+          predicate.value->type->id() != arrow::Type::UINT64 ||
+          !predicate.value->is_valid) {
+        continue;
+      }
+      const uint64_t value =
+          static_cast<const arrow::UInt64Scalar&>(*predicate.value).value;
+      const std::string& function = predicate.function;
+      if (function == "equal") {
+        low = std::max(low, value);
+        high = std::min(high, value);
+      } else if (function == "greater_equal") {
+        low = std::max(low, value);
+      } else if (function == "greater") {
+        if (value == UINT64_MAX) {  // nothing is greater
+          low = 1;
+          high = 0;
+        } else {
+          low = std::max(low, value + 1);
+        }
+      } else if (function == "less_equal") {
+        high = std::min(high, value);
+      } else if (function == "less") {
+        if (value == 0) {
+          low = 1;
+          high = 0;
+        } else {
+          high = std::min(high, value - 1);
+        }
+      } else {
+        continue;
+      }
+      bounded = true;
+    }
+    std::set<int> passed;
+    for (size_t out = 0; out < stage.projection.size(); ++out) {
+      if (block_columns.count(stage.projection[out]) != 0) {
+        passed.insert(static_cast<int>(out));
+      }
+    }
+    block_columns = std::move(passed);
+  }
+  if (!bounded) return std::nullopt;
+  return std::make_pair(low, high);
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::Transform(

@@ -66,6 +66,12 @@ class BoundQuery {
   /// block).
   std::optional<std::string> NonIncrementalOperation() const;
 
+  /// \brief Return the inclusive block range the filters on the source's block number
+  /// (`block_num`, `_block_num`, through every stage that passes it on) allow, or nullopt
+  /// when they do not bound it: a batch scan reads only those blocks, as ampd prunes
+  /// segments by block range.
+  arrow::Result<std::optional<std::pair<uint64_t, uint64_t>>> BlockBounds() const;
+
   /// \brief Group transformed batches into result rows (for is_grouped() queries).
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Group(
       const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches) const;

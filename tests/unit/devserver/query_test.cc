@@ -52,6 +52,38 @@ class QueryTest : public ::testing::Test {
   Catalog catalog_;
 };
 
+// What a batch scan may skip: only filters on the source's block number, through every
+// stage that passes it on.
+TEST_F(QueryTest, BlockBoundsComeFromBlockNumberFiltersThroughSubqueries) {
+  using Bounds = std::optional<std::pair<uint64_t, uint64_t>>;
+  auto bounds = [this](const std::string& text) -> Bounds {
+    auto query = Bind(text);
+    EXPECT_OK(query.status());
+    if (!query.ok()) return std::nullopt;
+    auto found = (*query)->BlockBounds();
+    EXPECT_OK(found.status());
+    return found.ok() ? *found : std::nullopt;
+  };
+  const std::string blocks = R"("acme/eth_mainnet".blocks)";
+  const std::string txs = R"("acme/eth_mainnet".transactions)";
+  EXPECT_EQ(bounds("SELECT * FROM " + blocks), Bounds());
+  EXPECT_EQ(bounds("SELECT * FROM " + blocks + " WHERE gas_used > 5"), Bounds());
+  EXPECT_EQ(bounds("SELECT * FROM (SELECT block_num, hash FROM " + blocks +
+                   " WHERE block_num >= 24000003) WHERE \"block_num\" < 24000010"),
+            Bounds({24000003, 24000009}));
+  EXPECT_EQ(bounds("SELECT * FROM " + txs +
+                   " WHERE _block_num BETWEEN 24000001 AND "
+                   "24000002 AND block_num > 24000001"),
+            Bounds({24000002, 24000002}));
+  // An alias hides the source column from the outer filter.
+  EXPECT_EQ(bounds("SELECT * FROM (SELECT gas_used AS block_num FROM " + blocks +
+                   ") WHERE block_num = 7"),
+            Bounds());
+  const auto none = bounds("SELECT * FROM " + blocks + " WHERE block_num < 0");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_GT(none->first, none->second);
+}
+
 TEST_F(QueryTest, ProjectsColumnsWithAliasesInOrder) {
   ASSERT_OK_AND_ASSIGN(
       auto batch,
