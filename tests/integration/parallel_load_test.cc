@@ -21,6 +21,7 @@
 #include "ampdelta/loader/parallel_loader.h"
 #include "ampdelta/loader/stream_loader.h"
 #include "ampdelta/loader/stream_state.h"
+#include "ampdelta/loader/takeover.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/hex.h"
 #include "ampdelta/util/status.h"
@@ -99,6 +100,13 @@ class ParallelLoadTest : public ::testing::Test {
     return options;
   }
 
+  // Partitions load blocks at least 10 below the head; a stream loads the rest.
+  static loader::ParallelOptions Parallel() {
+    loader::ParallelOptions options;
+    options.reorg_buffer = 10;
+    return options;
+  }
+
   loader::LoadResult Load(const loader::ParallelOptions& parallel,
                           amp::Client* client = nullptr, bool optimize = false) {
     return loader::LoadParallel(client ? *client : *amp_, kTransactions, Config(optimize),
@@ -139,6 +147,18 @@ class ParallelLoadTest : public ::testing::Test {
     }
   }
 
+  // Blocks kFirst.. kFirst + blocks - 1 exactly once, every row on the canonical chain.
+  void ExpectCanonical(uint64_t blocks) {
+    std::map<int64_t, std::string> hashes;
+    const auto counts = RowsPerBlock(&hashes);
+    ASSERT_EQ(counts.size(), blocks);
+    EXPECT_EQ(counts.begin()->first, static_cast<int64_t>(kFirst));
+    for (const auto& [block, rows] : counts) ASSERT_EQ(rows, kTxsPerBlock) << block;
+    for (const auto& [block, hash] : hashes) {
+      ASSERT_EQ(hash, server_->chain()->BlockHash(static_cast<uint64_t>(block))) << block;
+    }
+  }
+
   testing::TempDir dir_;
   std::unique_ptr<devserver::DevServer> server_;
   std::unique_ptr<amp::Client> amp_;
@@ -147,7 +167,7 @@ class ParallelLoadTest : public ::testing::Test {
 
 TEST_F(ParallelLoadTest, EightWorkersCreateANewTableOnceAndLoadEveryBlockOnce) {
   Start(400);
-  loader::ParallelOptions parallel;
+  loader::ParallelOptions parallel = Parallel();
   parallel.num_workers = 8;
   parallel.partition_size = 25;
   const auto result = Load(parallel);
@@ -155,18 +175,20 @@ TEST_F(ParallelLoadTest, EightWorkersCreateANewTableOnceAndLoadEveryBlockOnce) {
   EXPECT_EQ(result.rows_loaded, 400 * kTxsPerBlock);
   EXPECT_EQ(result.metadata.at("partitions_loaded"), "16");
   ExpectExactlyOnce(kFirst, kFirst + 399);
-  // One version per partition: the losers of the race to create the table appended.
+  // Partitions recorded every final block (the losers of the race to create the table
+  // appended); the stream took over after them.
   const auto snapshot = Snapshot();
-  EXPECT_EQ(snapshot->version(), 15);
-  const auto state =
-      loader::ReadBackfillState(*snapshot, loader::StreamAppId(kTransactions));
+  const std::string app_id = loader::StreamAppId(kTransactions);
+  const auto state = loader::ReadBackfillState(*snapshot, app_id);
   ASSERT_EQ(state.loaded.at("mainnet").size(), 1u);
-  EXPECT_EQ(state.loaded.at("mainnet")[0], (loader::BlockSpan{kFirst, kFirst + 399}));
+  EXPECT_EQ(state.loaded.at("mainnet")[0], (loader::BlockSpan{kFirst, kFirst + 389}));
+  EXPECT_EQ(loader::TakeoverBlocks(*snapshot, app_id).at("mainnet"), kFirst + 390);
+  EXPECT_EQ(result.metadata.at("handoff_block"), std::to_string(kFirst + 390));
 }
 
 TEST_F(ParallelLoadTest, ARerunLoadsNothingAndOverlappingRerunsOnlyTheMissingBlocks) {
   Start(300);
-  loader::ParallelOptions first;
+  loader::ParallelOptions first = Parallel();
   first.num_workers = 2;
   first.partition_size = 40;
   first.min_block = kFirst + 50;
@@ -177,7 +199,7 @@ TEST_F(ParallelLoadTest, ARerunLoadsNothingAndOverlappingRerunsOnlyTheMissingBlo
   EXPECT_EQ(again.rows_loaded, 0);
   EXPECT_EQ(again.metadata.at("partitions"), "0");
   // A wider run cut differently: only the blocks around the first range load.
-  loader::ParallelOptions wider;
+  loader::ParallelOptions wider = Parallel();
   wider.num_workers = 4;
   wider.partition_size = 33;
   const auto result = Load(wider);
@@ -188,13 +210,16 @@ TEST_F(ParallelLoadTest, ARerunLoadsNothingAndOverlappingRerunsOnlyTheMissingBlo
 
 TEST_F(ParallelLoadTest, ConcurrentRunsCuttingTheRangeDifferentlyLoadEachBlockOnce) {
   Start(300);
-  loader::ParallelOptions a;
+  loader::ParallelOptions a = Parallel();
   a.num_workers = 3;
   a.partition_size = 17;
-  loader::ParallelOptions b;
+  loader::ParallelOptions b = Parallel();
   b.num_workers = 3;
   b.partition_size = 29;
   b.min_block = kFirst + 13;
+  // Backfills of final blocks only: the tail would be streamed by both, and one stream of
+  // a query runs at a time.
+  a.max_block = b.max_block = kFirst + 289;
   loader::LoadResult first;
   loader::LoadResult second;
   std::thread other([&] { second = Load(b); });
@@ -202,15 +227,15 @@ TEST_F(ParallelLoadTest, ConcurrentRunsCuttingTheRangeDifferentlyLoadEachBlockOn
   other.join();
   ASSERT_TRUE(first.success) << first.error;
   ASSERT_TRUE(second.success) << second.error;
-  EXPECT_EQ(first.rows_loaded + second.rows_loaded, 300 * kTxsPerBlock);
-  ExpectExactlyOnce(kFirst, kFirst + 299);
+  EXPECT_EQ(first.rows_loaded + second.rows_loaded, 290 * kTxsPerBlock);
+  ExpectExactlyOnce(kFirst, kFirst + 289);
 }
 
 TEST_F(ParallelLoadTest, APartitionFailingTwiceIsRetriedAndLoads) {
   Start(200);
   // The partition of blocks 24000100-24000149 fails at planning twice.
   FailingPartitionClient client(amp_.get(), ">= 24000100 AND", 2);
-  loader::ParallelOptions parallel;
+  loader::ParallelOptions parallel = Parallel();
   parallel.num_workers = 2;
   parallel.partition_size = 50;
   const auto result = Load(parallel, &client);
@@ -223,7 +248,7 @@ TEST_F(ParallelLoadTest,
        APartitionThatKeepsFailingIsReportedWithItsRangeAndARerunLoadsIt) {
   Start(200);
   FailingPartitionClient client(amp_.get(), ">= 24000100 AND", 3);
-  loader::ParallelOptions parallel;
+  loader::ParallelOptions parallel = Parallel();
   parallel.num_workers = 2;
   parallel.partition_size = 50;
   const auto failed = Load(parallel, &client);
@@ -231,9 +256,10 @@ TEST_F(ParallelLoadTest,
   EXPECT_THAT(failed.error, ::testing::HasSubstr("blocks 24000100-24000149"));
   EXPECT_THAT(failed.error, ::testing::HasSubstr("run the same command again"));
   EXPECT_EQ(failed.metadata.at("missing_ranges"), "24000100-24000149");
-  EXPECT_EQ(failed.rows_loaded, 150 * kTxsPerBlock);
+  // The final blocks 0-189 but that partition; the stream waits for the backfill.
+  EXPECT_EQ(failed.rows_loaded, 140 * kTxsPerBlock);
   const auto counts = RowsPerBlock();
-  EXPECT_EQ(counts.size(), 150u);
+  EXPECT_EQ(counts.size(), 140u);
   EXPECT_EQ(counts.count(static_cast<int64_t>(kFirst + 120)), 0u);
   // A stream would skip the missing blocks: it refuses, naming them.
   loader::LoadOptions stream = Options();
@@ -245,7 +271,7 @@ TEST_F(ParallelLoadTest,
   // The re-run loads only the missing partition.
   const auto rerun = Load(parallel);
   ASSERT_TRUE(rerun.success) << rerun.error;
-  EXPECT_EQ(rerun.rows_loaded, 50 * kTxsPerBlock);
+  EXPECT_EQ(rerun.rows_loaded, (50 + 10) * kTxsPerBlock);  // and the streamed tail
   ExpectExactlyOnce(kFirst, kFirst + 199);
   // Now the stream continues after the backfill.
   const auto streamed = loader::LoadStream(*amp_, kTransactions, Config(), stream);
@@ -256,7 +282,7 @@ TEST_F(ParallelLoadTest,
 TEST_F(ParallelLoadTest, StopOnErrorStartsNoPartitionAfterAFailure) {
   Start(200);
   FailingPartitionClient client(amp_.get(), ">= 24000000 AND", 10);
-  loader::ParallelOptions parallel;
+  loader::ParallelOptions parallel = Parallel();
   parallel.num_workers = 1;
   parallel.partition_size = 20;
   parallel.partition_attempts = 1;
@@ -264,7 +290,7 @@ TEST_F(ParallelLoadTest, StopOnErrorStartsNoPartitionAfterAFailure) {
   const auto result = Load(parallel, &client);
   ASSERT_FALSE(result.success);
   EXPECT_EQ(result.metadata.at("partitions_loaded"), "0");
-  EXPECT_EQ(result.metadata.at("missing_ranges"), "24000000-24000199");
+  EXPECT_EQ(result.metadata.at("missing_ranges"), "24000000-24000189");
 }
 
 TEST_F(ParallelLoadTest, ShardsTogetherLoadEveryBlockOnce) {
@@ -273,9 +299,9 @@ TEST_F(ParallelLoadTest, ShardsTogetherLoadEveryBlockOnce) {
   std::vector<loader::LoadResult> results(3);
   for (int i = 0; i < 3; ++i) {
     shards.emplace_back([&, i] {
-      loader::ParallelOptions parallel;
+      loader::ParallelOptions parallel = Parallel();
       parallel.num_workers = 2;
-      parallel.max_block = kFirst + 249;
+      parallel.max_block = kFirst + 239;
       parallel.shard_index = i;
       parallel.shard_count = 3;
       results[static_cast<size_t>(i)] = Load(parallel);
@@ -283,7 +309,7 @@ TEST_F(ParallelLoadTest, ShardsTogetherLoadEveryBlockOnce) {
   }
   for (auto& shard : shards) shard.join();
   for (const auto& result : results) ASSERT_TRUE(result.success) << result.error;
-  ExpectExactlyOnce(kFirst, kFirst + 249);
+  ExpectExactlyOnce(kFirst, kFirst + 239);
 }
 
 TEST_F(ParallelLoadTest, RowsAnotherWriterLoadedInTheRangeAreRefusedAndTheTableIsKept) {
@@ -293,12 +319,12 @@ TEST_F(ParallelLoadTest, RowsAnotherWriterLoadedInTheRangeAreRefusedAndTheTableI
                            " WHERE block_num >= 24000040 AND block_num <= 24000044";
   ASSERT_TRUE(loader::LoadBatch(*amp_, some, Config(), options).success);
   const auto before = Snapshot()->version();
-  loader::ParallelOptions parallel;
+  loader::ParallelOptions parallel = Parallel();
   parallel.num_workers = 2;
   const auto refused = Load(parallel);
   ASSERT_FALSE(refused.success);
   EXPECT_THAT(refused.error,
-              ::testing::HasSubstr("block_num 24000040 to 24000044, inside the blocks"));
+              ::testing::HasSubstr("block_num 24000040 to 24000044, and blocks"));
   EXPECT_EQ(Snapshot()->version(), before);
   // Outside them the backfill loads.
   parallel.min_block = kFirst + 45;
@@ -309,45 +335,45 @@ TEST_F(ParallelLoadTest, RowsAnotherWriterLoadedInTheRangeAreRefusedAndTheTableI
 
 TEST_F(ParallelLoadTest, BadRangesAndQueriesAreRefusedBeforeAnythingIsWritten) {
   Start(100);
-  loader::ParallelOptions parallel;
+  loader::ParallelOptions parallel = Parallel();
   parallel.max_block = kFirst + 100;  // past the head
   EXPECT_THAT(Load(parallel).error, ::testing::HasSubstr("past the server's head"));
+  parallel.max_block = kFirst + 95;  // the reorg window is 90..99
+  EXPECT_THAT(Load(parallel).error, ::testing::HasSubstr("within the reorg window"));
   parallel.max_block = kFirst + 10;
   parallel.min_block = kFirst + 20;
   EXPECT_THAT(Load(parallel).error, ::testing::HasSubstr("is above max_block"));
-  loader::ParallelOptions shard;
+  loader::ParallelOptions shard = Parallel();
   shard.shard_index = 1;
   shard.shard_count = 2;
   EXPECT_THAT(Load(shard).error, ::testing::HasSubstr("shards need max_block"));
   const auto limited = loader::LoadParallel(
-      *amp_, std::string(kTransactions) + " LIMIT 3", Config(), Options(), {});
+      *amp_, std::string(kTransactions) + " LIMIT 3", Config(), Options(), Parallel());
   EXPECT_THAT(limited.error, ::testing::HasSubstr("LIMIT"));
   const auto no_column = loader::LoadParallel(
       *amp_, R"(SELECT tx_index FROM "acme/eth_mainnet".transactions)", Config(),
-      Options(), {});
-  EXPECT_THAT(no_column.error, ::testing::HasSubstr("no block column 'block_num'"));
+      Options(), Parallel());
+  EXPECT_THAT(no_column.error, ::testing::HasSubstr("'block_num' not found"));
   EXPECT_FALSE(storage::OpenObjectStore(table_)
                    .ValueOrDie()
                    ->Head("_delta_log/00000000000000000000.json")
                    .ok());
 }
 
-TEST_F(ParallelLoadTest, HandOffToAStreamAfterAReorgAtTheHeadLoadsEveryBlockOnce) {
-  devserver::LiveOptions live;
-  live.max_head = kFirst + 399;
-  Start(300, live);
-  // The backfill records the head it saw (number and hash); the chain then reorgs it and
-  // grows: the stream must undo the reorged blocks and continue, no block twice.
-  loader::ParallelOptions parallel;
+// Partitions load final blocks only; the stream loads the reorg window with each range's
+// hash, so a reorg of the head after the load and a later stream meet in the stream's
+// own machinery.
+TEST_F(ParallelLoadTest, AReorgOfTheHeadAfterABackfillIsUndoneByTheStreamThatFollows) {
+  Start(300);
+  loader::ParallelOptions parallel = Parallel();
+  parallel.reorg_buffer = 20;
   parallel.num_workers = 4;
   parallel.partition_size = 40;
-  ASSERT_TRUE(Load(parallel).success);
-  const auto end =
-      loader::ReadBackfillState(*Snapshot(), loader::StreamAppId(kTransactions))
-          .end_hashes.at("mainnet");
-  ASSERT_EQ(end.size(), 1u);
-  EXPECT_EQ(end.begin()->first, kFirst + 299);
-  EXPECT_EQ(end.begin()->second, server_->chain()->BlockHash(kFirst + 299));
+  const auto loaded = Load(parallel);
+  ASSERT_TRUE(loaded.success) << loaded.error;
+  EXPECT_EQ(loaded.metadata.at("max_block"), std::to_string(kFirst + 279));
+  EXPECT_EQ(loaded.metadata.at("handoff_block"), std::to_string(kFirst + 280));
+  ExpectExactlyOnce(kFirst, kFirst + 299);
   ASSERT_OK(server_->chain()->Reorg(3));
   ASSERT_OK(server_->AdvanceHead(100));
   loader::LoadOptions options = Options();
@@ -355,13 +381,101 @@ TEST_F(ParallelLoadTest, HandOffToAStreamAfterAReorgAtTheHeadLoadsEveryBlockOnce
   options.stream_commit_interval = std::chrono::milliseconds(10);
   const auto streamed = loader::LoadStream(*amp_, kTransactions, Config(), options);
   ASSERT_TRUE(streamed.success) << streamed.error;
-  std::map<int64_t, std::string> hashes;
-  const auto counts = RowsPerBlock(&hashes);
-  ASSERT_EQ(counts.size(), 400u);
-  for (const auto& [block, rows] : counts) ASSERT_EQ(rows, kTxsPerBlock) << block;
-  for (const auto& [block, hash] : hashes) {
-    ASSERT_EQ(hash, server_->chain()->BlockHash(static_cast<uint64_t>(block))) << block;
+  ExpectCanonical(400);
+}
+
+// A re-run of a backfill over a table whose tail a stream loaded: the stream's blocks
+// stay its own, and a chain that reorged them meanwhile is put right by the stream.
+TEST_F(ParallelLoadTest, ARerunAfterTheHeadReorgedLeavesTheTailToTheStream) {
+  Start(300);
+  ASSERT_TRUE(Load(Parallel()).success);
+  ASSERT_OK(server_->chain()->Reorg(6));
+  ASSERT_OK(server_->AdvanceHead(50));
+  const auto again = Load(Parallel());
+  ASSERT_TRUE(again.success) << again.error;
+  EXPECT_EQ(again.metadata.at("partitions"), "0");
+  ExpectCanonical(350);
+}
+
+TEST_F(ParallelLoadTest, ThenStreamRunAgainAfterItsStreamStartedResumesTheStream) {
+  Start(300);
+  loader::ParallelOptions parallel = Parallel();
+  parallel.then_stream = true;
+  loader::LoadOptions options = Options();
+  options.until_block = kFirst + 299;
+  ASSERT_TRUE(
+      loader::LoadParallel(*amp_, kTransactions, Config(), options, parallel).success);
+  ASSERT_OK(server_->AdvanceHead(30));
+  options.until_block = kFirst + 329;
+  const auto again =
+      loader::LoadParallel(*amp_, kTransactions, Config(), options, parallel);
+  ASSERT_TRUE(again.success) << again.error;
+  ExpectCanonical(330);
+}
+
+TEST_F(ParallelLoadTest, ABackfillAfterTheStreamLoadedTheBlocksLoadsNothing) {
+  Start(200);
+  loader::LoadOptions options = Options();
+  options.until_block = kFirst + 199;
+  ASSERT_TRUE(loader::LoadStream(*amp_, kTransactions, Config(), options).success);
+  const auto backfill = Load(Parallel());
+  ASSERT_TRUE(backfill.success) << backfill.error;
+  EXPECT_EQ(backfill.metadata.at("partitions"), "0");
+  ExpectCanonical(200);
+}
+
+TEST_F(ParallelLoadTest, AStreamAndABackfillStartedTogetherLoadEachBlockOnce) {
+  Start(400);
+  loader::LoadOptions options = Options();
+  options.until_block = kFirst + 399;
+  loader::LoadResult streamed;
+  std::thread stream(
+      [&] { streamed = loader::LoadStream(*amp_, kTransactions, Config(), options); });
+  loader::ParallelOptions parallel = Parallel();
+  parallel.num_workers = 3;
+  parallel.partition_size = 15;
+  const auto backfill = Load(parallel);
+  stream.join();
+  // Whichever started first owns what it loaded; the other refused or loaded the rest.
+  EXPECT_TRUE(backfill.success || streamed.success)
+      << backfill.error << " / " << streamed.error;
+  if (!streamed.success) {
+    EXPECT_THAT(streamed.error, ::testing::HasSubstr("incomplete")) << streamed.error;
   }
+  ExpectCanonical(400);
+}
+
+TEST_F(ParallelLoadTest, ShardsCuttingOneRangeDifferentlyAreRefused) {
+  Start(200);
+  loader::ParallelOptions shard = Parallel();
+  shard.max_block = kFirst + 150;
+  shard.shard_count = 2;
+  shard.partition_size = 30;
+  ASSERT_TRUE(Load(shard).success);
+  shard.shard_index = 1;
+  shard.partition_size = 40;
+  const auto refused = Load(shard);
+  ASSERT_FALSE(refused.success);
+  EXPECT_THAT(refused.error, ::testing::HasSubstr("same --partition-size and --shards"));
+}
+
+TEST_F(ParallelLoadTest, ShardsWithDifferentWorkerCountsCutTheSameGrid) {
+  Start(200);
+  std::vector<loader::LoadResult> results(2);
+  std::vector<std::thread> shards;
+  for (int i = 0; i < 2; ++i) {
+    shards.emplace_back([&, i] {
+      loader::ParallelOptions parallel = Parallel();
+      parallel.max_block = kFirst + 150;
+      parallel.shard_index = i;
+      parallel.shard_count = 2;
+      parallel.num_workers = i == 0 ? 2 : 3;
+      results[static_cast<size_t>(i)] = Load(parallel);
+    });
+  }
+  for (auto& thread : shards) thread.join();
+  for (const auto& result : results) ASSERT_TRUE(result.success) << result.error;
+  ExpectExactlyOnce(kFirst, kFirst + 150);
 }
 
 TEST_F(ParallelLoadTest, ThenStreamFollowsTheChainFromTheBackfillsLastBlock) {
@@ -371,7 +485,7 @@ TEST_F(ParallelLoadTest, ThenStreamFollowsTheChainFromTheBackfillsLastBlock) {
   live.reorg_every = 9;
   live.reorg_depth = 2;
   Start(300, live);
-  loader::ParallelOptions parallel;
+  loader::ParallelOptions parallel = Parallel();
   parallel.num_workers = 4;
   parallel.then_stream = true;
   loader::LoadOptions options = Options();
@@ -381,14 +495,7 @@ TEST_F(ParallelLoadTest, ThenStreamFollowsTheChainFromTheBackfillsLastBlock) {
       loader::LoadParallel(*amp_, kTransactions, Config(), options, parallel);
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_NE(result.metadata.count("handoff_block"), 0u);
-  // The chain stops at its max head; wait for it so the hashes below are final.
-  std::map<int64_t, std::string> hashes;
-  const auto counts = RowsPerBlock(&hashes);
-  ASSERT_EQ(counts.size(), 500u);
-  for (const auto& [block, rows] : counts) ASSERT_EQ(rows, kTxsPerBlock) << block;
-  for (const auto& [block, hash] : hashes) {
-    ASSERT_EQ(hash, server_->chain()->BlockHash(static_cast<uint64_t>(block))) << block;
-  }
+  ExpectCanonical(500);
 }
 
 }  // namespace

@@ -250,68 +250,78 @@ arrow::Result<std::string> AddBlockFilter(std::string_view sql, const std::strin
   if (!tokenized.ok()) return Refuse(tokenized.status().message());
   std::vector<Token> tokens = *std::move(tokenized);
   while (!tokens.empty() && IsSymbol(tokens.back(), ';')) tokens.pop_back();
+  if (tokens.empty()) return Refuse("it is empty");
   std::optional<size_t> select;
   std::optional<size_t> from;
+  std::optional<size_t> where;
+  std::optional<size_t> end;  // the first top-level clause after the FROM (or WHERE) list
+  bool compound = false;      // anything a filter in the WHERE would change
   for (size_t i = 0; i < tokens.size(); ++i) {
     const Token& token = tokens[i];
     if (token.depth != 0) continue;
     if (IsSymbol(token, ';')) return Refuse("it holds more than one statement");
-    if (!select && IsWord(token, "SELECT")) select = i;
-    if (select && !from && IsWord(token, "FROM")) from = i;
-  }
-  if (!select) return Refuse("it has no top-level SELECT");
-  if (!from) return Refuse("its SELECT has no FROM");
-  // The top-level clauses after FROM.
-  std::optional<size_t> where;
-  std::optional<size_t> group;
-  std::optional<size_t> end;  // the first clause after the FROM (or WHERE) list
-  for (size_t i = *from + 1; i < tokens.size(); ++i) {
-    const Token& token = tokens[i];
-    if (token.depth != 0 || token.kind != TokenKind::kWord) continue;
+    if (token.kind != TokenKind::kWord) continue;
+    // A keyword right after AS is an alias (`FROM t AS window`), not a clause.
+    if (i > 0 && IsWord(tokens[i - 1], "AS")) continue;
     const std::string& word = token.text;
-    if (word == "UNION" || word == "INTERSECT" || word == "EXCEPT") {
-      return Refuse("it combines SELECTs with a top-level " + word +
-                    "; wrap it: SELECT * FROM (<query>)");
+    if (!select) {
+      if (word == "SELECT") select = i;
+      continue;
     }
     if (word == "LIMIT" || word == "OFFSET" || word == "FETCH") {
       return Refuse("a top-level " + word +
-                    " would apply to every block range separately");
+                    " picks rows across every block, which no block range can");
+    }
+    if (!from) {
+      if (word == "DISTINCT" && i + 1 < tokens.size() && IsWord(tokens[i + 1], "ON")) {
+        return Refuse("SELECT DISTINCT ON keeps one row per key across every block");
+      }
+      if (word == "DISTINCT" || word == "OVER") compound = true;
+      if (word == "FROM") from = i;
+      continue;
+    }
+    if (word == "UNION" || word == "INTERSECT" || word == "EXCEPT" || word == "GROUP" ||
+        word == "HAVING" || word == "WINDOW" || word == "QUALIFY") {
+      compound = true;
     }
     if (word == "WHERE" && !where && !end) {
       where = i;
-    } else if (word == "GROUP" || word == "HAVING" || word == "WINDOW" ||
-               word == "QUALIFY" || word == "ORDER" || word == "SETTINGS") {
-      if (!end) end = i;
-      if (word == "GROUP" && !group) group = i;
+    } else if ((word == "GROUP" || word == "HAVING" || word == "WINDOW" ||
+                word == "QUALIFY" || word == "ORDER" || word == "SETTINGS") &&
+               !end) {
+      end = i;
     }
   }
-  if (group) {
-    bool grouped_by_block = false;
-    size_t begin = *group + 1;
-    if (begin < tokens.size() && IsWord(tokens[begin], "BY")) ++begin;
-    for (size_t i = begin; i <= tokens.size(); ++i) {
-      const bool clause_end =
-          i == tokens.size() ||
-          (tokens[i].depth == 0 &&
-           (IsWord(tokens[i], "HAVING") || IsWord(tokens[i], "WINDOW") ||
-            IsWord(tokens[i], "QUALIFY") || IsWord(tokens[i], "ORDER") ||
-            IsWord(tokens[i], "SETTINGS")));
-      if (clause_end || (tokens[i].depth == 0 && IsSymbol(tokens[i], ','))) {
-        if (i > begin && NamesColumn(sql, tokens, {begin, i}, column)) {
-          grouped_by_block = true;
-        }
-        begin = i + 1;
-      }
-      if (clause_end) break;
-    }
-    if (!grouped_by_block) {
-      return Refuse("its GROUP BY does not group by " + column +
-                    ", so every block range would be aggregated separately");
+  if (!select) return Refuse("it has no top-level SELECT");
+  if (!from) return Refuse("its SELECT has no FROM");
+  // The block column must be the source's own column for a WHERE to filter it: `*`, or
+  // the column itself without an alias. Function calls in the list may aggregate.
+  bool passes_column = false;
+  size_t begin = *select + 1;
+  for (size_t i = begin; i <= *from; ++i) {
+    if (i < *from && tokens[i].depth == 0 && IsSymbol(tokens[i], '(')) compound = true;
+    if (i == *from || (tokens[i].depth == 0 && IsSymbol(tokens[i], ','))) {
+      if (i == begin + 1 && IsSymbol(tokens[begin], '*')) passes_column = true;
+      if (i > begin && NamesColumn(sql, tokens, {begin, i}, column)) passes_column = true;
+      begin = i + 1;
     }
   }
   const std::string quoted = QuoteIdentifier(column);
   const std::string filter = quoted + " >= " + std::to_string(first) + " AND " + quoted +
                              " <= " + std::to_string(last);
+  const std::string_view body = sql.substr(0, tokens.back().end);
+  if (compound || !passes_column) {
+    // Filter the query's result instead: right whatever the query computes, and servers
+    // push such a filter down through projections and groupings by the column.
+    const size_t settings_at = FindSettings(tokens).value_or(tokens.size());
+    const size_t query_end = settings_at == 0 ? 0 : tokens[settings_at - 1].end;
+    std::string text =
+        "SELECT * FROM (" + std::string(sql.substr(0, query_end)) + "\n) WHERE " + filter;
+    if (settings_at < tokens.size()) {
+      text += " " + std::string(body.substr(tokens[settings_at].begin));
+    }
+    return text;
+  }
   const size_t stop = end ? *end : tokens.size();  // token index after the condition
   std::string text;
   if (where) {
@@ -327,11 +337,11 @@ arrow::Result<std::string> AddBlockFilter(std::string_view sql, const std::strin
     text += sql.substr(where_end, condition_end - where_end);
     text += has_or ? ")" : "";
     text += " AND " + filter;
-    text += sql.substr(condition_end, tokens.back().end - condition_end);
+    text += body.substr(condition_end);
   } else {
     const size_t anchor = tokens[stop - 1].end;
     text = std::string(sql.substr(0, anchor)) + " WHERE " + filter;
-    text += sql.substr(anchor, tokens.back().end - anchor);
+    text += body.substr(anchor);
   }
   return text;
 }

@@ -26,15 +26,19 @@ std::string EnsureStreamingQuery(std::string_view sql);
 /// batch query.
 std::string WithoutStreamSetting(std::string_view sql);
 
-/// \brief Return `sql` restricted to the rows whose `column` lies in [first, last]: the
-/// condition is ANDed into the top-level SELECT's WHERE (added when absent, the existing
-/// condition parenthesised when it has a top-level OR), before its GROUP BY, ORDER BY or
-/// SETTINGS.
+/// \brief Return `sql` restricted to the rows whose `column` lies in [first, last].
 ///
-/// \return Invalid naming the construct when a filter would change what the query means
-///   split into block ranges: no top-level SELECT … FROM, a top-level UNION / INTERSECT
-///   / EXCEPT, LIMIT / OFFSET / FETCH, a GROUP BY that does not group by `column`, more
-///   than one statement, unbalanced parentheses or an unterminated quote or comment
+/// A plain selection whose list passes the source's `column` on (`*`, or the column
+/// itself) gets the condition ANDed into its top-level WHERE (added when absent, the
+/// existing condition parenthesised when it has a top-level OR), before its ORDER BY or
+/// SETTINGS. Any other query (aggregates, GROUP BY, DISTINCT, window functions, UNION, a
+/// renamed column) is filtered on its result: `SELECT * FROM (<sql>) WHERE …`, which is
+/// right whatever it computes.
+///
+/// \return Invalid naming the construct when no block range can give a part of the
+///   result: a top-level LIMIT / OFFSET / FETCH or DISTINCT ON (they pick rows across
+///   every block), no top-level SELECT … FROM, more than one statement, unbalanced
+///   parentheses or an unterminated quote or comment
 arrow::Result<std::string> AddBlockFilter(std::string_view sql, const std::string& column,
                                           uint64_t first, uint64_t last);
 

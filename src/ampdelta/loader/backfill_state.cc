@@ -8,7 +8,6 @@ namespace ampdelta::loader {
 namespace {
 
 constexpr const char* kPartitionInfix = "/backfill/";
-constexpr const char* kEndInfix = "/backfill-end/";
 constexpr const char* kPlanInfix = "/backfill-plan/";
 
 bool ParseBlock(const std::string& text, uint64_t* block) {
@@ -39,19 +38,16 @@ std::string BackfillPartitionAppId(const std::string& stream_app_id,
          "-" + std::to_string(span.last);
 }
 
-std::string BackfillEndAppId(const std::string& stream_app_id, const std::string& network,
-                             const std::string& hash) {
-  return stream_app_id + kEndInfix + network + "/" + hash;
-}
-
 std::string BackfillTagKey(const std::string& stream_app_id) {
   return "ampdelta.backfill." + stream_app_id;
 }
 
 std::string BackfillPlanAppId(const std::string& stream_app_id,
-                              const std::string& network, const BlockSpan& span) {
-  return stream_app_id + kPlanInfix + network + "/" + std::to_string(span.first) + "-" +
-         std::to_string(span.last);
+                              const std::string& network, const BlockSpan& span,
+                              const BackfillGrid& grid) {
+  return stream_app_id + kPlanInfix + std::to_string(grid.partition_size) + "x" +
+         std::to_string(grid.shard_count) + "/" + network + "/" +
+         std::to_string(span.first) + "-" + std::to_string(span.last);
 }
 
 namespace {
@@ -71,6 +67,19 @@ std::optional<std::pair<std::string, BlockSpan>> ParseRangeAppId(
     return std::nullopt;
   }
   return std::make_pair(network, span);
+}
+
+// `<size>x<shards>/` at the start of a plan app id's rest.
+std::optional<BackfillGrid> ParseGrid(const std::string& text) {
+  const size_t x = text.find('x');
+  uint64_t size = 0;
+  uint64_t shards = 0;
+  if (x == std::string::npos || !ParseBlock(text.substr(0, x), &size) ||
+      !ParseBlock(text.substr(x + 1), &shards) || size == 0 || shards == 0 ||
+      shards > 1'000'000) {
+    return std::nullopt;
+  }
+  return BackfillGrid{size, static_cast<int>(shards)};
 }
 
 }  // namespace
@@ -133,24 +142,25 @@ BackfillState ReadBackfillState(const delta::Snapshot& snapshot,
                                 const std::string& stream_app_id) {
   BackfillState state;
   std::map<std::string, std::vector<BlockSpan>> spans;
-  std::map<std::string, std::vector<BlockSpan>> plans;
-  const std::string end_prefix = stream_app_id + kEndInfix;
+  std::map<std::string, std::vector<BlockSpan>> planned;
   const std::string plan_prefix = stream_app_id + kPlanInfix;
   for (const auto& [app_id, txn] : snapshot.app_transactions()) {
     if (auto partition = ParseBackfillPartitionAppId(stream_app_id, app_id)) {
       spans[partition->first].push_back(partition->second);
-    } else if (auto plan = ParseRangeAppId(plan_prefix, app_id)) {
-      plans[plan->first].push_back(plan->second);
-    } else if (StartsWith(app_id, end_prefix) && txn.version >= 0) {
-      const std::string rest = app_id.substr(end_prefix.size());
-      const size_t slash = rest.rfind('/');
-      if (slash == std::string::npos || slash == 0) continue;
-      state.end_hashes[rest.substr(0, slash)][static_cast<uint64_t>(txn.version)] =
-          rest.substr(slash + 1);
+      continue;
     }
+    if (!StartsWith(app_id, plan_prefix)) continue;
+    const size_t slash = app_id.find('/', plan_prefix.size());
+    if (slash == std::string::npos) continue;
+    const auto grid =
+        ParseGrid(app_id.substr(plan_prefix.size(), slash - plan_prefix.size()));
+    auto plan = ParseRangeAppId(app_id.substr(0, slash + 1), app_id);
+    if (!grid || !plan) continue;
+    planned[plan->first].push_back(plan->second);
+    state.plans[plan->first].emplace_back(plan->second, *grid);
   }
   for (auto& [network, list] : spans) state.loaded[network] = MergeSpans(std::move(list));
-  for (auto& [network, list] : plans)
+  for (auto& [network, list] : planned)
     state.planned[network] = MergeSpans(std::move(list));
   return state;
 }

@@ -7,17 +7,13 @@
 ///
 ///     <stream app id>/backfill/<network>/<first>-<last>     version = last
 ///
-/// so a re-run loads only the blocks no record covers, and the partition that ends at
-/// the head it detected also records that block's hash:
+/// so a re-run loads only the blocks no record covers. Every commit also records the
+/// range its run set out to load and how it cut it (blocks per partition, shards):
 ///
-///     <stream app id>/backfill-end/<network>/<0x hash>      version = the block
+///     <stream app id>/backfill-plan/<size>x<shards>/<network>/<first>-<last>
 ///
-/// from which the stream that follows the backfill resumes (number and hash). Every
-/// commit also records the range its run set out to load,
-///
-///     <stream app id>/backfill-plan/<network>/<first>-<last>  version = last
-///
-/// so a stream started later refuses while blocks inside a plan are missing. Data files
+/// so a stream started later refuses while blocks inside a plan are missing, and shards
+/// cutting one range differently are refused. Data files
 /// carry the tag BackfillTagKey(stream app id), so rows of the backfill are told apart
 /// from rows another writer loaded.
 
@@ -45,13 +41,17 @@ std::string SpanText(const BlockSpan& span);
 std::string BackfillPartitionAppId(const std::string& stream_app_id,
                                    const std::string& network, const BlockSpan& span);
 
-/// \brief The app id of the record of the block a backfill ended at and its hash.
-std::string BackfillEndAppId(const std::string& stream_app_id, const std::string& network,
-                             const std::string& hash);
+/// \brief How a backfill run cut its range.
+struct BackfillGrid {
+  uint64_t partition_size = 1;
+  int shard_count = 1;
+  bool operator==(const BackfillGrid&) const = default;
+};
 
 /// \brief The app id of the record of the range a backfill run set out to load.
 std::string BackfillPlanAppId(const std::string& stream_app_id,
-                              const std::string& network, const BlockSpan& span);
+                              const std::string& network, const BlockSpan& span,
+                              const BackfillGrid& grid);
 
 /// \brief The tag key of a backfill's data files (its value: a JSON array of the
 /// partitions' `network:first-last`).
@@ -68,8 +68,8 @@ struct BackfillState {
   std::map<std::string, std::vector<BlockSpan>> loaded;
   /// Per network, the ranges runs set out to load, merged and sorted.
   std::map<std::string, std::vector<BlockSpan>> planned;
-  /// Per network, recorded end blocks and their hashes.
-  std::map<std::string, std::map<uint64_t, std::string>> end_hashes;
+  /// Per network, each recorded plan's range and grid.
+  std::map<std::string, std::vector<std::pair<BlockSpan, BackfillGrid>>> plans;
 
   /// \brief Return the parts of `wanted` that no record on `network` covers.
   std::vector<BlockSpan> Missing(const std::string& network,

@@ -37,13 +37,12 @@ arrow::Status InvalidInput(const std::string& message) {
   return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, message);
 }
 
-// What the server says the query covers: its one network's synced blocks and the head's
-// hash (a batch query's ranges are the synced ranges of the tables it reads).
+// What the server says the query covers: its one network's synced blocks (a batch
+// query's ranges are the synced ranges of the tables it reads).
 struct Coverage {
   std::string network;
   uint64_t first = 0;
   uint64_t head = 0;
-  std::string head_hash;
 };
 
 // Run the query over no blocks: its schema and ranges, no rows.
@@ -110,7 +109,6 @@ arrow::Result<Coverage> ProbeCoverage(amp::Client& client, const std::string& ba
     coverage.network = ranges.front().network;
     coverage.first = ranges.front().start;
     coverage.head = ranges.front().end;
-    coverage.head_hash = ranges.front().hash;
     return coverage;
   }
 }
@@ -148,6 +146,22 @@ arrow::Result<std::shared_ptr<const delta::Snapshot>> LoadSnapshot(
   return loaded.status();
 }
 
+// The first block a stream of the query owns on `network` (its takeover block, or its
+// first recorded range), or nullopt when it has loaded nothing there.
+std::optional<uint64_t> StreamFirstBlock(const StreamState& stream,
+                                         const std::string& network) {
+  std::optional<uint64_t> first;
+  if (auto takeover = stream.takeover_blocks.find(network);
+      takeover != stream.takeover_blocks.end()) {
+    first = takeover->second;
+  }
+  if (auto ranges = stream.ranges.find(network);
+      ranges != stream.ranges.end() && !ranges->second.empty()) {
+    first = std::min(first.value_or(UINT64_MAX), ranges->second.front().start);
+  }
+  return first;
+}
+
 class ParallelLoad {
  public:
   ParallelLoad(amp::Client& client, const std::string& sql, const DeltaLakeConfig& config,
@@ -172,28 +186,32 @@ class ParallelLoad {
     ARROW_ASSIGN_OR_RAISE(
         coverage_,
         ProbeCoverage(client_, batch_sql_, options_.block_column, config_, options_));
-    ARROW_RETURN_NOT_OK(ChooseRange());
     ARROW_ASSIGN_OR_RAISE(store_, internal::OpenStore(config_, options_, result_));
     partition_options_ = options_;
     partition_options_.store = store_;
     partition_options_.on_batch = nullptr;
     ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
-    if (snapshot) ARROW_RETURN_NOT_OK(CheckOtherWriters(*snapshot));
-    const BackfillState state =
-        snapshot ? ReadBackfillState(*snapshot, app_id_) : BackfillState();
-    const std::vector<BlockSpan> missing = state.Missing(coverage_.network, range_);
-    std::vector<Partition> partitions =
-        PlanPartitions(missing, partition_size_, parallel_);
+    ARROW_RETURN_NOT_OK(ChooseRange(snapshot.get()));
+    std::vector<Partition> partitions;
+    if (range_) {
+      const BackfillState state =
+          snapshot ? ReadBackfillState(*snapshot, app_id_) : BackfillState();
+      ARROW_RETURN_NOT_OK(CheckShardGrid(state));
+      const auto missing = state.Missing(coverage_.network, *range_);
+      if (snapshot) ARROW_RETURN_NOT_OK(CheckOtherWriters(*snapshot, missing));
+      partitions = PlanPartitions(missing, grid_.partition_size, parallel_);
+    }
     AMPDELTA_LOG_INFO(
-        "backfill of ", coverage_.network, " blocks ", SpanText(range_), " into ",
+        "backfill of ", coverage_.network, " blocks ",
+        range_ ? SpanText(*range_) : std::string("(none final)"), " into ",
         result_->table_name, ": ", partitions.size(), " partitions of up to ",
-        partition_size_, " blocks, ", parallel_.num_workers, " workers",
+        grid_.partition_size, " blocks, ", parallel_.num_workers, " workers",
         parallel_.shard_count > 1 ? ", shard " + std::to_string(parallel_.shard_index) +
                                         "/" + std::to_string(parallel_.shard_count)
                                   : std::string());
     RunWorkers(partitions);
     ARROW_RETURN_NOT_OK(Report(partitions.size()));
-    if (parallel_.then_stream) return HandOff();
+    if (stream_until_ || parallel_.then_stream) return HandOff();
     return arrow::Status::OK();
   }
 
@@ -205,6 +223,9 @@ class ParallelLoad {
     }
     if (parallel_.partition_attempts < 1) {
       return InvalidInput("partition attempts must be at least 1");
+    }
+    if (parallel_.reorg_buffer && *parallel_.reorg_buffer == 0) {
+      return InvalidInput("reorg_buffer must be at least 1 block");
     }
     if (parallel_.shard_count < 1 || parallel_.shard_index < 0 ||
         parallel_.shard_index >= parallel_.shard_count) {
@@ -236,67 +257,132 @@ class ParallelLoad {
           "parallel loads commit once per partition: use partition_size instead of "
           "commit_every_rows");
     }
-    if (parallel_.then_stream && !config_.state.enabled) {
-      return InvalidInput("handing over to a stream needs state.enabled=true");
+    if (!config_.state.enabled && (!parallel_.max_block || parallel_.then_stream)) {
+      return InvalidInput(
+          "parallel loads hand the blocks a reorg may still reach to a stream, which "
+          "needs state.enabled=true");
     }
     return arrow::Status::OK();
   }
 
-  arrow::Status ChooseRange() {
-    range_.first = parallel_.min_block.value_or(coverage_.first);
-    range_.last = parallel_.max_block.value_or(coverage_.head);
-    if (range_.last > coverage_.head) {
-      return InvalidInput("max_block " + std::to_string(range_.last) +
+  // The blocks partitions load are final: at least the reorg window below the head.
+  // The rest up to the head is loaded by a stream (which records their hashes and undoes
+  // reorgs), as is everything after with then_stream. Blocks the query's stream already
+  // owns are left to it.
+  arrow::Status ChooseRange(const delta::Snapshot* snapshot) {
+    const uint64_t window =
+        parallel_.reorg_buffer.value_or(options_.stream_reorg_window_blocks);
+    const uint64_t first = parallel_.min_block.value_or(coverage_.first);
+    const uint64_t last = parallel_.max_block.value_or(coverage_.head);
+    const std::string on = " on " + coverage_.network;
+    if (last > coverage_.head) {
+      return InvalidInput("max_block " + std::to_string(last) +
                           " is past the server's head " + std::to_string(coverage_.head) +
-                          " on " + coverage_.network +
+                          on +
                           ": blocks above it are not there yet (leave max_block unset "
                           "and hand over to a stream to follow the chain)");
     }
-    if (range_.first > range_.last) {
-      return InvalidInput("min_block " + std::to_string(range_.first) +
-                          " is above the last block to load, " +
-                          std::to_string(range_.last));
+    if (first > last) {
+      return InvalidInput("min_block " + std::to_string(first) +
+                          " is above the last block to load, " + std::to_string(last));
     }
-    const uint64_t blocks = range_.last - range_.first + 1;
+    const std::optional<uint64_t> final_block =
+        coverage_.head >= window ? std::optional<uint64_t>(coverage_.head - window)
+                                 : std::nullopt;
+    if (parallel_.max_block && (!final_block || last > *final_block)) {
+      return InvalidInput(
+          "max_block " + std::to_string(last) + " is within the reorg window (" +
+          std::to_string(window) + " blocks below the head " +
+          std::to_string(coverage_.head) + on +
+          "): those blocks may still change, so a backfill cannot load them; leave "
+          "max_block unset (a stream loads them), or lower it or reorg_buffer");
+    }
+    uint64_t backfill_last = final_block ? std::min(last, *final_block) : 0;
+    bool any = final_block && first <= backfill_last;
+    if (snapshot) {
+      ARROW_ASSIGN_OR_RAISE(const StreamState stream, ReadStreamState(snapshot, app_id_));
+      if (auto owned = StreamFirstBlock(stream, coverage_.network)) {
+        stream_started_ = true;
+        if (*owned == 0 || *owned <= first) {
+          any = false;
+        } else {
+          backfill_last = std::min(backfill_last, *owned - 1);
+        }
+      }
+    }
+    if (any) range_ = BlockSpan{first, backfill_last};
+    if (!parallel_.max_block && !parallel_.then_stream) stream_until_ = coverage_.head;
+    if (!range_ && !stream_started_ && first > coverage_.first &&
+        (stream_until_ || parallel_.then_stream)) {
+      return InvalidInput("min_block " + std::to_string(first) +
+                          " is within the reorg window of the head " +
+                          std::to_string(coverage_.head) + on +
+                          ": no block is final to backfill, and a stream starts at the "
+                          "server's first block; lower reorg_buffer or min_block");
+    }
+    grid_.shard_count = parallel_.shard_count;
     if (parallel_.partition_size) {
-      partition_size_ = *parallel_.partition_size;
-    } else {
-      const uint64_t count = static_cast<uint64_t>(parallel_.num_workers) *
-                             static_cast<uint64_t>(parallel_.shard_count) *
-                             kPartitionsPerWorker;
-      partition_size_ = std::clamp<uint64_t>((blocks + count - 1) / count, 1,
-                                             kMaxDefaultPartitionBlocks);
+      grid_.partition_size = *parallel_.partition_size;
+    } else if (range_) {
+      // Shards running with other worker counts must cut the same grid.
+      const uint64_t blocks = range_->last - range_->first + 1;
+      const uint64_t count =
+          static_cast<uint64_t>(parallel_.shard_count) *
+          (parallel_.shard_count > 1
+               ? 16
+               : static_cast<uint64_t>(parallel_.num_workers) * kPartitionsPerWorker);
+      grid_.partition_size = std::clamp<uint64_t>((blocks + count - 1) / count, 1,
+                                                  kMaxDefaultPartitionBlocks);
+    }
+    return arrow::Status::OK();
+  }
+
+  // Shards of one range must cut it the same way, or some partitions belong to none.
+  arrow::Status CheckShardGrid(const BackfillState& state) const {
+    if (parallel_.shard_count == 1) return arrow::Status::OK();
+    auto plans = state.plans.find(coverage_.network);
+    if (plans == state.plans.end()) return arrow::Status::OK();
+    for (const auto& [span, grid] : plans->second) {
+      if (span == *range_ && grid.shard_count > 1 && !(grid == grid_)) {
+        return InvalidInput(
+            "another shard cut blocks " + SpanText(span) + " into " +
+            std::to_string(grid.partition_size) + "-block partitions over " +
+            std::to_string(grid.shard_count) + " shards; this one would cut " +
+            std::to_string(grid_.partition_size) + "-block partitions over " +
+            std::to_string(grid_.shard_count) +
+            ": run every shard with the same --partition-size and --shards");
+      }
     }
     return arrow::Status::OK();
   }
 
   // Rows of other writers (the SDK, a plain load) in the blocks to load would be there
   // twice: refuse, naming them.
-  arrow::Status CheckOtherWriters(const delta::Snapshot& snapshot) const {
+  arrow::Status CheckOtherWriters(const delta::Snapshot& snapshot,
+                                  const std::vector<BlockSpan>& missing) const {
     const std::string tag = BackfillTagKey(app_id_);
-    ARROW_ASSIGN_OR_RAISE(const StreamState stream, ReadStreamState(&snapshot, app_id_));
-    if (!stream.ranges.empty() || !stream.takeover_blocks.empty()) {
-      return InvalidInput(
-          "this query's stream already loads " + result_->table_name +
-          ": a backfill would load its blocks twice (the stream resumes by itself)");
-    }
-    if (ForeignRows(snapshot, tag) == 0) return arrow::Status::OK();
+    if (missing.empty() || ForeignRows(snapshot, tag) == 0) return arrow::Status::OK();
     if (delta::FindFieldIgnoreCase(*snapshot.schema(), options_.block_column) < 0) {
       return InvalidInput("the table holds rows another writer loaded and has no '" +
                           options_.block_column + "' column to tell their blocks by");
     }
     ARROW_ASSIGN_OR_RAISE(auto span,
                           ForeignBlockSpan(snapshot, options_.block_column, tag));
-    if (!span || span->second < static_cast<int64_t>(range_.first) ||
-        span->first > static_cast<int64_t>(range_.last)) {
-      return arrow::Status::OK();
+    if (!span) return arrow::Status::OK();
+    for (const auto& part : missing) {
+      if (span->second < static_cast<int64_t>(part.first) ||
+          span->first > static_cast<int64_t>(part.last)) {
+        continue;
+      }
+      return InvalidInput(
+          "the table holds " + std::to_string(ForeignRows(snapshot, tag)) +
+          " rows another writer loaded, " + options_.block_column + " " +
+          std::to_string(span->first) + " to " + std::to_string(span->second) +
+          ", and blocks " + SpanText(part) +
+          " to load lie among them: they would be there twice; choose a min_block / "
+          "max_block outside them");
     }
-    return InvalidInput(
-        "the table holds " + std::to_string(ForeignRows(snapshot, tag)) +
-        " rows another writer loaded, " + options_.block_column + " " +
-        std::to_string(span->first) + " to " + std::to_string(span->second) +
-        ", inside the blocks to load (" + SpanText(range_) +
-        "): they would be there twice; choose a min_block / max_block outside them");
+    return arrow::Status::OK();
   }
 
   void RunWorkers(const std::vector<Partition>& partitions) {
@@ -350,8 +436,9 @@ class ParallelLoad {
     while (true) {
       status = LoadMissing(partition, &outcome);
       if (status.ok()) break;
-      // Another run committed some of these blocks first: load what is still missing.
-      if (IsConflict(status) && replans < kMaxReplans) {
+      // Another run (or the query's stream) committed some of these blocks first: load
+      // what is still missing.
+      if (IsError(status, ErrorCode::kCommitConflict) && replans < kMaxReplans) {
         ++replans;
         continue;
       }
@@ -377,16 +464,31 @@ class ParallelLoad {
     return outcome;
   }
 
-  static bool IsConflict(const arrow::Status& status) {
-    return IsError(status, ErrorCode::kCommitConflict);
+  // The blocks of `span` neither a backfill record nor the query's stream covers in
+  // `snapshot`.
+  arrow::Result<std::vector<BlockSpan>> StillMissing(const delta::Snapshot* snapshot,
+                                                     const BlockSpan& span,
+                                                     bool* stream_started) const {
+    if (snapshot == nullptr) return std::vector<BlockSpan>{span};
+    ARROW_ASSIGN_OR_RAISE(const StreamState stream, ReadStreamState(snapshot, app_id_));
+    const auto owned = StreamFirstBlock(stream, coverage_.network);
+    *stream_started = owned.has_value();
+    std::vector<BlockSpan> missing;
+    for (auto part :
+         ReadBackfillState(*snapshot, app_id_).Missing(coverage_.network, span)) {
+      if (owned && *owned <= part.first) continue;
+      if (owned) part.last = std::min(part.last, *owned - 1);
+      missing.push_back(part);
+    }
+    return missing;
   }
 
   // Load the blocks of `partition` no record covers, each missing span in one commit.
   arrow::Status LoadMissing(const Partition& partition, LoadResult* outcome) {
     ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
-    const BackfillState state =
-        snapshot ? ReadBackfillState(*snapshot, app_id_) : BackfillState();
-    const auto missing = state.Missing(coverage_.network, partition.span);
+    bool stream_started = false;
+    ARROW_ASSIGN_OR_RAISE(auto missing,
+                          StillMissing(snapshot.get(), partition.span, &stream_started));
     if (missing.empty() && outcome->rows_loaded == 0)
       outcome->metadata["skipped"] = "true";
     for (const auto& span : missing) {
@@ -398,17 +500,19 @@ class ParallelLoad {
           delta::SetTransaction{BackfillPartitionAppId(app_id_, coverage_.network, span),
                                 static_cast<int64_t>(span.last),
                                 {}};
-      records.transaction_records.push_back(
-          delta::SetTransaction{BackfillPlanAppId(app_id_, coverage_.network, range_),
-                                static_cast<int64_t>(range_.last),
-                                {}});
-      if (span.last == coverage_.head && !coverage_.head_hash.empty()) {
-        records.transaction_records.push_back(delta::SetTransaction{
-            BackfillEndAppId(app_id_, coverage_.network, coverage_.head_hash),
-            static_cast<int64_t>(span.last),
-            {}});
-      }
-      records.overlapping_app_ids = [this, span](const std::string& app_id) {
+      records.transaction_records.push_back(delta::SetTransaction{
+          BackfillPlanAppId(app_id_, coverage_.network, *range_, grid_),
+          static_cast<int64_t>(range_->last),
+          {}});
+      // Conflict with a concurrent partition claiming any of these blocks, and with the
+      // query's stream when it starts meanwhile (it may own them).
+      const std::string takeover_prefix = TakeoverAppId(app_id_, "");
+      records.overlapping_app_ids = [this, span, stream_started,
+                                     takeover_prefix](const std::string& app_id) {
+        if (!stream_started &&
+            (app_id == app_id_ || app_id.rfind(takeover_prefix, 0) == 0)) {
+          return true;
+        }
         auto other = ParseBackfillPartitionAppId(app_id_, app_id);
         return other && other->first == coverage_.network &&
                other->second.first <= span.last && span.first <= other->second.last;
@@ -433,9 +537,11 @@ class ParallelLoad {
     result_->loader_type = "parallel";
     result_->metadata["operation"] = "parallel_load";
     result_->metadata["network"] = coverage_.network;
-    result_->metadata["min_block"] = std::to_string(range_.first);
-    result_->metadata["max_block"] = std::to_string(range_.last);
-    result_->metadata["partition_size"] = std::to_string(partition_size_);
+    if (range_) {
+      result_->metadata["min_block"] = std::to_string(range_->first);
+      result_->metadata["max_block"] = std::to_string(range_->last);
+    }
+    result_->metadata["partition_size"] = std::to_string(grid_.partition_size);
     result_->metadata["workers"] = std::to_string(parallel_.num_workers);
     result_->metadata["partitions"] = std::to_string(planned);
     result_->metadata["partitions_loaded"] = std::to_string(loaded_);
@@ -449,20 +555,22 @@ class ParallelLoad {
     if (snapshot) {
       result_->metadata["table_version"] = std::to_string(snapshot->version());
     }
-    // What this run should have loaded and no record covers (failed partitions, and
-    // any not started after a stop).
-    const BackfillState state =
-        snapshot ? ReadBackfillState(*snapshot, app_id_) : BackfillState();
+    // What this run should have loaded and nothing covers (failed partitions, and any
+    // not started after a stop).
     std::vector<BlockSpan> missing;
-    for (const auto& partition : PlanPartitions(state.Missing(coverage_.network, range_),
-                                                partition_size_, parallel_)) {
-      missing.push_back(partition.span);
+    if (range_) {
+      bool stream_started = false;
+      ARROW_ASSIGN_OR_RAISE(auto uncovered,
+                            StillMissing(snapshot.get(), *range_, &stream_started));
+      for (const auto& partition :
+           PlanPartitions(uncovered, grid_.partition_size, parallel_)) {
+        missing.push_back(partition.span);
+      }
     }
     missing = MergeSpans(std::move(missing));
     if (missing.empty()) {
       if (loaded_ > 0 && parallel_.shard_count == 1) {
-        delta::TableWriteOptions write;
-        ARROW_ASSIGN_OR_RAISE(write, internal::WriteOptions(config_, options_));
+        ARROW_ASSIGN_OR_RAISE(auto write, internal::WriteOptions(config_, options_));
         internal::RunMaintenance(store_, config_, write, result_);
       }
       return arrow::Status::OK();
@@ -485,33 +593,41 @@ class ParallelLoad {
         " rows of the other partitions are committed)");
   }
 
+  // The blocks after the backfill, loaded by the query's stream: it takes over after the
+  // backfill's last block (final, so the block the server re-sends at the seam is the
+  // same) and records every range it loads with its hash; or, when it already loads the
+  // table, resumes where it is.
   arrow::Status HandOff() {
-    ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
-    if (!snapshot) return arrow::Status::OK();  // nothing loaded: nothing to hand over
-    const BackfillState state = ReadBackfillState(*snapshot, app_id_);
-    uint64_t end = range_.last;
-    auto spans = state.loaded.find(coverage_.network);
-    if (spans != state.loaded.end()) {
-      for (const auto& span : spans->second) {
-        if (span.first <= range_.last && range_.last <= span.last) end = span.last;
-      }
-    }
+    if (options_.stop != nullptr && options_.stop->load()) return arrow::Status::OK();
     LoadOptions stream = options_;
     stream.store = store_;
-    if (stream.takeover == TakeoverMode::kRefuse) {
-      stream.takeover = TakeoverMode::kFromBlock;
-      stream.takeover_block = end + 1;
-    }
     if (parallel_.reorg_buffer)
       stream.stream_reorg_window_blocks = *parallel_.reorg_buffer;
-    AMPDELTA_LOG_INFO("backfill complete to block ", end, "; streaming from block ",
-                      end + 1);
+    if (stream_until_) stream.until_block = stream_until_;
+    if (range_ && stream.takeover == TakeoverMode::kRefuse) {
+      // The end of the recorded blocks the backfill's range ends in.
+      ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
+      uint64_t end = range_->last;
+      if (snapshot) {
+        const BackfillState state = ReadBackfillState(*snapshot, app_id_);
+        if (auto spans = state.loaded.find(coverage_.network);
+            spans != state.loaded.end()) {
+          for (const auto& span : spans->second) {
+            if (span.first <= range_->last && range_->last <= span.last) end = span.last;
+          }
+        }
+      }
+      stream.takeover = TakeoverMode::kFromBlock;
+      stream.takeover_block = end + 1;
+      result_->metadata["handoff_block"] = std::to_string(end + 1);
+      AMPDELTA_LOG_INFO("backfill complete to block ", end, "; streaming from block ",
+                        end + 1);
+    }
     LoadResult streamed = LoadStream(client_, sql_, config_, stream);
     result_->rows_loaded += streamed.rows_loaded;
     for (const auto& [key, value] : streamed.metadata) {
       result_->metadata["stream_" + key] = value;
     }
-    result_->metadata["handoff_block"] = std::to_string(end + 1);
     return streamed.status;
   }
 
@@ -526,8 +642,14 @@ class ParallelLoad {
   const ParallelOptions& parallel_;
   LoadResult* result_;
   Coverage coverage_;
-  BlockSpan range_;
-  uint64_t partition_size_ = 1;
+  // The final blocks partitions load (none when nothing is final or the stream owns
+  // them all).
+  std::optional<BlockSpan> range_;
+  BackfillGrid grid_;
+  // Without max_block or then_stream: a stream loads the blocks above range_ up to this
+  // head, then stops.
+  std::optional<uint64_t> stream_until_;
+  bool stream_started_ = false;
   std::shared_ptr<storage::ObjectStore> store_;
 
   std::mutex mutex_;

@@ -61,11 +61,12 @@ class StreamLoad {
         group_(options.stream_commit_rows, options.stream_commit_interval) {}
 
   arrow::Status Run() {
-    ARROW_RETURN_NOT_OK(Refresh());
-    ARROW_RETURN_NOT_OK(TakeOverIfForeign());
     int failures = 0;
     while (true) {
+      // A stream without progress looks again at every (re)connect: another writer (a
+      // backfill) may have filled the table meanwhile.
       ARROW_RETURN_NOT_OK(Refresh());
+      ARROW_RETURN_NOT_OK(TakeOverIfForeign());
       auto outcome = Connect();
       Abandon();
       if (outcome.ok()) {
@@ -118,6 +119,12 @@ class StreamLoad {
     }
     ARROW_ASSIGN_OR_RAISE(state_, ReadStreamState(snapshot_.get(), app_id_));
     return arrow::Status::OK();
+  }
+
+  // No progress, no takeover and no backfill of this query in the table.
+  bool StartsFromScratch() const {
+    if (!state_.ranges.empty() || !state_.takeover_blocks.empty()) return false;
+    return snapshot_ == nullptr || ReadBackfillState(*snapshot_, app_id_).loaded.empty();
   }
 
   // A table holding rows no stream of this query loaded: refuse, or take it over as
@@ -200,8 +207,18 @@ class StreamLoad {
   // rows are all the backfill's; an error when the backfill left blocks out.
   arrow::Result<std::optional<uint64_t>> BackfillEnd() const {
     const BackfillState backfill = ReadBackfillState(*snapshot_, app_id_);
-    if (backfill.loaded.empty() || ForeignRows(*snapshot_, BackfillTagKey(app_id_)) > 0) {
-      return std::nullopt;
+    if (backfill.loaded.empty()) return std::nullopt;
+    // Untagged rows inside the backfill's blocks are its own (a reorg undo rewrote their
+    // file); any others are another writer's.
+    if (ForeignRows(*snapshot_, BackfillTagKey(app_id_)) > 0) {
+      ARROW_ASSIGN_OR_RAISE(auto span, ForeignBlockSpan(*snapshot_, options_.block_column,
+                                                        BackfillTagKey(app_id_)));
+      const auto& spans = backfill.loaded.begin()->second;
+      if (backfill.loaded.size() != 1 || !span ||
+          span->first < static_cast<int64_t>(spans.front().first) ||
+          span->second > static_cast<int64_t>(spans.back().last)) {
+        return std::nullopt;
+      }
     }
     // Blocks a run set out to load and did not, or gaps between runs' blocks.
     std::map<std::string, std::vector<BlockSpan>> gaps = backfill.Unfinished();
@@ -234,7 +251,13 @@ class StreamLoad {
     amp::QueryOptions query;
     query.stream = true;
     if (config_.state.enabled) {
-      interpreter.SeedCompleted(state_.TakeoverSeeds());
+      // A seed after a backfill is the stream's own first block, which the server sends
+      // as its first microbatch: not a rewind.
+      std::vector<amp::BlockRange> seeds = state_.TakeoverSeeds();
+      std::erase_if(seeds, [this](const amp::BlockRange& seed) {
+        return state_.backfill_handoffs.count(seed.network) != 0;
+      });
+      interpreter.SeedCompleted(seeds);
       for (const auto& [network, ranges] : state_.ranges) {
         const size_t skip = ranges.size() > kSeedRanges ? ranges.size() - kSeedRanges : 0;
         interpreter.SeedCompleted(
@@ -427,6 +450,15 @@ class StreamLoad {
       write.expect_new_table = snapshot_ == nullptr;  // the state said: no table yet
       write.operation = "STREAMING UPDATE";
       write.operation_parameters = {{"outputMode", "Append"}, {"queryId", app_id_}};
+      // A stream with nothing in the table yet starts at the dataset's first block: a
+      // backfill of its query committing meanwhile makes that a conflict (the restart
+      // then takes over after the backfill, or refuses while it runs).
+      if (StartsFromScratch()) {
+        const std::string backfill = app_id_ + "/backfill/";
+        write.overlapping_app_ids = [backfill](const std::string& app_id) {
+          return app_id.rfind(backfill, 0) == 0;
+        };
+      }
       ARROW_ASSIGN_OR_RAISE(writer_,
                             delta::TableWriter::Open(store_, batch->schema(), write));
     }

@@ -83,9 +83,8 @@ std::vector<amp::BlockRange> StreamState::TakeoverSeeds() const {
     if (block == 0 || (recorded != ranges.end() && !recorded->second.empty())) continue;
     amp::BlockRange seed;
     seed.network = network;
-    seed.start = seed.end = block - 1;
-    auto known = seed_hashes.find(network);
-    seed.hash = known != seed_hashes.end() ? known->second : "0x" + std::string(64, '0');
+    seed.start = seed.end = backfill_handoffs.count(network) != 0 ? block : block - 1;
+    seed.hash = "0x" + std::string(64, '0');
     seeds.push_back(std::move(seed));
   }
   return seeds;
@@ -112,15 +111,14 @@ arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
   if (snapshot == nullptr) return state;
   state.txn_version = snapshot->AppTransactionVersion(app_id);
   state.takeover_blocks = TakeoverBlocks(*snapshot, app_id);
-  // A stream handed a table by its backfill resumes at the block the backfill ended at,
-  // with that block's hash when the backfill recorded it.
   if (!state.takeover_blocks.empty()) {
     const BackfillState backfill = ReadBackfillState(*snapshot, app_id);
     for (const auto& [network, block] : state.takeover_blocks) {
-      auto hashes = backfill.end_hashes.find(network);
-      if (block == 0 || hashes == backfill.end_hashes.end()) continue;
-      auto hash = hashes->second.find(block - 1);
-      if (hash != hashes->second.end()) state.seed_hashes[network] = hash->second;
+      auto spans = backfill.loaded.find(network);
+      if (block == 0 || spans == backfill.loaded.end()) continue;
+      for (const auto& span : spans->second) {
+        if (span.last == block - 1) state.backfill_handoffs.insert(network);
+      }
     }
   }
   for (const auto& file : snapshot->files()) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,14 +62,16 @@ struct StreamState {
   /// The first block the stream owns per network after taking the table over from
   /// another writer (takeover.h); rows of untagged files below it are not its own.
   std::map<std::string, uint64_t> takeover_blocks;
-  /// The hash of the block before a takeover block, when a backfill recorded it
-  /// (backfill_state.h): the seed then names that block exactly.
-  std::map<std::string, std::string> seed_hashes;
+  /// Networks whose takeover block follows the last block of this query's backfill
+  /// (backfill_state.h): that block is final, so the seed is the takeover block itself
+  /// and the backfill's rows are never re-sent.
+  std::set<std::string> backfill_handoffs;
 
   /// \brief The range a network resumes after when the stream took the table over and
-  /// has recorded nothing there yet: the block before its first one, with its recorded
-  /// hash, else a hash no chain has, so the server re-sends that block (ampd restarts at
-  /// an unknown cursor's own number); a rewind is undone by block number.
+  /// has recorded nothing there yet: the block before its first one (after a backfill:
+  /// its first one), with a hash no chain has, so the server sends that block again
+  /// (ampd restarts at an unknown cursor's own number) and a rewind is undone by block
+  /// number.
   std::vector<amp::BlockRange> TakeoverSeeds() const;
 
   /// \brief Return the cursor after the newest recorded range of every network (or its

@@ -77,31 +77,50 @@ TEST(QueryTextTest, BlockFilterGoesOnTheOuterQueryNotItsSubquery) {
 }
 
 TEST(QueryTextTest, BlockFilterIgnoresKeywordsInCommentsAndStrings) {
-  EXPECT_EQ(Filtered("SELECT 'WHERE x' AS w FROM t /* ORDER BY a */ -- LIMIT 1\n"
-                     "WHERE \"where\" = 'a''b' SETTINGS stream = true"),
-            std::string("SELECT 'WHERE x' AS w FROM t /* ORDER BY a */ -- LIMIT 1\n"
-                        "WHERE \"where\" = 'a''b' AND ") +
-                kRange + " SETTINGS stream = true");
+  EXPECT_EQ(
+      Filtered("SELECT 'WHERE x' AS w, block_num FROM t /* ORDER BY a */ -- LIMIT 1\n"
+               "WHERE \"where\" = 'a''b' SETTINGS stream = true"),
+      std::string("SELECT 'WHERE x' AS w, block_num FROM t /* ORDER BY a */ -- LIMIT 1\n"
+                  "WHERE \"where\" = 'a''b' AND ") +
+          kRange + " SETTINGS stream = true");
   // A trailing line comment does not swallow the filter.
   EXPECT_EQ(Filtered("SELECT * FROM t -- all of it"),
             std::string("SELECT * FROM t WHERE ") + kRange);
 }
 
-TEST(QueryTextTest, BlockFilterKeepsAGroupByTheBlockColumn) {
-  EXPECT_EQ(Filtered("SELECT block_num, COUNT(*) AS n FROM t GROUP BY t.\"block_num\""),
-            std::string("SELECT block_num, COUNT(*) AS n FROM t WHERE ") + kRange +
-                " GROUP BY t.\"block_num\"");
-  EXPECT_EQ(Filtered("SELECT BLOCK_NUM, COUNT(*) FROM t GROUP BY miner, BLOCK_NUM"),
-            std::string("SELECT BLOCK_NUM, COUNT(*) FROM t WHERE ") + kRange +
-                " GROUP BY miner, BLOCK_NUM");
+TEST(QueryTextTest, BlockFilterFiltersTheResultOfWhatAWhereWouldChange) {
+  const std::string wrapped_tail = std::string("\n) WHERE ") + kRange;
+  // Aggregates over every block, groups, DISTINCT, window functions, set operations and a
+  // renamed block column: the filter applies to the query's result.
+  for (const std::string sql : {
+           "SELECT MIN(block_num) AS block_num, COUNT(*) AS n FROM t",
+           "SELECT miner, COUNT(*) FROM t GROUP BY miner",
+           "SELECT block_num, COUNT(*) FROM t GROUP BY block_num",
+           "SELECT DISTINCT block_num, miner FROM t",
+           "SELECT block_num, ROW_NUMBER() OVER (ORDER BY x) AS r FROM t",
+           "SELECT * FROM a UNION ALL SELECT * FROM b",
+           "SELECT number AS block_num FROM t",
+       }) {
+    EXPECT_EQ(Filtered(sql), "SELECT * FROM (" + sql + wrapped_tail) << sql;
+  }
+  // A trailing comment stays inside, SETTINGS outside.
+  EXPECT_EQ(Filtered("SELECT miner FROM t GROUP BY miner -- per miner\nSETTINGS a = 1;"),
+            "SELECT * FROM (SELECT miner FROM t GROUP BY miner" + wrapped_tail +
+                " SETTINGS a = 1");
 }
 
-TEST(QueryTextTest, BlockFilterRefusesWhatASplitWouldChange) {
-  EXPECT_THAT(Filtered("SELECT miner, COUNT(*) FROM t GROUP BY miner"),
-              ::testing::HasSubstr("does not group by block_num"));
+TEST(QueryTextTest, BlockFilterTakesAKeywordAfterAsForAnAlias) {
+  EXPECT_EQ(
+      Filtered("SELECT * FROM t AS window ORDER BY block_num"),
+      std::string("SELECT * FROM t AS window WHERE ") + kRange + " ORDER BY block_num");
+}
+
+TEST(QueryTextTest, BlockFilterRefusesWhatNoBlockRangeCanSplit) {
   EXPECT_THAT(Filtered("SELECT * FROM t LIMIT 10"), ::testing::HasSubstr("LIMIT"));
-  EXPECT_THAT(Filtered("SELECT * FROM a UNION ALL SELECT * FROM b"),
-              ::testing::HasSubstr("UNION"));
+  EXPECT_THAT(Filtered("SELECT * FROM t ORDER BY a\nOFFSET 5"),
+              ::testing::HasSubstr("OFFSET"));
+  EXPECT_THAT(Filtered("SELECT DISTINCT ON (type) type, block_num FROM t"),
+              ::testing::HasSubstr("DISTINCT ON"));
   EXPECT_THAT(Filtered("SELECT * FROM t; SELECT 1"),
               ::testing::HasSubstr("more than one statement"));
   EXPECT_THAT(Filtered("SELECT * FROM t WHERE (a = 1"), ::testing::HasSubstr("unclosed"));
@@ -110,6 +129,7 @@ TEST(QueryTextTest, BlockFilterRefusesWhatASplitWouldChange) {
   EXPECT_THAT(Filtered("VALUES (1)"), ::testing::HasSubstr("no top-level SELECT"));
   EXPECT_THAT(Filtered("SELECT * FROM t WHERE ORDER BY a"),
               ::testing::HasSubstr("no condition"));
+  EXPECT_THAT(Filtered("  ;"), ::testing::HasSubstr("empty"));
 }
 
 TEST(QueryTextTest, BlockFilterQuotesTheColumn) {
