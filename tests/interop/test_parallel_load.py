@@ -23,6 +23,8 @@ from test_stream_crash import canonical_hashes, hex_hash
 
 TXS = 'SELECT block_num, tx_index, block_hash, gas_used FROM "acme/eth_mainnet".transactions'
 TXS_PER_BLOCK = 5
+# Partitions load blocks at least this far below the head; a stream loads the rest.
+BUFFER = ("--reorg-buffer", "20")
 
 
 def load(url: str, table, *extra: str, env_extra: dict | None = None,
@@ -78,9 +80,10 @@ def test_workers_load_every_block_exactly_once(tmp_path, chain, workers, table_s
             env=cli_env(), capture_output=True, text=True, timeout=120)
         assert plain.returncode == 0, describe(plain)
         done = load(chain.url, table, "--workers", str(workers), "--min-block",
-                    str(QUICKSTART_FIRST + 40), "--partition-size", "30")
+                    str(QUICKSTART_FIRST + 40), "--partition-size", "30", *BUFFER)
     else:
-        done = load(chain.url, table, "--workers", str(workers), "--partition-size", "30")
+        done = load(chain.url, table, "--workers", str(workers), "--partition-size", "30",
+                    *BUFFER)
     assert done.returncode == 0, describe(done)
     assert "partitions_failed=0" in done.stderr, describe(done)
     check_readers(table, first, QUICKSTART_FIRST + 399)
@@ -90,14 +93,43 @@ def test_overlapping_reruns_load_only_the_missing_blocks(tmp_path, chain):
     table = tmp_path / "txs"
     middle = load(chain.url, table, "--workers", "3", "--partition-size", "17",
                   "--min-block", str(QUICKSTART_FIRST + 100), "--max-block",
-                  str(QUICKSTART_FIRST + 219))
+                  str(QUICKSTART_FIRST + 219), *BUFFER)
     assert middle.returncode == 0, describe(middle)
-    whole = load(chain.url, table, "--workers", "4", "--partition-size", "45")
+    whole = load(chain.url, table, "--workers", "4", "--partition-size", "45", *BUFFER)
     assert whole.returncode == 0, describe(whole)
     assert f"Loaded {(400 - 120) * TXS_PER_BLOCK} rows" in whole.stdout, describe(whole)
-    again = load(chain.url, table, "--workers", "2")
+    again = load(chain.url, table, "--workers", "2", *BUFFER)
     assert again.returncode == 0 and "Loaded 0 rows" in again.stdout, describe(again)
     check_readers(table, QUICKSTART_FIRST, QUICKSTART_FIRST + 399)
+
+
+def test_a_query_grouped_by_block_loads_the_same_rows_split_as_whole(tmp_path, chain):
+    grouped = ("SELECT block_num, COUNT(*) AS txs, MAX(gas_used) AS gas "
+               'FROM "acme/eth_mainnet".transactions\n-- per block\nGROUP BY block_num')
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    # An aggregate cannot stream: the split load stops at a final block.
+    last = QUICKSTART_FIRST + 379
+    for table, extra in ((whole, ()), (split, ("--workers", "3", "--partition-size", "7",
+                                                "--max-block", str(last), *BUFFER))):
+        done = subprocess.run([str(cli_path()), "load", "--server", chain.url, "--table",
+                               str(table), "--sql", grouped, *extra], env=cli_env(),
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, describe(done)
+    for name in ("deltalake", "duckdb"):
+        rows = lambda table: sorted(
+            (r["block_num"], r["txs"], r["gas"])
+            for r in readers.READERS[name](table).select(["block_num", "txs", "gas"])
+            .to_pylist())
+        expected = [row for row in rows(whole) if row[0] <= last]
+        assert len(expected) == 380 and rows(split) == expected, name
+    # Without --max-block the blocks of the reorg window would need a stream: refused
+    # before anything is loaded.
+    refused = subprocess.run([str(cli_path()), "load", "--server", chain.url, "--table",
+                              str(tmp_path / "refused"), "--sql", grouped, "--workers", "2",
+                              *BUFFER], env=cli_env(), capture_output=True, text=True,
+                             timeout=120)
+    assert refused.returncode != 0 and "--max-block" in refused.stderr, describe(refused)
+    assert not (tmp_path / "refused").exists()
 
 
 def test_a_load_killed_with_sigkill_and_run_again_loads_every_block_once(tmp_path):
@@ -140,12 +172,12 @@ def test_hand_off_while_blocks_arrive_and_the_head_reorgs_loads_every_block_once
                         "--reorg-every", "7", "--reorg-depth", "3") as server:
         table = tmp_path / "txs"
         done = load(server.url, table, "--workers", "4", "--then-stream", "--until-block",
-                    str(last), "--commit-interval-ms", "50")
+                    str(last), "--commit-interval-ms", "50", "--reorg-buffer", "30")
         assert done.returncode == 0, describe(done)
         assert "Reorg detected" in done.stdout, describe(done)
         # The stream started after the backfill's last block, not at the dataset's start.
         handoff = int(done.stderr.split("handoff_block=")[1].split()[0])
-        assert QUICKSTART_FIRST + 300 <= handoff <= last, describe(done)
+        assert QUICKSTART_FIRST + 250 <= handoff <= last, describe(done)
         chain = canonical_hashes(server.url)
         assert max(chain) == last
         for name in ("deltalake", "duckdb"):
@@ -160,7 +192,7 @@ def test_hand_off_while_blocks_arrive_and_the_head_reorgs_loads_every_block_once
 def test_a_stream_started_after_a_backfill_continues_after_it(tmp_path, chain):
     table = tmp_path / "txs"
     backfill = load(chain.url, table, "--workers", "2", "--max-block",
-                    str(QUICKSTART_FIRST + 249))
+                    str(QUICKSTART_FIRST + 249), *BUFFER)
     assert backfill.returncode == 0, describe(backfill)
     stream = load(chain.url, table, "--stream", "--until-block", str(QUICKSTART_FIRST + 399))
     assert stream.returncode == 0, describe(stream)
@@ -184,7 +216,7 @@ def test_the_seeds_parallel_scenario_reads_back_exactly_the_sources_rows(tmp_pat
 
 def test_shard_processes_on_s3_load_every_block_once_with_one_killed_and_rerun(tmp_path):
     blocks = 1200
-    last = QUICKSTART_FIRST + blocks - 1
+    last = QUICKSTART_FIRST + blocks - 1 - 20  # final blocks only
     with emulator_s3.start_s3_emulator() as s3, \
             run_dev_server("--blocks", str(blocks), "--txs-per-block",
                            str(TXS_PER_BLOCK)) as server:
@@ -193,7 +225,7 @@ def test_shard_processes_on_s3_load_every_block_once_with_one_killed_and_rerun(t
         options = [arg for key, value in s3.storage_options().items()
                    for arg in ("--storage-option", f"{key}={value}")]
         common = ["--workers", "2", "--partition-size", "20", "--max-block", str(last),
-                  *options]
+                  *BUFFER, *options]
 
         def start(index: int, env_extra: dict[str, str], *extra: str) -> subprocess.Popen:
             env = cli_env()
@@ -247,6 +279,8 @@ def test_bad_parallel_options_fail_with_a_clear_error_and_write_nothing(tmp_path
         (["--shards", "2"], "--shards needs the shard index"),
         (["--workers", "2", "--max-block", str(QUICKSTART_FIRST + 400)],
          "past the server's head"),
+        (["--workers", "2", "--max-block", str(QUICKSTART_FIRST + 390), *BUFFER],
+         "within the reorg window"),
         (["--workers", "2", "--min-block", str(QUICKSTART_FIRST + 399), "--max-block",
           str(QUICKSTART_FIRST + 10)], "is above max_block"),
         (["--workers", "2", "--stream"], "--then-stream"),
@@ -263,7 +297,7 @@ def test_bad_parallel_options_fail_with_a_clear_error_and_write_nothing(tmp_path
         describe(proc)
     limited = subprocess.run(
         [str(cli_path()), "load", "--server", chain.url, "--table", str(table), "--sql",
-         f"{TXS}\n-- the first ten\nLIMIT 10", "--workers", "2"],
+         f"{TXS}\n-- the first ten\nLIMIT 10", "--workers", "2", *BUFFER],
         env=cli_env(), capture_output=True, text=True, timeout=60)
     assert limited.returncode != 0 and "LIMIT" in limited.stderr, describe(limited)
     assert not table.exists()

@@ -192,6 +192,27 @@ bool NamesColumn(std::string_view sql, const std::vector<Token>& tokens,
   return unquoted == column;
 }
 
+// Return true when the GROUP BY at token `group` has `column` as one of its items.
+bool GroupsBy(std::string_view sql, const std::vector<Token>& tokens, size_t group,
+              const std::string& column) {
+  size_t begin = group + 1;
+  if (begin < tokens.size() && IsWord(tokens[begin], "BY")) ++begin;
+  for (size_t i = begin; i <= tokens.size(); ++i) {
+    const bool clause_end =
+        i == tokens.size() ||
+        (tokens[i].depth == 0 &&
+         (IsWord(tokens[i], "HAVING") || IsWord(tokens[i], "WINDOW") ||
+          IsWord(tokens[i], "QUALIFY") || IsWord(tokens[i], "ORDER") ||
+          IsWord(tokens[i], "SETTINGS") || IsWord(tokens[i], "UNION")));
+    if (clause_end || (tokens[i].depth == 0 && IsSymbol(tokens[i], ','))) {
+      if (i > begin && NamesColumn(sql, tokens, {begin, i}, column)) return true;
+      begin = i + 1;
+    }
+    if (clause_end) break;
+  }
+  return false;
+}
+
 arrow::Status Refuse(const std::string& why) {
   return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                    "cannot split the query into block ranges: ", why);
@@ -256,6 +277,8 @@ arrow::Result<std::string> AddBlockFilter(std::string_view sql, const std::strin
   std::optional<size_t> where;
   std::optional<size_t> end;  // the first top-level clause after the FROM (or WHERE) list
   bool compound = false;      // anything a filter in the WHERE would change
+  std::optional<size_t> group;
+  bool having = false;
   for (size_t i = 0; i < tokens.size(); ++i) {
     const Token& token = tokens[i];
     if (token.depth != 0) continue;
@@ -276,14 +299,16 @@ arrow::Result<std::string> AddBlockFilter(std::string_view sql, const std::strin
       if (word == "DISTINCT" && i + 1 < tokens.size() && IsWord(tokens[i + 1], "ON")) {
         return Refuse("SELECT DISTINCT ON keeps one row per key across every block");
       }
-      if (word == "DISTINCT" || word == "OVER") compound = true;
+      if (word == "OVER") compound = true;
       if (word == "FROM") from = i;
       continue;
     }
-    if (word == "UNION" || word == "INTERSECT" || word == "EXCEPT" || word == "GROUP" ||
-        word == "HAVING" || word == "WINDOW" || word == "QUALIFY") {
+    if (word == "UNION" || word == "INTERSECT" || word == "EXCEPT" || word == "WINDOW" ||
+        word == "QUALIFY" || word == "OVER") {
       compound = true;
     }
+    if (word == "GROUP" && !group) group = i;
+    if (word == "HAVING") having = true;
     if (word == "WHERE" && !where && !end) {
       where = i;
     } else if ((word == "GROUP" || word == "HAVING" || word == "WINDOW" ||
@@ -294,12 +319,23 @@ arrow::Result<std::string> AddBlockFilter(std::string_view sql, const std::strin
   }
   if (!select) return Refuse("it has no top-level SELECT");
   if (!from) return Refuse("its SELECT has no FROM");
+  // Groups by the block column hold one block each, so filtering rows first gives the
+  // same groups; other groups (and aggregates over every row) would be split.
+  if (group) {
+    if (!GroupsBy(sql, tokens, *group, column)) compound = true;
+  } else if (having) {
+    compound = true;
+  }
   // The block column must be the source's own column for a WHERE to filter it: `*`, or
-  // the column itself without an alias. Function calls in the list may aggregate.
+  // the column itself without an alias. Without GROUP BY, a function call in the list may
+  // aggregate every row.
   bool passes_column = false;
   size_t begin = *select + 1;
+  if (IsWord(tokens[begin], "DISTINCT") || IsWord(tokens[begin], "ALL")) ++begin;
   for (size_t i = begin; i <= *from; ++i) {
-    if (i < *from && tokens[i].depth == 0 && IsSymbol(tokens[i], '(')) compound = true;
+    if (i < *from && !group && tokens[i].depth == 0 && IsSymbol(tokens[i], '(')) {
+      compound = true;
+    }
     if (i == *from || (tokens[i].depth == 0 && IsSymbol(tokens[i], ','))) {
       if (i == begin + 1 && IsSymbol(tokens[begin], '*')) passes_column = true;
       if (i > begin && NamesColumn(sql, tokens, {begin, i}, column)) passes_column = true;

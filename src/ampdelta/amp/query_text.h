@@ -28,12 +28,12 @@ std::string WithoutStreamSetting(std::string_view sql);
 
 /// \brief Return `sql` restricted to the rows whose `column` lies in [first, last].
 ///
-/// A plain selection whose list passes the source's `column` on (`*`, or the column
-/// itself) gets the condition ANDed into its top-level WHERE (added when absent, the
-/// existing condition parenthesised when it has a top-level OR), before its ORDER BY or
-/// SETTINGS. Any other query (aggregates, GROUP BY, DISTINCT, window functions, UNION, a
-/// renamed column) is filtered on its result: `SELECT * FROM (<sql>) WHERE …`, which is
-/// right whatever it computes.
+/// A selection whose list passes the source's `column` on (`*`, or the column itself),
+/// plain, DISTINCT or grouped by `column`, gets the condition ANDed into its top-level
+/// WHERE (added when absent, the existing condition parenthesised when it has a top-level
+/// OR), before its GROUP BY, ORDER BY or SETTINGS. Any other query (aggregates over every
+/// row, other groupings, window functions, UNION, a renamed column) is filtered on its
+/// result, `SELECT * FROM (<sql>) WHERE …`, which is right whatever it computes.
 ///
 /// \return Invalid naming the construct when no block range can give a part of the
 ///   result: a top-level LIMIT / OFFSET / FETCH or DISTINCT ON (they pick rows across

@@ -192,6 +192,7 @@ class ParallelLoad {
     partition_options_.on_batch = nullptr;
     ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
     ARROW_RETURN_NOT_OK(ChooseRange(snapshot.get()));
+    if (stream_until_ || parallel_.then_stream) ARROW_RETURN_NOT_OK(CheckStreams());
     std::vector<Partition> partitions;
     if (range_) {
       const BackfillState state =
@@ -335,6 +336,23 @@ class ParallelLoad {
                                                   kMaxDefaultPartitionBlocks);
     }
     return arrow::Status::OK();
+  }
+
+  // The blocks of the reorg window are loaded by the query's stream: a query the server
+  // cannot stream (an aggregate, say) is refused before anything is loaded.
+  arrow::Status CheckStreams() {
+    auto probed = ProbeNetworks(client_, sql_);
+    if (probed.ok() || amp::IsTransientServerError(probed.status())) {
+      return arrow::Status::OK();
+    }
+    const uint64_t window =
+        parallel_.reorg_buffer.value_or(options_.stream_reorg_window_blocks);
+    return probed.status().WithMessage(
+        "the blocks of the reorg window (", window, " below the head ", coverage_.head,
+        ") are loaded by the query's stream, and the server cannot stream it (",
+        probed.status().message(),
+        "); backfill final blocks only with --max-block (at most ",
+        coverage_.head >= window ? coverage_.head - window : 0, ")");
   }
 
   // Shards of one range must cut it the same way, or some partitions belong to none.

@@ -95,8 +95,8 @@ TEST(QueryTextTest, BlockFilterFiltersTheResultOfWhatAWhereWouldChange) {
   for (const std::string sql : {
            "SELECT MIN(block_num) AS block_num, COUNT(*) AS n FROM t",
            "SELECT miner, COUNT(*) FROM t GROUP BY miner",
-           "SELECT block_num, COUNT(*) FROM t GROUP BY block_num",
-           "SELECT DISTINCT block_num, miner FROM t",
+           "SELECT miner, COUNT(*) FROM t GROUP BY miner HAVING COUNT(*) > 1",
+           "SELECT COUNT(*) AS n, block_num FROM t HAVING COUNT(*) > 1",
            "SELECT block_num, ROW_NUMBER() OVER (ORDER BY x) AS r FROM t",
            "SELECT * FROM a UNION ALL SELECT * FROM b",
            "SELECT number AS block_num FROM t",
@@ -107,6 +107,18 @@ TEST(QueryTextTest, BlockFilterFiltersTheResultOfWhatAWhereWouldChange) {
   EXPECT_EQ(Filtered("SELECT miner FROM t GROUP BY miner -- per miner\nSETTINGS a = 1;"),
             "SELECT * FROM (SELECT miner FROM t GROUP BY miner" + wrapped_tail +
                 " SETTINGS a = 1");
+}
+
+TEST(QueryTextTest, BlockFilterGoesBeforeAGroupByTheBlockColumnAndIntoDistinct) {
+  EXPECT_EQ(Filtered("SELECT block_num, COUNT(*) AS n FROM t GROUP BY t.\"block_num\""),
+            std::string("SELECT block_num, COUNT(*) AS n FROM t WHERE ") + kRange +
+                " GROUP BY t.\"block_num\"");
+  EXPECT_EQ(Filtered("SELECT BLOCK_NUM, COUNT(*) FROM t GROUP BY miner, BLOCK_NUM HAVING "
+                     "COUNT(*) > 2"),
+            std::string("SELECT BLOCK_NUM, COUNT(*) FROM t WHERE ") + kRange +
+                " GROUP BY miner, BLOCK_NUM HAVING COUNT(*) > 2");
+  EXPECT_EQ(Filtered("SELECT DISTINCT block_num, miner FROM t"),
+            std::string("SELECT DISTINCT block_num, miner FROM t WHERE ") + kRange);
 }
 
 TEST(QueryTextTest, BlockFilterTakesAKeywordAfterAsForAnAlias) {
