@@ -6,14 +6,18 @@ Every peer loads SELECT * FROM "acme/eth_mainnet".transactions from one release 
 (100 transactions per block) and writes a Delta table:
 
   one        `ampdelta load` (one query, one commit, compaction once at the end)
-  workers-N  `ampdelta load --workers N` (block partitions, one commit each, compaction once)
+  workers-N  `ampdelta load --workers N` (block partitions of the final blocks, one commit
+             each, compaction once; the last 256 blocks through the query's stream)
+  …-no-optimize  the same two with `optimize_after_write: false` (local disk only)
   sdk-N      the SDK's ParallelStreamExecutor as amp-protocol.md §3.12 describes it: N threads,
              N partitions of ceil(blocks / N) blocks, each a query with the SDK's filter text
              (`WHERE block_num >= a AND block_num < b`) whose stream is re-chunked into
              10,000-row batches, and for every batch what DeltaLakeLoader._load_batch_impl does:
              write_deltalake(mode="append", schema_mode="merge"), a DeltaTable refresh and
              optimize.compact(). It is slow, so it loads only the first --sdk-rows rows' blocks;
-             rows/s are compared. Failed batches (the SDK's lost partitions) are counted.
+             rows/s are compared. Failed batches (the SDK's lost partitions) are counted, and
+             so are the rows its table ends up holding (its concurrent compactions and
+             appends duplicate rows).
 
 Each peer is its own process: wall time (start-up included), peak RSS (ru_maxrss), rows/s;
 rows written are counted from the table afterwards. Medians over --rounds rounds. The dev
@@ -220,6 +224,15 @@ def main() -> int:
                 for workers in WORKERS:
                     run_ampdelta(f"{store_name}/workers-{workers}", table(f"w{workers}"),
                                  options, "--workers", str(workers))
+                if store_name == "local":
+                    # The same loads without the compaction at the end.
+                    no_optimize = ("--config", '{"optimize_after_write": false}')
+                    run_ampdelta("local/one-no-optimize", table("one-n"), options,
+                                 *no_optimize)
+                    for workers in WORKERS:
+                        run_ampdelta(f"local/workers-{workers}-no-optimize",
+                                     table(f"w{workers}-n"), options, "--workers",
+                                     str(workers), *no_optimize)
                 for workers in (WORKERS if store_name == "local" else (4,)):
                     run_sdk(f"{store_name}/sdk-{workers}", table(f"sdk{workers}"), options,
                             workers)
@@ -249,6 +262,11 @@ def main() -> int:
             if w and sdk:
                 ratios[f"{store_name} workers-{workers} / sdk-{workers}"] = round(
                     w["rows_per_s"] / sdk["rows_per_s"], 1)
+    for workers in WORKERS:
+        one, w = med.get("local/one-no-optimize"), med.get(f"local/workers-{workers}-no-optimize")
+        if one and w:
+            ratios[f"local workers-{workers} / one, no optimize"] = round(
+                w["rows_per_s"] / one["rows_per_s"], 2)
     report["ratios_rows_per_s"] = ratios
     print(json.dumps(report, indent=2))
     return 0

@@ -445,6 +445,26 @@ TEST_F(ParallelLoadTest, AStreamAndABackfillStartedTogetherLoadEachBlockOnce) {
   ExpectCanonical(400);
 }
 
+// An overwrite replaces the stream's blocks with rows it did not load: the stream (and a
+// backfill re-run handing over to it) must refuse, not append those blocks again.
+TEST_F(ParallelLoadTest,
+       AfterAnOverwriteByAnotherLoadTheStreamRefusesInsteadOfAppending) {
+  Start(200);
+  ASSERT_TRUE(Load(Parallel()).success);
+  loader::LoadOptions overwrite = Options();
+  overwrite.mode = "overwrite";
+  ASSERT_TRUE(loader::LoadBatch(*amp_, kTransactions, Config(), overwrite).success);
+  const auto version = Snapshot()->version();
+  loader::LoadOptions stream = Options();
+  stream.until_block = kFirst + 199;
+  const auto streamed = loader::LoadStream(*amp_, kTransactions, Config(), stream);
+  ASSERT_FALSE(streamed.success);
+  EXPECT_THAT(streamed.error, ::testing::HasSubstr("--takeover"));
+  EXPECT_FALSE(Load(Parallel()).success);
+  EXPECT_EQ(Snapshot()->version(), version);
+  ExpectCanonical(200);
+}
+
 TEST_F(ParallelLoadTest, ShardsCuttingOneRangeDifferentlyAreRefused) {
   Start(200);
   loader::ParallelOptions shard = Parallel();

@@ -14,7 +14,9 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -98,6 +100,15 @@ bool ParseTakeover(const std::string& text, loader::TakeoverMode* mode, uint64_t
   *mode = loader::TakeoverMode::kFromBlock;
   *block = std::stoull(digits);
   return true;
+}
+
+// The `key=value …` line on stderr after the result: the metadata named in `keys`.
+void PrintSummary(const loader::LoadResult& result,
+                  const std::set<std::string_view>& keys) {
+  for (const auto& [key, value] : result.metadata) {
+    if (keys.count(key) != 0) std::cerr << key << "=" << value << " ";
+  }
+  std::cerr << std::endl;
 }
 
 void StopOnSignals(loader::LoadOptions* options) {
@@ -242,14 +253,9 @@ int RunParallel(amp::Client& client, const LoadArgs& args,
   loader::LoadResult result =
       loader::LoadParallel(client, args.sql, config, options, parallel);
   std::cout << result << std::endl;
-  for (const auto& [key, value] : result.metadata) {
-    if (key == "table_version" || key == "partitions" || key == "partitions_loaded" ||
-        key == "partitions_skipped" || key == "partitions_failed" ||
-        key == "missing_ranges" || key == "handoff_block" || key == "shard") {
-      std::cerr << key << "=" << value << " ";
-    }
-  }
-  std::cerr << std::endl;
+  PrintSummary(result,
+               {"table_version", "partitions", "partitions_loaded", "partitions_skipped",
+                "partitions_failed", "missing_ranges", "handoff_block", "shard"});
   auto missing = result.metadata.find("missing_ranges");
   if (missing != result.metadata.end()) {
     std::cerr << "to load the missing blocks, run the same command again (it loads only "
@@ -370,14 +376,8 @@ int RunLoad(const LoadArgs& args) {
   if (args.stream) {
     loader::LoadResult result = RunStream(**client, args, *config, options);
     std::cout << result << std::endl;
-    for (const auto& [key, value] : result.metadata) {
-      if (key == "table_version" || key == "commits" || key == "reorgs" ||
-          key == "head" || key == "rows_undone" || key == "reconnects" ||
-          key == "stalls") {
-        std::cerr << key << "=" << value << " ";
-      }
-    }
-    std::cerr << std::endl;
+    PrintSummary(result, {"table_version", "commits", "reorgs", "head", "rows_undone",
+                          "reconnects", "stalls"});
     return result.success ? kExitOk : Fail(result.status);
   }
   // Progress on a terminal: rows, MB/s, elapsed; plain runs stay quiet until the result.
@@ -400,14 +400,8 @@ int RunLoad(const LoadArgs& args) {
   // The result line is the SDK's; the error line is the CLI's, with the exit code's
   // class.
   if (!result.success) return Fail(result.status);
-  for (const auto& [key, value] : result.metadata) {
-    if (key == "table_version" || key == "files_added" || key == "bytes_written" ||
-        key == "commits" || key == "rows_inserted" || key == "rows_updated" ||
-        key == "retries") {
-      std::cerr << key << "=" << value << " ";
-    }
-  }
-  std::cerr << std::endl;
+  PrintSummary(result, {"table_version", "files_added", "bytes_written", "commits",
+                        "rows_inserted", "rows_updated", "retries"});
   return kExitOk;
 }
 

@@ -281,7 +281,17 @@ arrow::Result<std::string> AddBlockFilter(std::string_view sql, const std::strin
   bool having = false;
   for (size_t i = 0; i < tokens.size(); ++i) {
     const Token& token = tokens[i];
-    if (token.depth != 0) continue;
+    if (token.depth != 0) {
+      // A LIMIT in a subquery picks rows across every block too (unless ordered, not
+      // the same rows each time).
+      if ((IsWord(token, "LIMIT") || IsWord(token, "OFFSET") || IsWord(token, "FETCH")) &&
+          !(i > 0 && IsWord(tokens[i - 1], "AS"))) {
+        return Refuse("a " + token.text +
+                      " in a subquery picks rows across every block, which no block "
+                      "range can");
+      }
+      continue;
+    }
     if (IsSymbol(token, ';')) return Refuse("it holds more than one statement");
     if (token.kind != TokenKind::kWord) continue;
     // A keyword right after AS is an alias (`FROM t AS window`), not a clause.

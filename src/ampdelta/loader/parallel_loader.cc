@@ -622,7 +622,7 @@ class ParallelLoad {
     if (parallel_.reorg_buffer)
       stream.stream_reorg_window_blocks = *parallel_.reorg_buffer;
     if (stream_until_) stream.until_block = stream_until_;
-    if (range_ && stream.takeover == TakeoverMode::kRefuse) {
+    if (range_ && !stream_started_ && stream.takeover == TakeoverMode::kRefuse) {
       // The end of the recorded blocks the backfill's range ends in.
       ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
       uint64_t end = range_->last;

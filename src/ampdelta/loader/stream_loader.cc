@@ -132,13 +132,27 @@ class StreamLoad {
   arrow::Status TakeOverIfForeign() {
     // A stream with progress in the table resumes from it; one without (new, or whose
     // files another writer replaced) must not load the other writer's rows again.
-    if (!config_.state.enabled || snapshot_ == nullptr || !state_.ranges.empty() ||
-        !state_.takeover_blocks.empty() || HasTakeoverRecord(*snapshot_)) {
+    if (!config_.state.enabled || snapshot_ == nullptr || !state_.ranges.empty()) {
       return arrow::Status::OK();
     }
     const int64_t foreign = ForeignRows(*snapshot_);
     if (foreign == 0) return arrow::Status::OK();
     const std::string& column = options_.block_column;
+    if (!state_.takeover_blocks.empty()) {
+      // Taken over, nothing of its own yet: the other writer's rows end below the
+      // takeover block, unless someone (an overwrite) replaced the table since.
+      if (delta::FindFieldIgnoreCase(*snapshot_->schema(), column) < 0) {
+        return arrow::Status::OK();
+      }
+      ARROW_ASSIGN_OR_RAISE(auto span, ForeignBlockSpan(*snapshot_, column));
+      bool replaced = false;
+      for (const auto& [network, block] : state_.takeover_blocks) {
+        if (span && span->second >= static_cast<int64_t>(block)) replaced = true;
+      }
+      if (!replaced) return arrow::Status::OK();
+    } else if (HasTakeoverRecord(*snapshot_)) {
+      return arrow::Status::OK();
+    }
     TakeoverMode mode = options_.takeover;
     uint64_t from = options_.takeover_block;
     if (mode == TakeoverMode::kRefuse) {
