@@ -481,14 +481,16 @@ CommandRunner AddLoadCommand(CLI::App& app) {
                   "parallel backfill: first block (default: the server's first)")
       ->check(UnsignedAtLeast(0));
   cmd->add_option("--max-block", args->max_block,
-                  "parallel backfill: last block (default: the head at the start)")
+                  "parallel backfill: last block, below the reorg window (default: the "
+                  "head at the start, its window loaded by the stream)")
       ->check(UnsignedAtLeast(0));
   cmd->add_flag("--then-stream", args->then_stream,
                 "parallel backfill: then follow the chain from its last block");
   cmd->add_flag("--stop-on-error", args->stop_on_error,
                 "parallel backfill: start no partition once one failed");
   cmd->add_option("--reorg-buffer", args->reorg_buffer,
-                  "parallel backfill: the stream's reorg window (as --reorg-window)")
+                  "parallel backfill: partitions load blocks at least this far below the "
+                  "head, the stream the rest (default: --reorg-window)")
       ->check(UnsignedAtLeast(1));
   cmd->add_option("--partition-attempts", args->partition_attempts,
                   "parallel backfill: attempts per partition before it is reported")
