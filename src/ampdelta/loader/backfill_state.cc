@@ -135,6 +135,12 @@ std::map<std::string, std::vector<BlockSpan>> BackfillState::Unfinished() const 
       }
     }
   }
+  for (const auto& [network, spans] : loaded) {
+    for (size_t i = 1; i < spans.size(); ++i) {
+      unfinished[network].push_back({spans[i - 1].last + 1, spans[i].first - 1});
+    }
+  }
+  for (auto& [network, spans] : unfinished) spans = MergeSpans(std::move(spans));
   return unfinished;
 }
 

@@ -74,7 +74,8 @@ struct BackfillState {
   /// \brief Return the parts of `wanted` that no record on `network` covers.
   std::vector<BlockSpan> Missing(const std::string& network,
                                  const BlockSpan& wanted) const;
-  /// \brief Return the planned blocks no record covers, per network.
+  /// \brief Return the blocks no record covers that a plan includes or that lie between
+  /// recorded blocks, per network, merged.
   std::map<std::string, std::vector<BlockSpan>> Unfinished() const;
 };
 

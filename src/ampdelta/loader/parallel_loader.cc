@@ -379,7 +379,8 @@ class ParallelLoad {
   arrow::Status CheckOtherWriters(const delta::Snapshot& snapshot,
                                   const std::vector<BlockSpan>& missing) const {
     const std::string tag = BackfillTagKey(app_id_);
-    if (missing.empty() || ForeignRows(snapshot, tag) == 0) return arrow::Status::OK();
+    const int64_t rows = missing.empty() ? 0 : ForeignRows(snapshot, tag);
+    if (rows == 0) return arrow::Status::OK();
     if (delta::FindFieldIgnoreCase(*snapshot.schema(), options_.block_column) < 0) {
       return InvalidInput("the table holds rows another writer loaded and has no '" +
                           options_.block_column + "' column to tell their blocks by");
@@ -393,10 +394,9 @@ class ParallelLoad {
         continue;
       }
       return InvalidInput(
-          "the table holds " + std::to_string(ForeignRows(snapshot, tag)) +
-          " rows another writer loaded, " + options_.block_column + " " +
-          std::to_string(span->first) + " to " + std::to_string(span->second) +
-          ", and blocks " + SpanText(part) +
+          "the table holds " + std::to_string(rows) + " rows another writer loaded, " +
+          options_.block_column + " " + std::to_string(span->first) + " to " +
+          std::to_string(span->second) + ", and blocks " + SpanText(part) +
           " to load lie among them: they would be there twice; choose a min_block / "
           "max_block outside them");
     }

@@ -235,15 +235,9 @@ class StreamLoad {
       }
     }
     // Blocks a run set out to load and did not, or gaps between runs' blocks.
-    std::map<std::string, std::vector<BlockSpan>> gaps = backfill.Unfinished();
-    for (const auto& [network, spans] : backfill.loaded) {
-      for (size_t i = 1; i < spans.size(); ++i) {
-        gaps[network].push_back({spans[i - 1].last + 1, spans[i].first - 1});
-      }
-    }
     std::string missing;
-    for (auto& [network, spans] : gaps) {
-      for (const auto& span : MergeSpans(std::move(spans))) {
+    for (const auto& [network, spans] : backfill.Unfinished()) {
+      for (const auto& span : spans) {
         missing += (missing.empty() ? "" : ", ") + network + " " + SpanText(span);
       }
     }

@@ -111,16 +111,6 @@ arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
   if (snapshot == nullptr) return state;
   state.txn_version = snapshot->AppTransactionVersion(app_id);
   state.takeover_blocks = TakeoverBlocks(*snapshot, app_id);
-  if (!state.takeover_blocks.empty()) {
-    const BackfillState backfill = ReadBackfillState(*snapshot, app_id);
-    for (const auto& [network, block] : state.takeover_blocks) {
-      auto spans = backfill.loaded.find(network);
-      if (block == 0 || spans == backfill.loaded.end()) continue;
-      for (const auto& span : spans->second) {
-        if (span.last == block - 1) state.backfill_handoffs.insert(network);
-      }
-    }
-  }
   for (const auto& file : snapshot->files()) {
     if (!file.tags) continue;
     auto tag = file.tags->find(RangesTagKey(app_id));
@@ -133,6 +123,21 @@ arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
       return a.start != b.start ? a.start < b.start : a.end < b.end;
     });
     list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  // Seeds matter only until a network records ranges of its own: read the backfill's
+  // records only then (not on every commit of a running stream).
+  const bool seeding = std::any_of(
+      state.takeover_blocks.begin(), state.takeover_blocks.end(),
+      [&](const auto& entry) { return state.ranges.count(entry.first) == 0; });
+  if (seeding) {
+    const BackfillState backfill = ReadBackfillState(*snapshot, app_id);
+    for (const auto& [network, block] : state.takeover_blocks) {
+      auto spans = backfill.loaded.find(network);
+      if (block == 0 || spans == backfill.loaded.end()) continue;
+      for (const auto& span : spans->second) {
+        if (span.last == block - 1) state.backfill_handoffs.insert(network);
+      }
+    }
   }
   return state;
 }

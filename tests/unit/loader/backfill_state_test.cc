@@ -30,6 +30,15 @@ TEST(BackfillStateTest, MissingIsWhatNoRecordCovers) {
   EXPECT_EQ(state.Missing("main", {55, 55}), std::vector<BlockSpan>{});
 }
 
+TEST(BackfillStateTest, UnfinishedIsPlannedBlocksNotLoadedAndGapsBetweenLoadedOnes) {
+  BackfillState state;
+  state.loaded["main"] = {{10, 19}, {30, 39}};
+  state.planned["main"] = {{10, 49}};
+  EXPECT_EQ(state.Unfinished().at("main"), (std::vector<BlockSpan>{{20, 29}, {40, 49}}));
+  state.planned.clear();
+  EXPECT_EQ(state.Unfinished().at("main"), (std::vector<BlockSpan>{{20, 29}}));
+}
+
 TEST(BackfillStateTest, SpansReachingTheLastBlockNumberDoNotWrap) {
   const uint64_t top = UINT64_MAX;
   EXPECT_EQ(MergeSpans({{top - 1, top}, {5, 6}, {top, top}}),
