@@ -18,7 +18,7 @@ TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_container_overflo
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ARROW_DEFAULT_MEMORY_POOL=system
 
-.PHONY: setup build build-release build-fuzz check-layering check-format check-headers test test-fast test-unit test-integration test-interop fuzz soak demo bench clean
+.PHONY: setup build build-release build-fuzz check-layering check-format check-headers test test-fast test-unit test-integration test-interop test-python wheel fuzz soak demo bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -37,11 +37,13 @@ build-fuzz: setup
 	@cmake --build $(FUZZ_BUILD) --target fuzzers -j $(JOBS)
 
 # Every test: the layering, format and header checks, C++ unit + integration (ctest), every fuzz
-# target for FUZZ_SECONDS, then the Python interop suite.
+# target for FUZZ_SECONDS, the Python interop suite, then the Python package's wheel in a
+# fresh venv.
 test: build check-layering check-format check-headers
 	@cd $(ASAN_BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 600
 	@$(MAKE) --no-print-directory fuzz
 	@$(MAKE) --no-print-directory test-interop
+	@$(MAKE) --no-print-directory test-python
 
 # No module includes one its layer may not use (docs/architecture.md); the check tests itself.
 check-layering:
@@ -72,6 +74,14 @@ test-interop: build
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta \
 	  $(VENV_PY) -m pytest -q tests/interop
 
+# The Python package (docs/python.md): a manylinux wheel in dist/wheelhouse.
+wheel: setup
+	@JOBS=$(JOBS) bash scripts/build_wheel.sh
+
+# The wheel installed into a fresh venv, running tests/python (seed scripts, Ray).
+test-python: wheel build
+	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta bash scripts/test_wheel.sh
+
 # The streaming crash test as a longer soak (kill -9 at 200 random moments; ~6 min).
 soak: build
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta AMPDELTA_CRASH_TRIALS=200 \
@@ -89,4 +99,4 @@ bench: build-release
 	@$(VENV_PY) bench/parallel_bench.py --rows 1000000 --rounds 3 --sdk-rows 100000
 
 clean:
-	rm -rf build
+	rm -rf build dist

@@ -13,7 +13,8 @@ if (($#)); then
   files=("$@")
 else
   mapfile -t files < <(git ls-files 'src/*.h' 'src/*.cc' 'tools/*.h' 'tools/*.cc' \
-                                    'tests/*.h' 'tests/*.cc' 'bench/*.h' 'bench/*.cc')
+                                    'tests/*.h' 'tests/*.cc' 'bench/*.h' 'bench/*.cc' \
+                                    'python/*.h' 'python/*.cc')
 fi
 if ! "$FORMAT" --dry-run --Werror "${files[@]}" 2>/tmp/format-check.$$; then
   grep -E '^[^ ].*: (error|warning):' /tmp/format-check.$$ | cut -d: -f1 | sort -u |

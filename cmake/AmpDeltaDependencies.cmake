@@ -3,12 +3,21 @@
 # Arrow C++ comes from the pinned pyarrow wheel (docs: ../shared/spec/arrow-sdk.md). The wheel ships
 # headers and versioned shared libraries but no CMake package, so ArrowSdk.cmake creates imported
 # targets named like Arrow's own packages; a system Arrow found through find_package can replace it.
-set(AMPDELTA_ARROW_SDK_ROOT "${CMAKE_SOURCE_DIR}/.deps/pyarrow/pyarrow"
-    CACHE PATH "Root of the Arrow C++ SDK unpacked from the pyarrow wheel")
+if(AMPDELTA_BUILD_PYTHON)
+  # The extension links the Arrow of the pyarrow it will be imported with (any 26.x), found
+  # the way pyarrow documents for extensions (python/CMakeLists.txt).
+  include(PyarrowSdk)
+  ampdelta_find_pyarrow_sdk(AMPDELTA_ARROW_SDK_ROOT)
+  set(_ampdelta_arrow_version "26")
+else()
+  set(AMPDELTA_ARROW_SDK_ROOT "${CMAKE_SOURCE_DIR}/.deps/pyarrow/pyarrow"
+      CACHE PATH "Root of the Arrow C++ SDK unpacked from the pyarrow wheel")
+  set(_ampdelta_arrow_version "26.0.1")
+endif()
 
 if(EXISTS "${AMPDELTA_ARROW_SDK_ROOT}/include/arrow/api.h")
   include(ArrowSdk)
-  ampdelta_import_arrow_sdk("${AMPDELTA_ARROW_SDK_ROOT}" "26.0.1")
+  ampdelta_import_arrow_sdk("${AMPDELTA_ARROW_SDK_ROOT}" "${_ampdelta_arrow_version}")
 else()
   find_package(Arrow 26 CONFIG REQUIRED)
   find_package(ArrowCompute CONFIG REQUIRED)

@@ -24,7 +24,9 @@ function(ampdelta_import_arrow_sdk sdk_root expected_version)
   file(STRINGS "${config_h}" version_line REGEX "#define ARROW_VERSION_STRING ")
   string(REGEX MATCH "\"([0-9.]+)\"" _ "${version_line}")
   set(found_version "${CMAKE_MATCH_1}")
-  if(NOT found_version STREQUAL expected_version)
+  # "26.0.1" pins a release; "26" accepts any 26.x (the Python extension's pyarrow).
+  string(REPLACE "." "\\." expected_regex "${expected_version}")
+  if(NOT found_version MATCHES "^${expected_regex}(\\.|$)")
     message(FATAL_ERROR
       "Arrow SDK at ${sdk_root} is ${found_version}; ampdelta pins ${expected_version} (run `make setup`)")
   endif()

@@ -166,6 +166,12 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
       last = now;
     }
   }
+  // A stop asked for while the last batch was reported (a progress callback that raised)
+  // still prevents the commit.
+  if (options.stop != nullptr && options.stop->load()) {
+    return fail(
+        arrow::Status::Cancelled("load stopped before its commit: nothing committed"));
+  }
   if (merge) {
     delta::MergeOptions merge_options;
     merge_options.keys = options.merge_keys;

@@ -1,0 +1,326 @@
+"""Client and QueryBuilder: the SDK's entry points (amp-protocol.md §3.1) on the engine."""
+
+from __future__ import annotations
+
+import atexit
+import copy
+import json
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterator, List, Optional
+
+import pyarrow as pa
+
+from . import _native
+from ._errors import InvalidInputError, error_from, raise_if_error
+from ._results import LoadMode, LoadResult, result_from
+
+LOADER = "deltalake"
+
+
+@dataclass
+class ParallelConfig:
+    """The SDK's ParallelConfig (with stream=True): a parallel backfill; without
+    max_block it hands over to a live stream, as the SDK's hybrid mode does."""
+    num_workers: int
+    table_name: Optional[str] = None
+    min_block: Optional[int] = None
+    max_block: Optional[int] = None
+    partition_size: Optional[int] = None
+    block_column: str = "block_num"
+    reorg_buffer: Optional[int] = None
+    stop_on_error: bool = False
+
+
+# Keywords of load() beyond the SDK's LoadConfig, passed to the engine as they are.
+_ENGINE_KEYWORDS = {
+    "batch_size", "merge_keys", "commit_every_rows", "with_reorg_detection",
+    "until_block", "block_column", "idle_timeout", "stream_commit_rows",
+    "stream_commit_interval", "reorg_window", "stall_warning",
+}
+_PARALLEL_KEYWORDS = {
+    "num_workers", "partition_size", "min_block", "max_block", "then_stream",
+    "stop_on_error", "reorg_buffer", "partition_attempts",
+}
+# The SDK's LoadConfig fields it accepts and ampdelta needs nothing for.
+_ACCEPTED_SDK_KEYWORDS = {"create_table", "schema_evolution", "max_retries", "retry_delay",
+                          "resume", "resume_watermark"}
+_WRITER_PROPERTIES = ("compression", "compression_level", "max_row_group_size")
+
+# Live loads, stopped and joined at exit so no loader thread outlives the interpreter.
+_LIVE_JOBS: "weakref.WeakSet" = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_live_jobs() -> None:
+    for job in list(_LIVE_JOBS):
+        job.stop()
+        job.join()
+
+
+class Client:
+    """An Amp server plus named loader connections: `Client(url, auth_token=None)`.
+
+    Without auth_token the engine uses $AMP_AUTH_TOKEN, as the SDK does."""
+
+    def __init__(self, url: Optional[str] = None, query_url: Optional[str] = None,
+                 admin_url: Optional[str] = None, registry_url: Optional[str] = None,
+                 auth_token: Optional[str] = None, auth: bool = False):
+        self.url = url or query_url
+        if not self.url:
+            raise InvalidInputError("Client() needs the server's url, like 'grpc://localhost:1602'")
+        if not isinstance(self.url, str):
+            raise InvalidInputError(f"Client() url must be a string, got {type(self.url).__name__}")
+        self.auth_token = auth_token
+        self._connections: Dict[str, Dict[str, Any]] = {}
+
+    def configure_connection(self, name: str, loader: str, config: Dict[str, Any]) -> None:
+        """Name a `deltalake` connection; raises ValueError for a bad configuration."""
+        if not isinstance(name, str) or not name:
+            raise InvalidInputError("configure_connection() needs a connection name")
+        if loader != LOADER:
+            raise InvalidInputError(
+                f"Unknown loader '{loader}': ampdelta provides '{LOADER}' (without an underscore)")
+        self._connections[name] = _checked_config(config)
+
+    def sql(self, query: str) -> "QueryBuilder":
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("sql() needs a query")
+        return QueryBuilder(self, query)
+
+    def get_sql(self, query: str, read_all: bool = False):
+        """The SDK's get_sql: a pyarrow.Table (read_all) or an iterator of batches."""
+        builder = self.sql(query)
+        return builder.to_arrow() if read_all else iter(builder.to_reader())
+
+    def table(self, connection: str):
+        """The ampdelta.Table of a configured connection."""
+        from ._table import Table
+        config = self._connection(connection)
+        return Table(config["table_path"], storage_options=config.get("storage_options"))
+
+    def _connection(self, name: str) -> Dict[str, Any]:
+        if name not in self._connections:
+            raise InvalidInputError(
+                f"unknown connection '{name}' (name it with configure_connection first)")
+        return self._connections[name]
+
+
+def _checked_config(config: Any) -> Dict[str, Any]:
+    if not isinstance(config, dict):
+        raise InvalidInputError(
+            f"Invalid DeltaLakeLoader configuration: expected a dict, got {type(config).__name__}")
+    config = copy.deepcopy(config)  # the caller's dict is never changed
+    raise_if_error(_native.validate_config(_json(config, "the configuration")))
+    return config
+
+
+def _json(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError(
+            f"Invalid DeltaLakeLoader configuration: {what} holds a value that is not "
+            f"a string, number, boolean, list or dict: {error}") from None
+
+
+def _writer_properties(value: Any) -> Dict[str, Any]:
+    """deltalake.WriterProperties or a dict → compression, level and row-group size."""
+    if isinstance(value, dict):
+        fields = dict(value)
+    else:
+        fields = {key: getattr(value, key) for key in dir(value)
+                  if not key.startswith("_") and not callable(getattr(value, key, None))}
+    out = {}
+    for key, field_value in fields.items():
+        if field_value is None:
+            continue
+        if key not in _WRITER_PROPERTIES:
+            raise InvalidInputError(
+                f"writer_properties: '{key}' is not supported by ampdelta (it takes "
+                f"{', '.join(_WRITER_PROPERTIES)})")
+        out[key] = field_value
+    if "compression" in out:
+        text = str(out["compression"]).strip()
+        # deltalake spells a level into the codec: "ZSTD(3)".
+        if text.endswith(")") and "(" in text:
+            text, level = text[:-1].split("(", 1)
+            out.setdefault("compression_level", int(level))
+        out["compression"] = text.lower()
+    return out
+
+
+class QueryBuilder:
+    """A query ready to load (`client.sql(q)`)."""
+
+    def __init__(self, client: Client, query: str):
+        self._client = client
+        self.query = query
+
+    def __repr__(self) -> str:
+        return f"QueryBuilder({self.query!r})"
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        """The result as a pyarrow.RecordBatchReader (a batch query), batch by batch."""
+        capsule, error = _native.open_query_stream(self._client.url, self._client.auth_token,
+                                                   self.query)
+        raise_if_error(error)
+        return pa.RecordBatchReader._import_from_c_capsule(capsule)
+
+    def to_arrow(self) -> pa.Table:
+        """The result as a pyarrow.Table, handed over through the Arrow C stream
+        interface without a copy."""
+        reader = self.to_reader()
+        try:
+            return reader.read_all()
+        except pa.ArrowException as error:
+            raise error_from({"code": "server_error", "class": "server",
+                              "message": str(error)}) from None
+
+    def load(self, connection: Optional[str] = None, destination: Optional[str] = None,
+             config: Optional[Dict[str, Any]] = None, label_config: Any = None, *,
+             read_all: bool = False, mode: Any = "append", stream: bool = False,
+             writer_properties: Any = None, parallel_config: Optional[ParallelConfig] = None,
+             shard: Optional[tuple] = None, takeover: Any = None,
+             progress: Optional[Callable[[LoadResult], Any]] = None, **kwargs):
+        """Load the query through a connection; see docs/python.md for the keywords."""
+        if label_config is not None:
+            raise InvalidInputError("label_config (label joins) is not supported by ampdelta")
+        if config is not None:
+            table_config = _checked_config({k: v for k, v in config.items()
+                                            if k != "loader_type"})
+        else:
+            table_config = self._client._connection(connection)
+        options: Dict[str, Any] = {"destination": destination or ""}
+        options["mode"] = (mode.value if isinstance(mode, LoadMode) else str(mode)).lower()
+        options["read_all"] = bool(read_all)
+        parallel: Dict[str, Any] = {}
+        for key, value in kwargs.items():
+            if key in _ENGINE_KEYWORDS:
+                options[key] = value
+            elif key in _PARALLEL_KEYWORDS:
+                parallel[key] = value
+            elif key not in _ACCEPTED_SDK_KEYWORDS:
+                raise TypeError(f"load() got an unexpected keyword argument '{key}'")
+        if writer_properties is not None:
+            properties = _writer_properties(writer_properties)
+            if "max_row_group_size" in properties:
+                table_config = dict(table_config,
+                                    max_rows_per_group=properties.pop("max_row_group_size"))
+            options.update(properties)
+        if takeover is not None:
+            options["takeover"] = _takeover(takeover)
+        if parallel_config is not None:
+            if not stream:
+                raise InvalidInputError("parallel_config requires stream=True")
+            parallel.update(num_workers=parallel_config.num_workers,
+                            min_block=parallel_config.min_block,
+                            max_block=parallel_config.max_block,
+                            partition_size=parallel_config.partition_size,
+                            reorg_buffer=parallel_config.reorg_buffer,
+                            stop_on_error=parallel_config.stop_on_error,
+                            then_stream=parallel_config.max_block is None)
+            options["block_column"] = parallel_config.block_column
+            stream = False
+        if shard is not None:
+            if (not isinstance(shard, tuple) or len(shard) != 2 or
+                    not all(isinstance(x, int) for x in shard)):
+                raise InvalidInputError("shard must be (index, count), like (0, 4)")
+            parallel.update(shard_index=shard[0], shard_count=shard[1])
+        if parallel:
+            if stream:
+                raise InvalidInputError(
+                    "stream=True with a parallel backfill is spelled then_stream=True")
+            options["parallel"] = {k: v for k, v in parallel.items() if v is not None}
+        options["stream"] = bool(stream)
+        iterate = not read_all or stream or bool(parallel)
+        options["batch_events"] = (not read_all and not parallel) or progress is not None
+        job = _native.LoadJob(self._client.url, self._client.auth_token, self.query,
+                              _json(table_config, "the configuration"),
+                              _json(options, "the load options"))
+        raise_if_error(job.error)
+        events = _Events(job, progress)
+        if parallel and read_all:
+            return events.final()
+        if stream or parallel:
+            return events.results(kinds=("partition", "commit", "reorg"), hold_last=False)
+        if iterate:
+            return events.results(kinds=("batch",), hold_last=True)
+        return events.final()
+
+
+def _takeover(value: Any) -> Any:
+    if value == "after-table-max":
+        return value
+    if (isinstance(value, tuple) and len(value) == 2 and value[0] == "from-block" and
+            isinstance(value[1], int) and value[1] >= 0):
+        return {"from_block": value[1]}
+    raise InvalidInputError("takeover must be 'after-table-max' or ('from-block', N)")
+
+
+class _Events:
+    """A load's events, pulled from the native job in the calling thread. The loader waits
+    for each event to be handled (ack) before it goes on, so an exception here — a
+    progress callback's, the loop body's, Ctrl-C — stops it before its next step."""
+
+    POLL_SECONDS = 0.1
+
+    def __init__(self, job, progress):
+        self._job = job
+        self._progress = progress
+        _LIVE_JOBS.add(job)
+
+    def _pull(self) -> Iterator[dict]:
+        job = self._job
+        job.start()
+        try:
+            while True:
+                event = job.next(self.POLL_SECONDS)  # GIL released while it waits
+                if event is None:
+                    continue
+                if event == "":
+                    return
+                event = json.loads(event)
+                result = result_from(event["result"])
+                if event["kind"] == "final":
+                    if not result.success:
+                        raise error_from(event["result"]["failure"], result)
+                elif self._progress is not None:
+                    self._progress(result)
+                yield event["kind"], result
+                job.ack()
+        finally:
+            job.stop()
+            job.join()
+
+    def final(self) -> LoadResult:
+        for kind, result in self._pull():
+            if kind == "final":
+                return result
+        raise AssertionError("the load ended without a final result")  # pragma: no cover
+
+    def results(self, kinds, hold_last: bool) -> Iterator[LoadResult]:
+        """The results of `kinds`; with hold_last the last one waits for the commit and
+        carries its metadata (table_version, …)."""
+        held: Optional[LoadResult] = None
+        for kind, result in self._pull():
+            if kind == "final":
+                if hold_last:
+                    if held is None:
+                        yield result
+                    else:
+                        held.metadata.update({k: v for k, v in result.metadata.items()
+                                              if k not in held.metadata})
+                        held.duration = result.duration
+                        yield held
+                return
+            if kind not in kinds:
+                continue
+            if hold_last:
+                if held is not None:
+                    yield held
+                held = result
+            else:
+                yield result

@@ -1,0 +1,75 @@
+#pragma once
+
+/// \file load_job.h
+/// \brief A load running on its own thread, handing its results to Python one at a time.
+///
+/// Python pulls results with Next() (the GIL released while it waits) and calls Ack()
+/// once it has handled one; the loader waits for that acknowledgement before going on, as
+/// a generator waits for its consumer. So a Python exception in a progress callback or a
+/// loop body (or Ctrl-C) always reaches the loader, through Stop(), before the load's
+/// next step: a batch load then commits nothing, a stream stops after the commit it just
+/// reported. The loader thread never touches Python objects.
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <arrow/result.h>
+
+#include "ampdelta/amp/client.h"
+
+namespace ampdelta::python {
+
+class LoadJob {
+ public:
+  /// \brief Validate `options_json` (docs/python.md's load() keywords, as the Python
+  /// layer passes them) and `config_json` (a `deltalake` connection) without starting
+  /// anything.
+  static arrow::Result<std::unique_ptr<LoadJob>> Make(std::string url,
+                                                      amp::ClientOptions client_options,
+                                                      std::string sql,
+                                                      const std::string& config_json,
+                                                      const std::string& options_json);
+  ~LoadJob();
+
+  /// \brief Start the loader thread (once).
+  void Start();
+  /// \brief The next event's JSON (events.h): a result per batch, partition, commit or
+  /// reorg, then one "final" result; nullopt after `timeout_ms` without one; "" when the
+  /// final event has been taken.
+  std::optional<std::string> Next(int64_t timeout_ms);
+  /// \brief Let the loader go past the events taken so far.
+  void Ack();
+  /// \brief Stop after the current step (a batch load commits nothing).
+  void Stop();
+  /// \brief Wait for the loader thread to end.
+  void Join();
+
+  struct Plan;
+
+ private:
+  LoadJob(std::string url, amp::ClientOptions client_options, std::string sql);
+  void Run();
+  /// Queue an event; with `wait`, block until Python has acknowledged it (or Stop()).
+  void Emit(std::string event, bool wait);
+
+  std::string url_;
+  amp::ClientOptions client_options_;
+  std::string sql_;
+  std::unique_ptr<Plan> plan_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::string> events_;
+  int64_t emitted_ = 0;
+  int64_t acked_ = 0;
+  bool finished_ = false;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace ampdelta::python
