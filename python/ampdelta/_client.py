@@ -167,7 +167,7 @@ class QueryBuilder:
         capsule, error = _native.open_query_stream(self._client.url, self._client.auth_token,
                                                    self.query)
         raise_if_error(error)
-        return pa.RecordBatchReader._import_from_c_capsule(capsule)
+        return pa.RecordBatchReader.from_stream(_CStream(capsule))
 
     def to_arrow(self) -> pa.Table:
         """The result as a pyarrow.Table, handed over through the Arrow C stream
@@ -249,6 +249,22 @@ class QueryBuilder:
         if iterate:
             return events.results(kinds=("batch",), hold_last=True)
         return events.final()
+
+
+class _CStream:
+    """The Arrow PyCapsule stream protocol around the extension's ArrowArrayStream capsule
+    (taken once)."""
+
+    def __init__(self, capsule):
+        self._capsule = capsule
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        if requested_schema is not None:
+            raise InvalidInputError("to_reader() returns the query's own schema")
+        capsule, self._capsule = self._capsule, None
+        if capsule is None:
+            raise InvalidInputError("this query result was already read")
+        return capsule
 
 
 def _takeover(value: Any) -> Any:

@@ -83,6 +83,10 @@ _BY_CODE = {cls.code: cls for cls in (
     StorageError, InternalError)}
 
 
+for _cls in (Error, *_BY_CODE.values()):
+    _cls.__module__ = "ampdelta"  # tracebacks say ampdelta.ServerError
+
+
 def error_from(failure: dict, result=None) -> Error:
     """The exception for the engine's error object {code, class, message}."""
     code = failure.get("code", "internal")

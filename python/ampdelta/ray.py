@@ -24,7 +24,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from . import Error as _Error
 
@@ -44,34 +44,36 @@ _PERMANENT_ERRORS = ("InvalidInputError", "NotFoundError", "UnsupportedFeatureEr
 
 class BackfillError(_Error):
     """Shards failed after every retry. `.failures` maps each failed shard's index to
-    `{"error_class", "code", "message"}`; `.shards` holds the results of the others. The
-    partitions they committed stay in the table: run the same backfill again to load only
-    what is missing."""
+    `{"error", "code", "error_class", "message"}` (the exception's class name, then the
+    engine's code, class and message, as ampdelta.Error has them); `.shards` holds every
+    shard's result. The partitions the shards committed stay in the table: run the same
+    backfill again to load only what is missing. `.code` and `.error_class` are the
+    shards' when they agree, else 'server_error' / 'server'."""
 
     def __init__(self, message: str, failures: Mapping[int, dict] | None = None,
                  shards: list | None = None):
-        super().__init__(message)
-        self.failures = dict(failures or {})
+        failures = dict(failures or {})
+        codes = {f.get("code") for f in failures.values()} - {None}
+        classes = {f.get("error_class") for f in failures.values()} - {None}
+        super().__init__(message,
+                         code=codes.pop() if len(codes) == 1 else "server_error",
+                         error_class=classes.pop() if len(classes) == 1 else "server")
+        self.failures = failures
         self.shards = list(shards or [])
-        codes = {f.get("code") for f in self.failures.values()}
-        try:
-            self.code = codes.pop() if len(codes) == 1 else "server_error"
-            self.error_class = (next(iter(self.failures.values())).get("error_class")
-                                if self.failures else None)
-        except (AttributeError, TypeError):  # read-only on the native base class
-            pass
 
 
 class ShardError(Exception):
     """Raised by a shard's task for a failure worth retrying (Ray runs the task again,
     up to `max_task_retries` times). Plain arguments, so it pickles across processes."""
 
-    def __init__(self, shard: int, error_class: str, code: Optional[str], message: str):
-        super().__init__(shard, error_class, code, message)
-        self.shard, self.error_class, self.code, self.message = shard, error_class, code, message
+    def __init__(self, shard: int, error: str, code: Optional[str],
+                 error_class: Optional[str], message: str):
+        super().__init__(shard, error, code, error_class, message)
+        self.shard, self.error, self.code = shard, error, code
+        self.error_class, self.message = error_class, message
 
     def __str__(self) -> str:
-        return f"shard {self.shard}: {self.error_class}: {self.message}"
+        return f"shard {self.shard}: {self.error}: {self.message}"
 
 
 @dataclasses.dataclass
@@ -183,6 +185,7 @@ def _probe_coverage(url: str, sql: str, block_column: str, auth_token: Optional[
     """(network, first, head) of the blocks the server has synced for `sql`: the ranges of
     the query's first message, as the loader's own planning reads them (ProbeCoverage in
     parallel_loader.cc). The query runs over no blocks, so no rows are sent."""
+    import pyarrow as pa
     import pyarrow.flight as flight
 
     quoted = '"' + block_column.replace('"', '""') + '"'
@@ -209,7 +212,7 @@ def _probe_coverage(url: str, sql: str, block_column: str, auth_token: Optional[
                             ranges = _parse_ranges(chunk.app_metadata.to_pybytes())
                 finally:
                     reader.cancel()
-            except flight.FlightError as error:
+            except pa.ArrowException as error:  # FlightError and the server's errors
                 # A query the wrapper does not suit: read the first message of the query
                 # itself instead.
                 errors.append(str(error))
@@ -258,11 +261,13 @@ def _run_shard(spec: dict, index: int, hook: Optional[Callable] = None) -> dict:
     except ampdelta.Error as error:
         name = type(error).__name__
         code = getattr(error, "code", None)
+        engine_class = getattr(error, "error_class", None)
+        message = getattr(error, "message", None) or str(error)
         if name in _PERMANENT_ERRORS:
-            outcome.update(ok=False, error_class=name, code=code, message=str(error),
-                           duration=time.perf_counter() - start)
+            outcome.update(ok=False, error=name, code=code, error_class=engine_class,
+                           message=message, duration=time.perf_counter() - start)
             return outcome
-        raise ShardError(index, name, code, str(error)) from None
+        raise ShardError(index, name, code, engine_class, message) from None
     finally:
         closer = getattr(client, "close", None)
         if closer is not None:
@@ -296,7 +301,7 @@ def _say(progress, message: str) -> None:
 def _shard_line(done: int, total: int, shard: dict) -> str:
     if not shard.get("ok"):
         return (f"shard {shard['shard']}/{total} failed ({done}/{total} done): "
-                f"{shard.get('error_class')}: {shard.get('message')}")
+                f"{shard.get('error')}: {shard.get('message')}")
     return (f"shard {shard['shard']}/{total} done ({done}/{total}): {shard['rows']} rows, "
             f"{shard['partitions_loaded']} partitions loaded, {shard['partitions_skipped']} "
             f"skipped, {shard['partitions_failed']} failed in {shard['duration']:.2f}s")
@@ -306,21 +311,23 @@ def _failure_from(error: BaseException) -> dict:
     """A failed task's cause, for the report."""
     cause = getattr(error, "cause", None)
     if isinstance(cause, ShardError):
-        return {"error_class": cause.error_class, "code": cause.code, "message": cause.message}
+        return {"error": cause.error, "code": cause.code, "error_class": cause.error_class,
+                "message": cause.message}
     text = str(cause if cause is not None else error).strip()
-    return {"error_class": type(cause if cause is not None else error).__name__,
-            "code": None, "message": text.splitlines()[-1] if text else repr(error)}
+    return {"error": type(cause if cause is not None else error).__name__,
+            "code": None, "error_class": None,
+            "message": text.splitlines()[-1] if text else repr(error)}
 
 
 def _raise_failures(failures: dict, shards: list, total: int) -> None:
     import ampdelta
 
-    lines = [f"shard {i}/{total}: {f['error_class']}: {f['message']}"
+    lines = [f"shard {i}/{total}: {f['error']}: {f['message']}"
              for i, f in sorted(failures.items())]
     message = (f"{len(failures)} of {total} backfill shards failed after their retries "
-               f"({'; '.join(lines)}); the partitions of the other shards are committed: "
-               "run the same backfill again to load only the missing blocks")
-    classes = {f["error_class"] for f in failures.values()}
+               f"({'; '.join(lines)}); the partitions the shards committed stay in the "
+               "table: run the same backfill again to load only the missing blocks")
+    classes = {f["error"] for f in failures.values()}
     cls = BackfillError
     if len(classes) == 1:
         native = getattr(ampdelta, classes.pop(), None)
@@ -349,12 +356,15 @@ def backfill(url: str, sql: str, table_path: str, num_shards: int = 4, *,
              progress: bool | Callable[[dict], None] = True,
              ray_remote_args: Optional[Mapping[str, Any]] = None,
              auth_token: Optional[str] = None,
+             load_options: Optional[Mapping[str, Any]] = None,
              _task_hook: Optional[Callable[[int], Optional[Callable]]] = None):
     """Backfill `sql`'s blocks into the Delta table at `table_path`, `num_shards` Ray
     tasks at once (docs/scale-out.md has the partition and shard rules).
 
     `config` holds further keys of the `deltalake` connection (`partition_by`,
-    `resilience`, …; `table_path` and `storage_options` come from the arguments). Each
+    `resilience`, …; `table_path` and `storage_options` come from the arguments), and
+    `load_options` further keywords of `load()` (`writer_properties`, `batch_size`,
+    `partition_attempts`, `stop_on_error`, …) for every shard and the driver's run. Each
     task loads partitions of `partition_size` blocks (default: the range over 16 per
     shard), `num_workers_per_shard` at a time, with `ray_remote_args` (default
     `{"num_cpus": 1}`) and up to `max_task_retries` retries.
@@ -408,14 +418,29 @@ def backfill(url: str, sql: str, table_path: str, num_shards: int = 4, *,
     # loader accepts as final in every shard since the head only grows; min_block defaults
     # to the server's first block, fixed here too. The blocks above max_block are left to
     # the driver's own load after the shards, which sees the newer head.
-    network, first_block, head = _probe_coverage(url, sql, block_column, token)
+    try:
+        network, first_block, head = _probe_coverage(url, sql, block_column, token)
+    except ConnectionError:
+        # The server refused the query: let the native client say why, with its error
+        # class (NotFoundError, InvalidInputError, …).
+        ampdelta.Client(url, auth_token=token).sql(
+            f"{sql.strip().rstrip(';')}").to_reader().close()
+        raise
     final_block = head - buffer if head >= buffer else None
     low = min_block if min_block is not None else first_block
     high = max_block if max_block is not None else final_block
     shardable = (final_block is not None and high is not None and low <= high
                  and high <= final_block and high >= first_block)
 
-    load_args: dict[str, Any] = {"num_workers": num_workers_per_shard,
+    reserved = {"connection", "destination", "read_all", "shard", "progress", "stream",
+                "then_stream", "until_block", "num_workers", "partition_size", "min_block",
+                "max_block", "block_column", "reorg_buffer", "mode", "parallel_config"}
+    clash = sorted(reserved & set(load_options or {}))
+    if clash:
+        raise ValueError(f"load_options cannot set {', '.join(clash)}: backfill() sets "
+                         "them (as its own arguments, where it has them)")
+    load_args: dict[str, Any] = {**dict(load_options or {}),
+                                 "num_workers": num_workers_per_shard,
                                  "block_column": block_column, "reorg_buffer": buffer,
                                  "min_block": low, "max_block": high}
     if partition_size is not None:
@@ -448,7 +473,8 @@ def backfill(url: str, sql: str, table_path: str, num_shards: int = 4, *,
                     results[index] = shard
                     if not shard.get("ok"):
                         failures[index] = {k: shard.get(k)
-                                           for k in ("error_class", "code", "message")}
+                                           for k in ("error", "code", "error_class",
+                                                     "message")}
                     if callable(progress):
                         progress(shard)
                     else:

@@ -16,6 +16,7 @@
 #include <nanobind/stl/string.h>
 
 #include "ampdelta/loader/config.h"
+#include "ampdelta/util/runtime.h"
 #include "ampdelta/version.h"
 #include "events.h"
 #include "load_job.h"
@@ -115,8 +116,12 @@ std::optional<std::string> ValidateConfig(const std::string& config_json) {
 NB_MODULE(_native, m) {
   using ampdelta::python::PyLoadJob;
   m.attr("__version__") = ampdelta::kVersion;
+  // Compute kernels and the TLS CA paths, as every ampdelta program sets them up.
+  const arrow::Status runtime = ampdelta::InitializeRuntime();
+  m.attr("runtime_error") =
+      runtime.ok() ? nb::none() : nb::str(runtime.ToString().c_str());
   m.attr("ARROW_VERSION") = ARROW_VERSION_STRING;
-  nb::class_<PyLoadJob>(m, "LoadJob")
+  nb::class_<PyLoadJob>(m, "LoadJob", nb::is_weak_referenceable())
       .def(nb::init<std::string, std::optional<std::string>, std::string,
                     const std::string&, const std::string&>(),
            nb::arg("url"), nb::arg("auth_token").none(), nb::arg("sql"),

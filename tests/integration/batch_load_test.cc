@@ -1,5 +1,7 @@
 // The deltalake loader against the in-process dev server, writing local tables.
 
+#include <atomic>
+
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/devserver/dev_server.h"
@@ -102,6 +104,27 @@ TEST_F(BatchLoadTest, ServerDyingMidLoadCommitsNothing) {
   EXPECT_THAT(
       storage::OpenObjectStore(table_).ValueOrDie()->List("", ""),
       ::testing::ResultOf([](const auto& listing) { return listing->size(); }, 0u));
+}
+
+// The Python package stops a load from the last batch's progress report when a callback
+// raises: that load must not commit.
+TEST_F(BatchLoadTest, StopAskedForWhileTheLastBatchIsReportedCommitsNothing) {
+  ASSERT_TRUE(Load(kQuickstart).success);
+  std::atomic<bool> stop{false};
+  loader::LoadOptions load;
+  load.connection = "local_delta";
+  load.destination = "blocks";
+  load.stop = &stop;
+  int64_t batches = 0;
+  load.on_batch = [&](const loader::LoadResult& batch) {
+    ++batches;
+    if (batch.progress.total_rows == 100) stop.store(true);
+  };
+  const auto result = client_->Sql(kQuickstart).Load(load);
+  EXPECT_FALSE(result.success);
+  EXPECT_GT(batches, 0);
+  EXPECT_NE(result.error.find("nothing committed"), std::string::npos) << result.error;
+  EXPECT_EQ(Snapshot()->version(), 0);
 }
 
 TEST_F(BatchLoadTest, UnknownConnectionOrBadConfigIsAClearError) {

@@ -19,6 +19,7 @@ and readers.py), imported, not copied:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib.util
 import os
@@ -68,7 +69,7 @@ HELPER_SCRIPTS = PYTHON_TESTS_DIR / "scripts"
 SHIM_DIR = PYTHON_TESTS_DIR / "shim"
 
 BLOCKS_SQL = f'SELECT block_num, timestamp, hash, gas_used FROM "{QUICKSTART_DATASET}".blocks'
-QUICKSTART_BLOCKS = list(range(QUICKSTART_FIRST, QUICKSTART_LAST + 1))
+QUICKSTART_BLOCK_NUMBERS = list(range(QUICKSTART_FIRST, QUICKSTART_LAST + 1))
 
 # The SDK's LoadResult.__str__ (amp-protocol.md §3.2).
 RESULT_RE = re.compile(r"^✅ Loaded (\d+) rows to (\S+) in (\d+\.\d\d)s$")
@@ -306,7 +307,8 @@ def hex_of(value) -> str:
 def rows_by_block(table, value_column: str = "hash") -> dict[int, str]:
     """block_num -> hex value; fails if a block appears twice."""
     blocks = column(table, "block_num")
-    assert len(blocks) == len(set(blocks)), f"blocks repeated: {sorted(b for b in set(blocks) if blocks.count(b) > 1)[:10]}"
+    twice = sorted(b for b, n in collections.Counter(blocks).items() if n > 1)
+    assert not twice, f"blocks repeated: {twice[:10]}"
     return dict(zip(blocks, (hex_of(v) for v in column(table, value_column))))
 
 
@@ -333,3 +335,22 @@ def delta_version(path) -> int:
 def is_delta_table(path) -> bool:
     from deltalake import DeltaTable
     return Path(path).exists() and DeltaTable.is_deltatable(str(path))
+
+
+def server_hashes(url: str) -> dict[int, str]:
+    """block_num -> "0x…" hash of the server's chain now, by the CLI's `query` (the C++
+    client, not the Python package): the reference the tables are checked against."""
+    from test_stream_crash import canonical_hashes  # tests/interop
+    return canonical_hashes(url)
+
+
+def rows_per_version(path) -> list[int]:
+    """Row count of every version of the table, oldest first (deltalake time travel)."""
+    return [readers.read_deltalake(str(path), version=v).num_rows
+            for v in range(delta_version(path) + 1)]
+
+
+def history_operations(path) -> list[tuple[int, str]]:
+    """(version, operation) of every commit, oldest first."""
+    from deltalake import DeltaTable
+    return sorted((h["version"], h["operation"]) for h in DeltaTable(str(path)).history())

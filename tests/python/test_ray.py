@@ -40,6 +40,10 @@ if str(INTEROP) not in sys.path:
     sys.path.append(str(INTEROP))
 import readers  # noqa: E402  (tests/interop/readers.py)
 
+# Keep the local cluster on the loopback interface (Ray otherwise binds its node to the
+# machine's outward address), and send no usage statistics. Read when ray is imported.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 ray = pytest.importorskip("ray")
 import ampdelta  # noqa: E402
 import ampdelta.ray  # noqa: E402
@@ -57,7 +61,6 @@ COLUMNS = ["block_num", "tx_index", "block_hash", "gas_used"]
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 << 20,
              log_to_driver=True, configure_logging=False)
     try:
