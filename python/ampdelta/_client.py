@@ -73,6 +73,7 @@ class Client:
             raise InvalidInputError("Client() needs the server's url, like 'grpc://localhost:1602'")
         if not isinstance(self.url, str):
             raise InvalidInputError(f"Client() url must be a string, got {type(self.url).__name__}")
+        _json(self.url, "the url")
         self.auth_token = auth_token
         self._connections: Dict[str, Dict[str, Any]] = {}
 
@@ -88,6 +89,7 @@ class Client:
     def sql(self, query: str) -> "QueryBuilder":
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("sql() needs a query")
+        _json(query, "the query")
         return QueryBuilder(self, query)
 
     def get_sql(self, query: str, read_all: bool = False):
@@ -113,17 +115,28 @@ def _checked_config(config: Any) -> Dict[str, Any]:
         raise InvalidInputError(
             f"Invalid DeltaLakeLoader configuration: expected a dict, got {type(config).__name__}")
     config = copy.deepcopy(config)  # the caller's dict is never changed
-    raise_if_error(_native.validate_config(_json(config, "the configuration")))
+    raise_if_error(_native.validate_config(
+        _json(config, "Invalid DeltaLakeLoader configuration: the configuration")))
     return config
 
 
 def _json(value: Any, what: str) -> str:
+    """`value` as JSON text for the extension; InvalidInputError naming `what` for values
+    JSON cannot hold and for text that is not valid Unicode."""
     try:
-        return json.dumps(value, allow_nan=False)
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as error:
         raise InvalidInputError(
-            f"Invalid DeltaLakeLoader configuration: {what} holds a value that is not "
-            f"a string, number, boolean, list or dict: {error}") from None
+            f"{what} holds a value that is not a string, number, boolean, list or dict: "
+            f"{error}") from None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        bad = error.object[max(error.start - 20, 0):error.end + 20]
+        raise InvalidInputError(
+            f"{what} holds text that is not valid Unicode (a path decoded from "
+            f"non-UTF-8 bytes?): {bad!r}") from None
+    return text
 
 
 def _writer_properties(value: Any) -> Dict[str, Any]:

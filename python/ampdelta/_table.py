@@ -6,6 +6,7 @@ import json
 from typing import Any, Dict, List, Optional
 
 from . import _native
+from ._client import _json
 from ._errors import InvalidInputError, raise_if_error
 
 
@@ -15,6 +16,7 @@ class Table:
     def __init__(self, path: str, storage_options: Optional[Dict[str, str]] = None):
         if not isinstance(path, str) or not path:
             raise InvalidInputError("Table() needs a table path or URL")
+        _json(path, "the table path")  # refuses text that is not valid Unicode
         self.path = path
         self.storage_options = dict(storage_options or {})
 
@@ -22,8 +24,9 @@ class Table:
         return f"Table({self.path!r})"
 
     def _run(self, operation: str, **args: Any):
-        out, error = _native.table_operation(self.path, json.dumps(self.storage_options),
-                                             operation, json.dumps(args))
+        out, error = _native.table_operation(
+            self.path, _json(self.storage_options, "storage_options"), operation,
+            _json(args, f"{operation}()'s arguments"))
         raise_if_error(error)
         return json.loads(out)
 

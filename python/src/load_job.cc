@@ -1,6 +1,8 @@
 #include "load_job.h"
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -61,14 +63,20 @@ class Fields {
     const json* value = Find(key);
     if (value == nullptr) return arrow::Status::OK();
     if (!value->is_number_integer()) return Bad(key, "must be an integer");
-    if (value->is_number_unsigned()
-            ? value->get<uint64_t>() < static_cast<uint64_t>(std::max<int64_t>(min, 0))
-            : value->get<int64_t>() < min) {
+    const bool negative = !value->is_number_unsigned() && value->get<int64_t>() < 0;
+    const auto max = static_cast<uint64_t>(std::numeric_limits<Int>::max());
+    if (negative
+            ? value->get<int64_t>() < min
+            : value->get<uint64_t>() < static_cast<uint64_t>(std::max<int64_t>(min, 0))) {
       return Bad(key,
                  "must be at least " + std::to_string(min) + ", got " + value->dump());
     }
-    *out = value->is_number_unsigned() ? static_cast<Int>(value->get<uint64_t>())
-                                       : static_cast<Int>(value->get<int64_t>());
+    if (!negative && value->get<uint64_t>() > max) {
+      return Bad(key,
+                 "must be at most " + std::to_string(max) + ", got " + value->dump());
+    }
+    *out = negative ? static_cast<Int>(value->get<int64_t>())
+                    : static_cast<Int>(value->get<uint64_t>());
     return arrow::Status::OK();
   }
   template <typename Int>
@@ -253,7 +261,10 @@ void LoadJob::Run() {
       Emit(EventJson(kind, result), /*wait=*/true);
     };
   };
-  if (plan.batch_events) options.on_batch = report("batch");
+  if (plan.batch_events) {
+    options.on_batch = report("batch");
+    options.read_all = false;  // read_all only silences per-batch reports
+  }
   options.on_result = [this](const loader::LoadResult& result) {
     Emit(EventJson(result.is_reorg ? "reorg" : "commit", result), /*wait=*/true);
   };
