@@ -6,7 +6,7 @@ ASAN_BUILD := build/asan
 RELEASE_BUILD := build/release
 FUZZ_BUILD := build/fuzz
 # Seconds each libFuzzer target runs in `make fuzz` (and so in `make test`).
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS ?= 30
 FUZZ_JOBS ?= 2
 VENV_PY := .deps/venv/bin/python
 

@@ -14,6 +14,9 @@ server serving SELECT * FROM "acme/eth_mainnet".transactions (100 transactions p
       sdk        the SDK's path at its best (bench/load_bench.py's peer b): pyarrow Flight
                  DoGet (bench/amp_flight.py), read_all(), one write_deltalake; timed in
                  its process after its imports
+      module-jemalloc  the module with ARROW_DEFAULT_MEMORY_POOL=jemalloc: the CLI picks
+                 Arrow's jemalloc pool for itself, while in Python the engine allocates
+                 from pyarrow's default pool (mimalloc)
     Goal: module / cli (net of start-up) ≤ 1.05.
 (b) Ray (a local cluster of --ray-cpus CPUs in this process, started and warmed up
     outside the timings) vs one process, on the same rows:
@@ -22,11 +25,12 @@ server serving SELECT * FROM "acme/eth_mainnet".transactions (100 transactions p
                     blocks) through the stream
       module        the module's plain load of (a)
       module-workers-N  the module's load(num_workers=N): partitions, then the stream
-      ray-data      Ray Data's own Delta writer: the DoGet's batches into
-                    ray.data.from_arrow (the read, timed apart), then ds.write_delta (the
-                    write, timed)
+      ray-data      Ray Data's own Delta writer: the DoGet's batches (Timestamp(ns) cast
+                    to µs, which its write_delta needs) into ray.data.from_arrow (the
+                    read, timed apart), then ds.write_delta (the write, timed)
 
-Every table's rows are counted from its Parquet footers after each run and must equal the
+Peak RSS is each peer process's (wait4 in a small launcher process). Every table's rows
+are counted from its Parquet footers after each run and must equal the
 server's rows. Medians over --rounds rounds; the report is JSON, then a Markdown table of
 the ratios. The dev server, Ray and the loaders share the machine's cores.
 
@@ -90,25 +94,62 @@ def cli_env(cli: pathlib.Path) -> dict:
     return env
 
 
+# Runs argv[2:] and writes its wall seconds and peak RSS to the fd argv[1]. Peers start from
+# this small process, not from the benchmark's: a forked child's peak RSS starts at its
+# parent's RSS, and this process holds Ray and Ray Data's rows.
+LAUNCHER = r"""
+import json, os, sys, time
+report = int(sys.argv[1])
+os.set_inheritable(report, False)
+start = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+elapsed = time.perf_counter() - start
+os.write(report, json.dumps({"seconds": elapsed, "rss_kib": usage.ru_maxrss,
+                             "status": os.waitstatus_to_exitcode(status)}).encode())
+sys.exit(0)
+"""
+
+
 def timed(cmd: list, env: dict | None = None) -> tuple:
     """(wall seconds, peak RSS MiB, stdout) of cmd, which must exit 0."""
     os.sync()
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, stdin=subprocess.DEVNULL)
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-S", "-c", LAUNCHER, str(write_end), *cmd],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, stdin=subprocess.DEVNULL, pass_fds=(write_end,))
+    os.close(write_end)
     chunks = {"out": [], "err": []}
     threads = [threading.Thread(target=lambda s, k: chunks[k].append(s.read()), args=(p, k))
                for p, k in ((proc.stdout, "out"), (proc.stderr, "err"))]
     for thread in threads:
         thread.start()
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
+    with os.fdopen(read_end, "rb") as report_pipe:
+        report = report_pipe.read()
+    proc.wait()
     for thread in threads:
         thread.join()
-    if status != 0:
-        raise RuntimeError(f"{cmd[:3]} failed ({os.waitstatus_to_exitcode(status)}): "
+    info = json.loads(report) if report else {"status": proc.returncode}
+    if proc.returncode != 0 or info["status"] != 0:
+        raise RuntimeError(f"{cmd[:3]} failed ({info['status']}): "
                            f"{''.join(chunks['err'])[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024.0, "".join(chunks["out"])
+    return info["seconds"], info["rss_kib"] / 1024.0, "".join(chunks["out"])
+
+
+def delta_types(table):
+    """Ray Data's write_delta takes the table's schema as deltalake.Schema.from_arrow does,
+    which refuses Timestamp(ns) and zones other than "UTC" (the server sends "+00:00"; the
+    module, the CLI and write_deltalake convert them): cast those columns, as part of the
+    peer's read."""
+    import pyarrow as pa
+    for index, field in enumerate(table.schema):
+        if pa.types.is_timestamp(field.type) and field.type.unit == "ns":
+            target = pa.timestamp("us", tz="UTC" if field.type.tz else None)
+            table = table.set_column(index, pa.field(field.name, target, field.nullable),
+                                     table.column(index).cast(target))
+    return table
 
 
 def last_json(out: str) -> dict:
@@ -214,6 +255,15 @@ def main() -> int:
             record("module", info["load_seconds"], wall=wall, rss_mib=rss,
                    import_seconds=info["import_seconds"])
 
+            # The same with Arrow's jemalloc pool, which the CLI selects for itself (pyarrow's
+            # default is mimalloc, and the engine allocates from the process's default pool).
+            table = fresh("module-jemalloc", round_index)
+            wall, rss, out = timed([sys.executable, "-c", MODULE_LOAD, url, SQL, str(table),
+                                    "{}"], dict(os.environ, ARROW_DEFAULT_MEMORY_POOL="jemalloc"))
+            info = last_json(out)
+            check("module-jemalloc", table, info["rows"])
+            record("module-jemalloc", info["load_seconds"], wall=wall, rss_mib=rss)
+
             table = fresh("sdk", round_index)
             wall, rss, out = timed([sys.executable, "-c", load_bench.SDK_BEST, url, SQL,
                                     str(table)])
@@ -244,7 +294,7 @@ def main() -> int:
 
             table = fresh("ray-data", round_index)
             start = time.perf_counter()
-            fetched = do_get(url, SQL).read_all()
+            fetched = delta_types(do_get(url, SQL).read_all())
             pieces = max(1, args.ray_cpus * 2)
             step = -(-fetched.num_rows // pieces)
             dataset = ray.data.from_arrow([fetched.slice(i, step)
@@ -282,6 +332,8 @@ def main() -> int:
               med["module"]["seconds"] / med["cli"]["seconds"], "≤ 1.05")
         ratio("module process wall / cli wall (seconds)",
               med["module"]["wall"] / med["cli"]["wall"])
+        ratio("module-jemalloc in-process / cli net of start-up (seconds)",
+              med["module-jemalloc"]["seconds"] / med["cli"]["seconds"], "≤ 1.05")
         ratio("sdk in-process / module in-process (seconds)",
               med["sdk"]["seconds"] / med["module"]["seconds"])
     if "ray-backfill" in med:

@@ -17,7 +17,7 @@ SQL = f'SELECT * FROM "{QUICKSTART_DATASET}".transactions'
 MIN_LOAD_S = 1.0
 # Share of the loop's idle rate it must keep during the loads: the loads' own threads and the
 # dev server compete for the 2 cores, but a held GIL leaves it ~0.
-MIN_SHARE = 0.10
+MIN_SHARE = 0.20
 
 
 def count_for(seconds: float) -> int:
@@ -70,6 +70,7 @@ def test_python_threads_run_while_a_load_runs(big_server, tmp_path):
     # The loads themselves must be long enough for a held GIL to show.
     assert max(durations) >= 0.2, f"loads too short to tell: {durations}"
     share = counted / (baseline_rate * elapsed)
+    print(f"GIL: main thread kept {share:.0%} of its idle rate during {len(durations)} loads")
     assert share >= MIN_SHARE, (
         f"the main thread counted {counted} in {elapsed:.2f} s of loads ({durations}), "
         f"{share:.1%} of its idle rate {baseline_rate:.0f}/s")

@@ -224,26 +224,27 @@ def test_result_metadata_has_the_table_version_and_files(client, tmp_path):
 def test_concurrent_appends_from_three_threads(client, tmp_path):
     # Mirrors TestDeltaLakeSpecific.test_concurrent_operations_safety: 5 rows, then 3
     # threads appending 5 each -> 20. The GIL is released during a load, so the three
-    # loads run at once: each thread's first progress callback waits at a barrier that
-    # only opens when all three loads are in progress (it times out if they are not).
+    # loads run at once: each thread takes its load's first batch result (batch_size=1:
+    # the load has then written its second batch and waits, uncommitted, for the loop to
+    # go on) and waits at a barrier that only opens when all three loads are in progress
+    # (it times out if they are not).
     path = tmp_path / "t"
     conn = connect(client, path, **BASIC)
     client.sql(blocks_sql(0, 4)).load(connection=conn, destination="t", read_all=True)
     barrier = threading.Barrier(3, timeout=30)
-    results, errors = {}, []
+    results, errors, met = {}, [], []
 
     def append(index: int) -> None:
         first = 5 + 5 * index
-        waited = []
-
-        def progress(result):
-            if not waited:
-                waited.append(True)
-                barrier.wait()
-
         try:
-            results[index] = client.sql(blocks_sql(first, first + 4)).load(
-                connection=conn, destination=f"t{index}", read_all=True, progress=progress)
+            batches = []
+            for result in client.sql(blocks_sql(first, first + 4)).load(
+                    connection=conn, destination=f"t{index}", batch_size=1):
+                if not batches:
+                    barrier.wait()
+                    met.append(index)
+                batches.append(result)
+            results[index] = batches
         except BaseException as error:  # noqa: BLE001 - reported below
             errors.append(error)
 
@@ -254,9 +255,34 @@ def test_concurrent_appends_from_three_threads(client, tmp_path):
         thread.join(timeout=60)
     assert not any(t.is_alive() for t in threads), "a load did not finish"
     assert not errors, errors
+    assert sorted(met) == [0, 1, 2], "the three loads were not in progress at once"
     for index in range(3):
-        check_result(results[index], 5, f"t{index}")
+        assert [r.rows_loaded for r in results[index]] == [1] * 5
+        assert "table_version" in results[index][-1].metadata
+    versions = sorted(int(results[i][-1].metadata["table_version"]) for i in range(3))
+    assert len(set(versions)) == 3, versions  # three commits
     assert_readers_see(path, blocks=numbers(0, 19), num_rows=20)
+
+
+@pytest.mark.timeout(60)
+def test_progress_gets_each_batch_of_a_read_all_load(client, tmp_path):
+    # The SDK reports each batch (metadata batch_size); ampdelta's progress callback gets
+    # every batch's LoadResult in the calling thread, also with read_all=True.
+    path = tmp_path / "t"
+    conn = connect(client, path, optimize_after_write=False)
+    caller = threading.get_ident()
+    calls = []
+
+    def progress(result):
+        calls.append((threading.get_ident(), result))
+
+    result = client.sql(f"{TXS} WHERE block_num < {QUICKSTART_FIRST + 50}").load(
+        connection=conn, destination="t", read_all=True, batch_size=100, progress=progress)
+    check_result(result, 400, "t")
+    assert {thread for thread, _ in calls} == {caller}
+    batches = [r for _, r in calls if not r.is_reorg and r.rows_loaded]
+    assert [r.rows_loaded for r in batches][:4] == [100] * 4, [str(r) for _, r in calls]
+    assert sum(r.rows_loaded for r in batches) in (400, 800), [str(r) for _, r in calls]
 
 
 @pytest.mark.timeout(90)
@@ -307,3 +333,31 @@ def test_stream_with_reorgs_keeps_every_block_once_with_canonical_hashes(reorg_s
     for name, rows in got.items():
         ids = column(rows, "_amp_batch_id")
         assert all(isinstance(i, str) and re.fullmatch(r"[0-9a-f]{16}", i) for i in ids), name
+
+
+@pytest.mark.timeout(60)
+def test_writer_properties_set_the_parquet_compression(client, tmp_path):
+    # The seed's "Load options": writer_properties=WriterProperties(compression='ZSTD');
+    # docs/python.md: a dict works too, other set fields raise ValueError.
+    import pyarrow.parquet as pq
+    from deltalake import WriterProperties
+
+    for name, properties, codec in [("zstd", WriterProperties(compression="ZSTD"), "ZSTD"),
+                                    ("snappy", {"compression": "snappy"}, "SNAPPY")]:
+        path = tmp_path / name
+        conn = connect(client, path, optimize_after_write=False)
+        client.sql(blocks_sql(0, 9)).load(connection=conn, destination=name, read_all=True,
+                                          writer_properties=properties)
+        files = [p for p in path.rglob("*.parquet") if "_delta_log" not in p.parts]
+        assert files
+        codecs = {pq.ParquetFile(f).metadata.row_group(0).column(c).compression
+                  for f in files for c in range(4)}
+        assert codecs == {codec}, (name, codecs)
+        assert_readers_see(path, blocks=numbers(0, 9))
+    path = tmp_path / "bad"
+    conn = connect(client, path)
+    with pytest.raises(ValueError):
+        client.sql(blocks_sql(0, 9)).load(connection=conn, destination="bad", read_all=True,
+                                          writer_properties=WriterProperties(
+                                              data_page_size_limit=1024))
+    assert not is_delta_table(path)

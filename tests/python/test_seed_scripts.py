@@ -138,6 +138,7 @@ def check_stream_run(running, table, rows_before: int) -> list[int]:
     assert {m.group(2) for m in printed} == {"blocks_live"}, running.describe()
     printed_rows = sum(int(m.group(1)) for m in printed)
     counts = rows_per_version(table)
+    print(f"stream run: printed {[int(m.group(1)) for m in printed]}, rows per version {counts}")
     target = rows_before + printed_rows
     assert target in counts, f"no version holds the printed {target} rows: {counts}"
     last_printed = len(counts) - 1 - counts[::-1].index(target)
