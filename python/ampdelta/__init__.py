@@ -5,7 +5,17 @@
 docs/python.md describes the package.
 """
 
-import pyarrow as _pyarrow
+import os as _os
+import sys as _sys
+
+# Arrow's allocator is chosen at its first allocation, from ARROW_DEFAULT_MEMORY_POOL. The
+# engine runs markedly faster on jemalloc, which keeps freed pages for reuse, than on the
+# wheel's default mimalloc (docs/benchmarks.md), so ampdelta picks it as its CLI does —
+# unless a pool was chosen, or pyarrow was imported (and may have allocated) already.
+if "pyarrow" not in _sys.modules:
+    _os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
+
+import pyarrow as _pyarrow  # noqa: E402
 
 # The extension links pyarrow's own Arrow C++ libraries, whose ABI changes with each major
 # version: refuse another major version before loading it.
