@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import copy
 import json
 import os
 import threading
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional
@@ -85,6 +87,7 @@ class Client:
             raise InvalidInputError(
                 f"Unknown loader '{loader}': ampdelta provides '{LOADER}' (without an underscore)")
         self._connections[name] = _checked_config(config)
+        _saved_connections.save(name, LOADER, self._connections[name])
 
     def sql(self, query: str) -> "QueryBuilder":
         if not isinstance(query, str) or not query.strip():
@@ -105,9 +108,71 @@ class Client:
 
     def _connection(self, name: str) -> Dict[str, Any]:
         if name not in self._connections:
-            raise InvalidInputError(
-                f"unknown connection '{name}' (name it with configure_connection first)")
+            saved = _saved_connections.load(name)
+            if saved is None:
+                raise InvalidInputError(
+                    f"unknown connection '{name}' (name it with configure_connection "
+                    f"first; none is saved in {_saved_connections.path()})")
+            self._connections[name] = saved
         return self._connections[name]
+
+
+class _SavedConnections:
+    """Connections persist between scripts, as the SDK's ConnectionManager keeps them: a
+    JSON object {name: {loader, config}} at $FLIGHT_SQL_CONNECTIONS, else
+    ~/.flight_sql_connections.json. The file can hold credentials (storage_options): it
+    is written owner-only, and replaced atomically, so a crash never leaves half a file."""
+
+    def path(self) -> str:
+        return os.environ.get("FLIGHT_SQL_CONNECTIONS") or os.path.join(
+            os.path.expanduser("~"), ".flight_sql_connections.json")
+
+    def _read(self) -> Optional[Dict[str, Any]]:
+        """The file's entries; {} when there is none; None when it is not a JSON object."""
+        try:
+            with open(self.path(), encoding="utf-8") as file:
+                entries = json.load(file)
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            return None
+        return entries if isinstance(entries, dict) else None
+
+    def save(self, name: str, loader: str, config: Dict[str, Any]) -> None:
+        path = self.path()
+        entries = self._read()
+        if entries is None:
+            warnings.warn(f"ampdelta: {path} is not a JSON object of connections; "
+                          f"connection '{name}' is kept for this process only")
+            return
+        entries[name] = {"loader": loader, "config": config}
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                json.dump(entries, file, indent=2, ensure_ascii=False)
+            os.replace(tmp, path)
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            warnings.warn(f"ampdelta: cannot save connection '{name}' to {path} ({error}); "
+                          f"it is kept for this process only")
+
+    def load(self, name: str) -> Optional[Dict[str, Any]]:
+        entries = self._read()
+        if entries is None:
+            raise InvalidInputError(
+                f"{self.path()} is not a JSON object of connections; fix or delete it")
+        entry = entries.get(name)
+        if entry is None:
+            return None
+        if not isinstance(entry, dict) or entry.get("loader") != LOADER:
+            raise InvalidInputError(
+                f"connection '{name}' in {self.path()} is not a '{LOADER}' connection")
+        return _checked_config(entry.get("config"))
+
+
+_saved_connections = _SavedConnections()
 
 
 def _checked_config(config: Any) -> Dict[str, Any]:

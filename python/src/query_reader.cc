@@ -46,9 +46,11 @@ class QueryReader : public arrow::RecordBatchReader {
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> OpenQueryReader(
     const std::string& url, const amp::ClientOptions& options, const std::string& sql) {
   if (amp::HasStreamSetting(sql)) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "to_arrow() runs batch queries; this one has SETTINGS stream = true "
-                     "(load it with stream=True instead)");
+    return MakeError(
+        ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+        "to_arrow() and to_reader() run batch queries; this one has SETTINGS "
+        "stream = true "
+        "(load it with stream=True instead)");
   }
   ARROW_ASSIGN_OR_RAISE(auto client, amp::Client::Connect(url, options));
   amp::QueryOptions query;

@@ -20,7 +20,6 @@ and readers.py), imported, not copied:
 from __future__ import annotations
 
 import collections
-import contextlib
 import importlib.util
 import os
 import re
@@ -28,10 +27,16 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+
+# configure_connection saves connections (as the SDK does) to $FLIGHT_SQL_CONNECTIONS, else
+# ~/.flight_sql_connections.json: the tests' own go to a file of this session's.
+os.environ["FLIGHT_SQL_CONNECTIONS"] = os.path.join(
+    tempfile.mkdtemp(prefix="ampdelta-connections-"), "connections.json")
 
 PYTHON_TESTS_DIR = Path(__file__).resolve().parent
 INTEROP_DIR = PYTHON_TESTS_DIR.parent / "interop"

@@ -9,7 +9,6 @@ says which SDK test it mirrors. Every table is read back by deltalake, Polars an
 
 from __future__ import annotations
 
-import collections
 import itertools
 import re
 import threading
@@ -18,9 +17,9 @@ import time
 import pytest
 
 import ampdelta
-from conftest import (BLOCKS_SQL, QUICKSTART_DATASET, QUICKSTART_FIRST, REORG_RE, RESULT_RE,
+from conftest import (QUICKSTART_DATASET, QUICKSTART_FIRST, REORG_RE, RESULT_RE,
                       assert_readers_see, column, delta_config, delta_version,
-                      history_operations, is_delta_table, read_all, readers, rows_by_block,
+                      history_operations, is_delta_table, read_all, rows_by_block,
                       server_hashes)
 
 TXS = f'SELECT block_num, tx_index, tx_hash, gas_used FROM "{QUICKSTART_DATASET}".transactions'

@@ -91,8 +91,9 @@ def test_history_optimize_delete_restore_vacuum_checkpoint(quickstart_url, tmp_p
     check_readers(path, QUICKSTART_BLOCK_NUMBERS, hashes)
     from deltalake import DeltaTable
     assert DeltaTable(str(path)).version() == version
-    # docs/python.md: `table.checkpoint()  # {'version': 10, 'parts': 1, …}`.
-    assert checkpoint.get("parts", 0) >= 1, f"no 'parts' in {checkpoint}"
+    # docs/python.md: `table.checkpoint()  # {'version': 10, 'actions': 8, 'files': 1, …}`.
+    assert checkpoint["files"] == len(DeltaTable(str(path)).file_uris()), checkpoint
+    assert checkpoint["actions"] > checkpoint["files"] and checkpoint["bytes"] > 0, checkpoint
 
 
 @pytest.mark.timeout(60)
