@@ -97,6 +97,9 @@ bench: build-release
 	@$(VENV_PY) bench/load_bench.py --rows 2000000 --rounds 3
 	@$(VENV_PY) bench/stream_bench.py --commits 10000 --blocks 100000
 	@$(VENV_PY) bench/parallel_bench.py --rows 1000000 --rounds 3 --sdk-rows 100000
+	@$(MAKE) --no-print-directory wheel
+	@bash scripts/wheel_venv.sh
+	@build/wheel-venv/bin/python bench/python_bench.py --rows 1000000 --rounds 5
 
 clean:
 	rm -rf build dist

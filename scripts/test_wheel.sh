@@ -1,23 +1,9 @@
 #!/usr/bin/env bash
-# `make test-python`: install the wheel `make wheel` built into a fresh venv (with the
-# pinned packages of tests/python/requirements.txt: readers, pytest, Ray) and run the
-# Python package's tests (tests/python) there, against dev servers the CLI starts.
+# `make test-python`: install the wheel `make wheel` built into a fresh venv
+# (scripts/wheel_venv.sh) and run the Python package's tests (tests/python) there, against
+# dev servers the CLI ($AMPDELTA_CLI) starts.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-VENV=build/wheel-venv
-log() { printf '[test-python] %s\n' "$*" >&2; }
-wheel=(dist/wheelhouse/ampdelta-*manylinux*.whl)
-[[ -f ${wheel[0]} ]] || { log "no wheel in dist/wheelhouse: run make wheel"; exit 1; }
-
-rm -rf "$VENV"
-python3 -m venv "$VENV"
-log "installing tests/python/requirements.txt and ${wheel[0]} into a fresh $VENV"
-PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/pip" install --no-input --quiet \
-  -r tests/python/requirements.txt
-PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/pip" install --no-input --quiet --no-deps "${wheel[0]}"
-"$VENV/bin/pip" check >&2
-cd /  # import the installed package, never the source tree's python/ampdelta
-"$ROOT/$VENV/bin/python" -c 'import ampdelta; print("[test-python] ampdelta", ampdelta.__version__, "from", ampdelta.__file__)' >&2
-cd "$ROOT"
-exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/python "$@"
+bash scripts/wheel_venv.sh
+exec build/wheel-venv/bin/python -m pytest -q -p no:cacheprovider tests/python "$@"
