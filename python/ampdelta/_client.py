@@ -5,9 +5,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import copy
+import fcntl
 import json
 import os
+import tempfile
 import threading
+import time
 import warnings
 import weakref
 from dataclasses import dataclass
@@ -16,7 +19,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 import pyarrow as pa
 
 from . import _native
-from ._errors import InvalidInputError, error_from, raise_if_error
+from ._errors import InternalError, InvalidInputError, error_from, raise_if_error
 from ._results import LoadMode, LoadResult, result_from
 
 LOADER = "deltalake"
@@ -55,11 +58,23 @@ _WRITER_PROPERTIES = ("compression", "compression_level", "max_row_group_size")
 _LIVE_JOBS: "weakref.WeakSet" = weakref.WeakSet()
 
 
+_EXITING = False
+_EXIT_WAIT_SECONDS = 30.0
+
+
 @atexit.register
 def _stop_live_jobs() -> None:
-    for job in list(_LIVE_JOBS):
+    global _EXITING
+    _EXITING = True  # no load starts once the interpreter is exiting…
+    _native.refuse_new_loads()  # …not even one that passed that check in another thread
+    jobs = list(_LIVE_JOBS)
+    for job in jobs:
         job.stop()
-        job.join()
+    # Give stopping loads time to end (a stream its commit), but never hang the exit on a
+    # server that does not answer.
+    deadline = time.monotonic() + _EXIT_WAIT_SECONDS
+    for job in jobs:
+        job.join_for(max(deadline - time.monotonic(), 0.0))
 
 
 class Client:
@@ -76,6 +91,13 @@ class Client:
         if not isinstance(self.url, str):
             raise InvalidInputError(f"Client() url must be a string, got {type(self.url).__name__}")
         _json(self.url, "the url")
+        if auth_token is not None:
+            if not isinstance(auth_token, str) or not auth_token:
+                raise InvalidInputError("Client() auth_token must be a non-empty string")
+            if not all(" " <= c <= "~" for c in auth_token):
+                raise InvalidInputError(
+                    "Client() auth_token must be printable ASCII (it is sent as a header); "
+                    "check for a newline or stray characters")
         self.auth_token = auth_token
         self._connections: Dict[str, Dict[str, Any]] = {}
 
@@ -123,6 +145,9 @@ class _SavedConnections:
     ~/.flight_sql_connections.json. The file can hold credentials (storage_options): it
     is written owner-only, and replaced atomically, so a crash never leaves half a file."""
 
+    def __init__(self):
+        self._lock = threading.Lock()
+
     def path(self) -> str:
         return os.environ.get("FLIGHT_SQL_CONNECTIONS") or os.path.join(
             os.path.expanduser("~"), ".flight_sql_connections.json")
@@ -139,6 +164,25 @@ class _SavedConnections:
         return entries if isinstance(entries, dict) else None
 
     def save(self, name: str, loader: str, config: Dict[str, Any]) -> None:
+        # Read-modify-write under a lock: threads of this process, and (flock on a lock
+        # file beside it) other processes, never lose each other's connections.
+        with self._lock, self._file_lock():
+            self._save(name, loader, config)
+
+    @contextlib.contextmanager
+    def _file_lock(self):
+        try:
+            fd = os.open(self.path() + ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
+        except OSError:
+            yield  # an unwritable folder: saving warns below
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _save(self, name: str, loader: str, config: Dict[str, Any]) -> None:
         path = self.path()
         entries = self._read()
         if entries is None:
@@ -146,15 +190,19 @@ class _SavedConnections:
                           f"connection '{name}' is kept for this process only")
             return
         entries[name] = {"loader": loader, "config": config}
-        tmp = f"{path}.{os.getpid()}.tmp"
+        tmp = None
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            # A temporary file of its own (mkstemp: owner-only) in the same folder, so the
+            # rename is atomic and writers never share one.
+            fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".",
+                                       suffix=".tmp", dir=os.path.dirname(path) or ".")
             with os.fdopen(fd, "w", encoding="utf-8") as file:
                 json.dump(entries, file, indent=2, ensure_ascii=False)
             os.replace(tmp, path)
         except OSError as error:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
             warnings.warn(f"ampdelta: cannot save connection '{name}' to {path} ({error}); "
                           f"it is kept for this process only")
 
@@ -180,6 +228,8 @@ def _checked_config(config: Any) -> Dict[str, Any]:
         raise InvalidInputError(
             f"Invalid DeltaLakeLoader configuration: expected a dict, got {type(config).__name__}")
     config = copy.deepcopy(config)  # the caller's dict is never changed
+    if isinstance(config.get("table_path"), os.PathLike):
+        config["table_path"] = os.fspath(config["table_path"])
     raise_if_error(_native.validate_config(
         _json(config, "Invalid DeltaLakeLoader configuration: the configuration")))
     return config
@@ -204,13 +254,21 @@ def _json(value: Any, what: str) -> str:
     return text
 
 
+_CODEC_LEVELS = {"uncompressed": None, "snappy": None, "lz4": None, "lz4_raw": None,
+                 "gzip": (1, 9), "brotli": (0, 11), "zstd": (-131072, 22)}
+
+
 def _writer_properties(value: Any) -> Dict[str, Any]:
     """deltalake.WriterProperties or a dict → compression, level and row-group size."""
     if isinstance(value, dict):
         fields = dict(value)
-    else:
+    elif type(value).__name__ == "WriterProperties":
         fields = {key: getattr(value, key) for key in dir(value)
                   if not key.startswith("_") and not callable(getattr(value, key, None))}
+    else:
+        raise InvalidInputError(
+            "writer_properties must be a deltalake.WriterProperties or a dict, got "
+            f"{type(value).__name__}")
     out = {}
     for key, field_value in fields.items():
         if field_value is None:
@@ -225,8 +283,30 @@ def _writer_properties(value: Any) -> Dict[str, Any]:
         # deltalake spells a level into the codec: "ZSTD(3)".
         if text.endswith(")") and "(" in text:
             text, level = text[:-1].split("(", 1)
-            out.setdefault("compression_level", int(level))
+            try:
+                out.setdefault("compression_level", int(level))
+            except ValueError:
+                raise InvalidInputError(
+                    f"writer_properties: compression {out['compression']!r} has a level "
+                    "that is not an integer") from None
         out["compression"] = text.lower()
+        if out["compression"] not in _CODEC_LEVELS:
+            raise InvalidInputError(
+                f"writer_properties: unknown compression {text!r} (use "
+                f"{', '.join(c.upper() for c in _CODEC_LEVELS)})")
+    if "compression_level" in out:
+        level = out["compression_level"]
+        codec = out.get("compression", "zstd")
+        bounds = _CODEC_LEVELS[codec]
+        if isinstance(level, bool) or not isinstance(level, int):
+            raise InvalidInputError("writer_properties: compression_level must be an integer")
+        if bounds is None:
+            raise InvalidInputError(
+                f"writer_properties: {codec.upper()} takes no compression level")
+        if not bounds[0] <= level <= bounds[1]:
+            raise InvalidInputError(
+                f"writer_properties: {codec.upper()} levels are {bounds[0]} to {bounds[1]}, "
+                f"got {level}")
     return out
 
 
@@ -267,6 +347,14 @@ class QueryBuilder:
         if label_config is not None:
             raise InvalidInputError("label_config (label joins) is not supported by ampdelta")
         if config is not None:
+            if not isinstance(config, dict):
+                raise InvalidInputError(
+                    "Invalid DeltaLakeLoader configuration: expected a dict, got "
+                    f"{type(config).__name__}")
+            loader = config.get("loader_type", LOADER)
+            if loader != LOADER:
+                raise InvalidInputError(
+                    f"Unknown loader '{loader}': ampdelta provides '{LOADER}'")
             table_config = _checked_config({k: v for k, v in config.items()
                                             if k != "loader_type"})
         else:
@@ -368,6 +456,8 @@ class _Events:
 
     def _pull(self) -> Iterator[dict]:
         job = self._job
+        if _EXITING:
+            raise InternalError("the interpreter is exiting: no new load starts")
         job.start()
         try:
             while True:
@@ -387,7 +477,11 @@ class _Events:
                 job.ack()
         finally:
             job.stop()
-            job.join()
+            # In slices, so that a second Ctrl-C gets through while a stalled server holds
+            # a query the stop could not cancel yet (one being planned); a batch load left
+            # running that way still commits nothing.
+            while not job.join_for(0.25):
+                pass
 
     def final(self) -> LoadResult:
         for kind, result in self._pull():
@@ -399,7 +493,16 @@ class _Events:
         """The results of `kinds`; with hold_last the last one waits for the commit and
         carries its metadata (table_version, …)."""
         held: Optional[LoadResult] = None
+        reported = 0  # rows of the batches yielded so far
         for kind, result in self._pull():
+            if kind == "batch":
+                # A retried load reads the result again from its first row: the batches of
+                # rows already reported are not reported twice.
+                total = result.metadata.get("total_rows", 0)
+                if total <= reported:
+                    continue
+                result.rows_loaded = total - reported
+                reported = total
             if kind == "final":
                 if hold_last:
                     if held is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Dict, List, Optional
 
 from . import _native
@@ -14,6 +15,8 @@ class Table:
     """A Delta table at a path or URL (s3://, az://, gs://, file://)."""
 
     def __init__(self, path: str, storage_options: Optional[Dict[str, str]] = None):
+        if isinstance(path, os.PathLike):
+            path = os.fspath(path)
         if not isinstance(path, str) or not path:
             raise InvalidInputError("Table() needs a table path or URL")
         _json(path, "the table path")  # refuses text that is not valid Unicode
@@ -40,13 +43,18 @@ class Table:
     def optimize(self, target_size: int = 128 * 1024 * 1024,
                  compression: str = "zstd") -> Dict[str, Any]:
         """Compact small files (version None when nothing needed it)."""
+        if compression is None:
+            compression = "zstd"
+        if not isinstance(compression, str):
+            raise InvalidInputError("optimize(): compression must be a codec name")
         return self._run("optimize", target_size=_count(target_size, "target_size"),
-                         compression=str(compression))
+                         compression=compression)
 
     def vacuum(self, retention_hours: Optional[float] = None, dry_run: bool = False,
                enforce_retention_duration: bool = True, full: bool = False) -> Dict[str, Any]:
         """Delete files no version within the retention reads (dry_run: only list them)."""
-        if retention_hours is not None and not isinstance(retention_hours, (int, float)):
+        if retention_hours is not None and (isinstance(retention_hours, bool) or
+                                            not isinstance(retention_hours, (int, float))):
             raise InvalidInputError("vacuum(): retention_hours must be a number")
         return self._run("vacuum", retention_hours=retention_hours, dry_run=bool(dry_run),
                          enforce_retention_duration=bool(enforce_retention_duration),
@@ -65,6 +73,6 @@ class Table:
 
 
 def _count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise InvalidInputError(f"{name} must be an integer from 0 to 2**63-1, got {value!r}")
     return value

@@ -35,7 +35,6 @@ __all__ = ["backfill", "BackfillResult", "BackfillError", "ShardError", "StreamH
 # unset. The driver always passes its reorg_buffer on, so it and the shards agree.
 DEFAULT_REORG_BUFFER = 256
 
-_CONNECTION = "ampdelta_ray_backfill"
 # Errors no retry can fix: the task returns them instead of raising, so Ray does not run it
 # again (every other ampdelta.Error is raised and retried, as a killed worker is).
 _PERMANENT_ERRORS = ("InvalidInputError", "NotFoundError", "UnsupportedFeatureError",
@@ -193,7 +192,10 @@ def _probe_coverage(url: str, sql: str, block_column: str, auth_token: Optional[
     probes = [f"SELECT * FROM ({body}\n) WHERE {quoted} >= 1 AND {quoted} <= 0", body]
     headers = [(b"authorization", f"Bearer {auth_token}".encode())] if auth_token else []
     options = flight.FlightCallOptions(headers=headers, timeout=timeout)
-    client = flight.connect(url)
+    try:
+        client = flight.connect(url)
+    except pa.ArrowException as error:  # not a URL pyarrow can connect to
+        raise ConnectionError(str(error)) from None
     errors = []
     try:
         for probe in probes:
@@ -240,7 +242,6 @@ def _run_shard(spec: dict, index: int, hook: Optional[Callable] = None) -> dict:
 
     start = time.perf_counter()
     client = ampdelta.Client(spec["url"], auth_token=spec["auth_token"])
-    client.configure_connection(_CONNECTION, "deltalake", spec["config"])
     kwargs = dict(spec["load"])
     kwargs["shard"] = (index, spec["shards"])
     on_result = hook(index) if hook is not None else None
@@ -255,7 +256,9 @@ def _run_shard(spec: dict, index: int, hook: Optional[Callable] = None) -> dict:
     except Exception:  # noqa: BLE001 -- only for the report
         pass
     try:
-        result = client.sql(spec["sql"]).load(connection=_CONNECTION,
+        # An inline config, never a named connection: configure_connection would save
+        # the storage credentials to the connection file of every worker node.
+        result = client.sql(spec["sql"]).load(config=spec["config"],
                                               destination=spec["destination"],
                                               read_all=True, **kwargs)
     except ampdelta.Error as error:
@@ -389,6 +392,19 @@ def backfill(url: str, sql: str, table_path: str, num_shards: int = 4, *,
     ray = _import_ray()
     import ampdelta
 
+    for name, value in (("url", url), ("sql", sql)):
+        if not isinstance(value, str) or not value.strip():
+            raise ampdelta.InvalidInputError(f"backfill(): {name} must be a non-empty string")
+    if not isinstance(table_path, (str, os.PathLike)) or not str(table_path):
+        raise ampdelta.InvalidInputError("backfill(): table_path must be a path or URL")
+    for name, value in (("num_shards", num_shards),
+                        ("num_workers_per_shard", num_workers_per_shard),
+                        ("max_task_retries", max_task_retries)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ampdelta.InvalidInputError(
+                f"backfill(): {name} must be an integer, got {value!r}")
+    if max_task_retries < 0:
+        raise ampdelta.InvalidInputError("backfill(): max_task_retries must be at least 0")
     if num_shards < 1:
         raise ValueError("num_shards must be at least 1")
     if num_workers_per_shard < 1:
@@ -507,8 +523,7 @@ def backfill(url: str, sql: str, table_path: str, num_shards: int = 4, *,
 
     def final_load(read_all: bool, **extra):
         client = ampdelta.Client(url, auth_token=token)
-        client.configure_connection(_CONNECTION, "deltalake", final_config)
-        return client.sql(sql).load(connection=_CONNECTION, destination=destination,
+        return client.sql(sql).load(config=final_config, destination=destination,
                                     read_all=read_all, **final_args, **extra)
 
     def table():

@@ -238,9 +238,32 @@ LoadJob::~LoadJob() {
   Join();
 }
 
+namespace {
+std::mutex g_start_mutex;
+bool g_refuse_new_loads = false;  // guarded by g_start_mutex
+}  // namespace
+
+void LoadJob::RefuseNewLoads() {
+  std::lock_guard<std::mutex> start(g_start_mutex);
+  g_refuse_new_loads = true;
+}
+
 void LoadJob::Start() {
+  std::lock_guard<std::mutex> start(g_start_mutex);
   std::lock_guard<std::mutex> lock(mutex_);
   if (thread_.joinable() || finished_) return;
+  if (g_refuse_new_loads) {
+    loader::LoadResult refused;
+    refused.table_name = plan_->options.destination;
+    refused.status =
+        arrow::Status::Cancelled("the interpreter is exiting: no load starts");
+    refused.error = refused.status.message();
+    events_.push_back(EventJson("final", refused));
+    ++emitted_;
+    finished_ = true;
+    changed_.notify_all();
+    return;
+  }
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -256,6 +279,7 @@ void LoadJob::Run() {
   Plan& plan = *plan_;
   loader::LoadOptions& options = plan.options;
   options.stop = &stop_;
+  options.cancellation = &cancellation_;
   auto report = [this](const char* kind) {
     return [this, kind](const loader::LoadResult& result) {
       Emit(EventJson(kind, result), /*wait=*/true);
@@ -308,14 +332,32 @@ void LoadJob::Ack() {
 }
 
 void LoadJob::Stop() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  stop_.store(true);
-  changed_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_.store(true);
+    changed_.notify_all();
+  }
+  cancellation_.CancelAll();
+}
+
+bool LoadJob::JoinFor(int64_t timeout_ms) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const bool started = thread_.joinable();
+    if (started && !changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                                      [&] { return finished_; })) {
+      return false;
+    }
+  }
+  Join();
+  return true;
 }
 
 void LoadJob::Join() {
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id())
+  std::lock_guard<std::mutex> lock(join_mutex_);
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) {
     thread_.join();
+  }
 }
 
 }  // namespace ampdelta::python

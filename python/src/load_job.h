@@ -21,6 +21,7 @@
 #include <arrow/result.h>
 
 #include "ampdelta/amp/client.h"
+#include "ampdelta/loader/batch_loader.h"
 
 namespace ampdelta::python {
 
@@ -36,18 +37,25 @@ class LoadJob {
                                                       const std::string& options_json);
   ~LoadJob();
 
-  /// \brief Start the loader thread (once).
+  /// \brief Start the loader thread (once). After RefuseNewLoads it ends the job at once
+  /// with an error instead.
   void Start();
+  /// \brief From now on no job starts a thread (the interpreter is exiting: threads it
+  /// does not join would outlive the libraries they use).
+  static void RefuseNewLoads();
   /// \brief The next event's JSON (events.h): a result per batch, partition, commit or
   /// reorg, then one "final" result; nullopt after `timeout_ms` without one; "" when the
   /// final event has been taken.
   std::optional<std::string> Next(int64_t timeout_ms);
   /// \brief Let the loader go past the events taken so far.
   void Ack();
-  /// \brief Stop after the current step (a batch load commits nothing).
+  /// \brief Stop after the current step (a batch load commits nothing); queries being
+  /// read are cancelled, so a stalled server cannot hold the stop.
   void Stop();
-  /// \brief Wait for the loader thread to end.
+  /// \brief Wait for the loader thread to end; any number of threads may call it.
   void Join();
+  /// \brief Join if the loader ends within `timeout_ms`; false if it is still running.
+  bool JoinFor(int64_t timeout_ms);
 
   struct Plan;
 
@@ -69,6 +77,8 @@ class LoadJob {
   int64_t acked_ = 0;
   bool finished_ = false;
   std::atomic<bool> stop_{false};
+  loader::QueryCancellation cancellation_;
+  std::mutex join_mutex_;  // one thread joins, the others wait for it
   std::thread thread_;
 };
 

@@ -2,9 +2,11 @@
 // JSON text with python/ampdelta/, which builds the SDK's objects and exceptions from it;
 // no C++ exception crosses into Python, errors come back as an error JSON.
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include <arrow/c/abi.h>
@@ -68,11 +70,37 @@ class PyLoadJob {
   void Join() {
     if (job_) job_->Join();
   }
+  bool JoinFor(double timeout_s) {
+    return job_ == nullptr || job_->JoinFor(static_cast<int64_t>(timeout_s * 1000));
+  }
 
  private:
   std::unique_ptr<LoadJob> job_;
   std::optional<std::string> error_;
 };
+
+// Run `work` without the GIL. A daemon thread that wakes after the interpreter began to
+// finalize must not take the GIL back: Python would end the thread with an unwind through
+// nanobind's noexcept frames (std::terminate, exit 134). It parks instead; the process is
+// exiting.
+// The main thread, which finalizes the interpreter (and so never parks).
+unsigned long g_main_thread = 0;
+
+template <typename Work>
+auto WithoutGil(Work&& work) {
+  PyThreadState* state = PyEval_SaveThread();
+  auto out = work();
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing() != 0;
+#else
+  const bool finalizing = _Py_IsFinalizing() != 0;
+#endif
+  if (finalizing && PyThread_get_thread_ident() != g_main_thread) {
+    while (true) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+  PyEval_RestoreThread(state);
+  return out;
+}
 
 void ReleaseStreamCapsule(void* pointer) noexcept {
   auto* stream = static_cast<ArrowArrayStream*>(pointer);
@@ -116,6 +144,11 @@ std::optional<std::string> ValidateConfig(const std::string& config_json) {
 NB_MODULE(_native, m) {
   using ampdelta::python::PyLoadJob;
   m.attr("__version__") = ampdelta::kVersion;
+  ampdelta::python::g_main_thread = nb::cast<unsigned long>(
+      nb::module_::import_("threading").attr("main_thread")().attr("ident"));
+  // Daemon threads still iterating a load when the interpreter exits keep their jobs:
+  // expected, not a leak worth a warning.
+  nb::set_leak_warnings(false);
   // Compute kernels and the TLS CA paths, as every ampdelta program sets them up.
   const arrow::Status runtime = ampdelta::InitializeRuntime();
   m.attr("runtime_error") =
@@ -128,15 +161,31 @@ NB_MODULE(_native, m) {
            nb::arg("config_json"), nb::arg("options_json"))
       .def_prop_ro("error", &PyLoadJob::error)
       .def("start", &PyLoadJob::Start)
-      .def("next", &PyLoadJob::Next, nb::arg("timeout_s"),
-           nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "next",
+          [](PyLoadJob& job, double timeout_s) {
+            return ampdelta::python::WithoutGil([&] { return job.Next(timeout_s); });
+          },
+          nb::arg("timeout_s"))
       .def("ack", &PyLoadJob::Ack)
       .def("stop", &PyLoadJob::Stop)
-      .def("join", &PyLoadJob::Join, nb::call_guard<nb::gil_scoped_release>());
+      .def(
+          "join_for",
+          [](PyLoadJob& job, double timeout_s) {
+            return ampdelta::python::WithoutGil([&] { return job.JoinFor(timeout_s); });
+          },
+          nb::arg("timeout_s"))
+      .def("join", [](PyLoadJob& job) {
+        ampdelta::python::WithoutGil([&] {
+          job.Join();
+          return true;
+        });
+      });
   m.def("open_query_stream", &ampdelta::python::OpenQueryStream, nb::arg("url"),
         nb::arg("auth_token").none(), nb::arg("sql"));
   m.def("table_operation", &ampdelta::python::TableOperation, nb::arg("path"),
         nb::arg("storage_options_json"), nb::arg("operation"), nb::arg("args_json"),
         nb::call_guard<nb::gil_scoped_release>());
+  m.def("refuse_new_loads", &ampdelta::python::LoadJob::RefuseNewLoads);
   m.def("validate_config", &ampdelta::python::ValidateConfig, nb::arg("config_json"));
 }

@@ -59,6 +59,14 @@ std::string RangesText(const amp::BatchMetadata& metadata) {
   return text;
 }
 
+bool Stopped(const LoadOptions& options) {
+  return options.stop != nullptr && options.stop->load();
+}
+
+arrow::Status StoppedError() {
+  return arrow::Status::Cancelled("load stopped before its commit: nothing committed");
+}
+
 void ReportBatch(const LoadOptions& options, const std::string& table_name, int64_t rows,
                  const amp::BatchMetadata& metadata, const Progress& progress,
                  double seconds) {
@@ -92,6 +100,7 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
   query.stream = false;
   query.idle_timeout = options.idle_timeout;
   ARROW_ASSIGN_OR_RAISE(auto stream, client.Query(sql, query));
+  const ScopedCancellation cancellable(options.cancellation, stream.get());
   const bool merge = IsMerge(options.mode);
   std::unique_ptr<delta::TableWriter> writer;
   std::vector<std::shared_ptr<arrow::RecordBatch>> merge_source;
@@ -117,10 +126,7 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
       return fail(message.status());
     }
     if (!message->has_value()) break;
-    if (options.stop != nullptr && options.stop->load()) {
-      return fail(
-          arrow::Status::Cancelled("load stopped before its commit: nothing committed"));
-    }
+    if (Stopped(options)) return fail(StoppedError());
     const auto& received = (*message)->data;
     if (received->num_rows() == 0) continue;  // markers and keep-alives carry no rows
     // The SDK's batch_size: what arrives is written (and reported) in slices of at most
@@ -168,10 +174,7 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
   }
   // A stop asked for while the last batch was reported (a progress callback that raised)
   // still prevents the commit.
-  if (options.stop != nullptr && options.stop->load()) {
-    return fail(
-        arrow::Status::Cancelled("load stopped before its commit: nothing committed"));
-  }
+  if (Stopped(options)) return fail(StoppedError());
   if (merge) {
     delta::MergeOptions merge_options;
     merge_options.keys = options.merge_keys;
@@ -210,6 +213,7 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
         LoadOnce(client, sql, options, write, store, result->table_name, records,
                  &progress, &merged, &mid_stream);
     if (status.ok()) break;
+    if (Stopped(options)) return StoppedError();
     // While nothing is committed a rerun is safe; a failure once the result was streaming
     // (ampd reports those as INTERNAL) may pass, a refusal at planning never does.
     const bool retryable = config.retry.enabled && attempt < config.retry.max_retries &&
@@ -230,7 +234,14 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
                       "); retry ", attempt + 1, "/", config.retry.max_retries, " in ",
                       delay.count(), " ms");
     result->metadata["retries"] = std::to_string(attempt + 1);
-    options.sleep(delay);
+    if (options.stop == nullptr) {
+      options.sleep(delay);
+      continue;
+    }
+    for (auto left = delay; left.count() > 0; left -= std::chrono::milliseconds(50)) {
+      if (Stopped(options)) return StoppedError();
+      options.sleep(std::min(left, std::chrono::milliseconds(50)));
+    }
   }
   result->rows_loaded = progress.rows;
   result->metadata["operation"] = "load_table";
@@ -274,6 +285,24 @@ LoadResult LoadBatchRecorded(amp::Client& client, const std::string& sql,
 }
 
 }  // namespace internal
+
+void QueryCancellation::CancelAll() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancelled_ = true;
+  for (const auto& [handle, stream] : streams_) stream->Cancel();
+}
+
+int QueryCancellation::Register(amp::QueryStream* stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (cancelled_) stream->Cancel();
+  streams_[++next_handle_] = stream;
+  return next_handle_;
+}
+
+void QueryCancellation::Unregister(int handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  streams_.erase(handle);
+}
 
 LoadResult LoadBatch(amp::Client& client, const std::string& sql,
                      const DeltaLakeConfig& config, const LoadOptions& options) {

@@ -7,7 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +24,44 @@
 #include "ampdelta/util/backoff.h"
 
 namespace ampdelta::loader {
+
+/// \brief Cancels the server queries of loads from another thread: stopping a load
+/// (LoadOptions::stop) takes effect between batches, but a stalled server sends none, so
+/// whoever stops a load also cancels its queries here (the Python package's Ctrl-C).
+/// Thread-safe.
+class QueryCancellation {
+ public:
+  /// \brief Cancel every registered query, and any registered from now on.
+  void CancelAll();
+  /// \brief Register a query being read (cancelled at once after CancelAll); returns
+  /// the handle to Unregister before the stream is destroyed.
+  int Register(amp::QueryStream* stream);
+  void Unregister(int handle);
+
+ private:
+  std::mutex mutex_;
+  bool cancelled_ = false;
+  int next_handle_ = 0;
+  std::map<int, amp::QueryStream*> streams_;
+};
+
+/// \brief Registers a query with a QueryCancellation (if any) for its lifetime; declare
+/// it after the stream, so that it unregisters before the stream is destroyed.
+class ScopedCancellation {
+ public:
+  ScopedCancellation(QueryCancellation* cancellation, amp::QueryStream* stream)
+      : cancellation_(cancellation),
+        handle_(cancellation != nullptr ? cancellation->Register(stream) : 0) {}
+  ~ScopedCancellation() {
+    if (cancellation_ != nullptr) cancellation_->Unregister(handle_);
+  }
+  ScopedCancellation(const ScopedCancellation&) = delete;
+  ScopedCancellation& operator=(const ScopedCancellation&) = delete;
+
+ private:
+  QueryCancellation* cancellation_;
+  int handle_;
+};
 
 /// \brief Per-load options (the Python SDK's load() keywords).
 struct LoadOptions {
@@ -78,8 +118,11 @@ struct LoadOptions {
   /// Stop once a commit reaches this block (backfills, tests); run until stopped when
   /// unset.
   std::optional<uint64_t> until_block;
-  /// Set to true to stop after the current commit (Ctrl-C).
+  /// Set to true to stop after the current commit (Ctrl-C); batch loads then also stop
+  /// retrying, and wait for a retry in slices of at most 50 ms to see it.
   std::atomic<bool>* stop = nullptr;
+  /// Where batch loads register the queries they read, so that a stop can cancel them.
+  QueryCancellation* cancellation = nullptr;
   /// How retries wait: batch-load back-off and stream reconnects (which wait in slices
   /// of at most 50 ms, to see a stop). Tests pass a recorder.
   SleepFunction sleep = SleepFor;

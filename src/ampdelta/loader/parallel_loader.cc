@@ -59,6 +59,7 @@ arrow::Result<Coverage> ProbeCoverage(amp::Client& client, const std::string& ba
     auto probed = [&]() -> arrow::Result<std::pair<std::shared_ptr<arrow::Schema>,
                                                    std::vector<amp::BlockRange>>> {
       ARROW_ASSIGN_OR_RAISE(auto stream, client.Query(sql, query));
+      const ScopedCancellation cancellable(options.cancellation, stream.get());
       std::vector<amp::BlockRange> ranges;
       while (ranges.empty()) {
         auto message = stream->Next();
@@ -73,6 +74,7 @@ arrow::Result<Coverage> ProbeCoverage(amp::Client& client, const std::string& ba
       return std::make_pair(stream->schema(), std::move(ranges));
     }();
     if (!probed.ok()) {
+      if (options.stop != nullptr && options.stop->load()) return probed.status();
       if (config.retry.enabled && attempt < config.retry.max_retries &&
           amp::IsTransientServerError(probed.status())) {
         options.sleep(Backoff(config.retry, attempt));
