@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 import pyarrow as pa
 
 from . import _native
-from ._errors import InternalError, InvalidInputError, error_from, raise_if_error
+from ._errors import InvalidInputError, error_from, raise_if_error
 from ._results import LoadMode, LoadResult, result_from
 
 LOADER = "deltalake"
@@ -58,15 +58,14 @@ _WRITER_PROPERTIES = ("compression", "compression_level", "max_row_group_size")
 _LIVE_JOBS: "weakref.WeakSet" = weakref.WeakSet()
 
 
-_EXITING = False
 _EXIT_WAIT_SECONDS = 30.0
 
 
 @atexit.register
 def _stop_live_jobs() -> None:
-    global _EXITING
-    _EXITING = True  # no load starts once the interpreter is exiting…
-    _native.refuse_new_loads()  # …not even one that passed that check in another thread
+    # No load starts once the interpreter is exiting: a job started later ends at once
+    # with an error (the extension checks under the lock that starts jobs).
+    _native.refuse_new_loads()
     jobs = list(_LIVE_JOBS)
     for job in jobs:
         job.stop()
@@ -401,7 +400,6 @@ class QueryBuilder:
                     "stream=True with a parallel backfill is spelled then_stream=True")
             options["parallel"] = {k: v for k, v in parallel.items() if v is not None}
         options["stream"] = bool(stream)
-        iterate = not read_all or stream or bool(parallel)
         options["batch_events"] = (not read_all and not parallel) or progress is not None
         job = _native.LoadJob(self._client.url, self._client.auth_token, self.query,
                               _json(table_config, "the configuration"),
@@ -412,7 +410,7 @@ class QueryBuilder:
             return events.final()
         if stream or parallel:
             return events.results(kinds=("partition", "commit", "reorg"), hold_last=False)
-        if iterate:
+        if not read_all:
             return events.results(kinds=("batch",), hold_last=True)
         return events.final()
 
@@ -456,8 +454,6 @@ class _Events:
 
     def _pull(self) -> Iterator[dict]:
         job = self._job
-        if _EXITING:
-            raise InternalError("the interpreter is exiting: no new load starts")
         job.start()
         try:
             while True:
