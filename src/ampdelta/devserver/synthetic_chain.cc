@@ -10,6 +10,7 @@
 #include <arrow/table_builder.h>
 #include <arrow/util/decimal.h>
 
+#include "ampdelta/devserver/chain_shape.h"
 #include "ampdelta/devserver/evm_schemas.h"
 #include "ampdelta/util/hex.h"
 
@@ -31,39 +32,21 @@ enum Tag : uint64_t {
   kTagWithdrawals = 7,
   kTagBeaconRoot = 8,
   kTagRequests = 9,
+  kTagBlockFees = 10,
+  kTagLogOwners = 11,
+  kTagFeeLevels = 12,
   kTagTxHash = 1'000,
   kTagTxRow = 2'000'000,
   kTagLogRow = 4'000'000,
 };
 
-uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
 uint64_t Seed(uint64_t seed, uint64_t number, uint64_t generation, uint64_t tag) {
-  return Mix(Mix(Mix(seed + kGolden) ^ number) ^ (generation * kGolden)) ^ Mix(tag);
+  using M = ChainRng;
+  return M::Mix(M::Mix(M::Mix(seed + kGolden) ^ number) ^ (generation * kGolden)) ^
+         M::Mix(tag);
 }
 
-class Rng {
- public:
-  explicit Rng(uint64_t state) : state_(state) {}
-  uint64_t Next() {
-    state_ += kGolden;
-    return Mix(state_);
-  }
-  uint64_t Below(uint64_t bound) { return Next() % bound; }
-  void Fill(uint8_t* out, size_t size) {
-    for (size_t i = 0; i < size; i += 8) {
-      const uint64_t word = Next();
-      std::memcpy(out + i, &word, std::min<size_t>(8, size - i));
-    }
-  }
-
- private:
-  uint64_t state_;
-};
+using Rng = ChainRng;
 
 Hash32 MakeHash(uint64_t seed, uint64_t number, uint64_t generation, uint64_t tag) {
   Hash32 out;
@@ -221,20 +204,31 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Transac
       static_cast<arrow::FixedSizeBinaryBuilder*>(blob_hashes->value_builder());
   auto* auth_list = Column<arrow::ListBuilder>(b, 26);
   auto* auth = static_cast<arrow::StructBuilder*>(auth_list->value_builder());
+  auto* max_fee = Column<arrow::Decimal128Builder>(b, 18);
+  auto* max_priority = Column<arrow::Decimal128Builder>(b, 19);
+  auto* max_blob_fee = Column<arrow::Decimal128Builder>(b, 20);
 
+  constexpr uint32_t kMaxCallWords = 120;
   uint8_t bytes[32];
-  uint8_t input[160];
+  std::vector<uint8_t> input(4 + 32 * kMaxCallWords);
   for (uint64_t n = from; n <= to; ++n) {
     const uint64_t gen = Generation(n);
     const Hash32 block_hash = BlockHash(n);
     const int64_t timestamp = BlockTimestamp(n) * kNanosPerSecond;
+    // The block's base fee: every fee in the block is drawn above it.
+    const auto base_gwei = static_cast<int64_t>(
+        8 + Rng(Seed(options_->seed, n, gen, kTagBlockFees)).Below(30));
+    const uint64_t fee_levels = Seed(options_->seed, n, gen, kTagFeeLevels);
+    uint64_t cumulative_gas = 0;
     for (uint32_t i = 0; i < per_block; ++i) {
       Rng rng(Seed(options_->seed, n, gen, kTagTxRow + i));
       const Hash32 tx_hash = TxHash(n, gen, i);
-      // 0 legacy, 2 EIP-1559, 3 blob, 4 set-code: a mix that exercises every nullable
-      // column.
-      const uint64_t pick = rng.Below(40);
-      const int32_t type = pick < 8 ? 0 : (pick < 36 ? 2 : (pick < 39 ? 3 : 4));
+      // 0 legacy, 2 EIP-1559, 3 blob, 4 set-code: mainnet's mix, with enough blob and
+      // set-code transactions that every nullable column is exercised.
+      const uint64_t pick = rng.Below(1000);
+      const int32_t type = pick < 240 ? 0 : (pick < 980 ? 2 : (pick < 992 ? 3 : 4));
+      // A fifth of transactions move ether and carry no calldata.
+      const bool transfer = rng.Chance(220);
       ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 0)->Append(n));
       ARROW_RETURN_NOT_OK(
           Column<arrow::FixedSizeBinaryBuilder>(b, 1)->Append(block_hash.data()));
@@ -243,49 +237,73 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Transac
       ARROW_RETURN_NOT_OK(Column<arrow::UInt32Builder>(b, 4)->Append(i));
       ARROW_RETURN_NOT_OK(
           Column<arrow::FixedSizeBinaryBuilder>(b, 5)->Append(tx_hash.data()));
-      if (rng.Below(16) == 0) {  // contract creation
+      if (!transfer && rng.Chance(3)) {  // contract creation
         ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 6)->AppendNull());
       } else {
-        rng.Fill(bytes, 20);
+        DrawAddress(&rng, ChainPool::kContracts, 2'000, transfer ? 450 : 900, bytes);
         ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 6)->Append(bytes));
       }
-      ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 7)->Append(rng.Below(100'000)));
-      const int64_t gas_price =
-          static_cast<int64_t>(1'000'000'000 + rng.Below(50'000'000'000));
-      ARROW_RETURN_NOT_OK(
-          Column<arrow::Decimal128Builder>(b, 8)->Append(arrow::Decimal128(gas_price)));
-      const uint64_t gas_limit = 21'000 + rng.Below(2'000'000);
+      // Busy senders (exchanges, bots) have large nonces; most senders small ones.
+      const bool busy_sender = rng.Chance(150);
+      const uint64_t nonce =
+          busy_sender ? rng.LogUniform(10'000, 50'000'000) : rng.LogUniform(0, 20'000);
+      ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 7)->Append(nonce));
+      const int64_t priority = DrawFee(&rng, 0, 3, 930);
+      // Fee caps repeat within a block: wallets and bots quote the same few levels.
+      int64_t fee_cap = 0;
+      if (rng.Chance(650)) {
+        Rng level(fee_levels ^ ChainRng::Mix(1 + rng.PopularRank(24)));
+        fee_cap = DrawFee(&level, base_gwei, base_gwei * 2, 300);
+      } else {
+        fee_cap = DrawFee(&rng, base_gwei, base_gwei * 2, 300) + priority;
+      }
+      // As on ampd, gas_price is set for legacy transactions only.
+      if (type == 0) {
+        ARROW_RETURN_NOT_OK(
+            Column<arrow::Decimal128Builder>(b, 8)->Append(arrow::Decimal128(fee_cap)));
+      } else {
+        ARROW_RETURN_NOT_OK(Column<arrow::Decimal128Builder>(b, 8)->AppendNull());
+      }
+      uint64_t gas_limit = 21'000;
+      if (!transfer) {
+        gas_limit = rng.LogUniform(40'000, 1'500'000);
+        if (rng.Chance(300)) gas_limit = gas_limit / 10'000 * 10'000;  // a round limit
+      } else if (rng.Chance(200)) {
+        gas_limit = rng.LogUniform(21'000, 100'000);
+      }
       ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 9)->Append(gas_limit));
-      // value: a decimal string of a U256 wei amount; some exceed 2^64.
-      std::string value = std::to_string(rng.Below(1'000'000'000'000'000'000ULL));
-      if (rng.Below(8) == 0)
-        value += std::to_string(100'000'000 + rng.Below(900'000'000));
-      if (rng.Below(4) == 0) value = "0";
+      const std::string value =
+          transfer ? DrawWeiValue(&rng) : (rng.Chance(850) ? "0" : DrawWeiValue(&rng));
       ARROW_RETURN_NOT_OK(Column<arrow::StringBuilder>(b, 10)->Append(value));
-      const size_t input_size = type == 0 && rng.Below(2) == 0 ? 0 : 4 + rng.Below(150);
-      rng.Fill(input, input_size);
+      size_t input_size = 0;
+      if (!transfer) {
+        input_size = DrawCalldata(&rng, kMaxCallWords, input.data());
+      }
       ARROW_RETURN_NOT_OK(Column<arrow::BinaryBuilder>(b, 11)->Append(
-          input, static_cast<int32_t>(input_size)));
+          input.data(), static_cast<int32_t>(input_size)));
       rng.Fill(bytes, 32);
       ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 12)->Append(bytes));
       rng.Fill(bytes, 32);
       ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 13)->Append(bytes));
       ARROW_RETURN_NOT_OK(
           Column<arrow::BooleanBuilder>(b, 14)->Append(rng.Below(2) == 1));
-      ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 15)->Append(1));
-      ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 16)->Append(
-          21'000 + rng.Below(gas_limit - 20'999)));
+      // Pre-EIP-155 legacy transactions carry no chain id.
+      if (type == 0 && rng.Chance(60)) {
+        ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 15)->AppendNull());
+      } else {
+        ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 15)->Append(1));
+      }
+      // gas_used is the receipt's cumulative gas: it grows through the block.
+      const uint64_t used =
+          gas_limit <= 21'000 ? 21'000 : 21'000 + rng.Below(gas_limit - 20'999);
+      cumulative_gas += used;
+      ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 16)->Append(cumulative_gas));
       ARROW_RETURN_NOT_OK(Column<arrow::Int32Builder>(b, 17)->Append(type));
-      auto* max_fee = Column<arrow::Decimal128Builder>(b, 18);
-      auto* max_priority = Column<arrow::Decimal128Builder>(b, 19);
-      auto* max_blob_fee = Column<arrow::Decimal128Builder>(b, 20);
+      ARROW_RETURN_NOT_OK(max_fee->Append(arrow::Decimal128(fee_cap)));
       if (type == 0) {
-        ARROW_RETURN_NOT_OK(max_fee->AppendNull());
         ARROW_RETURN_NOT_OK(max_priority->AppendNull());
       } else {
-        ARROW_RETURN_NOT_OK(max_fee->Append(arrow::Decimal128(gas_price * 2)));
-        ARROW_RETURN_NOT_OK(max_priority->Append(
-            arrow::Decimal128(static_cast<int64_t>(rng.Below(2'000'000'000)))));
+        ARROW_RETURN_NOT_OK(max_priority->Append(arrow::Decimal128(priority)));
       }
       if (type == 3) {
         ARROW_RETURN_NOT_OK(
@@ -293,25 +311,33 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Transac
       } else {
         ARROW_RETURN_NOT_OK(max_blob_fee->AppendNull());
       }
-      rng.Fill(bytes, 20);
+      DrawAddress(&rng, ChainPool::kSenders, 500, busy_sender ? 1000 : 60, bytes);
       ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 21)->Append(bytes));
-      ARROW_RETURN_NOT_OK(
-          Column<arrow::BooleanBuilder>(b, 22)->Append(rng.Below(20) != 0));
+      ARROW_RETURN_NOT_OK(Column<arrow::BooleanBuilder>(b, 22)->Append(!rng.Chance(40)));
       ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 23)->AppendNull());
-      // access_list: null for legacy transactions, empty or one entry otherwise.
+      // access_list: null for legacy transactions; rarely non-empty, then long (MEV
+      // bundles list every pool and slot they touch).
       if (type == 0) {
         ARROW_RETURN_NOT_OK(access_list->AppendNull());
       } else {
         ARROW_RETURN_NOT_OK(access_list->Append());
-        if (rng.Below(4) == 0) {
-          ARROW_RETURN_NOT_OK(access_entry->Append());
-          rng.Fill(bytes, 20);
-          ARROW_RETURN_NOT_OK(access_address->Append(bytes));
-          ARROW_RETURN_NOT_OK(storage_keys->Append());
-          const uint64_t keys = 1 + rng.Below(3);
-          for (uint64_t k = 0; k < keys; ++k) {
-            rng.Fill(bytes, 32);
-            ARROW_RETURN_NOT_OK(storage_key->Append(bytes));
+        if (rng.Chance(12)) {
+          const uint64_t entries = 1 + rng.Below(14);
+          for (uint64_t e = 0; e < entries; ++e) {
+            ARROW_RETURN_NOT_OK(access_entry->Append());
+            DrawAddress(&rng, ChainPool::kContracts, 2'000, 900, bytes);
+            ARROW_RETURN_NOT_OK(access_address->Append(bytes));
+            ARROW_RETURN_NOT_OK(storage_keys->Append());
+            const uint64_t keys = rng.Below(8);
+            for (uint64_t k = 0; k < keys; ++k) {
+              if (rng.Below(2) == 0) {
+                std::memset(bytes, 0, 32);
+                bytes[31] = static_cast<uint8_t>(rng.Below(16));
+              } else {
+                rng.Fill(bytes, 32);
+              }
+              ARROW_RETURN_NOT_OK(storage_key->Append(bytes));
+            }
           }
         }
       }
@@ -357,23 +383,35 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Transac
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Logs(
     uint64_t from, uint64_t to) const {
-  const uint32_t per_block =
-      options_->transactions_per_block * options_->logs_per_transaction;
+  const uint32_t txs = options_->transactions_per_block;
+  const uint32_t per_block = txs * options_->logs_per_transaction;
   const int64_t rows = static_cast<int64_t>((to - from + 1) * per_block);
   ARROW_ASSIGN_OR_RAISE(
       auto builder,
       arrow::RecordBatchBuilder::Make(LogsSchema(), arrow::default_memory_pool(), rows));
   auto* b = builder.get();
+  constexpr uint32_t kMaxDataWords = 25;
   uint8_t bytes[32];
-  uint8_t data[256];
+  uint8_t data[32 * kMaxDataWords];
   for (uint64_t n = from; n <= to; ++n) {
     const uint64_t gen = Generation(n);
     const Hash32 block_hash = BlockHash(n);
     const int64_t timestamp = BlockTimestamp(n) * kNanosPerSecond;
+    // A block has transactions_per_block * logs_per_transaction logs, spread
+    // as on a real chain: a third of transactions emit none, most of the others one, and
+    // a few (swaps, batch transfers) many.
+    Rng owners(Seed(options_->seed, n, gen, kTagLogOwners));
     uint32_t log_index = 0;
-    for (uint32_t i = 0; i < options_->transactions_per_block; ++i) {
+    for (uint32_t i = 0; i < txs && log_index < per_block; ++i) {
+      uint32_t count = per_block - log_index;
+      if (i + 1 < txs) {
+        const uint64_t drawn =
+            owners.Chance(300) ? 0
+                               : (owners.Chance(600) ? 1 : 2 + owners.LogUniform(0, 10));
+        count = std::min<uint32_t>(count, static_cast<uint32_t>(drawn));
+      }
       const Hash32 tx_hash = TxHash(n, gen, i);
-      for (uint32_t k = 0; k < options_->logs_per_transaction; ++k, ++log_index) {
+      for (uint32_t k = 0; k < count; ++k, ++log_index) {
         Rng rng(Seed(options_->seed, n, gen, kTagLogRow + log_index));
         ARROW_RETURN_NOT_OK(Column<arrow::UInt64Builder>(b, 0)->Append(n));
         ARROW_RETURN_NOT_OK(
@@ -384,22 +422,39 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Logs(
             Column<arrow::FixedSizeBinaryBuilder>(b, 4)->Append(tx_hash.data()));
         ARROW_RETURN_NOT_OK(Column<arrow::UInt32Builder>(b, 5)->Append(i));
         ARROW_RETURN_NOT_OK(Column<arrow::UInt32Builder>(b, 6)->Append(log_index));
-        rng.Fill(bytes, 20);
+        DrawAddress(&rng, ChainPool::kTokens, 300, 980, bytes);
         ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 7)->Append(bytes));
-        const uint64_t topics = rng.Below(5);
+        // Transfer takes almost half of all logs; anonymous events have no topic at all.
+        const uint64_t event = rng.Chance(450) ? 0 : 1 + rng.PopularRank(200);
+        const int topics = rng.Chance(5) ? 0 : EventTopicCount(event, &rng);
         for (int t = 0; t < 4; ++t) {
           auto* topic = Column<arrow::FixedSizeBinaryBuilder>(b, 8 + t);
-          if (static_cast<uint64_t>(t) < topics) {
-            rng.Fill(bytes, 32);
-            ARROW_RETURN_NOT_OK(topic->Append(bytes));
-          } else {
+          if (t >= topics) {
             ARROW_RETURN_NOT_OK(topic->AppendNull());
+            continue;
+          }
+          if (t == 0) {
+            PoolEventSignature(event, bytes);
+          } else if (rng.Chance(t == 3 ? 300 : 950)) {  // an indexed address, left-padded
+            std::memset(bytes, 0, 12);
+            DrawAddress(&rng, ChainPool::kHolders, 800, 900, bytes + 12);
+          } else {  // an indexed number: a token id, a pool tick
+            std::memset(bytes, 0, 29);
+            rng.Fill(bytes + 29, 3);
+          }
+          ARROW_RETURN_NOT_OK(topic->Append(bytes));
+        }
+        uint32_t words = 1;  // Transfer's amount
+        if (event != 0) words = rng.Chance(300) ? 0 : DrawWordCount(&rng, kMaxDataWords);
+        for (uint32_t w = 0; w < words; ++w) {
+          if (event == 0) {
+            DrawAmountWord(&rng, data);
+          } else {
+            DrawAbiWord(&rng, data + 32 * w);
           }
         }
-        const size_t data_size = 32 * rng.Below(5);
-        rng.Fill(data, data_size);
         ARROW_RETURN_NOT_OK(Column<arrow::BinaryBuilder>(b, 12)->Append(
-            data, static_cast<int32_t>(data_size)));
+            data, static_cast<int32_t>(32 * words)));
       }
     }
   }

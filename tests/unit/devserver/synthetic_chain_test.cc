@@ -99,9 +99,25 @@ TEST_F(SyntheticChainTest, TablesHaveAmpSchemasAndConfiguredRowCounts) {
   EXPECT_TRUE(logs->schema()->Equals(*LogsSchema()));
   ASSERT_OK(txs->ValidateFull());
   ASSERT_OK(logs->ValidateFull());
-  // Every log points at a transaction of its block.
-  EXPECT_EQ(HashAt(*logs, "tx_hash", 0), HashAt(*txs, "tx_hash", 0));
-  EXPECT_EQ(HashAt(*logs, "tx_hash", 3), HashAt(*txs, "tx_hash", 1));
+  // Every log points at a transaction of its block, in transaction order, and its
+  // log_index counts the block's logs.
+  const auto log_blocks =
+      std::static_pointer_cast<arrow::UInt64Array>(logs->GetColumnByName("block_num"));
+  const auto log_tx =
+      std::static_pointer_cast<arrow::UInt32Array>(logs->GetColumnByName("tx_index"));
+  const auto log_index =
+      std::static_pointer_cast<arrow::UInt32Array>(logs->GetColumnByName("log_index"));
+  for (int64_t row = 0; row < logs->num_rows(); ++row) {
+    const int64_t block =
+        static_cast<int64_t>(log_blocks->Value(row) - options.start_block);
+    ASSERT_LT(log_tx->Value(row), 5u);
+    EXPECT_EQ(HashAt(*logs, "tx_hash", row),
+              HashAt(*txs, "tx_hash", block * 5 + log_tx->Value(row)));
+    EXPECT_EQ(log_index->Value(row), static_cast<uint32_t>(row % 15));
+    if (row % 15 != 0) {
+      EXPECT_LE(log_tx->Value(row - 1), log_tx->Value(row));
+    }
+  }
   ASSERT_OK_AND_ASSIGN(auto blocks, ReadAll(chain, "blocks", *chain.Synced()));
   EXPECT_EQ(HashAt(*txs, "block_hash", 5), HashAt(*blocks, "hash", 1));
 }
