@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""End-to-end load throughput, in one run: `ampdelta load` vs the Python SDK's Delta Lake path vs a raw
-Parquet write of the same Flight stream (the limit).
+"""End-to-end load throughput, in one run: `ampdelta load` vs the Python SDK's Delta Lake paths,
+against the limits of the load (the source and the encoder).
 
 Every peer runs the same query, SELECT * FROM "acme/eth_mainnet".transactions, against one ampdelta
-dev server started once per run, and writes snappy Parquet to local disk:
+dev server (the calibrated synthetic chain, bench/chain_stats.py) started once per run, and writes
+Snappy Parquet to local disk:
 
   ampdelta  `ampdelta load ... --mode append --compression snappy --config '{"optimize_after_write": false}'`
   a         the SDK's Delta Lake loader as it runs by default: Flight DoGet, the stream re-chunked into
@@ -12,16 +13,27 @@ dev server started once per run, and writes snappy Parquet to local disk:
             DeltaTable(dir) refresh, then DeltaTable.optimize.compact() (optimize_after_write=True,
             the default). Slow, so it stops after --sdk-default-max-rows rows and its time is
             extrapolated to the full row count (see the report's "a_measured").
-  b         the same Python path at its best: DoGet, reader.read_all(), then ONE write_deltalake of
-            the whole table with WriterProperties(compression="SNAPPY"); no compaction.
-  c         the limit: DoGet, each chunk written as it arrives by pyarrow.parquet.ParquetWriter (snappy).
+  s         the SDK with read_all=True and optimize_after_write=False: read_all(), then one
+            write_deltalake(append, schema_mode="merge") per Flight batch, and a refresh after each.
+  b         the Python path at its best: DoGet, reader.read_all(), then ONE write_deltalake of the
+            whole table with WriterProperties(compression="SNAPPY").
+  c         pyarrow's ParquetWriter fed the stream chunk by chunk (one file, one thread).
+  drain     the source's limit: a bare DoGet of the same query, every chunk read and dropped.
+  encoder   the encoder's limit: bench/parquet_limit writes the same Arrow stream (captured once into
+            an IPC file before the rounds) to Parquet with Arrow's writer, one file per core, the
+            dictionary choice that suits the data (--dictionary auto), every file fsync'ed.
 
-Each peer is its own process (its peak RSS is ru_maxrss from os.wait4) and its time is the wall time of
-that process, start-up included. Each round runs the selected peers back to back; the report gives
-medians and rows/s ratios.
+The limit of a load is the slower of drain and encoder. Times: Python peers report perf_counter and
+CPU (getrusage) from after their imports (the headline); every peer's process wall time, CPU
+seconds (user+sys of the process, from wait4) and peak RSS (ru_maxrss) are beside it, and the dev
+server's CPU seconds during each peer. ampdelta's and the encoder's process start-up is a few ms.
+Outputs are checked: every round the row count (Delta tables through deltalake's log replay, files
+through their footers); in the first round the content, by an independent reader (deltalake for
+tables, pyarrow for files, in a subprocess): rows, sum(nonce), sum(gas_used) and the number of
+distinct tx_hash must equal the source's.
 
-Usage: bench/load_bench.py [--rows 2000000] [--rounds 3] [--peers ampdelta,a,b,c]
-                           [--sdk-default-max-rows 200000] [--workdir DIR]
+Usage: bench/load_bench.py [--rows 2000000] [--rounds 5] [--peers ampdelta,a,s,b,c,drain,encoder]
+                           [--sdk-default-max-rows 200000] [--workdir DIR] [--json-out FILE]
 """
 import argparse
 import json
@@ -39,19 +51,35 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CLI = ROOT / "build/release/tools/ampdelta/ampdelta"
+PARQUET_LIMIT = ROOT / "build/release/bench/parquet_limit"
 PYTHON = sys.executable
 SQL = 'SELECT * FROM "acme/eth_mainnet".transactions'
-PEERS = ("ampdelta", "a", "b", "c")
+PEERS = ("ampdelta", "a", "s", "b", "c", "drain", "encoder")
+DELTA_PEERS = ("ampdelta", "a", "s", "b")
 SDK_BATCH_SIZE = 10_000  # amp.loaders.types.LoadConfig.batch_size default
 
 # Shared by the Python peers: the SDK's Client.get_sql, GetFlightInfo with an Any-packed
-# arrow.flight.protocol.sql.CommandStatementQuery, then DoGet of the first endpoint.
+# arrow.flight.protocol.sql.CommandStatementQuery, then DoGet of the first endpoint. The clock
+# starts after the imports (each peer's `begin()`).
 PRELUDE = f"BENCH_DIR = {str(pathlib.Path(__file__).resolve().parent)!r}\n" + r"""
-import json, sys, time
+import json, resource, sys, time
 import pyarrow as pa
 import pyarrow.flight as flight
 sys.path.insert(0, BENCH_DIR)
 from amp_flight import do_get
+
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+def begin():
+    global T0, CPU0
+    T0, CPU0 = time.perf_counter(), cpu()
+
+def finish(report):
+    report["load_seconds"] = time.perf_counter() - T0
+    report["load_cpu_seconds"] = cpu() - CPU0
+    print(json.dumps(report))
 
 def chunks(reader):
     while True:
@@ -84,7 +112,7 @@ def load_batch(batch):  # DeltaLakeLoader._load_batch_impl with the default conf
     stats["compact_seconds"] += t2 - t1
     stats["batch_seconds"].append(t2 - t0)
 
-start = time.perf_counter()
+begin()
 reader = do_get(url, sql)
 taken = 0
 buffered = None  # rows received but not yet loaded (rechunk mode)
@@ -111,56 +139,118 @@ if buffered is not None and buffered.num_rows:
     load_batch(buffered.combine_chunks().to_batches()[0])
 if stopped_early:
     reader.cancel()
-stats["load_seconds"] = time.perf_counter() - start
 stats["stopped_early"] = stopped_early
 bs = stats.pop("batch_seconds")
 stats["first_batch_seconds"] = bs[0] if bs else 0.0
 stats["last_batch_seconds"] = bs[-1] if bs else 0.0
-print(json.dumps(stats))
+finish(stats)
+"""
+
+# (s) read_all=True, optimize_after_write=False: one write_deltalake per Flight batch.
+SDK_PER_BATCH = PRELUDE + r"""
+from deltalake import DeltaTable, WriterProperties, write_deltalake
+url, sql, dst = sys.argv[1:4]
+begin()
+table = do_get(url, sql).read_all()
+versions = 0
+for batch in table.to_batches():
+    write_deltalake(dst, pa.Table.from_batches([batch]), mode="append", schema_mode="merge",
+                    writer_properties=WriterProperties(compression="SNAPPY"))
+    DeltaTable(dst).version()  # _refresh_table_reference
+    versions += 1
+finish({"rows": table.num_rows, "versions": versions})
 """
 
 # (b) read_all, then one write of the whole table.
 SDK_BEST = PRELUDE + r"""
 from deltalake import WriterProperties, write_deltalake
 url, sql, dst = sys.argv[1:4]
-start = time.perf_counter()
+begin()
 table = do_get(url, sql).read_all()
 write_deltalake(dst, table, mode="append", schema_mode="merge",
                 writer_properties=WriterProperties(compression="SNAPPY"))
-print(json.dumps({"rows": table.num_rows, "load_seconds": time.perf_counter() - start}))
+finish({"rows": table.num_rows})
 """
 
-# (c) the limit: the stream straight into one Parquet file.
+# (c) the stream straight into one Parquet file by pyarrow.
 PARQUET = PRELUDE + r"""
 import pyarrow.parquet as pq
 url, sql, dst = sys.argv[1:4]
-start = time.perf_counter()
+begin()
 reader = do_get(url, sql)
 rows = 0
 with pq.ParquetWriter(dst, reader.schema, compression="snappy") as writer:
     for batch in chunks(reader):
         writer.write_batch(batch)
         rows += batch.num_rows
-print(json.dumps({"rows": rows, "load_seconds": time.perf_counter() - start}))
+finish({"rows": rows})
+"""
+
+# (drain) the source: every chunk read and dropped. With a destination, the chunks are also
+# written to an Arrow IPC file (once, before the rounds: the encoder's input).
+DRAIN = PRELUDE + r"""
+url, sql, capture = sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None
+begin()
+reader = do_get(url, sql)
+rows = 0
+if capture:
+    with pa.OSFile(capture, "wb") as sink, pa.ipc.new_file(sink, reader.schema) as writer:
+        for batch in chunks(reader):
+            writer.write_batch(batch)
+            rows += batch.num_rows
+else:
+    for batch in chunks(reader):
+        rows += batch.num_rows
+finish({"rows": rows})
+"""
+
+# The content check, run in a subprocess (deltalake can abort the interpreter at exit).
+CONTENT = r"""
+import json, sys
+import pyarrow as pa, pyarrow.compute as pc, pyarrow.dataset as ds, pyarrow.ipc as ipc
+path, kind = sys.argv[1:3]
+columns = ["nonce", "gas_used", "tx_hash"]
+if kind == "delta":
+    from deltalake import DeltaTable
+    table = DeltaTable(path).to_pyarrow_dataset().to_table(columns=columns)
+elif kind == "ipc":
+    table = ipc.open_file(pa.memory_map(path)).read_all().select(columns)
+else:
+    table = ds.dataset(path, format="parquet").to_table(columns=columns)
+print(json.dumps({"rows": table.num_rows, "sum_nonce": pc.sum(table["nonce"]).as_py(),
+                  "sum_gas_used": pc.sum(table["gas_used"]).as_py(),
+                  "distinct_tx_hash": len(pc.unique(table["tx_hash"].cast(pa.binary())))}))
+sys.stdout.flush()
+import os
+os._exit(0)
 """
 
 
-def timed(cmd: list, log_dir: pathlib.Path) -> tuple:
-    """Runs cmd; returns (wall seconds, peak RSS MiB, stdout)."""
+def process_cpu_seconds(pid: int) -> float:
+    """User+sys CPU seconds of a running process (the dev server)."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(cmd: list, log_dir: pathlib.Path, server_pid: int | None = None) -> dict:
+    """Runs cmd; returns its wall seconds, CPU seconds, peak RSS MiB, stdout, and the server's CPU
+    seconds meanwhile."""
     out_path, err_path = log_dir / "stdout", log_dir / "stderr"
     # Start every peer with no dirty pages left by the one before: otherwise the kernel's
     # write-back of the previous peer's output runs (and is paid for) during this one.
     os.sync()
+    server_before = process_cpu_seconds(server_pid) if server_pid else 0.0
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    server_cpu = process_cpu_seconds(server_pid) - server_before if server_pid else 0.0
     if status != 0:
-        raise RuntimeError(f"{cmd[0]} {cmd[1][:40]!r}... failed ({proc.returncode}): "
+        raise RuntimeError(f"{cmd[0]} {cmd[1][:40]!r}... failed ({os.waitstatus_to_exitcode(status)}): "
                            f"{err_path.read_text(errors='replace')[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024.0, out_path.read_text(errors="replace")
+    return {"wall": elapsed, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024.0,
+            "server_cpu": server_cpu, "stdout": out_path.read_text(errors="replace")}
 
 
 def du(path: pathlib.Path) -> int:
@@ -173,17 +263,35 @@ def rows_in(path: pathlib.Path, delta: bool) -> int:
     """Rows in the written output, from the Parquet footers of the live files."""
     import pyarrow.parquet as pq
     if not delta:
-        return pq.ParquetFile(path).metadata.num_rows
+        files = [path] if path.is_file() else sorted(path.glob("*.parquet"))
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
     from deltalake import DeltaTable
     return sum(pq.ParquetFile(f).metadata.num_rows for f in DeltaTable(str(path)).file_uris())
+
+
+def content(path: pathlib.Path, kind: str) -> dict:
+    """Rows, sums and distinct hashes of an output, read by an independent reader."""
+    done = subprocess.run([PYTHON, "-c", CONTENT, str(path), kind], capture_output=True, text=True,
+                          check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"reading {path} back failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def last_json(text: str) -> dict:
+    return json.loads(text.strip().splitlines()[-1])
+
+
+def median(values: list) -> float:
+    return statistics.median(values) if values else float("nan")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--peers", default=",".join(PEERS),
-                        help="comma-separated subset of ampdelta,a,b,c")
+                        help=f"comma-separated subset of {','.join(PEERS)}")
     parser.add_argument("--sdk-default-max-rows", type=int, default=200_000,
                         help="peer a stops after this many rows; its time is extrapolated")
     parser.add_argument("--sdk-default-batching", choices=("rechunk", "server"), default="rechunk",
@@ -191,6 +299,7 @@ def main() -> int:
                              "chunks split to at most 10,000 rows, as the SDK's table.to_batches(max_chunksize) does")
     parser.add_argument("--txs-per-block", type=int, default=100)
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--json-out", default=None, help="also write the report here")
     parser.add_argument("--keep", action="store_true", help="keep the written tables")
     args = parser.parse_args()
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
@@ -207,17 +316,23 @@ def main() -> int:
     server = subprocess.Popen([str(CLI), "dev-server", "--port", "0", "--blocks", str(blocks),
                                "--txs-per-block", str(args.txs_per_block)],
                               stdout=subprocess.PIPE, text=True)
+    capture = work / "stream.arrow"
+    runs = {p: [] for p in peers}
+    sizes = {}
     try:
         url = server.stdout.readline().split()[-1]
         # Keep draining the server's stdout so it can never block on a full pipe.
         threading.Thread(target=server.stdout.read, daemon=True).start()
         print(f"dev server {url}: {blocks} blocks x {args.txs_per_block} txs = {rows} rows; "
               f"workdir {work}", file=sys.stderr)
+        log_dir = work / "log-capture"
+        log_dir.mkdir(exist_ok=True)
+        timed([PYTHON, "-c", DRAIN, url, SQL, str(capture)], log_dir)
+        expected = content(capture, "ipc")
+        if expected["rows"] != rows:
+            raise RuntimeError(f"the server sent {expected['rows']} rows, expected {rows}")
+        print(f"source: {expected}", file=sys.stderr)
 
-        seconds = {p: [] for p in peers}   # wall seconds of the run (a: extrapolated to `rows`)
-        memory = {p: [] for p in peers}
-        sizes = {}
-        a_runs = []
         for round_index in range(args.rounds):
             for name in peers:
                 if server.poll() is not None:
@@ -226,7 +341,6 @@ def main() -> int:
                 shutil.rmtree(target, ignore_errors=True)
                 log_dir = work / f"log-{name}"
                 log_dir.mkdir(exist_ok=True)
-                delta = name != "c"
                 if name == "ampdelta":
                     cmd = [str(CLI), "load", "--server", url, "--table", str(target), "--sql", SQL,
                            "--mode", "append", "--compression", "snappy",
@@ -234,89 +348,115 @@ def main() -> int:
                 elif name == "a":
                     cmd = [PYTHON, "-c", SDK_DEFAULT, url, SQL, str(target), str(sdk_cap),
                            str(SDK_BATCH_SIZE), args.sdk_default_batching]
+                elif name == "s":
+                    cmd = [PYTHON, "-c", SDK_PER_BATCH, url, SQL, str(target)]
                 elif name == "b":
                     cmd = [PYTHON, "-c", SDK_BEST, url, SQL, str(target)]
-                else:
+                elif name == "c":
                     target.mkdir(parents=True)
                     cmd = [PYTHON, "-c", PARQUET, url, SQL, str(target / "data.parquet")]
-                elapsed, rss, out = timed(cmd, log_dir)
-                written = rows_in(target if delta else target / "data.parquet", delta)
-                expected = sdk_cap if name == "a" else rows
-                if written != expected:
-                    raise RuntimeError(f"{name} wrote {written} rows, expected {expected}")
+                elif name == "drain":
+                    cmd = [PYTHON, "-c", DRAIN, url, SQL]
+                else:
+                    target.mkdir(parents=True)
+                    cmd = [str(PARQUET_LIMIT), "--input", str(capture), "--output", str(target),
+                           "--codec", "snappy", "--dictionary", "auto"]
+                run = timed(cmd, log_dir, None if name == "encoder" else server.pid)
+                out = run.pop("stdout")
+                run["seconds"], run["load_cpu"] = run["wall"], run["cpu"]
                 if name == "ampdelta":
                     match = re.search(r"Loaded (\d+) rows", out)
                     if not match or int(match.group(1)) != rows:
                         raise RuntimeError(f"ampdelta load printed {out.strip()!r}, expected {rows} rows")
-                    detail = ""
-                elif name == "a":
-                    info = json.loads(out.strip().splitlines()[-1])
-                    # Interpreter start-up and imports are paid once; only the load part scales.
-                    overhead = elapsed - info["load_seconds"]
-                    full = overhead + info["load_seconds"] * rows / info["rows"]
-                    a_runs.append({"seconds": elapsed, **info, "extrapolated_seconds": full})
-                    detail = (f" measured {info['rows']} rows in {elapsed:.2f}s ({info['batches']} batches: "
-                              f"write {info['write_seconds']:.2f}s, compact {info['compact_seconds']:.2f}s, "
-                              f"last batch {info['last_batch_seconds']:.2f}s)"
-                              + (f", extrapolated to {rows} rows: {full:.2f}s" if info["rows"] < rows else ""))
-                    elapsed = full
+                elif name == "encoder":
+                    info = last_json(out)
+                    run["seconds"], run["load_cpu"] = info["seconds"], info["cpu_seconds"]
+                    run["reported_rows"] = info["rows"]
                 else:
-                    detail = ""
-                seconds[name].append(elapsed)
-                memory[name].append(rss)
-                sizes[name] = du(target)
-                print(f"round {round_index + 1} {name}: {elapsed:.2f}s, {rows / elapsed:,.0f} rows/s, "
-                      f"peak RSS {rss:.0f} MiB{detail}", file=sys.stderr)
+                    info = last_json(out)
+                    run["seconds"], run["load_cpu"] = info["load_seconds"], info["load_cpu_seconds"]
+                    run["reported_rows"] = info["rows"]
+                    if name == "a":
+                        run["a"] = info
+                        # Only the load part scales with the rows.
+                        scale = rows / info["rows"]
+                        run["seconds"] = info["load_seconds"] * scale
+                        run["load_cpu"] = info["load_cpu_seconds"] * scale
+                    if name == "s":
+                        run["versions"] = info["versions"]
+                wanted = sdk_cap if name == "a" else rows
+                if name != "drain":
+                    written = rows_in(target, name in DELTA_PEERS)
+                    if written != wanted:
+                        raise RuntimeError(f"{name} wrote {written} rows, expected {wanted}")
+                    if round_index == 0 and name != "a":
+                        got = content(target, "delta" if name in DELTA_PEERS else "parquet")
+                        if got != expected:
+                            raise RuntimeError(f"{name} wrote {got}, the source sent {expected}")
+                    sizes[name] = du(target)
+                elif run["reported_rows"] != rows:
+                    raise RuntimeError(f"drain read {run['reported_rows']} rows, expected {rows}")
+                runs[name].append(run)
+                print(f"round {round_index + 1} {name}: {run['seconds']:.2f}s "
+                      f"(process wall {run['wall']:.2f}s), {run['load_cpu']:.2f} CPU-s, "
+                      f"server {run['server_cpu']:.2f} CPU-s, peak RSS {run['rss']:.0f} MiB",
+                      file=sys.stderr)
+                if not args.keep:
+                    shutil.rmtree(target, ignore_errors=True)
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait()
-        if not args.keep:
-            for name in peers:
-                shutil.rmtree(work / f"out-{name}", ignore_errors=True)
+        capture.unlink(missing_ok=True)
 
-    med = {k: statistics.median(v) for k, v in seconds.items()}
-    rps = {k: rows / v for k, v in med.items()}
-    report = {
-        "rows": rows,
-        "rounds": args.rounds,
-        "codec": "snappy",
-        "query": SQL,
-        "seconds_median": {k: round(v, 3) for k, v in med.items()},
-        "rows_per_second": {k: round(v) for k, v in rps.items()},
-        "peak_rss_mib_median": {k: round(statistics.median(v)) for k, v in memory.items()},
-        "output_mib": {k: round(v / 2**20, 1) for k, v in sizes.items()},
-    }
-    if "a" in peers:
-        measured_rows = a_runs[0]["rows"]
-        extrapolated = measured_rows < rows
-        med_wall = statistics.median(r["seconds"] for r in a_runs)
-        report["a_measured"] = {
-            "extrapolated": extrapolated,
-            "rows": measured_rows,
-            "batches": a_runs[0]["batches"],
-            "batching": args.sdk_default_batching,
-            "seconds_median": round(med_wall, 3),
-            "rows_per_second": round(measured_rows / med_wall),
-            "write_seconds_median": round(statistics.median(r["write_seconds"] for r in a_runs), 3),
-            "compact_seconds_median": round(statistics.median(r["compact_seconds"] for r in a_runs), 3),
-            "first_batch_seconds_median": round(statistics.median(r["first_batch_seconds"] for r in a_runs), 3),
-            "last_batch_seconds_median": round(statistics.median(r["last_batch_seconds"] for r in a_runs), 3),
-            "note": (f"a stopped after {measured_rows} of {rows} rows (--sdk-default-max-rows); its seconds, "
-                     f"rows/s and ratios are extrapolated linearly to {rows} rows (start-up not scaled). "
-                     "Optimistic: each compact() rewrites the table's growing small files, so later batches "
-                     "cost more (compare first/last batch seconds). Peak RSS and output size are at the "
-                     "measured rows.") if extrapolated else "a loaded every row: nothing extrapolated",
+    million = rows / 1e6
+    report = {"rows": rows, "rounds": args.rounds, "codec": "snappy", "query": SQL,
+              "data": "calibrated synthetic chain (bench/chain_stats.py)", "peers": {}}
+    for name, peer_runs in runs.items():
+        entry = {
+            "seconds_median": round(median([r["seconds"] for r in peer_runs]), 3),
+            "process_wall_seconds_median": round(median([r["wall"] for r in peer_runs]), 3),
+            "cpu_seconds_per_million_rows": round(median([r["load_cpu"] for r in peer_runs]) / million, 3),
+            "process_cpu_seconds_median": round(median([r["cpu"] for r in peer_runs]), 3),
+            "server_cpu_seconds_median": round(median([r["server_cpu"] for r in peer_runs]), 3),
+            "peak_rss_mib_median": round(median([r["rss"] for r in peer_runs])),
         }
+        entry["rows_per_second"] = round(rows / entry["seconds_median"])
+        if name in sizes:
+            entry["output_mib"] = round(sizes[name] / 2**20, 1)
+        if name == "s":
+            entry["versions"] = peer_runs[0]["versions"]
+        if name == "a":
+            info = peer_runs[0]["a"]
+            entry["extrapolated_from_rows"] = info["rows"]
+            entry["batches_measured"] = info["batches"]
+            entry["first_batch_seconds"] = round(info["first_batch_seconds"], 3)
+            entry["last_batch_seconds"] = round(info["last_batch_seconds"], 3)
+            entry["note"] = ("seconds and CPU are the measured load part scaled linearly to every row "
+                             "(optimistic: each compact() rewrites a growing table); RSS and output "
+                             "are at the measured rows")
+        report["peers"][name] = entry
+    p = report["peers"]
     ratios = {}
-    if "a" in rps and "ampdelta" in rps:
-        ratios["a/ampdelta"] = round(rps["a"] / rps["ampdelta"], 4)
-    if "b" in rps and "ampdelta" in rps:
-        ratios["b/ampdelta"] = round(rps["b"] / rps["ampdelta"], 3)
-    if "ampdelta" in rps and "c" in rps:
-        ratios["ampdelta/c"] = round(rps["ampdelta"] / rps["c"], 3)
-    if ratios:
-        report["rows_per_second_ratios"] = ratios
-    print(json.dumps(report, indent=2))
+    if "ampdelta" in p:
+        base = p["ampdelta"]["seconds_median"]
+        for name in ("a", "s", "b", "c"):
+            if name in p:
+                ratios[f"{name}_seconds_over_ampdelta"] = round(p[name]["seconds_median"] / base, 3)
+        limits = [p[n]["seconds_median"] for n in ("drain", "encoder") if n in p]
+        if limits:
+            report["limit_seconds"] = max(limits)
+            ratios["ampdelta_seconds_over_limit"] = round(base / max(limits), 3)
+        for name in ("drain", "encoder"):
+            if name in p:
+                ratios[f"ampdelta_seconds_over_{name}"] = round(base / p[name]["seconds_median"], 3)
+        if "encoder" in p:
+            ratios["ampdelta_cpu_over_encoder_cpu"] = round(
+                p["ampdelta"]["cpu_seconds_per_million_rows"] / p["encoder"]["cpu_seconds_per_million_rows"], 3)
+    report["ratios"] = ratios
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json_out:
+        pathlib.Path(args.json_out).write_text(text + "\n")
     return 0
 
 

@@ -4,9 +4,12 @@
   latency   ampdelta's commit latency for one-block live microbatches at versions 10, 1,000
             and 10,000 (must stay flat);
   reorg     undoing a 10-block reorg on a streamed transactions table of --blocks x 100 rows
-            (>= 10M rows by default) vs the Python loader's method on the same table: read the
-            whole table, drop the invalidated batches' rows, write it back as a new version
-            (deltalake to_pyarrow_table + write_deltalake(mode="overwrite"));
+            (>= 10M rows by default) vs two peers on the same table at the same version:
+            deltalake's own DeltaTable.delete(predicate), and the seed's method (read the whole
+            table, drop the invalidated batches' rows, write it back with write_deltalake
+            (mode="overwrite")). All three must leave identical rows: checked by row count,
+            highest block and an order-independent fingerprint of every tx_hash, read back by
+            deltalake;
   catch-up  rows/s of a stream catching up vs a batch load of the same range.
 
 Usage: bench/stream_bench.py [--commits 10000] [--blocks 100000] [--workdir DIR]
@@ -35,6 +38,50 @@ write_deltalake(path, table, mode="overwrite")
 print(time.perf_counter() - start)
 """
 
+# deltalake's delete on the table as it was before ampdelta's undo (restored to that version).
+DELETE = r"""
+import json, sys, time
+from deltalake import DeltaTable
+path, restore_to, first_invalid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+DeltaTable(path).restore(restore_to)
+start = time.perf_counter()
+dt = DeltaTable(path)
+opened = time.perf_counter()
+metrics = dt.delete(f"block_num >= {first_invalid}")
+end = time.perf_counter()
+print(json.dumps({"seconds": end - start, "delete_seconds": end - opened, "version": dt.version(),
+                  "files_removed": metrics.get("num_removed_files"),
+                  "files_added": metrics.get("num_added_files"),
+                  "rows_removed": metrics.get("num_deleted_rows")}))
+"""
+
+# Rows of one version: count, highest block, and the sum (mod 2^64) of every tx_hash's first 8
+# bytes, which does not depend on row order or file layout.
+FINGERPRINT = r"""
+import json, os, sys
+import numpy as np, pyarrow as pa, pyarrow.compute as pc
+from deltalake import DeltaTable
+path, version = sys.argv[1], int(sys.argv[2])
+table = DeltaTable(path, version=version).to_pyarrow_dataset().to_table(columns=["block_num", "tx_hash"])
+total = np.uint64(0)
+for chunk in table["tx_hash"].cast(pa.binary()).chunks:
+    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32)[chunk.offset:chunk.offset + len(chunk) + 1]
+    data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]]
+    total += data.reshape(-1, 32)[:, :8].copy().view("<u8").sum(dtype=np.uint64)
+print(json.dumps({"rows": table.num_rows, "max_block": pc.max(table["block_num"]).as_py(),
+                  "tx_hash_fingerprint": int(total)}))
+sys.stdout.flush()
+os._exit(0)  # deltalake can abort the interpreter at exit
+"""
+
+
+def run_json(script: str, *argv) -> dict:
+    done = subprocess.run([sys.executable, "-c", script, *map(str, argv)], capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"peer failed ({done.returncode}): {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
 
 def main() -> int:
     parser = argparse.ArgumentParser()
@@ -53,9 +100,21 @@ def main() -> int:
     history = DeltaTable(reorg["table"]).history()
     undo_version = next(h["version"] for h in history if h.get("operation") == "DELETE")
     first_invalid = 24_000_000 + args.blocks + 20 - 10  # the 10 reorged live blocks
+    ampdelta_rows = run_json(FINGERPRINT, reorg["table"], undo_version)
+    delete = run_json(DELETE, reorg["table"], undo_version - 1, first_invalid)
+    delete_rows = run_json(FINGERPRINT, reorg["table"], delete["version"])
     rewrite = subprocess.run([sys.executable, "-c", REWRITE, reorg["table"], str(first_invalid),
                               str(undo_version - 1)], check=True, capture_output=True, text=True)
     rewrite_seconds = float(rewrite.stdout.strip().splitlines()[-1])
+    rewrite_rows = run_json(FINGERPRINT, reorg["table"], DeltaTable(reorg["table"]).version())
+    if not ampdelta_rows == delete_rows == rewrite_rows:
+        raise RuntimeError(f"the undos disagree: ampdelta {ampdelta_rows}, deltalake delete "
+                           f"{delete_rows}, rewrite {rewrite_rows}")
+    if ampdelta_rows["max_block"] != first_invalid - 1:
+        raise RuntimeError(f"rows of invalidated blocks survived: {ampdelta_rows}")
+    report["reorg"]["rows_after_undo"] = ampdelta_rows
+    report["reorg"]["deltalake_delete"] = delete
+    report["reorg"]["undo_over_delete"] = reorg["undo_seconds"] / delete["delete_seconds"]
     report["reorg"]["python_rewrite_seconds"] = rewrite_seconds
     report["reorg"]["undo_over_rewrite"] = reorg["undo_seconds"] / rewrite_seconds
     report["catch_up"]["stream_over_batch_rows_per_second"] = (
