@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <type_traits>
 #include <unordered_map>
 
 #include <arrow/buffer.h>
@@ -46,11 +47,11 @@ struct Snapshot::ReplayState {
     if (auto* add = std::get_if<Add>(&action)) {
       std::string key = Key(key_of(add->path), add->deletion_vector);
       tombstones.erase(key);
-      files[std::move(key)] = std::move(*add);
+      files.insert_or_assign(std::move(key), std::move(*add));
     } else if (auto* remove = std::get_if<Remove>(&action)) {
       std::string key = Key(key_of(remove->path), remove->deletion_vector);
       files.erase(key);
-      tombstones[std::move(key)] = std::move(*remove);
+      tombstones.insert_or_assign(std::move(key), std::move(*remove));
     } else {
       ApplyTableAction(std::move(action));
     }
@@ -155,24 +156,25 @@ arrow::Status Snapshot::Adopt(ReplayState state, Version version, int64_t last_t
                       "no metaData action up to version " + std::to_string(version));
   }
   // Entries sorted by their replay key (file key + DV id), the order Update relies on.
-  std::vector<std::pair<std::string, Add>> files(
-      std::make_move_iterator(state.files.begin()),
-      std::make_move_iterator(state.files.end()));
-  std::sort(files.begin(), files.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Sorting pointers to the entries moves neither the keys nor the actions.
+  const auto sorted = [](auto& entries) {
+    std::vector<typename std::remove_reference_t<decltype(entries)>::value_type*> order;
+    order.reserve(entries.size());
+    for (auto& entry : entries) order.push_back(&entry);
+    std::sort(order.begin(), order.end(),
+              [](const auto* a, const auto* b) { return a->first < b->first; });
+    return order;
+  };
   files_.items_.clear();
-  files_.items_.reserve(files.size());
-  for (auto& [key, add] : files)
-    files_.items_.push_back(std::make_shared<const Add>(std::move(add)));
-  std::vector<std::pair<std::string, Remove>> tombstones(
-      std::make_move_iterator(state.tombstones.begin()),
-      std::make_move_iterator(state.tombstones.end()));
-  std::sort(tombstones.begin(), tombstones.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  files_.items_.reserve(state.files.size());
+  for (auto* entry : sorted(state.files)) {
+    files_.items_.push_back(std::make_shared<const Add>(std::move(entry->second)));
+  }
   tombstones_.items_.clear();
-  tombstones_.items_.reserve(tombstones.size());
-  for (auto& [key, remove] : tombstones) {
-    tombstones_.items_.push_back(std::make_shared<const Remove>(std::move(remove)));
+  tombstones_.items_.reserve(state.tombstones.size());
+  for (auto* entry : sorted(state.tombstones)) {
+    tombstones_.items_.push_back(
+        std::make_shared<const Remove>(std::move(entry->second)));
   }
   return AdoptTableState(std::move(*state.protocol), std::move(*state.metadata),
                          std::move(state.txns), std::move(state.domains), version,
@@ -313,6 +315,7 @@ arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
           continue;
         commits = std::move(needed);
       }
+      state.files.reserve(actions->size());  // a checkpoint is mostly adds
       for (auto& action : *actions) state.Apply(std::move(action), key_of);
       loaded = true;
       break;
