@@ -90,16 +90,13 @@ soak: build
 demo: build-release
 	@$(RELEASE_BUILD)/tools/ampdelta/ampdelta demo
 
-# Benchmarks against their peers (docs/benchmarks.md); not part of `make test`.
+# Benchmarks against their peers (docs/benchmarks.md); not part of `make test`. Writes
+# bench/results/<date>.json and .md and the plots in docs/img; BENCH_ONLY=load,scale picks some,
+# BENCH_QUICK=1 runs small sizes (a smoke run).
 bench: build-release
-	@$(VENV_PY) bench/write_bench.py --rows 2000000 --rounds 5
-	@$(VENV_PY) bench/snapshot_bench.py --commits 10000 --rounds 5
-	@$(VENV_PY) bench/load_bench.py --rows 2000000 --rounds 3
-	@$(VENV_PY) bench/stream_bench.py --commits 10000 --blocks 100000
-	@$(VENV_PY) bench/parallel_bench.py --rows 1000000 --rounds 3 --sdk-rows 100000
 	@$(MAKE) --no-print-directory wheel
 	@bash scripts/wheel_venv.sh
-	@build/wheel-venv/bin/python bench/python_bench.py --rows 1000000 --rounds 5
+	@$(VENV_PY) bench/run_all.py $(if $(BENCH_ONLY),--only $(BENCH_ONLY)) $(if $(BENCH_QUICK),--quick)
 
 clean:
 	rm -rf build dist

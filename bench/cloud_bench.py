@@ -75,6 +75,24 @@ def deltalake_commit_latency(table: str, commits: int, options: dict) -> dict:
             "p90_ms": millis[int(0.9 * (len(millis) - 1))]}
 
 
+ROWS_OF = r"""
+import json, os, sys
+from deltalake import DeltaTable
+print(DeltaTable(sys.argv[1], storage_options=json.loads(sys.argv[2])).to_pyarrow_dataset().count_rows())
+sys.stdout.flush()
+os._exit(0)  # deltalake can abort the interpreter at exit
+"""
+
+
+def check_rows(table: str, options: dict, expected: int) -> None:
+    """The table holds exactly `expected` rows, counted by deltalake."""
+    done = subprocess.run([sys.executable, "-c", ROWS_OF, table, json.dumps(options)],
+                          capture_output=True, text=True, check=True)
+    rows = int(done.stdout.strip().splitlines()[-1])
+    if rows != expected:
+        raise RuntimeError(f"{table} holds {rows} rows, expected {expected}")
+
+
 def ampdelta_load(url: str, table: str, options: dict) -> float:
     start = time.perf_counter()
     subprocess.run([str(CLI), "load", "--server", url, "--table", table, "--sql", SQL,
@@ -117,6 +135,7 @@ def main() -> int:
     work = pathlib.Path(tempfile.mkdtemp(prefix="ampdelta-cloud-bench-"))
     report = {"rows": args.rows, "rounds": args.rounds, "commits": args.commits}
     server, url = start_dev_server(args.rows, args.txs_per_block)
+    served = max(1, args.rows // args.txs_per_block) * args.txs_per_block  # start_dev_server's blocks
     try:
         with emulator_s3.start_s3_emulator() as s3:
             s3.create_bucket("bench")
@@ -140,9 +159,12 @@ def main() -> int:
                 times["ampdelta_s3"].append(ampdelta_load(url, "s3://bench/load-ampdelta", options))
                 times["deltalake_s3"].append(deltalake_load(url, "s3://bench/load-deltalake",
                                                             options))
+                check_rows(str(work / "load"), {}, served)
+                check_rows("s3://bench/load-ampdelta", options, served)
+                check_rows("s3://bench/load-deltalake", options, served)
             medians = {k: statistics.median(v) for k, v in times.items()}
             report["load_seconds_median"] = {k: round(v, 2) for k, v in medians.items()}
-            report["load_rows_per_second"] = {k: round(args.rows / v) for k, v in medians.items()}
+            report["load_rows_per_second"] = {k: round(served / v) for k, v in medians.items()}
             report["load_ratio_deltalake_s3_over_ampdelta_s3"] = round(
                 medians["deltalake_s3"] / medians["ampdelta_s3"], 2)
             report["load_ratio_ampdelta_s3_over_local"] = round(
