@@ -20,6 +20,7 @@ BENCH = ROOT / "bench"
 RESULTS = BENCH / "results"
 IMAGES = ROOT / "docs" / "img"
 PYTHON = sys.executable
+sys.path.insert(0, str(BENCH))
 WHEEL_PYTHON = ROOT / "build/wheel-venv/bin/python"
 
 # name -> (full arguments, quick arguments); each script prints its JSON report last.
@@ -101,12 +102,22 @@ def markdown(results: dict, stamp: str) -> str:
             continue
         out += [f"    {result['command']}   # {result['seconds']} s", ""]
         report = result["report"]
-        if name == "load":
+        if name == "chain_stats":
+            import chain_stats
+            for table, rows in report.items():
+                out += [chain_stats.markdown(table, rows), ""]
+        elif name == "load":
             out += load_table(report)
         elif name == "scale":
             out += ["| peer | rows | seconds | rows/s | CPU-s / M rows | peak RSS MiB |", "|---|---|---|---|---|---|"]
             out += [f"| {p['peer']} | {p['rows']:,} | {p['seconds']:.2f} | {p['rows_per_second']:,} | "
                     f"{p['cpu_seconds_per_million_rows']:.2f} | {p['peak_rss_mib']} |" for p in report["points"]]
+        elif name == "merge":
+            out += ["| engine | seconds | files removed | files added | peak RSS MiB |", "|---|---|---|---|---|"]
+            out += [f"| {engine} | {e['seconds_median']:.2f} | {e['files_removed']} | {e['files_added']} | "
+                    f"{e['peak_rss_mib_median']} |" for engine, e in report["engines"].items()]
+            out += ["", f"{report['source_rows']:,} source rows ({report['where']}) into {report['rows']:,} rows "
+                    f"in {report['target_files']} files"]
         elif name == "checkpoint":
             out += ["| files | checkpoint ampdelta s | deltalake s | ratio | open ampdelta s | deltalake s | ratio "
                     "| peak RSS (open) ampdelta / deltalake MiB |", "|---|---|---|---|---|---|---|---|"]
@@ -139,6 +150,8 @@ def plots(results: dict) -> list[str]:
             rows = [p["rows"] / 1e6 for p in points]
             left.plot(rows, [p["rows_per_second"] / 1e3 for p in points], marker="o", label=label)
             right.plot(rows, [p["peak_rss_mib"] for p in points], marker="o", label=label)
+        left.set_ylim(bottom=0)
+        right.set_ylim(bottom=0)
         left.set(xscale="log", xlabel="rows loaded (millions)", ylabel="thousand rows/s",
                  title="Batch load throughput")
         right.set(xscale="log", xlabel="rows loaded (millions)", ylabel="peak RSS (MiB)",
@@ -194,6 +207,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="", help=f"comma-separated subset of {','.join(BENCHMARKS)}")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--report-only", action="store_true",
+                        help="rewrite the Markdown and plots from the day's JSON")
     args = parser.parse_args()
     names = [n.strip() for n in args.only.split(",") if n.strip()] or list(BENCHMARKS)
     unknown = [n for n in names if n not in BENCHMARKS]
@@ -201,11 +216,14 @@ def main() -> int:
         parser.error(f"unknown benchmarks {unknown}")
     stamp = datetime.date.today().isoformat()
     prefix = f"quick-{stamp}" if args.quick else stamp
-    results = {}
-    for index, name in enumerate(names, 1):
-        results[name] = run(name, BENCHMARKS[name][1 if args.quick else 0], index, len(names))
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{prefix}.json").write_text(json.dumps(results, indent=2) + "\n")
+    path = RESULTS / f"{prefix}.json"
+    # A run of some benchmarks updates the day's results instead of replacing them.
+    results = json.loads(path.read_text()) if path.exists() else {}
+    if not args.report_only:
+        for index, name in enumerate(names, 1):
+            results[name] = run(name, BENCHMARKS[name][1 if args.quick else 0], index, len(names))
+        path.write_text(json.dumps(results, indent=2) + "\n")
     (RESULTS / f"{prefix}.md").write_text(markdown(results, stamp))
     images = [] if args.quick else plots(results)
     print(f"wrote {RESULTS / prefix}.json, .md" + (f" and {', '.join(images)}" if images else ""),
