@@ -104,6 +104,11 @@ def main() -> int:
             server.wait()
         print(f"data: {rows} rows, {data.stat().st_size / 2**20:.0f} MiB Arrow IPC", file=sys.stderr)
 
+    # Every output is checked against the input: rows each round, content in the first.
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import load_bench
+    expected = load_bench.content(data, "ipc")
+
     results = {"ampdelta": [], "deltalake": [], "parquet": []}
     memory = {"ampdelta": [], "deltalake": [], "parquet": []}
     sizes = {}
@@ -120,6 +125,14 @@ def main() -> int:
                 target.mkdir(parents=True)
                 cmd = [PYTHON, "-c", PARQUET_WRITER, str(data), str(target / "data.parquet"), args.codec]
             elapsed, rss = timed(cmd)
+            delta = name != "parquet"
+            written = load_bench.rows_in(target if delta else target / "data.parquet", delta)
+            if written != expected["rows"]:
+                raise RuntimeError(f"{name} wrote {written} rows, the input has {expected['rows']}")
+            if round_index == 0:
+                got = load_bench.content(target, "delta" if delta else "parquet")
+                if got != expected:
+                    raise RuntimeError(f"{name} wrote {got}, the input holds {expected}")
             results[name].append(elapsed)
             memory[name].append(rss)
             sizes[name] = du(str(target))
@@ -127,10 +140,10 @@ def main() -> int:
                   file=sys.stderr)
     med = {k: statistics.median(v) for k, v in results.items()}
     report = {
-        "rows": args.rows,
+        "rows": expected["rows"],
         "codec": args.codec,
         "seconds_median": {k: round(v, 3) for k, v in med.items()},
-        "rows_per_second": {k: round(args.rows / v) for k, v in med.items()},
+        "rows_per_second": {k: round(expected["rows"] / v) for k, v in med.items()},
         "peak_rss_mib_median": {k: round(statistics.median(v)) for k, v in memory.items()},
         "output_mib": {k: round(v / 2**20, 1) for k, v in sizes.items()},
         "ampdelta_over_parquet_time": round(med["ampdelta"] / med["parquet"], 3),
