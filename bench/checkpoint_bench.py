@@ -25,6 +25,8 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import load_bench  # noqa: E402  (the report's output)
 BINARY = ROOT / "build/release/bench/checkpoint_scale"
 
 DELTALAKE = r"""
@@ -125,10 +127,7 @@ def main() -> int:
         points.append(point)
         print(f"{files:,} files: {json.dumps(point)}", file=sys.stderr)
         shutil.rmtree(table, ignore_errors=True)
-    text = json.dumps({"points": points}, indent=2)
-    print(text)
-    if args.json_out:
-        pathlib.Path(args.json_out).write_text(text + "\n")
+    load_bench.emit_report({"points": points}, args.json_out)
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

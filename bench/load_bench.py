@@ -282,6 +282,15 @@ def last_json(text: str) -> dict:
     return json.loads(text.strip().splitlines()[-1])
 
 
+def emit_report(report: dict, json_out: str | None) -> None:
+    """Print a benchmark's JSON report last on stdout (bench/run_all.py reads it), and write it
+    to `json_out` too when given."""
+    text = json.dumps(report, indent=2)
+    print(text)
+    if json_out:
+        pathlib.Path(json_out).write_text(text + "\n")
+
+
 def median(values: list) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -453,10 +462,7 @@ def main() -> int:
             ratios["ampdelta_cpu_over_encoder_cpu"] = round(
                 p["ampdelta"]["cpu_seconds_per_million_rows"] / p["encoder"]["cpu_seconds_per_million_rows"], 3)
     report["ratios"] = ratios
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json_out:
-        pathlib.Path(args.json_out).write_text(text + "\n")
+    emit_report(report, args.json_out)
     return 0
 
 

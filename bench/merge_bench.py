@@ -191,10 +191,7 @@ def main() -> int:
         report["engines"][engine] = entry
     e = report["engines"]
     report["deltalake_seconds_over_ampdelta"] = round(e["deltalake"]["seconds_median"] / e["ampdelta"]["seconds_median"], 3)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json_out:
-        pathlib.Path(args.json_out).write_text(text + "\n")
+    load_bench.emit_report(report, args.json_out)
     return 0
 
 

@@ -140,6 +140,14 @@ def plots(results: dict) -> list[str]:
     import matplotlib.pyplot as plt
     IMAGES.mkdir(parents=True, exist_ok=True)
     written = []
+
+    def save(fig, name: str) -> str:
+        fig.tight_layout()
+        path = IMAGES / f"{name}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return str(path)
+
     scale = results.get("scale", {}).get("report")
     if scale:
         fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
@@ -159,11 +167,7 @@ def plots(results: dict) -> list[str]:
         for axis in (left, right):
             axis.grid(True, alpha=0.3)
             axis.legend()
-        fig.tight_layout()
-        path = IMAGES / "load_scale.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(str(path))
+        written.append(save(fig, "load_scale"))
     stream = results.get("stream", {}).get("report")
     if stream and "latency" in stream:
         latency = stream["latency"]
@@ -174,11 +178,7 @@ def plots(results: dict) -> list[str]:
         axis.set(xscale="log", xlabel="table version", ylabel="median commit latency (ms)",
                  title="Stream commit latency", ylim=(0, max(p[1] for p in points) * 1.5))
         axis.grid(True, alpha=0.3)
-        fig.tight_layout()
-        path = IMAGES / "commit_latency.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(str(path))
+        written.append(save(fig, "commit_latency"))
     checkpoint = results.get("checkpoint", {}).get("report")
     if checkpoint:
         files = [p["files"] for p in checkpoint["points"]]
@@ -195,11 +195,7 @@ def plots(results: dict) -> list[str]:
         for axis in (left, right):
             axis.grid(True, alpha=0.3)
             axis.legend()
-        fig.tight_layout()
-        path = IMAGES / "checkpoint_scale.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(str(path))
+        written.append(save(fig, "checkpoint_scale"))
     return written
 
 

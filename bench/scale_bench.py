@@ -97,10 +97,7 @@ def main() -> int:
     report = {"points": points,
               "ampdelta_peak_rss_max_over_min": round(max(ours) / min(ours), 3) if ours else None,
               "ampdelta_peak_rss_max_mib": max(ours) if ours else None}
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json_out:
-        pathlib.Path(args.json_out).write_text(text + "\n")
+    load_bench.emit_report(report, args.json_out)
     shutil.rmtree(work, ignore_errors=True)
     return 0
 
