@@ -88,7 +88,7 @@ def opens(table: pathlib.Path, files: int, rounds: int) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=load_bench.positive_int, default=3)
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--json-out", default=None)
     args = parser.parse_args()
@@ -128,7 +128,8 @@ def main() -> int:
         print(f"{files:,} files: {json.dumps(point)}", file=sys.stderr)
         shutil.rmtree(table, ignore_errors=True)
     load_bench.emit_report({"points": points}, args.json_out)
-    shutil.rmtree(work, ignore_errors=True)
+    if not args.workdir:  # never a directory the user named
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -110,7 +110,7 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--fraction", type=float, default=0.01)
     parser.add_argument("--pattern", choices=("recent", "spread"), default="recent")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=load_bench.positive_int, default=3)
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--json-out", default=None)
     args = parser.parse_args()
@@ -145,6 +145,9 @@ def main() -> int:
         incoming = json_of([load_bench.PYTHON, "-c", SOURCE_SUM, source_url, sql])
         if replaced["rows"] != incoming["rows"]:
             raise RuntimeError("the two chains disagree on the source's keys")
+        if replaced["sum_nonce"] == incoming["sum_nonce"]:
+            raise RuntimeError("the source rows equal the rows they replace: the check could not "
+                               "tell a merge from no merge")
         expected = {"rows": rows,
                     "sum_nonce": loaded["sum_nonce"] - replaced["sum_nonce"] + incoming["sum_nonce"]}
         files = len(list(target.glob("*.parquet")))
@@ -179,7 +182,8 @@ def main() -> int:
         for server in (base, source):
             server.send_signal(signal.SIGTERM)
             server.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        if not args.workdir:  # never a directory the user named
+            shutil.rmtree(work, ignore_errors=True)
     report = {"rows": rows, "pattern": args.pattern, "where": where, "source_rows": incoming["rows"],
               "target_files": files, "engines": {}}
     for engine, engine_runs in runs.items():

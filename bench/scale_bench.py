@@ -31,7 +31,7 @@ TXS_PER_BLOCK = 100
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000000,4000000,16000000,32000000")
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--rounds", type=load_bench.positive_int, default=1)
     parser.add_argument("--python-max-rows", type=int, default=4_000_000)
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--json-out", default=None)
@@ -98,7 +98,8 @@ def main() -> int:
               "ampdelta_peak_rss_max_over_min": round(max(ours) / min(ours), 3) if ours else None,
               "ampdelta_peak_rss_max_mib": max(ours) if ours else None}
     load_bench.emit_report(report, args.json_out)
-    shutil.rmtree(work, ignore_errors=True)
+    if not args.workdir:  # never a directory the user named
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

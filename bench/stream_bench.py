@@ -119,7 +119,8 @@ def main() -> int:
     report["reorg"]["undo_over_rewrite"] = reorg["undo_seconds"] / rewrite_seconds
     report["catch_up"]["stream_over_batch_rows_per_second"] = (
         report["catch_up"]["stream_rows_per_second"] / report["catch_up"]["batch_rows_per_second"])
-    shutil.rmtree(work, ignore_errors=True)
+    if not args.workdir:  # never a directory the user named
+        shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(report, indent=2))
     return 0
 

@@ -23,6 +23,8 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import load_bench  # noqa: E402  (output checks)
 CLI = ROOT / "build/release/tools/ampdelta/ampdelta"
 PYTHON = sys.executable
 
@@ -82,7 +84,7 @@ def du(path: str) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=2_000_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=load_bench.positive_int, default=3)
     parser.add_argument("--codec", default="snappy")
     parser.add_argument("--txs-per-block", type=int, default=100)
     parser.add_argument("--workdir", default=None)
@@ -105,8 +107,6 @@ def main() -> int:
         print(f"data: {rows} rows, {data.stat().st_size / 2**20:.0f} MiB Arrow IPC", file=sys.stderr)
 
     # Every output is checked against the input: rows each round, content in the first.
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    import load_bench
     expected = load_bench.content(data, "ipc")
 
     results = {"ampdelta": [], "deltalake": [], "parquet": []}

@@ -141,7 +141,8 @@ size_t DrawCalldata(ChainRng* rng, uint32_t max_words, uint8_t* out) {
 
 std::string DrawWeiValue(ChainRng* rng) {
   if (rng->Below(2) == 0) {
-    // A round figure: one to three significant digits, 10^12 to 10^19 wei.
+    // A round figure: one to three significant digits, 10^12 to 10^19 wei. The others are
+    // 10^12 plus a heavy-tailed offset: mostly 13 digits, some up to 20.
     std::string value = std::to_string(1 + rng->Below(rng->Chance(500) ? 9 : 999));
     value.append(12 + rng->Below(6), '0');
     return value;

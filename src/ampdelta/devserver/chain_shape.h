@@ -31,7 +31,8 @@ class ChainRng {
   /// \brief Return a value in [0, n) where rank k has probability about proportional to
   /// 1 / (k + 1): log-uniform, the shape of address and selector popularity.
   uint64_t PopularRank(uint64_t n);
-  /// \brief Return a value in [low, high] spread evenly over orders of magnitude.
+  /// \brief Return low plus an offset in [0, high - low] spread evenly over orders of
+  /// magnitude: for low > 0 most values lie just above low, with a long tail to high.
   uint64_t LogUniform(uint64_t low, uint64_t high);
   void Fill(uint8_t* out, size_t size);
 

@@ -400,16 +400,33 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Logs(
     // A block has transactions_per_block * logs_per_transaction logs, spread
     // as on a real chain: a third of transactions emit none, most of the others one, and
     // a few (swaps, batch transfers) many.
+    // The draws rarely sum to the block's count: the difference is spread one log at a
+    // time over random transactions that already emit some, so no transaction collects
+    // it.
     Rng owners(Seed(options_->seed, n, gen, kTagLogOwners));
+    std::vector<uint32_t> counts(txs);
+    uint64_t drawn_total = 0;
+    for (auto& count : counts) {
+      count = static_cast<uint32_t>(
+          owners.Chance(300) ? 0
+                             : (owners.Chance(600) ? 1 : 2 + owners.LogUniform(0, 10)));
+      drawn_total += count;
+    }
+    while (drawn_total < per_block) {
+      const auto i = static_cast<size_t>(owners.Below(txs));
+      if (counts[i] == 0 && drawn_total > 0) continue;
+      ++counts[i];
+      ++drawn_total;
+    }
+    while (drawn_total > per_block) {
+      const auto i = static_cast<size_t>(owners.Below(txs));
+      if (counts[i] == 0) continue;
+      --counts[i];
+      --drawn_total;
+    }
     uint32_t log_index = 0;
-    for (uint32_t i = 0; i < txs && log_index < per_block; ++i) {
-      uint32_t count = per_block - log_index;
-      if (i + 1 < txs) {
-        const uint64_t drawn =
-            owners.Chance(300) ? 0
-                               : (owners.Chance(600) ? 1 : 2 + owners.LogUniform(0, 10));
-        count = std::min<uint32_t>(count, static_cast<uint32_t>(drawn));
-      }
+    for (uint32_t i = 0; i < txs; ++i) {
+      const uint32_t count = counts[i];
       const Hash32 tx_hash = TxHash(n, gen, i);
       for (uint32_t k = 0; k < count; ++k, ++log_index) {
         Rng rng(Seed(options_->seed, n, gen, kTagLogRow + log_index));

@@ -15,6 +15,8 @@
 
 #include "ampdelta/delta/log/action_json.h"
 #include "ampdelta/delta/log/log_path.h"
+#include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/txn/checkpoint_writer.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/support/test_util.h"
 
@@ -115,6 +117,26 @@ TEST(CheckpointReaderTest, PathThatIsNotUtf8ReadsButCannotBeRewritten) {
   ASSERT_EQ(actions.size(), 1u);
   // Writing it to a commit (a remove, a new checkpoint) is an error, not an exception.
   EXPECT_THAT(EncodeCommit(actions), testing::StatusHasMessage("add.path"));
+}
+
+TEST(CheckpointReaderTest, CheckpointOfATableWithAPathThatIsNotUtf8IsRefused) {
+  // Checkpoint 1 holds the files; commit 2 the protocol and metadata.
+  auto store = std::make_shared<storage::MemoryStore>();
+  ASSERT_OK(store->Put(CheckpointPath(1),
+                       AddCheckpoint({"ok.parquet", "p\xc3.parquet"}, {"x", "y"}),
+                       storage::PutMode::kOverwrite));
+  const std::string commit =
+      R"({"protocol":{"minReaderVersion":1,"minWriterVersion":2}})"
+      "\n"
+      R"({"metaData":{"id":"x","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"s\",\"type\":\"string\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":[],"configuration":{},"createdTime":1}})"
+      "\n";
+  ASSERT_OK(store->Put("_delta_log/00000000000000000002.json",
+                       arrow::Buffer::FromString(commit), storage::PutMode::kOverwrite));
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store));
+  ASSERT_EQ(snapshot->files().size(), 2u);
+  // A checkpoint's string columns must be UTF-8: no checkpoint file is written.
+  EXPECT_THAT(WriteCheckpoint(*snapshot, 1'000), testing::StatusHasMessage("add.path"));
+  EXPECT_FALSE(store->Get(CheckpointPath(2)).ok());
 }
 
 TEST(CheckpointReaderTest, SidecarWithAnEmptyPathIsCorrupt) {

@@ -1,5 +1,7 @@
 #include "ampdelta/devserver/synthetic_chain.h"
 
+#include <map>
+
 #include <arrow/array.h>
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
@@ -120,6 +122,31 @@ TEST_F(SyntheticChainTest, TablesHaveAmpSchemasAndConfiguredRowCounts) {
   }
   ASSERT_OK_AND_ASSIGN(auto blocks, ReadAll(chain, "blocks", *chain.Synced()));
   EXPECT_EQ(HashAt(*txs, "block_hash", 5), HashAt(*blocks, "hash", 1));
+}
+
+TEST_F(SyntheticChainTest, LogsSpreadOverTransactionsWithoutOneCollectingTheRest) {
+  SyntheticChainOptions options;
+  options.initial_blocks = 4;
+  options.transactions_per_block = 348;  // the eth_rpc fixture's block
+  options.logs_per_transaction = 2;
+  SyntheticChain chain(options);
+  ASSERT_OK_AND_ASSIGN(auto logs, ReadAll(chain, "logs", *chain.Synced()));
+  ASSERT_EQ(logs->num_rows(), 4 * 348 * 2);
+  const auto blocks =
+      std::static_pointer_cast<arrow::UInt64Array>(logs->GetColumnByName("block_num"));
+  const auto txs =
+      std::static_pointer_cast<arrow::UInt32Array>(logs->GetColumnByName("tx_index"));
+  std::map<std::pair<uint64_t, uint32_t>, int> per_tx;
+  for (int64_t row = 0; row < logs->num_rows(); ++row) {
+    ++per_tx[{blocks->Value(row), txs->Value(row)}];
+  }
+  int most = 0;
+  for (const auto& [tx, count] : per_tx) most = std::max(most, count);
+  // The fixture's busiest transaction has 29 logs; about a third of transactions have
+  // none.
+  EXPECT_LE(most, 30);
+  EXPECT_GT(per_tx.size(), 4u * 348 / 2);
+  EXPECT_LT(per_tx.size(), 4u * 348 * 9 / 10);
 }
 
 TEST_F(SyntheticChainTest, BatchesStayWithinTheRowBound) {

@@ -17,6 +17,7 @@
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"
+#include "ampdelta/util/utf8.h"
 
 namespace ampdelta::delta {
 namespace {
@@ -120,7 +121,8 @@ arrow::Status AppendOptional(arrow::ArrayBuilder* builder,
 
 // Append an `add` row straight from the action: the checkpoint of a table with a million
 // files is almost all adds, and going through their JSON text cost most of its time. Adds
-// with a deletion vector take the JSON path (`AppendJson`).
+// with a deletion vector, or with a string that is not UTF-8, take the JSON path
+// (`AppendActionJson`).
 arrow::Status AppendAdd(arrow::StructBuilder* add, const Add& file) {
   ARROW_RETURN_NOT_OK(add->Append());
   ARROW_RETURN_NOT_OK(
@@ -146,6 +148,21 @@ arrow::Status AppendAdd(arrow::StructBuilder* add, const Add& file) {
       add->field_builder(9), file.default_row_commit_version));
   return AppendOptional<arrow::StringBuilder>(add->field_builder(10),
                                               file.clustering_provider);
+}
+
+// True when every string of the add is UTF-8, as a checkpoint's string columns must be. A
+// foreign checkpoint can hand us one that is not; the JSON path refuses it with an error.
+bool AddIsUtf8(const Add& file) {
+  const auto map_ok = [](const NullableStringMap& map) {
+    for (const auto& [key, value] : map) {
+      if (!IsValidUtf8(key) || (value && !IsValidUtf8(*value))) return false;
+    }
+    return true;
+  };
+  return IsValidUtf8(file.path) && map_ok(file.partition_values) &&
+         (!file.stats || IsValidUtf8(*file.stats)) &&
+         (!file.tags || map_ok(*file.tags)) &&
+         (!file.clustering_provider || IsValidUtf8(*file.clustering_provider));
 }
 
 // Append one action through its JSON form.
@@ -267,7 +284,7 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
   }
   auto* add_builder = static_cast<arrow::StructBuilder*>(builder->GetField(add_column));
   for (const auto& file : files) {
-    if (file.deletion_vector) {
+    if (file.deletion_vector || !AddIsUtf8(file)) {
       ARROW_RETURN_NOT_OK(AppendActionJson(builder.get(), Action(file)));
       continue;
     }
