@@ -276,13 +276,19 @@ def rows_in(path: pathlib.Path, delta: bool) -> int:
     return sum(pq.ParquetFile(f).metadata.num_rows for f in DeltaTable(str(path)).file_uris())
 
 
-def content(path: pathlib.Path, kind: str) -> dict:
-    """Rows, sums and distinct hashes of an output, read by an independent reader."""
-    done = subprocess.run([PYTHON, "-c", CONTENT, str(path), kind], capture_output=True, text=True,
+def python_json(script: str, *argv) -> dict:
+    """Run `python -c script argv...` and return the JSON document it prints last."""
+    done = subprocess.run([PYTHON, "-c", script, *map(str, argv)], capture_output=True, text=True,
                           check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"reading {path} back failed: {done.stderr[-2000:]}")
-    return json.loads(done.stdout)
+        raise RuntimeError(f"{script.strip().splitlines()[0][:60]!r}... failed ({done.returncode}): "
+                           f"{done.stderr[-2000:]}")
+    return last_json(done.stdout)
+
+
+def content(path: pathlib.Path, kind: str) -> dict:
+    """Rows, sums and distinct hashes of an output, read by an independent reader."""
+    return python_json(CONTENT, path, kind)
 
 
 def last_json(text: str) -> dict:

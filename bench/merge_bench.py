@@ -83,13 +83,6 @@ def start_server(blocks: int, seed: int):
     return server, url
 
 
-def json_of(cmd: list) -> dict:
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, cmd[:3]))} failed: {done.stderr[-2000:]}")
-    return load_bench.last_json(done.stdout)
-
-
 def commit_actions(table: pathlib.Path, version: int) -> dict:
     counts = {"add": 0, "remove": 0}
     with open(table / "_delta_log" / f"{version:020d}.json") as log:
@@ -138,11 +131,11 @@ def main() -> int:
                           "--sql", 'SELECT * FROM "acme/eth_mainnet".transactions', "--mode", "append",
                           "--compression", "snappy", "--config", '{"optimize_after_write": false}'], log_dir)
         base_version = latest_version(target)
-        loaded = json_of([load_bench.PYTHON, "-c", SUM_NONCE, str(target)])
+        loaded = load_bench.python_json(SUM_NONCE, str(target))
         if loaded["rows"] != rows:
             raise RuntimeError(f"the target has {loaded['rows']} rows, expected {rows}")
-        replaced = json_of([load_bench.PYTHON, "-c", SOURCE_SUM, base_url, sql])
-        incoming = json_of([load_bench.PYTHON, "-c", SOURCE_SUM, source_url, sql])
+        replaced = load_bench.python_json(SOURCE_SUM, base_url, sql)
+        incoming = load_bench.python_json(SOURCE_SUM, source_url, sql)
         if replaced["rows"] != incoming["rows"]:
             raise RuntimeError("the two chains disagree on the source's keys")
         if replaced["sum_nonce"] == incoming["sum_nonce"]:
@@ -172,7 +165,7 @@ def main() -> int:
                     run["seconds"], run["fetch_seconds"] = info["load_seconds"], info["fetch_seconds"]
                 version = latest_version(target)
                 run.update(commit_actions(target, version))
-                got = json_of([load_bench.PYTHON, "-c", SUM_NONCE, str(target)])
+                got = load_bench.python_json(SUM_NONCE, str(target))
                 if got != expected:
                     raise RuntimeError(f"{engine}'s merge left {got}, expected {expected}")
                 runs[engine].append(run)

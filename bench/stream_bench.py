@@ -25,6 +25,8 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BENCH = ROOT / "build/release/bench/stream_bench"
+sys.path.insert(0, str(ROOT / "bench"))
+import load_bench  # noqa: E402  (running the Python peers)
 
 REWRITE = r"""
 import sys, time, pyarrow.compute as pc
@@ -75,14 +77,6 @@ os._exit(0)  # deltalake can abort the interpreter at exit
 """
 
 
-def run_json(script: str, *argv) -> dict:
-    done = subprocess.run([sys.executable, "-c", script, *map(str, argv)], capture_output=True,
-                          text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"peer failed ({done.returncode}): {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--commits", type=int, default=10_000)
@@ -100,13 +94,13 @@ def main() -> int:
     history = DeltaTable(reorg["table"]).history()
     undo_version = next(h["version"] for h in history if h.get("operation") == "DELETE")
     first_invalid = 24_000_000 + args.blocks + 20 - 10  # the 10 reorged live blocks
-    ampdelta_rows = run_json(FINGERPRINT, reorg["table"], undo_version)
-    delete = run_json(DELETE, reorg["table"], undo_version - 1, first_invalid)
-    delete_rows = run_json(FINGERPRINT, reorg["table"], delete["version"])
+    ampdelta_rows = load_bench.python_json(FINGERPRINT, reorg["table"], undo_version)
+    delete = load_bench.python_json(DELETE, reorg["table"], undo_version - 1, first_invalid)
+    delete_rows = load_bench.python_json(FINGERPRINT, reorg["table"], delete["version"])
     rewrite = subprocess.run([sys.executable, "-c", REWRITE, reorg["table"], str(first_invalid),
                               str(undo_version - 1)], check=True, capture_output=True, text=True)
     rewrite_seconds = float(rewrite.stdout.strip().splitlines()[-1])
-    rewrite_rows = run_json(FINGERPRINT, reorg["table"], DeltaTable(reorg["table"]).version())
+    rewrite_rows = load_bench.python_json(FINGERPRINT, reorg["table"], DeltaTable(reorg["table"]).version())
     if not ampdelta_rows == delete_rows == rewrite_rows:
         raise RuntimeError(f"the undos disagree: ampdelta {ampdelta_rows}, deltalake delete "
                            f"{delete_rows}, rewrite {rewrite_rows}")

@@ -77,10 +77,6 @@ def timed(cmd: list) -> tuple:
     return elapsed, usage.ru_maxrss / 1024.0  # MiB
 
 
-def du(path: str) -> int:
-    return sum(p.stat().st_size for p in pathlib.Path(path).rglob("*") if p.is_file())
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=2_000_000)
@@ -135,7 +131,7 @@ def main() -> int:
                     raise RuntimeError(f"{name} wrote {got}, the input holds {expected}")
             results[name].append(elapsed)
             memory[name].append(rss)
-            sizes[name] = du(str(target))
+            sizes[name] = load_bench.du(target)
             print(f"round {round_index + 1} {name}: {elapsed:.2f}s, peak RSS {rss:.0f} MiB",
                   file=sys.stderr)
     med = {k: statistics.median(v) for k, v in results.items()}

@@ -393,6 +393,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Logs(
   constexpr uint32_t kMaxDataWords = 25;
   uint8_t bytes[32];
   uint8_t data[32 * kMaxDataWords];
+  std::vector<uint32_t> counts;  // logs per transaction of the current block
   for (uint64_t n = from; n <= to; ++n) {
     const uint64_t gen = Generation(n);
     const Hash32 block_hash = BlockHash(n);
@@ -404,7 +405,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Logs(
     // time over random transactions that already emit some, so no transaction collects
     // it.
     Rng owners(Seed(options_->seed, n, gen, kTagLogOwners));
-    std::vector<uint32_t> counts(txs);
+    counts.assign(txs, 0);
     uint64_t drawn_total = 0;
     for (auto& count : counts) {
       count = static_cast<uint32_t>(
