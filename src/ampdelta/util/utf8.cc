@@ -1,6 +1,7 @@
 #include "ampdelta/util/utf8.h"
 
 #include <cstdint>
+#include <cstring>
 
 namespace ampdelta {
 
@@ -9,6 +10,15 @@ size_t ValidUtf8PrefixLength(std::string_view text) {
   const size_t n = text.size();
   size_t i = 0;
   while (i < n) {
+    // Log strings (paths, stats JSON) are nearly all ASCII: skip eight such bytes at once.
+    if (n - i >= 8) {
+      uint64_t word;
+      std::memcpy(&word, bytes + i, sizeof(word));
+      if ((word & 0x8080808080808080ULL) == 0) {
+        i += 8;
+        continue;
+      }
+    }
     const uint8_t lead = bytes[i];
     if (lead < 0x80) {
       ++i;

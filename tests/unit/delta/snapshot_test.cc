@@ -5,6 +5,7 @@
 #include "ampdelta/delta/log/action_json.h"
 #include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/delta/ops/delete.h"
+#include "ampdelta/delta/txn/checkpoint_writer.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/unit/delta/table_test_util.h"
 
@@ -81,6 +82,62 @@ TEST_F(SnapshotTest, ReplayKeepsLatestTxnAndTombstones) {
   EXPECT_EQ(snapshot->tombstones().size(), 1u);
   ASSERT_OK_AND_ASSIGN(auto old, Snapshot::Load(store_, {0, {}}));
   EXPECT_EQ(old->AppTransactionVersion("app"), std::optional<int64_t>(1));
+}
+
+TEST_F(SnapshotTest, TheLastActionOfEachFileWinsWhateverItsPathsSpelling) {
+  Protocol protocol{1, 2, std::nullopt, std::nullopt};
+  Metadata metadata;
+  metadata.id = "t";
+  metadata.schema_string = R"({"type":"struct","fields":[]})";
+  auto add = [](const char* path, int64_t size) {
+    Add file;
+    file.path = path;
+    file.size = size;
+    return Action(file);
+  };
+  auto remove = [](const char* path) {
+    Remove file;
+    file.path = path;
+    return Action(file);
+  };
+  const std::vector<std::vector<Action>> commits = {
+      // Unsorted, with a file added twice in one commit.
+      {protocol, metadata, add("z.parquet", 1), add("b.parquet", 1), add("a.parquet", 1),
+       add("c%20d.parquet", 1), add("a.parquet", 2)},
+      // Removed, and re-added under another spelling of the same key.
+      {remove("b.parquet"), add("c d.parquet", 3)},
+      // Re-added after its removal; a file that was never added gets a tombstone.
+      {add("b.parquet", 4), remove("y.parquet"), remove("z.parquet")},
+  };
+  for (size_t v = 0; v < commits.size(); ++v) {
+    ASSERT_OK_AND_ASSIGN(std::string bytes, EncodeCommit(commits[v]));
+    ASSERT_OK(store_->Put(CommitPath(static_cast<Version>(v)),
+                          arrow::Buffer::FromString(std::move(bytes)),
+                          storage::PutMode::kCreateIfAbsent));
+  }
+  const auto expect_final = [](const Snapshot& snapshot) {
+    std::vector<std::pair<std::string, int64_t>> files;
+    for (const auto& file : snapshot.files()) {
+      files.emplace_back(snapshot.FileKey(file.path), file.size);
+    }
+    const std::vector<std::pair<std::string, int64_t>> expected = {
+        {"a.parquet", 2}, {"b.parquet", 4}, {"c d.parquet", 3}};
+    EXPECT_EQ(files, expected);
+    std::vector<std::string> tombstones;
+    for (const auto& file : snapshot.tombstones()) tombstones.push_back(file.path);
+    EXPECT_EQ(tombstones, (std::vector<std::string>{"y.parquet", "z.parquet"}));
+  };
+  ASSERT_OK_AND_ASSIGN(auto replayed, Snapshot::Load(store_));
+  expect_final(*replayed);
+  // The same state from an update, and from a checkpoint plus the commit after it.
+  ASSERT_OK_AND_ASSIGN(auto first, Snapshot::Load(store_, {0, {}}));
+  ASSERT_OK_AND_ASSIGN(auto updated, first->Update());
+  expect_final(*updated);
+  ASSERT_OK_AND_ASSIGN(auto second, Snapshot::Load(store_, {1, {}}));
+  ASSERT_OK(WriteCheckpoint(*second, 0).status());
+  ASSERT_OK_AND_ASSIGN(auto from_checkpoint, Snapshot::Load(store_));
+  ASSERT_TRUE(from_checkpoint->log_segment().checkpoint.has_value());
+  expect_final(*from_checkpoint);
 }
 
 TEST_F(SnapshotTest, UpdateReplaysOnlyNewCommits) {

@@ -1,5 +1,6 @@
 #include "ampdelta/delta/write/table_writer.h"
 
+#include <atomic>
 #include <thread>
 
 #include <parquet/arrow/reader.h>
@@ -8,6 +9,7 @@
 
 #include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/delta/ops/delete.h"
+#include "ampdelta/storage/fault_store.h"
 #include "ampdelta/storage/local_store.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/support/temp_dir.h"
@@ -188,6 +190,49 @@ TEST_F(TableWriterTest, CheckpointsEveryIntervalAndSnapshotsReadThem) {
   for (int v = 0; v < 6; ++v) ASSERT_OK(store_->Delete(CommitPath(v)));
   ASSERT_OK_AND_ASSIGN(auto again, BlockNumbers(store_));
   EXPECT_EQ(again, Range(0, 80));
+}
+
+TEST_F(TableWriterTest, AStreamsCheckpointsNeitherListTheLogNorReadTheLastCheckpoint) {
+  // A stream keeps its snapshot up to date; a checkpoint every few commits must cost the
+  // table's state, not a listing of the whole log and a replay of the last checkpoint.
+  auto store = std::make_shared<storage::FaultStore>(
+      std::make_shared<storage::MemoryStore>("stream-checkpoints"));
+  std::atomic<int> checkpoint_reads{0};
+  for (auto op : {storage::StoreOp::kGet, storage::StoreOp::kOpenInputFile}) {
+    storage::FaultRule rule;
+    rule.op = op;
+    rule.path_contains = ".checkpoint.parquet";
+    rule.nth = 0;
+    rule.fail = false;
+    rule.before = [&] { ++checkpoint_reads; };
+    store->AddRule(rule);
+  }
+  TableWriteOptions options;
+  options.configuration["delta.checkpointInterval"] = "2";
+  ASSERT_OK(WriteBatches(store, {Blocks(0, 10)}, options).status());
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store));
+  int checkpoints = 0;
+  for (int i = 1; i <= 7; ++i) {
+    options.read_snapshot = snapshot;
+    const int64_t lists = store->calls(storage::StoreOp::kList);
+    ASSERT_OK_AND_ASSIGN(auto result,
+                         WriteBatches(store, {Blocks(i * 10, i * 10 + 10)}, options));
+    ASSERT_EQ(result.commit.checkpoint_written, i % 2 == 0) << i;
+    // The first checkpoint of the process may look for expired log files once.
+    if (result.commit.checkpoint_written && ++checkpoints > 1) {
+      EXPECT_EQ(store->calls(storage::StoreOp::kList), lists) << i;
+    }
+    ASSERT_OK_AND_ASSIGN(snapshot, snapshot->Update());
+  }
+  EXPECT_EQ(checkpoint_reads.load(), 0);
+  // The checkpoints hold the whole table: without the commits before the last one, it
+  // still loads every row.
+  for (int v = 0; v < 6; ++v) ASSERT_OK(store->Delete(CommitPath(v)));
+  ASSERT_OK_AND_ASSIGN(auto reloaded, Snapshot::Load(store));
+  ASSERT_TRUE(reloaded->log_segment().checkpoint.has_value());
+  EXPECT_EQ(reloaded->log_segment().checkpoint->version, 6);
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store));
+  EXPECT_EQ(rows, Range(0, 80));
 }
 
 TEST_F(TableWriterTest, ParallelFileWritersKeepEveryRowOnce) {

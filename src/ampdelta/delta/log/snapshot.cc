@@ -2,8 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <type_traits>
-#include <unordered_map>
+#include <deque>
 
 #include <arrow/buffer.h>
 #include <arrow/type.h>
@@ -28,14 +27,24 @@ arrow::Status CorruptLog(const std::string& root, const std::string& what) {
 
 }  // namespace
 
-// Reconciles actions in log order (PROTOCOL.md "Action Reconciliation").
+// Reconciles actions in log order (PROTOCOL.md "Action Reconciliation"). File actions
+// are collected in log order and reconciled at the end by a stable sort on their key:
+// the last action of each key wins. A checkpoint this library wrote is sorted already,
+// so loading one costs a pass over its files, not a hash map of them and a sort.
 struct Snapshot::ReplayState {
   std::optional<Protocol> protocol;
   std::optional<Metadata> metadata;
-  std::unordered_map<std::string, Add> files;
-  std::unordered_map<std::string, Remove> tombstones;
   std::map<std::string, SetTransaction> txns;
   std::map<std::string, DomainMetadata> domains;
+
+  // One add or remove, keyed by its file key (+ DV id).
+  struct FileAction {
+    std::string_view key;  // the action's own path, or an entry of owned_keys
+    std::shared_ptr<const Add> add;
+    std::shared_ptr<const Remove> remove;
+  };
+  std::vector<FileAction> file_actions;
+  std::deque<std::string> owned_keys;  // a deque: growing it moves no key
 
   static std::string Key(const std::string& file_key,
                          const std::optional<DeletionVectorDescriptor>& dv) {
@@ -43,18 +52,56 @@ struct Snapshot::ReplayState {
   }
 
   template <typename KeyFn>
+  std::string_view KeyOf(const std::string& path,
+                         const std::optional<DeletionVectorDescriptor>& dv,
+                         const KeyFn& key_of) {
+    // A relative path with nothing to decode is its own key (nearly every file).
+    if (!dv && path.find_first_of("%:") == std::string::npos) return path;
+    owned_keys.push_back(Key(key_of(path), dv));
+    return owned_keys.back();
+  }
+
+  template <typename KeyFn>
   void Apply(Action&& action, const KeyFn& key_of) {
     if (auto* add = std::get_if<Add>(&action)) {
-      std::string key = Key(key_of(add->path), add->deletion_vector);
-      tombstones.erase(key);
-      files.insert_or_assign(std::move(key), std::move(*add));
+      auto entry = std::make_shared<const Add>(std::move(*add));
+      const std::string_view key = KeyOf(entry->path, entry->deletion_vector, key_of);
+      file_actions.push_back(FileAction{key, std::move(entry), nullptr});
     } else if (auto* remove = std::get_if<Remove>(&action)) {
-      std::string key = Key(key_of(remove->path), remove->deletion_vector);
-      files.erase(key);
-      tombstones.insert_or_assign(std::move(key), std::move(*remove));
+      auto entry = std::make_shared<const Remove>(std::move(*remove));
+      const std::string_view key = KeyOf(entry->path, entry->deletion_vector, key_of);
+      file_actions.push_back(FileAction{key, nullptr, std::move(entry)});
     } else {
       ApplyTableAction(std::move(action));
     }
+  }
+
+  // Reconcile the file actions: the live files and the tombstones, each sorted by key.
+  void Reconcile(std::vector<std::shared_ptr<const Add>>* files,
+                 std::vector<std::shared_ptr<const Remove>>* tombstones) {
+    const auto by_key = [](const FileAction& a, const FileAction& b) {
+      return a.key < b.key;
+    };
+    // Sort what follows the longest sorted run, then merge: both steps are stable, so
+    // actions of one key stay in log order.
+    auto run_end = std::is_sorted_until(file_actions.begin(), file_actions.end(), by_key);
+    std::stable_sort(run_end, file_actions.end(), by_key);
+    std::inplace_merge(file_actions.begin(), run_end, file_actions.end(), by_key);
+    files->clear();
+    tombstones->clear();
+    for (size_t i = 0; i < file_actions.size(); ++i) {
+      if (i + 1 < file_actions.size() && file_actions[i + 1].key == file_actions[i].key) {
+        continue;  // a later action of the same file wins
+      }
+      auto& winner = file_actions[i];
+      if (winner.add) {
+        files->push_back(std::move(winner.add));
+      } else {
+        tombstones->push_back(std::move(winner.remove));
+      }
+    }
+    file_actions.clear();
+    file_actions.shrink_to_fit();
   }
 
   // Protocol, metadata, txn and domain actions; return false for anything else.
@@ -156,26 +203,7 @@ arrow::Status Snapshot::Adopt(ReplayState state, Version version, int64_t last_t
                       "no metaData action up to version " + std::to_string(version));
   }
   // Entries sorted by their replay key (file key + DV id), the order Update relies on.
-  // Sorting pointers to the entries moves neither the keys nor the actions.
-  const auto sorted = [](auto& entries) {
-    std::vector<typename std::remove_reference_t<decltype(entries)>::value_type*> order;
-    order.reserve(entries.size());
-    for (auto& entry : entries) order.push_back(&entry);
-    std::sort(order.begin(), order.end(),
-              [](const auto* a, const auto* b) { return a->first < b->first; });
-    return order;
-  };
-  files_.items_.clear();
-  files_.items_.reserve(state.files.size());
-  for (auto* entry : sorted(state.files)) {
-    files_.items_.push_back(std::make_shared<const Add>(std::move(entry->second)));
-  }
-  tombstones_.items_.clear();
-  tombstones_.items_.reserve(state.tombstones.size());
-  for (auto* entry : sorted(state.tombstones)) {
-    tombstones_.items_.push_back(
-        std::make_shared<const Remove>(std::move(entry->second)));
-  }
+  state.Reconcile(&files_.items_, &tombstones_.items_);
   return AdoptTableState(std::move(*state.protocol), std::move(*state.metadata),
                          std::move(state.txns), std::move(state.domains), version,
                          last_time);
@@ -315,7 +343,7 @@ arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
           continue;
         commits = std::move(needed);
       }
-      state.files.reserve(actions->size());  // a checkpoint is mostly adds
+      state.file_actions.reserve(actions->size());  // a checkpoint is mostly adds
       for (auto& action : *actions) state.Apply(std::move(action), key_of);
       loaded = true;
       break;

@@ -1,6 +1,8 @@
 #include "ampdelta/delta/txn/transaction.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -25,6 +27,22 @@ namespace {
 void Backoff(const CommitOptions& options, int attempt) {
   options.sleep(
       BackoffPolicy{options.initial_backoff, options.max_backoff}.Delay(attempt));
+}
+
+// Whether this process should look for expired log files of the table at `root` now.
+// Cleanup lists the whole log, so running it at every checkpoint made a long stream's
+// checkpoints cost the log's length (100,000 entries at version 100,000); once per
+// thousandth of the retention per table (43 minutes at the default 30 days) deletes no
+// file more than 0.1% of its retention late.
+bool LogCleanupDue(const std::string& root, int64_t retention_ms, int64_t now_ms) {
+  static std::mutex mutex;
+  static std::map<std::string, int64_t> last_run_ms;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, first] = last_run_ms.try_emplace(root, now_ms);
+  if (first) return true;
+  if (now_ms - it->second < retention_ms / 1000) return false;
+  it->second = now_ms;
+  return true;
 }
 
 }  // namespace
@@ -276,6 +294,18 @@ arrow::Result<CommitReport> Transaction::Commit() {
   }
 }
 
+arrow::Result<std::shared_ptr<const Snapshot>> Transaction::SnapshotAfter(
+    Version version) const {
+  // The read snapshot advanced by the commits since it (one HEAD and one read each)
+  // costs what changed; a full load lists the log and replays the last checkpoint, which
+  // made every checkpoint of a long stream cost the table's size twice over.
+  if (read_snapshot_) {
+    auto updated = read_snapshot_->Update();
+    if (updated.ok() && (*updated)->version() == version) return updated;
+  }
+  return Snapshot::Load(store_, SnapshotOptions{version, std::nullopt});
+}
+
 void Transaction::RunPostCommit(Version version, CommitReport* result) const {
   // Post-commit steps never fail the commit: it is already durable.
   if (!read_snapshot_ && version == 0) return;
@@ -290,7 +320,7 @@ void Transaction::RunPostCommit(Version version, CommitReport* result) const {
                       hint == read_snapshot_->log_segment().stale_hint_version);
   }
   if (version == 0 || (!repair && version % properties.checkpoint_interval != 0)) return;
-  auto snapshot = Snapshot::Load(store_, SnapshotOptions{version, std::nullopt});
+  auto snapshot = SnapshotAfter(version);
   if (!snapshot.ok()) {
     result->post_commit_errors.push_back("checkpoint: " + snapshot.status().ToString());
     return;
@@ -302,7 +332,8 @@ void Transaction::RunPostCommit(Version version, CommitReport* result) const {
     return;
   }
   result->checkpoint_written = true;
-  if (properties.enable_expired_log_cleanup) {
+  if (properties.enable_expired_log_cleanup &&
+      LogCleanupDue(store_->root_uri(), properties.log_retention_ms, now)) {
     auto cleaned = CleanupExpiredLogs(*store_, properties.log_retention_ms, now);
     if (cleaned.ok()) {
       result->log_files_cleaned = *cleaned;

@@ -131,6 +131,8 @@ class Transaction {
   arrow::Status CheckConflicts(const std::vector<Action>& winner, Version version);
   arrow::Status CheckClaim(const std::string& app_id) const;
   void RunPostCommit(Version version, CommitReport* result) const;
+  // The table at `version`, just committed by this transaction.
+  arrow::Result<std::shared_ptr<const Snapshot>> SnapshotAfter(Version version) const;
 
   std::shared_ptr<storage::ObjectStore> store_;
   std::shared_ptr<const Snapshot> read_snapshot_;
