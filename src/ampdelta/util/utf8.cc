@@ -10,7 +10,8 @@ size_t ValidUtf8PrefixLength(std::string_view text) {
   const size_t n = text.size();
   size_t i = 0;
   while (i < n) {
-    // Log strings (paths, stats JSON) are nearly all ASCII: skip eight such bytes at once.
+    // Log strings (paths, stats JSON) are nearly all ASCII: skip eight such bytes at
+    // once.
     if (n - i >= 8) {
       uint64_t word;
       std::memcpy(&word, bytes + i, sizeof(word));
