@@ -140,6 +140,34 @@ TEST_F(SnapshotTest, TheLastActionOfEachFileWinsWhateverItsPathsSpelling) {
   expect_final(*from_checkpoint);
 }
 
+TEST_F(SnapshotTest, ACheckpointWrittenInSlicesHoldsEveryFileOnce) {
+  // More files than one slice of the checkpoint writer (64Ki rows), in one commit.
+  Protocol protocol{1, 2, std::nullopt, std::nullopt};
+  Metadata metadata;
+  metadata.id = "t";
+  metadata.schema_string = R"({"type":"struct","fields":[]})";
+  std::vector<Action> actions = {protocol, metadata};
+  constexpr int kFiles = 70'000;
+  for (int i = 0; i < kFiles; ++i) {
+    Add add;
+    add.path = "part-" + std::to_string(i) + ".parquet";
+    add.size = i;
+    add.stats = R"({"numRecords":1})";
+    actions.push_back(std::move(add));
+  }
+  ASSERT_OK_AND_ASSIGN(std::string commit, EncodeCommit(actions));
+  ASSERT_OK(store_->Put(CommitPath(0), arrow::Buffer::FromString(std::move(commit)),
+                        storage::PutMode::kCreateIfAbsent));
+  ASSERT_OK_AND_ASSIGN(auto replayed, Snapshot::Load(store_));
+  ASSERT_OK(WriteCheckpoint(*replayed, 0).status());
+  ASSERT_OK(store_->Delete(CommitPath(0)));
+  ASSERT_OK_AND_ASSIGN(auto loaded, Snapshot::Load(store_));
+  ASSERT_TRUE(loaded->log_segment().checkpoint.has_value());
+  ASSERT_EQ(loaded->files().size(), static_cast<size_t>(kFiles));
+  EXPECT_EQ(loaded->files(), replayed->files());
+  EXPECT_EQ(loaded->num_records(), std::optional<int64_t>(kFiles));
+}
+
 TEST_F(SnapshotTest, UpdateReplaysOnlyNewCommits) {
   ASSERT_OK(WriteBatches(store_, {Blocks(0, 5)}).status());
   ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));

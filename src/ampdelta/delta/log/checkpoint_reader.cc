@@ -261,8 +261,8 @@ constexpr const char* kActionColumns[] = {
 
 }  // namespace
 
-arrow::Result<std::vector<Action>> ReadParquetActions(storage::ObjectStore& store,
-                                                      const std::string& path) {
+arrow::Status VisitParquetActions(storage::ObjectStore& store, const std::string& path,
+                                  const ActionSink& sink) {
   ARROW_ASSIGN_OR_RAISE(auto input, store.OpenInputFile(path));
   auto opened = parquet::arrow::OpenFile(input, arrow::default_memory_pool());
   if (!opened.ok()) {
@@ -292,7 +292,6 @@ arrow::Result<std::vector<Action>> ReadParquetActions(storage::ObjectStore& stor
                      path, " cannot be read: ", read.status().message());
   }
   std::shared_ptr<arrow::Table> table = std::move(*read);
-  std::vector<Action> actions;
   for (int c = 0; c < table->num_columns(); ++c) {
     const std::string& name = table->schema()->field(c)->name();
     for (const auto& chunk : table->column(c)->chunks()) {
@@ -314,13 +313,13 @@ arrow::Result<std::vector<Action>> ReadParquetActions(storage::ObjectStore& stor
           if (!add.stats && has_stats_parsed) {
             // fall through to the generic route for this row
           } else {
-            actions.emplace_back(std::move(add));
+            ARROW_RETURN_NOT_OK(sink(Action(std::move(add))));
             continue;
           }
         } else if (fast && name == "remove") {
           Remove remove;
           ARROW_ASSIGN_OR_RAISE(bool present, decoder.DecodeRemove(row, &remove, path));
-          if (present) actions.emplace_back(std::move(remove));
+          if (present) ARROW_RETURN_NOT_OK(sink(Action(std::move(remove))));
           continue;
         }
         json body = ValueToJson(*chunk, row);
@@ -350,43 +349,59 @@ arrow::Result<std::vector<Action>> ReadParquetActions(storage::ObjectStore& stor
           continue;
         auto action = internal::ActionFromJson(name, body, path);
         if (!action.ok()) return action.status();
-        actions.push_back(std::move(*action));
+        ARROW_RETURN_NOT_OK(sink(std::move(*action)));
       }
     }
   }
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::vector<Action>> ReadParquetActions(storage::ObjectStore& store,
+                                                      const std::string& path) {
+  std::vector<Action> actions;
+  ARROW_RETURN_NOT_OK(VisitParquetActions(store, path, [&](Action&& action) {
+    actions.push_back(std::move(action));
+    return arrow::Status::OK();
+  }));
   return actions;
+}
+
+arrow::Status VisitCheckpoint(storage::ObjectStore& store,
+                              const CheckpointFiles& checkpoint, const ActionSink& sink) {
+  for (const auto& file : checkpoint.files) {
+    // A sidecar's file actions go to the sink in its place.
+    auto follow = [&](Action&& action) -> arrow::Status {
+      const auto* sidecar = std::get_if<Sidecar>(&action);
+      if (sidecar == nullptr) return sink(std::move(action));
+      if (sidecar->path.empty()) {
+        return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError,
+                         "checkpoint ", file.path, " names a sidecar with an empty path");
+      }
+      // Sidecar paths are relative to _delta_log/_sidecars/ unless absolute.
+      const std::string path =
+          sidecar->path.find(':') != std::string::npos || sidecar->path.front() == '/'
+              ? sidecar->path
+              : std::string(kLogDir) + "/_sidecars/" + sidecar->path;
+      return VisitParquetActions(store, path, sink);
+    };
+    if (file.type == LogFileType::kUuidCheckpointJson) {
+      ARROW_ASSIGN_OR_RAISE(auto data, store.Get(file.path));
+      ARROW_ASSIGN_OR_RAISE(auto part, ParseCommit(data->ToString(), file.path));
+      for (auto& action : part) ARROW_RETURN_NOT_OK(follow(std::move(action)));
+    } else {
+      ARROW_RETURN_NOT_OK(VisitParquetActions(store, file.path, follow));
+    }
+  }
+  return arrow::Status::OK();
 }
 
 arrow::Result<std::vector<Action>> ReadCheckpoint(storage::ObjectStore& store,
                                                   const CheckpointFiles& checkpoint) {
   std::vector<Action> actions;
-  for (const auto& file : checkpoint.files) {
-    std::vector<Action> part;
-    if (file.type == LogFileType::kUuidCheckpointJson) {
-      ARROW_ASSIGN_OR_RAISE(auto data, store.Get(file.path));
-      ARROW_ASSIGN_OR_RAISE(part, ParseCommit(data->ToString(), file.path));
-    } else {
-      ARROW_ASSIGN_OR_RAISE(part, ReadParquetActions(store, file.path));
-    }
-    for (auto& action : part) {
-      if (const auto* sidecar = std::get_if<Sidecar>(&action)) {
-        if (sidecar->path.empty()) {
-          return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError,
-                           "checkpoint ", file.path,
-                           " names a sidecar with an empty path");
-        }
-        // Sidecar paths are relative to _delta_log/_sidecars/ unless absolute.
-        const std::string path =
-            sidecar->path.find(':') != std::string::npos || sidecar->path.front() == '/'
-                ? sidecar->path
-                : std::string(kLogDir) + "/_sidecars/" + sidecar->path;
-        ARROW_ASSIGN_OR_RAISE(auto files, ReadParquetActions(store, path));
-        for (auto& file_action : files) actions.push_back(std::move(file_action));
-        continue;
-      }
-      actions.push_back(std::move(action));
-    }
-  }
+  ARROW_RETURN_NOT_OK(VisitCheckpoint(store, checkpoint, [&](Action&& action) {
+    actions.push_back(std::move(action));
+    return arrow::Status::OK();
+  }));
   return actions;
 }
 

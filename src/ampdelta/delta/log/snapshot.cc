@@ -320,12 +320,17 @@ arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
     bool loaded = false;
     std::vector<ParsedLogPath> all_commits;
     for (const auto& candidate : candidates) {
-      auto actions = ReadCheckpoint(*store, candidate);
-      if (!actions.ok()) {
-        if (first_error.ok()) first_error = actions.status();
-        AMPDELTA_LOG_WARN(
-            "delta skipping unreadable checkpoint version=", candidate.version,
-            " table=", root, " error=", actions.status().message());
+      // Each candidate replays into a state of its own: one that fails half-way leaves
+      // nothing behind.
+      ReplayState from_checkpoint;
+      const arrow::Status read = VisitCheckpoint(*store, candidate, [&](Action&& action) {
+        from_checkpoint.Apply(std::move(action), key_of);
+        return arrow::Status::OK();
+      });
+      if (!read.ok()) {
+        if (first_error.ok()) first_error = read;
+        AMPDELTA_LOG_WARN("delta skipping unreadable checkpoint version=",
+                          candidate.version, " table=", root, " error=", read.message());
         continue;
       }
       if (candidate.version != segment.checkpoint->version) {
@@ -343,8 +348,7 @@ arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
           continue;
         commits = std::move(needed);
       }
-      state.file_actions.reserve(actions->size());  // a checkpoint is mostly adds
-      for (auto& action : *actions) state.Apply(std::move(action), key_of);
+      state = std::move(from_checkpoint);
       loaded = true;
       break;
     }

@@ -274,27 +274,6 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
   const auto schema = CheckpointSchema();
   const int add_column = schema->GetFieldIndex("add");
   const auto& files = snapshot.files();
-  std::unique_ptr<arrow::RecordBatchBuilder> builder;
-  ARROW_ASSIGN_OR_RAISE(builder,
-                        arrow::RecordBatchBuilder::Make(
-                            schema, arrow::default_memory_pool(),
-                            static_cast<int64_t>(actions.size() + files.size())));
-  for (const auto& action : actions) {
-    ARROW_RETURN_NOT_OK(AppendActionJson(builder.get(), action));
-  }
-  auto* add_builder = static_cast<arrow::StructBuilder*>(builder->GetField(add_column));
-  for (const auto& file : files) {
-    if (file.deletion_vector || !AddIsUtf8(file)) {
-      ARROW_RETURN_NOT_OK(AppendActionJson(builder.get(), Action(file)));
-      continue;
-    }
-    for (int c = 0; c < schema->num_fields(); ++c) {
-      if (c != add_column) ARROW_RETURN_NOT_OK(builder->GetField(c)->AppendNull());
-    }
-    ARROW_RETURN_NOT_OK(AppendAdd(add_builder, file));
-  }
-  ARROW_ASSIGN_OR_RAISE(auto batch, builder->Flush());
-
   ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
   auto properties = parquet::WriterProperties::Builder()
                         .compression(parquet::Compression::SNAPPY)
@@ -304,7 +283,38 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
                         parquet::arrow::FileWriter::Open(
                             *schema, arrow::default_memory_pool(), sink, properties,
                             parquet::default_arrow_writer_properties()));
-  ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*batch));
+  // Rows go to the Parquet writer in slices: building a million rows' Arrow arrays first
+  // held every file's stats twice over and cost more in fresh pages than in encoding.
+  constexpr int64_t kSliceRows = 64 * 1024;
+  std::unique_ptr<arrow::RecordBatchBuilder> builder;
+  ARROW_ASSIGN_OR_RAISE(builder, arrow::RecordBatchBuilder::Make(
+                                     schema, arrow::default_memory_pool(), kSliceRows));
+  int64_t rows = 0;
+  auto flush_if = [&](bool full) -> arrow::Status {
+    if (rows == 0 || (full && rows < kSliceRows)) return arrow::Status::OK();
+    ARROW_ASSIGN_OR_RAISE(auto batch, builder->Flush());
+    rows = 0;
+    return writer->WriteRecordBatch(*batch);
+  };
+  for (const auto& action : actions) {
+    ARROW_RETURN_NOT_OK(AppendActionJson(builder.get(), action));
+    ++rows;
+    ARROW_RETURN_NOT_OK(flush_if(true));
+  }
+  auto* add_builder = static_cast<arrow::StructBuilder*>(builder->GetField(add_column));
+  for (const auto& file : files) {
+    if (file.deletion_vector || !AddIsUtf8(file)) {
+      ARROW_RETURN_NOT_OK(AppendActionJson(builder.get(), Action(file)));
+    } else {
+      for (int c = 0; c < schema->num_fields(); ++c) {
+        if (c != add_column) ARROW_RETURN_NOT_OK(builder->GetField(c)->AppendNull());
+      }
+      ARROW_RETURN_NOT_OK(AppendAdd(add_builder, file));
+    }
+    ++rows;
+    ARROW_RETURN_NOT_OK(flush_if(true));
+  }
+  ARROW_RETURN_NOT_OK(flush_if(false));
   ARROW_RETURN_NOT_OK(writer->Close());
   ARROW_ASSIGN_OR_RAISE(auto bytes, sink->Finish());
 
