@@ -1,9 +1,9 @@
 // Streaming benchmarks against the in-process dev server (driven by
 // bench/stream_bench.py):
 //
-//   latency  commit latency of one-block live microbatches at table versions ~10, ~1,000
-//   and
-//            ~10,000 (one commit per microbatch; checkpoints every 10 commits);
+//   latency  commit latency of one-block live microbatches at table versions 10, 100,
+//            1,000, ... up to --commits (one commit per microbatch; checkpoints every 10
+//            commits);
 //   reorg    stream a large transactions table, then a 10-block reorg at the head: the
 //   undo's
 //            time, files touched and rows removed; plus catch-up rows/s of the stream vs
@@ -76,7 +76,12 @@ int Latency(const std::string& dir, uint64_t commits, nlohmann::json* out) {
       Config(table), load);
   if (!result.success) return Fail(result.error);
   nlohmann::json latency;
-  for (int64_t at : {int64_t{10}, int64_t{1000}, static_cast<int64_t>(commits)}) {
+  std::vector<int64_t> windows;
+  for (int64_t at = 10; at < static_cast<int64_t>(commits); at *= 10) {
+    windows.push_back(at);
+  }
+  windows.push_back(static_cast<int64_t>(commits));
+  for (int64_t at : windows) {
     std::vector<double> window;
     for (const auto& [version, ms] : samples) {
       if (version >= at && version < at + 50) window.push_back(ms);

@@ -141,7 +141,8 @@ TEST_F(SnapshotTest, TheLastActionOfEachFileWinsWhateverItsPathsSpelling) {
 }
 
 TEST_F(SnapshotTest, ACheckpointWrittenInSlicesHoldsEveryFileOnce) {
-  // More files than one slice of the checkpoint writer (64Ki rows), in one commit.
+  // More files than one slice of the checkpoint writer and one batch of its reader (64Ki
+  // rows each), in one commit.
   Protocol protocol{1, 2, std::nullopt, std::nullopt};
   Metadata metadata;
   metadata.id = "t";
