@@ -100,12 +100,13 @@ TEST_F(SnapshotTest, TheLastActionOfEachFileWinsWhateverItsPathsSpelling) {
     file.path = path;
     return Action(file);
   };
+  const std::string absolute_a = store_->root_uri() + "/a.parquet";
   const std::vector<std::vector<Action>> commits = {
       // Unsorted, with a file added twice in one commit.
       {protocol, metadata, add("z.parquet", 1), add("b.parquet", 1), add("a.parquet", 1),
        add("c%20d.parquet", 1), add("a.parquet", 2)},
-      // Removed, and re-added under another spelling of the same key.
-      {remove("b.parquet"), add("c d.parquet", 3)},
+      // Removed, and re-added under other spellings of the same key.
+      {remove("b.parquet"), add("c d.parquet", 3), add(absolute_a.c_str(), 5)},
       // Re-added after its removal; a file that was never added gets a tombstone.
       {add("b.parquet", 4), remove("y.parquet"), remove("z.parquet")},
   };
@@ -121,7 +122,7 @@ TEST_F(SnapshotTest, TheLastActionOfEachFileWinsWhateverItsPathsSpelling) {
       files.emplace_back(snapshot.FileKey(file.path), file.size);
     }
     const std::vector<std::pair<std::string, int64_t>> expected = {
-        {"a.parquet", 2}, {"b.parquet", 4}, {"c d.parquet", 3}};
+        {"a.parquet", 5}, {"b.parquet", 4}, {"c d.parquet", 3}};
     EXPECT_EQ(files, expected);
     std::vector<std::string> tombstones;
     for (const auto& file : snapshot.tombstones()) tombstones.push_back(file.path);
@@ -156,17 +157,30 @@ TEST_F(SnapshotTest, ACheckpointWrittenInSlicesHoldsEveryFileOnce) {
     add.stats = R"({"numRecords":1})";
     actions.push_back(std::move(add));
   }
-  ASSERT_OK_AND_ASSIGN(std::string commit, EncodeCommit(actions));
-  ASSERT_OK(store_->Put(CommitPath(0), arrow::Buffer::FromString(std::move(commit)),
-                        storage::PutMode::kCreateIfAbsent));
+  // A tombstone whose key sorts before every file: the checkpoint's rows then arrive in
+  // several sorted runs.
+  Add gone;
+  gone.path = "0-gone.parquet";
+  actions.push_back(gone);
+  Remove removed;
+  removed.path = gone.path;
+  for (const auto& commit : {actions, std::vector<Action>{removed}}) {
+    ASSERT_OK_AND_ASSIGN(std::string bytes, EncodeCommit(commit));
+    const Version version = store_->Head(CommitPath(0)).ok() ? 1 : 0;
+    ASSERT_OK(store_->Put(CommitPath(version),
+                          arrow::Buffer::FromString(std::move(bytes)),
+                          storage::PutMode::kCreateIfAbsent));
+  }
   ASSERT_OK_AND_ASSIGN(auto replayed, Snapshot::Load(store_));
   ASSERT_OK(WriteCheckpoint(*replayed, 0).status());
-  ASSERT_OK(store_->Delete(CommitPath(0)));
+  for (Version v : {0, 1}) ASSERT_OK(store_->Delete(CommitPath(v)));
   ASSERT_OK_AND_ASSIGN(auto loaded, Snapshot::Load(store_));
   ASSERT_TRUE(loaded->log_segment().checkpoint.has_value());
   ASSERT_EQ(loaded->files().size(), static_cast<size_t>(kFiles));
   EXPECT_EQ(loaded->files(), replayed->files());
   EXPECT_EQ(loaded->num_records(), std::optional<int64_t>(kFiles));
+  ASSERT_EQ(loaded->tombstones().size(), 1u);
+  EXPECT_EQ(loaded->tombstones().front().path, "0-gone.parquet");
 }
 
 TEST_F(SnapshotTest, UpdateReplaysOnlyNewCommits) {

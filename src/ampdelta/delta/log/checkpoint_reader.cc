@@ -273,8 +273,8 @@ arrow::Status VisitParquetActions(storage::ObjectStore& store, const std::string
   std::unique_ptr<parquet::arrow::FileReader> reader = std::move(*opened);
   std::shared_ptr<arrow::Schema> schema;
   ARROW_RETURN_NOT_OK(reader->GetSchema(&schema));
-  // Read only the action columns. ReadTable takes leaf column indices: collect the leaves
-  // of each action's top-level field.
+  // Read only the action columns. The reader takes leaf column indices: collect the
+  // leaves of each action's top-level field.
   std::vector<int> leaves;
   std::function<void(const parquet::arrow::SchemaField&)> collect =
       [&](const parquet::arrow::SchemaField& field) {

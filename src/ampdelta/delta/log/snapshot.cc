@@ -82,11 +82,33 @@ struct Snapshot::ReplayState {
     const auto by_key = [](const FileAction& a, const FileAction& b) {
       return a.key < b.key;
     };
-    // Sort what follows the longest sorted run, then merge: both steps are stable, so
-    // actions of one key stay in log order.
-    auto run_end = std::is_sorted_until(file_actions.begin(), file_actions.end(), by_key);
-    std::stable_sort(run_end, file_actions.end(), by_key);
-    std::inplace_merge(file_actions.begin(), run_end, file_actions.end(), by_key);
+    // A checkpoint we wrote arrives as a few sorted runs (each read batch's adds, then
+    // its removes), the commits after it as short ones: merge neighbouring runs, which
+    // keeps actions of one key in log order. Input in no order (another engine's
+    // checkpoint) is sorted whole, stably.
+    constexpr size_t kMaxRuns = 64;
+    std::vector<size_t> runs = {0};  // where each sorted run starts
+    for (size_t i = 1; i < file_actions.size() && runs.size() <= kMaxRuns; ++i) {
+      if (by_key(file_actions[i], file_actions[i - 1])) runs.push_back(i);
+    }
+    if (runs.size() > kMaxRuns) {
+      std::stable_sort(file_actions.begin(), file_actions.end(), by_key);
+    } else {
+      runs.push_back(file_actions.size());
+      const auto at = [this](size_t i) {
+        return file_actions.begin() + static_cast<std::ptrdiff_t>(i);
+      };
+      while (runs.size() > 2) {
+        std::vector<size_t> merged;
+        for (size_t r = 0; r + 2 < runs.size(); r += 2) {
+          std::inplace_merge(at(runs[r]), at(runs[r + 1]), at(runs[r + 2]), by_key);
+          merged.push_back(runs[r]);
+        }
+        if (runs.size() % 2 == 0) merged.push_back(runs[runs.size() - 2]);
+        merged.push_back(runs.back());
+        runs = std::move(merged);
+      }
+    }
     files->clear();
     tombstones->clear();
     for (size_t i = 0; i < file_actions.size(); ++i) {

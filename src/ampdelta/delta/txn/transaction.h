@@ -32,7 +32,8 @@ struct CommitReport {
   int attempts = 1;
   /// A checkpoint was written after the commit.
   bool checkpoint_written = false;
-  /// Expired log files deleted after the commit.
+  /// Expired log files deleted after the commit (0 also when the cleanup was not due: it
+  /// runs at most once per thousandth of the log retention per table and process).
   int64_t log_files_cleaned = 0;
   /// Post-commit steps that failed; the commit itself stands.
   std::vector<std::string> post_commit_errors;
