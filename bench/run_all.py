@@ -224,7 +224,7 @@ def main() -> int:
     images = [] if args.quick else plots(results)
     print(f"wrote {RESULTS / prefix}.json, .md" + (f" and {', '.join(images)}" if images else ""),
           file=sys.stderr)
-    return 1 if any("failed" in results[n] for n in names) else 0
+    return 1 if any("failed" in results.get(n, {}) for n in names) else 0
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Streaming benchmarks, in one run (see bench/stream_bench.cc for what the C++ side does):
 
-  latency   ampdelta's commit latency for one-block live microbatches at versions 10, 1,000
-            and 10,000 (must stay flat);
+  latency   ampdelta's commit latency for one-block live microbatches at versions 10, 100,
+            1,000, ... up to --commits (must stay flat). The table keeps every checkpoint
+            for the 30-day log retention: 100,000 commits need more than 74 GB of disk;
   reorg     undoing a 10-block reorg on a streamed transactions table of --blocks x 100 rows
             (>= 10M rows by default) vs two peers on the same table at the same version:
             deltalake's own DeltaTable.delete(predicate), and the seed's method (read the whole
