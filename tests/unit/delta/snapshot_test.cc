@@ -15,17 +15,21 @@ namespace {
 using test_tables::Blocks;
 using test_tables::WriteBatches;
 
+// The protocol and metadata that start a table without columns.
+std::vector<Action> NewTableActions() {
+  Metadata metadata;
+  metadata.id = "t";
+  metadata.schema_string = R"({"type":"struct","fields":[]})";
+  return {Protocol{1, 2, std::nullopt, std::nullopt}, metadata};
+}
+
 class SnapshotTest : public ::testing::Test {
  protected:
   std::shared_ptr<storage::MemoryStore> store_ = std::make_shared<storage::MemoryStore>();
 };
 
 TEST_F(SnapshotTest, HugeSizesAndCountsFromTheLogDoNotOverflow) {
-  Protocol protocol{1, 2, std::nullopt, std::nullopt};
-  Metadata metadata;
-  metadata.id = "t";
-  metadata.schema_string = R"({"type":"struct","fields":[]})";
-  std::vector<Action> actions = {protocol, metadata};
+  std::vector<Action> actions = NewTableActions();
   for (const char* path : {"a.parquet", "b.parquet"}) {
     Add add;
     add.path = path;
@@ -85,10 +89,6 @@ TEST_F(SnapshotTest, ReplayKeepsLatestTxnAndTombstones) {
 }
 
 TEST_F(SnapshotTest, TheLastActionOfEachFileWinsWhateverItsPathsSpelling) {
-  Protocol protocol{1, 2, std::nullopt, std::nullopt};
-  Metadata metadata;
-  metadata.id = "t";
-  metadata.schema_string = R"({"type":"struct","fields":[]})";
   auto add = [](const char* path, int64_t size) {
     Add file;
     file.path = path;
@@ -101,10 +101,14 @@ TEST_F(SnapshotTest, TheLastActionOfEachFileWinsWhateverItsPathsSpelling) {
     return Action(file);
   };
   const std::string absolute_a = store_->root_uri() + "/a.parquet";
+  // Unsorted, with a file added twice in one commit.
+  std::vector<Action> created = NewTableActions();
+  for (Action file : {add("z.parquet", 1), add("b.parquet", 1), add("a.parquet", 1),
+                      add("c%20d.parquet", 1), add("a.parquet", 2)}) {
+    created.push_back(std::move(file));
+  }
   const std::vector<std::vector<Action>> commits = {
-      // Unsorted, with a file added twice in one commit.
-      {protocol, metadata, add("z.parquet", 1), add("b.parquet", 1), add("a.parquet", 1),
-       add("c%20d.parquet", 1), add("a.parquet", 2)},
+      created,
       // Removed, and re-added under other spellings of the same key.
       {remove("b.parquet"), add("c d.parquet", 3), add(absolute_a.c_str(), 5)},
       // Re-added after its removal; a file that was never added gets a tombstone.
@@ -144,11 +148,7 @@ TEST_F(SnapshotTest, TheLastActionOfEachFileWinsWhateverItsPathsSpelling) {
 TEST_F(SnapshotTest, ACheckpointWrittenInSlicesHoldsEveryFileOnce) {
   // More files than one slice of the checkpoint writer and one batch of its reader (64Ki
   // rows each), in one commit.
-  Protocol protocol{1, 2, std::nullopt, std::nullopt};
-  Metadata metadata;
-  metadata.id = "t";
-  metadata.schema_string = R"({"type":"struct","fields":[]})";
-  std::vector<Action> actions = {protocol, metadata};
+  std::vector<Action> actions = NewTableActions();
   constexpr int kFiles = 70'000;
   for (int i = 0; i < kFiles; ++i) {
     Add add;
