@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <thread>
 
 #include <arrow/builder.h>
 #include <arrow/flight/api.h>
@@ -33,16 +34,21 @@ std::shared_ptr<arrow::RecordBatch> Numbers(int64_t from, int64_t count) {
 }
 
 // Sends its schema (unless it stalls before it) and `batches` batches, then waits until
-// released, as a stuck server does.
+// released or until the client cancels the call, as a stuck server does.
 class StallingStream : public flight::FlightDataStream {
  public:
-  StallingStream(int batches, bool stall_before_schema, std::mutex* mutex,
-                 std::condition_variable* released, bool* done)
+  StallingStream(int batches, bool stall_before_schema,
+                 const flight::ServerCallContext* call, std::mutex* mutex,
+                 std::condition_variable* released, bool* done, int* stalled_calls,
+                 int* cancelled_calls)
       : batches_(batches),
         stall_before_schema_(stall_before_schema),
+        call_(call),
         mutex_(mutex),
         released_(released),
-        done_(done) {
+        done_(done),
+        stalled_calls_(stalled_calls),
+        cancelled_calls_(cancelled_calls) {
     auto table = *arrow::Table::FromRecordBatches({Numbers(0, 10)});
     reader_ = std::make_shared<arrow::TableBatchReader>(table);
     inner_ = std::make_unique<flight::RecordBatchStream>(reader_);
@@ -64,14 +70,26 @@ class StallingStream : public flight::FlightDataStream {
  private:
   void Wait() {
     std::unique_lock<std::mutex> lock(*mutex_);
-    released_->wait(lock, [&] { return *done_; });
+    ++*stalled_calls_;
+    released_->notify_all();
+    while (!*done_) {
+      if (call_->is_cancelled()) {
+        ++*cancelled_calls_;
+        released_->notify_all();
+        return;
+      }
+      released_->wait_for(lock, std::chrono::milliseconds(10));
+    }
   }
   int batches_;
   bool stall_before_schema_;
   int sent_ = 0;
+  const flight::ServerCallContext* call_;
   std::mutex* mutex_;
   std::condition_variable* released_;
   bool* done_;
+  int* stalled_calls_;
+  int* cancelled_calls_;
   std::shared_ptr<arrow::RecordBatchReader> reader_;
   std::unique_ptr<flight::RecordBatchStream> inner_;
 };
@@ -102,11 +120,22 @@ class StallingServer : public flight::FlightServerBase {
     return arrow::Status::OK();
   }
 
-  arrow::Status DoGet(const flight::ServerCallContext&, const flight::Ticket&,
+  arrow::Status DoGet(const flight::ServerCallContext& call, const flight::Ticket&,
                       std::unique_ptr<flight::FlightDataStream>* stream) override {
-    *stream = std::make_unique<StallingStream>(batches_, stall_before_schema_, &mutex_,
-                                               &released_, &done_);
+    *stream = std::make_unique<StallingStream>(batches_, stall_before_schema_, &call,
+                                               &mutex_, &released_, &done_,
+                                               &stalled_calls_, &cancelled_calls_);
     return arrow::Status::OK();
+  }
+
+  // Wait until `calls` DoGet calls stalled, or were cancelled by their client.
+  bool WaitForStalledCalls(int calls, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return released_.wait_for(lock, timeout, [&] { return stalled_calls_ >= calls; });
+  }
+  bool WaitForCancelledCalls(int calls, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return released_.wait_for(lock, timeout, [&] { return cancelled_calls_ >= calls; });
   }
 
  private:
@@ -115,6 +144,8 @@ class StallingServer : public flight::FlightServerBase {
   std::mutex mutex_;
   std::condition_variable released_;
   bool done_ = false;
+  int stalled_calls_ = 0;
+  int cancelled_calls_ = 0;
 };
 
 class StalledServerTest : public ::testing::TestWithParam<bool> {
@@ -170,6 +201,56 @@ TEST_P(StalledServerTest, QueryStreamNextFailsAfterTheIdleTimeout) {
   ASSERT_OK_AND_ASSIGN(auto first, (*stream)->Next());
   ASSERT_TRUE(first.has_value());
   EXPECT_THAT((*stream)->Next(), testing::StatusHasMessage("idle timeout"));
+}
+
+// A stream that gave up or was dropped leaves no call behind: a call left waiting would
+// hold a thread that could still be decoding when the process exits.
+TEST_P(StalledServerTest, AStreamThatTimedOutHasCancelledItsCall) {
+  ASSERT_OK_AND_ASSIGN(auto client, amp::Client::Connect(url_));
+  amp::QueryOptions options;
+  options.idle_timeout = std::chrono::milliseconds(200);
+  {
+    auto stream = client->Query("SELECT 1", options);
+    if (stream.ok()) {
+      ASSERT_OK_AND_ASSIGN(auto first, (*stream)->Next());
+      EXPECT_THAT((*stream)->Next(), testing::StatusHasMessage("idle timeout"));
+    } else {
+      EXPECT_THAT(stream, testing::StatusHasMessage("idle timeout"));
+    }
+  }
+  EXPECT_TRUE(server_->WaitForCancelledCalls(1, std::chrono::seconds(10)));
+}
+
+TEST_P(StalledServerTest, DroppingAStreamCancelsItsCall) {
+  ASSERT_OK_AND_ASSIGN(auto client, amp::Client::Connect(url_));
+  {
+    // No idle timeout: the stream starts without waiting for the schema.
+    ASSERT_OK_AND_ASSIGN(auto stream, client->Query("SELECT 1"));
+    if (!GetParam()) {
+      ASSERT_OK_AND_ASSIGN(auto first, stream->Next());
+      ASSERT_TRUE(first.has_value());
+    }
+    // A call cancelled before the server started it would prove nothing.
+    ASSERT_TRUE(server_->WaitForStalledCalls(1, std::chrono::seconds(10)));
+  }
+  EXPECT_TRUE(server_->WaitForCancelledCalls(1, std::chrono::seconds(10)));
+}
+
+TEST_P(StalledServerTest, CancelEndsANextBlockedBeforeAnyMessage) {
+  ASSERT_OK_AND_ASSIGN(auto client, amp::Client::Connect(url_));
+  ASSERT_OK_AND_ASSIGN(auto stream, client->Query("SELECT 1"));
+  if (!GetParam()) {
+    ASSERT_OK_AND_ASSIGN(auto first, stream->Next());
+    ASSERT_TRUE(first.has_value());
+  }
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stream->Cancel();
+  });
+  auto next = stream->Next();
+  canceller.join();
+  EXPECT_THAT(next, testing::StatusHasMessage("cancelled"));
+  EXPECT_TRUE(server_->WaitForCancelledCalls(1, std::chrono::seconds(10)));
 }
 
 INSTANTIATE_TEST_SUITE_P(StallPoints, StalledServerTest, ::testing::Values(false, true),

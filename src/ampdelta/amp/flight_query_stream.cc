@@ -1,0 +1,289 @@
+#include "ampdelta/amp/flight_query_stream.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include <arrow/ipc/api.h>
+#include <arrow/record_batch.h>
+
+#include "ampdelta/amp/server_error.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::amp {
+namespace {
+
+namespace flight = arrow::flight;
+using flight::internal::ClientDataStream;
+using flight::internal::FlightData;
+
+using WatchClock = std::chrono::steady_clock;
+
+arrow::Status Stalled(std::chrono::milliseconds idle_timeout) {
+  const double seconds = static_cast<double>(idle_timeout.count()) / 1000.0;
+  std::ostringstream shown;
+  shown << seconds;
+  return MakeError(ErrorCode::kServerError, arrow::StatusCode::IOError,
+                   "DoGet failed: DEADLINE_EXCEEDED: the server sent nothing for ",
+                   shown.str(), " s (idle timeout); it may be stalled")
+      .WithDetail(
+          std::make_shared<ErrorDetail>(ErrorCode::kServerError, "DEADLINE_EXCEEDED"));
+}
+
+arrow::Status CancelledByClient() {
+  return MakeError(ErrorCode::kServerError, arrow::StatusCode::Cancelled,
+                   "DoGet failed: CANCELLED: the query was cancelled")
+      .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kServerError, "CANCELLED"));
+}
+
+// Cancels a call that waits longer than a timeout for its next message. Thread-safe.
+class IdleWatchdog {
+ public:
+  IdleWatchdog(std::chrono::milliseconds timeout, std::function<void()> cancel)
+      : timeout_(timeout), cancel_(std::move(cancel)), thread_([this] { Watch(); }) {}
+  ~IdleWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  // Start timing a wait; Disarm() ends it and returns true when the watchdog cancelled
+  // it.
+  void Arm() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      waiting_ = true;
+      since_ = WatchClock::now();
+    }
+    changed_.notify_all();
+  }
+  bool Disarm() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiting_ = false;
+    return fired_;
+  }
+
+ private:
+  void Watch() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      if (!waiting_ || fired_) {
+        changed_.wait(lock);
+        continue;
+      }
+      const auto deadline = since_ + timeout_;
+      if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && waiting_ &&
+          WatchClock::now() >= since_ + timeout_) {
+        fired_ = true;
+        lock.unlock();
+        cancel_();
+        lock.lock();
+      }
+    }
+  }
+
+  const std::chrono::milliseconds timeout_;
+  const std::function<void()> cancel_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool waiting_ = false;
+  bool fired_ = false;
+  bool stop_ = false;
+  WatchClock::time_point since_;
+  std::thread thread_;
+};
+
+// Feeds the IPC stream reader the call's messages that carry Arrow IPC (schema,
+// dictionaries, record batches). The stream reads each message itself first, to
+// answer metadata-only ones (Amp's progress markers) without the IPC reader, and hands
+// the rest over with Hold().
+class CallMessageReader : public arrow::ipc::MessageReader {
+ public:
+  explicit CallMessageReader(ClientDataStream* call) : call_(call) {}
+
+  void Hold(FlightData message) { held_ = std::move(message); }
+  // The app_metadata of the last message given to the IPC reader.
+  std::shared_ptr<arrow::Buffer> TakeAppMetadata() { return std::move(app_metadata_); }
+
+  arrow::Result<std::unique_ptr<arrow::ipc::Message>> ReadNextMessage() override {
+    FlightData message;
+    if (held_) {
+      message = std::move(*held_);
+      held_.reset();
+    } else {
+      // The IPC reader asks for more only after a dictionary batch; a metadata-only
+      // message between it and its record batch has nothing for it.
+      do {
+        if (!call_->ReadData(&message)) return nullptr;
+      } while (message.metadata == nullptr);
+    }
+    app_metadata_ = std::move(message.app_metadata);
+    return message.OpenMessage();
+  }
+
+ private:
+  ClientDataStream* const call_;
+  std::optional<FlightData> held_;
+  std::shared_ptr<arrow::Buffer> app_metadata_;
+};
+
+class FlightQueryStream : public QueryStream {
+ public:
+  FlightQueryStream(std::shared_ptr<flight::internal::ClientTransport> transport,
+                    std::unique_ptr<ClientDataStream> call,
+                    arrow::ipc::IpcReadOptions read_options,
+                    std::shared_ptr<arrow::Schema> planned,
+                    std::chrono::milliseconds idle_timeout)
+      : transport_(std::move(transport)),
+        call_(std::move(call)),
+        read_options_(std::move(read_options)),
+        schema_(std::move(planned)),
+        idle_timeout_(idle_timeout) {
+    if (idle_timeout_.count() > 0) {
+      watchdog_ = std::make_unique<IdleWatchdog>(idle_timeout_, [this] { Cancel(); });
+    }
+  }
+
+  // Members go in reverse order: the watchdog stops before the call it cancels, and an
+  // unfinished call is cancelled as it is destroyed, before the transport it runs on.
+  ~FlightQueryStream() override { watchdog_.reset(); }
+
+  const std::shared_ptr<arrow::Schema>& schema() const override { return schema_; }
+
+  arrow::Result<std::optional<ResponseBatch>> Next() override {
+    if (reader_ == nullptr) ARROW_RETURN_NOT_OK(Open());
+    if (watchdog_) watchdog_->Arm();
+    auto next = ReadResponse();
+    if (watchdog_ && watchdog_->Disarm()) return Stalled(idle_timeout_);
+    return next;
+  }
+
+  void Cancel() override {
+    cancelled_.store(true);
+    call_->TryCancel();
+  }
+
+  // Read the server's schema (within the idle timeout, when there is one).
+  arrow::Status Open() {
+    if (watchdog_) watchdog_->Arm();
+    auto opened = ReadSchema();
+    if (watchdog_ && watchdog_->Disarm()) return Stalled(idle_timeout_);
+    return opened;
+  }
+
+ private:
+  // The call ended or failed: the server's status, merged with a client-side `failure`.
+  // Later reads return the same outcome without touching the finished call.
+  arrow::Status Finish(arrow::Status failure) {
+    if (!finished_) {
+      arrow::Status status = call_->Finish(std::move(failure));
+      if (cancelled_.load()) {
+        finished_ = CancelledByClient();
+      } else {
+        finished_ = status.ok() ? status : ServerError(status, "DoGet");
+      }
+    }
+    return *finished_;
+  }
+
+  arrow::Status ReadSchema() {
+    if (finished_)
+      return finished_->ok()
+                 ? ProtocolError("DoGet ended before the server sent a schema")
+                 : *finished_;
+    FlightData first;
+    // Like Arrow's own client, drop metadata-only messages before the schema.
+    do {
+      if (!call_->ReadData(&first)) {
+        ARROW_RETURN_NOT_OK(Finish(arrow::Status::OK()));
+        return ProtocolError("DoGet ended before the server sent a schema");
+      }
+    } while (first.metadata == nullptr);
+    auto messages = std::make_unique<CallMessageReader>(call_.get());
+    messages->Hold(std::move(first));
+    messages_ = messages.get();
+    auto reader =
+        arrow::ipc::RecordBatchStreamReader::Open(std::move(messages), read_options_);
+    if (!reader.ok()) {
+      messages_ = nullptr;
+      return Finish(reader.status());
+    }
+    reader_ = std::move(*reader);
+    schema_ = reader_->schema();
+    return arrow::Status::OK();
+  }
+
+  arrow::Result<std::optional<ResponseBatch>> ReadResponse() {
+    if (finished_) {
+      ARROW_RETURN_NOT_OK(*finished_);
+      return std::nullopt;
+    }
+    FlightData message;
+    do {
+      if (!call_->ReadData(&message)) {
+        ARROW_RETURN_NOT_OK(Finish(arrow::Status::OK()));
+        return std::nullopt;
+      }
+    } while (message.metadata == nullptr && message.app_metadata == nullptr);
+    ResponseBatch batch;
+    std::shared_ptr<arrow::Buffer> app_metadata;
+    if (message.metadata == nullptr) {
+      batch.metadata_only = true;
+      app_metadata = std::move(message.app_metadata);
+      ARROW_ASSIGN_OR_RAISE(batch.data, arrow::RecordBatch::MakeEmpty(schema_));
+    } else {
+      messages_->Hold(std::move(message));
+      arrow::Status read = reader_->ReadNext(&batch.data);
+      if (!read.ok()) return Finish(std::move(read));
+      if (batch.data == nullptr) {
+        // The IPC stream ended (an end-of-stream marker, or a dictionary last).
+        ARROW_RETURN_NOT_OK(Finish(arrow::Status::OK()));
+        return std::nullopt;
+      }
+      app_metadata = messages_->TakeAppMetadata();
+    }
+    if (app_metadata != nullptr) {
+      batch.has_metadata = true;
+      ARROW_ASSIGN_OR_RAISE(batch.metadata,
+                            ParseBatchMetadata(std::string_view(*app_metadata)));
+    }
+    return batch;
+  }
+
+  const std::shared_ptr<flight::internal::ClientTransport> transport_;
+  const std::unique_ptr<ClientDataStream> call_;
+  const arrow::ipc::IpcReadOptions read_options_;
+  std::shared_ptr<arrow::Schema> schema_;
+  const std::chrono::milliseconds idle_timeout_;
+  std::atomic<bool> cancelled_{false};
+  std::optional<arrow::Status> finished_;
+  std::shared_ptr<arrow::ipc::RecordBatchReader> reader_;
+  CallMessageReader* messages_ = nullptr;  // owned by reader_
+  std::unique_ptr<IdleWatchdog> watchdog_;
+};
+
+}  // namespace
+
+arrow::Result<std::unique_ptr<QueryStream>> StartFlightQueryStream(
+    std::shared_ptr<flight::internal::ClientTransport> transport,
+    const flight::FlightCallOptions& call, const flight::Ticket& ticket,
+    std::shared_ptr<arrow::Schema> planned, std::chrono::milliseconds idle_timeout) {
+  std::unique_ptr<ClientDataStream> started;
+  arrow::Status status = transport->DoGet(call, ticket, &started);
+  if (!status.ok()) return ServerError(status, "DoGet");
+  auto stream = std::make_unique<FlightQueryStream>(std::move(transport),
+                                                    std::move(started), call.read_options,
+                                                    std::move(planned), idle_timeout);
+  // A batch read waits for the server's first message here, within its idle timeout.
+  if (idle_timeout.count() > 0) ARROW_RETURN_NOT_OK(stream->Open());
+  return stream;
+}
+
+}  // namespace ampdelta::amp

@@ -1,0 +1,33 @@
+#pragma once
+
+/// \file flight_query_stream.h
+/// \brief The QueryStream of one DoGet call, read straight from Arrow Flight's transport.
+///
+/// FlightClient::DoGet blocks until the server's first message and cannot be cancelled
+/// before it returns, and ampd sends nothing before a stream's first microbatch. The
+/// transport's DoGet returns at once with a call that TryCancel() ends at any moment, so
+/// a stream can time out, be cancelled and be destroyed without leaving a thread behind.
+
+#include <chrono>
+#include <memory>
+
+#include <arrow/flight/transport.h>
+#include <arrow/flight/client.h>
+#include <arrow/flight/types.h>
+#include <arrow/result.h>
+
+#include "ampdelta/amp/client.h"
+
+namespace ampdelta::amp {
+
+/// \brief Start DoGet for `ticket` on `transport`, which the stream keeps alive.
+///
+/// The stream reports `planned` as its schema until the server sends its own. With a
+/// positive `idle_timeout` each wait for a message is cancelled after that long, and
+/// the schema is read before this returns; otherwise the first Next() reads it.
+arrow::Result<std::unique_ptr<QueryStream>> StartFlightQueryStream(
+    std::shared_ptr<arrow::flight::internal::ClientTransport> transport,
+    const arrow::flight::FlightCallOptions& call, const arrow::flight::Ticket& ticket,
+    std::shared_ptr<arrow::Schema> planned, std::chrono::milliseconds idle_timeout);
+
+}  // namespace ampdelta::amp
