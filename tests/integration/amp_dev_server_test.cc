@@ -232,8 +232,9 @@ TEST_F(AmpDevServerTest, PartialReorgIsFlaggedAndResumingBeforeItRecovers) {
   ASSERT_OK_AND_ASSIGN(auto stream, client_->Query(kQuickstart, query_options));
   amp::StreamInterpreter interpreter;
   ASSERT_OK(ReadMicrobatches(stream.get(), &interpreter, 2).status());  // 0..49, 50..99
-  ASSERT_OK(server_->chain()->Reorg(3));  // fork at 97, inside 50..99
-  ASSERT_OK(server_->AdvanceHead(1));
+  // Block 100 arrives on a fork from 97, inside 50..99, in one change: the server must
+  // not stream the fork before the new head.
+  ASSERT_OK(server_->chain()->AdvanceHeadThenReorg({4}));
   ASSERT_OK_AND_ASSIGN(auto partial, ReadMicrobatches(stream.get(), &interpreter, 1));
   const StreamEvent& event = partial.events.back();
   ASSERT_TRUE(event.partial_reorg);

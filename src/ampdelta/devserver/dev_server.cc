@@ -527,15 +527,17 @@ class DevServer::Impl {
       return arrow::Status::Invalid("the synthetic chain is not served");
     const LiveOptions& live = options.live;
     for (uint64_t i = 0; i < blocks; ++i) {
-      chain->AdvanceHead(1);
-      const uint64_t head = chain->head();
+      // The new block and the reorgs it brings land together, as on a node that switched
+      // forks: nobody reads the new head on the fork it replaces.
+      const uint64_t head = chain->head() + 1;
+      std::vector<uint64_t> depths;
       auto scripted = live.reorg_at.find(head);
-      if (scripted != live.reorg_at.end())
-        ARROW_RETURN_NOT_OK(chain->Reorg(scripted->second));
+      if (scripted != live.reorg_at.end()) depths.push_back(scripted->second);
       if (live.reorg_every > 0 && (head - initial_head) % live.reorg_every == 0) {
-        ARROW_RETURN_NOT_OK(chain->Reorg(live.reorg_depth));
+        depths.push_back(live.reorg_depth);
         AMPDELTA_LOG_INFO("devserver reorg head=", head, " depth=", live.reorg_depth);
       }
+      ARROW_RETURN_NOT_OK(chain->AdvanceHeadThenReorg(depths));
     }
     return arrow::Status::OK();
   }

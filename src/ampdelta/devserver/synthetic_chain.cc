@@ -622,15 +622,32 @@ void SyntheticChain::AdvanceHead(uint64_t count) {
   changed_.notify_all();
 }
 
+arrow::Status SyntheticChain::CheckFork(uint64_t head, uint64_t depth) const {
+  if (depth == 0) return arrow::Status::Invalid("reorg depth must be at least 1");
+  if (depth > head - options_.start_block + 1) {
+    return arrow::Status::Invalid(
+        "reorg depth ", depth, " reaches below the first block ", options_.start_block);
+  }
+  return arrow::Status::OK();
+}
+
 arrow::Status SyntheticChain::Reorg(uint64_t depth) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (depth == 0) return arrow::Status::Invalid("reorg depth must be at least 1");
-    if (depth > head_ - options_.start_block + 1) {
-      return arrow::Status::Invalid(
-          "reorg depth ", depth, " reaches below the first block ", options_.start_block);
-    }
+    ARROW_RETURN_NOT_OK(CheckFork(head_, depth));
     reorg_forks_.push_back(head_ - depth + 1);
+    ++change_counter_;
+  }
+  changed_.notify_all();
+  return arrow::Status::OK();
+}
+
+arrow::Status SyntheticChain::AdvanceHeadThenReorg(const std::vector<uint64_t>& depths) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (uint64_t depth : depths) ARROW_RETURN_NOT_OK(CheckFork(head_ + 1, depth));
+    ++head_;
+    for (uint64_t depth : depths) reorg_forks_.push_back(head_ - depth + 1);
     ++change_counter_;
   }
   changed_.notify_all();

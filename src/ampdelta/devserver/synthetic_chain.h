@@ -68,6 +68,10 @@ class SyntheticChain : public Dataset {
   /// number stays. Fails when depth is 0 or reaches below the first block.
   arrow::Status Reorg(uint64_t depth);
 
+  /// \brief Append one block, then apply each reorg of `depths`, as one change: no
+  /// reader sees the new head on the old fork.
+  arrow::Status AdvanceHeadThenReorg(const std::vector<uint64_t>& depths);
+
   /// \brief Return the newest block number.
   uint64_t head() const;
   /// \brief Return the first block number.
@@ -88,7 +92,11 @@ class SyntheticChain : public Dataset {
   ScanRange MakeRangeLocked(uint64_t start, uint64_t end) const;
   uint64_t RestartPointLocked(const ChainPosition& previous) const;
 
+  // OK when a fork of the newest `depth` blocks below `head` keeps the first block.
+  arrow::Status CheckFork(uint64_t head, uint64_t depth) const;
+
   const SyntheticChainOptions options_;
+
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
   uint64_t head_;

@@ -185,6 +185,30 @@ TEST_F(SyntheticChainTest, ReorgReplacesOnlyTheNewestBlocksAndKeepsTheChain) {
   EXPECT_THAT(chain_.Reorg(101), testing::StatusHasMessage("below the first block"));
 }
 
+TEST_F(SyntheticChainTest, ANewHeadAndItsReorgAreOneChange) {
+  const std::string before_fork = chain_.BlockHash(24'000'096);
+  const std::string old_block = chain_.BlockHash(24'000'099);
+  const uint64_t counter = chain_.change_counter();
+  ASSERT_OK(chain_.AdvanceHeadThenReorg({4, 2}));
+  EXPECT_EQ(chain_.head(), 24'000'100u);
+  EXPECT_EQ(chain_.change_counter(), counter + 1);
+  EXPECT_EQ(chain_.reorg_count(), 2u);
+  EXPECT_EQ(chain_.BlockHash(24'000'096), before_fork);
+  EXPECT_NE(chain_.BlockHash(24'000'099), old_block);
+  ASSERT_OK_AND_ASSIGN(auto blocks, ReadAll(chain_, "blocks", *chain_.Synced()));
+  ASSERT_EQ(blocks->num_rows(), 101);
+  for (int64_t i = 1; i < blocks->num_rows(); ++i) {
+    ASSERT_EQ(HashAt(*blocks, "parent_hash", i), HashAt(*blocks, "hash", i - 1)) << i;
+  }
+  // A fork that cannot be made leaves the head where it was.
+  EXPECT_THAT(chain_.AdvanceHeadThenReorg({1, 103}),
+              testing::StatusHasMessage("below the first block"));
+  EXPECT_EQ(chain_.head(), 24'000'100u);
+  EXPECT_EQ(chain_.reorg_count(), 2u);
+  ASSERT_OK(chain_.AdvanceHeadThenReorg({}));
+  EXPECT_EQ(chain_.head(), 24'000'101u);
+}
+
 TEST_F(SyntheticChainTest, MicrobatchesFollowTheHeadAndRespectTheSizeLimit) {
   auto first = chain_.NextMicrobatch(std::nullopt, 30);
   ASSERT_TRUE(first.has_value());
