@@ -3,6 +3,7 @@
 
 #include "ampdelta/delta/log/checkpoint_reader.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -62,6 +63,61 @@ std::string ReadFixture(const std::string& relative) {
   std::ostringstream out;
   out << in.rdbuf();
   return out.str();
+}
+
+// A struct column of `children` whose row i is null unless `valid[i]`.
+std::shared_ptr<arrow::Array> StructWithNulls(const arrow::ArrayVector& children,
+                                              const std::vector<std::string>& names,
+                                              const std::vector<bool>& valid) {
+  arrow::TypedBufferBuilder<bool> bits;
+  for (bool v : valid) EXPECT_OK(bits.Append(v));
+  std::shared_ptr<arrow::Buffer> bitmap = *bits.Finish();
+  const int64_t nulls =
+      static_cast<int64_t>(std::count(valid.begin(), valid.end(), false));
+  std::vector<std::shared_ptr<arrow::Field>> fields;
+  for (size_t i = 0; i < children.size(); ++i)
+    fields.push_back(arrow::field(names[i], children[i]->type()));
+  return std::make_shared<arrow::StructArray>(arrow::struct_(fields),
+                                              static_cast<int64_t>(valid.size()),
+                                              children, bitmap, nulls);
+}
+
+TEST(CheckpointReaderTest, ActionsComeInTheFilesRowOrderAcrossColumnsAndBatches) {
+  // Every third row a remove, the others adds; more rows than one read batch (64Ki).
+  constexpr int kRows = 70'000;
+  std::vector<std::string> paths;
+  std::vector<bool> is_add;
+  for (int i = 0; i < kRows; ++i) {
+    paths.push_back("f-" + std::to_string(i));
+    is_add.push_back(i % 3 != 1);
+  }
+  std::vector<bool> is_remove;
+  for (bool add : is_add) is_remove.push_back(!add);
+  const auto numbers = Int64s(std::vector<int64_t>(kRows, 7));
+  auto add = StructWithNulls({Strings(paths), numbers, numbers},
+                             {"path", "size", "modificationTime"}, is_add);
+  auto remove = StructWithNulls({Strings(paths), numbers}, {"path", "deletionTimestamp"},
+                                is_remove);
+  auto table = arrow::Table::Make(arrow::schema({arrow::field("add", add->type()),
+                                                 arrow::field("remove", remove->type())}),
+                                  {add, remove});
+  auto sink = *arrow::io::BufferOutputStream::Create();
+  ASSERT_OK(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), sink));
+  storage::MemoryStore store;
+  ASSERT_OK(
+      store.Put(CheckpointPath(1), *sink->Finish(), storage::PutMode::kCreateIfAbsent));
+  ASSERT_OK_AND_ASSIGN(auto actions, ReadParquetActions(store, CheckpointPath(1)));
+  ASSERT_EQ(actions.size(), static_cast<size_t>(kRows));
+  for (int i = 0; i < kRows; ++i) {
+    const Action& action = actions[static_cast<size_t>(i)];
+    if (is_add[static_cast<size_t>(i)]) {
+      ASSERT_TRUE(std::holds_alternative<Add>(action)) << i;
+      ASSERT_EQ(std::get<Add>(action).path, paths[static_cast<size_t>(i)]);
+    } else {
+      ASSERT_TRUE(std::holds_alternative<Remove>(action)) << i;
+      ASSERT_EQ(std::get<Remove>(action).path, paths[static_cast<size_t>(i)]);
+    }
+  }
 }
 
 TEST(CheckpointReaderTest, GarbageAndEmptyFilesAreCorruptNotACrash) {

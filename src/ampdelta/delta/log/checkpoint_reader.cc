@@ -256,6 +256,72 @@ class FileActionDecoder {
   const arrow::Array* clustering_ = nullptr;
 };
 
+// The actions of one top-level column of a checkpoint batch (add, remove, txn, ...).
+class ColumnActions {
+ public:
+  ColumnActions(std::string name, std::shared_ptr<arrow::Array> chunk)
+      : name_(std::move(name)), chunk_(std::move(chunk)) {
+    const bool file_action = name_ == "add" || name_ == "remove";
+    fast_ =
+        file_action && chunk_->type_id() == arrow::Type::STRUCT &&
+        decoder_.Bind(static_cast<const arrow::StructArray&>(*chunk_), name_ == "add");
+    // stats_parsed only (no JSON stats column) needs the generic route.
+    has_stats_parsed_ = chunk_->type_id() == arrow::Type::STRUCT &&
+                        static_cast<const arrow::StructType&>(*chunk_->type())
+                                .GetFieldIndex("stats_parsed") >= 0;
+  }
+
+  arrow::Status Emit(int64_t row, const std::string& path, const ActionSink& sink) {
+    if (chunk_->IsNull(row)) return arrow::Status::OK();
+    const std::string& name = name_;
+    if (fast_ && name == "add") {
+      Add add;
+      ARROW_ASSIGN_OR_RAISE(bool present, decoder_.DecodeAdd(row, &add, path));
+      if (!present) return arrow::Status::OK();
+      // Without JSON stats, stats_parsed takes the generic route.
+      if (add.stats || !has_stats_parsed_) return sink(Action(std::move(add)));
+    } else if (fast_ && name == "remove") {
+      Remove remove;
+      ARROW_ASSIGN_OR_RAISE(bool present, decoder_.DecodeRemove(row, &remove, path));
+      if (present) return sink(Action(std::move(remove)));
+      return arrow::Status::OK();
+    }
+    json body = ValueToJson(*chunk_, row);
+    if (name == "add" && body.is_object()) {
+      // Parquet strings need not be UTF-8, and JSON stats cannot hold such a bound:
+      // the file then has no stats, which only costs data skipping.
+      const bool no_stats = !body.contains("stats") || body["stats"].is_null();
+      if (no_stats && body.contains("stats_parsed") && body["stats_parsed"].is_object() &&
+          json_util::AllStringsUtf8(body["stats_parsed"])) {
+        body["stats"] = json_util::DumpJsonLossy(body["stats_parsed"]);
+      }
+      body.erase("stats_parsed");
+      body.erase("partitionValues_parsed");
+    }
+    // A checkpoint row can be all-null inside a non-null struct (writers differ).
+    if (name == "add" || name == "remove") {
+      if (!body.contains("path") || body["path"].is_null()) return arrow::Status::OK();
+    }
+    if (name == "txn" && (!body.contains("appId") || body["appId"].is_null()))
+      return arrow::Status::OK();
+    if (name == "protocol" &&
+        (!body.contains("minReaderVersion") || body["minReaderVersion"].is_null())) {
+      return arrow::Status::OK();
+    }
+    if (name == "metaData" && (!body.contains("id") || body["id"].is_null()))
+      return arrow::Status::OK();
+    ARROW_ASSIGN_OR_RAISE(Action action, internal::ActionFromJson(name, body, path));
+    return sink(std::move(action));
+  }
+
+ private:
+  std::string name_;
+  std::shared_ptr<arrow::Array> chunk_;
+  FileActionDecoder decoder_;
+  bool fast_ = false;
+  bool has_stats_parsed_ = false;
+};
+
 constexpr const char* kActionColumns[] = {
     "protocol",       "metaData",           "txn",    "add", "remove",
     "domainMetadata", "checkpointMetadata", "sidecar"};
@@ -302,64 +368,16 @@ arrow::Status VisitParquetActions(storage::ObjectStore& store, const std::string
     std::shared_ptr<arrow::RecordBatch> batch;
     if (auto next = (*batches)->ReadNext(&batch); !next.ok()) return unreadable(next);
     if (batch == nullptr) break;
+    // Row by row across the action columns: a row holds one action, and the file's row
+    // order, not its batch boundaries, decides which of two actions on a path comes last.
+    std::vector<ColumnActions> columns;
+    columns.reserve(static_cast<size_t>(batch->num_columns()));
     for (int c = 0; c < batch->num_columns(); ++c) {
-      const std::string& name = batch->schema()->field(c)->name();
-      const std::shared_ptr<arrow::Array>& chunk = batch->column(c);
-      FileActionDecoder decoder;
-      const bool fast =
-          (name == "add" || name == "remove") &&
-          chunk->type_id() == arrow::Type::STRUCT &&
-          decoder.Bind(static_cast<const arrow::StructArray&>(*chunk), name == "add");
-      // stats_parsed only (no JSON stats column) needs the generic route.
-      const bool has_stats_parsed = chunk->type_id() == arrow::Type::STRUCT &&
-                                    static_cast<const arrow::StructType&>(*chunk->type())
-                                            .GetFieldIndex("stats_parsed") >= 0;
-      for (int64_t row = 0; row < chunk->length(); ++row) {
-        if (chunk->IsNull(row)) continue;
-        if (fast && name == "add") {
-          Add add;
-          ARROW_ASSIGN_OR_RAISE(bool present, decoder.DecodeAdd(row, &add, path));
-          if (!present) continue;
-          if (!add.stats && has_stats_parsed) {
-            // fall through to the generic route for this row
-          } else {
-            ARROW_RETURN_NOT_OK(sink(Action(std::move(add))));
-            continue;
-          }
-        } else if (fast && name == "remove") {
-          Remove remove;
-          ARROW_ASSIGN_OR_RAISE(bool present, decoder.DecodeRemove(row, &remove, path));
-          if (present) ARROW_RETURN_NOT_OK(sink(Action(std::move(remove))));
-          continue;
-        }
-        json body = ValueToJson(*chunk, row);
-        if (name == "add" && body.is_object()) {
-          // Parquet strings need not be UTF-8, and JSON stats cannot hold such a bound:
-          // the file then has no stats, which only costs data skipping.
-          const bool no_stats = !body.contains("stats") || body["stats"].is_null();
-          if (no_stats && body.contains("stats_parsed") &&
-              body["stats_parsed"].is_object() &&
-              json_util::AllStringsUtf8(body["stats_parsed"])) {
-            body["stats"] = json_util::DumpJsonLossy(body["stats_parsed"]);
-          }
-          body.erase("stats_parsed");
-          body.erase("partitionValues_parsed");
-        }
-        // A checkpoint row can be all-null inside a non-null struct (writers differ).
-        if (name == "add" || name == "remove") {
-          if (!body.contains("path") || body["path"].is_null()) continue;
-        }
-        if (name == "txn" && (!body.contains("appId") || body["appId"].is_null()))
-          continue;
-        if (name == "protocol" &&
-            (!body.contains("minReaderVersion") || body["minReaderVersion"].is_null())) {
-          continue;
-        }
-        if (name == "metaData" && (!body.contains("id") || body["id"].is_null()))
-          continue;
-        auto action = internal::ActionFromJson(name, body, path);
-        if (!action.ok()) return action.status();
-        ARROW_RETURN_NOT_OK(sink(std::move(*action)));
+      columns.emplace_back(batch->schema()->field(c)->name(), batch->column(c));
+    }
+    for (int64_t row = 0; row < batch->num_rows(); ++row) {
+      for (auto& column : columns) {
+        ARROW_RETURN_NOT_OK(column.Emit(row, path, sink));
       }
     }
   }
