@@ -11,8 +11,8 @@
 #include <chrono>
 #include <memory>
 
-#include <arrow/flight/transport.h>
 #include <arrow/flight/client.h>
+#include <arrow/flight/transport.h>
 #include <arrow/flight/types.h>
 #include <arrow/result.h>
 
