@@ -1,9 +1,11 @@
 // A server that stops sending in the middle of DoGet: a batch load must fail with a clear
 // error after its idle timeout and commit nothing, instead of hanging forever.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -53,6 +55,7 @@ class StallingStream : public flight::FlightDataStream {
     reader_ = std::make_shared<arrow::TableBatchReader>(table);
     inner_ = std::make_unique<flight::RecordBatchStream>(reader_);
   }
+  void SendGarbageBeforeStalling() { send_garbage_ = true; }
   std::shared_ptr<arrow::Schema> schema() override { return inner_->schema(); }
   arrow::Result<flight::FlightPayload> GetSchemaPayload() override {
     if (stall_before_schema_) Wait();
@@ -62,6 +65,14 @@ class StallingStream : public flight::FlightDataStream {
     if (sent_ < batches_) {
       ++sent_;
       return inner_->Next();
+    }
+    if (send_garbage_ && !garbage_sent_) {
+      // An IPC header that is not a flatbuffer: the client cannot decode it.
+      garbage_sent_ = true;
+      flight::FlightPayload garbage;
+      garbage.ipc_message.type = arrow::ipc::MessageType::RECORD_BATCH;
+      garbage.ipc_message.metadata = arrow::Buffer::FromString(std::string(64, '\x7f'));
+      return garbage;
     }
     Wait();
     return flight::FlightPayload{};  // end of stream
@@ -84,6 +95,7 @@ class StallingStream : public flight::FlightDataStream {
   int batches_;
   bool stall_before_schema_;
   int sent_ = 0;
+  bool garbage_sent_ = false;
   const flight::ServerCallContext* call_;
   std::mutex* mutex_;
   std::condition_variable* released_;
@@ -92,6 +104,7 @@ class StallingStream : public flight::FlightDataStream {
   int* cancelled_calls_;
   std::shared_ptr<arrow::RecordBatchReader> reader_;
   std::unique_ptr<flight::RecordBatchStream> inner_;
+  bool send_garbage_ = false;
 };
 
 class StallingServer : public flight::FlightServerBase {
@@ -122,11 +135,16 @@ class StallingServer : public flight::FlightServerBase {
 
   arrow::Status DoGet(const flight::ServerCallContext& call, const flight::Ticket&,
                       std::unique_ptr<flight::FlightDataStream>* stream) override {
-    *stream = std::make_unique<StallingStream>(batches_, stall_before_schema_, &call,
-                                               &mutex_, &released_, &done_,
-                                               &stalled_calls_, &cancelled_calls_);
+    auto made = std::make_unique<StallingStream>(batches_, stall_before_schema_, &call,
+                                                 &mutex_, &released_, &done_,
+                                                 &stalled_calls_, &cancelled_calls_);
+    if (send_garbage_) made->SendGarbageBeforeStalling();
+    *stream = std::move(made);
     return arrow::Status::OK();
   }
+
+  // Later calls send an undecodable message after their batches, then stall.
+  void SendGarbageBeforeStalling() { send_garbage_ = true; }
 
   // Wait until `calls` DoGet calls stalled, or were cancelled by their client.
   bool WaitForStalledCalls(int calls, std::chrono::milliseconds timeout) {
@@ -146,25 +164,42 @@ class StallingServer : public flight::FlightServerBase {
   bool done_ = false;
   int stalled_calls_ = 0;
   int cancelled_calls_ = 0;
+  std::atomic<bool> send_garbage_{false};
 };
 
-class StalledServerTest : public ::testing::TestWithParam<bool> {
+// Starts a StallingServer on an ephemeral port, and stops it.
+class RunsAStallingServer {
  protected:
-  void SetUp() override {
-    server_ = std::make_unique<StallingServer>(/*batches=*/1,
-                                               /*stall_before_schema=*/GetParam());
+  void StartServer(bool stall_before_schema) {
+    server_ = std::make_unique<StallingServer>(/*batches=*/1, stall_before_schema);
     auto location = *flight::Location::ForGrpcTcp("127.0.0.1", 0);
     ASSERT_OK(server_->Init(flight::FlightServerOptions(location)));
     url_ = "grpc://127.0.0.1:" + std::to_string(server_->port());
   }
-  void TearDown() override {
+  void StopServer() {
     server_->Release();
     ASSERT_OK(server_->Shutdown());
   }
 
   std::unique_ptr<StallingServer> server_;
   std::string url_;
+};
+
+class StalledServerTest : public ::testing::TestWithParam<bool>,
+                          protected RunsAStallingServer {
+ protected:
+  void SetUp() override { StartServer(/*stall_before_schema=*/GetParam()); }
+  void TearDown() override { StopServer(); }
+
   testing::TempDir dir_;
+};
+
+// The server sends its schema and one batch before it stalls.
+class StalledServerAfterABatchTest : public ::testing::Test,
+                                     protected RunsAStallingServer {
+ protected:
+  void SetUp() override { StartServer(/*stall_before_schema=*/false); }
+  void TearDown() override { StopServer(); }
 };
 
 TEST_P(StalledServerTest, BatchLoadFailsAfterItsIdleTimeoutAndCommitsNothing) {
@@ -208,7 +243,9 @@ TEST_P(StalledServerTest, QueryStreamNextFailsAfterTheIdleTimeout) {
 TEST_P(StalledServerTest, AStreamThatTimedOutHasCancelledItsCall) {
   ASSERT_OK_AND_ASSIGN(auto client, amp::Client::Connect(url_));
   amp::QueryOptions options;
-  options.idle_timeout = std::chrono::milliseconds(200);
+  // Long enough for the server to start the call even on a loaded machine: a call
+  // cancelled before its handler ran is never seen cancelled.
+  options.idle_timeout = std::chrono::milliseconds(1500);
   {
     auto stream = client->Query("SELECT 1", options);
     if (stream.ok()) {
@@ -236,7 +273,7 @@ TEST_P(StalledServerTest, DroppingAStreamCancelsItsCall) {
   EXPECT_TRUE(server_->WaitForCancelledCalls(1, std::chrono::seconds(10)));
 }
 
-TEST_P(StalledServerTest, CancelEndsANextBlockedBeforeAnyMessage) {
+TEST_P(StalledServerTest, CancelEndsANextWaitingForTheServer) {
   ASSERT_OK_AND_ASSIGN(auto client, amp::Client::Connect(url_));
   ASSERT_OK_AND_ASSIGN(auto stream, client->Query("SELECT 1"));
   if (!GetParam()) {
@@ -244,12 +281,35 @@ TEST_P(StalledServerTest, CancelEndsANextBlockedBeforeAnyMessage) {
     ASSERT_TRUE(first.has_value());
   }
   std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // Once the server's handler waits: a call cancelled before it ran proves nothing.
+    EXPECT_TRUE(server_->WaitForStalledCalls(1, std::chrono::seconds(10)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     stream->Cancel();
   });
   auto next = stream->Next();
   canceller.join();
   EXPECT_THAT(next, testing::StatusHasMessage("cancelled"));
+  EXPECT_TRUE(server_->WaitForCancelledCalls(1, std::chrono::seconds(10)));
+}
+
+// A message the client cannot decode fails the read at once, though the server keeps the
+// call open: finishing the call must not wait for a stream that never ends.
+TEST_F(StalledServerAfterABatchTest, AnUndecodableMessageFailsAtOnceAndCancelsTheCall) {
+  server_->SendGarbageBeforeStalling();
+  ASSERT_OK_AND_ASSIGN(auto client, amp::Client::Connect(url_));
+  ASSERT_OK_AND_ASSIGN(auto stream, client->Query("SELECT 1"));  // no idle timeout
+  ASSERT_OK_AND_ASSIGN(auto first, stream->Next());
+  ASSERT_TRUE(first.has_value());
+  auto next = std::async(std::launch::async, [&] { return stream->Next(); });
+  if (next.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    stream->Cancel();
+    next.wait();
+    FAIL() << "Next() hung on an undecodable message";
+  }
+  auto failed = next.get();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_THAT(failed.status().message(),
+              ::testing::Not(::testing::HasSubstr("cancelled")));
   EXPECT_TRUE(server_->WaitForCancelledCalls(1, std::chrono::seconds(10)));
 }
 

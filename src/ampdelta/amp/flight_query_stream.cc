@@ -35,6 +35,14 @@ arrow::Status Stalled(std::chrono::milliseconds idle_timeout) {
           std::make_shared<ErrorDetail>(ErrorCode::kServerError, "DEADLINE_EXCEEDED"));
 }
 
+// Arrow's client reports this as INTERNAL from the server, which a load retries.
+arrow::Status EndedBeforeTheSchema() {
+  return MakeError(ErrorCode::kServerError, arrow::StatusCode::IOError,
+                   "DoGet failed: INTERNAL: the server ended the stream before sending "
+                   "its schema")
+      .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kServerError, "INTERNAL"));
+}
+
 arrow::Status CancelledByClient() {
   return MakeError(ErrorCode::kServerError, arrow::StatusCode::Cancelled,
                    "DoGet failed: CANCELLED: the query was cancelled")
@@ -118,11 +126,14 @@ class CallMessageReader : public arrow::ipc::MessageReader {
       message = std::move(*held_);
       held_.reset();
     } else {
-      // The IPC reader asks for more only after a dictionary batch; a metadata-only
-      // message between it and its record batch has nothing for it.
-      do {
-        if (!call_->ReadData(&message)) return nullptr;
-      } while (message.metadata == nullptr);
+      // The IPC reader asks for more only after a dictionary batch. A metadata-only
+      // message between it and its record batch would lose its block ranges.
+      if (!call_->ReadData(&message)) return nullptr;
+      if (message.metadata == nullptr) {
+        return ProtocolError(
+            "DoGet sent a metadata-only message between a dictionary batch and its "
+            "record batch");
+      }
     }
     app_metadata_ = std::move(message.app_metadata);
     return message.OpenMessage();
@@ -183,8 +194,12 @@ class FlightQueryStream : public QueryStream {
   // Later reads return the same outcome without touching the finished call.
   arrow::Status Finish(arrow::Status failure) {
     if (!finished_) {
+      const bool client_failed = !failure.ok();
+      // Finishing drains the call until the server ends it, which a stream never does:
+      // a call this side gave up on is cancelled first.
+      if (client_failed) call_->TryCancel();
       arrow::Status status = call_->Finish(std::move(failure));
-      if (cancelled_.load()) {
+      if (cancelled_.load() && !client_failed) {
         finished_ = CancelledByClient();
       } else {
         finished_ = status.ok() ? status : ServerError(status, "DoGet");
@@ -193,19 +208,23 @@ class FlightQueryStream : public QueryStream {
     return *finished_;
   }
 
+  // A message arrived: the idle timeout starts again.
+  void Heard() {
+    if (watchdog_) watchdog_->Arm();
+  }
+
   arrow::Status ReadSchema() {
-    if (finished_)
-      return finished_->ok()
-                 ? ProtocolError("DoGet ended before the server sent a schema")
-                 : *finished_;
+    if (finished_) return finished_->ok() ? EndedBeforeTheSchema() : *finished_;
     FlightData first;
     // Like Arrow's own client, drop metadata-only messages before the schema.
-    do {
+    while (true) {
       if (!call_->ReadData(&first)) {
         ARROW_RETURN_NOT_OK(Finish(arrow::Status::OK()));
-        return ProtocolError("DoGet ended before the server sent a schema");
+        return EndedBeforeTheSchema();
       }
-    } while (first.metadata == nullptr);
+      if (first.metadata != nullptr) break;
+      Heard();
+    }
     auto messages = std::make_unique<CallMessageReader>(call_.get());
     messages->Hold(std::move(first));
     messages_ = messages.get();
@@ -226,12 +245,14 @@ class FlightQueryStream : public QueryStream {
       return std::nullopt;
     }
     FlightData message;
-    do {
+    while (true) {
       if (!call_->ReadData(&message)) {
         ARROW_RETURN_NOT_OK(Finish(arrow::Status::OK()));
         return std::nullopt;
       }
-    } while (message.metadata == nullptr && message.app_metadata == nullptr);
+      if (message.metadata != nullptr || message.app_metadata != nullptr) break;
+      Heard();  // an empty message: skipped, but the server is alive
+    }
     ResponseBatch batch;
     std::shared_ptr<arrow::Buffer> app_metadata;
     if (message.metadata == nullptr) {
