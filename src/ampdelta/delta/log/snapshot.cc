@@ -55,8 +55,11 @@ struct Snapshot::ReplayState {
   std::string_view KeyOf(const std::string& path,
                          const std::optional<DeletionVectorDescriptor>& dv,
                          const KeyFn& key_of) {
-    // A relative path with nothing to decode is its own key (nearly every file).
-    if (!dv && path.find_first_of("%:") == std::string::npos) return path;
+    // A relative path with nothing to decode is its own key (nearly every file). One
+    // pass over the bytes: find_first_of calls memchr once per byte of the path.
+    const bool plain = std::none_of(path.begin(), path.end(),
+                                    [](char c) { return c == '%' || c == ':'; });
+    if (!dv && plain) return path;
     owned_keys.push_back(Key(key_of(path), dv));
     return owned_keys.back();
   }
@@ -82,8 +85,8 @@ struct Snapshot::ReplayState {
     const auto by_key = [](const FileAction& a, const FileAction& b) {
       return a.key < b.key;
     };
-    // A checkpoint we wrote arrives as a few sorted runs (each read batch's adds, then
-    // its removes), the commits after it as short ones: merge neighbouring runs, which
+    // A checkpoint we wrote arrives as a few sorted runs (its adds, then its
+    // tombstones), the commits after it as short ones: merge neighbouring runs, which
     // keeps actions of one key in log order. Input in no order (another engine's
     // checkpoint) is sorted whole, stably.
     constexpr size_t kMaxRuns = 64;
