@@ -558,7 +558,11 @@ class StreamLoad {
     state_.txn_version = next;
     ++commits_;
     const delta::Version committed_version = written->commit.version;
-    if (snapshot_ != nullptr) {
+    if (const auto& after = written->commit.snapshot_after;
+        after != nullptr && after->version() == committed_version) {
+      // A checkpoint commit built the new version already: only look for later commits.
+      ARROW_ASSIGN_OR_RAISE(snapshot_, after->Update());
+    } else if (snapshot_ != nullptr) {
       ARROW_ASSIGN_OR_RAISE(snapshot_, snapshot_->Update());
     } else {
       ARROW_ASSIGN_OR_RAISE(snapshot_, delta::Snapshot::Load(store_));

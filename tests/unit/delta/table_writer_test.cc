@@ -223,6 +223,15 @@ TEST_F(TableWriterTest, AStreamsCheckpointsNeitherListTheLogNorReadTheLastCheckp
       EXPECT_EQ(store->calls(storage::StoreOp::kList), lists) << i;
     }
     ASSERT_OK_AND_ASSIGN(snapshot, snapshot->Update());
+    // The checkpoint's snapshot is handed back, so a stream need not replay the commit.
+    if (result.commit.checkpoint_written) {
+      const auto& after = result.commit.snapshot_after;
+      ASSERT_NE(after, nullptr) << i;
+      EXPECT_EQ(after->version(), result.commit.version);
+      EXPECT_EQ(after->files(), snapshot->files()) << i;
+    } else {
+      EXPECT_EQ(result.commit.snapshot_after, nullptr) << i;
+    }
   }
   EXPECT_EQ(checkpoint_reads.load(), 0);
   // The checkpoints hold the whole table: without the commits before the last one, it

@@ -325,6 +325,7 @@ void Transaction::RunPostCommit(Version version, CommitReport* result) const {
     result->post_commit_errors.push_back("checkpoint: " + snapshot.status().ToString());
     return;
   }
+  result->snapshot_after = *snapshot;
   const int64_t now = NowMs();
   auto checkpoint = WriteCheckpoint(**snapshot, now);
   if (!checkpoint.ok()) {

@@ -32,6 +32,9 @@ struct CommitReport {
   int attempts = 1;
   /// A checkpoint was written after the commit.
   bool checkpoint_written = false;
+  /// The table at the new version, when a post-commit step built it (a checkpoint);
+  /// a caller that follows the table can update from it instead of replaying the commit.
+  std::shared_ptr<const Snapshot> snapshot_after;
   /// Expired log files deleted after the commit (0 also when the cleanup was not due: it
   /// runs at most once per thousandth of the log retention per table and process).
   int64_t log_files_cleaned = 0;
