@@ -24,6 +24,7 @@
 
 #include "ampdelta/amp/client.h"
 #include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/txn/transaction.h"
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/loader/batch_loader.h"
 #include "ampdelta/loader/stream_loader.h"
@@ -42,9 +43,21 @@ double Median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-ampdelta::loader::DeltaLakeConfig Config(const std::string& table) {
-  return *ampdelta::loader::ParseDeltaLakeConfig(R"({"table_path": ")" + table +
-                                                 R"(", "optimize_after_write": false})");
+ampdelta::loader::DeltaLakeConfig Config(const std::string& table,
+                                         bool optimize_after_write = false) {
+  return *ampdelta::loader::ParseDeltaLakeConfig(
+      R"({"table_path": ")" + table + R"(", "optimize_after_write": )" +
+      (optimize_after_write ? "true" : "false") + "}");
+}
+
+// Bytes of the regular files under `path`.
+uint64_t DiskBytes(const std::filesystem::path& path) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(path, ec)) {
+    if (entry.is_regular_file(ec)) bytes += entry.file_size(ec);
+  }
+  return bytes;
 }
 
 int Fail(const std::string& what) {
@@ -52,7 +65,21 @@ int Fail(const std::string& what) {
   return 1;
 }
 
-int Latency(const std::string& dir, uint64_t commits, nlohmann::json* out) {
+// Set table properties with a metadata-only commit (the stream's table exists by then).
+arrow::Status SetProperties(const std::string& table,
+                            const std::map<std::string, std::string>& properties) {
+  ARROW_ASSIGN_OR_RAISE(auto store, ampdelta::storage::OpenObjectStore(table));
+  ARROW_ASSIGN_OR_RAISE(auto snapshot, ampdelta::delta::Snapshot::Load(store));
+  ampdelta::delta::Metadata metadata = snapshot->metadata();
+  for (const auto& [key, value] : properties) metadata.configuration[key] = value;
+  ampdelta::delta::Transaction txn(store, snapshot);
+  txn.SetMetadata(std::move(metadata));
+  txn.SetOperation("SET TBLPROPERTIES", {});
+  return txn.Commit().status();
+}
+
+int Latency(const std::string& dir, uint64_t commits, bool compact, bool keep,
+            int64_t checkpoint_interval, nlohmann::json* out) {
   ampdelta::devserver::DevServerOptions options;
   options.chain.initial_blocks = commits + 60;
   options.stream.max_microbatch_blocks = 1;
@@ -70,12 +97,37 @@ int Latency(const std::string& dir, uint64_t commits, nlohmann::json* out) {
     samples.emplace_back(std::stoll(result.metadata.at("table_version")),
                          std::stod(result.metadata.at("commit_ms")));
   };
+  const std::string sql =
+      R"(SELECT block_num, hash, gas_used FROM "acme/eth_mainnet".blocks)";
+  if (checkpoint_interval > 0) {
+    // The stream's first commit creates the table; the property follows in version 1.
+    ampdelta::loader::LoadOptions first = load;
+    first.until_block = kFirst;
+    const auto created =
+        ampdelta::loader::LoadStream(**client, sql, Config(table, compact), first);
+    if (!created.success) return Fail(created.error);
+    auto set = SetProperties(
+        table, {{"delta.checkpointInterval", std::to_string(checkpoint_interval)}});
+    if (!set.ok()) return Fail(set.ToString());
+  }
   const auto start = Clock::now();
-  const auto result = ampdelta::loader::LoadStream(
-      **client, R"(SELECT block_num, hash, gas_used FROM "acme/eth_mainnet".blocks)",
-      Config(table), load);
+  const auto result =
+      ampdelta::loader::LoadStream(**client, sql, Config(table, compact), load);
   if (!result.success) return Fail(result.error);
   nlohmann::json latency;
+  latency["checkpoint_interval"] = checkpoint_interval > 0 ? checkpoint_interval : 10;
+  latency["optimize_after_write"] = compact;
+  latency["compactions"] = result.metadata.contains("compactions")
+                               ? std::stoll(result.metadata.at("compactions"))
+                               : 0;
+  auto snapshot =
+      ampdelta::delta::Snapshot::Load(*ampdelta::storage::OpenObjectStore(table));
+  if (!snapshot.ok()) return Fail(snapshot.status().ToString());
+  latency["final_version"] = (*snapshot)->version();
+  latency["live_files"] = (*snapshot)->files().size();
+  latency["tombstones"] = (*snapshot)->tombstones().size();
+  latency["log_bytes"] = DiskBytes(std::filesystem::path(table) / "_delta_log");
+  latency["table_bytes"] = DiskBytes(table);
   std::vector<int64_t> windows;
   for (int64_t at = 10; at < static_cast<int64_t>(commits); at *= 10) {
     windows.push_back(at);
@@ -92,7 +144,7 @@ int Latency(const std::string& dir, uint64_t commits, nlohmann::json* out) {
   latency["commits"] = samples.size();
   latency["seconds"] = std::chrono::duration<double>(Clock::now() - start).count();
   (*out)["latency"] = latency;
-  std::filesystem::remove_all(table);
+  if (!keep) std::filesystem::remove_all(table);
   return 0;
 }
 
@@ -205,6 +257,9 @@ int main(int argc, char** argv) {
   uint64_t blocks = 100000;
   uint32_t txs = 100;
   std::string only;
+  bool compact = false;
+  bool keep = false;
+  int64_t checkpoint_interval = 0;
   app.add_option("--dir", dir, "work directory")->required();
   app.add_option("--commits", commits, "latency: commits to reach")
       ->capture_default_str();
@@ -213,11 +268,17 @@ int main(int argc, char** argv) {
   app.add_option("--txs-per-block", txs, "reorg: transactions per block")
       ->capture_default_str();
   app.add_option("--only", only, "latency or reorg");
+  app.add_flag("--compact", compact,
+               "latency: compact as a stream does by default (optimize_after_write)");
+  app.add_flag("--keep", keep, "latency: keep the table");
+  app.add_option("--checkpoint-interval", checkpoint_interval,
+                 "latency: delta.checkpointInterval of the table (default: 10)");
   CLI11_PARSE(app, argc, argv);
   if (!ampdelta::InitializeRuntime().ok()) return 1;
   nlohmann::json out;
   if (only.empty() || only == "latency") {
-    if (int rc = Latency(dir, commits, &out); rc != 0) return rc;
+    if (int rc = Latency(dir, commits, compact, keep, checkpoint_interval, &out); rc != 0)
+      return rc;
   }
   if (only.empty() || only == "reorg") {
     if (int rc = Reorg(dir, blocks, txs, &out); rc != 0) return rc;

@@ -7,10 +7,12 @@ exactly, read with both deltalake and DuckDB:
 
 - every block from QUICKSTART_FIRST to the final head exactly once, with the hash of the
   server's canonical chain (a batch query on the same server);
-- the ranges recorded in the live files' `ampdelta.blockRanges` tags tile the chain
+- the ranges recorded in the live files' `ampdelta.blockRanges` tags, with the spans the
+  stream's compaction coalesced them into (`ampdelta.blockSpans`), tile the chain
   (consecutive, hash-linked, canonical) and every row's `_amp_batch_id` is the Python SDK's id
   (amp-protocol.md §3.6) of the recorded range that holds its block, which its own file's
-  tags name (the undo finds rows through those tags).
+  tags name (the undo finds rows through those tags); a row in a span is held by a span of
+  its own file (the undo finds those by block number).
 
 The last scenario turns reorg detection off and shows that the undo is what keeps blocks
 from appearing twice. Helpers (the loader subprocess, the canonical chain) come from
@@ -34,12 +36,14 @@ import pytest
 import readers
 from conftest import QUICKSTART_DATASET, QUICKSTART_FIRST, QUICKSTART_LAST, both_servers, \
     cli_env, cli_path, run_dev_server
+import test_stream_crash
 from test_stream_crash import REORG_RE, RESULT_RE, Loader, canonical_hashes, hex_hash, \
     repeated, running_loader
 
 NETWORK = "mainnet"
 INITIAL_HEAD = QUICKSTART_LAST  # the dev server's head at start; --reorg-every counts from it
 RANGES_TAG = "ampdelta.blockRanges"
+SPANS_TAG = "ampdelta.blockSpans"
 LOADER_TIMEOUT_S = 30.0
 SUMMARY_RE = re.compile(r"(\w+)=(\S+)")
 
@@ -125,14 +129,22 @@ def reorg_commits(table: Path) -> list[dict]:
     return undos
 
 
-def file_ranges(add: dict) -> list[dict]:
-    # One stream per table here: its key is RANGES_TAG + "." + the stream's app id.
+def file_ranges(add: dict, tag: str = RANGES_TAG) -> list[dict]:
+    """The ranges (or with SPANS_TAG, the spans) one stream recorded on a file."""
+    # One stream per table here: its key is the tag + "." + the stream's app id.
     tags = add.get("tags") or {}
-    keys = [k for k in tags if k.startswith(RANGES_TAG + ".ampdelta-stream-")]
-    assert len(keys) == 1, f"data file {add['path']} has no single {RANGES_TAG}.* tag: {tags}"
-    ranges = json.loads(tags[keys[0]])
-    assert isinstance(ranges, list) and ranges, f"{add['path']}: bad {RANGES_TAG} {ranges!r}"
+    keys = [k for k in tags if k.startswith(tag + ".ampdelta-stream-")]
+    assert len(keys) <= 1, f"data file {add['path']} has several {tag}.* tags: {tags}"
+    ranges = json.loads(tags[keys[0]]) if keys else []
+    assert isinstance(ranges, list), f"{add['path']}: bad {tag} {ranges!r}"
     return ranges
+
+
+def file_record(add: dict) -> tuple[list[dict], list[dict]]:
+    """A file's recorded ranges and spans; every live file of a stream records some."""
+    ranges, spans = file_ranges(add), file_ranges(add, SPANS_TAG)
+    assert ranges or spans, f"data file {add['path']} records no range: {add.get('tags')}"
+    return ranges, spans
 
 
 # --- Running the loader ----------------------------------------------------------------------
@@ -184,11 +196,15 @@ def live_chain(interval_ms: int, max_head: int, *extra: str) -> list[str]:
 # --- The exact check -------------------------------------------------------------------------
 
 def recorded_ranges(live: dict[str, dict]) -> list[dict]:
-    """The distinct ranges named by the live files' tags, by start."""
+    """The distinct ranges and spans named by the live files' tags, by start (a span has
+    "span": True)."""
     distinct = {}
     for add in live.values():
-        for r in file_ranges(add):
+        ranges, spans = file_record(add)
+        for r in ranges:
             distinct[range_key(r)] = r
+        for r in spans:
+            distinct[range_key(r)] = dict(r, span=True)
     return sorted(distinct.values(), key=lambda r: (r["start"], r["end"]))
 
 
@@ -208,14 +224,18 @@ def check_file_tags_name_their_rows(table: Path, live: dict[str, dict]) -> None:
     tags holding its block."""
     for path, add in live.items():
         ids = collections.defaultdict(list)
-        for r in file_ranges(add):
+        ranges, spans = file_record(add)
+        for r in ranges:
             ids[range_id(r)].append(r)
         rows = pq.read_table(table / path, columns=["block_num", "_amp_batch_id"])
         for block, batch_id in zip(rows.column("block_num").to_pylist(),
                                    rows.column("_amp_batch_id").to_pylist()):
+            if any(r["start"] <= block <= r["end"] for r in spans):
+                continue
             assert any(r["start"] <= block <= r["end"] for r in ids.get(batch_id, [])), (
                 f"{table}/{path}: block {block} has _amp_batch_id {batch_id!r}, which is not "
-                f"the id of a range holding it in the file's tags {file_ranges(add)}")
+                f"the id of a range holding it in the file's tags {ranges}, and no span of "
+                f"the file {spans} holds it")
 
 
 def check_canonical(table: Path, url: str, last_block: int) -> dict:
@@ -242,10 +262,11 @@ def check_canonical(table: Path, url: str, last_block: int) -> dict:
         assert r["hash"] == chain[r["end"]], f"{table}: recorded range not canonical: {r}"
         if r["start"] > QUICKSTART_FIRST:
             assert r["prev_hash"] == chain[r["start"] - 1], f"{table}: bad prev_hash: {r}"
-    id_of_block = {}
+    id_of_block = {}  # a span's rows keep their microbatch's id, which no tag names
     for r in ranges:
-        for block in range(r["start"], r["end"] + 1):
-            id_of_block[block] = range_id(r)
+        if not r.get("span"):
+            for block in range(r["start"], r["end"] + 1):
+                id_of_block[block] = range_id(r)
 
     for name in ("deltalake", "duckdb"):
         rows = readers.READERS[name](table)
@@ -262,12 +283,13 @@ def check_canonical(table: Path, url: str, last_block: int) -> dict:
         assert not stale, f"{what}: {len(stale)} rows with a non-canonical hash, e.g. {stale[:5]}"
         wrong_ids = [(n, i, id_of_block[n])
                      for n, i in zip(block_nums, rows.column("_amp_batch_id").to_pylist())
-                     if i != id_of_block[n]]
+                     if n in id_of_block and i != id_of_block[n]]
         assert not wrong_ids, (
             f"{what}: {len(wrong_ids)} rows whose _amp_batch_id is not the SDK id of the "
             f"recorded range holding the block (block, id, expected), e.g. {wrong_ids[:5]}")
     check_file_tags_name_their_rows(table, live)
-    return {"rows": len(expected), "files": len(live), "ranges": len(ranges)}
+    return {"rows": len(expected), "files": len(live), "ranges": len(ranges),
+            "spans": sum(1 for r in ranges if r.get("span"))}
 
 
 # --- 1. Reorgs at the head ---------------------------------------------------------------------
@@ -314,6 +336,34 @@ def test_reorg_across_commit_groups(tmp_path, server_kind):
         f"no undo touched more than one committed file: "
         f"{[(u['version'], u['operationParameters'], len(u['removes'])) for u in undos]}")
     print(f"{len(undos)} undos, up to {widest} files each; {result}")
+
+
+# --- 2b. A reorg deeper than the reorg window, into compacted spans -----------------------------
+
+def test_reorg_deeper_than_the_window_undoes_compacted_spans(tmp_path, monkeypatch):
+    # A commit per block, a 3-block window and a compaction every 5 commits: most of the table
+    # is compacted into spans by the time a reorg of depth 15 at head +40 reaches 12 blocks
+    # below the window. The undo must find the spans' rows by block number (all of a span
+    # goes, and the server sends its blocks again). Blocks come every 150 ms, so even the
+    # sanitizer build commits (and compacts) block by block before the reorg.
+    monkeypatch.setattr(test_stream_crash, "LOAD_CONFIG", '{"optimize_after_write": true}')
+    reorg_head = QUICKSTART_LAST + 40
+    max_head = reorg_head + 5
+    table = tmp_path / "blocks"
+    with run_dev_server(*live_chain(150, max_head, "--reorg-at", f"{reorg_head}:15")) as server:
+        loader = run_loader(server.url, table, tmp_path / "logs", "load", max_head,
+                            "--commit-rows", "1", "--reorg-window", "3", "--compact-every", "5",
+                            timeout_s=60.0)
+        assert reorg_lines(loader), f"the loader saw no reorg\n{loader.describe()}"
+        result = check_canonical(table, server.url, max_head)
+    undos = reorg_commits(table)
+    span_undos = [u for u in undos
+                  if any(k.startswith(SPANS_TAG + ".") for r in u["removes"]
+                         for k in (r.get("tags") or {}))]
+    assert span_undos, (
+        f"no undo removed a compacted file: "
+        f"{[(u['version'], u['operationParameters'], len(u['removes'])) for u in undos]}")
+    print(f"{len(undos)} undos, {len(span_undos)} into spans; {result}")
 
 
 # --- 3. A partial reorg: the fork inside a committed microbatch ---------------------------------

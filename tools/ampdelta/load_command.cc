@@ -51,6 +51,7 @@ struct LoadArgs {
   std::string takeover;
   std::string block_column = "block_num";
   uint64_t reorg_window = 256;
+  int64_t compact_every = 100;
   std::optional<uint64_t> until_block;
   int64_t commit_interval_ms = 1000;
   int64_t commit_rows = 1'000'000;
@@ -125,6 +126,7 @@ void ConfigureStream(const LoadArgs& args, loader::LoadOptions* out) {
   ParseTakeover(args.takeover, &options.takeover, &options.takeover_block);
   options.block_column = args.block_column;
   options.stream_reorg_window_blocks = args.reorg_window;
+  options.stream_compact_every_commits = args.compact_every;
   options.until_block = args.until_block;
   options.stream_commit_interval = std::chrono::milliseconds(args.commit_interval_ms);
   options.stream_commit_rows = args.commit_rows;
@@ -456,6 +458,11 @@ CommandRunner AddLoadCommand(CLI::App& app) {
                   "streams: blocks below the head a reorg may still reach (compaction "
                   "and takeovers)")
       ->check(UnsignedAtLeast(1))
+      ->capture_default_str();
+  cmd->add_option("--compact-every", args->compact_every,
+                  "streams: with optimize_after_write, compact finalised files every N "
+                  "commits (0: never)")
+      ->check(IntegerAtLeast(0))
       ->capture_default_str();
   cmd->add_option("--until-block", args->until_block,
                   "streams: stop once this block is committed")

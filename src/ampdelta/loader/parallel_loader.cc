@@ -157,9 +157,8 @@ std::optional<uint64_t> StreamFirstBlock(const StreamState& stream,
       takeover != stream.takeover_blocks.end()) {
     first = takeover->second;
   }
-  if (auto ranges = stream.ranges.find(network);
-      ranges != stream.ranges.end() && !ranges->second.empty()) {
-    first = std::min(first.value_or(UINT64_MAX), ranges->second.front().start);
+  if (auto recorded = stream.FirstRecordedBlock(network)) {
+    first = std::min(first.value_or(UINT64_MAX), *recorded);
   }
   return first;
 }

@@ -1,5 +1,7 @@
 #include "ampdelta/loader/reorg_undo.h"
 
+#include <algorithm>
+#include <iterator>
 #include <memory>
 #include <string_view>
 #include <utility>
@@ -16,23 +18,43 @@
 namespace ampdelta::loader {
 namespace {
 
-// Rows to keep: those whose _amp_batch_id names no invalidated microbatch.
+// Rows to keep: those whose _amp_batch_id names none of `ids` and whose block lies in
+// none of `spans` (the invalidated spans of their file).
 arrow::Result<std::pair<std::shared_ptr<arrow::Array>, int64_t>> KeepMask(
-    const arrow::RecordBatch& rows, const std::set<std::string>& ids) {
+    const arrow::RecordBatch& rows, const std::set<std::string>& ids,
+    const std::vector<amp::BlockRange>& spans, const std::string& block_column) {
   auto column = rows.GetColumnByName(kBatchIdColumn);
-  if (column == nullptr) {
+  if (column == nullptr && !ids.empty()) {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                      "cannot undo a reorg: the table has no ", kBatchIdColumn,
                      " column (state.store_batch_id was off)");
   }
+  std::shared_ptr<arrow::Int64Array> blocks;
+  if (!spans.empty()) {
+    auto block = rows.GetColumnByName(block_column);
+    if (block == nullptr || !arrow::is_integer(block->type_id())) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "cannot undo a reorg into compacted blocks: the table has no "
+                       "integer block column '",
+                       block_column, "'");
+    }
+    ARROW_ASSIGN_OR_RAISE(auto cast, arrow::compute::Cast(*block, arrow::int64()));
+    blocks = std::static_pointer_cast<arrow::Int64Array>(cast);
+  }
+  const auto in_span = [&spans](int64_t block) {
+    return block >= 0 && std::any_of(spans.begin(), spans.end(), [&](const auto& span) {
+             const auto number = static_cast<uint64_t>(block);
+             return number >= span.start && number <= span.end;
+           });
+  };
   arrow::BooleanBuilder mask;
   ARROW_RETURN_NOT_OK(mask.Reserve(rows.num_rows()));
   int64_t kept = 0;
-  const auto& values = static_cast<const arrow::StringArray&>(*column);
+  const auto* values = static_cast<const arrow::StringArray*>(column.get());
   for (int64_t i = 0; i < rows.num_rows(); ++i) {
     bool keep = true;
-    if (values.IsValid(i)) {
-      std::string_view value = values.GetView(i);
+    if (values != nullptr && !ids.empty() && values->IsValid(i)) {
+      std::string_view value = values->GetView(i);
       size_t from = 0;
       while (keep && from <= value.size()) {
         const size_t bar = std::min(value.find('|', from), value.size());
@@ -40,6 +62,8 @@ arrow::Result<std::pair<std::shared_ptr<arrow::Array>, int64_t>> KeepMask(
         from = bar + 1;
       }
     }
+    if (keep && blocks != nullptr && blocks->IsValid(i))
+      keep = !in_span(blocks->Value(i));
     mask.UnsafeAppend(keep);
     kept += keep ? 1 : 0;
   }
@@ -47,31 +71,53 @@ arrow::Result<std::pair<std::shared_ptr<arrow::Array>, int64_t>> KeepMask(
   return std::make_pair(std::shared_ptr<arrow::Array>(array), kept);
 }
 
+// Set (or, when empty, erase) a stream's tag.
+void SetTag(delta::NullableStringMap* tags, const std::string& key,
+            const std::vector<amp::BlockRange>& ranges) {
+  if (ranges.empty()) {
+    tags->erase(key);
+  } else {
+    (*tags)[key] = RangesToTag(ranges);
+  }
+}
+
 }  // namespace
 
-std::set<std::string> InvalidatedBatchIds(
-    const StreamState& state, const std::vector<amp::BlockRange>& invalidated) {
-  std::set<std::string> ids;
+bool Invalidation::Covers(const amp::BlockRange& range) const {
+  return batch_ids.count(BatchId(range)) != 0 ||
+         std::find(spans.begin(), spans.end(), range) != spans.end();
+}
+
+Invalidation Invalidate(const StreamState& state,
+                        const std::vector<amp::BlockRange>& invalidated) {
+  Invalidation out;
   for (const auto& fork : invalidated) {
-    auto it = state.ranges.find(fork.network);
-    if (it == state.ranges.end()) continue;
-    for (const auto& range : it->second) {
-      if (range.end >= fork.start) ids.insert(BatchId(range));
+    if (auto it = state.ranges.find(fork.network); it != state.ranges.end()) {
+      for (const auto& range : it->second) {
+        if (range.end >= fork.start) out.batch_ids.insert(BatchId(range));
+      }
+    }
+    if (auto it = state.spans.find(fork.network); it != state.spans.end()) {
+      for (const auto& span : it->second) {
+        if (span.end >= fork.start &&
+            std::find(out.spans.begin(), out.spans.end(), span) == out.spans.end()) {
+          out.spans.push_back(span);
+        }
+      }
     }
   }
-  return ids;
+  return out;
 }
 
 arrow::Result<UndoStaged> StageUndo(const delta::Snapshot& snapshot,
                                     const std::string& app_id, const StreamState& state,
                                     const std::vector<amp::BlockRange>& invalidated,
-                                    const std::set<std::string>& ids,
+                                    const Invalidation& undo,
+                                    const std::string& block_column,
                                     delta::TableWriter* writer) {
   UndoStaged staged;
-  auto invalid = [&](const amp::BlockRange& range) {
-    return ids.count(BatchId(range)) != 0;
-  };
-  // Files whose recorded ranges include an invalidated microbatch.
+  const auto valid = [&](const amp::BlockRange& range) { return !undo.Covers(range); };
+  // Files whose recorded ranges or spans include an invalidated one.
   std::vector<const delta::Add*> affected;
   for (const auto& file : snapshot.files()) {
     for (const auto& fork : invalidated) {
@@ -87,29 +133,32 @@ arrow::Result<UndoStaged> StageUndo(const delta::Snapshot& snapshot,
   std::vector<delta::Remove> removes;
   std::vector<delta::Add> retagged;
   std::vector<std::string> read;
-  std::vector<amp::BlockRange> kept_ranges;
+  FileRecord kept_record;
   for (const delta::Add* file : affected) {
-    ARROW_ASSIGN_OR_RAISE(auto ranges,
-                          RangesFromTag(*file->tags->at(RangesTagKey(app_id))));
-    std::vector<amp::BlockRange> remaining;
-    for (const auto& range : ranges) {
-      if (!invalid(range)) remaining.push_back(range);
-    }
+    ARROW_ASSIGN_OR_RAISE(FileRecord record, ReadFileRecord(*file, app_id));
+    FileRecord remaining;
+    std::copy_if(record.ranges.begin(), record.ranges.end(),
+                 std::back_inserter(remaining.ranges), valid);
+    std::copy_if(record.spans.begin(), record.spans.end(),
+                 std::back_inserter(remaining.spans), valid);
+    std::vector<amp::BlockRange> invalid_spans;
+    std::copy_if(record.spans.begin(), record.spans.end(),
+                 std::back_inserter(invalid_spans),
+                 [&](const amp::BlockRange& span) { return !valid(span); });
     read.push_back(snapshot.FileKey(file->path));
     ARROW_ASSIGN_OR_RAISE(auto table, delta::ReadDataFile(snapshot, *file));
     ARROW_ASSIGN_OR_RAISE(auto rows, table->CombineChunksToBatch());
-    ARROW_ASSIGN_OR_RAISE(auto keep, KeepMask(*rows, ids));
+    ARROW_ASSIGN_OR_RAISE(auto keep,
+                          KeepMask(*rows, undo.batch_ids, invalid_spans, block_column));
     const int64_t kept = keep.second;
     const int64_t removed = rows->num_rows() - kept;
     if (removed == 0) {
       // The tags named a microbatch whose rows went to another file: re-tag only.
       delta::Add copy = *file;
       copy.data_change = false;
-      if (remaining.empty()) {
-        copy.tags->erase(RangesTagKey(app_id));
-      } else {
-        (*copy.tags)[RangesTagKey(app_id)] = RangesToTag(remaining);
-      }
+      if (!copy.tags) copy.tags.emplace();
+      SetTag(&*copy.tags, RangesTagKey(app_id), remaining.ranges);
+      SetTag(&*copy.tags, SpansTagKey(app_id), remaining.spans);
       retagged.push_back(std::move(copy));
       continue;
     }
@@ -120,19 +169,27 @@ arrow::Result<UndoStaged> StageUndo(const delta::Snapshot& snapshot,
     ARROW_ASSIGN_OR_RAISE(arrow::Datum filtered,
                           arrow::compute::Filter(rows, keep.first));
     ARROW_RETURN_NOT_OK(writer->Write(filtered.record_batch()));
-    kept_ranges.insert(kept_ranges.end(), remaining.begin(), remaining.end());
+    kept_record.ranges.insert(kept_record.ranges.end(), remaining.ranges.begin(),
+                              remaining.ranges.end());
+    kept_record.spans.insert(kept_record.spans.end(), remaining.spans.begin(),
+                             remaining.spans.end());
   }
-  if (!kept_ranges.empty()) {
-    writer->SetFileTags({{RangesTagKey(app_id), RangesToTag(kept_ranges)}});
-  }
+  delta::NullableStringMap kept_tags;
+  SetTag(&kept_tags, RangesTagKey(app_id), kept_record.ranges);
+  SetTag(&kept_tags, SpansTagKey(app_id), kept_record.spans);
+  if (!kept_tags.empty()) writer->SetFileTags(kept_tags);
   writer->StageRemoves(std::move(removes), std::move(read));
   writer->StageAdds(std::move(retagged));
   writer->AddOperationMetrics({{"numDeletedRows", std::to_string(staged.rows_removed)}});
-  for (const auto& [network, network_ranges] : state.ranges) {
+  std::set<std::string> networks;
+  for (const auto* lists : {&state.ranges, &state.spans}) {
+    for (const auto& [network, list] : *lists) networks.insert(network);
+  }
+  for (const auto& network : networks) {
     const amp::BlockRange* newest = nullptr;
-    for (const auto& range : network_ranges) {
-      if (!invalid(range) && (newest == nullptr || range.end > newest->end))
-        newest = &range;
+    const std::vector<amp::BlockRange> recorded = state.Recorded(network);
+    for (const auto& range : recorded) {
+      if (valid(range) && (newest == nullptr || range.end > newest->end)) newest = &range;
     }
     if (newest != nullptr) staged.surviving.push_back(*newest);
   }

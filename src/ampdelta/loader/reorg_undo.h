@@ -19,10 +19,22 @@
 
 namespace ampdelta::loader {
 
-/// \brief Return the batch ids of the recorded microbatches a reorg invalidates: every
-/// recorded range of a fork's network that ends at or after the fork's first block.
-std::set<std::string> InvalidatedBatchIds(
-    const StreamState& state, const std::vector<amp::BlockRange>& invalidated);
+/// \brief What a reorg invalidates of a stream's records: every recorded range or span of
+/// a fork's network that ends at or after the fork's first block.
+struct Invalidation {
+  /// The batch ids of the invalidated microbatch ranges (rows found by `_amp_batch_id`).
+  std::set<std::string> batch_ids;
+  /// The invalidated spans (rows found by block number; all of a span goes).
+  std::vector<amp::BlockRange> spans;
+
+  bool empty() const { return batch_ids.empty() && spans.empty(); }
+  /// \brief Return true when `range` (a recorded range or span) is invalidated.
+  bool Covers(const amp::BlockRange& range) const;
+};
+
+/// \brief Return what the forks `invalidated` invalidate of `state`.
+Invalidation Invalidate(const StreamState& state,
+                        const std::vector<amp::BlockRange>& invalidated);
 
 /// \brief What StageUndo staged.
 struct UndoStaged {
@@ -36,17 +48,19 @@ struct UndoStaged {
   std::vector<amp::BlockRange> surviving;
 };
 
-/// \brief Stage in `writer` (an append opened on `snapshot`) the undo of the microbatches
-/// `ids`: a file holding their rows is removed, and rewritten with its other rows and
-/// their ranges as tags; a file whose tags name them but that holds none of their rows
-/// (its commit group's tags are a superset) is only re-tagged.
+/// \brief Stage in `writer` (an append opened on `snapshot`) the undo of `undo`: a file
+/// holding rows of its microbatches (by `_amp_batch_id`) or of its spans (by
+/// `block_column`) is removed, and rewritten with its other rows and their ranges and
+/// spans as tags; a file whose tags name them but that holds none of their rows (its
+/// commit group's tags are a superset) is only re-tagged.
 ///
 /// \return what was staged; ErrorCode::kInvalidInput when the table has no
-///   `_amp_batch_id` column to find the rows by
+///   `_amp_batch_id` column, or (for spans) no block column, to find the rows by
 arrow::Result<UndoStaged> StageUndo(const delta::Snapshot& snapshot,
                                     const std::string& app_id, const StreamState& state,
                                     const std::vector<amp::BlockRange>& invalidated,
-                                    const std::set<std::string>& ids,
+                                    const Invalidation& undo,
+                                    const std::string& block_column,
                                     delta::TableWriter* writer);
 
 }  // namespace ampdelta::loader

@@ -123,7 +123,7 @@ class StreamLoad {
 
   // No progress, no takeover and no backfill of this query in the table.
   bool StartsFromScratch() const {
-    if (!state_.ranges.empty() || !state_.takeover_blocks.empty()) return false;
+    if (state_.HasRecords() || !state_.takeover_blocks.empty()) return false;
     return snapshot_ == nullptr || ReadBackfillState(*snapshot_, app_id_).loaded.empty();
   }
 
@@ -132,7 +132,7 @@ class StreamLoad {
   arrow::Status TakeOverIfForeign() {
     // A stream with progress in the table resumes from it; one without (new, or whose
     // files another writer replaced) must not load the other writer's rows again.
-    if (!config_.state.enabled || snapshot_ == nullptr || !state_.ranges.empty()) {
+    if (!config_.state.enabled || snapshot_ == nullptr || state_.HasRecords()) {
       return arrow::Status::OK();
     }
     const int64_t foreign = ForeignRows(*snapshot_);
@@ -266,7 +266,12 @@ class StreamLoad {
         return state_.backfill_handoffs.count(seed.network) != 0;
       });
       interpreter.SeedCompleted(seeds);
-      for (const auto& [network, ranges] : state_.ranges) {
+      std::set<std::string> networks;
+      for (const auto* lists : {&state_.ranges, &state_.spans}) {
+        for (const auto& [network, list] : *lists) networks.insert(network);
+      }
+      for (const auto& network : networks) {
+        const std::vector<amp::BlockRange> ranges = state_.Recorded(network);
         const size_t skip = ranges.size() > kSeedRanges ? ranges.size() - kSeedRanges : 0;
         interpreter.SeedCompleted(
             {ranges.begin() + static_cast<std::ptrdiff_t>(skip), ranges.end()});
@@ -325,10 +330,11 @@ class StreamLoad {
         // stream's own cursor asked for it again.
         if (options_.with_reorg_detection || TouchesTakeoverSeed(event.invalidated)) {
           ARROW_RETURN_NOT_OK(CommitIfIdle());
-          ARROW_RETURN_NOT_OK(Undo(event.invalidated));
+          ARROW_ASSIGN_OR_RAISE(const bool undid_below_fork, Undo(event.invalidated));
           // After a partial reorg the rows before the fork in the straddling range are
-          // not re-sent: resume from what the table now holds.
-          if (event.partial_reorg) return Outcome::kReconnect;
+          // not re-sent, nor are those of a span the undo removed: resume from what the
+          // table now holds.
+          if (event.partial_reorg || undid_below_fork) return Outcome::kReconnect;
         } else if (event.partial_reorg) {
           // Nothing is undone: go on with what arrives. The interpreter gave up the
           // straddling range, so restart it at the fork's parent and read this message
@@ -543,7 +549,7 @@ class StreamLoad {
     // its tag): if a concurrent commit takes any back (a restore), the stream must resume
     // from the table, not go on past a hole. They are collected only if someone else
     // committed meanwhile.
-    if (snapshot_ != nullptr) writer->WatchRemovals({}, RangesTagKey(app_id_));
+    if (snapshot_ != nullptr) writer->WatchRemovals({}, RecordTagKeys(app_id_));
     auto written = writer->Commit();
     if (!written.ok()) {
       if (HasSubcode(written.status(), delta::kConcurrentApp)) {
@@ -619,7 +625,9 @@ class StreamLoad {
   }
 
   // Remove the rows of every recorded microbatch a reorg invalidates, in one commit.
-  arrow::Status Undo(const std::vector<amp::BlockRange>& invalidated) {
+  // Return true when that removed blocks before a fork (a span reaching it goes whole),
+  // which the server does not send again on this connection.
+  arrow::Result<bool> Undo(const std::vector<amp::BlockRange>& invalidated) {
     const auto start = Clock::now();
     const auto expected = state_.txn_version;
     const auto before = snapshot_;
@@ -635,7 +643,7 @@ class StreamLoad {
           .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
                                                     delta::kConcurrentApp));
     }
-    const std::set<std::string> ids = InvalidatedBatchIds(state_, invalidated);
+    const Invalidation undo = Invalidate(state_, invalidated);
     // Forks on a network taken over from another writer also reach its (untagged) rows.
     std::vector<amp::BlockRange> foreign_forks;
     for (const auto& fork : invalidated) {
@@ -648,9 +656,9 @@ class StreamLoad {
     for (const auto& fork : invalidated) {
       reorg.invalidation_ranges.push_back({fork.network, fork.start, fork.end});
     }
-    if ((ids.empty() && foreign_forks.empty()) || snapshot_ == nullptr) {
+    if ((undo.empty() && foreign_forks.empty()) || snapshot_ == nullptr) {
       Report(reorg);  // nothing of it was committed
-      return arrow::Status::OK();
+      return false;
     }
     delta::TableWriteOptions write = write_;
     for (const auto& fork : foreign_forks) {
@@ -667,8 +675,9 @@ class StreamLoad {
         {"predicate", "[\"reorg: " + RangesText(invalidated) + "\"]"}};
     ARROW_ASSIGN_OR_RAISE(auto writer,
                           delta::TableWriter::Open(store_, snapshot_->schema(), write));
-    ARROW_ASSIGN_OR_RAISE(UndoStaged staged, StageUndo(*snapshot_, app_id_, state_,
-                                                       invalidated, ids, writer.get()));
+    ARROW_ASSIGN_OR_RAISE(UndoStaged staged,
+                          StageUndo(*snapshot_, app_id_, state_, invalidated, undo,
+                                    options_.block_column, writer.get()));
     for (const auto& fork : foreign_forks) {
       ARROW_ASSIGN_OR_RAISE(
           const int64_t removed,
@@ -684,9 +693,12 @@ class StreamLoad {
     reorg.metadata["files_rewritten"] = std::to_string(staged.files_rewritten);
     rows_undone_ += staged.rows_removed;
     Report(reorg);
-    // state_.ranges is stale now; every reader of it (the next undo, a reconnect)
-    // refreshes.
-    return arrow::Status::OK();
+    // state_ is stale now; every reader of it (the next undo, a reconnect) refreshes.
+    return std::any_of(undo.spans.begin(), undo.spans.end(), [&](const auto& span) {
+      return std::any_of(invalidated.begin(), invalidated.end(), [&](const auto& fork) {
+        return fork.network == span.network && span.start < fork.start;
+      });
+    });
   }
 
   // Compact files that no reorg can reach any more, every so many commits.
@@ -700,19 +712,28 @@ class StreamLoad {
     delta::OptimizeOptions optimize;
     if (config_.file_size_hint) optimize.target_size = *config_.file_size_hint;
     optimize.files.codec = write_.files.codec;
-    optimize.eligible = [head, window,
-                         key = RangesTagKey(app_id_)](const delta::Add& file) {
+    optimize.eligible = [head, window, app_id = app_id_](const delta::Add& file) {
       if (!file.tags) return true;
-      auto tag = file.tags->find(key);
-      if (tag == file.tags->end() || !tag->second) return true;
-      auto ranges = RangesFromTag(*tag->second);
-      if (!ranges.ok()) return false;
-      for (const auto& range : *ranges) {
-        auto it = head.find(range.network);
-        if (it == head.end() || range.end + window > it->second) return false;
+      auto record = ReadFileRecord(file, app_id);
+      if (!record.ok()) return false;
+      for (const auto* list : {&record->ranges, &record->spans}) {
+        for (const auto& range : *list) {
+          auto it = head.find(range.network);
+          if (it == head.end() || range.end + window > it->second) return false;
+        }
       }
       return true;
     };
+    // Spans are undone by block number: only a table with the block column gets them.
+    const auto block_field =
+        snapshot_ == nullptr ? nullptr
+                             : snapshot_->schema()->GetFieldByName(options_.block_column);
+    if (block_field != nullptr && arrow::is_integer(block_field->type()->id())) {
+      optimize.merge_tags = [app_id =
+                                 app_id_](const std::vector<const delta::Add*>& files) {
+        return MergeStreamTags(files, app_id);
+      };
+    }
     auto compacted = delta::Optimize(store_, optimize);
     if (!compacted.ok()) {
       AMPDELTA_LOG_WARN("stream compaction failed (the stream goes on): ",

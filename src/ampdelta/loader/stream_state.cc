@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/txn/transaction.h"
+#include "ampdelta/delta/write/file_tags.h"
 #include "ampdelta/loader/backfill_state.h"
 #include "ampdelta/loader/takeover.h"
 #include "ampdelta/util/json_internal.h"
@@ -42,6 +43,93 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> AddBatchIdColumn(
 
 std::string RangesTagKey(const std::string& app_id) {
   return std::string(kRangesTag) + "." + app_id;
+}
+
+std::string SpansTagKey(const std::string& app_id) {
+  return std::string(kSpansTag) + "." + app_id;
+}
+
+std::set<std::string> RecordTagKeys(const std::string& app_id) {
+  return {RangesTagKey(app_id), SpansTagKey(app_id)};
+}
+
+namespace {
+
+bool ByPosition(const amp::BlockRange& a, const amp::BlockRange& b) {
+  return a.start != b.start ? a.start < b.start : a.end < b.end;
+}
+
+// Sort and deduplicate every network's list.
+void Normalise(std::map<std::string, std::vector<amp::BlockRange>>* lists) {
+  for (auto& [network, list] : *lists) {
+    std::sort(list.begin(), list.end(), ByPosition);
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+}
+
+arrow::Result<std::vector<amp::BlockRange>> ReadTag(
+    const std::optional<delta::NullableStringMap>& tags, const std::string& key) {
+  if (!tags) return std::vector<amp::BlockRange>{};
+  auto tag = tags->find(key);
+  if (tag == tags->end() || !tag->second) return std::vector<amp::BlockRange>{};
+  return RangesFromTag(*tag->second);
+}
+
+}  // namespace
+
+arrow::Result<FileRecord> ReadFileRecord(const delta::Add& file,
+                                         const std::string& app_id) {
+  FileRecord record;
+  ARROW_ASSIGN_OR_RAISE(record.ranges, ReadTag(file.tags, RangesTagKey(app_id)));
+  ARROW_ASSIGN_OR_RAISE(record.spans, ReadTag(file.tags, SpansTagKey(app_id)));
+  return record;
+}
+
+std::vector<amp::BlockRange> CoalesceRanges(std::vector<amp::BlockRange> ranges,
+                                            uint64_t max_blocks) {
+  std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) {
+    return a.network != b.network ? a.network < b.network : ByPosition(a, b);
+  });
+  ranges.erase(std::unique(ranges.begin(), ranges.end()), ranges.end());
+  std::vector<amp::BlockRange> out;
+  for (auto& range : ranges) {
+    if (!out.empty()) {
+      amp::BlockRange& span = out.back();
+      const bool follows = span.network == range.network && span.end != UINT64_MAX &&
+                           range.start == span.end + 1;
+      const bool linked =
+          span.hash.empty() || range.prev_hash.empty() || range.prev_hash == span.hash;
+      if (follows && linked && range.end - span.start < max_blocks) {
+        span.end = range.end;
+        span.hash = std::move(range.hash);
+        span.timestamp = range.timestamp;
+        continue;
+      }
+    }
+    out.push_back(std::move(range));
+  }
+  return out;
+}
+
+arrow::Result<std::optional<delta::NullableStringMap>> MergeStreamTags(
+    const std::vector<const delta::Add*>& files, const std::string& app_id) {
+  std::optional<delta::NullableStringMap> merged = delta::MergeFileTags(files);
+  std::vector<amp::BlockRange> recorded;
+  std::set<std::string> networks;
+  for (const delta::Add* file : files) {
+    ARROW_ASSIGN_OR_RAISE(FileRecord record, ReadFileRecord(*file, app_id));
+    for (auto* list : {&record.ranges, &record.spans}) {
+      for (auto& range : *list) {
+        networks.insert(range.network);
+        recorded.push_back(std::move(range));
+      }
+    }
+  }
+  // Several networks' rows cannot be told apart by block number: keep the union.
+  if (recorded.empty() || networks.size() > 1 || !merged) return merged;
+  merged->erase(RangesTagKey(app_id));
+  (*merged)[SpansTagKey(app_id)] = RangesToTag(CoalesceRanges(std::move(recorded)));
+  return merged;
 }
 
 std::string RangesToTag(const std::vector<amp::BlockRange>& ranges) {
@@ -79,8 +167,7 @@ std::string StreamAppId(const std::string& sql) {
 std::vector<amp::BlockRange> StreamState::TakeoverSeeds() const {
   std::vector<amp::BlockRange> seeds;
   for (const auto& [network, block] : takeover_blocks) {
-    auto recorded = ranges.find(network);
-    if (block == 0 || (recorded != ranges.end() && !recorded->second.empty())) continue;
+    if (block == 0 || !Recorded(network).empty()) continue;
     amp::BlockRange seed;
     seed.network = network;
     seed.start = seed.end = backfill_handoffs.count(network) != 0 ? block : block - 1;
@@ -90,17 +177,39 @@ std::vector<amp::BlockRange> StreamState::TakeoverSeeds() const {
   return seeds;
 }
 
+std::optional<uint64_t> StreamState::FirstRecordedBlock(
+    const std::string& network) const {
+  const std::vector<amp::BlockRange> recorded = Recorded(network);
+  if (recorded.empty()) return std::nullopt;
+  return recorded.front().start;
+}
+
+std::vector<amp::BlockRange> StreamState::Recorded(const std::string& network) const {
+  std::vector<amp::BlockRange> out;
+  for (const auto* lists : {&ranges, &spans}) {
+    auto it = lists->find(network);
+    if (it != lists->end()) out.insert(out.end(), it->second.begin(), it->second.end());
+  }
+  std::sort(out.begin(), out.end(), ByPosition);
+  return out;
+}
+
 amp::Cursor StreamState::ResumeCursor() const {
   amp::Cursor cursor;
   for (const auto& seed : TakeoverSeeds()) {
     cursor[seed.network] = amp::CursorEntry{seed.end, seed.hash};
   }
-  for (const auto& [network, list] : ranges) {
-    if (list.empty()) continue;
-    const auto newest =
-        std::max_element(list.begin(), list.end(),
-                         [](const auto& a, const auto& b) { return a.end < b.end; });
-    cursor[network] = amp::CursorEntry{newest->end, newest->hash};
+  std::map<std::string, const amp::BlockRange*> newest;
+  for (const auto* lists : {&ranges, &spans}) {
+    for (const auto& [network, list] : *lists) {
+      for (const auto& range : list) {
+        const amp::BlockRange*& best = newest[network];
+        if (best == nullptr || range.end > best->end) best = &range;
+      }
+    }
+  }
+  for (const auto& [network, range] : newest) {
+    cursor[network] = amp::CursorEntry{range->end, range->hash};
   }
   return cursor;
 }
@@ -113,22 +222,19 @@ arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
   state.takeover_blocks = TakeoverBlocks(*snapshot, app_id);
   for (const auto& file : snapshot->files()) {
     if (!file.tags) continue;
-    auto tag = file.tags->find(RangesTagKey(app_id));
-    if (tag == file.tags->end() || !tag->second) continue;
-    ARROW_ASSIGN_OR_RAISE(auto ranges, RangesFromTag(*tag->second));
-    for (auto& range : ranges) state.ranges[range.network].push_back(std::move(range));
+    ARROW_ASSIGN_OR_RAISE(FileRecord record, ReadFileRecord(file, app_id));
+    for (auto& range : record.ranges) {
+      state.ranges[range.network].push_back(std::move(range));
+    }
+    for (auto& span : record.spans) state.spans[span.network].push_back(std::move(span));
   }
-  for (auto& [network, list] : state.ranges) {
-    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
-      return a.start != b.start ? a.start < b.start : a.end < b.end;
-    });
-    list.erase(std::unique(list.begin(), list.end()), list.end());
-  }
+  Normalise(&state.ranges);
+  Normalise(&state.spans);
   // Seeds matter only until a network records ranges of its own: read the backfill's
   // records only then (not on every commit of a running stream).
-  const bool seeding = std::any_of(
-      state.takeover_blocks.begin(), state.takeover_blocks.end(),
-      [&](const auto& entry) { return state.ranges.count(entry.first) == 0; });
+  const bool seeding =
+      std::any_of(state.takeover_blocks.begin(), state.takeover_blocks.end(),
+                  [&](const auto& entry) { return state.Recorded(entry.first).empty(); });
   if (seeding) {
     const BackfillState backfill = ReadBackfillState(*snapshot, app_id);
     for (const auto& [network, block] : state.takeover_blocks) {
@@ -145,12 +251,12 @@ arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
 arrow::Result<bool> FileReachesBlock(const delta::Add& file, const std::string& app_id,
                                      const std::string& network, uint64_t from) {
   if (!file.tags) return false;
-  auto tag = file.tags->find(RangesTagKey(app_id));
-  if (tag == file.tags->end() || !tag->second) return false;
-  ARROW_ASSIGN_OR_RAISE(auto ranges, RangesFromTag(*tag->second));
-  return std::any_of(ranges.begin(), ranges.end(), [&](const amp::BlockRange& range) {
+  ARROW_ASSIGN_OR_RAISE(FileRecord record, ReadFileRecord(file, app_id));
+  const auto reaches = [&](const amp::BlockRange& range) {
     return range.network == network && range.end >= from;
-  });
+  };
+  return std::any_of(record.ranges.begin(), record.ranges.end(), reaches) ||
+         std::any_of(record.spans.begin(), record.spans.end(), reaches);
 }
 
 arrow::Status CheckProgressKept(const delta::Snapshot* before,
@@ -158,7 +264,12 @@ arrow::Status CheckProgressKept(const delta::Snapshot* before,
   if (before == nullptr || after == nullptr || before->version() == after->version()) {
     return arrow::Status::OK();
   }
-  const std::string key = RangesTagKey(app_id);
+  const std::set<std::string> keys = RecordTagKeys(app_id);
+  const auto records = [&keys](const std::optional<delta::NullableStringMap>& tags) {
+    return tags && std::any_of(keys.begin(), keys.end(), [&](const std::string& key) {
+             return tags->count(key) != 0;
+           });
+  };
   std::set<std::string> live;
   for (const auto& file : after->files()) live.insert(after->FileKey(file.path));
   std::set<std::string> known;
@@ -170,8 +281,7 @@ arrow::Status CheckProgressKept(const delta::Snapshot* before,
     const std::string path = after->FileKey(remove.path);
     taken.insert(path);
     // A file this stream never saw (a compaction's output), removed with its ranges.
-    if (known.count(path) == 0 && remove.tags && remove.tags->count(key) != 0 &&
-        live.count(path) == 0) {
+    if (known.count(path) == 0 && records(remove.tags) && live.count(path) == 0) {
       return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError, "file ",
                        path,
                        " holding this stream's progress was removed by a later commit "
@@ -181,7 +291,7 @@ arrow::Status CheckProgressKept(const delta::Snapshot* before,
     }
   }
   for (const auto& file : before->files()) {
-    if (!file.tags || file.tags->count(key) == 0) continue;
+    if (!records(file.tags)) continue;
     const std::string path = before->FileKey(file.path);
     if (live.count(path) == 0 && taken.count(path) != 0) {
       return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError, "file ",

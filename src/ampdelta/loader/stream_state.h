@@ -4,7 +4,9 @@
 /// \brief A streaming load's state, kept in the Delta table itself (docs/streaming.md):
 /// a `txn` action per stream (its app id and a commit counter) and, on every data file,
 /// the block ranges of the microbatches whose rows it may hold (`add.tags`, a JSON array:
-/// a superset, merged as a set by compaction and rewrites). Rows carry `_amp_batch_id`.
+/// a superset, merged as a set by rewrites). Rows carry `_amp_batch_id`. The stream's own
+/// compaction coalesces the ranges of the files it merges into spans (a second tag), so
+/// what a file records stays small however many microbatches it holds.
 
 #include <cstdint>
 #include <map>
@@ -29,8 +31,47 @@ inline constexpr const char* kBatchIdColumn = "_amp_batch_id";
 /// or undo each other's ranges.
 inline constexpr const char* kRangesTag = "ampdelta.blockRanges";
 
+/// The prefix of the `add.tags` key holding a compacted file's block spans: runs of
+/// consecutive microbatch ranges coalesced into one range (first start, last end and
+/// hash, first prev_hash) of at most kMaxSpanBlocks blocks. A span's rows are found by
+/// block number, not by `_amp_batch_id` (its id names no microbatch).
+inline constexpr const char* kSpansTag = "ampdelta.blockSpans";
+/// The most blocks a span covers: a reorg into a span undoes (and reloads) all of it.
+inline constexpr uint64_t kMaxSpanBlocks = 10'000;
+
 /// \brief The tag key of one stream's block ranges.
 std::string RangesTagKey(const std::string& app_id);
+/// \brief The tag key of one stream's block spans.
+std::string SpansTagKey(const std::string& app_id);
+/// \brief Both tag keys of one stream (a file holding either records its progress).
+std::set<std::string> RecordTagKeys(const std::string& app_id);
+
+/// \brief What one file records of a stream.
+struct FileRecord {
+  /// Microbatch ranges (rows found by `_amp_batch_id`).
+  std::vector<amp::BlockRange> ranges;
+  /// Coalesced spans (rows found by block number).
+  std::vector<amp::BlockRange> spans;
+
+  bool empty() const { return ranges.empty() && spans.empty(); }
+};
+
+/// \brief Read both of a stream's tags of `file`. Errors: kCorruptLog (a malformed tag).
+arrow::Result<FileRecord> ReadFileRecord(const delta::Add& file,
+                                         const std::string& app_id);
+
+/// \brief Return `ranges` coalesced: per network in block order, duplicates dropped, a
+/// range that starts right after the previous one (and whose prev_hash is its hash, when
+/// both are known) joins it while the span stays within `max_blocks`.
+std::vector<amp::BlockRange> CoalesceRanges(std::vector<amp::BlockRange> ranges,
+                                            uint64_t max_blocks = kMaxSpanBlocks);
+
+/// \brief The tags of a file a stream's compaction makes from `files`: every tag merged
+/// as delta::MergeFileTags does, then the stream's ranges and spans coalesced into spans
+/// when they are all of one network (rows of one network are found by block number).
+/// Errors: kCorruptLog (a malformed tag).
+arrow::Result<std::optional<delta::NullableStringMap>> MergeStreamTags(
+    const std::vector<const delta::Add*>& files, const std::string& app_id);
 
 /// \brief The Python SDK's id of one block range (amp-protocol.md §3.6): 16 hex digits of
 /// sha256("{network}:{start}:{end}:{end_hash}:{prev_hash}"); without a hash, end_hash is
@@ -74,8 +115,18 @@ struct StreamState {
   /// number.
   std::vector<amp::BlockRange> TakeoverSeeds() const;
 
-  /// \brief Return the cursor after the newest recorded range of every network (or its
-  /// takeover seed).
+  /// Every span recorded on a live file, per network, sorted by start, deduplicated.
+  std::map<std::string, std::vector<amp::BlockRange>> spans;
+
+  /// \brief Return true when a live file records a range or span of the stream.
+  bool HasRecords() const { return !ranges.empty() || !spans.empty(); }
+  /// \brief Return the first block recorded on `network`, if any.
+  std::optional<uint64_t> FirstRecordedBlock(const std::string& network) const;
+  /// \brief Return the ranges and spans of `network` in block order.
+  std::vector<amp::BlockRange> Recorded(const std::string& network) const;
+
+  /// \brief Return the cursor after the newest recorded range or span of every network
+  /// (or its takeover seed).
   amp::Cursor ResumeCursor() const;
 };
 
@@ -83,9 +134,9 @@ struct StreamState {
 arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
                                            const std::string& app_id);
 
-/// \brief Return true when one of `file`'s recorded ranges (of stream `app_id`) is on
-/// `network` and ends at or after `from` (its rows may be invalidated by a reorg from
-/// `from`).
+/// \brief Return true when one of `file`'s recorded ranges or spans (of stream `app_id`)
+/// is on `network` and ends at or after `from` (its rows may be invalidated by a reorg
+/// from `from`).
 arrow::Result<bool> FileReachesBlock(const delta::Add& file, const std::string& app_id,
                                      const std::string& network, uint64_t from);
 

@@ -87,7 +87,7 @@ bool IsForeignFile(const delta::Add& file, const std::string& except_tag) {
   if (delta::StatsNumRecords(file) == std::optional<int64_t>(0)) return false;
   if (!file.tags) return true;
   for (const auto& [key, value] : *file.tags) {
-    if (key.rfind(kRangesTag, 0) == 0) return false;
+    if (key.rfind(kRangesTag, 0) == 0 || key.rfind(kSpansTag, 0) == 0) return false;
     if (!except_tag.empty() && key == except_tag) return false;
   }
   return true;

@@ -73,7 +73,7 @@ TEST(ConflictCheckerTest, EachWinningActionAgainstOurReadAndWriteSets) {
   Watch watch_a;
   watch_a.keys = {"a"};
   Watch watch_tag;
-  watch_tag.tag_key = kTag;
+  watch_tag.tag_keys = {kTag};
   WriteSet domain_d;
   domain_d.domains = {"d"};
   const auto kWS = IsolationLevel::kWriteSerializable;

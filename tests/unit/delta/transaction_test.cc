@@ -139,7 +139,7 @@ TEST_F(TransactionTest, ConcurrentAddOfAFileWithTheWatchedTagIsARollback) {
   ASSERT_OK(restore.Commit().status());
   Transaction ours(store_, read);
   ours.SetAppTransaction({"stream-1", 2, {}});
-  ours.WatchRemovals({}, "ranges.stream-1");
+  ours.WatchRemovals({}, {"ranges.stream-1"});
   ours.AddFiles({FileAdd("b.parquet")});
   auto committed = ours.Commit();
   ASSERT_THAT(committed, testing::HasErrorCode(ErrorCode::kCommitConflict));
@@ -163,7 +163,7 @@ TEST_F(TransactionTest, UntaggedRemoveOfAWatchedTagsFileIsARollback) {
   other.RemoveFiles({untagged});
   ASSERT_OK(other.Commit().status());
   Transaction ours(store_, read);
-  ours.WatchRemovals({}, "ranges.stream-1");
+  ours.WatchRemovals({}, {"ranges.stream-1"});
   ours.AddFiles({FileAdd("b.parquet")});
   auto committed = ours.Commit();
   ASSERT_THAT(committed, testing::HasErrorCode(ErrorCode::kCommitConflict));

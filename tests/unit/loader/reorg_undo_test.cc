@@ -31,8 +31,11 @@ amp::BlockRange Range(uint64_t start, uint64_t end) {
 // group's).
 class ReorgUndoTest : public ::testing::Test {
  protected:
+  // With `as_spans`, the ranges are recorded as one file's coalesced spans (what the
+  // stream's compaction leaves) instead of microbatch ranges.
   void Commit(const std::vector<amp::BlockRange>& ranges,
-              std::optional<std::vector<amp::BlockRange>> tagged = std::nullopt) {
+              std::optional<std::vector<amp::BlockRange>> tagged = std::nullopt,
+              bool as_spans = false) {
     arrow::Int64Builder numbers;
     arrow::StringBuilder ids;
     for (const auto& range : ranges) {
@@ -47,7 +50,9 @@ class ReorgUndoTest : public ::testing::Test {
     auto batch =
         arrow::RecordBatch::Make(schema, rows, {*numbers.Finish(), *ids.Finish()});
     ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store_, schema, {}));
-    writer->SetFileTags({{RangesTagKey(kApp), RangesToTag(tagged.value_or(ranges))}});
+    writer->SetFileTags(
+        {{as_spans ? SpansTagKey(kApp) : RangesTagKey(kApp),
+          RangesToTag(as_spans ? CoalesceRanges(ranges) : tagged.value_or(ranges))}});
     ASSERT_OK(writer->Write(batch));
     ASSERT_OK(writer->Commit().status());
   }
@@ -72,11 +77,12 @@ class ReorgUndoTest : public ::testing::Test {
   UndoStaged Undo(const std::vector<amp::BlockRange>& invalidated) {
     auto snapshot = Snapshot();
     auto state = *ReadStreamState(snapshot.get(), kApp);
-    const auto ids = InvalidatedBatchIds(state, invalidated);
+    const auto undo = Invalidate(state, invalidated);
     delta::TableWriteOptions options;
     options.read_snapshot = snapshot;
     auto writer = *delta::TableWriter::Open(store_, snapshot->schema(), options);
-    auto staged = StageUndo(*snapshot, kApp, state, invalidated, ids, writer.get());
+    auto staged =
+        StageUndo(*snapshot, kApp, state, invalidated, undo, "block_num", writer.get());
     EXPECT_OK(staged.status());
     EXPECT_OK(writer->Commit().status());
     return staged.ok() ? *staged : UndoStaged{};
@@ -89,7 +95,7 @@ TEST_F(ReorgUndoTest, TheMicrobatchesFromTheForkOnAreRemovedAndTheRestKeepTheirT
   Commit({Range(0, 4), Range(5, 9)});
   Commit({Range(10, 14), Range(15, 19)});
   StreamState before = *ReadStreamState(Snapshot().get(), kApp);
-  EXPECT_EQ(InvalidatedBatchIds(before, {Range(12, 12)}),
+  EXPECT_EQ(Invalidate(before, {Range(12, 12)}).batch_ids,
             (std::set<std::string>{BatchId(Range(10, 14)), BatchId(Range(15, 19))}));
   const UndoStaged staged = Undo({Range(7, 7)});  // forks inside 5..9
   EXPECT_EQ(staged.rows_removed, 15);
@@ -120,6 +126,79 @@ TEST_F(ReorgUndoTest,
   EXPECT_EQ(after.ranges["mainnet"], (std::vector<amp::BlockRange>{Range(0, 9)}));
 }
 
+TEST_F(ReorgUndoTest, AReorgIntoACompactedSpanRemovesTheSpansRowsByBlockNumber) {
+  // 0..29 compacted into one file recording the span 0..29 (its rows keep the batch ids
+  // of their microbatches, which the span's id is not), then two microbatch files.
+  Commit({Range(0, 9), Range(10, 19), Range(20, 29)}, std::nullopt, /*as_spans=*/true);
+  Commit({Range(30, 34)});
+  Commit({Range(35, 39)});
+  StreamState before = *ReadStreamState(Snapshot().get(), kApp);
+  ASSERT_EQ(before.spans["mainnet"].size(), 1u);
+  const Invalidation undo = Invalidate(before, {Range(25, 25)});
+  EXPECT_EQ(undo.spans.size(), 1u);
+  EXPECT_EQ(undo.batch_ids.size(), 2u);
+  const UndoStaged staged = Undo({Range(25, 25)});  // a fork inside the span
+  EXPECT_EQ(staged.rows_removed, 40);  // all of the span goes, and what followed it
+  EXPECT_EQ(staged.files_touched, 3);
+  EXPECT_TRUE(Blocks().empty());
+  EXPECT_TRUE(staged.surviving.empty());
+  EXPECT_FALSE(ReadStreamState(Snapshot().get(), kApp)->HasRecords());
+}
+
+TEST_F(ReorgUndoTest, ASpanBeforeTheForkStaysWithItsRowsAndIsTheResumePoint) {
+  Commit({Range(0, 9), Range(10, 19)}, std::nullopt, /*as_spans=*/true);
+  Commit({Range(20, 29)}, std::nullopt, /*as_spans=*/true);
+  Commit({Range(30, 34)});
+  const UndoStaged staged = Undo({Range(32, 32)});
+  EXPECT_EQ(staged.rows_removed, 5);
+  ASSERT_EQ(staged.surviving.size(), 1u);
+  EXPECT_EQ(staged.surviving[0].end, 29u);
+  EXPECT_EQ(Blocks().size(), 30u);
+  StreamState after = *ReadStreamState(Snapshot().get(), kApp);
+  EXPECT_TRUE(after.ranges.empty());
+  EXPECT_EQ(after.spans["mainnet"].size(), 2u);
+  EXPECT_EQ(after.ResumeCursor().at("mainnet").number, 29u);
+}
+
+TEST_F(ReorgUndoTest, AFileHoldingASpanAndAnInvalidatedRangeKeepsTheSpanAndItsRows) {
+  // One file records the span 0..19 and the microbatch 20..29 (as an undo's rewrite of
+  // files holding both leaves them).
+  arrow::Int64Builder numbers;
+  arrow::StringBuilder ids;
+  for (int64_t block = 0; block < 30; ++block) {
+    ASSERT_OK(numbers.Append(block));
+    ASSERT_OK(ids.Append(block < 20 ? "old" : BatchId(Range(20, 29))));
+  }
+  auto schema = arrow::schema({arrow::field("block_num", arrow::int64()),
+                               arrow::field(kBatchIdColumn, arrow::utf8())});
+  auto batch = arrow::RecordBatch::Make(schema, 30, {*numbers.Finish(), *ids.Finish()});
+  ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store_, schema, {}));
+  writer->SetFileTags({{SpansTagKey(kApp), RangesToTag({Range(0, 19)})},
+                       {RangesTagKey(kApp), RangesToTag({Range(20, 29)})}});
+  ASSERT_OK(writer->Write(batch));
+  ASSERT_OK(writer->Commit().status());
+  const UndoStaged staged = Undo({Range(25, 25)});
+  EXPECT_EQ(staged.rows_removed, 10);
+  EXPECT_EQ(staged.files_rewritten, 1);
+  EXPECT_EQ(Blocks().size(), 20u);
+  EXPECT_EQ(Blocks().back(), 19);
+  StreamState after = *ReadStreamState(Snapshot().get(), kApp);
+  EXPECT_TRUE(after.ranges.empty());
+  EXPECT_EQ(after.spans["mainnet"], (std::vector<amp::BlockRange>{Range(0, 19)}));
+}
+
+TEST_F(ReorgUndoTest, AReorgIntoASpanWithoutTheBlockColumnIsRefused) {
+  Commit({Range(0, 9)}, std::nullopt, /*as_spans=*/true);
+  auto snapshot = Snapshot();
+  auto state = *ReadStreamState(snapshot.get(), kApp);
+  delta::TableWriteOptions options;
+  options.read_snapshot = snapshot;
+  auto undo = *delta::TableWriter::Open(store_, snapshot->schema(), options);
+  EXPECT_THAT(StageUndo(*snapshot, kApp, state, {Range(5, 5)},
+                        Invalidate(state, {Range(5, 5)}), "no_such_column", undo.get()),
+              testing::StatusHasMessage("no integer block column 'no_such_column'"));
+}
+
 TEST_F(ReorgUndoTest, WithoutTheBatchIdColumnTheUndoIsRefused) {
   auto schema = arrow::schema({arrow::field("block_num", arrow::int64())});
   arrow::Int64Builder numbers;
@@ -135,7 +214,7 @@ TEST_F(ReorgUndoTest, WithoutTheBatchIdColumnTheUndoIsRefused) {
   options.read_snapshot = snapshot;
   auto undo = *delta::TableWriter::Open(store_, snapshot->schema(), options);
   EXPECT_THAT(StageUndo(*snapshot, kApp, state, {Range(5, 5)},
-                        InvalidatedBatchIds(state, {Range(5, 5)}), undo.get()),
+                        Invalidate(state, {Range(5, 5)}), "block_num", undo.get()),
               testing::HasErrorCode(ErrorCode::kInvalidInput));
 }
 

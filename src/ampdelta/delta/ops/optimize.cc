@@ -96,7 +96,12 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
         removes.push_back(RemoveFor(*file, /*data_change=*/false));
         read.push_back(snapshot->FileKey(file->path));
       }
-      const auto tags = MergeFileTags(bin);
+      std::optional<NullableStringMap> tags;
+      if (options.merge_tags) {
+        ARROW_ASSIGN_OR_RAISE(tags, options.merge_tags(bin));
+      } else {
+        tags = MergeFileTags(bin);
+      }
       if (writer->rows_written() == 0 && tags && !tags->empty()) {
         // Only 0-row files (what a delete leaves to hold a stream's ranges): one keeps
         // them.

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <arrow/result.h>
 
@@ -22,6 +23,11 @@ struct OptimizeOptions {
   /// Only files this accepts are compacted (e.g. a stream's finalised files); all when
   /// unset.
   std::function<bool(const Add&)> eligible;
+  /// The tags of a file made from a bin of files (e.g. a stream coalescing the block
+  /// ranges it records); MergeFileTags (file_tags.h) when unset.
+  std::function<arrow::Result<std::optional<NullableStringMap>>(
+      const std::vector<const Add*>&)>
+      merge_tags;
   DataFileOptions files;
   CommitOptions commit;
 };
@@ -38,7 +44,7 @@ struct OptimizeResult {
 /// \brief Bin-pack the small files of each partition into files of about the target size,
 /// in one commit whose actions have dataChange = false: readers see the same rows, and
 /// concurrent appends never conflict with it. Deletion vectors are applied while
-/// rewriting; the new files' tags are merged from the old ones (file_tags.h).
+/// rewriting; the new files' tags are merged from the old ones (options.merge_tags).
 arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> store,
                                        const OptimizeOptions& options = {});
 

@@ -35,14 +35,12 @@ arrow::Result<Rebase> CheckWinner(const std::vector<Action>& winner, Version ver
         const auto* txn = std::get_if<SetTransaction>(&action);
         return txn != nullptr && txn->app_id == *write.app_id;
       });
-  if ((!watch.keys.empty() || !watch.tag_key.empty()) && !same_app) {
+  if ((!watch.keys.empty() || !watch.tag_keys.empty()) && !same_app) {
     for (const auto& action : winner) {
       const auto* remove = std::get_if<Remove>(&action);
       if (remove == nullptr || !remove->data_change) continue;
       const std::string key = DecodeLogPath(remove->path);
-      const bool tagged = !watch.tag_key.empty() && remove->tags &&
-                          remove->tags->count(watch.tag_key) != 0;
-      if (watch.keys.count(key) != 0 || tagged) {
+      if (watch.keys.count(key) != 0 || watch.Tagged(remove->tags)) {
         return CommitConflictError(
                    "concurrent commit ", version, " removed file ", key,
                    " that this transaction builds on (a restore or delete took it back)")
@@ -54,10 +52,7 @@ arrow::Result<Rebase> CheckWinner(const std::vector<Action>& winner, Version ver
     // back progress taken earlier): what the table records moved, so resume from it.
     for (const auto& action : winner) {
       const auto* add = std::get_if<Add>(&action);
-      if (add == nullptr || !add->data_change || watch.tag_key.empty() || !add->tags ||
-          add->tags->count(watch.tag_key) == 0) {
-        continue;
-      }
+      if (add == nullptr || !add->data_change || !watch.Tagged(add->tags)) continue;
       return CommitConflictError(
                  "concurrent commit ", version, " added file ", DecodeLogPath(add->path),
                  " recording progress of this transaction's application (a restore "

@@ -72,8 +72,17 @@ struct WriteSet {
 struct Watch {
   /// Table-relative keys of watched files.
   std::set<std::string> keys;
-  /// Files whose removes or data-change adds carry this tag are watched too.
-  std::string tag_key;
+  /// Files whose removes or data-change adds carry one of these tags are watched too.
+  std::set<std::string> tag_keys;
+
+  /// \brief Return true when `tags` holds one of tag_keys.
+  bool Tagged(const std::optional<NullableStringMap>& tags) const {
+    if (!tags) return false;
+    for (const auto& key : tag_keys) {
+      if (tags->count(key) != 0) return true;
+    }
+    return false;
+  }
 };
 
 /// \brief How a whole-table replacement rebases over a winner it does not conflict with.

@@ -137,13 +137,12 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner,
   for (const auto& domain : domains_) write.domains.insert(domain.domain);
   if (txn_) write.app_id = txn_->app_id;
   write.replace_whole_table = replace_whole_table_;
-  // The read snapshot's files carrying the watched tag are watched too (removes by other
+  // The read snapshot's files carrying a watched tag are watched too (removes by other
   // engines may drop tags); collected on the conflict path, not on every commit.
-  if (!watch_.tag_key.empty() && read_snapshot_ && !watched_tagged_files_) {
+  if (!watch_.tag_keys.empty() && read_snapshot_ && !watched_tagged_files_) {
     for (const auto& file : read_snapshot_->files()) {
-      if (file.tags && file.tags->count(watch_.tag_key) != 0) {
+      if (watch_.Tagged(file.tags))
         watch_.keys.insert(read_snapshot_->FileKey(file.path));
-      }
     }
     watched_tagged_files_ = true;
   }

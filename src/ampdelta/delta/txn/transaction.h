@@ -111,13 +111,13 @@ class Transaction {
   void SetDataChange(bool data_change) { data_change_ = data_change; }
   /// \brief Fail with kCommitConflict, subcode kRolledBack, when a concurrent commit
   /// removed as a data change one of these files (table-relative keys), a file of the
-  /// read snapshot tagged `tag_key`, or any file whose remove carries that tag, or added
-  /// as a data change a file with that tag: whatever this transaction built on them (a
+  /// read snapshot with one of `tag_keys`, or any file whose remove carries one, or added
+  /// as a data change a file with one: whatever this transaction built on them (a
   /// stream's progress) was taken back or changed, e.g. by a RESTORE. A winner with a
   /// `txn` of this transaction's application is reported as kConcurrentApp instead.
-  void WatchRemovals(std::set<std::string> keys, std::string tag_key = {}) {
+  void WatchRemovals(std::set<std::string> keys, std::set<std::string> tag_keys = {}) {
     watch_.keys = std::move(keys);
-    watch_.tag_key = std::move(tag_key);
+    watch_.tag_keys = std::move(tag_keys);
   }
 
   /// \brief Commit.

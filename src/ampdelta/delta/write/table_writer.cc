@@ -79,7 +79,7 @@ class TableWriter::Impl {
   std::shared_ptr<WriteLease> lease;
   std::shared_ptr<WriteLease> owned_lease;
   std::set<std::string> watched;
-  std::string watched_tag;
+  std::set<std::string> watched_tags;
   bool skipped = false;
   bool done = false;
   bool committed = false;
@@ -209,9 +209,10 @@ void TableWriter::StageAdds(std::vector<Add> files) {
   for (auto& file : files) impl_->staged_adds.push_back(std::move(file));
 }
 
-void TableWriter::WatchRemovals(std::set<std::string> keys, std::string tag_key) {
+void TableWriter::WatchRemovals(std::set<std::string> keys,
+                                std::set<std::string> tag_keys) {
   impl_->watched = std::move(keys);
-  impl_->watched_tag = std::move(tag_key);
+  impl_->watched_tags = std::move(tag_keys);
 }
 
 void TableWriter::AddOperationMetrics(const std::map<std::string, std::string>& metrics) {
@@ -245,7 +246,7 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   if (impl_->new_metadata) txn.SetMetadata(*impl_->new_metadata);
   std::vector<Remove> removes = std::move(impl_->staged_removes);
   txn.ReadFiles(impl_->read_keys);
-  txn.WatchRemovals(std::move(impl_->watched), std::move(impl_->watched_tag));
+  txn.WatchRemovals(std::move(impl_->watched), std::move(impl_->watched_tags));
   if (impl_->options.serializable) txn.ConflictWithConcurrentAppends();
   const bool overwrite = impl_->options.mode == SaveMode::kOverwrite && impl_->snapshot;
   if (overwrite) {

@@ -133,7 +133,7 @@ class TableWriter {
 
   /// \brief Fail the commit when a concurrent commit removed one of these files as a data
   /// change (Transaction::WatchRemovals).
-  void WatchRemovals(std::set<std::string> keys, std::string tag_key = {});
+  void WatchRemovals(std::set<std::string> keys, std::set<std::string> tag_keys = {});
 
   /// \brief Report extra commitInfo.operationMetrics (merge counts).
   void AddOperationMetrics(const std::map<std::string, std::string>& metrics);
