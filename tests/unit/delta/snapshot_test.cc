@@ -196,6 +196,28 @@ TEST_F(SnapshotTest, UpdateReplaysOnlyNewCommits) {
   EXPECT_EQ(updated->files(), fresh->files());
 }
 
+TEST_F(SnapshotTest, AnUpdateSharesTheListsItsCommitsLeaveAlone) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 5), Blocks(5, 10)}).status());
+  ASSERT_OK(DeleteRows(store_, "block_num < 5").status());  // a tombstone
+  ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
+  ASSERT_FALSE(snapshot->tombstones().empty());
+  // An append: new files, the same tombstones (a stream's 100,000 are not copied).
+  ASSERT_OK(WriteBatches(store_, {Blocks(10, 12)}).status());
+  ASSERT_OK_AND_ASSIGN(auto appended, snapshot->Update());
+  EXPECT_TRUE(appended->tombstones().SharesListWith(snapshot->tombstones()));
+  EXPECT_FALSE(appended->files().SharesListWith(snapshot->files()));
+  EXPECT_EQ(appended->files().size(), snapshot->files().size() + 1);
+  // A delete changes both; the older snapshots keep what they had.
+  ASSERT_OK(DeleteRows(store_, "block_num >= 10").status());
+  ASSERT_OK_AND_ASSIGN(auto deleted, appended->Update());
+  EXPECT_FALSE(deleted->tombstones().SharesListWith(appended->tombstones()));
+  EXPECT_EQ(deleted->tombstones().size(), appended->tombstones().size() + 1);
+  EXPECT_EQ(appended->files().size(), snapshot->files().size() + 1);
+  ASSERT_OK_AND_ASSIGN(auto fresh, Snapshot::Load(store_));
+  EXPECT_EQ(deleted->files(), fresh->files());
+  EXPECT_EQ(deleted->tombstones(), fresh->tombstones());
+}
+
 TEST_F(SnapshotTest, UpdateOfASnapshotOlderThanTheCleanedUpLogReloads) {
   TableWriteOptions options;
   options.configuration["delta.checkpointInterval"] = "2";

@@ -13,6 +13,8 @@
 #include <variant>
 #include <vector>
 
+#include "ampdelta/util/heap_optional.h"
+
 namespace ampdelta::delta {
 
 /// \brief A table version.
@@ -82,11 +84,12 @@ struct Add {
   bool data_change = true;
   /// Per-file statistics as a JSON string.
   std::optional<std::string> stats;
-  std::optional<NullableStringMap> tags;
-  std::optional<DeletionVectorDescriptor> deletion_vector;
+  // Rarely set: kept on the heap (a snapshot holds an `add` per live file).
+  HeapOptional<NullableStringMap> tags;
+  HeapOptional<DeletionVectorDescriptor> deletion_vector;
   std::optional<int64_t> base_row_id;
   std::optional<int64_t> default_row_commit_version;
-  std::optional<std::string> clustering_provider;
+  HeapOptional<std::string> clustering_provider;
 
   bool operator==(const Add&) const = default;
 };
@@ -99,9 +102,10 @@ struct Remove {
   std::optional<bool> extended_file_metadata;
   std::optional<NullableStringMap> partition_values;
   std::optional<int64_t> size;
-  std::optional<std::string> stats;
-  std::optional<NullableStringMap> tags;
-  std::optional<DeletionVectorDescriptor> deletion_vector;
+  // Rarely set: kept on the heap (a snapshot holds its tombstones).
+  HeapOptional<std::string> stats;
+  HeapOptional<NullableStringMap> tags;
+  HeapOptional<DeletionVectorDescriptor> deletion_vector;
   std::optional<int64_t> base_row_id;
   std::optional<int64_t> default_row_commit_version;
 

@@ -228,7 +228,7 @@ arrow::Status Snapshot::Adopt(ReplayState state, Version version, int64_t last_t
                       "no metaData action up to version " + std::to_string(version));
   }
   // Entries sorted by their replay key (file key + DV id), the order Update relies on.
-  state.Reconcile(&files_.items_, &tombstones_.items_);
+  state.Reconcile(files_.Mutable(), tombstones_.Mutable());
   return AdoptTableState(std::move(*state.protocol), std::move(*state.metadata),
                          std::move(state.txns), std::move(state.domains), version,
                          last_time);
@@ -288,11 +288,14 @@ std::pair<size_t, bool> Find(const std::vector<std::shared_ptr<const T>>& items,
   return {index, it != items.end() && key_of(**it) == key};
 }
 
+}  // namespace
+
 template <typename T, typename KeyFn>
-void Upsert(std::vector<std::shared_ptr<const T>>* items, const std::string& key, T value,
-            const KeyFn& key_of) {
-  auto [index, found] = Find(*items, key, key_of);
+void Snapshot::Upsert(SharedList<T>* list, const std::string& key, T value,
+                      const KeyFn& key_of) {
+  const auto [index, found] = Find(list->items(), key, key_of);
   auto entry = std::make_shared<const T>(std::move(value));
+  std::vector<std::shared_ptr<const T>>* items = list->Mutable();
   if (found) {
     (*items)[index] = std::move(entry);
   } else {
@@ -301,13 +304,12 @@ void Upsert(std::vector<std::shared_ptr<const T>>* items, const std::string& key
 }
 
 template <typename T, typename KeyFn>
-void Erase(std::vector<std::shared_ptr<const T>>* items, const std::string& key,
-           const KeyFn& key_of) {
-  auto [index, found] = Find(*items, key, key_of);
-  if (found) items->erase(items->begin() + static_cast<std::ptrdiff_t>(index));
+void Snapshot::Erase(SharedList<T>* list, const std::string& key, const KeyFn& key_of) {
+  const auto [index, found] = Find(list->items(), key, key_of);
+  if (!found) return;  // unchanged: the list stays shared
+  std::vector<std::shared_ptr<const T>>* items = list->Mutable();
+  items->erase(items->begin() + static_cast<std::ptrdiff_t>(index));
 }
-
-}  // namespace
 
 void Snapshot::ApplyFileAction(Action&& action) {
   auto add_key = [this](const Add& add) {
@@ -318,12 +320,12 @@ void Snapshot::ApplyFileAction(Action&& action) {
   };
   if (auto* add = std::get_if<Add>(&action)) {
     const std::string key = add_key(*add);
-    Erase(&tombstones_.items_, key, remove_key);
-    Upsert(&files_.items_, key, std::move(*add), add_key);
+    Erase(&tombstones_, key, remove_key);
+    Upsert(&files_, key, std::move(*add), add_key);
   } else if (auto* remove = std::get_if<Remove>(&action)) {
     const std::string key = remove_key(*remove);
-    Erase(&files_.items_, key, add_key);
-    Upsert(&tombstones_.items_, key, std::move(*remove), remove_key);
+    Erase(&files_, key, add_key);
+    Upsert(&tombstones_, key, std::move(*remove), remove_key);
   }
 }
 

@@ -33,8 +33,10 @@ struct SnapshotOptions {
 };
 
 /// \brief An immutable list of shared entries (a snapshot's files or tombstones): a newer
-/// snapshot shares every unchanged entry with the one it was updated from, so an update
-/// costs what changed, not the size of the table. Iterates as `const T&`.
+/// snapshot shares the list with the one it was updated from until it changes, and then
+/// every unchanged entry, so an update costs what changed, not the size of the table (a
+/// stream's 100,000 tombstones are not copied by a commit that adds one file). Iterates
+/// as `const T&`.
 template <typename T>
 class SharedList {
  public:
@@ -69,22 +71,38 @@ class SharedList {
     typename std::vector<Ptr>::const_iterator it_;
   };
 
-  size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
-  const T& operator[](size_t i) const { return *items_[i]; }
-  const T& front() const { return *items_.front(); }
-  const T& back() const { return *items_.back(); }
-  const_iterator begin() const { return const_iterator(items_.begin()); }
-  const_iterator end() const { return const_iterator(items_.end()); }
+  size_t size() const { return items().size(); }
+  bool empty() const { return items().empty(); }
+  const T& operator[](size_t i) const { return *items()[i]; }
+  const T& front() const { return *items().front(); }
+  const T& back() const { return *items().back(); }
+  const_iterator begin() const { return const_iterator(items().begin()); }
+  const_iterator end() const { return const_iterator(items().end()); }
   bool operator==(const SharedList& other) const {
-    return std::equal(items_.begin(), items_.end(), other.items_.begin(),
-                      other.items_.end(),
-                      [](const Ptr& a, const Ptr& b) { return *a == *b; });
+    return std::equal(begin(), end(), other.begin(), other.end());
+  }
+  /// \brief Return true when both lists are one and the same list (tests).
+  bool SharesListWith(const SharedList& other) const {
+    return items_ != nullptr && items_ == other.items_;
   }
 
  private:
   friend class Snapshot;
-  std::vector<Ptr> items_;
+  const std::vector<Ptr>& items() const {
+    static const std::vector<Ptr> kEmpty;
+    return items_ ? *items_ : kEmpty;
+  }
+  // The list to change: copied first when another snapshot shares it. A snapshot is
+  // changed only while it is built, by one thread, so an unshared list is its own.
+  std::vector<Ptr>* Mutable() {
+    if (!items_) {
+      items_ = std::make_shared<std::vector<Ptr>>();
+    } else if (items_.use_count() > 1) {
+      items_ = std::make_shared<std::vector<Ptr>>(*items_);
+    }
+    return items_.get();
+  }
+  std::shared_ptr<std::vector<Ptr>> items_;
 };
 
 /// \brief A table version: protocol, metadata, live files, tombstones, app transactions
@@ -156,6 +174,12 @@ class Snapshot : public std::enable_shared_from_this<Snapshot> {
                                 Version version, int64_t last_time);
   // Apply one action of a newer commit to files_ and tombstones_ in place.
   void ApplyFileAction(Action&& action);
+  // Insert or replace / remove the entry with replay key `key` in a sorted list.
+  template <typename T, typename KeyFn>
+  static void Upsert(SharedList<T>* list, const std::string& key, T value,
+                     const KeyFn& key_of);
+  template <typename T, typename KeyFn>
+  static void Erase(SharedList<T>* list, const std::string& key, const KeyFn& key_of);
   static arrow::Result<std::shared_ptr<Snapshot>> Replay(
       std::shared_ptr<storage::ObjectStore> store, LogSegment segment);
 

@@ -112,9 +112,9 @@ arrow::Status AppendStringMap(arrow::ArrayBuilder* builder,
   return arrow::Status::OK();
 }
 
-template <typename Builder, typename T>
-arrow::Status AppendOptional(arrow::ArrayBuilder* builder,
-                             const std::optional<T>& value) {
+// `Optional` is std::optional or HeapOptional.
+template <typename Builder, typename Optional>
+arrow::Status AppendOptional(arrow::ArrayBuilder* builder, const Optional& value) {
   auto* out = static_cast<Builder*>(builder);
   return value ? out->Append(*value) : out->AppendNull();
 }
