@@ -4,6 +4,7 @@
 JOBS ?= $(shell nproc)
 ASAN_BUILD := build/asan
 RELEASE_BUILD := build/release
+DEMO_BUILD := build/demo
 FUZZ_BUILD := build/fuzz
 # Seconds each libFuzzer target runs in `make fuzz` (and so in `make test`).
 FUZZ_SECONDS ?= 30
@@ -18,7 +19,7 @@ TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_container_overflo
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ARROW_DEFAULT_MEMORY_POOL=system
 
-.PHONY: setup build build-release build-fuzz check-layering check-format check-headers test test-fast test-unit test-integration test-interop test-python wheel fuzz soak demo bench clean
+.PHONY: soak-ops setup build build-release build-fuzz check-layering check-format check-headers test test-fast test-unit test-integration test-interop test-python wheel fuzz soak demo bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -87,8 +88,19 @@ soak: build
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta AMPDELTA_CRASH_TRIALS=200 \
 	  $(VENV_PY) -m pytest -q -p no:cacheprovider tests/interop/test_stream_crash.py --timeout 1800
 
-demo: build-release
-	@$(RELEASE_BUILD)/tools/ampdelta/ampdelta demo
+# The operations soak (docs/operations.md): a watched stream with reorgs, storage faults and
+# an outage for 30 minutes, /metrics scraped every 5 s (`make test` runs it for 75 s).
+soak-ops: build
+	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta AMPDELTA_SOAK_S=1800 \
+	  $(VENV_PY) -m pytest -q -s -p no:cacheprovider tests/interop/test_ops_soak.py
+
+# A quick first run: only the build's Debian packages and the Arrow SDK, and only the CLI
+# (a unity release build); `make test` still installs everything.
+demo:
+	@bash scripts/setup.sh --demo
+	@cmake --preset demo >/dev/null
+	@cmake --build $(DEMO_BUILD) --target ampdelta -j $(JOBS)
+	@$(DEMO_BUILD)/tools/ampdelta/ampdelta demo
 
 # Benchmarks against their peers (docs/benchmarks.md); not part of `make test`. Writes
 # bench/results/<date>.json and .md and the plots in docs/img; BENCH_ONLY=load,scale picks some,

@@ -31,7 +31,8 @@ BENCHMARKS = {
     "scale": ("scale_bench.py --sizes 1000000,4000000,16000000,32000000",
               "scale_bench.py --sizes 100000,200000 --python-max-rows 100000"),
     "write": ("write_bench.py --rows 2000000 --rounds 5", "write_bench.py --rows 100000 --rounds 1"),
-    "stream": ("stream_bench.py --commits 10000 --blocks 100000",
+    "stream": ("stream_bench.py --commits 100000 --compact --checkpoint-interval 100 "
+               "--window 200 --blocks 100000",
                "stream_bench.py --commits 1000 --blocks 2000"),
     "checkpoint": ("checkpoint_bench.py --sizes 10000,100000,1000000 --rounds 3",
                    "checkpoint_bench.py --sizes 10000 --rounds 1"),

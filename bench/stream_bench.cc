@@ -2,8 +2,10 @@
 // bench/stream_bench.py):
 //
 //   latency  commit latency of one-block live microbatches at table versions 10, 100,
-//            1,000, ... up to --commits (one commit per microbatch; checkpoints every 10
-//            commits);
+//            1,000, ... up to --commits (one commit per microbatch; checkpoints every
+//            --checkpoint-interval commits, default 10; with --compact, compaction every
+//            100 commits as a stream does by default), the median of the --window commits
+//            after each;
 //   reorg    stream a large transactions table, then a 10-block reorg at the head: the
 //   undo's
 //            time, files touched and rows removed; plus catch-up rows/s of the stream vs
@@ -79,7 +81,7 @@ arrow::Status SetProperties(const std::string& table,
 }
 
 int Latency(const std::string& dir, uint64_t commits, bool compact, bool keep,
-            int64_t checkpoint_interval, nlohmann::json* out) {
+            int64_t checkpoint_interval, int64_t window_commits, nlohmann::json* out) {
   ampdelta::devserver::DevServerOptions options;
   options.chain.initial_blocks = commits + 60;
   options.stream.max_microbatch_blocks = 1;
@@ -136,7 +138,7 @@ int Latency(const std::string& dir, uint64_t commits, bool compact, bool keep,
   for (int64_t at : windows) {
     std::vector<double> window;
     for (const auto& [version, ms] : samples) {
-      if (version >= at && version < at + 50) window.push_back(ms);
+      if (version >= at && version < at + window_commits) window.push_back(ms);
     }
     latency["version_" + std::to_string(at)] = {{"median_ms", Median(window)},
                                                 {"samples", window.size()}};
@@ -260,6 +262,7 @@ int main(int argc, char** argv) {
   bool compact = false;
   bool keep = false;
   int64_t checkpoint_interval = 0;
+  int64_t window = 50;
   app.add_option("--dir", dir, "work directory")->required();
   app.add_option("--commits", commits, "latency: commits to reach")
       ->capture_default_str();
@@ -273,11 +276,15 @@ int main(int argc, char** argv) {
   app.add_flag("--keep", keep, "latency: keep the table");
   app.add_option("--checkpoint-interval", checkpoint_interval,
                  "latency: delta.checkpointInterval of the table (default: 10)");
+  app.add_option("--window", window,
+                 "latency: the median over this many commits after each version")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (!ampdelta::InitializeRuntime().ok()) return 1;
   nlohmann::json out;
   if (only.empty() || only == "latency") {
-    if (int rc = Latency(dir, commits, compact, keep, checkpoint_interval, &out); rc != 0)
+    if (int rc = Latency(dir, commits, compact, keep, checkpoint_interval, window, &out);
+        rc != 0)
       return rc;
   }
   if (only.empty() || only == "reorg") {

@@ -82,12 +82,22 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--commits", type=int, default=10_000)
     parser.add_argument("--blocks", type=int, default=100_000)
+    parser.add_argument("--compact", action="store_true",
+                        help="latency: compact as a stream does by default (optimize_after_write)")
+    parser.add_argument("--checkpoint-interval", type=int, default=0,
+                        help="latency: delta.checkpointInterval of the table (default 10)")
+    parser.add_argument("--window", type=int, default=50,
+                        help="latency: the median over this many commits after each version")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
     work = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="ampdelta-stream-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    latency = ["--compact"] if args.compact else []
+    if args.checkpoint_interval:
+        latency += ["--checkpoint-interval", str(args.checkpoint_interval)]
     out = subprocess.run([str(BENCH), "--dir", str(work), "--commits", str(args.commits),
-                          "--blocks", str(args.blocks)], check=True, capture_output=True, text=True)
+                          "--blocks", str(args.blocks), "--window", str(args.window), *latency],
+                         check=True, capture_output=True, text=True)
     report = json.loads(out.stdout)
     reorg = report["reorg"]
     # The Python loader's undo on the same table, at the version just before ampdelta's undo.

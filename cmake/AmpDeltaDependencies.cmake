@@ -54,6 +54,18 @@ if(NOT TARGET Roaring::roaring)
     IMPORTED_LOCATION "${ROARING_LIBRARY}"
     INTERFACE_INCLUDE_DIRECTORIES "${ROARING_INCLUDE_DIR}")
 endif()
+# libmicrohttpd (Debian's libmicrohttpd-dev, GnuTLS build) serves the CLI's /metrics,
+# /healthz and /readyz.
+if(AMPDELTA_BUILD_TOOLS)
+  find_library(MICROHTTPD_LIBRARY microhttpd REQUIRED)
+  find_path(MICROHTTPD_INCLUDE_DIR microhttpd.h REQUIRED)
+  if(NOT TARGET MicroHTTPD::microhttpd)
+    add_library(MicroHTTPD::microhttpd UNKNOWN IMPORTED)
+    set_target_properties(MicroHTTPD::microhttpd PROPERTIES
+      IMPORTED_LOCATION "${MICROHTTPD_LIBRARY}"
+      INTERFACE_INCLUDE_DIRECTORIES "${MICROHTTPD_INCLUDE_DIR}")
+  endif()
+endif()
 if(AMPDELTA_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -5,7 +5,11 @@
 #   3. the Python venv with the independent readers (scripts/setup_python.sh)
 #   4. the object-store emulators the cloud tests start: versitygw (S3) and fake-gcs-server
 #      (GCS) built from the Go module proxy, Azurite (Azure) from npm
+# `setup.sh --demo` does only what `make demo` needs: the build's Debian packages and the
+# Arrow SDK (steps 1 and 2, without the test and fuzzing tool-chain).
 set -euo pipefail
+DEMO=false
+if [[ "${1:-}" == "--demo" ]]; then DEMO=true; fi
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -15,12 +19,14 @@ die() { log "ERROR: $*"; exit 1; }
 # --- 1. Debian packages --------------------------------------------------------------
 APT_PACKAGES=(
   g++ cmake ninja-build make unzip ca-certificates
-  libgtest-dev libgmock-dev
   nlohmann-json3-dev libcli11-dev
   libcurl4-gnutls-dev libgnutls28-dev nettle-dev libpugixml-dev libroaring-dev zlib1g-dev
-  clang-14 libclang-rt-14-dev clang-format-14
+  libmicrohttpd-dev
 )
-if ! command -v java >/dev/null 2>&1; then APT_PACKAGES+=(openjdk-17-jre-headless); fi
+if [[ $DEMO == false ]]; then
+  APT_PACKAGES+=(libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev clang-format-14)
+  if ! command -v java >/dev/null 2>&1; then APT_PACKAGES+=(openjdk-17-jre-headless); fi
+fi
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
@@ -62,6 +68,11 @@ else
   rm -rf .deps/pyarrow
   python3 -m zipfile -e ".deps/wheels/$WHEEL" .deps/pyarrow
   echo "$WHEEL_SHA256" > "$STAMP"
+fi
+
+if [[ $DEMO == true ]]; then
+  log "done (demo: build tool-chain and Arrow SDK only)"
+  exit 0
 fi
 
 # --- 3. Python venv with the independent readers ---------------------------------------

@@ -94,15 +94,15 @@ class DevServer:
     --block-interval-ms, --max-head, --reorg-every, --reorg-depth, --reorg-at,
     --microbatch-max-blocks) and prints the same kind of first line."""
 
-    def __init__(self, args: list[str], kind: str = DEV_SERVER):
+    def __init__(self, args: list[str], kind: str = DEV_SERVER, port: int = 0):
         if kind not in SERVER_KINDS:
             raise ValueError(f"unknown server kind {kind!r}")
         self.kind = kind
         if kind == DEV_SERVER:
-            self.args = [str(cli_path()), "dev-server", "--port", "0", *args]
+            self.args = [str(cli_path()), "dev-server", "--port", str(port), *args]
             env = cli_env()
         else:
-            self.args = [sys.executable, str(STANDIN_SCRIPT), "--port", "0", *args]
+            self.args = [sys.executable, str(STANDIN_SCRIPT), "--port", str(port), *args]
             env = dict(os.environ, PYTHONUNBUFFERED="1")
         self._stderr = tempfile.NamedTemporaryFile(
             prefix=f"ampdelta-{kind}-", suffix=".stderr", delete=False)
@@ -160,10 +160,11 @@ _ACTIVE: list[DevServer] = []
 
 
 @contextlib.contextmanager
-def run_dev_server(*extra_args: str, kind: str = DEV_SERVER):
-    """Start `ampdelta dev-server --port 0 EXTRA_ARGS` (or, with kind AMPD_STANDIN,
-    `ampd_standin.py --port 0 EXTRA_ARGS`), yield the DevServer, stop it."""
-    server = DevServer([str(a) for a in extra_args], kind)
+def run_dev_server(*extra_args: str, kind: str = DEV_SERVER, port: int = 0):
+    """Start `ampdelta dev-server --port PORT EXTRA_ARGS` (or, with kind AMPD_STANDIN,
+    `ampd_standin.py --port PORT EXTRA_ARGS`), yield the DevServer, stop it. PORT 0 picks a
+    free port; a given one restarts a server where a client expects it."""
+    server = DevServer([str(a) for a in extra_args], kind, port)
     _ACTIVE.append(server)
     try:
         yield server

@@ -34,6 +34,10 @@ inline constexpr int kExitStorage = 4;
 inline constexpr int kExitConflict = 5;
 /// The table uses features ampdelta cannot write, or its log is damaged.
 inline constexpr int kExitTable = 6;
+/// A load stopped by SIGINT (128 + 2) or SIGTERM (128 + 15) after its last commit, as
+/// shells report a process a signal ended.
+inline constexpr int kExitInterrupted = 130;
+inline constexpr int kExitTerminated = 143;
 
 /// \brief Return the exit code of an error class.
 int ExitCodeFor(ErrorClass error_class);

@@ -18,6 +18,9 @@
 #include <sstream>
 #include <string_view>
 
+#include <arrow/array.h>
+#include <arrow/record_batch.h>
+#include <arrow/scalar.h>
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/amp/client.h"
@@ -25,13 +28,19 @@
 #include "ampdelta/loader/config.h"
 #include "ampdelta/loader/parallel_loader.h"
 #include "ampdelta/loader/stream_loader.h"
+#include "ampdelta/loader/telemetry.h"
 #include "ampdelta/util/json_internal.h"
+#include "ampdelta/util/logging.h"
 #include "ampdelta/util/redact.h"
 #include "ampdelta/util/utf8.h"
 #include "commands.h"
+#include "ops_endpoint.h"
+#include "progress_reporter.h"
 
 namespace ampdelta::cli {
 namespace {
+
+namespace telemetry = loader::telemetry;
 
 struct LoadArgs {
   std::string server = "grpc://localhost:1602";
@@ -71,6 +80,12 @@ struct LoadArgs {
   int partition_attempts = 3;
   std::string shard;
   std::optional<int> shards;
+  // Operations.
+  std::string metrics_addr;
+  std::chrono::milliseconds ready_max_age{std::chrono::minutes(5)};
+  bool quiet = false;
+  std::chrono::milliseconds progress_interval{std::chrono::seconds(10)};
+  bool count = false;
 
   bool Parallel() const {
     return workers || partition_size || min_block || max_block || then_stream ||
@@ -79,8 +94,12 @@ struct LoadArgs {
 };
 
 std::atomic<bool> g_stop{false};
+std::atomic<int> g_signal{0};  // the signal that asked for the stop
 
-extern "C" void RequestStop(int) { g_stop.store(true); }
+extern "C" void RequestStop(int signal) {
+  g_signal.store(signal);
+  g_stop.store(true);
+}
 
 // `--takeover after-table-max` or `from-block:N`; false for anything else.
 bool ParseTakeover(const std::string& text, loader::TakeoverMode* mode, uint64_t* block) {
@@ -103,13 +122,63 @@ bool ParseTakeover(const std::string& text, loader::TakeoverMode* mode, uint64_t
   return true;
 }
 
-// The `key=value …` line on stderr after the result: the metadata named in `keys`.
+// The `key=value …` line on stderr after the result: the metadata named in `keys` (a
+// `summary` object with --log-format json).
 void PrintSummary(const loader::LoadResult& result,
                   const std::set<std::string_view>& keys) {
+  if (log::GetFormat() == log::Format::kJson) {
+    log::Fields fields;
+    for (const auto& [key, value] : result.metadata) {
+      if (keys.count(key) != 0) fields.emplace_back(key, value);
+    }
+    log::WriteToStderr(log::Record{log::Level::kInfo, "summary", fields, {}});
+    return;
+  }
   for (const auto& [key, value] : result.metadata) {
     if (keys.count(key) != 0) std::cerr << key << "=" << value << " ";
   }
   std::cerr << std::endl;
+}
+
+// The exit code of a finished load: 130 for SIGINT and 143 for SIGTERM when a signal
+// stopped it (a stream after its last commit, a batch load before its commit), else its
+// error's class. A failure prints its error line either way.
+int ExitCodeOf(const loader::LoadResult& result) {
+  const int signal = g_signal.load();
+  if (!result.success) {
+    const int code = Fail(result.status);
+    if (signal == 0) return code;
+  }
+  switch (signal) {
+    case SIGINT:
+      return kExitInterrupted;
+    case SIGTERM:
+      return kExitTerminated;
+    default:
+      return kExitOk;
+  }
+}
+
+// The `stop` event: why the load ended, what it did, and its exit code.
+int Stopped(const loader::LoadResult& result, int exit_code) {
+  const auto commits = result.metadata.find("commits");
+  const char* reason = !result.success        ? "failed"
+                       : g_signal.load() != 0 ? "signal"
+                                              : "completed";
+  telemetry::Stopped(result.table_name, reason, result.rows_loaded,
+                     commits == result.metadata.end()
+                         ? 0
+                         : std::strtoll(commits->second.c_str(), nullptr, 10),
+                     exit_code);
+  return exit_code;
+}
+
+ProgressReporter::Options ProgressOptions(const LoadArgs& args) {
+  ProgressReporter::Options options;
+  options.quiet = args.quiet;
+  options.tty = ::isatty(STDERR_FILENO) != 0;
+  options.interval = args.progress_interval;
+  return options;
 }
 
 void StopOnSignals(loader::LoadOptions* options) {
@@ -118,8 +187,8 @@ void StopOnSignals(loader::LoadOptions* options) {
   std::signal(SIGTERM, RequestStop);
 }
 
-// Streams: one result line per commit and per reorg on stdout; a progress line (head,
-// rows/s, commits, reorgs) on a terminal; SIGINT/SIGTERM stop after the current commit.
+// Streams: one result line per commit and per reorg on stdout; progress (head, lag,
+// rows/s, commits, reorgs) on stderr; SIGINT/SIGTERM stop after the current commit.
 void ConfigureStream(const LoadArgs& args, loader::LoadOptions* out) {
   loader::LoadOptions& options = *out;
   options.with_reorg_detection = !args.no_reorg_detection;
@@ -131,37 +200,13 @@ void ConfigureStream(const LoadArgs& args, loader::LoadOptions* out) {
   options.stream_commit_interval = std::chrono::milliseconds(args.commit_interval_ms);
   options.stream_commit_rows = args.commit_rows;
   StopOnSignals(&options);
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
-  const auto start = std::chrono::steady_clock::now();
-  auto totals = std::make_shared<std::pair<int64_t, int64_t>>(0, 0);  // rows, commits
-  auto reorgs = std::make_shared<int64_t>(0);
-  options.on_result = [=](const loader::LoadResult& result) {
-    if (result.is_reorg) {
-      ++*reorgs;
-    } else {
-      totals->first += result.rows_loaded;
-      ++totals->second;
-    }
-    if (tty) std::fprintf(stderr, "\r\033[K");
+  auto progress = std::make_shared<ProgressReporter>(ProgressOptions(args));
+  options.on_result = [progress](const loader::LoadResult& result) {
+    progress->ClearLine();
     std::cout << result;
     if (!result.is_reorg) std::cout << " [" << result.progress.block_ranges << "]";
     std::cout << std::endl;
-    if (tty) {
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const std::string ranges = result.is_reorg ? "-" : result.progress.block_ranges;
-      // Lag: how far the committed head's block time is behind the wall clock.
-      std::string lag = "?";
-      if (result.progress.end_timestamp) {
-        lag = std::to_string(std::time(nullptr) - *result.progress.end_timestamp) + "s";
-      }
-      std::fprintf(stderr,
-                   "  head %s  lag %s  %.0f rows/s  %lld commits  %lld reorgs  %.0fs ",
-                   ranges.substr(ranges.rfind('-') + 1).c_str(), lag.c_str(),
-                   seconds > 0 ? static_cast<double>(totals->first) / seconds : 0.0,
-                   static_cast<long long>(totals->second),
-                   static_cast<long long>(*reorgs), seconds);
-    }
+    progress->OnStreamResult(result);
   };
 }
 
@@ -170,7 +215,7 @@ loader::LoadResult RunStream(amp::Client& client, const LoadArgs& args,
                              loader::LoadOptions options) {
   ConfigureStream(args, &options);
   loader::LoadResult result = loader::LoadStream(client, args.sql, config, options);
-  if (::isatty(STDERR_FILENO) != 0) std::fprintf(stderr, "\n");
+  if (!args.quiet && ::isatty(STDERR_FILENO) != 0) std::fprintf(stderr, "\n");
   return result;
 }
 
@@ -264,7 +309,33 @@ int RunParallel(amp::Client& client, const LoadArgs& args,
                  "them), or one range at a time with --min-block A --max-block B"
               << std::endl;
   }
-  return result.success ? kExitOk : Fail(result.status);
+  return Stopped(result, ExitCodeOf(result));
+}
+
+// The query's row count (`SELECT COUNT(*) FROM (<sql>)`), for an ETA; nullopt (with a
+// warning) when the server cannot count it.
+std::optional<int64_t> CountRows(amp::Client& client, const std::string& sql) {
+  auto counted = [&]() -> arrow::Result<std::optional<int64_t>> {
+    ARROW_ASSIGN_OR_RAISE(auto stream,
+                          client.Query("SELECT COUNT(*) FROM (" + sql + ")"));
+    std::optional<int64_t> count;
+    while (true) {
+      ARROW_ASSIGN_OR_RAISE(auto message, stream->Next());
+      if (!message) break;
+      const auto& batch = message->data;
+      if (count || batch->num_rows() == 0 || batch->num_columns() != 1) continue;
+      ARROW_ASSIGN_OR_RAISE(auto scalar, batch->column(0)->GetScalar(0));
+      ARROW_ASSIGN_OR_RAISE(auto value, scalar->CastTo(arrow::int64()));
+      if (value->is_valid) count = static_cast<const arrow::Int64Scalar&>(*value).value;
+    }
+    return count;
+  }();
+  if (!counted.ok()) {
+    AMPDELTA_LOG_WARN("--count: the server could not count the rows (",
+                      counted.status().message(), "); no ETA");
+    return std::nullopt;
+  }
+  return *counted;
 }
 
 // nlohmann's description of why `text` is not JSON ("parse error at line 1, column 7:
@@ -350,6 +421,17 @@ int RunLoad(const LoadArgs& args) {
   }
   arrow::Status level = CheckCompressionLevel(args.compression, args.compression_level);
   if (!level.ok()) return Fail(level);
+  std::unique_ptr<OpsEndpoint> endpoint;
+  if (!args.metrics_addr.empty()) {
+    auto started = OpsEndpoint::Start(
+        {args.metrics_addr,
+         std::chrono::duration_cast<std::chrono::seconds>(args.ready_max_age)});
+    if (!started.ok()) return Fail(started.status());
+    endpoint = std::move(*started);
+    const log::Fields fields = {{"url", endpoint->url()},
+                                {"paths", "/metrics,/healthz,/readyz"}};
+    log::WriteToStderr(log::Record{log::Level::kInfo, "listen", fields, {}});
+  }
   amp::ClientOptions client_options;
   if (!args.token.empty()) client_options.auth_token = args.token;
   client_options.plan_timeout = args.plan_timeout;
@@ -380,31 +462,26 @@ int RunLoad(const LoadArgs& args) {
     std::cout << result << std::endl;
     PrintSummary(result, {"table_version", "commits", "reorgs", "head", "rows_undone",
                           "reconnects", "stalls"});
-    return result.success ? kExitOk : Fail(result.status);
+    return Stopped(result, ExitCodeOf(result));
   }
-  // Progress on a terminal: rows, MB/s, elapsed; plain runs stay quiet until the result.
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
-  const auto start = std::chrono::steady_clock::now();
-  if (tty) {
-    options.on_batch = [start](const loader::LoadResult& batch) {
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const auto bytes = static_cast<double>(batch.progress.total_bytes);
-      std::fprintf(stderr, "\r  %lld rows  %lld batches  %.1f MB/s  %.1fs elapsed ",
-                   static_cast<long long>(batch.progress.total_rows),
-                   static_cast<long long>(batch.progress.batch_index + 1),
-                   seconds > 0 ? bytes / 1e6 / seconds : 0.0, seconds);
-    };
-  }
+  // Progress: rows, batches, MB/s, elapsed, and with --count the total and an ETA.
+  ProgressReporter::Options progress_options = ProgressOptions(args);
+  if (args.count) progress_options.total_rows = CountRows(**client, args.sql);
+  auto progress = std::make_shared<ProgressReporter>(progress_options);
+  options.on_batch = [progress](const loader::LoadResult& batch) {
+    progress->OnBatch(batch);
+  };
+  StopOnSignals(&options);
   loader::LoadResult result = loader::LoadBatch(**client, args.sql, *config, options);
-  if (tty) std::fprintf(stderr, "\n");
+  progress->Finish();
   std::cout << result << std::endl;
   // The result line is the SDK's; the error line is the CLI's, with the exit code's
   // class.
-  if (!result.success) return Fail(result.status);
-  PrintSummary(result, {"table_version", "files_added", "bytes_written", "commits",
-                        "rows_inserted", "rows_updated", "retries"});
-  return kExitOk;
+  if (result.success) {
+    PrintSummary(result, {"table_version", "files_added", "bytes_written", "commits",
+                          "rows_inserted", "rows_updated", "retries"});
+  }
+  return Stopped(result, ExitCodeOf(result));
 }
 
 }  // namespace
@@ -510,6 +587,18 @@ CommandRunner AddLoadCommand(CLI::App& app) {
                   "$JOB_COMPLETION_INDEX or $SLURM_ARRAY_TASK_ID (--shard wins)")
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--token", args->token, "bearer token (default: $AMP_AUTH_TOKEN)");
+  cmd->add_option("--metrics-addr", args->metrics_addr,
+                  "serve /metrics (Prometheus), /healthz and /readyz on HOST:PORT "
+                  "(docs/operations.md)");
+  AddSecondsOption(cmd, "--ready-max-age", &args->ready_max_age,
+                   "with --metrics-addr: /readyz fails once nothing was committed or "
+                   "heard from the server for this many seconds (default 300)");
+  cmd->add_flag("--quiet", args->quiet, "no progress on stderr");
+  AddSecondsOption(cmd, "--progress-interval", &args->progress_interval,
+                   "without a terminal: a progress line every this many seconds "
+                   "(default 10; 0: none)");
+  cmd->add_flag("--count", args->count,
+                "batch loads: count the query's rows first, for a total and an ETA");
   AddTimeoutOptions(cmd, &args->plan_timeout, &args->idle_timeout);
   AddSecondsOption(
       cmd, "--stall-warning", &args->stall_warning,

@@ -65,6 +65,12 @@ std::string OneLine(const std::string& message) {
 }
 
 void PrintError(const std::string& message) {
+  if (log::GetFormat() == log::Format::kJson) {
+    // Every stderr line is a JSON object in this format, the error included.
+    const log::Fields fields = {{"message", OneLine(message)}};
+    log::WriteToStderr(log::Record{log::Level::kError, "error", fields, {}});
+    return;
+  }
   std::cerr << "ampdelta: error: " << OneLine(message) << std::endl;
 }
 
@@ -242,6 +248,13 @@ int Run(int argc, char** argv) {
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "debug, info, warn, error or off")
       ->capture_default_str();
+  std::string log_format = "text";
+  app.add_option(
+         "--log-format", log_format,
+         "text (`[ampdelta info] event key=value …`) or json (one object per line: "
+         "time, level, event, fields)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
 
   std::vector<std::pair<CLI::App*, CommandRunner>> commands;
   auto add = [&](CommandRunner (*adder)(CLI::App&)) {
@@ -260,7 +273,7 @@ int Run(int argc, char** argv) {
     CLI::App* current = &app;
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
-      if (arg == "--log-level" && current == &app) {
+      if ((arg == "--log-level" || arg == "--log-format") && current == &app) {
         ++i;
         continue;
       }
@@ -296,6 +309,7 @@ int Run(int argc, char** argv) {
     return kExitUsage;
   }
   log::SetLevel(level);
+  log::SetFormat(log_format == "json" ? log::Format::kJson : log::Format::kText);
   AMPDELTA_LOG_DEBUG("memory pool: ", arrow::default_memory_pool()->backend_name());
   arrow::Status runtime = InitializeRuntime();
   if (!runtime.ok()) {

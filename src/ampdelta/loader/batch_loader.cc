@@ -11,7 +11,9 @@
 #include "ampdelta/delta/ops/merge.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/loader/load_common.h"
+#include "ampdelta/loader/telemetry.h"
 #include "ampdelta/util/logging.h"
+#include "ampdelta/util/redact.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::loader {
@@ -38,8 +40,18 @@ struct Progress {
   int commit_attempts = 0;
 };
 
-void Record(const delta::TableWriteResult& written, Progress* progress) {
+// Count a commit of the load, and tell operators (`commit` event, metrics).
+void Record(const delta::TableWriteResult& written, const std::string& table_name,
+            Clock::time_point commit_start, Progress* progress) {
   if (!written.committed) return;
+  telemetry::Committed(
+      {table_name,
+       written.commit.version,
+       written.rows,
+       written.files_added,
+       written.bytes,
+       std::chrono::duration<double>(Clock::now() - commit_start).count(),
+       {}});
   ++progress->commits;
   progress->rows_committed += written.rows;
   progress->files_added += written.files_added;
@@ -101,6 +113,7 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
   query.idle_timeout = options.idle_timeout;
   ARROW_ASSIGN_OR_RAISE(auto stream, client.Query(sql, query));
   const ScopedCancellation cancellable(options.cancellation, stream.get());
+  telemetry::Connected(RedactUrl(client.url()), table_name, /*stream=*/false);
   const bool merge = IsMerge(options.mode);
   std::unique_ptr<delta::TableWriter> writer;
   std::vector<std::shared_ptr<arrow::RecordBatch>> merge_source;
@@ -150,9 +163,10 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
           rows_in_commit += part->num_rows();
           rest = rest->Slice(part->num_rows());
           if (options.commit_every_rows && rows_in_commit >= *options.commit_every_rows) {
+            const auto commit_start = Clock::now();
             auto committed = writer->Commit();
             if (!committed.ok()) return fail(committed.status());
-            Record(*committed, progress);
+            Record(*committed, table_name, commit_start, progress);
             // Later commits of the load add to what the first one left.
             write.mode = delta::SaveMode::kAppend;
             auto reopened = delta::TableWriter::Open(store, stream->schema(), write);
@@ -179,15 +193,17 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
     delta::MergeOptions merge_options;
     merge_options.keys = options.merge_keys;
     merge_options.write = write;
+    const auto commit_start = Clock::now();
     ARROW_ASSIGN_OR_RAISE(auto result, delta::MergeRows(store, stream->schema(),
                                                         merge_source, merge_options));
-    Record(result.write, progress);
+    Record(result.write, table_name, commit_start, progress);
     *merged = std::move(result);
     return arrow::Status::OK();
   }
   if (rows_in_commit == 0 && progress->commits > 0) return writer->Abort();
+  const auto commit_start = Clock::now();
   ARROW_ASSIGN_OR_RAISE(auto committed, writer->Commit());
-  Record(committed, progress);
+  Record(committed, table_name, commit_start, progress);
   return arrow::Status::OK();
 }
 
@@ -230,9 +246,8 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
       return status;
     }
     const auto delay = Backoff(config.retry, attempt);
-    AMPDELTA_LOG_WARN("load into ", result->table_name, " failed (", status.message(),
-                      "); retry ", attempt + 1, "/", config.retry.max_retries, " in ",
-                      delay.count(), " ms");
+    telemetry::Failed(status);
+    telemetry::Retrying(status, attempt + 1, delay);
     result->metadata["retries"] = std::to_string(attempt + 1);
     if (options.stop == nullptr) {
       options.sleep(delay);

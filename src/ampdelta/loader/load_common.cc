@@ -6,6 +6,7 @@
 
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/ops/vacuum.h"
+#include "ampdelta/loader/telemetry.h"
 #include "ampdelta/storage/credentials.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/backoff.h"
@@ -71,6 +72,8 @@ void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
     auto compacted = delta::Optimize(store, optimize);
     if (compacted.ok()) {
       if (compacted->version) {
+        telemetry::Compacted(result->table_name, *compacted->version,
+                             compacted->files_removed, compacted->files_added);
         result->metadata["optimize_version"] = std::to_string(*compacted->version);
         result->metadata["optimize_files_removed"] =
             std::to_string(compacted->files_removed);
@@ -111,6 +114,7 @@ LoadResult RunLoad(const DeltaLakeConfig& config, const LoadOptions& options,
   arrow::Status status = body(&result);
   result.duration =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!status.ok()) telemetry::Failed(status);
   result.success = status.ok();
   if (!status.ok()) result.error = status.message();
   result.status = status;

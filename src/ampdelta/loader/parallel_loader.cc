@@ -20,6 +20,7 @@
 #include "ampdelta/loader/stream_loader.h"
 #include "ampdelta/loader/stream_state.h"
 #include "ampdelta/loader/takeover.h"
+#include "ampdelta/loader/telemetry.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
 
@@ -463,9 +464,11 @@ class ParallelLoad {
       }
       if (++failures >= parallel_.partition_attempts || Stopping()) break;
       const auto delay = Backoff(config_.retry, failures - 1);
-      AMPDELTA_LOG_WARN("partition ", coverage_.network, " ", SpanText(partition.span),
-                        " failed (", status.message(), "); attempt ", failures + 1, "/",
-                        parallel_.partition_attempts, " in ", delay.count(), " ms");
+      // The failed attempt was counted by its own load.
+      telemetry::Retrying(
+          status.WithMessage("partition ", coverage_.network, " ",
+                             SpanText(partition.span), ": ", status.message()),
+          failures, delay);
       options_.sleep(delay);
     }
     outcome.duration =

@@ -31,7 +31,9 @@
 #include "ampdelta/loader/stream_reader.h"
 #include "ampdelta/loader/stream_state.h"
 #include "ampdelta/loader/takeover.h"
+#include "ampdelta/loader/telemetry.h"
 #include "ampdelta/util/logging.h"
+#include "ampdelta/util/redact.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::loader {
@@ -68,6 +70,7 @@ class StreamLoad {
       ARROW_RETURN_NOT_OK(Refresh());
       ARROW_RETURN_NOT_OK(TakeOverIfForeign());
       auto outcome = Connect();
+      telemetry::Disconnected();
       Abandon();
       if (outcome.ok()) {
         if (*outcome != Outcome::kReconnect) return arrow::Status::OK();
@@ -96,9 +99,8 @@ class StreamLoad {
                              ? std::chrono::milliseconds(50 * (failures + 1))
                              : internal::Backoff(config_.retry, failures);
       ++failures;
-      AMPDELTA_LOG_WARN("stream into ", result_->table_name, " interrupted (",
-                        status.message(), "); reconnecting in ", delay.count(),
-                        " ms from the table's state");
+      telemetry::Failed(status);
+      telemetry::Retrying(status, failures, delay);
       result_->metadata["reconnects"] = std::to_string(++reconnects_);
       if (Sleep(delay)) return arrow::Status::OK();
     }
@@ -278,6 +280,7 @@ class StreamLoad {
       }
       const amp::Cursor cursor = state_.ResumeCursor();
       if (!cursor.empty()) query.resume = cursor;
+      telemetry::Resumed(cursor);
     }
     if (options_.until_block && query.resume) {
       for (const auto& [network, entry] : *query.resume) {
@@ -286,6 +289,7 @@ class StreamLoad {
       }
     }
     ARROW_ASSIGN_OR_RAISE(auto stream, client_.Query(sql_, query));
+    telemetry::Connected(RedactUrl(client_.url()), result_->table_name, /*stream=*/true);
     StreamReader reader(std::move(stream));
     const auto connected = Clock::now();
     bool heard = false;
@@ -312,6 +316,7 @@ class StreamLoad {
       }
       heard = true;
       last_heard = Clock::now();
+      telemetry::Heard();
       if (!popped->ok()) {
         failed_mid_stream_ = true;  // the query was planned: a failure now may pass
         return popped->status();
@@ -324,6 +329,7 @@ class StreamLoad {
       const int64_t rows = message->data->num_rows();
       ARROW_ASSIGN_OR_RAISE(auto event, interpreter.Accept(message->metadata, rows));
       in_microbatch = event.kind != amp::StreamEvent::Kind::kMicrobatchEnd;
+      telemetry::Received(event.ranges);
       if (event.is_reorg()) {
         ++reorgs_;
         // The re-sent takeover seed block is replaced even without reorg detection: the
@@ -520,6 +526,9 @@ class StreamLoad {
     rows_loaded_ += rows;
     group_.ClearCommitted();
     Report(commit);
+    telemetry::Committed({result_->table_name, snapshot_->version(), rows,
+                          last_written_.files_added, last_written_.bytes,
+                          commit_ms / 1000, committed});
     return MaybeCompact();
   }
 
@@ -563,6 +572,7 @@ class StreamLoad {
     }
     state_.txn_version = next;
     ++commits_;
+    last_written_ = *written;
     const delta::Version committed_version = written->commit.version;
     if (const auto& after = written->commit.snapshot_after;
         after != nullptr && after->version() == committed_version) {
@@ -658,6 +668,9 @@ class StreamLoad {
     }
     if ((undo.empty() && foreign_forks.empty()) || snapshot_ == nullptr) {
       Report(reorg);  // nothing of it was committed
+      telemetry::ReorgUndone(result_->table_name,
+                             snapshot_ != nullptr ? snapshot_->version() : -1,
+                             RangesText(invalidated), 0, 0, 0);
       return false;
     }
     delta::TableWriteOptions write = write_;
@@ -693,6 +706,9 @@ class StreamLoad {
     reorg.metadata["files_rewritten"] = std::to_string(staged.files_rewritten);
     rows_undone_ += staged.rows_removed;
     Report(reorg);
+    telemetry::ReorgUndone(result_->table_name, snapshot_->version(),
+                           RangesText(invalidated), staged.rows_removed,
+                           staged.files_touched, reorg.duration);
     // state_ is stale now; every reader of it (the next undo, a reconnect) refreshes.
     return std::any_of(undo.spans.begin(), undo.spans.end(), [&](const auto& span) {
       return std::any_of(invalidated.begin(), invalidated.end(), [&](const auto& fork) {
@@ -740,6 +756,8 @@ class StreamLoad {
                         compacted.status().message());
     } else if (compacted->version) {
       result_->metadata["compactions"] = std::to_string(++compactions_);
+      telemetry::Compacted(result_->table_name, *compacted->version,
+                           compacted->files_removed, compacted->files_added);
     }
     return arrow::Status::OK();
   }
@@ -801,6 +819,7 @@ class StreamLoad {
   bool stall_warned_ = false;
   int64_t stalls_ = 0;
   int64_t compactions_ = 0;
+  delta::TableWriteResult last_written_;  // the last commit Finish() made
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <curl/curl.h>
 
 #include "ampdelta/util/ascii.h"
+#include "ampdelta/util/metrics.h"
 #include "ampdelta/util/percent_encoding.h"
 #include "ampdelta/util/status.h"
 
@@ -255,6 +256,7 @@ arrow::Result<RetriedResponse> SendWithRetry(
       return sent.status().WithMessage(sent.status().message(), " (after ", attempt + 1,
                                        " attempts)");
     }
+    metrics::RetriesCounter("storage").Increment();
     policy.sleep(backoff.Delay(attempt));
   }
 }

@@ -1,13 +1,21 @@
 #include "ampdelta/util/logging.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
+
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/util/json_internal.h"
+#include "ampdelta/util/time_format.h"
 
 namespace ampdelta::log {
 namespace {
 
 std::atomic<Level> g_level{Level::kWarn};
+std::atomic<Format> g_format{Format::kText};
 
 std::mutex& SinkMutex() {
   static std::mutex mutex;
@@ -62,15 +70,114 @@ void SetSink(Sink sink) {
   CurrentSink() = std::move(sink);
 }
 
-void Write(Level level, std::string_view message) {
-  if (level < GetLevel() || level == Level::kOff) return;
+void SetFormat(Format format) { g_format.store(format, std::memory_order_relaxed); }
+
+Format GetFormat() { return g_format.load(std::memory_order_relaxed); }
+
+namespace {
+
+void WriteLine(const Record& record) {
+  std::string line;
+  if (g_format.load(std::memory_order_relaxed) == Format::kJson) {
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    line = FormatJson(record, now_ms);
+  } else {
+    line =
+        std::string("[ampdelta ") + LevelName(record.level) + "] " + FormatText(record);
+  }
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+void Deliver(const Record& record) {
   std::lock_guard<std::mutex> lock(SinkMutex());
   if (CurrentSink()) {
-    CurrentSink()(level, message);
+    CurrentSink()(record);
     return;
   }
-  std::fprintf(stderr, "[ampdelta %s] %.*s\n", LevelName(level),
-               static_cast<int>(message.size()), message.data());
+  WriteLine(record);
+}
+
+// A value that needs quoting in `key=value` text.
+bool NeedsQuotes(std::string_view value) {
+  if (value.empty()) return true;
+  for (char c : value) {
+    if (c == ' ' || c == '"' || c == '=' || c == '\n' || c == '\t') return true;
+  }
+  return false;
+}
+
+// The JSON value of a field: a number or boolean when the text is one, else the string.
+nlohmann::ordered_json FieldValue(const std::string& text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  if (!text.empty() && text.size() < 20 &&
+      text.find_first_not_of("0123456789-") == std::string::npos &&
+      (text[0] != '0' || text.size() == 1) && text.find('-', 1) == std::string::npos &&
+      text != "-") {
+    char* end = nullptr;
+    const long long value = std::strtoll(text.c_str(), &end, 10);
+    if (end != nullptr && *end == '\0') return value;
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string FormatText(const Record& record) {
+  std::string out(record.message.empty() ? record.event : record.message);
+  for (const auto& [name, value] : record.fields) {
+    out += " " + name + "=";
+    if (!NeedsQuotes(value)) {
+      out += value;
+      continue;
+    }
+    out += '"';
+    for (char c : value) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (c == '\n') {
+        out += "\\n";
+        continue;
+      }
+      out += c;
+    }
+    out += '"';
+  }
+  return out;
+}
+
+std::string FormatJson(const Record& record, int64_t unix_ms) {
+  nlohmann::ordered_json out;
+  const int64_t seconds = unix_ms >= 0 ? unix_ms / 1000 : (unix_ms - 999) / 1000;
+  char millis[8];
+  std::snprintf(millis, sizeof(millis), ".%03d",
+                static_cast<int>(unix_ms - seconds * 1000));
+  out["time"] = FormatCivil(seconds, CivilFormat::kIsoDateTime) + millis + "Z";
+  out["level"] = LevelName(record.level);
+  out["event"] = std::string(record.event);
+  nlohmann::ordered_json fields = nlohmann::ordered_json::object();
+  if (!record.message.empty()) fields["message"] = std::string(record.message);
+  for (const auto& [name, value] : record.fields) fields[name] = FieldValue(value);
+  out["fields"] = std::move(fields);
+  return json_util::DumpJsonLossy(out);
+}
+
+void WriteToStderr(const Record& record) {
+  std::lock_guard<std::mutex> lock(SinkMutex());
+  WriteLine(record);
+}
+
+void Write(Level level, std::string_view message) {
+  if (level < GetLevel() || level == Level::kOff) return;
+  static const Fields kNone;
+  Deliver(Record{level, "message", kNone, message});
+}
+
+void Event(Level level, std::string_view event, const Fields& fields) {
+  if (level < GetLevel() || level == Level::kOff) return;
+  Deliver(Record{level, event, fields, {}});
 }
 
 }  // namespace ampdelta::log

@@ -4,21 +4,43 @@
 /// \brief A small logging facade: levels, a replaceable sink, and macros that skip
 /// formatting when the level is off.
 ///
-/// The library never writes to stdout. By default messages go to stderr; the CLI may
-/// install another sink. Messages are short `event key=value …` lines.
+/// The library never writes to stdout. By default records go to stderr, as text
+/// (`[ampdelta info] commit version=12 rows=100`) or as one JSON object per line
+/// (SetFormat); the CLI may install another sink. The events operators follow (connect,
+/// commit, reorg, retry, compaction, checkpoint, stop) are logged with Event() and named
+/// fields; other messages are short `what key=value …` lines. Nothing logged may hold a
+/// secret: URLs are redacted before they are logged.
 
+#include <cstdint>
 #include <functional>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ampdelta::log {
 
 /// \brief Severity of a log message, in increasing order.
 enum class Level : uint8_t { kDebug, kInfo, kWarn, kError, kOff };
 
-/// \brief Receive one formatted message.
-using Sink = std::function<void(Level, std::string_view)>;
+/// \brief The named fields of an event, values as text.
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+/// \brief One log record: an event with fields, or a message (event "message").
+struct Record {
+  Level level;
+  std::string_view event;
+  const Fields& fields;
+  /// Free text, for messages; empty for events.
+  std::string_view message;
+};
+
+/// \brief Receive one record.
+using Sink = std::function<void(const Record&)>;
+
+/// \brief How the default sink writes records to stderr.
+enum class Format : uint8_t { kText, kJson };
 
 /// \brief Return the current minimum level (thread-safe).
 Level GetLevel();
@@ -28,8 +50,24 @@ void SetLevel(Level level);
 bool ParseLevel(std::string_view text, Level* level);
 /// \brief Replace the sink; an empty function restores the stderr sink (thread-safe).
 void SetSink(Sink sink);
+/// \brief Choose the stderr sink's format (thread-safe).
+void SetFormat(Format format);
+/// \brief Return the stderr sink's format.
+Format GetFormat();
+/// \brief Write `record` to stderr in the current format, whatever the level (what a
+/// program must always say: its final error, its summary).
+void WriteToStderr(const Record& record);
 /// \brief Deliver a message to the sink if `level` is enabled.
 void Write(Level level, std::string_view message);
+/// \brief Deliver an event with its fields to the sink if `level` is enabled.
+void Event(Level level, std::string_view event, const Fields& fields);
+/// \brief Return `record` as one text line (`event key=value …`, values with spaces,
+/// quotes or `=` quoted), without a level prefix.
+std::string FormatText(const Record& record);
+/// \brief Return `record` as one JSON object: time (RFC 3339, UTC, ms), level, event and
+/// fields (numbers and booleans as such, other values as strings; a message's text is
+/// its `message` field).
+std::string FormatJson(const Record& record, int64_t unix_ms);
 /// \brief Return the lower-case name of a level.
 const char* LevelName(Level level);
 

@@ -1,5 +1,7 @@
 #include "ampdelta/delta/txn/checkpoint_writer.h"
 
+#include <chrono>
+
 #include <arrow/array.h>
 #include <arrow/builder.h>
 #include <arrow/io/memory.h>
@@ -17,6 +19,8 @@
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"
+#include "ampdelta/util/metrics.h"
+#include "ampdelta/util/redact.h"
 #include "ampdelta/util/utf8.h"
 
 namespace ampdelta::delta {
@@ -250,6 +254,7 @@ arrow::Result<bool> CheckpointExists(storage::ObjectStore& store, Version versio
 }  // namespace
 
 arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t now_ms) {
+  const auto start = std::chrono::steady_clock::now();
   // A checkpoint is a write like any other: a table whose writer features ampdelta lacks
   // (V2 checkpoints among them) must not get one.
   ARROW_RETURN_NOT_OK(
@@ -350,8 +355,19 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
                                    arrow::Buffer::FromString(last.dump()),
                                    storage::PutMode::kOverwrite));
   }
-  AMPDELTA_LOG_INFO("delta checkpoint version=", info.version,
-                    " actions=", info.num_actions);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  static metrics::Histogram& duration = metrics::Registry::Default().GetHistogram(
+      "ampdelta_checkpoint_duration_seconds",
+      "Time to write a checkpoint (Parquet and _last_checkpoint).",
+      metrics::DurationBuckets());
+  duration.Observe(seconds);
+  log::Event(log::Level::kInfo, "checkpoint",
+             {{"table", RedactUrl(store->root_uri())},
+              {"version", std::to_string(info.version)},
+              {"actions", std::to_string(info.num_actions)},
+              {"bytes", std::to_string(info.size_in_bytes)},
+              {"ms", std::to_string(static_cast<int64_t>(seconds * 1000))}});
   return info;
 }
 

@@ -17,6 +17,7 @@
 #include "ampdelta/delta/txn/conflict_checker.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
+#include "ampdelta/util/metrics.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/uuid.h"
 #include "ampdelta/version.h"
@@ -215,6 +216,7 @@ arrow::Result<CommitReport> Transaction::Commit() {
       }
       AMPDELTA_LOG_WARN("delta commit write failed, retrying version=", version,
                         " error=", failure.ToString());
+      metrics::RetriesCounter("storage").Increment();
       Backoff(options_, attempt);
       continue;
     }
@@ -222,9 +224,9 @@ arrow::Result<CommitReport> Transaction::Commit() {
       committed_ = true;
       result.version = version;
       result.attempts = attempt;
-      AMPDELTA_LOG_INFO("delta commit version=", version, " operation=", operation_,
-                        " adds=", adds_.size(), " removes=", removes_.size(),
-                        " attempts=", attempt);
+      AMPDELTA_LOG_DEBUG("delta commit version=", version, " operation=", operation_,
+                         " adds=", adds_.size(), " removes=", removes_.size(),
+                         " attempts=", attempt);
       if (options_.post_commit_hooks) RunPostCommit(version, &result);
       return result;
     }
@@ -274,6 +276,7 @@ arrow::Result<CommitReport> Transaction::Commit() {
     // Back off first, then check every commit that won since our read and try the next
     // free version at once: sleeping between finding it and trying it would hand it to
     // any writer committing more often than the back-off (a stream).
+    metrics::RetriesCounter("conflict").Increment();
     Backoff(options_, attempt);
     Version next = version;
     while (true) {
