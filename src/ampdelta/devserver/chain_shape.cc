@@ -7,7 +7,6 @@
 namespace ampdelta::devserver {
 namespace {
 
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
 constexpr int64_t kGwei = 1'000'000'000;
 constexpr uint64_t kPopularAmounts = 100;
 constexpr uint64_t kPopularCalls = 101;
@@ -20,7 +19,8 @@ constexpr uint8_t kTransferTopic[32] = {0xdd, 0xf2, 0x52, 0xad, 0x1b, 0xe2, 0xc8
                                         0x28, 0xf5, 0x5a, 0x4d, 0xf5, 0x23, 0xb3, 0xef};
 
 void PoolBytes(uint64_t pool, uint64_t rank, uint8_t* out, size_t size) {
-  ChainRng(ChainRng::Mix(pool * kGolden) ^ ChainRng::Mix(rank + 1)).Fill(out, size);
+  ChainRng(ChainRng::Mix(pool * ChainRng::kGolden) ^ ChainRng::Mix(rank + 1))
+      .Fill(out, size);
 }
 
 }  // namespace
@@ -32,7 +32,7 @@ uint64_t ChainRng::Mix(uint64_t z) {
 }
 
 uint64_t ChainRng::Next() {
-  state_ += kGolden;
+  state_ += ChainRng::kGolden;
   return Mix(state_);
 }
 
@@ -127,7 +127,8 @@ uint32_t DrawWordCount(ChainRng* rng, uint32_t max_words) {
 size_t DrawCalldata(ChainRng* rng, uint32_t max_words, uint8_t* out) {
   if (max_words >= 2 && rng->Chance(200)) {
     const uint64_t call = rng->PopularRank(100);
-    ChainRng repeat(ChainRng::Mix(kPopularCalls * kGolden) ^ ChainRng::Mix(call + 1));
+    ChainRng repeat(ChainRng::Mix(kPopularCalls * ChainRng::kGolden) ^
+                    ChainRng::Mix(call + 1));
     PoolSelector(call % 8, out);
     DrawAbiWord(&repeat, out + 4);
     DrawAbiWord(&repeat, out + 36);

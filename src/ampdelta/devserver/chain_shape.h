@@ -21,6 +21,9 @@ namespace ampdelta::devserver {
 /// \brief A SplitMix64 stream: fast, deterministic, and independent per seed.
 class ChainRng {
  public:
+  /// 2^64 / the golden ratio: SplitMix64's increment, and how seeds are spread.
+  static constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
+
   explicit ChainRng(uint64_t state) : state_(state) {}
   static uint64_t Mix(uint64_t z);
   uint64_t Next();

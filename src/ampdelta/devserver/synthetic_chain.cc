@@ -19,8 +19,6 @@ namespace {
 
 using Hash32 = std::array<uint8_t, 32>;
 
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
-
 // Tags keep the pseudo-random streams of different fields independent.
 enum Tag : uint64_t {
   kTagBlockHash = 1,
@@ -42,7 +40,7 @@ enum Tag : uint64_t {
 
 uint64_t Seed(uint64_t seed, uint64_t number, uint64_t generation, uint64_t tag) {
   using M = ChainRng;
-  return M::Mix(M::Mix(M::Mix(seed + kGolden) ^ number) ^ (generation * kGolden)) ^
+  return M::Mix(M::Mix(M::Mix(seed + M::kGolden) ^ number) ^ (generation * M::kGolden)) ^
          M::Mix(tag);
 }
 

@@ -34,7 +34,6 @@ std::string HmacRaw(std::string_view key, std::string_view message) {
 }
 
 // Refresh temporary credentials this long before they expire.
-constexpr int64_t kRefreshMarginMs = 5 * 60 * 1000;
 
 std::string HomeFile(const char* relative) {
   const char* home = std::getenv("HOME");
@@ -84,7 +83,7 @@ arrow::Result<HttpResponse> SendOnce(HttpClient& client, const HttpRequest& requ
 // Temporary credentials whose expiry cannot be read are refreshed soon, not never.
 int64_t ExpiryOf(const std::string& expiration) {
   const int64_t parsed = ParseHttpOrIsoTime(expiration);
-  return parsed > 0 ? parsed : NowMs() + kRefreshMarginMs + 60 * 1000;
+  return parsed > 0 ? parsed : NowMs() + kCredentialRefreshMarginMs + 60 * 1000;
 }
 
 }  // namespace
@@ -243,7 +242,7 @@ arrow::Result<std::shared_ptr<AwsCredentialProvider>> AwsCredentialProvider::Mak
 arrow::Result<AwsCredentials> AwsCredentialProvider::Get() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (have_cached_ && (cached_.expires_at_ms == 0 ||
-                       cached_.expires_at_ms - NowMs() > kRefreshMarginMs)) {
+                       cached_.expires_at_ms - NowMs() > kCredentialRefreshMarginMs)) {
     return cached_;
   }
   ARROW_ASSIGN_OR_RAISE(cached_, Fetch());

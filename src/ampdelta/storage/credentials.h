@@ -4,6 +4,7 @@
 /// \brief Which cloud credentials a table URL needs, looked up as the seed's loader does:
 /// in `storage_options` first, then in environment variables of the same names.
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -12,6 +13,10 @@
 #include <arrow/result.h>
 
 namespace ampdelta::storage {
+
+/// Short-lived credentials (STS, instance metadata, OAuth tokens) are renewed this long
+/// before they expire.
+inline constexpr int64_t kCredentialRefreshMarginMs = 5 * 60 * 1000;
 
 /// \brief Return `key` from `options` (any letter case), else from the environment, else
 /// nullopt.

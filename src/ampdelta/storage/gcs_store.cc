@@ -17,7 +17,6 @@ namespace {
 
 constexpr const char* kDefaultTokenUri = "https://oauth2.googleapis.com/token";
 constexpr const char* kScope = "https://www.googleapis.com/auth/devstorage.read_write";
-constexpr int64_t kRefreshMarginMs = 5 * 60 * 1000;
 // Resumable upload chunks must be multiples of 256 KiB.
 constexpr int64_t kChunkGranule = 256 * 1024;
 
@@ -114,7 +113,8 @@ arrow::Result<std::string> GoogleTokenSource::SignedAssertion(int64_t now_second
 
 arrow::Result<std::string> GoogleTokenSource::Token() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!token_.empty() && expires_at_ms_ - NowMs() > kRefreshMarginMs) return token_;
+  if (!token_.empty() && expires_at_ms_ - NowMs() > kCredentialRefreshMarginMs)
+    return token_;
   HttpRequest request = HttpRequest::FromUrl("POST", token_uri_);
   std::vector<std::pair<std::string, std::string>> form;
   if (type_ == "service_account") {

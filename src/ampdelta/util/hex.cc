@@ -5,14 +5,14 @@ namespace {
 
 constexpr char kDigits[] = "0123456789abcdef";
 
+}  // namespace
+
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
-
-}  // namespace
 
 std::string ToHex(std::string_view bytes) {
   std::string out;

@@ -20,6 +20,9 @@ std::string ToHex(std::string_view bytes);
 /// \brief Decode hex (an optional `0x` prefix, either case) into bytes.
 arrow::Result<std::string> FromHex(std::string_view text);
 
+/// \brief Return the value of one hex digit (either case), or -1 for any other character.
+int HexValue(char c);
+
 /// \brief Return true when `text` is `0x` followed by exactly 64 lower-case hex digits.
 bool IsHash32Hex(std::string_view text);
 

@@ -1,5 +1,7 @@
 #include "ampdelta/util/percent_encoding.h"
 
+#include "ampdelta/util/hex.h"
+
 namespace ampdelta {
 namespace {
 
@@ -24,13 +26,6 @@ bool Escapes(unsigned char c, PercentEscape escape) {
                  std::string_view::npos;
   }
   return true;
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 }  // namespace

@@ -1,8 +1,7 @@
 #include "ampdelta/util/logging.h"
 
-#include <nlohmann/json.hpp>
-
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace ampdelta::log {
 namespace {

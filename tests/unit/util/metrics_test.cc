@@ -38,8 +38,9 @@ TEST(MetricsTest, CountersGaugesAndHistogramsRenderInTheTextFormat) {
 
 TEST(MetricsTest, LabelValuesAndHelpAreEscaped) {
   Registry registry;
-  registry.GetCounter("test_errors_total", "Errors\nby \\class.",
-                      {{"class", "a \"b\"\\c\nd"}})
+  registry
+      .GetCounter("test_errors_total", "Errors\nby \\class.",
+                  {{"class", "a \"b\"\\c\nd"}})
       .Increment();
   EXPECT_EQ(registry.Render(),
             "# HELP test_errors_total Errors\\nby \\\\class.\n"

@@ -11,12 +11,12 @@
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::delta {
-namespace {
 
-arrow::Status CorruptLog(const std::string& root, const std::string& what) {
+arrow::Status CorruptLogError(const std::string& root, const std::string& what) {
   return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "Delta log of ",
                    root, " is unusable: ", what);
 }
+namespace {
 
 struct Listing {
   std::map<Version, ParsedLogPath> commits;
@@ -133,7 +133,7 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
     // On local disk a file named _delta_log hides the folder: damage, not a missing table
     // (a writer would otherwise try to create the table over it).
     if (root.rfind("file://", 0) == 0 && store.Head(std::string(kLogDir)).ok()) {
-      return CorruptLog(root, "_delta_log is a file, not a folder");
+      return CorruptLogError(root, "_delta_log is a file, not a folder");
     }
     return NotFoundError("no Delta table at ", root, " (no _delta_log entries)");
   }
@@ -142,14 +142,15 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
   Version latest = -1;
   if (!listing.commits.empty()) latest = listing.commits.rbegin()->first;
   if (!checkpoints.empty()) latest = std::max(latest, checkpoints.front().version);
-  if (latest < 0) return CorruptLog(root, "no commit and no complete checkpoint");
+  if (latest < 0) return CorruptLogError(root, "no commit and no complete checkpoint");
   if (root.rfind("file://", 0) == 0) {
     // On local disk a folder named like the next commit hides it from the listing, and
     // would make every later commit fail: the log is damaged.
     auto next = store.Head(CommitPath(latest + 1));
     const ErrorDetail* detail = next.ok() ? nullptr : GetErrorDetail(next.status());
     if (detail != nullptr && detail->subcode() == "EISDIR") {
-      return CorruptLog(root, CommitPath(latest + 1) + " is a folder, not a commit file");
+      return CorruptLogError(root,
+                             CommitPath(latest + 1) + " is a folder, not a commit file");
     }
   }
   const Version version = target.value_or(latest);
@@ -181,15 +182,16 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
     auto it = listing.commits.find(v);
     if (it == listing.commits.end()) {
       if (!segment.checkpoint && v == 0) {
-        return CorruptLog(root,
-                          "commit 0 is missing and there is no checkpoint to start from");
+        return CorruptLogError(
+            root, "commit 0 is missing and there is no checkpoint to start from");
       }
       Version next = v;
       while (next <= version && listing.commits.count(next) == 0) ++next;
-      return CorruptLog(root, "versions are not contiguous: commit " + std::to_string(v) +
-                                  (next - 1 > v ? ".." + std::to_string(next - 1) : "") +
-                                  " is missing (needed to reconstruct version " +
-                                  std::to_string(version) + ")");
+      return CorruptLogError(root,
+                             "versions are not contiguous: commit " + std::to_string(v) +
+                                 (next - 1 > v ? ".." + std::to_string(next - 1) : "") +
+                                 " is missing (needed to reconstruct version " +
+                                 std::to_string(version) + ")");
     }
     segment.commits.push_back(it->second);
   }

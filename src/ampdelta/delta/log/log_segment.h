@@ -56,4 +56,8 @@ arrow::Result<std::vector<ParsedLogPath>> ListCommits(storage::ObjectStore& stor
 /// \brief Read `_last_checkpoint`'s version, or nullopt when absent or unreadable.
 std::optional<Version> ReadLastCheckpointHint(storage::ObjectStore& store);
 
+/// \brief Return a kCorruptLog error: the log of the table at `root` is unusable because
+/// of `what`.
+arrow::Status CorruptLogError(const std::string& root, const std::string& what);
+
 }  // namespace ampdelta::delta

@@ -18,14 +18,6 @@
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::delta {
-namespace {
-
-arrow::Status CorruptLog(const std::string& root, const std::string& what) {
-  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError, "Delta log of ",
-                   root, " is unusable: ", what);
-}
-
-}  // namespace
 
 // Reconciles actions in log order (PROTOCOL.md "Action Reconciliation"). File actions
 // are collected in log order and reconciled at the end by a stable sort on their key:
@@ -220,12 +212,12 @@ std::optional<int64_t> Snapshot::num_records() const {
 arrow::Status Snapshot::Adopt(ReplayState state, Version version, int64_t last_time) {
   const std::string root = store_->root_uri();
   if (!state.protocol) {
-    return CorruptLog(root,
-                      "no protocol action up to version " + std::to_string(version));
+    return CorruptLogError(root,
+                           "no protocol action up to version " + std::to_string(version));
   }
   if (!state.metadata) {
-    return CorruptLog(root,
-                      "no metaData action up to version " + std::to_string(version));
+    return CorruptLogError(root,
+                           "no metaData action up to version " + std::to_string(version));
   }
   // Entries sorted by their replay key (file key + DV id), the order Update relies on.
   state.Reconcile(files_.Mutable(), tombstones_.Mutable());
@@ -241,17 +233,17 @@ arrow::Status Snapshot::AdoptTableState(Protocol protocol, Metadata metadata,
   const std::string root = store_->root_uri();
   ARROW_RETURN_NOT_OK(CheckReadSupported(protocol));
   if (metadata.schema_string.empty()) {
-    return CorruptLog(root, "the metaData in effect at version " +
-                                std::to_string(version) + " has no 'schemaString'");
+    return CorruptLogError(root, "the metaData in effect at version " +
+                                     std::to_string(version) + " has no 'schemaString'");
   }
   if (schema_ == nullptr || metadata.schema_string != metadata_.schema_string) {
     ARROW_ASSIGN_OR_RAISE(schema_, SchemaFromJson(metadata.schema_string));
   }
   for (const auto& column : metadata.partition_columns) {
     if (FindFieldIgnoreCase(*schema_, column) < 0) {
-      return CorruptLog(root, "partition column '" + column + "' of version " +
-                                  std::to_string(version) +
-                                  " is not in the table's schema");
+      return CorruptLogError(root, "partition column '" + column + "' of version " +
+                                       std::to_string(version) +
+                                       " is not in the table's schema");
     }
   }
   version_ = version;
@@ -390,10 +382,10 @@ arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
       const bool complete = static_cast<Version>(needed.size()) == segment.version + 1 &&
                             (needed.empty() || needed.front().version == 0);
       if (!complete) {
-        return CorruptLog(root, "checkpoint " +
-                                    std::to_string(segment.checkpoint->version) +
-                                    " cannot be read (" + first_error.message() +
-                                    ") and the commits before it are gone");
+        return CorruptLogError(root, "checkpoint " +
+                                         std::to_string(segment.checkpoint->version) +
+                                         " cannot be read (" + first_error.message() +
+                                         ") and the commits before it are gone");
       }
       commits = std::move(needed);
     }

@@ -28,12 +28,6 @@ namespace {
 
 namespace cp = arrow::compute;
 
-template <typename... Args>
-arrow::Status InputError(Args&&... args) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   std::forward<Args>(args)...);
-}
-
 // Row keys as byte strings: equal key values give equal strings whatever the chunking.
 // A row with a null key column has no key (it never matches).
 class KeyEncoder {
@@ -43,9 +37,9 @@ class KeyEncoder {
     if (arrow::is_fixed_width(type.id()) || arrow::is_base_binary_like(type.id())) {
       return arrow::Status::OK();
     }
-    return InputError("merge key column '", field.name(), "' has type ",
-                      DeltaTypeName(type),
-                      ", which cannot be a merge key (use scalar columns)");
+    return InvalidInputError("merge key column '", field.name(), "' has type ",
+                             DeltaTypeName(type),
+                             ", which cannot be a merge key (use scalar columns)");
   }
 
   // Encode every row of `batch` on the columns `indices`; nullopt for rows with a null
@@ -199,9 +193,9 @@ arrow::Result<MergeResult> MergeOnce(
       std::vector<std::string> available;
       for (const auto& field : source_schema->fields())
         available.push_back(field->name());
-      return InputError("merge key column '", key,
-                        "' not found in the data; available columns: ",
-                        json_util::DumpJsonLossy(nlohmann::json(available)));
+      return InvalidInputError("merge key column '", key,
+                               "' not found in the data; available columns: ",
+                               json_util::DumpJsonLossy(nlohmann::json(available)));
     }
     // A key the existing table lacks matches no row: every source row would be a new one.
     const auto& existing = writer->read_snapshot();
@@ -209,14 +203,14 @@ arrow::Result<MergeResult> MergeOnce(
       std::vector<std::string> columns;
       for (const auto& field : existing->schema()->fields())
         columns.push_back(field->name());
-      return InputError("merge key column '", key,
-                        "' is not a column of the table; table "
-                        "columns: ",
-                        nlohmann::json(columns).dump());
+      return InvalidInputError("merge key column '", key,
+                               "' is not a column of the table; table "
+                               "columns: ",
+                               nlohmann::json(columns).dump());
     }
     if (std::find(indices.begin(), indices.end(), index) != indices.end()) {
-      return InputError("merge_keys lists column '", key,
-                        "' twice (column names are case-insensitive)");
+      return InvalidInputError("merge_keys lists column '", key,
+                               "' twice (column names are case-insensitive)");
     }
     ARROW_RETURN_NOT_OK(KeyEncoder::CheckType(*schema->field(index)));
     indices.push_back(index);
@@ -329,7 +323,7 @@ arrow::Result<MergeResult> MergeRows(
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& source,
     const MergeOptions& options) {
   if (options.keys.empty()) {
-    return InputError("merge needs merge_keys: the columns that identify a row");
+    return InvalidInputError("merge needs merge_keys: the columns that identify a row");
   }
   arrow::Status last_conflict;
   for (int attempt = 1; attempt <= std::max(1, options.max_attempts); ++attempt) {

@@ -15,12 +15,6 @@
 namespace ampdelta::delta {
 namespace {
 
-template <typename... Args>
-arrow::Status InputError(Args&&... args) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   std::forward<Args>(args)...);
-}
-
 std::string PythonList(const std::vector<std::string>& names) {
   std::string out = "[";
   for (size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
@@ -56,7 +50,8 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(
       missing.push_back(field->name());
   }
   if (!changed.empty()) {
-    return InputError("schema mismatch: column types differ: ", PythonList(changed));
+    return InvalidInputError("schema mismatch: column types differ: ",
+                             PythonList(changed));
   }
   if (!merge_schema && (!added.empty() || !missing.empty())) {
     std::string message = "schema mismatch with merge_schema=false:";
@@ -65,12 +60,12 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(
     if (!missing.empty())
       message += " table columns missing from the data: " + PythonList(missing) + ";";
     message.pop_back();
-    return InputError(message);
+    return InvalidInputError(message);
   }
   for (const auto& name : missing) {
     if (!table.field(FindFieldIgnoreCase(table, name))->nullable()) {
-      return InputError("the data has no column '", name,
-                        "', which the table requires (not nullable)");
+      return InvalidInputError("the data has no column '", name,
+                               "', which the table requires (not nullable)");
     }
   }
   if (added.empty()) return std::shared_ptr<arrow::Schema>();
@@ -98,7 +93,7 @@ arrow::Result<std::vector<std::string>> ResolvePartitionColumns(
   std::vector<std::string> resolved;
   std::vector<std::string> not_found;
   for (const auto& column : partition_by) {
-    if (column.empty()) return InputError("partition_by has an empty column name");
+    if (column.empty()) return InvalidInputError("partition_by has an empty column name");
     const int index = FindFieldIgnoreCase(incoming, column);
     if (index < 0) {
       not_found.push_back(column);
@@ -106,29 +101,29 @@ arrow::Result<std::vector<std::string>> ResolvePartitionColumns(
     }
     const std::string& name = incoming.field(index)->name();
     if (std::find(resolved.begin(), resolved.end(), name) != resolved.end()) {
-      return InputError("partition_by lists column '", column,
-                        "' twice (column names are case-insensitive)");
+      return InvalidInputError("partition_by lists column '", column,
+                               "' twice (column names are case-insensitive)");
     }
     resolved.push_back(name);
   }
   if (!not_found.empty()) {
     std::vector<std::string> available;
     for (const auto& field : incoming.fields()) available.push_back(field->name());
-    return InputError("Partition columns ", PythonSet(not_found),
-                      " not found in table; "
-                      "available columns: ",
-                      PythonList(available));
+    return InvalidInputError("Partition columns ", PythonSet(not_found),
+                             " not found in table; "
+                             "available columns: ",
+                             PythonList(available));
   }
   if (!resolved.empty() && static_cast<int>(resolved.size()) >= incoming.num_fields()) {
-    return InputError("partition_by names every column of the data (",
-                      PythonList(resolved),
-                      "): at least one column must stay in the data files");
+    return InvalidInputError("partition_by names every column of the data (",
+                             PythonList(resolved),
+                             "): at least one column must stay in the data files");
   }
   for (const auto& column : resolved) {
     const auto& type = *incoming.GetFieldByName(column)->type();
     if (!IsPartitionableType(type)) {
-      return InputError("cannot partition by column '", column, "' of type ",
-                        DeltaTypeName(type));
+      return InvalidInputError("cannot partition by column '", column, "' of type ",
+                               DeltaTypeName(type));
     }
   }
   return resolved;
@@ -159,7 +154,7 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
   }
   if (snapshot && !replace_schema) {
     if (options.mode == SaveMode::kErrorIfExists) {
-      return InputError("table already exists at ", table_uri, " (mode error)");
+      return InvalidInputError("table already exists at ", table_uri, " (mode error)");
     }
     if (options.mode == SaveMode::kIgnore) {
       plan.skipped = true;
@@ -170,7 +165,7 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
                                             *snapshot->schema()));
     if (!plan.partition_by.empty() &&
         !SameColumns(plan.partition_by, snapshot->partition_columns())) {
-      return InputError(
+      return InvalidInputError(
           "Specified table partitioning does not match table partitioning: "
           "specified ",
           PythonList(plan.partition_by), ", table ",
@@ -186,11 +181,11 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
     if (!absent.empty()) {
       std::vector<std::string> available;
       for (const auto& field : incoming->fields()) available.push_back(field->name());
-      return InputError("Partition columns ", PythonSet(absent),
-                        " not found in the data; "
-                        "the table is partitioned by ",
-                        PythonList(plan.partition_columns),
-                        "; available columns: ", PythonList(available));
+      return InvalidInputError("Partition columns ", PythonSet(absent),
+                               " not found in the data; "
+                               "the table is partitioned by ",
+                               PythonList(plan.partition_columns),
+                               "; available columns: ", PythonList(available));
     }
     ARROW_ASSIGN_OR_RAISE(auto merged, ReconcileSchema(*snapshot->schema(), *incoming,
                                                        options.merge_schema));
@@ -201,7 +196,7 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
       ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*merged));
       plan.table_schema = merged;
       if (NeedsTimestampNtz(*merged) && !NeedsTimestampNtz(*snapshot->schema())) {
-        return InputError(
+        return InvalidInputError(
             "adding a timestamp column without time zone needs the "
             "timestampNtz table feature, which ampdelta does not add to "
             "existing tables");
