@@ -53,14 +53,22 @@ def duckdb_delta_extension_path() -> Path:
     return ext
 
 
-def read_duckdb(path) -> pa.Table:
+def duckdb_connect(*extensions: Path):
+    """A DuckDB connection with the given extension files loaded. It never downloads an
+    extension, and it never draws a progress bar: a slow scan would otherwise print one
+    to stdout, where a reader subprocess's answers go."""
     import duckdb
 
-    # Never download extensions; load delta from the wheel's file instead.
     con = duckdb.connect(config={"autoinstall_known_extensions": False})
+    con.execute("SET enable_progress_bar = false")
+    for ext in extensions:
+        con.execute(f"LOAD '{str(ext).replace(chr(39), chr(39) * 2)}'")
+    return con
+
+
+def read_duckdb(path) -> pa.Table:
+    con = duckdb_connect(duckdb_delta_extension_path())
     try:
-        ext = str(duckdb_delta_extension_path()).replace("'", "''")
-        con.execute(f"LOAD '{ext}'")
         return con.execute("SELECT * FROM delta_scan(?)",
                            [os.path.abspath(path)]).to_arrow_table()
     finally:
@@ -76,10 +84,8 @@ def read_duckdb_s3(uri: str, endpoint: str, key_id: str, secret: str,
 
     httpfs = (Path(duckdb_extension_httpfs.__file__).parent / "extensions"
               / f"v{duckdb.__version__}" / "httpfs.duckdb_extension")
-    con = duckdb.connect(config={"autoinstall_known_extensions": False})
+    con = duckdb_connect(httpfs, duckdb_delta_extension_path())
     try:
-        for ext in (httpfs, duckdb_delta_extension_path()):
-            con.execute(f"LOAD '{str(ext).replace(chr(39), chr(39) * 2)}'")
         host = endpoint.split("://", 1)[1].rstrip("/")
         con.execute("CREATE SECRET (TYPE s3, KEY_ID ?, SECRET ?, REGION ?, ENDPOINT ?, "
                     "URL_STYLE 'path', USE_SSL false)", [key_id, secret, region, host])

@@ -520,10 +520,13 @@ def read(path, columns):
             out[name] = {"error": f"{type(error).__name__}: {error}"}
     return out
 
+# Answers go to the original stdout; anything a library prints goes to stderr instead.
+answers = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
 for line in sys.stdin:
     request = json.loads(line)
-    sys.stdout.write(json.dumps(read(request["path"], request["columns"])) + "\n")
-    sys.stdout.flush()
+    answers.write(json.dumps(read(request["path"], request["columns"])) + "\n")
+    answers.flush()
 os._exit(0)
 """
 

@@ -354,3 +354,128 @@ def test_two_loaders_of_one_stream_the_loser_exits_with_a_conflict(tmp_path):
                     p.communicate(timeout=30)
     winner = next(p for p in procs if p is not loser)
     assert winner.returncode == 130, winner.stderr.read() if winner.stderr else ""
+
+
+# --- What an attacker or an unlucky operator does (red-team findings) ---------------------------
+
+@contextlib.contextmanager
+def black_hole():
+    """A TCP server that accepts connections and never says a word (a server stuck
+    planning, or a firewall that swallows packets)."""
+    import socket
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted = []
+    stop = threading.Event()
+
+    def accept():
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                accepted.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"grpc://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for sock in accepted:
+            sock.close()
+        listener.close()
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize("mode", ["batch", "stream", "count"])
+def test_a_signal_stops_a_load_whose_server_never_answers_the_plan(tmp_path, mode, sig, code):
+    extra = {"batch": [], "stream": ["--stream"], "count": ["--count"]}[mode]
+    with black_hole() as url:
+        proc = subprocess.Popen(
+            [str(cli_path()), "load", "--server", url, "--table", str(tmp_path / "t"), "--sql",
+             BATCH_SQL, *extra], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=cli_env())
+        time.sleep(2)
+        assert proc.poll() is None, proc.communicate()
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    assert time.monotonic() - sent < 5, f"took {time.monotonic() - sent:.1f} s"
+    # Nothing was written; a stream's write lease (taken before it connects) was released.
+    left = sorted(p.relative_to(tmp_path / "t").as_posix()
+                  for p in (tmp_path / "t").rglob("*")) if (tmp_path / "t").exists() else []
+    assert left in ([], ["_ampdelta_leases"]), left
+
+
+def test_secrets_in_a_malformed_config_or_a_mistyped_url_are_not_echoed(tmp_path):
+    bad_json = load("--server", "grpc://127.0.0.1:1", "--table", str(tmp_path / "t"),
+                    "--sql", BATCH_SQL, "--config",
+                    '{"storage_options": {"AWS_SECRET_ACCESS_KEY": "wJalr-SECRET-KEY}}')
+    assert bad_json.returncode == 2, bad_json.stderr
+    assert "not JSON" in bad_json.stderr and "SECRET" not in bad_json.stderr, bad_json.stderr
+    no_scheme = load("--server", "alice:pw-SECRET@127.0.0.1:1", "--table",
+                     str(tmp_path / "t"), "--sql", BATCH_SQL)
+    assert no_scheme.returncode == 2, no_scheme.stderr
+    assert "SECRET" not in no_scheme.stderr and "***@127.0.0.1:1" in no_scheme.stderr
+
+
+def test_in_json_format_every_stderr_line_is_json_even_for_usage_errors(tmp_path):
+    for args in (["load", "--bogus"], ["--log-level", "loud", "load"], ["nonsense"],
+                 ["load", "--table", "t"], ["load", "--sql", "x", "--ready-max-age", "-1"]):
+        proc = subprocess.run([str(cli_path()), "--log-format", "json", *args],
+                              capture_output=True, text=True, env=cli_env(), timeout=60,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 2, (args, proc.stderr)
+        lines = proc.stderr.splitlines()
+        assert lines, args
+        for line in lines:
+            record = json.loads(line)
+            assert record["event"] == "error" and record["fields"]["message"], line
+
+
+def test_garbage_http_requests_write_nothing_to_the_log_and_the_endpoint_stays_up(tmp_path):
+    import socket
+    with run_dev_server() as server:
+        with running(tmp_path, ["--server", server.url, "--table", str(tmp_path / "t"),
+                                "--sql", STREAM_SQL, "--stream", "--ready-max-age", "0"]
+                     ) as loader:
+            wait_for(lambda: loader.get("/readyz")[0] == 200, 30, "ready", loader)
+            host, port = loader.url.removeprefix("http://").rsplit(":", 1)
+            idle = []
+            for payload in (b"\x16\x03\x01garbage\r\n\r\n", b"GET /" + b"a" * 100_000 +
+                            b" HTTP/1.1\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n"):
+                with socket.create_connection((host, int(port)), timeout=5) as sock:
+                    sock.sendall(payload)
+                    with contextlib.suppress(OSError):
+                        sock.recv(1024)
+            for _ in range(40):  # clients that never finish a request
+                with contextlib.suppress(OSError):
+                    sock = socket.create_connection((host, int(port)), timeout=5)
+                    sock.sendall(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
+                    idle.append(sock)
+            for sock in idle:
+                sock.close()
+            wait_for(lambda: loader.get("/healthz")[0] == 200, 15, "alive", loader)
+            # A quiet stream at the chain's head stays ready with --ready-max-age 0.
+            time.sleep(1.5)
+            assert loader.get("/readyz")[0] == 200
+            records = loader.records()  # every line is JSON (checked inside)
+            assert not [r for r in records if r["event"] in ("http", "message")], records
+
+
+def test_a_stream_whose_reader_goes_away_stops_after_its_commit(tmp_path):
+    with run_dev_server("--block-interval-ms", "50") as server:
+        proc = subprocess.Popen(
+            [str(cli_path()), "load", "--server", server.url, "--table", str(tmp_path / "t"),
+             "--sql", STREAM_SQL, "--stream", "--commit-interval-ms", "100"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env=cli_env())
+        first = proc.stdout.readline()
+        assert first.startswith("✅"), first
+        proc.stdout.close()  # `| head -1`
+        proc.wait(timeout=30)
+        err = proc.stderr.read()
+    assert proc.returncode == 141, err  # stopped, not killed by SIGPIPE (-13)
+    assert "ampdelta: error" not in err, err

@@ -286,7 +286,14 @@ def test_kill_9_at_random_moments_never_loses_or_repeats_a_block(tmp_path, serve
           f"{time.monotonic() - started:.1f} s in all")
 
 
-SIGTERM_AFTER_S = 1.0
+def wait_for_first_commit(loader: Loader, timeout_s: float = 30) -> None:
+    """Wait until the loader has printed a commit line: SIGTERM must find a load under way
+    (a signal that arrives during start-up is another test's business)."""
+    deadline = time.monotonic() + timeout_s
+    while not loader.stdout().strip():
+        assert loader.proc.poll() is None, loader.describe()
+        assert time.monotonic() < deadline, f"no commit in {timeout_s} s\n{loader.describe()}"
+        time.sleep(0.05)
 
 
 @pytest.mark.timeout(90)
@@ -297,7 +304,8 @@ def test_sigterm_stops_after_the_current_commit(tmp_path, server_kind):
     logs = tmp_path / "logs"
     with run_dev_server(*live_chain_args(max_head), kind=server_kind) as server:
         with running_loader(server.url, table, logs, "terminated") as loader:
-            time.sleep(SIGTERM_AFTER_S)
+            wait_for_first_commit(loader)
+            time.sleep(0.3)  # into the load, between or inside commits
             assert loader.proc.poll() is None, loader.describe()
             loader.proc.send_signal(signal.SIGTERM)
             try:

@@ -893,14 +893,10 @@ def test_spark_data_skipping_uses_ampdelta_stats(tmp_path):
 
 
 def duckdb_query(path, where: str) -> pa.Table:
-    import duckdb
+    from readers import duckdb_connect, duckdb_delta_extension_path
 
-    from readers import duckdb_delta_extension_path
-
-    con = duckdb.connect(config={"autoinstall_known_extensions": False})
+    con = duckdb_connect(duckdb_delta_extension_path())
     try:
-        ext = str(duckdb_delta_extension_path()).replace("'", "''")
-        con.execute(f"LOAD '{ext}'")
         con.execute("SET TimeZone = 'UTC'")
         return con.execute(f"SELECT * FROM delta_scan(?) WHERE {where}",
                            [os.path.abspath(path)]).to_arrow_table()

@@ -38,6 +38,8 @@ inline constexpr int kExitTable = 6;
 /// shells report a process a signal ended.
 inline constexpr int kExitInterrupted = 130;
 inline constexpr int kExitTerminated = 143;
+/// A stream whose stdout was closed (`| head`) stopped after its last commit (128 + 13).
+inline constexpr int kExitBrokenPipe = 141;
 
 /// \brief Return the exit code of an error class.
 int ExitCodeFor(ErrorClass error_class);

@@ -129,7 +129,7 @@ void PrintSummary(const loader::LoadResult& result,
   if (log::GetFormat() == log::Format::kJson) {
     log::Fields fields;
     for (const auto& [key, value] : result.metadata) {
-      if (keys.count(key) != 0) fields.emplace_back(key, value);
+      if (keys.count(key) != 0) fields.push_back(log::Field::Inferred(key, value));
     }
     log::WriteToStderr(log::Record{log::Level::kInfo, "summary", fields, {}});
     return;
@@ -154,6 +154,8 @@ int ExitCodeOf(const loader::LoadResult& result) {
       return kExitInterrupted;
     case SIGTERM:
       return kExitTerminated;
+    case SIGPIPE:
+      return kExitBrokenPipe;
     default:
       return kExitOk;
   }
@@ -162,9 +164,9 @@ int ExitCodeOf(const loader::LoadResult& result) {
 // The `stop` event: why the load ended, what it did, and its exit code.
 int Stopped(const loader::LoadResult& result, int exit_code) {
   const auto commits = result.metadata.find("commits");
-  const char* reason = !result.success        ? "failed"
-                       : g_signal.load() != 0 ? "signal"
-                                              : "completed";
+  const char* reason = g_signal.load() != 0 ? "signal"
+                       : !result.success    ? "failed"
+                                            : "completed";
   telemetry::Stopped(result.table_name, reason, result.rows_loaded,
                      commits == result.metadata.end()
                          ? 0
@@ -176,15 +178,29 @@ int Stopped(const loader::LoadResult& result, int exit_code) {
 ProgressReporter::Options ProgressOptions(const LoadArgs& args) {
   ProgressReporter::Options options;
   options.quiet = args.quiet;
-  options.tty = ::isatty(STDERR_FILENO) != 0;
+  // Every stderr line is a JSON object in that format: no redrawn line, terminal or not.
+  options.tty = ::isatty(STDERR_FILENO) != 0 && log::GetFormat() == log::Format::kText;
   options.interval = args.progress_interval;
   return options;
 }
 
-void StopOnSignals(loader::LoadOptions* options) {
-  options->stop = &g_stop;
+// SIGINT and SIGTERM stop a load (after its last commit), from the moment `load` starts:
+// the server may take minutes to plan a query, and a stop must not wait for it. A
+// closed stdout (`| head`) stops a stream too, instead of killing the process (SIGPIPE).
+void InstallStopHandlers() {
   std::signal(SIGINT, RequestStop);
   std::signal(SIGTERM, RequestStop);
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
+void StopOnSignals(loader::LoadOptions* options) { options->stop = &g_stop; }
+
+// Stop the load when stdout was closed (its reader went away).
+void StopIfStdoutClosed() {
+  if (std::cout.fail()) {
+    g_signal.store(SIGPIPE);
+    g_stop.store(true);
+  }
 }
 
 // Streams: one result line per commit and per reorg on stdout; progress (head, lag,
@@ -206,6 +222,7 @@ void ConfigureStream(const LoadArgs& args, loader::LoadOptions* out) {
     std::cout << result;
     if (!result.is_reorg) std::cout << " [" << result.progress.block_ranges << "]";
     std::cout << std::endl;
+    StopIfStdoutClosed();
     progress->OnStreamResult(result);
   };
 }
@@ -281,6 +298,19 @@ int RunParallel(amp::Client& client, const LoadArgs& args,
   parallel.on_partition = [](const loader::LoadResult& partition) {
     const auto& meta = partition.metadata;
     const std::string blocks = meta.at("start_block") + "-" + meta.at("end_block");
+    if (log::GetFormat() == log::Format::kJson) {
+      log::Fields fields = {{"blocks", blocks},
+                            {"rows", static_cast<int64_t>(partition.rows_loaded)},
+                            {"seconds", partition.duration, 2},
+                            {"skipped", meta.count("skipped") != 0}};
+      if (!partition.success) fields.emplace_back("error", partition.error);
+      log::WriteToStderr(
+          log::Record{partition.success ? log::Level::kInfo : log::Level::kError,
+                      "partition",
+                      fields,
+                      {}});
+      return;
+    }
     if (!partition.success) {
       std::fprintf(stderr, "  partition %s failed: %s\n", blocks.c_str(),
                    partition.error.c_str());
@@ -305,9 +335,11 @@ int RunParallel(amp::Client& client, const LoadArgs& args,
                 "partitions_failed", "missing_ranges", "handoff_block", "shard"});
   auto missing = result.metadata.find("missing_ranges");
   if (missing != result.metadata.end()) {
-    std::cerr << "to load the missing blocks, run the same command again (it loads only "
-                 "them), or one range at a time with --min-block A --max-block B"
-              << std::endl;
+    const log::Fields none;
+    log::WriteToStderr(log::Record{
+        log::Level::kWarn, "message", none,
+        "to load the missing blocks, run the same command again (it loads only them), "
+        "or one range at a time with --min-block A --max-block B"});
   }
   return Stopped(result, ExitCodeOf(result));
 }
@@ -316,8 +348,10 @@ int RunParallel(amp::Client& client, const LoadArgs& args,
 // warning) when the server cannot count it.
 std::optional<int64_t> CountRows(amp::Client& client, const std::string& sql) {
   auto counted = [&]() -> arrow::Result<std::optional<int64_t>> {
+    amp::QueryOptions query;
+    query.stop = &g_stop;
     ARROW_ASSIGN_OR_RAISE(auto stream,
-                          client.Query("SELECT COUNT(*) FROM (" + sql + ")"));
+                          client.Query("SELECT COUNT(*) FROM (" + sql + ")", query));
     std::optional<int64_t> count;
     while (true) {
       ARROW_ASSIGN_OR_RAISE(auto message, stream->Next());
@@ -350,7 +384,11 @@ std::string JsonParseError(const std::string& text) {
   } catch (const nlohmann::json::exception& error) {
     std::string why = error.what();
     const size_t bracket = why.find("] ");
-    return bracket == std::string::npos ? why : why.substr(bracket + 2);
+    if (bracket != std::string::npos) why = why.substr(bracket + 2);
+    // nlohmann quotes the text it last read, which may be a secret (storage options).
+    const size_t last_read = why.find("; last read");
+    if (last_read != std::string::npos) why = why.substr(0, last_read);
+    return why;
   }
   return "not a JSON value";
 }
@@ -403,6 +441,7 @@ arrow::Result<std::string> ConfigJson(const LoadArgs& args) {
 }
 
 int RunLoad(const LoadArgs& args) {
+  InstallStopHandlers();
   auto config_json = ConfigJson(args);
   if (!config_json.ok()) {
     PrintError(config_json.status().message());
@@ -423,11 +462,10 @@ int RunLoad(const LoadArgs& args) {
   if (!level.ok()) return Fail(level);
   std::unique_ptr<OpsEndpoint> endpoint;
   if (!args.metrics_addr.empty()) {
-    auto started = OpsEndpoint::Start(
-        {args.metrics_addr,
-         std::chrono::duration_cast<std::chrono::seconds>(args.ready_max_age)});
+    auto started = OpsEndpoint::Start({args.metrics_addr, args.ready_max_age});
     if (!started.ok()) return Fail(started.status());
     endpoint = std::move(*started);
+    loader::telemetry::RegisterSeries();
     const log::Fields fields = {{"url", endpoint->url()},
                                 {"paths", "/metrics,/healthz,/readyz"}};
     log::WriteToStderr(log::Record{log::Level::kInfo, "listen", fields, {}});
@@ -592,7 +630,8 @@ CommandRunner AddLoadCommand(CLI::App& app) {
                   "(docs/operations.md)");
   AddSecondsOption(cmd, "--ready-max-age", &args->ready_max_age,
                    "with --metrics-addr: /readyz fails once nothing was committed or "
-                   "heard from the server for this many seconds (default 300)");
+                   "heard from the server for this many seconds (default 300; 0: "
+                   "connected is ready)");
   cmd->add_flag("--quiet", args->quiet, "no progress on stderr");
   AddSecondsOption(cmd, "--progress-interval", &args->progress_interval,
                    "without a terminal: a progress line every this many seconds "

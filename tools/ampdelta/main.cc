@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include <arrow/memory_pool.h>
@@ -241,7 +242,24 @@ int Fail(const arrow::Status& status) {
 
 namespace {
 
+// `--log-format json` anywhere before the command: the format errors in the other
+// arguments are reported in, before CLI11 has parsed anything.
+void PreselectLogFormat(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--log-format=json" || (arg == "--log-format" && i + 1 < argc &&
+                                       std::string_view(argv[i + 1]) == "json")) {
+      log::SetFormat(log::Format::kJson);
+      return;
+    }
+    if (!arg.empty() && arg.front() != '-')
+      return;  // the command: its own options follow
+    if (arg == "--log-format" || arg == "--log-level") ++i;
+  }
+}
+
 int Run(int argc, char** argv) {
+  PreselectLogFormat(argc, argv);
   CLI::App app{"ampdelta: a native Delta Lake loader for Amp"};
   app.set_version_flag("--version", std::string("ampdelta ") + kVersion);
   app.require_subcommand(1);
@@ -330,6 +348,9 @@ int main(int argc, char** argv) {
   // zeroes them again: writes spend ~30% less system time (docs/benchmarks.md). Must be
   // chosen before Arrow's first allocation; an explicit ARROW_DEFAULT_MEMORY_POOL wins.
   ::setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", /*overwrite=*/0);
+  // gRPC's own log lines would break the one-line errors and JSON logs; every failure
+  // reaches the user as a status instead (GRPC_VERBOSITY=ERROR brings them back).
+  ::setenv("GRPC_VERBOSITY", "NONE", /*overwrite=*/0);
   try {
     return ampdelta::cli::Run(argc, argv);
   } catch (const std::exception& error) {

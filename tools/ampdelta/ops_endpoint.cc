@@ -4,11 +4,14 @@
 #include <netdb.h>
 
 #include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
+#include "ampdelta/util/logging.h"
 #include "ampdelta/util/metrics.h"
 #include "ampdelta/util/status.h"
 
@@ -66,6 +69,18 @@ MHD_Result Handle(void* context, MHD_Connection* connection, const char* url,
                "not found: " + path + " (try /metrics, /healthz, /readyz)\n", kText);
 }
 
+// libmicrohttpd's own diagnostics (a client's malformed request, a failed accept) go to
+// the log at debug level: a client must not be able to write lines into stderr.
+void LogHttpdMessage(void* /*context*/, const char* format, va_list args) {
+  char text[512];
+  std::vsnprintf(text, sizeof(text), format, args);
+  std::string message = text;
+  while (!message.empty() && (message.back() == '\n' || message.back() == '\r')) {
+    message.pop_back();
+  }
+  log::Event(log::Level::kDebug, "http", {{"message", message}});
+}
+
 arrow::Status BadAddress(const std::string& address, const std::string& why) {
   return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                    "--metrics-addr '", address, "': ", why,
@@ -74,7 +89,7 @@ arrow::Status BadAddress(const std::string& address, const std::string& why) {
 
 }  // namespace
 
-bool LoadIsReady(double now, std::chrono::seconds max_age, std::string* reason) {
+bool LoadIsReady(double now, std::chrono::milliseconds max_age, std::string* reason) {
   const auto& registry = metrics::Registry::Default();
   if (registry.Value("ampdelta_connected") < 1) {
     *reason = "not connected to the Amp server";
@@ -83,7 +98,7 @@ bool LoadIsReady(double now, std::chrono::seconds max_age, std::string* reason) 
   const double last = std::max(registry.Value("ampdelta_last_commit_timestamp_seconds"),
                                registry.Value("ampdelta_last_message_timestamp_seconds"));
   const double age = now - last;
-  if (age > static_cast<double>(max_age.count())) {
+  if (max_age.count() > 0 && age > std::chrono::duration<double>(max_age).count()) {
     *reason = "nothing committed or heard from the server for " +
               std::to_string(static_cast<int64_t>(age)) + " s";
     return false;
@@ -120,11 +135,23 @@ arrow::Result<std::unique_ptr<OpsEndpoint>> OpsEndpoint::Start(const Options& op
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->host = host;
-  unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-  if (found->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
-  impl->daemon = MHD_start_daemon(flags, 0, nullptr, nullptr, &Handle, impl.get(),
-                                  MHD_OPTION_SOCK_ADDR, found->ai_addr,
-                                  MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_END);
+  // poll(), not select(): a descriptor above FD_SETSIZE (a process with many files open)
+  // must not make the endpoint unreachable. Few connections, fewer per client, so that
+  // clients that never finish a request cannot keep the probes out.
+  unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG;
+  if (found->ai_family == AF_INET6) {
+    flags |= MHD_USE_IPv6;
+    // `[::]:port` listens for IPv4 too, as `0.0.0.0` would.
+    if (IN6_IS_ADDR_UNSPECIFIED(
+            &reinterpret_cast<const sockaddr_in6*>(found->ai_addr)->sin6_addr)) {
+      flags |= MHD_USE_DUAL_STACK;
+    }
+  }
+  impl->daemon = MHD_start_daemon(
+      flags, 0, nullptr, nullptr, &Handle, impl.get(), MHD_OPTION_SOCK_ADDR,
+      found->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_CONNECTION_LIMIT,
+      64U, MHD_OPTION_PER_IP_CONNECTION_LIMIT, 16U, MHD_OPTION_EXTERNAL_LOGGER,
+      &LogHttpdMessage, nullptr, MHD_OPTION_END);
   ::freeaddrinfo(found);
   if (impl->daemon == nullptr) {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::IOError,

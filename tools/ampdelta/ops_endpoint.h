@@ -21,8 +21,9 @@ class OpsEndpoint {
   struct Options {
     /// `HOST:PORT` (`[::1]:9464` for IPv6); port 0 picks a free one.
     std::string address;
-    /// Longest time since the last commit or server message that still counts as ready.
-    std::chrono::seconds ready_max_age{300};
+    /// Longest time since the last commit or server message that still counts as ready
+    /// (zero: a connected load is ready, however long it has been quiet).
+    std::chrono::milliseconds ready_max_age{std::chrono::minutes(5)};
   };
 
   /// \brief Listen on `options.address`. Errors: kInvalidInput (a malformed address),
@@ -45,7 +46,8 @@ class OpsEndpoint {
 };
 
 /// \brief Return whether the load is ready, and why not: connected to the server, and
-/// the last commit or server message no older than `max_age` at `now` (unix seconds).
-bool LoadIsReady(double now, std::chrono::seconds max_age, std::string* reason);
+/// (unless `max_age` is zero) the last commit or server message no older than `max_age`
+/// at `now` (unix seconds).
+bool LoadIsReady(double now, std::chrono::milliseconds max_age, std::string* reason);
 
 }  // namespace ampdelta::cli

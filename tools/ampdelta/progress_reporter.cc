@@ -58,14 +58,14 @@ void ProgressReporter::OnBatch(const loader::LoadResult& batch) {
     return;
   }
   if (!PlainLineDue()) return;
-  log::Fields fields = {{"rows", std::to_string(rows)},
-                        {"batches", std::to_string(batch.progress.batch_index + 1)},
-                        {"mb_per_s", Fixed(mb_per_s, 1)},
-                        {"elapsed_s", Fixed(seconds, 0)}};
+  log::Fields fields = {{"rows", static_cast<int64_t>(rows)},
+                        {"batches", static_cast<int64_t>(batch.progress.batch_index + 1)},
+                        {"mb_per_s", mb_per_s, 1},
+                        {"elapsed_s", seconds, 1}};
   if (options_.total_rows) {
-    fields.emplace_back("total_rows", std::to_string(*options_.total_rows));
+    fields.emplace_back("total_rows", static_cast<int64_t>(*options_.total_rows));
   }
-  if (eta) fields.emplace_back("eta_s", Fixed(*eta, 0));
+  if (eta) fields.emplace_back("eta_s", *eta, 0);
   log::WriteToStderr(log::Record{log::Level::kInfo, "progress", fields, {}});
 }
 
@@ -79,7 +79,7 @@ void ProgressReporter::OnStreamResult(const loader::LoadResult& result) {
     head_ = ranges.substr(ranges.rfind('-') + 1);
     // Lag: how far the committed head's block time is behind the wall clock.
     if (result.progress.end_timestamp) {
-      lag_ = std::to_string(std::time(nullptr) - *result.progress.end_timestamp) + "s";
+      lag_seconds_ = std::time(nullptr) - *result.progress.end_timestamp;
     }
   }
   if (options_.quiet) return;
@@ -88,19 +88,20 @@ void ProgressReporter::OnStreamResult(const loader::LoadResult& result) {
   if (options_.tty) {
     std::fprintf(
         stderr, "  head %s  lag %s  %.0f rows/s  %lld commits  %lld reorgs  %.0fs ",
-        head_.c_str(), lag_.c_str(), rows_per_s, static_cast<long long>(commits_),
-        static_cast<long long>(reorgs_), seconds);
+        head_.c_str(), lag_seconds_ ? (std::to_string(*lag_seconds_) + "s").c_str() : "?",
+        rows_per_s, static_cast<long long>(commits_), static_cast<long long>(reorgs_),
+        seconds);
     drawn_ = true;
     return;
   }
   if (!PlainLineDue()) return;
-  const log::Fields fields = {{"head", head_},
-                              {"lag", lag_},
-                              {"rows", std::to_string(rows_)},
-                              {"rows_per_s", Fixed(rows_per_s, 0)},
-                              {"commits", std::to_string(commits_)},
-                              {"reorgs", std::to_string(reorgs_)},
-                              {"elapsed_s", Fixed(seconds, 0)}};
+  log::Fields fields = {{"head", head_},
+                        {"rows", static_cast<int64_t>(rows_)},
+                        {"rows_per_s", rows_per_s, 0},
+                        {"commits", static_cast<int64_t>(commits_)},
+                        {"reorgs", static_cast<int64_t>(reorgs_)},
+                        {"elapsed_s", seconds, 1}};
+  if (lag_seconds_) fields.emplace_back("lag_s", static_cast<int64_t>(*lag_seconds_));
   log::WriteToStderr(log::Record{log::Level::kInfo, "progress", fields, {}});
 }
 

@@ -51,7 +51,7 @@ class ProgressReporter {
   int64_t commits_ = 0;
   int64_t reorgs_ = 0;
   std::string head_ = "-";
-  std::string lag_ = "?";
+  std::optional<int64_t> lag_seconds_;
 };
 
 }  // namespace ampdelta::cli

@@ -1,12 +1,15 @@
 #include "ampdelta/amp/client.h"
 
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include <arrow/flight/api.h>
 #include <arrow/flight/transport.h>
+#include <arrow/flight/types_async.h>
 #include <arrow/ipc/api.h>
 #include <arrow/record_batch.h>
 #include <arrow/util/uri.h>
@@ -130,14 +133,62 @@ class FlightClientImpl : public Client {
       call.headers.emplace_back("amp-resume", CursorToJson(*options.resume));
     const auto descriptor =
         flight::FlightDescriptor::Command(EncodeStatementQueryCommand(sql));
+    // Neither user-info nor a query string (which may carry a key) reaches the log.
     AMPDELTA_LOG_DEBUG(
-        "amp query url=", url_,
+        "amp query url=", RedactUrl(url_.substr(0, url_.find('?'))),
         " stream=", options.stream ? (*options.stream ? "true" : "false") : "sql",
         " resume=", options.resume ? CursorToJson(*options.resume) : "none");
-    std::unique_ptr<flight::FlightInfo> info;
-    arrow::Status got = transport_->GetFlightInfo(call, descriptor, &info);
-    if (!got.ok()) return ServerError(got, "GetFlightInfo");
+    ARROW_ASSIGN_OR_RAISE(auto info, GetFlightInfo(call, descriptor, options.stop));
     return info;
+  }
+
+  // GetFlightInfo as an asynchronous call, waited for in slices so that `stop` can
+  // cancel it; the blocking call where the transport has no asynchronous one.
+  arrow::Result<std::unique_ptr<flight::FlightInfo>> GetFlightInfo(
+      const flight::FlightCallOptions& call, const flight::FlightDescriptor& descriptor,
+      const std::atomic<bool>* stop) {
+    struct Listener : flight::AsyncListener<flight::FlightInfo> {
+      std::mutex mutex;
+      std::condition_variable done;
+      std::optional<arrow::Status> status;
+      std::unique_ptr<flight::FlightInfo> info;
+      void OnNext(flight::FlightInfo message) override {
+        std::lock_guard<std::mutex> lock(mutex);
+        info = std::make_unique<flight::FlightInfo>(std::move(message));
+      }
+      void OnFinish(arrow::Status finished) override {
+        std::lock_guard<std::mutex> lock(mutex);
+        status = std::move(finished);
+        done.notify_all();
+      }
+    };
+    auto listener = std::make_shared<Listener>();
+    transport_->GetFlightInfoAsync(call, descriptor, listener);
+    bool cancelled = false;
+    std::unique_lock<std::mutex> lock(listener->mutex);
+    while (!listener->status) {
+      listener->done.wait_for(lock, std::chrono::milliseconds(50));
+      if (!cancelled && stop != nullptr && stop->load()) {
+        cancelled = true;
+        lock.unlock();
+        listener->TryCancel();
+        lock.lock();
+      }
+    }
+    const arrow::Status status = *listener->status;
+    if (status.IsNotImplemented() && !listener->info && !cancelled) {
+      lock.unlock();
+      std::unique_ptr<flight::FlightInfo> info;
+      arrow::Status got = transport_->GetFlightInfo(call, descriptor, &info);
+      if (!got.ok()) return ServerError(got, "GetFlightInfo");
+      return info;
+    }
+    if (cancelled) {
+      return arrow::Status::Cancelled("stopped while the Amp server planned the query");
+    }
+    if (!status.ok()) return ServerError(status, "GetFlightInfo");
+    if (!listener->info) return ProtocolError("GetFlightInfo returned no FlightInfo");
+    return std::move(listener->info);
   }
 
   std::string url_;

@@ -8,6 +8,7 @@
 /// `CommandStatementQuery`, then DoGet on the first endpoint's ticket over the same
 /// connection (amp-protocol.md §1.1).
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -47,6 +48,10 @@ struct QueryOptions {
   /// stalled server); Next() then fails with kServerError/DEADLINE_EXCEEDED. Zero waits
   /// forever (streams, whose server may rightly be quiet between blocks).
   std::chrono::milliseconds idle_timeout{0};
+  /// When this turns true while the server plans the query (GetFlightInfo, which may
+  /// take up to ClientOptions::plan_timeout), the call is cancelled and Query() fails
+  /// with arrow::StatusCode::Cancelled (a Ctrl-C must not wait for the server).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// \brief One message from DoGet: a record batch (possibly 0 rows) and its metadata.

@@ -111,6 +111,7 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
   amp::QueryOptions query;
   query.stream = false;
   query.idle_timeout = options.idle_timeout;
+  query.stop = options.stop;
   ARROW_ASSIGN_OR_RAISE(auto stream, client.Query(sql, query));
   const ScopedCancellation cancellable(options.cancellation, stream.get());
   telemetry::Connected(RedactUrl(client.url()), table_name, /*stream=*/false);
@@ -247,7 +248,7 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
     }
     const auto delay = Backoff(config.retry, attempt);
     telemetry::Failed(status);
-    telemetry::Retrying(status, attempt + 1, delay);
+    telemetry::Retrying(status, attempt + 1, config.retry.max_retries, delay);
     result->metadata["retries"] = std::to_string(attempt + 1);
     if (options.stop == nullptr) {
       options.sleep(delay);

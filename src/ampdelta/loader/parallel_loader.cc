@@ -56,6 +56,7 @@ arrow::Result<Coverage> ProbeCoverage(amp::Client& client, const std::string& ba
   amp::QueryOptions query;
   query.stream = false;
   query.idle_timeout = options.idle_timeout;
+  query.stop = options.stop;
   for (int attempt = 0;; ++attempt) {
     auto probed = [&]() -> arrow::Result<std::pair<std::shared_ptr<arrow::Schema>,
                                                    std::vector<amp::BlockRange>>> {
@@ -468,7 +469,7 @@ class ParallelLoad {
       telemetry::Retrying(
           status.WithMessage("partition ", coverage_.network, " ",
                              SpanText(partition.span), ": ", status.message()),
-          failures, delay);
+          failures, parallel_.partition_attempts - 1, delay);
       options_.sleep(delay);
     }
     outcome.duration =

@@ -77,6 +77,8 @@ class StreamLoad {
         failures = 0;
         continue;
       }
+      // Stopped while the server planned the query: nothing was received, nothing lost.
+      if (Stopping() && outcome.status().IsCancelled()) return arrow::Status::OK();
       const arrow::Status& status = outcome.status();
       if (IsRolledBack(status)) {
         // A restore (or delete) took back files holding this stream's progress: what the
@@ -100,7 +102,7 @@ class StreamLoad {
                              : internal::Backoff(config_.retry, failures);
       ++failures;
       telemetry::Failed(status);
-      telemetry::Retrying(status, failures, delay);
+      telemetry::Retrying(status, failures, config_.retry.max_retries, delay);
       result_->metadata["reconnects"] = std::to_string(++reconnects_);
       if (Sleep(delay)) return arrow::Status::OK();
     }
@@ -260,6 +262,7 @@ class StreamLoad {
     amp::StreamInterpreter interpreter;
     amp::QueryOptions query;
     query.stream = true;
+    query.stop = options_.stop;
     if (config_.state.enabled) {
       // A seed after a backfill is the stream's own first block, which the server sends
       // as its first microbatch: not a rewind.
@@ -334,6 +337,12 @@ class StreamLoad {
         ++reorgs_;
         // The re-sent takeover seed block is replaced even without reorg detection: the
         // stream's own cursor asked for it again.
+        if (!options_.with_reorg_detection && !TouchesTakeoverSeed(event.invalidated)) {
+          // Seen, and left in the table: counted all the same.
+          telemetry::ReorgUndone(result_->table_name,
+                                 snapshot_ != nullptr ? snapshot_->version() : -1,
+                                 RangesText(event.invalidated), 0, 0, 0);
+        }
         if (options_.with_reorg_detection || TouchesTakeoverSeed(event.invalidated)) {
           ARROW_RETURN_NOT_OK(CommitIfIdle());
           ARROW_ASSIGN_OR_RAISE(const bool undid_below_fork, Undo(event.invalidated));

@@ -15,6 +15,10 @@
 
 namespace ampdelta::loader::telemetry {
 
+/// \brief Create the load's series at zero (a process about to be scraped: Prometheus
+/// alerts on rates need the series before the first event).
+void RegisterSeries();
+
 /// \brief A query is open on the server (`server` already redacted).
 void Connected(const std::string& server, const std::string& table, bool stream);
 /// \brief The query ended or failed; the stream is not connected until the next
@@ -45,7 +49,8 @@ void ReorgUndone(const std::string& table, int64_t version, const std::string& f
                  int64_t rows_removed, int64_t files_touched, double seconds);
 
 /// \brief A failed step will be retried after `delay` (attempt counts from 1).
-void Retrying(const arrow::Status& status, int attempt, std::chrono::milliseconds delay);
+void Retrying(const arrow::Status& status, int attempt, int max_attempts,
+              std::chrono::milliseconds delay);
 /// \brief A step failed (whether it is retried or ends the load): counted by class.
 void Failed(const arrow::Status& status);
 

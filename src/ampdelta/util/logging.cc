@@ -1,7 +1,9 @@
 #include "ampdelta/util/logging.h"
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -100,48 +102,92 @@ void Deliver(const Record& record) {
   WriteLine(record);
 }
 
-// A value that needs quoting in `key=value` text.
+// A value that needs quoting in `key=value` text: empty, or with a space, quote, `=`,
+// backslash or control character (a table name must not forge log lines).
 bool NeedsQuotes(std::string_view value) {
   if (value.empty()) return true;
   for (char c : value) {
-    if (c == ' ' || c == '"' || c == '=' || c == '\n' || c == '\t') return true;
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == ' ' || c == '"' || c == '=' || c == '\\' || byte < 0x20 || byte == 0x7f) {
+      return true;
+    }
   }
   return false;
 }
 
-// The JSON value of a field: a number or boolean when the text is one, else the string.
-nlohmann::ordered_json FieldValue(const std::string& text) {
-  if (text == "true") return true;
-  if (text == "false") return false;
-  if (!text.empty() && text.size() < 20 &&
-      text.find_first_not_of("0123456789-") == std::string::npos &&
-      (text[0] != '0' || text.size() == 1) && text.find('-', 1) == std::string::npos &&
-      text != "-") {
-    char* end = nullptr;
-    const long long value = std::strtoll(text.c_str(), &end, 10);
-    if (end != nullptr && *end == '\0') return value;
+// The JSON value of a field, as its kind says.
+nlohmann::ordered_json FieldValue(const Field& field) {
+  switch (field.kind) {
+    case Field::Kind::kBool:
+      return field.value == "true";
+    case Field::Kind::kNumber: {
+      errno = 0;
+      char* end = nullptr;
+      if (field.value.find('.') == std::string::npos) {
+        const long long whole = std::strtoll(field.value.c_str(), &end, 10);
+        if (errno == 0 && end != nullptr && *end == '\0') return whole;
+      } else {
+        const double number = std::strtod(field.value.c_str(), &end);
+        if (errno == 0 && end != nullptr && *end == '\0') return number;
+      }
+      return field.value;
+    }
+    case Field::Kind::kString:
+      break;
   }
-  return text;
+  return field.value;
 }
 
 }  // namespace
 
+Field::Field(std::string field_name, double number, int decimals)
+    : name(std::move(field_name)) {
+  if (!std::isfinite(number)) {
+    value = std::isnan(number) ? "NaN" : (number > 0 ? "Infinity" : "-Infinity");
+    return;
+  }
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", decimals, number);
+  value = text;
+  kind = Kind::kNumber;
+}
+
+Field Field::Inferred(std::string field_name, std::string text) {
+  const bool whole = !text.empty() && text.size() <= 19 &&
+                     text.find_first_not_of("0123456789") == std::string::npos &&
+                     (text[0] != '0' || text.size() == 1);
+  Field field(std::move(field_name), std::move(text));
+  if (whole) field.kind = Kind::kNumber;
+  return field;
+}
+
 std::string FormatText(const Record& record) {
   std::string out(record.message.empty() ? record.event : record.message);
-  for (const auto& [name, value] : record.fields) {
-    out += " " + name + "=";
-    if (!NeedsQuotes(value)) {
-      out += value;
+  for (const auto& field : record.fields) {
+    out += " " + field.name + "=";
+    if (!NeedsQuotes(field.value)) {
+      out += field.value;
       continue;
     }
     out += '"';
-    for (char c : value) {
-      if (c == '"' || c == '\\') out += '\\';
-      if (c == '\n') {
+    for (char c : field.value) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (c == '\n') {
         out += "\\n";
-        continue;
+      } else if (c == '\r') {
+        out += "\\r";
+      } else if (c == '\t') {
+        out += "\\t";
+      } else if (byte < 0x20 || byte == 0x7f) {
+        char escaped[8];
+        std::snprintf(escaped, sizeof(escaped), "\\x%02x", byte);
+        out += escaped;
+      } else {
+        out += c;
       }
-      out += c;
     }
     out += '"';
   }
@@ -159,7 +205,7 @@ std::string FormatJson(const Record& record, int64_t unix_ms) {
   out["event"] = std::string(record.event);
   nlohmann::ordered_json fields = nlohmann::ordered_json::object();
   if (!record.message.empty()) fields["message"] = std::string(record.message);
-  for (const auto& [name, value] : record.fields) fields[name] = FieldValue(value);
+  for (const auto& field : record.fields) fields[field.name] = FieldValue(field);
   out["fields"] = std::move(fields);
   return json_util::DumpJsonLossy(out);
 }

@@ -24,8 +24,36 @@ namespace ampdelta::log {
 /// \brief Severity of a log message, in increasing order.
 enum class Level : uint8_t { kDebug, kInfo, kWarn, kError, kOff };
 
-/// \brief The named fields of an event, values as text.
-using Fields = std::vector<std::pair<std::string, std::string>>;
+/// \brief One named field of an event: its value as text, and its JSON type.
+struct Field {
+  enum class Kind : uint8_t { kString, kNumber, kBool };
+
+  Field(std::string field_name, std::string text)
+      : name(std::move(field_name)), value(std::move(text)) {}
+  Field(std::string field_name, const char* text)
+      : name(std::move(field_name)), value(text) {}
+  Field(std::string field_name, int number)
+      : name(std::move(field_name)), value(std::to_string(number)), kind(Kind::kNumber) {}
+  Field(std::string field_name, int64_t number)
+      : name(std::move(field_name)), value(std::to_string(number)), kind(Kind::kNumber) {}
+  Field(std::string field_name, uint64_t number)
+      : name(std::move(field_name)), value(std::to_string(number)), kind(Kind::kNumber) {}
+  /// A finite number, with up to `decimals` digits after the point (else a string).
+  Field(std::string field_name, double number, int decimals = 3);
+  Field(std::string field_name, bool flag)
+      : name(std::move(field_name)), value(flag ? "true" : "false"), kind(Kind::kBool) {}
+
+  /// \brief A field from text that is a number when it is a whole number within int64
+  /// (result metadata), else a string.
+  static Field Inferred(std::string field_name, std::string text);
+
+  std::string name;
+  std::string value;
+  Kind kind = Kind::kString;
+};
+
+/// \brief The named fields of an event.
+using Fields = std::vector<Field>;
 
 /// \brief One log record: an event with fields, or a message (event "message").
 struct Record {
@@ -61,12 +89,11 @@ void WriteToStderr(const Record& record);
 void Write(Level level, std::string_view message);
 /// \brief Deliver an event with its fields to the sink if `level` is enabled.
 void Event(Level level, std::string_view event, const Fields& fields);
-/// \brief Return `record` as one text line (`event key=value …`, values with spaces,
-/// quotes or `=` quoted), without a level prefix.
+/// \brief Return `record` as one text line (`event key=value …`; values with spaces,
+/// quotes, `=` or control characters quoted and escaped), without a level prefix.
 std::string FormatText(const Record& record);
 /// \brief Return `record` as one JSON object: time (RFC 3339, UTC, ms), level, event and
-/// fields (numbers and booleans as such, other values as strings; a message's text is
-/// its `message` field).
+/// fields (typed as each Field says; a message's text is its `message` field).
 std::string FormatJson(const Record& record, int64_t unix_ms);
 /// \brief Return the lower-case name of a level.
 const char* LevelName(Level level);

@@ -208,8 +208,10 @@ std::string Registry::Render() {
           }
           out << name << "_sum" << FormatLabels(labels) << " "
               << FormatValue(histogram->sum()) << "\n";
-          out << name << "_count" << FormatLabels(labels) << " " << histogram->count()
-              << "\n";
+          // The +Inf bucket's count, read once: a count read apart could differ from it
+          // by an observation landing in between.
+          out << name << "_count" << FormatLabels(labels) << " "
+              << histogram->CumulativeCount(bounds.size()) << "\n";
         }
         break;
     }

@@ -20,13 +20,16 @@ struct UserInfoSpan {
 
 inline UserInfoSpan FindUserInfo(std::string_view url) {
   const size_t scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) return {};
-  const size_t begin = scheme_end + 3;
+  // Without a scheme (`user:pw@host:1602`, a mistyped URL), the authority starts the
+  // text.
+  const size_t begin = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
   size_t authority_end = url.find_first_of("/?#", begin);
   if (authority_end == std::string_view::npos) authority_end = url.size();
   const size_t at = url.substr(begin, authority_end - begin).rfind('@');
   if (at == std::string_view::npos) return {};
-  std::string_view scheme = url.substr(0, scheme_end);
+  std::string_view scheme = scheme_end == std::string_view::npos
+                                ? std::string_view()
+                                : url.substr(0, scheme_end);
   std::string_view user_info = url.substr(begin, at);
   // ADLS Gen2 names the container as abfs[s]://container@account...: not a secret unless
   // a password follows it.

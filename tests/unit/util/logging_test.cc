@@ -7,24 +7,31 @@ namespace ampdelta::log {
 namespace {
 
 TEST(LoggingTest, AnEventIsOneLineOfKeyValuesWithAwkwardValuesQuoted) {
-  const Fields fields = {{"version", "12"},
+  const Fields fields = {{"version", int64_t{12}},
                          {"error", "disk \"full\"\nagain"},
                          {"empty", ""},
-                         {"path", "a=b"}};
+                         {"path", "a=b"},
+                         {"forged", "x\r[ampdelta error] \x1b[2J"}};
   EXPECT_EQ(FormatText(Record{Level::kInfo, "commit", fields, {}}),
-            R"(commit version=12 error="disk \"full\"\nagain" empty="" path="a=b")");
+            R"(commit version=12 error="disk \"full\"\nagain" empty="" path="a=b" )"
+            R"(forged="x\r[ampdelta error] \x1b[2J")");
   const Fields none;
   EXPECT_EQ(FormatText(Record{Level::kWarn, "message", none, "free text"}), "free text");
 }
 
 TEST(LoggingTest, AJsonRecordHasTimeLevelEventAndTypedFields) {
-  const Fields fields = {{"version", "12"},
-                         {"rows", "-3"},
-                         {"stream", "true"},
+  const Fields fields = {{"version", int64_t{12}},
+                         {"rows", -3},
+                         {"stream", true},
                          {"hash", "0x00ff"},
                          {"padded", "007"},
                          {"huge", "123456789012345678901234"},
-                         {"bad", std::string("\xff\xfe", 2)}};
+                         {"bad", std::string("\xff\xfe", 2)},
+                         {"table", "123"},  // text that looks like a number stays text
+                         {"rate", 34.56, 1},
+                         Field::Inferred("commits", "41"),
+                         Field::Inferred("head", "mainnet:24000099"),
+                         Field::Inferred("big", "99999999999999999999")};
   const std::string line =
       FormatJson(Record{Level::kInfo, "commit", fields, {}}, 1765584000123);
   const auto parsed = nlohmann::json::parse(line);
@@ -38,6 +45,11 @@ TEST(LoggingTest, AJsonRecordHasTimeLevelEventAndTypedFields) {
   EXPECT_EQ(parsed["fields"]["padded"], "007");
   EXPECT_EQ(parsed["fields"]["huge"], "123456789012345678901234");
   EXPECT_TRUE(parsed["fields"]["bad"].is_string());  // replaced, never an exception
+  EXPECT_EQ(parsed["fields"]["table"], "123");
+  EXPECT_DOUBLE_EQ(parsed["fields"]["rate"].get<double>(), 34.6);
+  EXPECT_EQ(parsed["fields"]["commits"], 41);
+  EXPECT_EQ(parsed["fields"]["head"], "mainnet:24000099");
+  EXPECT_EQ(parsed["fields"]["big"], "99999999999999999999");  // beyond int64: text
   EXPECT_EQ(line.find('\n'), std::string::npos);
   // The keys come in this order, for people reading the lines.
   EXPECT_EQ(line.rfind(R"({"time":)", 0), 0u);

@@ -27,6 +27,12 @@ TEST(RedactTest, OnlyTheAuthorityCounts) {
   EXPECT_EQ(RedactUrl("grpc://a@b@host"), "grpc://***@host");
 }
 
+TEST(RedactTest, AMistypedUrlWithoutASchemeLosesItsUserInfoToo) {
+  EXPECT_EQ(RedactUrl("alice:hunter2@127.0.0.1:1602"), "***@127.0.0.1:1602");
+  EXPECT_EQ(RedactUrl("alice:hunter2@host/path@x"), "***@host/path@x");
+  EXPECT_TRUE(UrlHasUserInfo("alice:hunter2@127.0.0.1:1602"));
+}
+
 TEST(RedactTest, AdlsContainerIsNoSecretButAPasswordIs) {
   EXPECT_EQ(RedactUrl("abfss://container@account.dfs.core.windows.net/t"),
             "abfss://container@account.dfs.core.windows.net/t");

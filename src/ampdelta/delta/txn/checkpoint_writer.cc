@@ -364,10 +364,10 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
   duration.Observe(seconds);
   log::Event(log::Level::kInfo, "checkpoint",
              {{"table", RedactUrl(store->root_uri())},
-              {"version", std::to_string(info.version)},
-              {"actions", std::to_string(info.num_actions)},
-              {"bytes", std::to_string(info.size_in_bytes)},
-              {"ms", std::to_string(static_cast<int64_t>(seconds * 1000))}});
+              {"version", static_cast<int64_t>(info.version)},
+              {"actions", static_cast<int64_t>(info.num_actions)},
+              {"bytes", static_cast<int64_t>(info.size_in_bytes)},
+              {"ms", static_cast<int64_t>(seconds * 1000)}});
   return info;
 }
 
