@@ -67,6 +67,11 @@ CommandRunner AddDemoCommand(CLI::App& app);
 bool ParseStorageOptions(const std::vector<std::string>& entries,
                          std::map<std::string, std::string>* options, std::string* error);
 
+/// \brief Parse repeated `--property KEY=VALUE` values (table properties, later ones win)
+/// and check them (delta::ValidateTableProperties); kInvalidInput names a bad entry.
+arrow::Result<std::map<std::string, std::string>> ParsePropertyOptions(
+    const std::vector<std::string>& entries);
+
 /// \brief The help text of `--storage-option`.
 inline constexpr const char* kStorageOptionHelp =
     "KEY=VALUE store option, as deltalake's storage_options (e.g. AWS_ENDPOINT_URL=...); "

@@ -50,6 +50,7 @@ struct LoadArgs {
   std::vector<std::string> merge_keys;
   std::optional<int64_t> commit_every_rows;
   std::vector<std::string> partition_by;
+  std::vector<std::string> properties;
   std::string config;
   std::string compression = "zstd";
   std::optional<int> compression_level;
@@ -437,6 +438,13 @@ arrow::Result<std::string> ConfigJson(const LoadArgs& args) {
     }
   }
   if (!args.partition_by.empty()) doc["partition_by"] = args.partition_by;
+  if (!args.properties.empty()) {
+    ARROW_ASSIGN_OR_RAISE(auto properties, ParsePropertyOptions(args.properties));
+    if (!doc.contains("table_properties") || !doc["table_properties"].is_object()) {
+      doc["table_properties"] = nlohmann::json::object();
+    }
+    for (const auto& [key, value] : properties) doc["table_properties"][key] = value;
+  }
   return doc.dump();
 }
 
@@ -540,6 +548,10 @@ CommandRunner AddLoadCommand(CLI::App& app) {
   cmd->add_option("--commit-every-rows", args->commit_every_rows,
                   "commit every N rows instead of once at the end")
       ->check(IntegerAtLeast(1));
+  cmd->add_option("--property", args->properties,
+                  "KEY=VALUE table property (delta.*), e.g. "
+                  "delta.enableChangeDataFeed=true: a new table is created with it, an "
+                  "existing one gets it in the load's first commit; repeatable");
   cmd->add_option("--partition-by", args->partition_by, "partition columns")
       ->delimiter(',');
   cmd->add_option("--config", args->config, "deltalake connection config: JSON or @file");

@@ -16,6 +16,7 @@
 #include <arrow/memory_pool.h>
 #include <arrow/util/compression.h>
 
+#include "ampdelta/delta/log/table_properties.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/runtime.h"
@@ -39,6 +40,21 @@ bool ParseStorageOptions(const std::vector<std::string>& entries,
     (*options)[entry.substr(0, equals)] = entry.substr(equals + 1);
   }
   return true;
+}
+
+arrow::Result<std::map<std::string, std::string>> ParsePropertyOptions(
+    const std::vector<std::string>& entries) {
+  std::map<std::string, std::string> properties;
+  for (const auto& entry : entries) {
+    const size_t equals = entry.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "--property expects KEY=VALUE, got '", entry, "'");
+    }
+    properties[entry.substr(0, equals)] = entry.substr(equals + 1);
+  }
+  ARROW_RETURN_NOT_OK(delta::ValidateTableProperties(properties));
+  return properties;
 }
 
 std::string OneLine(const std::string& message) {

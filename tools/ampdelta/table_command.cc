@@ -127,8 +127,10 @@ CommandRunner AddTableCommand(CLI::App& app) {
       ->capture_default_str();
   write->add_flag("--no-dictionary", args->no_dictionary,
                   "disable Parquet dictionary encoding");
-  write->add_option("--property", args->properties,
-                    "KEY=VALUE table property of a new table");
+  write->add_option(
+      "--property", args->properties,
+      "KEY=VALUE table property (delta.*): a new table is created with it, an "
+      "existing one gets it in this commit; repeatable");
   write->add_option("--app-id", args->app_id, "commit an application transaction id");
   write
       ->add_option("--app-version", args->app_version,

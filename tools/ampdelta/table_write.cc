@@ -96,14 +96,7 @@ arrow::Status Write(const TableArgs& args) {
   options.files.max_rows_per_file = args.max_rows_per_file;
   options.files.max_rows_per_group = args.max_rows_per_group;
   options.files.dictionary = !args.no_dictionary;
-  for (const auto& property : args.properties) {
-    const size_t equals = property.find('=');
-    if (equals == std::string::npos || equals == 0) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "--property expects KEY=VALUE, got '", property, "'");
-    }
-    options.configuration[property.substr(0, equals)] = property.substr(equals + 1);
-  }
+  ARROW_ASSIGN_OR_RAISE(options.configuration, ParsePropertyOptions(args.properties));
   if (!args.app_id.empty()) {
     if (!args.app_version) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/table_properties.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"
 
@@ -78,6 +79,18 @@ arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
                                                    ? option->get<std::string>()
                                                    : json_util::DumpJsonLossy(*option);
       }
+    } else if (key == "table_properties") {
+      if (!value.is_object()) return ConfigError("'table_properties' must be an object");
+      for (auto property = value.begin(); property != value.end(); ++property) {
+        if (!property->is_string() && !property->is_boolean() &&
+            !property->is_number_integer()) {
+          return ConfigError("table property '", property.key(),
+                             "' must be a string, a boolean or a whole number");
+        }
+        config.table_properties[property.key()] =
+            property->is_string() ? property->get<std::string>() : property->dump();
+      }
+      ARROW_RETURN_NOT_OK(delta::ValidateTableProperties(config.table_properties));
     } else if (key == "partition_by") {
       if (value.is_null()) continue;
       if (!value.is_array())

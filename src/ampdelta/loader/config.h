@@ -40,6 +40,9 @@ struct DeltaLakeConfig {
   std::string table_path;
   std::map<std::string, std::string> storage_options;
   std::vector<std::string> partition_by;
+  /// `table_properties`: `delta.*` properties of the table (a new table is created with
+  /// them; an existing one gets those that differ in the load's first commit).
+  std::map<std::string, std::string> table_properties;
   bool optimize_after_write = true;
   bool vacuum_after_write = false;
   bool merge_schema = true;

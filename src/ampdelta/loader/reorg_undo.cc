@@ -164,6 +164,14 @@ arrow::Result<UndoStaged> StageUndo(const delta::Snapshot& snapshot,
     }
     staged.rows_removed += removed;
     removes.push_back(delta::RemoveFor(*file));
+    if (writer->records_changes()) {
+      // The change data feed shows the undo as deletes of exactly these rows.
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum gone,
+                            arrow::compute::CallFunction("invert", {keep.first}));
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum deleted, arrow::compute::Filter(rows, gone));
+      ARROW_RETURN_NOT_OK(
+          writer->RecordChange(deleted.record_batch(), delta::ChangeType::kDelete));
+    }
     if (kept == 0) continue;
     ++staged.files_rewritten;
     ARROW_ASSIGN_OR_RAISE(arrow::Datum filtered,

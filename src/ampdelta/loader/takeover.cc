@@ -161,6 +161,14 @@ arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
     removed_rows += removed;
     removes.push_back(delta::RemoveFor(file));
     read.push_back(snapshot.FileKey(file.path));
+    if (writer->records_changes()) {
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum gone,
+                            arrow::compute::CallFunction("invert", {keep_or_null}));
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum deleted,
+                            arrow::compute::Filter(arrow::Datum(table), gone));
+      ARROW_ASSIGN_OR_RAISE(auto rows, deleted.table()->CombineChunksToBatch());
+      ARROW_RETURN_NOT_OK(writer->RecordChange(rows, delta::ChangeType::kDelete));
+    }
     if (kept_rows == 0) continue;
     arrow::TableBatchReader reader(*kept.table());
     while (true) {

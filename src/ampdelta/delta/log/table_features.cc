@@ -25,9 +25,10 @@ const std::set<std::string>& ReadableFeatures() {
 // Writer features ampdelta implements or can safely carry when unused.
 const std::set<std::string>& WritableFeatures() {
   static const std::set<std::string> features = {
-      "appendOnly",          "invariants",      "checkConstraints",   "generatedColumns",
-      "changeDataFeed",      "timestampNtz",    "deletionVectors",    "domainMetadata",
-      "vacuumProtocolCheck", "identityColumns", "allowColumnDefaults"};
+      "appendOnly",       "invariants",          "checkConstraints",
+      "generatedColumns", "changeDataFeed",      "timestampNtz",
+      "deletionVectors",  "domainMetadata",      "vacuumProtocolCheck",
+      "identityColumns",  "allowColumnDefaults", "inCommitTimestamp"};
   return features;
 }
 
@@ -62,10 +63,15 @@ bool HasFieldMetadata(const arrow::Schema& schema, const std::string& prefix) {
   });
 }
 
-bool ConfigTrue(const Metadata& metadata, const std::string& key) {
-  auto it = metadata.configuration.find(key);
-  if (it == metadata.configuration.end()) return false;
+bool ConfigTrue(const std::map<std::string, std::string>& configuration,
+                const std::string& key) {
+  auto it = configuration.find(key);
+  if (it == configuration.end()) return false;
   return AsciiLower(it->second) == "true";
+}
+
+bool ConfigTrue(const Metadata& metadata, const std::string& key) {
+  return ConfigTrue(metadata.configuration, key);
 }
 
 }  // namespace
@@ -137,9 +143,6 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
   if (HasFieldMetadata(schema, "CURRENT_DEFAULT")) {
     refused.push_back("allowColumnDefaults (in use)");
   }
-  if (ConfigTrue(metadata, "delta.enableChangeDataFeed")) {
-    refused.push_back("changeDataFeed (enabled)");
-  }
   if (metadata.configuration.count("delta.columnMapping.mode") != 0 &&
       metadata.configuration.at("delta.columnMapping.mode") != "none") {
     refused.push_back("columnMapping (mode " +
@@ -147,9 +150,6 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
   }
   if (ConfigTrue(metadata, "delta.enableRowTracking"))
     refused.push_back("rowTracking (enabled)");
-  if (ConfigTrue(metadata, "delta.enableInCommitTimestamps")) {
-    refused.push_back("inCommitTimestamp (enabled)");
-  }
   std::sort(refused.begin(), refused.end());
   refused.erase(std::unique(refused.begin(), refused.end()), refused.end());
   if (!refused.empty()) {
@@ -162,13 +162,63 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
   return arrow::Status::OK();
 }
 
-Protocol ProtocolForNewTable(const arrow::Schema& schema) {
-  Protocol protocol;
+Protocol ProtocolForNewTable(const arrow::Schema& schema,
+                             const std::map<std::string, std::string>& configuration) {
+  return UpgradeProtocol(Protocol{}, schema, configuration);
+}
+
+Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
+                         const std::map<std::string, std::string>& configuration) {
+  std::vector<std::string> reader;
+  std::vector<std::string> writer;
   if (NeedsTimestampNtz(schema)) {
+    reader.push_back("timestampNtz");
+    writer.push_back("timestampNtz");
+  }
+  if (ConfigTrue(configuration, "delta.enableDeletionVectors")) {
+    reader.push_back("deletionVectors");
+    writer.push_back("deletionVectors");
+  }
+  if (ConfigTrue(configuration, "delta.enableInCommitTimestamps")) {
+    writer.push_back("inCommitTimestamp");
+  }
+  const bool change_feed = ConfigTrue(configuration, "delta.enableChangeDataFeed");
+  Protocol protocol = existing;
+  if (writer.empty() && existing.min_writer_version < 7) {
+    // Legacy versions keep the table readable by every engine, Polars included.
+    if (change_feed)
+      protocol.min_writer_version = std::max(protocol.min_writer_version, 4);
+    return protocol;
+  }
+  if (change_feed) writer.push_back("changeDataFeed");
+  if (ConfigTrue(configuration, "delta.appendOnly")) writer.push_back("appendOnly");
+  // Spark counts a NOT NULL column as an invariant: a listed protocol must name it.
+  if (AnyField(schema, [](const arrow::Field& field) { return !field.nullable(); })) {
+    writer.push_back("invariants");
+  }
+  const auto add = [](std::vector<std::string>* out,
+                      const std::vector<std::string>& more) {
+    for (const auto& feature : more) {
+      if (std::find(out->begin(), out->end(), feature) == out->end())
+        out->push_back(feature);
+    }
+  };
+  std::vector<std::string> writer_features = ImpliedWriterFeatures(existing);
+  // Legacy writer 2 implies invariants and appendOnly, which an unused table lists not.
+  if (existing.min_writer_version < 7) writer_features.clear();
+  add(&writer_features, writer);
+  protocol.min_writer_version = 7;
+  protocol.writer_features = std::move(writer_features);
+  if (!reader.empty() || existing.min_reader_version >= 3) {
+    std::vector<std::string> reader_features =
+        existing.min_reader_version >= 3
+            ? existing.reader_features.value_or(std::vector<std::string>{})
+            : std::vector<std::string>{};
+    add(&reader_features, reader);
     protocol.min_reader_version = 3;
-    protocol.min_writer_version = 7;
-    protocol.reader_features = std::vector<std::string>{"timestampNtz"};
-    protocol.writer_features = std::vector<std::string>{"timestampNtz"};
+    protocol.reader_features = std::move(reader_features);
+    // Every reader feature is a writer feature too.
+    add(&*protocol.writer_features, *protocol.reader_features);
   }
   return protocol;
 }

@@ -4,6 +4,7 @@
 /// \brief Which protocol versions and table features ampdelta reads and writes
 /// (PROTOCOL.md "Protocol Evolution", "Table Features").
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,9 +27,19 @@ arrow::Status CheckReadSupported(const Protocol& protocol);
 arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& metadata,
                                   const arrow::Schema& schema);
 
-/// \brief Return the protocol for a new table: (1,2), or (3,7) with `timestampNtz` when a
-/// column needs it.
-Protocol ProtocolForNewTable(const arrow::Schema& schema);
+/// \brief Return the protocol for a new table with this schema and configuration: (1,2);
+/// (1,4) for the change data feed alone; table features (writer 7) when a column needs
+/// `timestampNtz` or the configuration turns on in-commit timestamps or deletion vectors
+/// (reader 3 only for the reader features `timestampNtz` and `deletionVectors`).
+Protocol ProtocolForNewTable(
+    const arrow::Schema& schema,
+    const std::map<std::string, std::string>& configuration = {});
+
+/// \brief Return `existing` upgraded (never downgraded) to what a table with this schema
+/// and configuration needs, as ProtocolForNewTable: a legacy protocol stays legacy while
+/// only the change data feed is asked for; otherwise the features are listed.
+Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
+                         const std::map<std::string, std::string>& configuration);
 
 /// \brief Return the weakest protocol that has everything `existing` and `required` have:
 /// both legacy, the higher versions; otherwise table features (reader 3 when either needs

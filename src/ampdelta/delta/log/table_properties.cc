@@ -88,6 +88,8 @@ TableProperties ParseTableProperties(const std::map<std::string, std::string>& c
            &props.deleted_file_retention_ms);
   boolean("delta.enableExpiredLogCleanup", &props.enable_expired_log_cleanup);
   boolean("delta.appendOnly", &props.append_only);
+  boolean("delta.enableChangeDataFeed", &props.enable_change_data_feed);
+  boolean("delta.enableInCommitTimestamps", &props.enable_in_commit_timestamps);
   if (auto value = Find(config, "delta.dataSkippingNumIndexedCols")) {
     if (auto parsed = ParseInt(*value)) props.data_skipping_num_indexed_cols = *parsed;
   }
@@ -108,7 +110,35 @@ arrow::Status ValidateTableProperties(const std::map<std::string, std::string>& 
   auto bad = [](const std::string& key, const std::string& value, const char* expected) {
     return InvalidInputError("table property ", key, "='", value, "' is not ", expected);
   };
+  auto unwritable = [](const std::string& key, const std::string& value,
+                       const char* feature) {
+    return InvalidInputError("table property ", key, "='", value, "' needs ", feature,
+                             ", which ampdelta does not write");
+  };
   for (const auto& [key, value] : config) {
+    const std::string lowered = AsciiLower(value);
+    if (key == "delta.columnMapping.mode" && lowered != "none") {
+      return unwritable(key, value, "column mapping");
+    }
+    if (key == "delta.enableRowTracking" && lowered == "true") {
+      return unwritable(key, value, "row tracking");
+    }
+    if (key == "delta.enableTypeWidening" && lowered == "true") {
+      return unwritable(key, value, "type widening");
+    }
+    if (key == "delta.checkpointPolicy" && lowered != "classic") {
+      return unwritable(key, value, "V2 checkpoints");
+    }
+    if (key.rfind("delta.constraints.", 0) == 0) {
+      return unwritable(key, value, "CHECK constraints");
+    }
+    if (key.rfind("delta.feature.", 0) == 0 || key == "delta.minReaderVersion" ||
+        key == "delta.minWriterVersion") {
+      return InvalidInputError("table property ", key,
+                               " sets the protocol directly; ampdelta chooses it from "
+                               "the properties that need it (e.g. "
+                               "delta.enableChangeDataFeed=true)");
+    }
     if (key == "delta.logRetentionDuration" ||
         key == "delta.deletedFileRetentionDuration" ||
         key == "delta.setTransactionRetentionDuration" || key == "logRetentionDuration" ||
@@ -125,8 +155,8 @@ arrow::Status ValidateTableProperties(const std::map<std::string, std::string>& 
         return bad(key, value, "a whole number of at least -1");
     } else if (key == "delta.appendOnly" || key == "delta.enableExpiredLogCleanup" ||
                key == "delta.enableChangeDataFeed" ||
-               key == "delta.enableDeletionVectors") {
-      const std::string lowered = AsciiLower(value);
+               key == "delta.enableDeletionVectors" ||
+               key == "delta.enableInCommitTimestamps") {
       if (lowered != "true" && lowered != "false")
         return bad(key, value, "true or false");
     }

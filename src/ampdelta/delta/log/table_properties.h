@@ -32,6 +32,11 @@ struct TableProperties {
   std::optional<int64_t> target_file_size;
   /// `delta.setTransactionRetentionDuration`, when set.
   std::optional<int64_t> set_transaction_retention_ms;
+  /// `delta.enableChangeDataFeed`: commits that remove or rewrite rows record them in
+  /// `_change_data` files (PROTOCOL.md "Add CDC File").
+  bool enable_change_data_feed = false;
+  /// `delta.enableInCommitTimestamps`: every commit carries its time in commitInfo.
+  bool enable_in_commit_timestamps = false;
 };
 
 /// \brief Parse the properties of a table's configuration; unknown keys are ignored and

@@ -15,6 +15,7 @@
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/txn/transaction.h"
 #include "ampdelta/delta/txn/write_lease.h"
+#include "ampdelta/delta/write/change_data_writer.h"
 #include "ampdelta/delta/write/data_file_writer.h"
 #include "ampdelta/delta/write/file_tags.h"
 #include "ampdelta/delta/write/table_writer.h"
@@ -42,9 +43,21 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
   ARROW_ASSIGN_OR_RAISE(auto lease, WriteLease::Acquire(store));
   DataFileOptions options = FileOptionsForTable(snapshot.get(), file_options);
   options.file_token = lease->token();
+  // With the change data feed on, the deleted rows are recorded, whole files' too (a
+  // commit with change data is read from its change data alone).
+  std::unique_ptr<ChangeDataWriter> changes;
+  if (ChangeDataFeedEnabled(snapshot->metadata())) {
+    ARROW_ASSIGN_OR_RAISE(changes,
+                          ChangeDataWriter::Make(store, snapshot->schema(),
+                                                 snapshot->partition_columns(), options));
+  }
   ARROW_ASSIGN_OR_RAISE(auto writer, DataFileWriter::Make(store, snapshot->schema(),
                                                           snapshot->partition_columns(),
                                                           std::move(options)));
+  const auto abort = [&] {
+    (void)writer->Abort();
+    if (changes) (void)changes->Abort();
+  };
   std::vector<Remove> removes;
   std::vector<std::string> read;
   // The files whose tags the delete's output keeps: a stream's recorded block ranges are
@@ -61,6 +74,19 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
       continue;
     }
     read.push_back(snapshot->FileKey(file.path));
+    if (match == FileMatch::kAll && changes) {
+      ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, file));
+      ARROW_ASSIGN_OR_RAISE(auto rows, table->CombineChunksToBatch());
+      if (rows->num_rows() == 0) continue;
+      ARROW_RETURN_NOT_OK(changes->Write(rows, ChangeType::kDelete));
+      result.rows_deleted += rows->num_rows();
+      removes.push_back(RemoveFor(file));
+      if (file.tags && !file.tags->empty()) {
+        rewritten.push_back(&file);
+        if (emptied_tagged == nullptr) emptied_tagged = &file;
+      }
+      continue;
+    }
     if (match == FileMatch::kAll) {
       auto stats = file.stats ? nlohmann::json::parse(*file.stats, nullptr, false)
                               : nlohmann::json();
@@ -93,6 +119,10 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
     result.rows_copied += remaining->num_rows();
     removes.push_back(RemoveFor(file));
     rewritten.push_back(&file);
+    if (changes) {
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum gone, arrow::compute::Filter(batch, matches));
+      ARROW_RETURN_NOT_OK(changes->Write(gone.record_batch(), ChangeType::kDelete));
+    }
     ARROW_RETURN_NOT_OK(writer->Write(remaining));
   }
   const auto tags = MergeFileTags(rewritten);
@@ -102,18 +132,26 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
     ARROW_RETURN_NOT_OK(writer->WriteEmptyFile(emptied_tagged->partition_values));
   }
   ARROW_ASSIGN_OR_RAISE(auto adds, writer->Finish());
+  std::vector<Cdc> cdc;
+  if (changes) {
+    ARROW_ASSIGN_OR_RAISE(cdc, changes->Finish());
+  }
   if (result.rows_deleted == 0 && !row_count_unknown) {
     // Only 0-row files matched (a streamed table emptied before): nothing changes.
-    (void)writer->Abort();
+    abort();
     return result;
   }
   // The copies keep what their sources' tags say (a stream's recorded block ranges).
   for (auto& add : adds) add.tags = tags;
-  if (removes.empty()) return result;
+  if (removes.empty()) {
+    abort();
+    return result;
+  }
   result.files_removed = static_cast<int64_t>(removes.size());
   result.files_added = static_cast<int64_t>(adds.size());
   txn.AddFiles(std::move(adds));
   txn.RemoveFiles(std::move(removes));
+  txn.AddChangeFiles(std::move(cdc));
   txn.ReadFiles(read);
   if (!predicate) txn.ReadWholeTable();
   std::map<std::string, std::string> parameters;
@@ -127,7 +165,7 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
                            {"numCopiedRows", std::to_string(result.rows_copied)}});
   auto committed = txn.Commit();
   if (!committed.ok()) {
-    (void)writer->Abort();
+    abort();
     return committed.status();
   }
   result.version = committed->version;

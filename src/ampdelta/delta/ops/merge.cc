@@ -166,6 +166,25 @@ arrow::Result<std::optional<Predicate>> KeyRangePredicate(
   return std::optional<Predicate>(std::move(*parsed));
 }
 
+// Record the merge's surviving source rows in the change data feed: a row whose key
+// matched a table row is its update_postimage, any other an insert.
+arrow::Status RecordSourceChanges(TableWriter* writer,
+                                  const std::shared_ptr<arrow::RecordBatch>& rows,
+                                  const std::vector<int>& indices,
+                                  const std::unordered_set<std::string>& matched) {
+  const auto keys = KeyEncoder::Encode(*rows, indices);
+  std::vector<bool> updates(keys.size());
+  std::vector<bool> inserts(keys.size());
+  for (size_t row = 0; row < keys.size(); ++row) {
+    updates[row] = keys[row] && matched.count(*keys[row]) != 0;
+    inserts[row] = !updates[row];
+  }
+  ARROW_ASSIGN_OR_RAISE(auto after, FilterRows(rows, updates));
+  ARROW_RETURN_NOT_OK(writer->RecordChange(after, ChangeType::kUpdatePostimage));
+  ARROW_ASSIGN_OR_RAISE(auto added, FilterRows(rows, inserts));
+  return writer->RecordChange(added, ChangeType::kInsert);
+}
+
 arrow::Result<MergeResult> MergeOnce(
     const std::shared_ptr<storage::ObjectStore>& store,
     const std::shared_ptr<arrow::Schema>& source_schema,
@@ -267,6 +286,12 @@ arrow::Result<MergeResult> MergeOnce(
         }
       }
       if (replaced == 0) continue;  // statistics were loose: the file stays as it is
+      if (writer->records_changes()) {
+        std::vector<bool> replaced_rows(keep.size());
+        for (size_t row = 0; row < keep.size(); ++row) replaced_rows[row] = !keep[row];
+        ARROW_ASSIGN_OR_RAISE(auto before, FilterRows(rows, replaced_rows));
+        ARROW_RETURN_NOT_OK(writer->RecordChange(before, ChangeType::kUpdatePreimage));
+      }
       result.rows_updated += replaced;
       ++result.files_rewritten;
       removes.push_back(RemoveFor(file));
@@ -298,7 +323,12 @@ arrow::Result<MergeResult> MergeOnce(
     if (dropped > 0) {
       ARROW_ASSIGN_OR_RAISE(rows, FilterRows(rows, keep));
     }
-    if (rows->num_rows() > 0) ARROW_RETURN_NOT_OK(writer->Write(rows));
+    if (rows->num_rows() == 0) continue;
+    ARROW_RETURN_NOT_OK(writer->Write(rows));
+    if (writer->records_changes() && !matched.empty()) {
+      // Rows that replaced a table row are updates; the rest are inserts.
+      ARROW_RETURN_NOT_OK(RecordSourceChanges(writer.get(), rows, indices, matched));
+    }
   }
   const int64_t kept = result.source_rows - result.source_duplicates;
   result.rows_inserted = kept - static_cast<int64_t>(matched.size());

@@ -12,6 +12,7 @@
 #include "ampdelta/delta/log/log_segment.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/table_properties.h"
 #include "ampdelta/delta/txn/checkpoint_writer.h"
 #include "ampdelta/delta/txn/committer.h"
 #include "ampdelta/delta/txn/conflict_checker.h"
@@ -86,6 +87,15 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
   info.operation_metrics = metrics_;
   info.engine_info = std::string("ampdelta/") + kVersion;
   info.txn_id = txn_id_;
+  if (InCommitTimestamps()) {
+    // Strictly after the previous commit's, whatever this machine's clock says.
+    int64_t timestamp = now_ms;
+    if (version > 0) {
+      ARROW_ASSIGN_OR_RAISE(auto previous, InCommitTimestampOf(version - 1));
+      if (previous) timestamp = std::max(timestamp, *previous + 1);
+    }
+    info.in_commit_timestamp = timestamp;
+  }
   actions.emplace_back(std::move(info));
   if (protocol_) actions.emplace_back(*protocol_);
   if (metadata_) actions.emplace_back(*metadata_);
@@ -110,8 +120,32 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
     file.data_change = data_change_ && add.data_change;  // a re-tag is no data change
     actions.emplace_back(std::move(file));
   }
+  for (const auto& change : changes_) actions.emplace_back(change);
   (void)version;
   return actions;
+}
+
+bool Transaction::InCommitTimestamps() const {
+  const Metadata* metadata =
+      metadata_ ? &*metadata_ : (read_snapshot_ ? &read_snapshot_->metadata() : nullptr);
+  return metadata != nullptr &&
+         ParseTableProperties(metadata->configuration).enable_in_commit_timestamps;
+}
+
+arrow::Result<std::optional<int64_t>> Transaction::InCommitTimestampOf(
+    Version version) const {
+  auto data = store_->Get(CommitPath(version));
+  if (!data.ok()) {
+    if (IsError(data.status(), ErrorCode::kNotFound)) return std::nullopt;
+    return data.status();
+  }
+  ARROW_ASSIGN_OR_RAISE(auto actions,
+                        ParseCommit((*data)->ToString(), CommitPath(version)));
+  for (const auto& action : actions) {
+    if (const auto* info = std::get_if<CommitInfo>(&action))
+      return info->in_commit_timestamp;
+  }
+  return std::nullopt;
 }
 
 arrow::Status Transaction::CheckClaim(const std::string& app_id) const {

@@ -69,6 +69,10 @@ class Transaction {
   void SetMetadata(Metadata metadata) { metadata_ = std::move(metadata); }
   /// \brief Add data files.
   void AddFiles(std::vector<Add> files);
+  /// \brief Name change data files (change_data_writer.h) in the commit.
+  void AddChangeFiles(std::vector<Cdc> files) {
+    for (auto& file : files) changes_.push_back(std::move(file));
+  }
   /// \brief Remove data files (as tombstones).
   void RemoveFiles(std::vector<Remove> files);
   /// \brief Commit an application transaction id (exactly-once); two transactions with
@@ -132,6 +136,10 @@ class Transaction {
 
  private:
   arrow::Result<std::vector<Action>> BuildActions(Version version, int64_t now_ms) const;
+  // delta.enableInCommitTimestamps on the table as this commit leaves it.
+  bool InCommitTimestamps() const;
+  // The inCommitTimestamp of a committed version (nullopt: none, or no such file).
+  arrow::Result<std::optional<int64_t>> InCommitTimestampOf(Version version) const;
   arrow::Status CheckConflicts(const std::vector<Action>& winner, Version version);
   arrow::Status CheckClaim(const std::string& app_id) const;
   void RunPostCommit(Version version, CommitReport* result) const;
@@ -145,6 +153,7 @@ class Transaction {
   std::optional<Metadata> metadata_;
   std::vector<Add> adds_;
   std::vector<Remove> removes_;
+  std::vector<Cdc> changes_;
   std::optional<SetTransaction> txn_;
   std::vector<SetTransaction> records_;
   std::function<bool(const std::string&)> overlapping_app_ids_;

@@ -52,6 +52,11 @@ struct DataFileOptions {
   int num_threads = 0;
   /// Bytes written by one thread before the others join in.
   int64_t parallel_threshold_bytes = 32 * 1024 * 1024;
+  /// Where under the table root the files go (before any partition folders), e.g.
+  /// `_change_data`; empty: the root.
+  std::string directory;
+  /// The first word of every file name: `part` for data files, `cdc` for change data.
+  std::string file_prefix = "part";
   /// Carried in every file name: the token of the write lease that keeps VACUUM away from
   /// the files until their commit (write_lease.h); empty for none.
   std::string file_token;

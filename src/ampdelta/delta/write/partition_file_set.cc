@@ -210,10 +210,11 @@ class PartitionFileSet::Impl {
     file_counter_ += file_step_;
     const std::string token =
         options_.file_token.empty() ? "" : options_.file_token + "-";
-    const std::string name = "part-" + std::to_string(100000 + number).substr(1) + "-" +
-                             NewUuid() + "-" + token + "c000." +
-                             CodecName(options_.codec) + ".parquet";
+    const std::string name =
+        options_.file_prefix + "-" + std::to_string(100000 + number).substr(1) + "-" +
+        NewUuid() + "-" + token + "c000." + CodecName(options_.codec) + ".parquet";
     file.key = folder.empty() ? name : folder + "/" + name;
+    if (!options_.directory.empty()) file.key = options_.directory + "/" + file.key;
     file.partition_values = values;
     ARROW_ASSIGN_OR_RAISE(auto plan, PlanColumns(sample, options_));
     const auto properties =

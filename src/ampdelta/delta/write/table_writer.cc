@@ -71,6 +71,11 @@ class TableWriter::Impl {
   std::optional<Metadata> new_metadata;
   std::optional<Protocol> new_protocol;
   std::unique_ptr<DataFileWriter> writer;
+  // The change data feed: on when the table (as this commit leaves it) asks for it; the
+  // writer opens with the first recorded change.
+  bool change_feed = false;
+  DataFileOptions change_options;
+  std::unique_ptr<ChangeDataWriter> changes;
   std::vector<Remove> staged_removes;
   std::vector<Add> staged_adds;
   std::optional<NullableStringMap> file_tags;
@@ -151,10 +156,23 @@ class TableWriter::Impl {
         [schema = table_schema](const std::shared_ptr<arrow::RecordBatch>& batch) {
           return ConformBatch(batch, schema);
         };
+    if (new_metadata) {
+      change_feed = ChangeDataFeedEnabled(*new_metadata);
+    } else if (snapshot) {
+      change_feed = ChangeDataFeedEnabled(snapshot->metadata());
+    }
+    change_options = file_options;
     ARROW_ASSIGN_OR_RAISE(writer,
                           DataFileWriter::Make(store, table_schema, partition_columns,
                                                std::move(file_options)));
     return arrow::Status::OK();
+  }
+
+  // Delete the files of a write that does not commit, change data included.
+  arrow::Status AbortFiles() {
+    arrow::Status aborted = writer ? writer->Abort() : arrow::Status::OK();
+    if (changes) aborted &= changes->Abort();
+    return aborted;
   }
 };
 
@@ -191,6 +209,23 @@ arrow::Status TableWriter::Write(const std::shared_ptr<arrow::RecordBatch>& batc
   return impl_->writer->Write(batch);
 }
 
+bool TableWriter::records_changes() const {
+  return !impl_->skipped && impl_->change_feed;
+}
+
+arrow::Status TableWriter::RecordChange(const std::shared_ptr<arrow::RecordBatch>& rows,
+                                        ChangeType type) {
+  if (!records_changes() || rows->num_rows() == 0) return arrow::Status::OK();
+  if (impl_->done) return arrow::Status::Invalid("write after commit");
+  if (impl_->changes == nullptr) {
+    ARROW_ASSIGN_OR_RAISE(
+        impl_->changes,
+        ChangeDataWriter::Make(impl_->store, impl_->table_schema,
+                               impl_->partition_columns, impl_->change_options));
+  }
+  return impl_->changes->Write(rows, type);
+}
+
 void TableWriter::StageRemoves(std::vector<Remove> files,
                                std::vector<std::string> read_keys) {
   for (auto& file : files) impl_->staged_removes.push_back(std::move(file));
@@ -225,15 +260,24 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   if (impl_->done) return arrow::Status::Invalid("write already committed");
   impl_->done = true;
   auto finished = impl_->writer->Finish();
+  std::vector<Cdc> changes;
+  if (finished.ok() && impl_->changes) {
+    auto recorded = impl_->changes->Finish();
+    if (recorded.ok()) {
+      changes = std::move(*recorded);
+    } else {
+      finished = recorded.status();
+    }
+  }
   if (!finished.ok()) {
-    (void)impl_->writer->Abort();
+    (void)impl_->AbortFiles();
     impl_->ReleaseLease();
     return finished.status();
   }
   std::vector<Add> adds = std::move(*finished);
   arrow::Status present = impl_->CheckFilesExist(adds);
   if (!present.ok()) {
-    (void)impl_->writer->Abort();
+    (void)impl_->AbortFiles();
     impl_->ReleaseLease();
     return present;
   }
@@ -260,6 +304,7 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   result.files_removed = static_cast<int64_t>(removes.size());
   txn.AddFiles(std::move(adds));
   txn.RemoveFiles(std::move(removes));
+  txn.AddChangeFiles(std::move(changes));
   if (impl_->options.app_transaction)
     txn.SetAppTransaction(*impl_->options.app_transaction);
   if (impl_->options.overlapping_app_ids) {
@@ -285,7 +330,7 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   auto committed = txn.Commit();
   if (!committed.ok()) {
     // Nothing references the files: remove them so the table stays exactly as it was.
-    (void)impl_->writer->Abort();
+    (void)impl_->AbortFiles();
     impl_->ReleaseLease();
     return committed.status();
   }
@@ -300,7 +345,7 @@ arrow::Status TableWriter::Abort() {
   // Committed files belong to the table now: an abort after the commit changes nothing.
   if (impl_->committed) return arrow::Status::OK();
   impl_->done = true;
-  arrow::Status aborted = impl_->writer ? impl_->writer->Abort() : arrow::Status::OK();
+  arrow::Status aborted = impl_->AbortFiles();
   impl_->ReleaseLease();
   return aborted;
 }

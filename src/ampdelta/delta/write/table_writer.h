@@ -20,6 +20,7 @@
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/txn/transaction.h"
 #include "ampdelta/delta/txn/write_lease.h"
+#include "ampdelta/delta/write/change_data_writer.h"
 #include "ampdelta/delta/write/data_file_writer.h"
 
 namespace ampdelta::delta {
@@ -120,6 +121,17 @@ class TableWriter {
   /// \brief Remove `files` in the same commit (copy-on-write rewrites), declaring the
   /// table-relative `read_keys` whose content the result depends on.
   void StageRemoves(std::vector<Remove> files, std::vector<std::string> read_keys);
+
+  /// \brief Return true when the table records a change data feed: a caller that removes
+  /// or rewrites rows must then report them with RecordChange().
+  bool records_changes() const;
+
+  /// \brief Record rows this commit deletes, updates or (alongside recorded deletes)
+  /// inserts in the change data feed; nothing when the table has none. Rows written
+  /// with Write() are not recorded by themselves: a commit that records any change must
+  /// record every change (change_data_writer.h).
+  arrow::Status RecordChange(const std::shared_ptr<arrow::RecordBatch>& rows,
+                             ChangeType type);
 
   /// \brief Commit an application transaction with the data (exactly-once streaming).
   void SetAppTransaction(SetTransaction txn);

@@ -1,12 +1,14 @@
 #include "ampdelta/delta/write/write_plan.h"
 
 #include <algorithm>
+#include <map>
 
 #include <arrow/type.h>
 
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/table_properties.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/status.h"
@@ -129,6 +131,35 @@ arrow::Result<std::vector<std::string>> ResolvePartitionColumns(
   return resolved;
 }
 
+// The table properties a write sets: those that differ from the table's go into the
+// commit's metadata, with the protocol they need.
+arrow::Status ApplyProperties(const Snapshot* snapshot,
+                              const std::map<std::string, std::string>& properties,
+                              WritePlan* plan, Protocol* protocol) {
+  if (properties.empty() || snapshot == nullptr) return arrow::Status::OK();
+  const Metadata& current =
+      plan->new_metadata ? *plan->new_metadata : snapshot->metadata();
+  std::map<std::string, std::string> changed;
+  for (const auto& [key, value] : properties) {
+    auto it = current.configuration.find(key);
+    if (it == current.configuration.end() || it->second != value) changed[key] = value;
+  }
+  if (changed.empty()) return arrow::Status::OK();
+  ARROW_RETURN_NOT_OK(ValidateTableProperties(properties));
+  if (ParseTableProperties(changed).enable_in_commit_timestamps &&
+      !snapshot->properties().enable_in_commit_timestamps) {
+    return InvalidInputError(
+        "delta.enableInCommitTimestamps=true can be set only when a table is created; "
+        "this table has no in-commit timestamps (its earlier commits are dated by their "
+        "files)");
+  }
+  Metadata metadata = current;
+  for (const auto& [key, value] : changed) metadata.configuration[key] = value;
+  *protocol = UpgradeProtocol(*protocol, *plan->table_schema, metadata.configuration);
+  plan->new_metadata = std::move(metadata);
+  return arrow::Status::OK();
+}
+
 }  // namespace
 
 arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
@@ -203,6 +234,10 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
       }
       plan.new_metadata = std::move(metadata);
     }
+    Protocol protocol = snapshot->protocol();
+    ARROW_RETURN_NOT_OK(
+        ApplyProperties(snapshot, options.configuration, &plan, &protocol));
+    if (!(protocol == snapshot->protocol())) plan.new_protocol = std::move(protocol);
   } else {
     // A new table (or an overwrite that replaces the schema).
     plan.table_schema = incoming;
@@ -235,15 +270,17 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
         snapshot ? snapshot->metadata().configuration : options.configuration;
     metadata.created_time =
         snapshot ? snapshot->metadata().created_time : std::optional<int64_t>(NowMs());
-    Protocol protocol = ProtocolForNewTable(*plan.table_schema);
+    Protocol protocol = ProtocolForNewTable(*plan.table_schema, metadata.configuration);
     if (snapshot) {
       ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
                                               *snapshot->schema()));
       // A replaced schema keeps every feature the table has (never a downgrade).
       protocol = CombineProtocols(snapshot->protocol(), protocol);
     }
-    plan.new_protocol = protocol;
     plan.new_metadata = std::move(metadata);
+    ARROW_RETURN_NOT_OK(
+        ApplyProperties(snapshot, options.configuration, &plan, &protocol));
+    plan.new_protocol = protocol;
   }
   return plan;
 }
