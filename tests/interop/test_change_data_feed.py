@@ -123,12 +123,14 @@ PROTOCOLS = [
     # (properties, minReaderVersion, minWriterVersion, readerFeatures, writerFeatures)
     ((), 1, 2, None, None),
     ((CDF,), 1, 4, None, None),
-    # The loaded columns are NOT NULL: Spark counts that as the invariants feature.
-    ((ICT,), 1, 7, None, {"inCommitTimestamp", "invariants"}),
-    ((CDF, ICT), 1, 7, None, {"inCommitTimestamp", "changeDataFeed", "invariants"}),
-    ((DV,), 3, 7, {"deletionVectors"}, {"deletionVectors", "invariants"}),
+    # Listed features include what writer version 2 implied, as Spark lists them (Spark
+    # counts the NOT NULL columns as invariants and refuses a protocol without them).
+    ((ICT,), 1, 7, None, {"inCommitTimestamp", "appendOnly", "invariants"}),
+    ((CDF, ICT), 1, 7, None, {"inCommitTimestamp", "changeDataFeed", "appendOnly",
+                              "invariants"}),
+    ((DV,), 3, 7, {"deletionVectors"}, {"deletionVectors", "appendOnly", "invariants"}),
     ((CDF, ICT, DV), 3, 7, {"deletionVectors"},
-     {"deletionVectors", "inCommitTimestamp", "changeDataFeed", "invariants"}),
+     {"deletionVectors", "inCommitTimestamp", "changeDataFeed", "appendOnly", "invariants"}),
 ]
 
 

@@ -39,6 +39,7 @@ REORG_EVERY = 20
 REORG_DEPTH = 3
 OUTAGE_S = min(30.0, max(8.0, SOAK_S / 10))
 LAG_BLOCKS_BOUND = 40  # 10 s of chain
+READY_MAX_AGE_S = 30
 
 
 class CuttableForwarder:
@@ -130,7 +131,7 @@ def test_a_watched_stream_survives_reorgs_storage_faults_and_an_outage(tmp_path)
         options = dict(s3.storage_options("lake"), AWS_ENDPOINT_URL=proxy.endpoint)
         loader = Loader(tmp_path, [
             "--server", f"grpc://127.0.0.1:{forwarder.port}", "--table", "s3://lake/blocks",
-            "--sql", STREAM_SQL, "--stream", "--ready-max-age", "30",
+            "--sql", STREAM_SQL, "--stream", "--ready-max-age", str(READY_MAX_AGE_S),
             *[arg for key, value in options.items()
               for arg in ("--storage-option", f"{key}={value}")],
             "--config", '{"resilience": {"retry": {"max_retries": 1000, '
@@ -185,12 +186,18 @@ def test_a_watched_stream_survives_reorgs_storage_faults_and_an_outage(tmp_path)
         if phase == "before" or late:
             assert metrics.get("ampdelta_lag_blocks{network=mainnet}", 0) <= LAG_BLOCKS_BOUND, \
                 (at, phase, metrics.get("ampdelta_lag_blocks{network=mainnet}"))
-    # Readiness: ready before, unready during the outage, ready again after it.
-    ready = {phase: [status for _, p, _, status in scrapes if p == phase]
+    # Readiness: ready before, unready during the outage, ready again after it while the
+    # chain grows; once the chain stops (max_head), nothing is heard and after
+    # --ready-max-age the loader is unready again (docs/operations.md).
+    chain_stops = (max_head - QUICKSTART_LAST) * BLOCK_INTERVAL_MS / 1000
+    ready = {phase: [status for at, p, _, status in scrapes
+                     if p == phase and at < chain_stops - 2 * SCRAPE_S]
              for phase in ("before", "outage", "after")}
     assert ready["before"][-1] == 200, ready
     assert 503 in ready["outage"], ready
     assert ready["after"][-1] == 200, ready
+    idle = [status for at, _, _, status in scrapes if at > chain_stops + READY_MAX_AGE_S + 10]
+    assert all(status == 503 for status in idle), idle
     # The injected storage faults happened and were retried.
     assert sum(faults.values()) > 0, faults
     assert final.get("ampdelta_retries_total{class=storage}", 0) > 0, final
@@ -202,6 +209,12 @@ def test_a_watched_stream_survives_reorgs_storage_faults_and_an_outage(tmp_path)
     assert sorted(blocks) == sorted(chain), (min(blocks), max(blocks), max(chain))
     stale = [n for n, h in zip(blocks, table.column("hash").to_pylist()) if hex_hash(h) != chain[n]]
     assert not stale, f"rows with stale hashes: {stale[:10]}"
+    lags = [m.get("ampdelta_lag_blocks{network=mainnet}", 0) for at, p, m, _ in scrapes
+            if p == "before" or (p == "after" and at > outage[1] - start + 20)]
     print(f"soak {SOAK_S:.0f} s: {len(scrapes)} scrapes, {int(final['ampdelta_rows_loaded_total'])} "
           f"rows, {int(final['ampdelta_reorgs_total'])} reorgs, faults {faults}, "
-          f"storage retries {int(final['ampdelta_retries_total{class=storage}'])}")
+          f"storage retries {int(final['ampdelta_retries_total{class=storage}'])}, "
+          f"server retries {int(final['ampdelta_retries_total{class=server}'])}, "
+          f"lag max {max(lags):.0f} blocks away from the outage, "
+          f"unready scrapes during the outage {ready['outage'].count(503)}/{len(ready['outage'])}, "
+          f"RSS at the end {final.get('process_resident_memory_bytes', 0) / 2**20:.0f} MiB")

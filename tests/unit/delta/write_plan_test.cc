@@ -103,8 +103,11 @@ TEST_F(WritePlanTest, AnOverwriteThatReplacesTheSchemaKeepsTheTablesFeatures) {
   ASSERT_OK_AND_ASSIGN(auto plan,
                        PlanWrite(snapshot.get(), *incoming, options, store_->root_uri()));
   ASSERT_TRUE(plan.new_protocol.has_value());
-  EXPECT_EQ(*plan.new_protocol, Features({"deletionVectors", "timestampNtz"},
-                                         {"deletionVectors", "timestampNtz"}));
+  // The new schema's features come as a new table's do: with what writer version 2
+  // implied (appendOnly, invariants), as Spark lists them.
+  EXPECT_EQ(*plan.new_protocol,
+            Features({"deletionVectors", "timestampNtz"},
+                     {"deletionVectors", "appendOnly", "invariants", "timestampNtz"}));
   ASSERT_TRUE(plan.new_metadata.has_value());
   EXPECT_EQ(plan.new_metadata->id, "x");  // the same table
   EXPECT_EQ(plan.table_schema->field(0)->type()->id(), arrow::Type::STRING);

@@ -434,10 +434,11 @@ struct ToJsonVisitor {
       ojson raw = json_util::ParseJson<ojson>(c.raw_json);
       if (!raw.is_discarded()) return ojson{{kCommitInfo, raw}};
     }
-    // Spark's key order: timestamp first, then what the operation was, then provenance.
+    // Spark's key order: the in-commit timestamp, the timestamp, then what the operation
+    // was, then provenance.
     ojson out = ojson::object();
-    if (c.timestamp) out["timestamp"] = *c.timestamp;
     if (c.in_commit_timestamp) out["inCommitTimestamp"] = *c.in_commit_timestamp;
+    if (c.timestamp) out["timestamp"] = *c.timestamp;
     out["operation"] = c.operation;
     out["operationParameters"] = StringMapToJson(c.operation_parameters);
     if (c.read_version) out["readVersion"] = *c.read_version;

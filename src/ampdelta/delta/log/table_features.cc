@@ -192,10 +192,6 @@ Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
   }
   if (change_feed) writer.push_back("changeDataFeed");
   if (ConfigTrue(configuration, "delta.appendOnly")) writer.push_back("appendOnly");
-  // Spark counts a NOT NULL column as an invariant: a listed protocol must name it.
-  if (AnyField(schema, [](const arrow::Field& field) { return !field.nullable(); })) {
-    writer.push_back("invariants");
-  }
   const auto add = [](std::vector<std::string>* out,
                       const std::vector<std::string>& more) {
     for (const auto& feature : more) {
@@ -203,9 +199,9 @@ Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
         out->push_back(feature);
     }
   };
+  // A legacy protocol lists what its versions implied, as Spark does: writer 2 implies
+  // invariants, which Spark requires of a table with a NOT NULL column.
   std::vector<std::string> writer_features = ImpliedWriterFeatures(existing);
-  // Legacy writer 2 implies invariants and appendOnly, which an unused table lists not.
-  if (existing.min_writer_version < 7) writer_features.clear();
   add(&writer_features, writer);
   protocol.min_writer_version = 7;
   protocol.writer_features = std::move(writer_features);

@@ -37,7 +37,8 @@ Protocol ProtocolForNewTable(
 
 /// \brief Return `existing` upgraded (never downgraded) to what a table with this schema
 /// and configuration needs, as ProtocolForNewTable: a legacy protocol stays legacy while
-/// only the change data feed is asked for; otherwise the features are listed.
+/// only the change data feed is asked for; otherwise the features are listed, with those
+/// the legacy versions implied (as Spark lists them).
 Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
                          const std::map<std::string, std::string>& configuration);
 
