@@ -54,9 +54,9 @@ arrow::Result<std::unique_ptr<ChangeDataWriter>> ChangeDataWriter::Make(
   // Change data is read whole by change feed readers: no statistics to skip by.
   options.stats.num_indexed_cols = 0;
   options.stats.stats_columns.reset();
-  ARROW_ASSIGN_OR_RAISE(auto files,
-                        DataFileWriter::Make(std::move(store), file_schema,
-                                             std::move(partition_columns), std::move(options)));
+  ARROW_ASSIGN_OR_RAISE(
+      auto files, DataFileWriter::Make(std::move(store), file_schema,
+                                       std::move(partition_columns), std::move(options)));
   return std::unique_ptr<ChangeDataWriter>(new ChangeDataWriter(
       std::move(table_schema), std::move(file_schema), std::move(files)));
 }
