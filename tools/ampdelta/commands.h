@@ -34,6 +34,8 @@ inline constexpr int kExitStorage = 4;
 inline constexpr int kExitConflict = 5;
 /// The table uses features ampdelta cannot write, or its log is damaged.
 inline constexpr int kExitTable = 6;
+/// `ampdelta verify` found problems in the table.
+inline constexpr int kExitFindings = 7;
 /// A load stopped by SIGINT (128 + 2) or SIGTERM (128 + 15) after its last commit, as
 /// shells report a process a signal ended.
 inline constexpr int kExitInterrupted = 130;
@@ -61,6 +63,8 @@ CommandRunner AddLoadCommand(CLI::App& app);
 CommandRunner AddTableCommand(CLI::App& app);
 /// \brief `ampdelta demo`.
 CommandRunner AddDemoCommand(CLI::App& app);
+/// \brief `ampdelta verify`.
+CommandRunner AddVerifyCommand(CLI::App& app);
 
 /// \brief Parse repeated `--storage-option KEY=VALUE` values into `options` (later ones
 /// win); returns false and sets `error` for an entry without `=`.

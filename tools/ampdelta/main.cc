@@ -301,6 +301,7 @@ int Run(int argc, char** argv) {
   add(AddLoadCommand);
   add(AddTableCommand);
   add(AddDemoCommand);
+  add(AddVerifyCommand);
 
   // An unknown command is named (CLI11 only says that a subcommand is required).
   {
