@@ -388,3 +388,70 @@ def test_ampdelta_keeps_a_spark_tables_change_feed_and_commit_timestamps(tmp_pat
     ours = [t for v, t in sorted((row["version"], row["timestamp"]) for row in history)
             if v >= before]
     assert len(ours) >= 3 and ours == sorted(set(ours)), ours
+
+
+def test_a_property_that_is_not_utf8_is_bad_input(tmp_path, quickstart_url):
+    for prop in (b"delta.enableChangeDataFeed=\xff\xfe", b"\xffkey=true"):
+        proc = subprocess.run([os.fsencode(cli_path()), b"load", b"--server",
+                               quickstart_url.encode(), b"--table", os.fsencode(tmp_path / "t"),
+                               b"--sql", BLOCKS_SQL.encode(), b"--property", prop],
+                              capture_output=True, env=cli_env(), timeout=60,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 2, proc.stderr
+        assert b"not UTF-8" in proc.stderr, proc.stderr
+        assert not (tmp_path / "t").exists()
+
+
+def test_a_stream_sets_its_properties_once_and_leaves_a_later_change_alone(tmp_path):
+    """A stream started with --property sets it in its first commit; an operator who turns
+    the feed off meanwhile is not overridden by the stream's later commits."""
+    max_head = last_quiet_head(150)
+    table = tmp_path / "blocks"
+    args = live_chain_args(max_head)
+    args[args.index("--block-interval-ms") + 1] = str(REORG_BLOCK_INTERVAL_MS)
+    with run_dev_server(*args) as server:
+        loader = subprocess.Popen(
+            [str(cli_path()), "load", "--server", server.url, "--table", str(table), "--sql",
+             BLOCKS_SQL, "--stream", "--commit-interval-ms", "50", "--property", CDF,
+             "--until-block", str(max_head), "--config", '{"optimize_after_write": false}'],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=cli_env(),
+            stdin=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while not (table / "_delta_log" / f"{1:020d}.json").exists():
+                assert loader.poll() is None and time.monotonic() < deadline, loader.stderr
+                time.sleep(0.1)
+            load(server.url, table, "--property", "delta.enableChangeDataFeed=false",
+                 sql=blocks(last=QUICKSTART_FIRST - 1))  # no rows: the property alone
+            switched = latest_version(table)
+            assert loader.wait(timeout=120) == 0, loader.stderr.read()
+        finally:
+            if loader.poll() is None:
+                loader.kill()
+                loader.wait()
+    later = range(switched + 1, latest_version(table) + 1)
+    assert len(later) > 0, "the stream committed nothing after the switch"
+    for version in later:
+        for action in commit_actions(table, version):
+            assert "metaData" not in action, (version, action)
+    config = readers.spark_session().sql(f"DESCRIBE DETAIL delta.`{table}`").collect()[0][
+        "properties"]
+    assert config.get("delta.enableChangeDataFeed") == "false", config
+
+
+def test_vacuum_removes_change_data_older_than_the_retention(tmp_path, quickstart_url):
+    table = tmp_path / "t"
+    load(quickstart_url, table, "--property", CDF)
+    proc = run_cli("table", "delete", str(table), "--where", f"block_num < {QUICKSTART_FIRST + 5}")
+    assert proc.returncode == 0, describe(proc)
+    change_files = list((table / "_change_data").rglob("*.parquet"))
+    assert len(change_files) == 1
+    proc = run_cli("table", "vacuum", str(table))  # the default retention keeps them
+    assert proc.returncode == 0, describe(proc)
+    assert change_files[0].exists()
+    old = time.time() - 3600
+    os.utime(change_files[0], (old, old))
+    proc = run_cli("table", "vacuum", str(table), "--retention-hours", "0.5", "--force")
+    assert proc.returncode == 0, describe(proc)
+    assert not change_files[0].exists(), describe(proc)
+    assert readers.read_deltalake(table).num_rows == 95

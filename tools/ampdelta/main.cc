@@ -46,39 +46,29 @@ arrow::Result<std::map<std::string, std::string>> ParsePropertyOptions(
     const std::vector<std::string>& entries) {
   std::map<std::string, std::string> properties;
   for (const auto& entry : entries) {
+    if (!IsValidUtf8(entry)) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "--property '", EscapeNonUtf8(entry), "' is not UTF-8");
+    }
     const size_t equals = entry.find('=');
     if (equals == std::string::npos || equals == 0) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                        "--property expects KEY=VALUE, got '", entry, "'");
     }
-    properties[entry.substr(0, equals)] = entry.substr(equals + 1);
+    const std::string key = entry.substr(0, equals);
+    if (properties.count(key) != 0) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "--property ", key, " is given twice");
+    }
+    properties[key] = entry.substr(equals + 1);
   }
-  ARROW_RETURN_NOT_OK(delta::ValidateTableProperties(properties));
-  return properties;
+  return delta::NormalizeTableProperties(properties);
 }
 
 std::string OneLine(const std::string& message) {
   // Bytes that are not UTF-8 become \xNN; control characters (a newline in a key, a NUL
   // in a column name) are escaped too, so the error stays one readable line.
-  const std::string utf8 = EscapeNonUtf8(message);
-  std::string out;
-  out.reserve(utf8.size());
-  for (unsigned char c : utf8) {
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof(escaped), "\\x%02x", c);
-      out += escaped;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
+  return EscapeControls(EscapeNonUtf8(message));
 }
 
 void PrintError(const std::string& message) {

@@ -168,8 +168,10 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
             auto committed = writer->Commit();
             if (!committed.ok()) return fail(committed.status());
             Record(*committed, table_name, commit_start, progress);
-            // Later commits of the load add to what the first one left.
+            // Later commits of the load add to what the first one left (its table
+            // properties included).
             write.mode = delta::SaveMode::kAppend;
+            write.configuration.clear();
             auto reopened = delta::TableWriter::Open(store, stream->schema(), write);
             if (!reopened.ok()) return fail(reopened.status());
             writer = std::move(*reopened);

@@ -90,7 +90,8 @@ arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
         config.table_properties[property.key()] =
             property->is_string() ? property->get<std::string>() : property->dump();
       }
-      ARROW_RETURN_NOT_OK(delta::ValidateTableProperties(config.table_properties));
+      ARROW_ASSIGN_OR_RAISE(config.table_properties,
+                            delta::NormalizeTableProperties(config.table_properties));
     } else if (key == "partition_by") {
       if (value.is_null()) continue;
       if (!value.is_array())

@@ -582,6 +582,9 @@ class StreamLoad {
     state_.txn_version = next;
     ++commits_;
     last_written_ = *written;
+    // The load's table properties went into its first commit; later commits must not set
+    // them again over a change someone made meanwhile.
+    write_.configuration.clear();
     const delta::Version committed_version = written->commit.version;
     if (const auto& after = written->commit.snapshot_after;
         after != nullptr && after->version() == committed_version) {
@@ -804,7 +807,8 @@ class StreamLoad {
   const DeltaLakeConfig& config_;
   const LoadOptions& options_;
   std::shared_ptr<storage::ObjectStore> store_;
-  const delta::TableWriteOptions write_;
+  // Not const: its table properties are cleared once the first commit has set them.
+  delta::TableWriteOptions write_;
   LoadResult* result_;
   const std::string app_id_;
 

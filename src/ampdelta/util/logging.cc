@@ -12,6 +12,7 @@
 
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/time_format.h"
+#include "ampdelta/util/utf8.h"
 
 namespace ampdelta::log {
 namespace {
@@ -169,27 +170,12 @@ std::string FormatText(const Record& record) {
       out += field.value;
       continue;
     }
-    out += '"';
+    std::string quoted;
     for (char c : field.value) {
-      const auto byte = static_cast<unsigned char>(c);
-      if (c == '"' || c == '\\') {
-        out += '\\';
-        out += c;
-      } else if (c == '\n') {
-        out += "\\n";
-      } else if (c == '\r') {
-        out += "\\r";
-      } else if (c == '\t') {
-        out += "\\t";
-      } else if (byte < 0x20 || byte == 0x7f) {
-        char escaped[8];
-        std::snprintf(escaped, sizeof(escaped), "\\x%02x", byte);
-        out += escaped;
-      } else {
-        out += c;
-      }
+      if (c == '"' || c == '\\') quoted += '\\';
+      quoted += c;
     }
-    out += '"';
+    out += '"' + EscapeControls(quoted) + '"';
   }
   return out;
 }

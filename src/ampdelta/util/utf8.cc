@@ -1,6 +1,7 @@
 #include "ampdelta/util/utf8.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 namespace ampdelta {
@@ -77,6 +78,28 @@ std::string EscapeNonUtf8(std::string_view text) {
     out.push_back(kHex[byte >> 4]);
     out.push_back(kHex[byte & 0x0F]);
     text.remove_prefix(1);
+  }
+  return out;
+}
+
+std::string EscapeControls(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\x%02x", byte);
+      out += escaped;
+    } else {
+      out += c;
+    }
   }
   return out;
 }

@@ -25,4 +25,8 @@ inline bool IsValidUtf8(std::string_view text) {
 /// UTF-8 is written as `\xNN`, so the message stays UTF-8 (it may end up in JSON).
 std::string EscapeNonUtf8(std::string_view text);
 
+/// \brief Return `text` on one line: newline, carriage return and tab as `\n`, `\r`,
+/// `\t`, other control characters as `\xNN`; every other byte as it is.
+std::string EscapeControls(std::string_view text);
+
 }  // namespace ampdelta

@@ -247,5 +247,55 @@ TEST(TablePropertiesTest, PropertiesAmpdeltaCannotHonourAreRefused) {
                                      {"delta.checkpointPolicy", "classic"}}));
 }
 
+TEST(TablePropertiesTest, KeysAreTakenInTheirCanonicalSpellingAndUnknownOnesRefused) {
+  ASSERT_OK_AND_ASSIGN(
+      auto normal, NormalizeTableProperties({{" DELTA.enableChangeDataFeed ", " TRUE"},
+                                             {"delta.checkpointpolicy", "CLASSIC"},
+                                             {"owner", "Data Team"}}));
+  EXPECT_EQ(normal,
+            (std::map<std::string, std::string>{{"delta.enableChangeDataFeed", "true"},
+                                                {"delta.checkpointPolicy", "classic"},
+                                                {"owner", "Data Team"}}));
+  for (const auto& config : std::vector<std::map<std::string, std::string>>{
+           {{"delta.enableChangeDataFed", "true"}},
+           {{"delta.enableChangeDataFeed", "true"},
+            {"DELTA.enableChangeDataFeed", "false"}},
+           {{"Delta.MinWriterVersion", "7"}},
+           {{"DELTA.columnMapping.mode", "name"}}}) {
+    const auto status = NormalizeTableProperties(config).status();
+    EXPECT_TRUE(IsError(status, ErrorCode::kInvalidInput)) << config.begin()->first;
+  }
+}
+
+TEST(ChangeDataFeedPlanTest, TheFeedsReservedColumnsAreRefused) {
+  auto store = std::make_shared<storage::MemoryStore>();
+  auto schema = arrow::schema({arrow::field("block_num", arrow::int64()),
+                               arrow::field("_Change_Type", arrow::utf8())});
+  TableWriteOptions options = WithProperties({{"delta.enableChangeDataFeed", "true"}});
+  auto opened = TableWriter::Open(store, schema, options);
+  EXPECT_TRUE(IsError(opened.status(), ErrorCode::kInvalidInput));
+  EXPECT_NE(opened.status().message().find("_change_type"), std::string::npos);
+  // Without the feed the column is an ordinary one.
+  ASSERT_OK(TableWriter::Open(store, schema, {}).status());
+}
+
+TEST(ChangeDataFeedPlanTest, TwoCreatorsWithDifferentPropertiesConflict) {
+  auto store = std::make_shared<storage::MemoryStore>();
+  TableWriteOptions plain;
+  plain.expect_new_table = true;
+  TableWriteOptions with_feed = WithProperties({{"delta.enableChangeDataFeed", "true"}});
+  with_feed.expect_new_table = true;
+  ASSERT_OK_AND_ASSIGN(auto first,
+                       TableWriter::Open(store, Blocks(0, 1)->schema(), plain));
+  ASSERT_OK_AND_ASSIGN(auto second,
+                       TableWriter::Open(store, Blocks(0, 1)->schema(), with_feed));
+  ASSERT_OK(first->Write(Blocks(0, 5)));
+  ASSERT_OK(second->Write(Blocks(5, 10)));
+  ASSERT_OK(first->Commit().status());
+  const auto lost = second->Commit().status();
+  EXPECT_TRUE(IsError(lost, ErrorCode::kCommitConflict)) << lost.ToString();
+  EXPECT_NE(lost.message().find("table properties"), std::string::npos) << lost.message();
+}
+
 }  // namespace
 }  // namespace ampdelta::delta

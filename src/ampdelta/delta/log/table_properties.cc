@@ -164,4 +164,92 @@ arrow::Status ValidateTableProperties(const std::map<std::string, std::string>& 
   return arrow::Status::OK();
 }
 
+namespace {
+
+// The `delta.*` table properties a table may be given (Spark's names), and whether the
+// value is a boolean.
+const std::map<std::string, bool>& KnownProperties() {
+  static const std::map<std::string, bool> known = {
+      {"delta.appendOnly", true},
+      {"delta.autoOptimize.autoCompact", false},
+      {"delta.autoOptimize.optimizeWrite", true},
+      {"delta.checkpoint.writeStatsAsJson", true},
+      {"delta.checkpoint.writeStatsAsStruct", true},
+      {"delta.checkpointInterval", false},
+      {"delta.checkpointPolicy", false},
+      {"delta.checkpointRetentionDuration", false},
+      {"delta.columnMapping.mode", false},
+      {"delta.compatibility.symlinkFormatManifest.enabled", true},
+      {"delta.dataSkippingNumIndexedCols", false},
+      {"delta.dataSkippingStatsColumns", false},
+      {"delta.deletedFileRetentionDuration", false},
+      {"delta.enableChangeDataFeed", true},
+      {"delta.enableDeletionVectors", true},
+      {"delta.enableExpiredLogCleanup", true},
+      {"delta.enableInCommitTimestamps", true},
+      {"delta.enableRowTracking", true},
+      {"delta.enableTypeWidening", true},
+      {"delta.isolationLevel", false},
+      {"delta.logRetentionDuration", false},
+      {"delta.randomizeFilePrefixes", true},
+      {"delta.randomPrefixLength", false},
+      {"delta.setTransactionRetentionDuration", false},
+      {"delta.targetFileSize", false},
+      {"delta.tuneFileSizesForRewrites", true},
+  };
+  return known;
+}
+
+std::string Trim(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+}  // namespace
+
+arrow::Result<std::map<std::string, std::string>> NormalizeTableProperties(
+    const std::map<std::string, std::string>& config) {
+  std::map<std::string, std::string> out;
+  for (const auto& [given, given_value] : config) {
+    std::string key = Trim(given);
+    std::string value = Trim(given_value);
+    if (AsciiLower(key).rfind("delta.", 0) == 0) {
+      const bool explicit_protocol =
+          AsciiLower(key).rfind("delta.feature.", 0) == 0 ||
+          AsciiLower(key).rfind("delta.constraints.", 0) == 0 ||
+          AsciiLower(key) == "delta.minreaderversion" ||
+          AsciiLower(key) == "delta.minwriterversion";
+      const auto& known = KnownProperties();
+      auto match = std::find_if(known.begin(), known.end(), [&](const auto& entry) {
+        return AsciiLower(entry.first) == AsciiLower(key);
+      });
+      if (match != known.end()) {
+        key = match->first;
+        if (match->second) value = AsciiLower(value);
+        if (key == "delta.checkpointPolicy" || key == "delta.columnMapping.mode") {
+          value = AsciiLower(value);
+        }
+      } else if (explicit_protocol) {
+        return InvalidInputError("table property ", given,
+                                 " sets the protocol directly; ampdelta chooses it from "
+                                 "the properties that need it (e.g. "
+                                 "delta.enableChangeDataFeed=true)");
+      } else {
+        std::string names;
+        for (const auto& [name, boolean] : known)
+          names += (names.empty() ? "" : ", ") + name;
+        return InvalidInputError("unknown table property '", given, "'; the delta.* ",
+                                 "properties are ", names);
+      }
+    }
+    if (out.count(key) != 0) {
+      return InvalidInputError("table property ", key, " is given twice");
+    }
+    out[key] = value;
+  }
+  ARROW_RETURN_NOT_OK(ValidateTableProperties(out));
+  return out;
+}
+
 }  // namespace ampdelta::delta

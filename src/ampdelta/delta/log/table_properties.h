@@ -44,6 +44,14 @@ struct TableProperties {
 TableProperties ParseTableProperties(
     const std::map<std::string, std::string>& configuration);
 
+/// \brief Return `config` as a table should record it: `delta.*` keys in their canonical
+/// spelling whatever the case and surrounding spaces, boolean values as `true`/`false`,
+/// then checked (ValidateTableProperties). Errors: kInvalidInput naming an unknown
+/// `delta.*` key (with the known ones), a key given twice in different spellings, or a
+/// value ValidateTableProperties refuses.
+arrow::Result<std::map<std::string, std::string>> NormalizeTableProperties(
+    const std::map<std::string, std::string>& config);
+
 /// \brief Check the values of the properties ampdelta interprets (intervals, counts,
 /// booleans), for a write that sets them: kInvalidInput names the key and the value.
 arrow::Status ValidateTableProperties(

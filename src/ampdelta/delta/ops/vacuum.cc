@@ -15,6 +15,7 @@
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/delta/txn/write_lease.h"
+#include "ampdelta/delta/write/change_data_writer.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
@@ -121,6 +122,13 @@ arrow::Result<VacuumResult> Vacuum(std::shared_ptr<storage::ObjectStore> store,
       continue;
     }
     candidates.push_back(object.path);
+  }
+  // Change data files are never live: the change feed of commits within the retention
+  // reads those younger than the cutoff, the rest go (as Spark's VACUUM does).
+  ARROW_ASSIGN_OR_RAISE(auto changes,
+                        store->List(std::string(kChangeDataFolder) + "/", ""));
+  for (const auto& object : changes) {
+    if (object.last_modified_ms < cutoff) candidates.push_back(object.path);
   }
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());

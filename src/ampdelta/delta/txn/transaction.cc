@@ -285,6 +285,12 @@ arrow::Result<CommitReport> Transaction::Commit() {
             "the table was created concurrently with a different schema or "
             "partitioning");
       }
+      if (existing->metadata().configuration != metadata.configuration) {
+        // Appending would drop this write's table properties without a word.
+        return CommitConflictError(
+            "the table was created concurrently with different table properties; "
+            "nothing was committed");
+      }
       const bool serializable = isolation_ == IsolationLevel::kSerializable;
       if (serializable || replace_whole_table_) {
         return CommitConflictError("the table was created concurrently; this ",

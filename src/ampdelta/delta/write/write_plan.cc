@@ -145,18 +145,37 @@ arrow::Status ApplyProperties(const Snapshot* snapshot,
     if (it == current.configuration.end() || it->second != value) changed[key] = value;
   }
   if (changed.empty()) return arrow::Status::OK();
-  ARROW_RETURN_NOT_OK(ValidateTableProperties(properties));
   if (ParseTableProperties(changed).enable_in_commit_timestamps &&
       !snapshot->properties().enable_in_commit_timestamps) {
     return InvalidInputError(
         "delta.enableInCommitTimestamps=true can be set only when a table is created; "
-        "this table has no in-commit timestamps (its earlier commits are dated by their "
-        "files)");
+        "this table has it off (ampdelta does not write the enablement a later switch "
+        "needs)");
   }
   Metadata metadata = current;
   for (const auto& [key, value] : changed) metadata.configuration[key] = value;
   *protocol = UpgradeProtocol(*protocol, *plan->table_schema, metadata.configuration);
   plan->new_metadata = std::move(metadata);
+  return arrow::Status::OK();
+}
+
+// A table with the change data feed may not have the columns change data readers add.
+arrow::Status CheckChangeDataColumns(const Snapshot* snapshot, const WritePlan& plan) {
+  const Metadata* metadata = plan.new_metadata ? &*plan.new_metadata
+                             : snapshot        ? &snapshot->metadata()
+                                               : nullptr;
+  if (metadata == nullptr ||
+      !ParseTableProperties(metadata->configuration).enable_change_data_feed) {
+    return arrow::Status::OK();
+  }
+  for (const char* reserved : {"_change_type", "_commit_version", "_commit_timestamp"}) {
+    if (FindFieldIgnoreCase(*plan.table_schema, reserved) >= 0) {
+      return InvalidInputError(
+          "column '", reserved,
+          "' is reserved by the change data feed (delta.enableChangeDataFeed=true): "
+          "readers of the feed add it; rename the column or leave the feed off");
+    }
+  }
   return arrow::Status::OK();
 }
 
@@ -166,6 +185,9 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
                                    const arrow::Schema& source_schema,
                                    const TableWriteOptions& options,
                                    const std::string& table_uri) {
+  // Table properties as the table records them (canonical keys, checked).
+  ARROW_ASSIGN_OR_RAISE(const auto configuration,
+                        NormalizeTableProperties(options.configuration));
   WritePlan plan;
   ARROW_ASSIGN_OR_RAISE(auto incoming,
                         ToTableSchema(source_schema, options.integer_mapping));
@@ -235,8 +257,7 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
       plan.new_metadata = std::move(metadata);
     }
     Protocol protocol = snapshot->protocol();
-    ARROW_RETURN_NOT_OK(
-        ApplyProperties(snapshot, options.configuration, &plan, &protocol));
+    ARROW_RETURN_NOT_OK(ApplyProperties(snapshot, configuration, &plan, &protocol));
     if (!(protocol == snapshot->protocol())) plan.new_protocol = std::move(protocol);
   } else {
     // A new table (or an overwrite that replaces the schema).
@@ -265,9 +286,8 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
     metadata.description = options.description;
     ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*plan.table_schema));
     metadata.partition_columns = plan.partition_columns;
-    if (!snapshot) ARROW_RETURN_NOT_OK(ValidateTableProperties(options.configuration));
     metadata.configuration =
-        snapshot ? snapshot->metadata().configuration : options.configuration;
+        snapshot ? snapshot->metadata().configuration : configuration;
     metadata.created_time =
         snapshot ? snapshot->metadata().created_time : std::optional<int64_t>(NowMs());
     Protocol protocol = ProtocolForNewTable(*plan.table_schema, metadata.configuration);
@@ -278,10 +298,10 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
       protocol = CombineProtocols(snapshot->protocol(), protocol);
     }
     plan.new_metadata = std::move(metadata);
-    ARROW_RETURN_NOT_OK(
-        ApplyProperties(snapshot, options.configuration, &plan, &protocol));
+    ARROW_RETURN_NOT_OK(ApplyProperties(snapshot, configuration, &plan, &protocol));
     plan.new_protocol = protocol;
   }
+  ARROW_RETURN_NOT_OK(CheckChangeDataColumns(snapshot, plan));
   return plan;
 }
 
