@@ -105,5 +105,25 @@ TEST(LoadResultTest, PrintsLikeThePythonSdk) {
   EXPECT_EQ(reorg.ToString(), "🔄 Reorg detected: 2 ranges invalidated");
 }
 
+TEST(DeltaLakeConfigTest, TablePropertiesAreNormalisedAndChecked) {
+  ASSERT_OK_AND_ASSIGN(
+      auto config,
+      ParseDeltaLakeConfig(
+          R"({"table_path":"t","table_properties":)"
+          R"({"DELTA.enableChangeDataFeed":true,"delta.checkpointInterval":20}})"));
+  EXPECT_EQ(config.table_properties,
+            (std::map<std::string, std::string>{{"delta.enableChangeDataFeed", "true"},
+                                                {"delta.checkpointInterval", "20"}}));
+  for (const char* bad :
+       {R"({"table_path":"t","table_properties":[1]})",
+        R"({"table_path":"t","table_properties":{"delta.appendOnly":{"x":1}}})",
+        R"({"table_path":"t","table_properties":{"delta.enableChangeDataFeed":"maybe"}})",
+        R"({"table_path":"t","table_properties":{"delta.noSuchThing":"1"}})"}) {
+    const auto status = ParseDeltaLakeConfig(bad).status();
+    EXPECT_TRUE(IsError(status, ErrorCode::kInvalidInput))
+        << bad << ": " << status.ToString();
+  }
+}
+
 }  // namespace
 }  // namespace ampdelta::loader
