@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/amp/client.h"
+#include "ampdelta/amp/query_text.h"
 #include "ampdelta/loader/table_verify.h"
 #include "ampdelta/util/hex.h"
 #include "ampdelta/util/status.h"
@@ -34,19 +35,14 @@ struct VerifyArgs {
   bool json = false;
 };
 
-std::string QuoteIdentifier(const std::string& name) {
-  std::string out = "\"";
-  for (char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 // The chain's block hashes from `SELECT block_num, hash FROM "<dataset>".blocks`.
 loader::CanonicalHashes ServerHashes(std::shared_ptr<amp::Client> client,
                                      std::string dataset) {
   return [client = std::move(client), dataset = std::move(dataset)](
              uint64_t first,
              uint64_t last) -> arrow::Result<std::map<uint64_t, std::string>> {
-    const std::string sql = "SELECT block_num, hash FROM " + QuoteIdentifier(dataset) +
+    const std::string sql = "SELECT block_num, hash FROM " +
+                            amp::QuoteIdentifier(dataset) +
                             ".blocks WHERE block_num >= " + std::to_string(first) +
                             " AND block_num <= " + std::to_string(last);
     ARROW_ASSIGN_OR_RAISE(auto stream, client->Query(sql));
