@@ -228,6 +228,23 @@ REORG_BLOCK_INTERVAL_MS = 40
 MIN_REORGS = 5
 
 
+def slow_chain_args(max_head: int) -> list[str]:
+    """The crash test's live chain with reorgs, a block every REORG_BLOCK_INTERVAL_MS."""
+    args = live_chain_args(max_head)
+    args[args.index("--block-interval-ms") + 1] = str(REORG_BLOCK_INTERVAL_MS)
+    return args
+
+
+def start_stream(url: str, table: Path, until_block: int, stdout) -> subprocess.Popen:
+    """`ampdelta load --stream` with the change data feed on, until `until_block`."""
+    return subprocess.Popen(
+        [str(cli_path()), "load", "--server", url, "--table", str(table), "--sql", BLOCKS_SQL,
+         "--stream", "--commit-interval-ms", "50", "--property", CDF, "--until-block",
+         str(until_block), "--config", '{"optimize_after_write": false}'],
+        stdout=stdout, stderr=subprocess.PIPE, text=True, env=cli_env(),
+        stdin=subprocess.DEVNULL)
+
+
 def test_a_spark_stream_follows_an_ampdelta_stream_through_reorgs(tmp_path):
     """A Spark structured stream on the change feed, run incrementally (availableNow, one
     checkpoint) while ampdelta streams a chain that reorgs, ends with exactly the canonical
@@ -237,8 +254,6 @@ def test_a_spark_stream_follows_an_ampdelta_stream_through_reorgs(tmp_path):
     table = tmp_path / "blocks"
     sink = tmp_path / "sink"
     checkpoint = tmp_path / "checkpoint"
-    args = live_chain_args(max_head)
-    args[args.index("--block-interval-ms") + 1] = str(REORG_BLOCK_INTERVAL_MS)
 
     def follow() -> None:
         if not (table / "_delta_log").exists():
@@ -250,13 +265,8 @@ def test_a_spark_stream_follows_an_ampdelta_stream_through_reorgs(tmp_path):
                  .trigger(availableNow=True).start(str(sink)))
         query.awaitTermination(300)
 
-    with run_dev_server(*args) as server:
-        loader = subprocess.Popen(
-            [str(cli_path()), "load", "--server", server.url, "--table", str(table), "--sql",
-             BLOCKS_SQL, "--stream", "--commit-interval-ms", "50", "--property", CDF,
-             "--until-block", str(max_head), "--config", '{"optimize_after_write": false}'],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
-            stdin=subprocess.DEVNULL)
+    with run_dev_server(*slow_chain_args(max_head)) as server:
+        loader = start_stream(server.url, table, max_head, subprocess.PIPE)
         runs = 0
         try:
             while loader.poll() is None:
@@ -407,15 +417,8 @@ def test_a_stream_sets_its_properties_once_and_leaves_a_later_change_alone(tmp_p
     the feed off meanwhile is not overridden by the stream's later commits."""
     max_head = last_quiet_head(150)
     table = tmp_path / "blocks"
-    args = live_chain_args(max_head)
-    args[args.index("--block-interval-ms") + 1] = str(REORG_BLOCK_INTERVAL_MS)
-    with run_dev_server(*args) as server:
-        loader = subprocess.Popen(
-            [str(cli_path()), "load", "--server", server.url, "--table", str(table), "--sql",
-             BLOCKS_SQL, "--stream", "--commit-interval-ms", "50", "--property", CDF,
-             "--until-block", str(max_head), "--config", '{"optimize_after_write": false}'],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=cli_env(),
-            stdin=subprocess.DEVNULL)
+    with run_dev_server(*slow_chain_args(max_head)) as server:
+        loader = start_stream(server.url, table, max_head, subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 60
             while not (table / "_delta_log" / f"{1:020d}.json").exists():
