@@ -328,6 +328,16 @@ def test_in_commit_timestamps_order_commits_whatever_the_file_times(tmp_path, qu
     rows = (spark.read.format("delta").option("timestampAsOf", as_of).load(str(table))
             .count())
     assert rows == 20, rows
+    # ampdelta's own history shows the in-commit timestamps, and takes them back (to the
+    # millisecond) for time travel.
+    proc = run_cli("table", "history", str(table), "--json")
+    assert proc.returncode == 0, describe(proc)
+    printed = {entry["version"]: entry["timestamp"] for entry in json.loads(proc.stdout)}
+    for version in range(4):
+        scan = run_cli("table", "scan", str(table), "--timestamp", printed[version],
+                       "--format", "count")
+        assert scan.returncode == 0, describe(scan)
+        assert scan.stdout.startswith(f"rows={10 * (version + 1)} "), describe(scan)
     for name in ("deltalake", "duckdb", "polars"):
         assert readers.READERS[name](table).num_rows == 40, name
 

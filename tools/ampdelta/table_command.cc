@@ -3,6 +3,7 @@
 #include <ctime>
 #include <map>
 #include <memory>
+#include <string_view>
 
 #include "ampdelta/storage/object_store_registry.h"
 #include "commands.h"
@@ -13,12 +14,24 @@ namespace {
 
 arrow::Result<int64_t> ParseTimestampArg(const std::string& text) {
   std::tm tm{};
-  const char* formats[] = {"%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S",
-                           "%Y-%m-%d"};
+  const char* formats[] = {"%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"};
   for (const char* format : formats) {
     tm = {};
     const char* end = strptime(text.c_str(), format, &tm);
-    if (end == nullptr || *end != '\0') continue;
+    if (end == nullptr) continue;
+    // What `table history` prints: milliseconds (or finer) after the seconds, then Z.
+    int64_t millis = 0;
+    const bool has_time = std::string_view(format).find("%H") != std::string_view::npos;
+    if (*end == '.' && has_time) {
+      int digits = 0;
+      for (++end; *end >= '0' && *end <= '9'; ++end, ++digits) {
+        if (digits < 3) millis = millis * 10 + (*end - '0');
+      }
+      if (digits == 0) continue;
+      for (; digits < 3; ++digits) millis *= 10;
+    }
+    if (*end == 'Z') ++end;
+    if (*end != '\0') continue;
     const std::tm parsed = tm;
     const time_t seconds = timegm(&tm);
     // timegm normalises 2025-02-30 to March 2: a date that does not exist is refused.
@@ -28,11 +41,11 @@ arrow::Result<int64_t> ParseTimestampArg(const std::string& text) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                        "--timestamp '", text, "' is not a valid date and time");
     }
-    return static_cast<int64_t>(seconds) * 1000;
+    return static_cast<int64_t>(seconds) * 1000 + millis;
   }
   return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                    "cannot parse timestamp '", text,
-                   "' (use YYYY-MM-DD[THH:MM:SS[Z]], UTC)");
+                   "' (use YYYY-MM-DD[THH:MM:SS[.mmm][Z]], UTC)");
 }
 
 }  // namespace
@@ -73,8 +86,9 @@ void AddReadOptions(CLI::App* cmd, TableArgs* args, bool time_travel) {
   if (time_travel) {
     auto* version = cmd->add_option("--version", args->version, "read this version")
                         ->check(IntegerAtLeast(0));
-    cmd->add_option("--timestamp", args->timestamp,
-                    "read the version current at this UTC time (YYYY-MM-DD[THH:MM:SS])")
+    cmd->add_option(
+           "--timestamp", args->timestamp,
+           "read the version current at this UTC time (YYYY-MM-DD[THH:MM:SS[.mmm][Z]])")
         ->excludes(version);
   }
 }

@@ -46,8 +46,11 @@ ojson ProtocolJson(const delta::Protocol& protocol) {
   return out;
 }
 
-// History shows when the writer says it committed (commitInfo), as Spark and delta-rs do.
+// History shows when the writer says it committed (commitInfo), as Spark and delta-rs do;
+// on a table with in-commit timestamps, that timestamp (what time travel goes by).
 int64_t HistoryTime(const delta::HistoryEntry& entry) {
+  if (entry.commit_info && entry.commit_info->in_commit_timestamp)
+    return *entry.commit_info->in_commit_timestamp;
   if (entry.commit_info && entry.commit_info->timestamp)
     return *entry.commit_info->timestamp;
   return entry.timestamp_ms;
