@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -321,8 +322,11 @@ def test_in_commit_timestamps_order_commits_whatever_the_file_times(tmp_path, qu
     spark = readers.spark_session()
     history = {row["version"]: row["timestamp"] for row in
                spark.sql(f"DESCRIBE HISTORY delta.`{table}`").collect()}
-    assert [int(history[v].timestamp() * 1000) for v in range(4)] == stamps, history
-    from datetime import datetime, timezone
+    # Spark gives naive UTC datetimes (the session time zone); round, as a float of
+    # seconds times 1000 can fall just short of the millisecond.
+    epoch = datetime(1970, 1, 1)
+    assert [round((history[v] - epoch).total_seconds() * 1000) for v in range(4)] == stamps, \
+        history
     as_of = datetime.fromtimestamp(stamps[1] / 1000, tz=timezone.utc).strftime(
         "%Y-%m-%d %H:%M:%S.%f")[:-3]
     rows = (spark.read.format("delta").option("timestampAsOf", as_of).load(str(table))
