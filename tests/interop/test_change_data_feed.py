@@ -429,7 +429,7 @@ def test_a_property_that_is_not_utf8_is_bad_input(tmp_path, quickstart_url):
 def test_a_stream_sets_its_properties_once_and_leaves_a_later_change_alone(tmp_path):
     """A stream started with --property sets it in its first commit; an operator who turns
     the feed off meanwhile is not overridden by the stream's later commits."""
-    max_head = last_quiet_head(150)
+    max_head = last_quiet_head(300)  # 12 s of chain: the stream still runs after the switch
     table = tmp_path / "blocks"
     with run_dev_server(*slow_chain_args(max_head)) as server:
         loader = start_stream(server.url, table, max_head, subprocess.DEVNULL)
