@@ -46,7 +46,7 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
   // With the change data feed on, the deleted rows are recorded, whole files' too (a
   // commit with change data is read from its change data alone).
   std::unique_ptr<ChangeDataWriter> changes;
-  if (ChangeDataFeedEnabled(snapshot->metadata())) {
+  if (snapshot->properties().enable_change_data_feed) {
     ARROW_ASSIGN_OR_RAISE(changes,
                           ChangeDataWriter::Make(store, snapshot->schema(),
                                                  snapshot->partition_columns(), options));
@@ -74,29 +74,25 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
       continue;
     }
     read.push_back(snapshot->FileKey(file.path));
-    if (match == FileMatch::kAll && changes) {
-      ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, file));
-      ARROW_ASSIGN_OR_RAISE(auto rows, table->CombineChunksToBatch());
-      if (rows->num_rows() == 0) continue;
-      ARROW_RETURN_NOT_OK(changes->Write(rows, ChangeType::kDelete));
-      result.rows_deleted += rows->num_rows();
-      removes.push_back(RemoveFor(file));
-      if (file.tags && !file.tags->empty()) {
-        rewritten.push_back(&file);
-        if (emptied_tagged == nullptr) emptied_tagged = &file;
-      }
-      continue;
-    }
     if (match == FileMatch::kAll) {
-      auto stats = file.stats ? nlohmann::json::parse(*file.stats, nullptr, false)
-                              : nlohmann::json();
-      if (stats.is_object() && stats.contains("numRecords") &&
-          stats["numRecords"].is_number_integer()) {
-        result.rows_deleted +=
-            stats["numRecords"].get<int64_t>() -
-            (file.deletion_vector ? file.deletion_vector->cardinality : 0);
+      if (changes) {
+        // The change data holds the file's rows, which counts them exactly.
+        ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, file));
+        ARROW_ASSIGN_OR_RAISE(auto rows, table->CombineChunksToBatch());
+        if (rows->num_rows() == 0) continue;
+        ARROW_RETURN_NOT_OK(changes->Write(rows, ChangeType::kDelete));
+        result.rows_deleted += rows->num_rows();
       } else {
-        row_count_unknown = true;
+        auto stats = file.stats ? nlohmann::json::parse(*file.stats, nullptr, false)
+                                : nlohmann::json();
+        if (stats.is_object() && stats.contains("numRecords") &&
+            stats["numRecords"].is_number_integer()) {
+          result.rows_deleted +=
+              stats["numRecords"].get<int64_t>() -
+              (file.deletion_vector ? file.deletion_vector->cardinality : 0);
+        } else {
+          row_count_unknown = true;
+        }
       }
       removes.push_back(RemoveFor(file));
       if (file.tags && !file.tags->empty()) {

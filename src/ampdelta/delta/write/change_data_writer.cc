@@ -8,7 +8,6 @@
 #include <arrow/type.h>
 
 #include "ampdelta/delta/log/schema.h"
-#include "ampdelta/util/ascii.h"
 
 namespace ampdelta::delta {
 
@@ -24,11 +23,6 @@ const char* ChangeTypeName(ChangeType type) {
       return "update_postimage";
   }
   return "delete";
-}
-
-bool ChangeDataFeedEnabled(const Metadata& metadata) {
-  auto it = metadata.configuration.find("delta.enableChangeDataFeed");
-  return it != metadata.configuration.end() && AsciiLower(it->second) == "true";
 }
 
 ChangeDataWriter::ChangeDataWriter(std::shared_ptr<arrow::Schema> table_schema,

@@ -32,9 +32,6 @@ inline constexpr const char* kChangeTypeColumn = "_change_type";
 /// \brief The folder of change data files, under the table root.
 inline constexpr const char* kChangeDataFolder = "_change_data";
 
-/// \brief Return true when the table's configuration turns the change data feed on.
-bool ChangeDataFeedEnabled(const Metadata& metadata);
-
 /// \brief Writes the rows a commit changes as change data files. Thread-compatible.
 ///
 /// A reader that finds a `cdc` action in a commit takes that commit's changes from its

@@ -157,9 +157,10 @@ class TableWriter::Impl {
           return ConformBatch(batch, schema);
         };
     if (new_metadata) {
-      change_feed = ChangeDataFeedEnabled(*new_metadata);
+      change_feed =
+          ParseTableProperties(new_metadata->configuration).enable_change_data_feed;
     } else if (snapshot) {
-      change_feed = ChangeDataFeedEnabled(snapshot->metadata());
+      change_feed = snapshot->properties().enable_change_data_feed;
     }
     change_options = file_options;
     ARROW_ASSIGN_OR_RAISE(writer,
