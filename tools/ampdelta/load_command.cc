@@ -58,6 +58,7 @@ struct LoadArgs {
   std::string token;
   bool stream = false;
   bool no_reorg_detection = false;
+  bool cursor_in_log = false;
   std::string takeover;
   std::string block_column = "block_num";
   uint64_t reorg_window = 256;
@@ -438,6 +439,12 @@ arrow::Result<std::string> ConfigJson(const LoadArgs& args) {
     }
   }
   if (!args.partition_by.empty()) doc["partition_by"] = args.partition_by;
+  if (args.cursor_in_log) {
+    if (!doc.contains("state") || !doc["state"].is_object()) {
+      doc["state"] = nlohmann::json::object();
+    }
+    doc["state"]["cursor_in_log"] = true;
+  }
   if (!args.properties.empty()) {
     ARROW_ASSIGN_OR_RAISE(auto properties, ParsePropertyOptions(args.properties));
     if (!doc.contains("table_properties") || !doc["table_properties"].is_object()) {
@@ -565,6 +572,10 @@ CommandRunner AddLoadCommand(CLI::App& app) {
       "streaming query: follow the chain, exactly once, undoing reorgs (Ctrl-C stops)");
   cmd->add_flag("--no-reorg-detection", args->no_reorg_detection,
                 "streams: load what arrives, undo nothing (with_reorg_detection=False)");
+  cmd->add_flag("--cursor-in-log", args->cursor_in_log,
+                "streams: also record the cursor in the table's log (domain metadata), "
+                "so resume and reorg undo survive another engine's compaction; adds "
+                "the domainMetadata writer feature (state.cursor_in_log)");
   cmd->add_option("--takeover", args->takeover,
                   "streams into a table another writer (the Python SDK, a batch load) "
                   "filled: after-table-max (continue after its highest block, loading "

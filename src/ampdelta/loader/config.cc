@@ -139,6 +139,8 @@ arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
           ARROW_ASSIGN_OR_RAISE(config.state.enabled, Bool(*field, name));
         } else if (field.key() == "store_batch_id") {
           ARROW_ASSIGN_OR_RAISE(config.state.store_batch_id, Bool(*field, name));
+        } else if (field.key() == "cursor_in_log") {
+          ARROW_ASSIGN_OR_RAISE(config.state.cursor_in_log, Bool(*field, name));
         } else if (field.key() == "store_full_metadata") {
           ARROW_ASSIGN_OR_RAISE(config.state.store_full_metadata, Bool(*field, name));
         } else if (field.key() == "storage" || field.key() == "data_dir") {

@@ -33,6 +33,11 @@ struct StateConfig {
   std::string data_dir = ".amp_state";
   bool store_batch_id = true;
   bool store_full_metadata = false;
+  /// `state.cursor_in_log`: a stream also records its cursor in the table's log, as
+  /// domain metadata (stream_cursor_log.h), adding the `domainMetadata` writer feature
+  /// (which deltalake 1.6.6 cannot write to). A table that has the feature gets the
+  /// record anyway.
+  bool cursor_in_log = false;
 };
 
 /// \brief A validated `deltalake` connection.

@@ -21,6 +21,7 @@
 #include "ampdelta/amp/server_error.h"
 #include "ampdelta/amp/stream_interpreter.h"
 #include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/table_writer.h"
@@ -28,6 +29,7 @@
 #include "ampdelta/loader/commit_group.h"
 #include "ampdelta/loader/load_common.h"
 #include "ampdelta/loader/reorg_undo.h"
+#include "ampdelta/loader/stream_cursor_log.h"
 #include "ampdelta/loader/stream_reader.h"
 #include "ampdelta/loader/stream_state.h"
 #include "ampdelta/loader/takeover.h"
@@ -121,7 +123,8 @@ class StreamLoad {
         return loaded.status();
       }
     }
-    ARROW_ASSIGN_OR_RAISE(state_, ReadStreamState(snapshot_.get(), app_id_));
+    ARROW_ASSIGN_OR_RAISE(
+        state_, ReadStreamState(snapshot_.get(), app_id_, options_.block_column));
     return arrow::Status::OK();
   }
 
@@ -211,7 +214,7 @@ class StreamLoad {
                           delta::TableWriter::Open(store_, snapshot_->schema(), write));
     ARROW_ASSIGN_OR_RAISE(const int64_t removed,
                           StageForeignUndo(*snapshot_, column, from, writer.get()));
-    ARROW_RETURN_NOT_OK(Finish(writer.get()));
+    ARROW_RETURN_NOT_OK(Finish(writer.get(), nullptr, state_.cursor_log));
     AMPDELTA_LOG_INFO("stream into ", result_->table_name,
                       " took the table over: ", foreign,
                       " rows by another writer, network ", networks[0], " from block ",
@@ -512,7 +515,8 @@ class StreamLoad {
     const std::vector<amp::BlockRange> committed = group_.ranges();
     writer_->SetFileTags({{RangesTagKey(app_id_), RangesToTag(committed)}});
     const auto commit_start = Clock::now();
-    ARROW_RETURN_NOT_OK(Finish(writer_.get(), &committed));
+    ARROW_RETURN_NOT_OK(Finish(writer_.get(), &committed,
+                               AdvanceCursorLog(state_.cursor_log, committed)));
     const double commit_ms =
         std::chrono::duration<double, std::milli>(Clock::now() - commit_start).count();
     const int64_t rows = group_.rows();
@@ -559,10 +563,16 @@ class StreamLoad {
   // Commit a writer with the stream's next txn version and move the snapshot forward.
   // `committed`: the ranges the commit records, checked against what the table holds when
   // another writer committed right after it (a restore that landed after this commit).
+  // `cursor_log`: what the stream has recorded after the commit, written to the log
+  // when the table keeps the stream's cursor there.
   arrow::Status Finish(delta::TableWriter* writer,
-                       const std::vector<amp::BlockRange>* committed = nullptr) {
+                       const std::vector<amp::BlockRange>* committed,
+                       CursorLog cursor_log) {
     const int64_t next = state_.txn_version.value_or(0) + 1;
     writer->SetAppTransaction(delta::SetTransaction{app_id_, next, {}});
+    if (CursorInLog() && (!cursor_log.empty() || HasCursorDomain())) {
+      writer->SetDomainMetadata(CursorDomain(app_id_, cursor_log));
+    }
     // The files that hold this stream's recorded progress (the read snapshot's files with
     // its tag): if a concurrent commit takes any back (a restore), the stream must resume
     // from the table, not go on past a hole. They are collected only if someone else
@@ -580,6 +590,7 @@ class StreamLoad {
       return written.status();
     }
     state_.txn_version = next;
+    state_.cursor_log = std::move(cursor_log);
     ++commits_;
     last_written_ = *written;
     // The load's table properties went into its first commit; later commits must not set
@@ -600,7 +611,8 @@ class StreamLoad {
       // than this commit made, that commit took it back; if it records more, it gave back
       // blocks taken earlier (a restore to a later version), which must not be loaded
       // again.
-      ARROW_ASSIGN_OR_RAISE(auto now, ReadStreamState(snapshot_.get(), app_id_));
+      ARROW_ASSIGN_OR_RAISE(
+          auto now, ReadStreamState(snapshot_.get(), app_id_, options_.block_column));
       const amp::Cursor cursor = now.ResumeCursor();
       std::map<std::string, uint64_t> newest;
       for (const auto& range : *committed) {
@@ -623,6 +635,19 @@ class StreamLoad {
       }
     }
     return arrow::Status::OK();
+  }
+
+  // The stream records its cursor in the log when asked to or when the table has the
+  // feature that needs anyway.
+  bool CursorInLog() const {
+    return config_.state.cursor_in_log ||
+           (snapshot_ != nullptr &&
+            delta::HasWriterFeature(snapshot_->protocol(), kDomainMetadataFeature));
+  }
+
+  bool HasCursorDomain() const {
+    return snapshot_ != nullptr &&
+           snapshot_->domain_metadata().count(CursorDomainName(app_id_)) != 0;
   }
 
   static std::string RangesText(const std::vector<amp::BlockRange>& ranges) {
@@ -671,6 +696,35 @@ class StreamLoad {
     for (const auto& fork : invalidated) {
       if (state_.takeover_blocks.count(fork.network) != 0) foreign_forks.push_back(fork);
     }
+    // Where each network's undo starts: a microbatch the fork falls in goes whole.
+    std::map<std::string, uint64_t> undo_from;
+    for (const auto& fork : invalidated) {
+      uint64_t from = fork.start;
+      for (const auto& range : state_.Recorded(fork.network)) {
+        if (range.end >= fork.start) from = std::min(from, range.start);
+      }
+      auto [it, fresh] = undo_from.try_emplace(fork.network, from);
+      if (!fresh) it->second = std::min(it->second, from);
+    }
+    // Rows of the stream whose tags another engine's compaction dropped are found by
+    // block number (never below the stream's first block: those are not its own).
+    std::map<std::string, uint64_t> untagged_undo;
+    for (const auto& [network, from] : undo_from) {
+      auto owned = state_.untagged_from.find(network);
+      if (owned == state_.untagged_from.end() ||
+          state_.takeover_blocks.count(network) != 0) {
+        continue;
+      }
+      if (state_.cursor_log.size() > 1) {
+        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                         "cannot undo the reorg of ", network, " from block ", from,
+                         ": files without this stream's tags (another engine compacted "
+                         "them) hold its rows, and the stream covers ",
+                         state_.cursor_log.size(),
+                         " networks, whose rows block numbers cannot tell apart");
+      }
+      untagged_undo[network] = std::max(from, owned->second);
+    }
     LoadResult reorg;
     reorg.table_name = result_->table_name;
     reorg.success = true;
@@ -678,7 +732,8 @@ class StreamLoad {
     for (const auto& fork : invalidated) {
       reorg.invalidation_ranges.push_back({fork.network, fork.start, fork.end});
     }
-    if ((undo.empty() && foreign_forks.empty()) || snapshot_ == nullptr) {
+    if ((undo.empty() && foreign_forks.empty() && untagged_undo.empty()) ||
+        snapshot_ == nullptr) {
       Report(reorg);  // nothing of it was committed
       telemetry::ReorgUndone(result_->table_name,
                              snapshot_ != nullptr ? snapshot_->version() : -1,
@@ -709,7 +764,14 @@ class StreamLoad {
           StageForeignUndo(*snapshot_, options_.block_column, fork.start, writer.get()));
       staged.rows_removed += removed;
     }
-    ARROW_RETURN_NOT_OK(Finish(writer.get(), &staged.surviving));
+    for (const auto& [network, from] : untagged_undo) {
+      ARROW_ASSIGN_OR_RAISE(
+          const int64_t removed,
+          StageForeignUndo(*snapshot_, options_.block_column, from, writer.get()));
+      staged.rows_removed += removed;
+    }
+    ARROW_RETURN_NOT_OK(
+        Finish(writer.get(), &staged.surviving, CursorLogAfterUndo(staged, undo_from)));
     reorg.rows_loaded = 0;
     reorg.duration = std::chrono::duration<double>(Clock::now() - start).count();
     reorg.metadata["table_version"] = std::to_string(snapshot_->version());
@@ -722,11 +784,42 @@ class StreamLoad {
                            RangesText(invalidated), staged.rows_removed,
                            staged.files_touched, reorg.duration);
     // state_ is stale now; every reader of it (the next undo, a reconnect) refreshes.
+    for (const auto& fork : invalidated) {
+      auto it = untagged_undo.find(fork.network);
+      if (it != untagged_undo.end() && it->second < fork.start) return true;
+    }
     return std::any_of(undo.spans.begin(), undo.spans.end(), [&](const auto& span) {
       return std::any_of(invalidated.begin(), invalidated.end(), [&](const auto& fork) {
         return fork.network == span.network && span.start < fork.start;
       });
     });
+  }
+
+  // What the stream has recorded after an undo from `undo_from` (per network): each
+  // network's newest surviving range; where the stream's rows without tags may reach
+  // the removal, the block before it with a hash no chain has, so that the server sends
+  // it again and its rows are replaced (stream_cursor_log.h).
+  CursorLog CursorLogAfterUndo(const UndoStaged& staged,
+                               const std::map<std::string, uint64_t>& undo_from) const {
+    CursorLog log;
+    for (const auto& [network, cursor] : state_.cursor_log) {
+      auto from = undo_from.find(network);
+      if (from == undo_from.end()) {
+        log[network] = cursor;
+        continue;
+      }
+      std::optional<amp::BlockRange> last;
+      for (const auto& range : staged.surviving) {
+        if (range.network == network) last = range;
+      }
+      const bool untagged = state_.untagged_from.count(network) != 0;
+      if (untagged && cursor.first < from->second &&
+          (!last || last->end + 1 < from->second)) {
+        last = UnknownHashRange(network, from->second - 1);
+      }
+      if (last) log[network] = NetworkCursor{cursor.first, *last};
+    }
+    return log;
   }
 
   // Compact files that no reorg can reach any more, every so many commits.
@@ -855,6 +948,8 @@ LoadResult LoadStream(amp::Client& client, const std::string& sql,
     ARROW_ASSIGN_OR_RAISE(auto store, internal::OpenStore(config, options, result));
     // One write lease for the stream's life: each commit's files are written under it.
     ARROW_ASSIGN_OR_RAISE(write.lease, delta::WriteLease::Acquire(store));
+    if (config.state.cursor_in_log)
+      write.writer_features.push_back(kDomainMetadataFeature);
     StreamLoad load(client, sql, config, options, store, std::move(write), result);
     arrow::Status ran = load.Run();
     load.Summarise();

@@ -168,11 +168,8 @@ std::vector<amp::BlockRange> StreamState::TakeoverSeeds() const {
   std::vector<amp::BlockRange> seeds;
   for (const auto& [network, block] : takeover_blocks) {
     if (block == 0 || !Recorded(network).empty()) continue;
-    amp::BlockRange seed;
-    seed.network = network;
-    seed.start = seed.end = backfill_handoffs.count(network) != 0 ? block : block - 1;
-    seed.hash = "0x" + std::string(64, '0');
-    seeds.push_back(std::move(seed));
+    seeds.push_back(UnknownHashRange(
+        network, backfill_handoffs.count(network) != 0 ? block : block - 1));
   }
   return seeds;
 }
@@ -214,8 +211,59 @@ amp::Cursor StreamState::ResumeCursor() const {
   return cursor;
 }
 
+namespace {
+
+// True when files without any stream's tags hold rows at or after `block`.
+arrow::Result<bool> UntaggedRowsFrom(const delta::Snapshot& snapshot,
+                                     const std::string& block_column, uint64_t block) {
+  if (block_column.empty() ||
+      delta::FindFieldIgnoreCase(*snapshot.schema(), block_column) < 0) {
+    return ForeignRows(snapshot) > 0;
+  }
+  ARROW_ASSIGN_OR_RAISE(auto span, ForeignBlockSpan(snapshot, block_column));
+  return span && span->second >= 0 && static_cast<uint64_t>(span->second) >= block;
+}
+
+// Fill state->cursor_log: the log's record where it holds progress the tags lost (its
+// newest range then joins the recorded ones), otherwise the tags' record.
+arrow::Status ReadCursorRecord(const delta::Snapshot& snapshot, const std::string& app_id,
+                               const std::string& block_column, StreamState* state) {
+  ARROW_ASSIGN_OR_RAISE(std::optional<CursorLog> logged, ReadCursorLog(snapshot, app_id));
+  for (const auto* lists : {&state->ranges, &state->spans}) {
+    for (const auto& [network, list] : *lists) {
+      state->cursor_log = AdvanceCursorLog(std::move(state->cursor_log), list);
+    }
+  }
+  if (!logged) return arrow::Status::OK();
+  for (const auto& [network, cursor] : *logged) {
+    auto tagged = state->cursor_log.find(network);
+    if (tagged != state->cursor_log.end() && tagged->second.last.end >= cursor.last.end) {
+      continue;
+    }
+    uint64_t beyond =
+        tagged != state->cursor_log.end() ? tagged->second.last.end + 1 : cursor.first;
+    if (auto takeover = state->takeover_blocks.find(network);
+        takeover != state->takeover_blocks.end()) {
+      beyond = std::max(beyond, takeover->second);
+    }
+    ARROW_ASSIGN_OR_RAISE(const bool compacted,
+                          UntaggedRowsFrom(snapshot, block_column, beyond));
+    if (!compacted) continue;  // taken back: the tags say what the table holds
+    state->cursor_log[network] = cursor;
+    state->untagged_from[network] = cursor.first;
+    auto& ranges = state->ranges[network];
+    ranges.push_back(cursor.last);
+    std::sort(ranges.begin(), ranges.end(), ByPosition);
+    ranges.erase(std::unique(ranges.begin(), ranges.end()), ranges.end());
+  }
+  return arrow::Status::OK();
+}
+
+}  // namespace
+
 arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
-                                           const std::string& app_id) {
+                                           const std::string& app_id,
+                                           const std::string& block_column) {
   StreamState state;
   if (snapshot == nullptr) return state;
   state.txn_version = snapshot->AppTransactionVersion(app_id);
@@ -230,6 +278,7 @@ arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
   }
   Normalise(&state.ranges);
   Normalise(&state.spans);
+  ARROW_RETURN_NOT_OK(ReadCursorRecord(*snapshot, app_id, block_column, &state));
   // Seeds matter only until a network records ranges of its own: read the backfill's
   // records only then (not on every commit of a running stream).
   const bool seeding =

@@ -21,6 +21,7 @@
 #include "ampdelta/amp/block_range.h"
 #include "ampdelta/delta/log/actions.h"
 #include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/loader/stream_cursor_log.h"
 
 namespace ampdelta::loader {
 
@@ -117,6 +118,13 @@ struct StreamState {
 
   /// Every span recorded on a live file, per network, sorted by start, deduplicated.
   std::map<std::string, std::vector<amp::BlockRange>> spans;
+  /// What the stream has recorded per network, as the log's cursor record keeps it
+  /// (stream_cursor_log.h): the log's record when it holds progress the tags lost,
+  /// otherwise made from the tags. Commits advance it.
+  CursorLog cursor_log;
+  /// Networks whose rows the stream owns in files without its tags (another engine
+  /// compacted them), from this block on: a reorg there is undone by block number.
+  std::map<std::string, uint64_t> untagged_from;
 
   /// \brief Return true when a live file records a range or span of the stream.
   bool HasRecords() const { return !ranges.empty() || !spans.empty(); }
@@ -131,8 +139,13 @@ struct StreamState {
 };
 
 /// \brief Read a stream's state from a snapshot (nullptr: a table that does not exist).
+/// The log's cursor record counts where it is ahead of the tags and files without them
+/// hold rows past what the tags record (by `block_column`'s statistics; without one, any
+/// such rows): another engine's compaction dropped the tags. Otherwise a restore or
+/// delete took the progress back, and the tags are what the table holds.
 arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
-                                           const std::string& app_id);
+                                           const std::string& app_id,
+                                           const std::string& block_column = {});
 
 /// \brief Return true when one of `file`'s recorded ranges or spans (of stream `app_id`)
 /// is on `network` and ends at or after `from` (its rows may be invalidated by a reorg

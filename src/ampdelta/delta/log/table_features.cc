@@ -163,14 +163,24 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
 }
 
 Protocol ProtocolForNewTable(const arrow::Schema& schema,
-                             const std::map<std::string, std::string>& configuration) {
-  return UpgradeProtocol(Protocol{}, schema, configuration);
+                             const std::map<std::string, std::string>& configuration,
+                             const std::vector<std::string>& writer_features) {
+  return UpgradeProtocol(Protocol{}, schema, configuration, writer_features);
+}
+
+bool HasWriterFeature(const Protocol& protocol, const std::string& feature) {
+  const std::vector<std::string> features = ImpliedWriterFeatures(protocol);
+  return std::find(features.begin(), features.end(), feature) != features.end();
 }
 
 Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
-                         const std::map<std::string, std::string>& configuration) {
+                         const std::map<std::string, std::string>& configuration,
+                         const std::vector<std::string>& writer_features_needed) {
   std::vector<std::string> reader;
   std::vector<std::string> writer;
+  for (const auto& feature : writer_features_needed) {
+    if (!HasWriterFeature(existing, feature)) writer.push_back(feature);
+  }
   if (NeedsTimestampNtz(schema)) {
     reader.push_back("timestampNtz");
     writer.push_back("timestampNtz");

@@ -31,16 +31,22 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
 /// (1,4) for the change data feed alone; table features (writer 7) when a column needs
 /// `timestampNtz` or the configuration turns on in-commit timestamps or deletion vectors
 /// (reader 3 only for the reader features `timestampNtz` and `deletionVectors`).
-Protocol ProtocolForNewTable(
-    const arrow::Schema& schema,
-    const std::map<std::string, std::string>& configuration = {});
+Protocol ProtocolForNewTable(const arrow::Schema& schema,
+                             const std::map<std::string, std::string>& configuration = {},
+                             const std::vector<std::string>& writer_features = {});
 
 /// \brief Return `existing` upgraded (never downgraded) to what a table with this schema
 /// and configuration needs, as ProtocolForNewTable: a legacy protocol stays legacy while
 /// only the change data feed is asked for; otherwise the features are listed, with those
-/// the legacy versions implied (as Spark lists them).
+/// the legacy versions implied (as Spark lists them). `writer_features` are needed
+/// whatever the configuration says (`domainMetadata` for a stream's cursor in the log,
+/// `clustering`).
 Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
-                         const std::map<std::string, std::string>& configuration);
+                         const std::map<std::string, std::string>& configuration,
+                         const std::vector<std::string>& writer_features = {});
+
+/// \brief Return true when the table's protocol has writer feature `feature`.
+bool HasWriterFeature(const Protocol& protocol, const std::string& feature);
 
 /// \brief Return the weakest protocol that has everything `existing` and `required` have:
 /// both legacy, the higher versions; otherwise table features (reader 3 when either needs

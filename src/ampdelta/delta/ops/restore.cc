@@ -92,6 +92,19 @@ arrow::Result<CommitReport> RestoreOnce(
   Transaction txn(store, latest, commit);
   txn.ReadFiles(kept);
   if (!(target->metadata() == latest->metadata())) txn.SetMetadata(target->metadata());
+  // Domains go back to the target's state too (a stream's cursor, clustering columns).
+  for (const auto& [name, domain] : latest->domain_metadata()) {
+    auto then = target->domain_metadata().find(name);
+    if (then == target->domain_metadata().end()) {
+      txn.SetDomainMetadata(DomainMetadata{name, domain.configuration, /*removed=*/true});
+    }
+  }
+  for (const auto& [name, domain] : target->domain_metadata()) {
+    auto now = latest->domain_metadata().find(name);
+    if (now == latest->domain_metadata().end() || !(now->second == domain)) {
+      txn.SetDomainMetadata(domain);
+    }
+  }
   // The result is the target's files whatever happened meanwhile: what concurrent commits
   // added is removed as well (a stream notices and loads it again).
   txn.ReplaceWholeTable();

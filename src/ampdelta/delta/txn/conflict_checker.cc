@@ -81,7 +81,8 @@ arrow::Result<Rebase> CheckWinner(const std::vector<Action>& winner, Version ver
       }
     }
     if (const auto* domain = std::get_if<DomainMetadata>(&action)) {
-      if (write.domains.count(domain->domain) != 0) {
+      // (Another writer of the same application is reported as such, at its txn.)
+      if (write.domains.count(domain->domain) != 0 && !same_app) {
         return CommitConflictError("domain '", domain->domain,
                                    "' changed in concurrent commit ", version);
       }

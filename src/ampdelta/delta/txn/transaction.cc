@@ -108,6 +108,17 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
     if (!record.last_updated) record.last_updated = now_ms;
     actions.emplace_back(std::move(record));
   }
+  if (!domains_.empty()) {
+    const Protocol* protocol =
+        protocol_ ? &*protocol_
+                  : (read_snapshot_ ? &read_snapshot_->protocol() : nullptr);
+    // PROTOCOL.md: domainMetadata actions only in a table with the feature.
+    if (protocol == nullptr || !HasWriterFeature(*protocol, "domainMetadata")) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "domain metadata '", domains_.front().domain,
+                       "' needs the domainMetadata table feature, which the table lacks");
+    }
+  }
   for (const auto& domain : domains_) actions.emplace_back(domain);
   for (const auto& remove : removes_) {
     Remove tombstone = remove;

@@ -237,6 +237,13 @@ void TableWriter::SetAppTransaction(SetTransaction txn) {
   impl_->options.app_transaction = std::move(txn);
 }
 
+void TableWriter::SetDomainMetadata(DomainMetadata domain) {
+  auto& domains = impl_->options.domains;
+  std::erase_if(domains,
+                [&](const DomainMetadata& d) { return d.domain == domain.domain; });
+  domains.push_back(std::move(domain));
+}
+
 void TableWriter::SetFileTags(NullableStringMap tags) {
   impl_->file_tags = std::move(tags);
 }
@@ -314,6 +321,7 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   for (const auto& record : impl_->options.transaction_records) {
     txn.AddTransactionRecord(record);
   }
+  for (const auto& domain : impl_->options.domains) txn.SetDomainMetadata(domain);
   std::map<std::string, std::string> parameters = impl_->options.operation_parameters;
   if (impl_->options.operation == "WRITE") {
     static const char* kModes[] = {"Append", "Overwrite", "ErrorIfExists", "Ignore"};

@@ -58,6 +58,10 @@ struct TableWriteOptions {
   std::map<std::string, std::string> configuration;
   std::optional<std::string> name;
   std::optional<std::string> description;
+  /// Writer features the table must have after this commit (added when missing).
+  std::vector<std::string> writer_features;
+  /// Domain metadata committed with the data (needs writer feature `domainMetadata`).
+  std::vector<DomainMetadata> domains;
   /// Committed atomically with the data (exactly-once streaming).
   std::optional<SetTransaction> app_transaction;
   /// More `txn` actions to record (Transaction::AddTransactionRecord).
@@ -135,6 +139,9 @@ class TableWriter {
 
   /// \brief Commit an application transaction with the data (exactly-once streaming).
   void SetAppTransaction(SetTransaction txn);
+
+  /// \brief Commit domain metadata with the data (replacing any set for that domain).
+  void SetDomainMetadata(DomainMetadata domain);
 
   /// \brief Set the tags (`add.tags`) of every data file this write adds.
   void SetFileTags(NullableStringMap tags);

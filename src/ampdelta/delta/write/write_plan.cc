@@ -258,6 +258,15 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
     }
     Protocol protocol = snapshot->protocol();
     ARROW_RETURN_NOT_OK(ApplyProperties(snapshot, configuration, &plan, &protocol));
+    const bool features_missing =
+        std::any_of(options.writer_features.begin(), options.writer_features.end(),
+                    [&](const std::string& f) { return !HasWriterFeature(protocol, f); });
+    if (features_missing) {
+      const Metadata& metadata =
+          plan.new_metadata ? *plan.new_metadata : snapshot->metadata();
+      protocol = UpgradeProtocol(protocol, *plan.table_schema, metadata.configuration,
+                                 options.writer_features);
+    }
     if (!(protocol == snapshot->protocol())) plan.new_protocol = std::move(protocol);
   } else {
     // A new table (or an overwrite that replaces the schema).
@@ -290,7 +299,8 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
         snapshot ? snapshot->metadata().configuration : configuration;
     metadata.created_time =
         snapshot ? snapshot->metadata().created_time : std::optional<int64_t>(NowMs());
-    Protocol protocol = ProtocolForNewTable(*plan.table_schema, metadata.configuration);
+    Protocol protocol = ProtocolForNewTable(*plan.table_schema, metadata.configuration,
+                                            options.writer_features);
     if (snapshot) {
       ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
                                               *snapshot->schema()));
