@@ -50,6 +50,7 @@ struct LoadArgs {
   std::vector<std::string> merge_keys;
   std::optional<int64_t> commit_every_rows;
   std::vector<std::string> partition_by;
+  std::vector<std::string> cluster_by;
   std::vector<std::string> properties;
   std::string config;
   std::string compression = "zstd";
@@ -439,6 +440,13 @@ arrow::Result<std::string> ConfigJson(const LoadArgs& args) {
     }
   }
   if (!args.partition_by.empty()) doc["partition_by"] = args.partition_by;
+  for (const auto& column : args.cluster_by) {
+    if (!IsValidUtf8(column)) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "--cluster-by column '", EscapeNonUtf8(column), "' is not UTF-8");
+    }
+  }
+  if (!args.cluster_by.empty()) doc["cluster_by"] = args.cluster_by;
   if (args.cursor_in_log) {
     if (!doc.contains("state") || !doc["state"].is_object()) {
       doc["state"] = nlohmann::json::object();
@@ -560,6 +568,12 @@ CommandRunner AddLoadCommand(CLI::App& app) {
                   "delta.enableChangeDataFeed=true: a new table is created with it, an "
                   "existing one gets it in the load's first commit; repeatable");
   cmd->add_option("--partition-by", args->partition_by, "partition columns")
+      ->delimiter(',');
+  cmd->add_option(
+         "--cluster-by", args->cluster_by,
+         "Liquid clustering columns, e.g. block_num (cluster_by): table optimize "
+         "then sorts files by them; adds the clustering and domainMetadata writer "
+         "features")
       ->delimiter(',');
   cmd->add_option("--config", args->config, "deltalake connection config: JSON or @file");
   cmd->add_option("--storage-option", args->storage_options, kStorageOptionHelp);

@@ -101,6 +101,15 @@ arrow::Result<DeltaLakeConfig> ParseDeltaLakeConfig(const std::string& text) {
           return ConfigError("'partition_by' must be a list of strings");
         config.partition_by.push_back(item.get<std::string>());
       }
+    } else if (key == "cluster_by") {
+      if (value.is_null()) continue;
+      if (!value.is_array()) return ConfigError("'cluster_by' must be a list of strings");
+      config.cluster_by.emplace();
+      for (const auto& item : value) {
+        if (!item.is_string())
+          return ConfigError("'cluster_by' must be a list of strings");
+        config.cluster_by->push_back(item.get<std::string>());
+      }
     } else if (key == "optimize_after_write") {
       ARROW_ASSIGN_OR_RAISE(config.optimize_after_write, Bool(value, key));
     } else if (key == "vacuum_after_write") {

@@ -45,6 +45,10 @@ struct DeltaLakeConfig {
   std::string table_path;
   std::map<std::string, std::string> storage_options;
   std::vector<std::string> partition_by;
+  /// `cluster_by`: Liquid clustering columns (delta/log/clustering.h); the table gains
+  /// the `clustering` and `domainMetadata` writer features. Unset: the table keeps its
+  /// own.
+  std::optional<std::vector<std::string>> cluster_by;
   /// `table_properties`: `delta.*` properties of the table (a new table is created with
   /// them; an existing one gets those that differ in the load's first commit).
   std::map<std::string, std::string> table_properties;

@@ -40,6 +40,7 @@ arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& conf
                      "commit_every_rows must be a positive number of rows");
   }
   write.partition_by = config.partition_by;
+  write.cluster_by = config.cluster_by;
   write.configuration = config.table_properties;
   write.merge_schema = config.merge_schema;
   write.integer_mapping = config.integer_mapping;

@@ -25,9 +25,6 @@
 
 namespace ampdelta::loader {
 
-/// The writer feature the record needs.
-inline constexpr const char* kDomainMetadataFeature = "domainMetadata";
-
 /// \brief What the log records of one network.
 struct NetworkCursor {
   /// The first block the stream recorded on the network.

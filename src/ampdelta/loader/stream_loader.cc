@@ -642,7 +642,8 @@ class StreamLoad {
   bool CursorInLog() const {
     return config_.state.cursor_in_log ||
            (snapshot_ != nullptr &&
-            delta::HasWriterFeature(snapshot_->protocol(), kDomainMetadataFeature));
+            delta::HasWriterFeature(snapshot_->protocol(),
+                                    delta::kDomainMetadataFeature));
   }
 
   bool HasCursorDomain() const {
@@ -949,7 +950,7 @@ LoadResult LoadStream(amp::Client& client, const std::string& sql,
     // One write lease for the stream's life: each commit's files are written under it.
     ARROW_ASSIGN_OR_RAISE(write.lease, delta::WriteLease::Acquire(store));
     if (config.state.cursor_in_log)
-      write.writer_features.push_back(kDomainMetadataFeature);
+      write.writer_features.push_back(delta::kDomainMetadataFeature);
     StreamLoad load(client, sql, config, options, store, std::move(write), result);
     arrow::Status ran = load.Run();
     load.Summarise();

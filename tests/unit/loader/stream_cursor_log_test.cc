@@ -37,12 +37,13 @@ TEST(CursorLogTest, ARecordRoundTripsThroughItsDomain) {
   auto store = std::make_shared<storage::MemoryStore>("memory://t");
   auto schema = arrow::schema({arrow::field("x", arrow::int64())});
   delta::TableWriteOptions options;
-  options.writer_features = {kDomainMetadataFeature};
+  options.writer_features = {delta::kDomainMetadataFeature};
   options.domains = {domain};
   ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store, schema, options));
   ASSERT_OK(writer->Commit().status());
   ASSERT_OK_AND_ASSIGN(auto snapshot, delta::Snapshot::Load(store));
-  EXPECT_TRUE(delta::HasWriterFeature(snapshot->protocol(), kDomainMetadataFeature));
+  EXPECT_TRUE(
+      delta::HasWriterFeature(snapshot->protocol(), delta::kDomainMetadataFeature));
   EXPECT_FALSE(snapshot->protocol().reader_features.has_value());
   ASSERT_OK_AND_ASSIGN(auto read, ReadCursorLog(*snapshot, kApp));
   ASSERT_TRUE(read.has_value());
@@ -77,7 +78,7 @@ class CursorLogTableTest : public ::testing::Test {
     delta::TableWriteOptions options;
     options.mode = mode;
     if (log) {
-      options.writer_features = {kDomainMetadataFeature};
+      options.writer_features = {delta::kDomainMetadataFeature};
       options.domains = {CursorDomain(kApp, *log)};
     }
     ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store_, schema_, options));
@@ -183,7 +184,7 @@ TEST_F(CursorLogTableTest, AMalformedOrNewerRecordIsAnErrorNotAFreshStart) {
             ErrorCode::kCorruptLog},
            {R"({"version":2,"networks":{}})", ErrorCode::kUnsupportedFeature}}) {
     delta::TableWriteOptions options;
-    options.writer_features = {kDomainMetadataFeature};
+    options.writer_features = {delta::kDomainMetadataFeature};
     options.domains = {
         delta::DomainMetadata{CursorDomainName(kApp), configuration, false}};
     ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store_, schema_, options));

@@ -25,10 +25,12 @@ const std::set<std::string>& ReadableFeatures() {
 // Writer features ampdelta implements or can safely carry when unused.
 const std::set<std::string>& WritableFeatures() {
   static const std::set<std::string> features = {
-      "appendOnly",       "invariants",          "checkConstraints",
-      "generatedColumns", "changeDataFeed",      "timestampNtz",
-      "deletionVectors",  "domainMetadata",      "vacuumProtocolCheck",
-      "identityColumns",  "allowColumnDefaults", "inCommitTimestamp"};
+      "appendOnly", "invariants", "checkConstraints", "generatedColumns",
+      "changeDataFeed", "timestampNtz", "deletionVectors", "domainMetadata",
+      "vacuumProtocolCheck", "identityColumns", "allowColumnDefaults",
+      "inCommitTimestamp",
+      // Statistics for the clustering columns; optimize clusters (clustering.h).
+      "clustering"};
   return features;
 }
 

@@ -16,6 +16,9 @@
 
 namespace ampdelta::delta {
 
+/// The writer feature domain metadata needs.
+inline constexpr const char* kDomainMetadataFeature = "domainMetadata";
+
 /// \brief Fail with kUnsupportedFeature, listing the features, unless ampdelta can read a
 /// table with this protocol.
 arrow::Status CheckReadSupported(const Protocol& protocol);

@@ -7,21 +7,135 @@
 #include <set>
 #include <thread>
 
+#include <arrow/compute/api.h>
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/clustering.h"
 #include "ampdelta/delta/log/partitioning.h"
+#include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/txn/write_lease.h"
 #include "ampdelta/delta/write/file_tags.h"
 #include "ampdelta/delta/write/table_writer.h"
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::delta {
+namespace {
+
+// A file's lowest and highest value of `column`, from its statistics.
+std::optional<std::pair<nlohmann::json, nlohmann::json>> StatsRange(
+    const Add& file, const std::string& column) {
+  if (!file.stats) return std::nullopt;
+  const auto stats = nlohmann::json::parse(*file.stats, nullptr, false);
+  if (!stats.is_object()) return std::nullopt;
+  auto value = [&](const char* kind) -> std::optional<nlohmann::json> {
+    auto values = stats.find(kind);
+    if (values == stats.end() || !values->is_object()) return std::nullopt;
+    for (auto it = values->begin(); it != values->end(); ++it) {
+      if (EqualsIgnoreAsciiCase(it.key(), column) && !it->is_null() &&
+          (it->is_number() || it->is_string())) {
+        return *it;
+      }
+    }
+    return std::nullopt;
+  };
+  auto low = value("minValues");
+  auto high = value("maxValues");
+  if (!low || !high || low->is_number() != high->is_number()) return std::nullopt;
+  return std::make_pair(std::move(*low), std::move(*high));
+}
+
+// Bins of a clustered table's files: in order of their first clustering column, files
+// whose ranges overlap always together (their rows are sorted into files that do not),
+// neighbours packed up to the target size. Files another clustering implementation
+// wrote are left to it (PROTOCOL.md).
+std::vector<std::vector<const Add*>> ClusteringBins(std::vector<const Add*> files,
+                                                    const std::string& column,
+                                                    int64_t target_size) {
+  std::erase_if(files, [](const Add* file) {
+    return file->clustering_provider && *file->clustering_provider != kLiquidProvider;
+  });
+  std::vector<
+      std::pair<const Add*, std::optional<std::pair<nlohmann::json, nlohmann::json>>>>
+      ranged;
+  bool unknown = false;
+  for (const Add* file : files) {
+    ranged.emplace_back(file, StatsRange(*file, column));
+    unknown = unknown || !ranged.back().second;
+  }
+  std::vector<std::vector<const Add*>> components;
+  if (unknown) {
+    // A file without statistics may overlap any other: one component of them all.
+    components.push_back(std::move(files));
+  } else {
+    std::sort(ranged.begin(), ranged.end(), [](const auto& a, const auto& b) {
+      return a.second->first < b.second->first;
+    });
+    nlohmann::json high;
+    for (const auto& [file, range] : ranged) {
+      if (components.empty() || range->first > high) {
+        components.emplace_back();
+        high = range->second;
+      } else if (range->second > high) {
+        high = range->second;
+      }
+      components.back().push_back(file);
+    }
+  }
+  std::vector<std::vector<const Add*>> bins;
+  std::vector<const Add*> bin;
+  int64_t bytes = 0;
+  auto flush = [&] {
+    if (bin.size() > 1 || (bin.size() == 1 && bin.front()->deletion_vector))
+      bins.push_back(bin);
+    bin.clear();
+    bytes = 0;
+  };
+  for (const auto& component : components) {
+    int64_t size = 0;
+    for (const Add* file : component) size += file->size;
+    // A large file on its own is clustered already; small neighbours are packed.
+    if (component.size() == 1 && size >= target_size) {
+      flush();
+      bin = component;
+      flush();
+      continue;
+    }
+    if (!bin.empty() && bytes + size > target_size) flush();
+    bin.insert(bin.end(), component.begin(), component.end());
+    bytes += size;
+  }
+  flush();
+  return bins;
+}
+
+// Rows of `table` in the order of `columns` (ascending, nulls last).
+arrow::Result<std::shared_ptr<arrow::Table>> SortedBy(
+    const std::shared_ptr<arrow::Table>& table, const std::vector<std::string>& columns) {
+  std::vector<arrow::compute::SortKey> keys;
+  for (const auto& column : columns) {
+    const int index = FindFieldIgnoreCase(*table->schema(), column);
+    if (index < 0) {
+      return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid,
+                       "the table clusters by column '", column, "', which it lacks");
+    }
+    keys.emplace_back(arrow::FieldRef(index));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto indices,
+                        arrow::compute::SortIndices(arrow::Datum(table),
+                                                    arrow::compute::SortOptions(keys)));
+  ARROW_ASSIGN_OR_RAISE(arrow::Datum sorted,
+                        arrow::compute::Take(arrow::Datum(table), arrow::Datum(indices)));
+  return sorted.table();
+}
+
+}  // namespace
 
 arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> store,
                                        const OptimizeOptions& options) {
@@ -31,9 +145,13 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
   // Small files (or files with deleted rows to purge), grouped by partition and by the
   // keys of their tags: files of one writer's bookkeeping (a stream's block ranges) are
   // never merged with files outside it, whose rows that bookkeeping does not describe.
+  ARROW_ASSIGN_OR_RAISE(const std::vector<std::string> clustering,
+                        ClusteringColumns(*snapshot));
   std::map<std::string, std::vector<const Add*>> by_partition;
   for (const auto& add : snapshot->files()) {
-    if (add.size >= options.target_size && !add.deletion_vector) continue;
+    // A clustered table's large files count too: they may overlap others.
+    if (clustering.empty() && add.size >= options.target_size && !add.deletion_vector)
+      continue;
     if (options.eligible && !options.eligible(add)) continue;
     std::string group =
         PartitionFolder(snapshot->partition_columns(), add.partition_values);
@@ -45,6 +163,12 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
   // Bins of about target_size; a bin of one file without deletions gains nothing.
   std::vector<std::vector<const Add*>> bins;
   for (auto& [partition, files] : by_partition) {
+    if (!clustering.empty()) {
+      for (auto& bin : ClusteringBins(files, clustering.front(), options.target_size)) {
+        bins.push_back(std::move(bin));
+      }
+      continue;
+    }
     std::vector<const Add*> bin;
     int64_t bytes = 0;
     auto flush = [&] {
@@ -80,11 +204,36 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
   };
   arrow::Status compacted = [&]() -> arrow::Status {
     for (const auto& bin : bins) {
+      DataFileOptions bin_options = file_options;
+      if (!clustering.empty()) {
+        // Sorted rows go to files of about the target size, however small: a file per
+        // slice of the order is what data skipping needs (the writer rolls files only
+        // at row groups of at least 1 MiB otherwise).
+        int64_t rows = 0;
+        int64_t bytes = 0;
+        for (const Add* file : bin) {
+          rows += StatsNumRecords(*file).value_or(0);
+          bytes += file->size;
+        }
+        if (rows > 0 && bytes > options.target_size) {
+          bin_options.max_rows_per_file = std::max<int64_t>(
+              1, static_cast<int64_t>(static_cast<double>(options.target_size) *
+                                      static_cast<double>(rows) /
+                                      static_cast<double>(bytes)));
+        }
+      }
       ARROW_ASSIGN_OR_RAISE(
           auto writer, DataFileWriter::Make(store, snapshot->schema(),
-                                            snapshot->partition_columns(), file_options));
+                                            snapshot->partition_columns(), bin_options));
+      std::vector<std::shared_ptr<arrow::Table>> tables;
       for (const Add* file : bin) {
         ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, *file));
+        removes.push_back(RemoveFor(*file, /*data_change=*/false));
+        read.push_back(snapshot->FileKey(file->path));
+        if (!clustering.empty()) {
+          tables.push_back(std::move(table));
+          continue;
+        }
         arrow::TableBatchReader reader(*table);
         std::shared_ptr<arrow::RecordBatch> batch;
         while (true) {
@@ -93,8 +242,21 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
           ARROW_RETURN_NOT_OK(writer->Write(batch));
           result.rows += batch->num_rows();
         }
-        removes.push_back(RemoveFor(*file, /*data_change=*/false));
-        read.push_back(snapshot->FileKey(file->path));
+      }
+      if (!clustering.empty()) {
+        // The bin's rows sorted by the clustering columns, into files that follow each
+        // other in that order.
+        ARROW_ASSIGN_OR_RAISE(auto rows, arrow::ConcatenateTables(tables));
+        tables.clear();
+        ARROW_ASSIGN_OR_RAISE(rows, SortedBy(rows, clustering));
+        arrow::TableBatchReader reader(*rows);
+        std::shared_ptr<arrow::RecordBatch> batch;
+        while (true) {
+          ARROW_RETURN_NOT_OK(reader.ReadNext(&batch));
+          if (batch == nullptr) break;
+          ARROW_RETURN_NOT_OK(writer->Write(batch));
+          result.rows += batch->num_rows();
+        }
       }
       std::optional<NullableStringMap> tags;
       if (options.merge_tags) {
@@ -110,6 +272,7 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
       ARROW_ASSIGN_OR_RAISE(auto bin_files, writer->Finish());
       for (auto& add : bin_files) {
         add.tags = tags;
+        if (!clustering.empty()) add.clustering_provider = std::string(kLiquidProvider);
         adds.push_back(std::move(add));
       }
       partitions.insert(
@@ -127,8 +290,10 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
   txn.ReadFiles(read);
   txn.AddFiles(std::move(adds));
   txn.RemoveFiles(std::move(removes));
-  txn.SetOperation("OPTIMIZE", {{"predicate", "[]"},
-                                {"targetSize", std::to_string(options.target_size)}});
+  std::map<std::string, std::string> parameters = {
+      {"predicate", "[]"}, {"targetSize", std::to_string(options.target_size)}};
+  if (!clustering.empty()) parameters["clusterBy"] = nlohmann::json(clustering).dump();
+  txn.SetOperation("OPTIMIZE", std::move(parameters));
   txn.SetOperationMetrics(
       {{"numRemovedFiles", std::to_string(result.files_removed)},
        {"numAddedFiles", std::to_string(result.files_added)},

@@ -113,7 +113,7 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
         protocol_ ? &*protocol_
                   : (read_snapshot_ ? &read_snapshot_->protocol() : nullptr);
     // PROTOCOL.md: domainMetadata actions only in a table with the feature.
-    if (protocol == nullptr || !HasWriterFeature(*protocol, "domainMetadata")) {
+    if (protocol == nullptr || !HasWriterFeature(*protocol, kDomainMetadataFeature)) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                        "domain metadata '", domains_.front().domain,
                        "' needs the domainMetadata table feature, which the table lacks");

@@ -279,6 +279,11 @@ StatsCollector::StatsCollector(const std::shared_ptr<arrow::Schema>& schema,
       leaf.indexed = options.num_indexed_cols < 0 ||
                      static_cast<int64_t>(i) < options.num_indexed_cols;
     }
+    for (const auto& column : options.always_indexed) {
+      if (leaf.path.size() == 1 && EqualsIgnoreAsciiCase(leaf.path[0], column)) {
+        leaf.indexed = true;
+      }
+    }
   }
 }
 

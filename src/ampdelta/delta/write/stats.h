@@ -20,6 +20,8 @@ struct StatsOptions {
   int64_t num_indexed_cols = 32;
   /// `delta.dataSkippingStatsColumns`: explicit (possibly nested `a.b`) column names.
   std::optional<std::vector<std::string>> stats_columns;
+  /// Top-level columns that get statistics whatever the above say (clustering columns).
+  std::vector<std::string> always_indexed;
   /// `delta.dataSkippingStringPrefixLength`: code points kept of string min/max.
   int string_prefix_length = 32;
 };

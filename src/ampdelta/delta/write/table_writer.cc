@@ -10,6 +10,7 @@
 #include <arrow/type.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/clustering.h"
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
@@ -58,6 +59,11 @@ DataFileOptions ApplyTableProperties(const TableProperties& props, DataFileOptio
 
 DataFileOptions FileOptionsForTable(const Snapshot* snapshot, DataFileOptions base) {
   if (snapshot == nullptr) return base;
+  // Clustered tables need statistics of their clustering columns (PROTOCOL.md); a
+  // clustering domain that does not parse is reported by whoever needs its columns.
+  if (auto clustering = ClusteringColumns(*snapshot); clustering.ok()) {
+    base.stats.always_indexed = *clustering;
+  }
   return ApplyTableProperties(snapshot->properties(), std::move(base));
 }
 
@@ -138,6 +144,7 @@ class TableWriter::Impl {
     partition_columns = std::move(plan.partition_columns);
     new_metadata = std::move(plan.new_metadata);
     new_protocol = std::move(plan.new_protocol);
+    if (plan.clustering_domain) options.domains.push_back(*plan.clustering_domain);
     // Vacuum must not take the files for garbage before they are committed.
     lease = options.lease;
     if (lease == nullptr) {
@@ -151,6 +158,7 @@ class TableWriter::Impl {
       file_options = ApplyTableProperties(ParseTableProperties(options.configuration),
                                           std::move(file_options));
     }
+    file_options.stats.always_indexed = plan.clustering_columns;
     // Conversion to the table schema runs on the writer threads.
     file_options.prepare =
         [schema = table_schema](const std::shared_ptr<arrow::RecordBatch>& batch) {

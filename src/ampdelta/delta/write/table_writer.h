@@ -62,6 +62,10 @@ struct TableWriteOptions {
   std::vector<std::string> writer_features;
   /// Domain metadata committed with the data (needs writer feature `domainMetadata`).
   std::vector<DomainMetadata> domains;
+  /// Liquid clustering (clustering.h): the columns to cluster by, recorded in the table
+  /// (which gains the `clustering` writer feature) when they differ from its own; empty
+  /// turns clustering off. Unset: the table keeps what it has.
+  std::optional<std::vector<std::string>> cluster_by;
   /// Committed atomically with the data (exactly-once streaming).
   std::optional<SetTransaction> app_transaction;
   /// More `txn` actions to record (Transaction::AddTransactionRecord).

@@ -5,6 +5,7 @@
 
 #include <arrow/type.h>
 
+#include "ampdelta/delta/log/clustering.h"
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
@@ -179,12 +180,42 @@ arrow::Status CheckChangeDataColumns(const Snapshot* snapshot, const WritePlan& 
   return arrow::Status::OK();
 }
 
+// The clustering columns a write leaves the table with, and the domain recording them
+// when they change.
+arrow::Status PlanClustering(const Snapshot* snapshot, const TableWriteOptions& options,
+                             WritePlan* plan) {
+  std::vector<std::string> current;
+  if (snapshot != nullptr) {
+    ARROW_ASSIGN_OR_RAISE(current, ClusteringColumns(*snapshot));
+  }
+  if (!options.cluster_by) {
+    plan->clustering_columns = std::move(current);
+    return arrow::Status::OK();
+  }
+  ARROW_ASSIGN_OR_RAISE(plan->clustering_columns,
+                        ResolveClusteringColumns(*options.cluster_by, *plan->table_schema,
+                                                 plan->partition_columns));
+  const bool recorded =
+      snapshot != nullptr && snapshot->domain_metadata().count(kClusteringDomain) != 0;
+  if (plan->clustering_columns != current ||
+      (!recorded && !plan->clustering_columns.empty())) {
+    plan->clustering_domain = ClusteringDomain(plan->clustering_columns);
+  }
+  return arrow::Status::OK();
+}
+
 }  // namespace
 
 arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
                                    const arrow::Schema& source_schema,
                                    const TableWriteOptions& options,
                                    const std::string& table_uri) {
+  // Writer features this write needs: asked for, and clustering's.
+  std::vector<std::string> writer_features = options.writer_features;
+  if (options.cluster_by && !options.cluster_by->empty()) {
+    writer_features.push_back(kDomainMetadataFeature);
+    writer_features.push_back(kClusteringFeature);
+  }
   // Table properties as the table records them (canonical keys, checked).
   ARROW_ASSIGN_OR_RAISE(const auto configuration,
                         NormalizeTableProperties(options.configuration));
@@ -259,13 +290,13 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
     Protocol protocol = snapshot->protocol();
     ARROW_RETURN_NOT_OK(ApplyProperties(snapshot, configuration, &plan, &protocol));
     const bool features_missing =
-        std::any_of(options.writer_features.begin(), options.writer_features.end(),
+        std::any_of(writer_features.begin(), writer_features.end(),
                     [&](const std::string& f) { return !HasWriterFeature(protocol, f); });
     if (features_missing) {
       const Metadata& metadata =
           plan.new_metadata ? *plan.new_metadata : snapshot->metadata();
       protocol = UpgradeProtocol(protocol, *plan.table_schema, metadata.configuration,
-                                 options.writer_features);
+                                 writer_features);
     }
     if (!(protocol == snapshot->protocol())) plan.new_protocol = std::move(protocol);
   } else {
@@ -299,8 +330,8 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
         snapshot ? snapshot->metadata().configuration : configuration;
     metadata.created_time =
         snapshot ? snapshot->metadata().created_time : std::optional<int64_t>(NowMs());
-    Protocol protocol = ProtocolForNewTable(*plan.table_schema, metadata.configuration,
-                                            options.writer_features);
+    Protocol protocol =
+        ProtocolForNewTable(*plan.table_schema, metadata.configuration, writer_features);
     if (snapshot) {
       ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
                                               *snapshot->schema()));
@@ -312,6 +343,7 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
     plan.new_protocol = protocol;
   }
   ARROW_RETURN_NOT_OK(CheckChangeDataColumns(snapshot, plan));
+  ARROW_RETURN_NOT_OK(PlanClustering(snapshot, options, &plan));
   return plan;
 }
 

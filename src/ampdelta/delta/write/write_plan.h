@@ -31,6 +31,10 @@ struct WritePlan {
   /// Set when the commit changes them (a new table, new columns, a replaced schema).
   std::optional<Metadata> new_metadata;
   std::optional<Protocol> new_protocol;
+  /// The clustering columns of the table after the commit (empty: not clustered), and
+  /// the domain that records them when the commit changes them.
+  std::vector<std::string> clustering_columns;
+  std::optional<DomainMetadata> clustering_domain;
 };
 
 /// \brief Plan a write of data with `source_schema` into the table at `table_uri` whose
