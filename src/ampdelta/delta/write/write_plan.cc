@@ -184,12 +184,17 @@ arrow::Status CheckChangeDataColumns(const Snapshot* snapshot, const WritePlan& 
 // when they change.
 arrow::Status PlanClustering(const Snapshot* snapshot, const TableWriteOptions& options,
                              WritePlan* plan) {
-  std::vector<std::string> current;
+  // Columns ampdelta cannot cluster by (nested ones Spark allows) or a domain that does
+  // not parse do not stop a write: only clustering them (optimize) needs them.
+  std::optional<std::vector<std::string>> current;
   if (snapshot != nullptr) {
-    ARROW_ASSIGN_OR_RAISE(current, ClusteringColumns(*snapshot));
+    auto read = ClusteringColumns(*snapshot);
+    if (read.ok()) current = std::move(*read);
+  } else {
+    current.emplace();
   }
   if (!options.cluster_by) {
-    plan->clustering_columns = std::move(current);
+    plan->clustering_columns = current.value_or(std::vector<std::string>{});
     return arrow::Status::OK();
   }
   ARROW_ASSIGN_OR_RAISE(plan->clustering_columns,
