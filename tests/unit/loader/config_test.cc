@@ -125,5 +125,24 @@ TEST(DeltaLakeConfigTest, TablePropertiesAreNormalisedAndChecked) {
   }
 }
 
+TEST(DeltaLakeConfigTest, ClusteringAndTheCursorInTheLogAreParsed) {
+  ASSERT_OK_AND_ASSIGN(auto config, ParseDeltaLakeConfig(R"({"table_path":"t",
+      "cluster_by":["block_num"],"state":{"cursor_in_log":true}})"));
+  ASSERT_TRUE(config.cluster_by.has_value());
+  EXPECT_EQ(*config.cluster_by, std::vector<std::string>{"block_num"});
+  EXPECT_TRUE(config.state.cursor_in_log);
+  ASSERT_OK_AND_ASSIGN(auto plain, ParseDeltaLakeConfig(R"({"table_path":"t"})"));
+  EXPECT_FALSE(plain.cluster_by.has_value());  // the table keeps its own
+  EXPECT_FALSE(plain.state.cursor_in_log);
+  ASSERT_OK_AND_ASSIGN(auto off,
+                       ParseDeltaLakeConfig(R"({"table_path":"t","cluster_by":[]})"));
+  EXPECT_TRUE(off.cluster_by.has_value() && off.cluster_by->empty());
+  EXPECT_THAT(ParseDeltaLakeConfig(R"({"table_path":"t","cluster_by":"block_num"})"),
+              testing::StatusHasMessage("'cluster_by' must be a list of strings"));
+  EXPECT_THAT(
+      ParseDeltaLakeConfig(R"({"table_path":"t","state":{"cursor_in_log":"yes"}})"),
+      testing::StatusHasMessage("state.cursor_in_log"));
+}
+
 }  // namespace
 }  // namespace ampdelta::loader

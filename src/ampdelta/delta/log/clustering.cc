@@ -5,6 +5,7 @@
 #include <arrow/type.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/util/json_internal.h"
@@ -18,24 +19,10 @@ arrow::Status Malformed(const std::string& why) {
                    "domain metadata '", kClusteringDomain, "' is malformed: ", why);
 }
 
+// What per-file statistics (minValues/maxValues) cover: the types a table can be
+// partitioned by, but booleans.
 bool ClusterableType(const arrow::DataType& type) {
-  // What per-file statistics (minValues/maxValues) cover.
-  switch (type.id()) {
-    case arrow::Type::INT8:
-    case arrow::Type::INT16:
-    case arrow::Type::INT32:
-    case arrow::Type::INT64:
-    case arrow::Type::FLOAT:
-    case arrow::Type::DOUBLE:
-    case arrow::Type::DECIMAL128:
-    case arrow::Type::STRING:
-    case arrow::Type::LARGE_STRING:
-    case arrow::Type::DATE32:
-    case arrow::Type::TIMESTAMP:
-      return true;
-    default:
-      return false;
-  }
+  return IsPartitionableType(type) && type.id() != arrow::Type::BOOL;
 }
 
 }  // namespace

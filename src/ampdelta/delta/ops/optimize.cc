@@ -51,6 +51,17 @@ std::optional<std::pair<nlohmann::json, nlohmann::json>> StatsRange(
   return std::make_pair(std::move(*low), std::move(*high));
 }
 
+// Close `bin`: kept when rewriting it gains something (several files, or deleted rows to
+// purge).
+void FlushBin(std::vector<const Add*>* bin, int64_t* bytes,
+              std::vector<std::vector<const Add*>>* bins) {
+  if (bin->size() > 1 || (bin->size() == 1 && bin->front()->deletion_vector)) {
+    bins->push_back(*bin);
+  }
+  bin->clear();
+  *bytes = 0;
+}
+
 // Bins of a clustered table's files: in order of their first clustering column, files
 // whose ranges overlap always together (their rows are sorted into files that do not),
 // neighbours packed up to the target size. Files another clustering implementation
@@ -91,12 +102,7 @@ std::vector<std::vector<const Add*>> ClusteringBins(std::vector<const Add*> file
   std::vector<std::vector<const Add*>> bins;
   std::vector<const Add*> bin;
   int64_t bytes = 0;
-  auto flush = [&] {
-    if (bin.size() > 1 || (bin.size() == 1 && bin.front()->deletion_vector))
-      bins.push_back(bin);
-    bin.clear();
-    bytes = 0;
-  };
+  auto flush = [&] { FlushBin(&bin, &bytes, &bins); };
   for (const auto& component : components) {
     int64_t size = 0;
     for (const Add* file : component) size += file->size;
@@ -171,12 +177,7 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
     }
     std::vector<const Add*> bin;
     int64_t bytes = 0;
-    auto flush = [&] {
-      if (bin.size() > 1 || (bin.size() == 1 && bin.front()->deletion_vector))
-        bins.push_back(bin);
-      bin.clear();
-      bytes = 0;
-    };
+    auto flush = [&] { FlushBin(&bin, &bytes, &bins); };
     for (const Add* file : files) {
       if (!bin.empty() && bytes + file->size > options.target_size) flush();
       bin.push_back(file);
