@@ -141,6 +141,19 @@ arrow::Result<std::shared_ptr<arrow::Table>> SortedBy(
   return sorted.table();
 }
 
+// Write every row of `table`; return how many.
+arrow::Result<int64_t> WriteRows(const arrow::Table& table, DataFileWriter* writer) {
+  arrow::TableBatchReader reader(table);
+  int64_t rows = 0;
+  std::shared_ptr<arrow::RecordBatch> batch;
+  while (true) {
+    ARROW_RETURN_NOT_OK(reader.ReadNext(&batch));
+    if (batch == nullptr) return rows;
+    ARROW_RETURN_NOT_OK(writer->Write(batch));
+    rows += batch->num_rows();
+  }
+}
+
 }  // namespace
 
 arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> store,
@@ -235,14 +248,8 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
           tables.push_back(std::move(table));
           continue;
         }
-        arrow::TableBatchReader reader(*table);
-        std::shared_ptr<arrow::RecordBatch> batch;
-        while (true) {
-          ARROW_RETURN_NOT_OK(reader.ReadNext(&batch));
-          if (batch == nullptr) break;
-          ARROW_RETURN_NOT_OK(writer->Write(batch));
-          result.rows += batch->num_rows();
-        }
+        ARROW_ASSIGN_OR_RAISE(const int64_t rows, WriteRows(*table, writer.get()));
+        result.rows += rows;
       }
       if (!clustering.empty()) {
         // The bin's rows sorted by the clustering columns, into files that follow each
@@ -250,14 +257,8 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
         ARROW_ASSIGN_OR_RAISE(auto rows, arrow::ConcatenateTables(tables));
         tables.clear();
         ARROW_ASSIGN_OR_RAISE(rows, SortedBy(rows, clustering));
-        arrow::TableBatchReader reader(*rows);
-        std::shared_ptr<arrow::RecordBatch> batch;
-        while (true) {
-          ARROW_RETURN_NOT_OK(reader.ReadNext(&batch));
-          if (batch == nullptr) break;
-          ARROW_RETURN_NOT_OK(writer->Write(batch));
-          result.rows += batch->num_rows();
-        }
+        ARROW_ASSIGN_OR_RAISE(const int64_t sorted_rows, WriteRows(*rows, writer.get()));
+        result.rows += sorted_rows;
       }
       std::optional<NullableStringMap> tags;
       if (options.merge_tags) {
