@@ -716,6 +716,15 @@ class StreamLoad {
           state_.takeover_blocks.count(network) != 0) {
         continue;
       }
+      if (state_.other_streams > 0) {
+        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                         "cannot undo the reorg of ", network, " from block ", from,
+                         ": files without this stream's tags (another engine compacted "
+                         "them) may hold rows of the ",
+                         state_.other_streams,
+                         " other stream(s) recording their cursor in this table, which "
+                         "block numbers cannot tell apart");
+      }
       if (state_.cursor_log.size() > 1) {
         return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                          "cannot undo the reorg of ", network, " from block ", from,

@@ -235,22 +235,33 @@ arrow::Status ReadCursorRecord(const delta::Snapshot& snapshot, const std::strin
     }
   }
   if (!logged) return arrow::Status::OK();
+  const std::string own = CursorDomainName(app_id);
+  for (const auto& [name, domain] : snapshot.domain_metadata()) {
+    if (name != own && name.rfind(CursorDomainName(""), 0) == 0) ++state->other_streams;
+  }
   for (const auto& [network, cursor] : *logged) {
-    auto tagged = state->cursor_log.find(network);
-    if (tagged != state->cursor_log.end() && tagged->second.last.end >= cursor.last.end) {
-      continue;
-    }
-    uint64_t beyond =
-        tagged != state->cursor_log.end() ? tagged->second.last.end + 1 : cursor.first;
+    uint64_t first = cursor.first;
     if (auto takeover = state->takeover_blocks.find(network);
         takeover != state->takeover_blocks.end()) {
-      beyond = std::max(beyond, takeover->second);
+      first = std::max(first, takeover->second);
     }
-    ARROW_ASSIGN_OR_RAISE(const bool compacted,
-                          UntaggedRowsFrom(snapshot, block_column, beyond));
-    if (!compacted) continue;  // taken back: the tags say what the table holds
+    auto tagged = state->cursor_log.find(network);
+    if (tagged != state->cursor_log.end() && tagged->second.last.end >= cursor.last.end) {
+      // The tags know as much; rows of the stream may still sit in files another engine
+      // compacted (found by block number on undo).
+      ARROW_ASSIGN_OR_RAISE(const bool untagged,
+                            UntaggedRowsFrom(snapshot, block_column, first));
+      if (untagged) state->untagged_from[network] = first;
+      continue;
+    }
+    // The log is ahead: another engine compacted files (their rows reach the log's newest
+    // range), or a restore or delete took rows back (the tags say what the table holds).
+    ARROW_ASSIGN_OR_RAISE(
+        const bool compacted,
+        UntaggedRowsFrom(snapshot, block_column, std::max(first, cursor.last.start)));
+    if (!compacted) continue;
     state->cursor_log[network] = cursor;
-    state->untagged_from[network] = cursor.first;
+    state->untagged_from[network] = first;
     auto& ranges = state->ranges[network];
     ranges.push_back(cursor.last);
     std::sort(ranges.begin(), ranges.end(), ByPosition);

@@ -125,6 +125,9 @@ struct StreamState {
   /// Networks whose rows the stream owns in files without its tags (another engine
   /// compacted them), from this block on: a reorg there is undone by block number.
   std::map<std::string, uint64_t> untagged_from;
+  /// How many other streams record their cursor in the table's log: rows without tags
+  /// could then be theirs, and are never undone by block number.
+  int other_streams = 0;
 
   /// \brief Return true when a live file records a range or span of the stream.
   bool HasRecords() const { return !ranges.empty() || !spans.empty(); }

@@ -153,6 +153,27 @@ TEST_F(CursorLogTableTest, UntaggedRowsBelowWhatTheTagsKnowDoNotMakeTheLogCount)
   EXPECT_EQ(state.ResumeCursor().at("mainnet").number, 9u);
 }
 
+TEST_F(CursorLogTableTest, CompactedRowsBelowTaggedOnesAreStillTheStreams) {
+  Commit(Range(0, 9), AdvanceCursorLog({}, {Range(0, 9)}));
+  CompactDroppingTags(0, 9);
+  Commit(Range(10, 19), AdvanceCursorLog({}, {Range(0, 9), Range(10, 19)}));
+  ASSERT_OK_AND_ASSIGN(auto state, ReadStreamState(Snapshot().get(), kApp, "block_num"));
+  EXPECT_EQ(state.ResumeCursor().at("mainnet").number, 19u);
+  EXPECT_EQ(state.untagged_from.at("mainnet"), 0u);  // a reorg into 0..9 reaches them
+}
+
+TEST_F(CursorLogTableTest, ALogWhoseNewestRangeNoRowReachesIsNotTrusted) {
+  // Another engine's restore to just after a compaction of 0..9 that kept the domain,
+  // which says 19: the compacted rows do not reach 10..19.
+  Commit(Range(0, 9), AdvanceCursorLog({}, {Range(0, 9)}));
+  CompactDroppingTags(0, 9);
+  Commit(Range(0, 0), AdvanceCursorLog({}, {Range(0, 9), Range(10, 19)}), false,
+         delta::SaveMode::kAppend);
+  ASSERT_OK_AND_ASSIGN(auto state, ReadStreamState(Snapshot().get(), kApp, "block_num"));
+  EXPECT_FALSE(state.ResumeCursor().count("mainnet") != 0 &&
+               state.ResumeCursor().at("mainnet").number == 19u);
+}
+
 TEST_F(CursorLogTableTest, ARestoreTakesTheCursorBackWithTheRows) {
   Commit(Range(0, 9), AdvanceCursorLog({}, {Range(0, 9)}));
   CompactDroppingTags(0, 9);  // version 1

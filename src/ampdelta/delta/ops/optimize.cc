@@ -90,7 +90,8 @@ std::vector<std::vector<const Add*>> ClusteringBins(std::vector<const Add*> file
     });
     nlohmann::json high;
     for (const auto& [file, range] : ranged) {
-      if (components.empty() || range->first > high) {
+      // Ranges that only touch (a block cut between two sorted files) do not overlap.
+      if (components.empty() || range->first >= high) {
         components.emplace_back();
         high = range->second;
       } else if (range->second > high) {

@@ -195,6 +195,16 @@ arrow::Status PlanClustering(const Snapshot* snapshot, const TableWriteOptions& 
   }
   if (!options.cluster_by) {
     plan->clustering_columns = current.value_or(std::vector<std::string>{});
+    const bool dropped =
+        std::any_of(plan->clustering_columns.begin(), plan->clustering_columns.end(),
+                    [&](const std::string& column) {
+                      return FindFieldIgnoreCase(*plan->table_schema, column) < 0;
+                    });
+    if (dropped) {
+      // An overwrite replaced the schema without a clustering column: unclustered now.
+      plan->clustering_columns.clear();
+      plan->clustering_domain = ClusteringDomain({});
+    }
     return arrow::Status::OK();
   }
   ARROW_ASSIGN_OR_RAISE(plan->clustering_columns,
