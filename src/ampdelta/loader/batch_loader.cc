@@ -281,6 +281,7 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
     result->metadata["rows_updated"] = std::to_string(merged->rows_updated);
     result->metadata["source_duplicates"] = std::to_string(merged->source_duplicates);
     result->metadata["files_rewritten"] = std::to_string(merged->files_rewritten);
+    result->metadata["files_marked"] = std::to_string(merged->files_marked);
     result->metadata["files_skipped"] = std::to_string(merged->files_skipped);
   }
   if (progress.commits > 0) RunMaintenance(store, config, write, result);

@@ -173,6 +173,16 @@ arrow::Result<UndoStaged> StageUndo(const delta::Snapshot& snapshot,
           writer->RecordChange(deleted.record_batch(), delta::ChangeType::kDelete));
     }
     if (kept == 0) continue;
+    if (auto* dvs = writer->deletion_vectors()) {
+      // The file stays, its undone rows marked deleted; its tags name what is left.
+      ARROW_ASSIGN_OR_RAISE(delta::Add marked, dvs->MarkDeleted(*file, *keep.first));
+      if (!marked.tags) marked.tags.emplace();
+      SetTag(&*marked.tags, RangesTagKey(app_id), remaining.ranges);
+      SetTag(&*marked.tags, SpansTagKey(app_id), remaining.spans);
+      retagged.push_back(std::move(marked));
+      ++staged.files_marked;
+      continue;
+    }
     ++staged.files_rewritten;
     ARROW_ASSIGN_OR_RAISE(arrow::Datum filtered,
                           arrow::compute::Filter(rows, keep.first));

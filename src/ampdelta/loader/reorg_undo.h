@@ -43,6 +43,9 @@ struct UndoStaged {
   int64_t files_touched = 0;
   /// Files rewritten without the invalidated rows (some of their rows stay).
   int64_t files_rewritten = 0;
+  /// Files that stay with their invalidated rows marked in a deletion vector (tables with
+  /// `delta.enableDeletionVectors`).
+  int64_t files_marked = 0;
   /// The newest surviving recorded range per network: what the table must still record
   /// after the undo commits.
   std::vector<amp::BlockRange> surviving;

@@ -788,6 +788,7 @@ class StreamLoad {
     reorg.metadata["rows_removed"] = std::to_string(staged.rows_removed);
     reorg.metadata["files_touched"] = std::to_string(staged.files_touched);
     reorg.metadata["files_rewritten"] = std::to_string(staged.files_rewritten);
+    reorg.metadata["files_marked"] = std::to_string(staged.files_marked);
     rows_undone_ += staged.rows_removed;
     Report(reorg);
     telemetry::ReorgUndone(result_->table_name, snapshot_->version(),

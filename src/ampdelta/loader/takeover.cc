@@ -139,6 +139,7 @@ arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
   const auto bound = static_cast<int64_t>(from);
   int64_t removed_rows = 0;
   std::vector<delta::Remove> removes;
+  std::vector<delta::Add> marked_files;
   std::vector<std::string> read;
   for (const auto& file : snapshot.files()) {
     if (!IsForeignFile(file)) continue;
@@ -170,6 +171,13 @@ arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
       ARROW_RETURN_NOT_OK(writer->RecordChange(rows, delta::ChangeType::kDelete));
     }
     if (kept_rows == 0) continue;
+    if (auto* dvs = writer->deletion_vectors()) {
+      // The file stays, the rows from the block on marked deleted.
+      ARROW_ASSIGN_OR_RAISE(delta::Add marked,
+                            dvs->MarkDeleted(file, *keep_or_null.make_array()));
+      marked_files.push_back(std::move(marked));
+      continue;
+    }
     arrow::TableBatchReader reader(*kept.table());
     while (true) {
       std::shared_ptr<arrow::RecordBatch> batch;
@@ -179,6 +187,7 @@ arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
     }
   }
   writer->StageRemoves(std::move(removes), std::move(read));
+  writer->StageAdds(std::move(marked_files));
   return removed_rows;
 }
 

@@ -64,7 +64,7 @@ arrow::Result<std::optional<std::pair<int64_t, int64_t>>> ForeignBlockSpan(
 
 /// \brief Stage in `writer` the removal of foreign rows whose `column` is at least
 /// `from`: files wholly at or above it are removed, files straddling it rewritten with
-/// their lower rows.
+/// their lower rows (or, on tables with deletion vectors, kept with the others marked).
 /// \return the number of rows removed
 arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
                                         const std::string& column, uint64_t from,

@@ -90,6 +90,7 @@ TableProperties ParseTableProperties(const std::map<std::string, std::string>& c
   boolean("delta.appendOnly", &props.append_only);
   boolean("delta.enableChangeDataFeed", &props.enable_change_data_feed);
   boolean("delta.enableInCommitTimestamps", &props.enable_in_commit_timestamps);
+  boolean("delta.enableDeletionVectors", &props.enable_deletion_vectors);
   if (auto value = Find(config, "delta.dataSkippingNumIndexedCols")) {
     if (auto parsed = ParseInt(*value)) props.data_skipping_num_indexed_cols = *parsed;
   }

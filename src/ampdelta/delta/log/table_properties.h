@@ -37,6 +37,9 @@ struct TableProperties {
   bool enable_change_data_feed = false;
   /// `delta.enableInCommitTimestamps`: every commit carries its time in commitInfo.
   bool enable_in_commit_timestamps = false;
+  /// `delta.enableDeletionVectors`: deletes mark rows in deletion vectors instead of
+  /// rewriting files (on tables whose protocol has the feature).
+  bool enable_deletion_vectors = false;
 };
 
 /// \brief Parse the properties of a table's configuration; unknown keys are ignored and

@@ -17,6 +17,7 @@
 #include "ampdelta/delta/txn/write_lease.h"
 #include "ampdelta/delta/write/change_data_writer.h"
 #include "ampdelta/delta/write/data_file_writer.h"
+#include "ampdelta/delta/write/deletion_vector_writer.h"
 #include "ampdelta/delta/write/file_tags.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/util/status.h"
@@ -54,10 +55,17 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
   ARROW_ASSIGN_OR_RAISE(auto writer, DataFileWriter::Make(store, snapshot->schema(),
                                                           snapshot->partition_columns(),
                                                           std::move(options)));
+  // With deletion vectors on, a partly deleted file stays with its rows marked.
+  std::unique_ptr<DeletionVectorWriter> deletion_vectors;
+  if (WritesDeletionVectors(*snapshot)) {
+    deletion_vectors = std::make_unique<DeletionVectorWriter>(store, lease->token());
+  }
   const auto abort = [&] {
     (void)writer->Abort();
     if (changes) (void)changes->Abort();
+    if (deletion_vectors) (void)deletion_vectors->Abort();
   };
+  std::vector<Add> marked;
   std::vector<Remove> removes;
   std::vector<std::string> read;
   // The files whose tags the delete's output keeps: a stream's recorded block ranges are
@@ -112,13 +120,19 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
     const int64_t deleted = batch->num_rows() - remaining->num_rows();
     if (deleted == 0) continue;  // statistics were loose: the file stays as it is
     result.rows_deleted += deleted;
-    result.rows_copied += remaining->num_rows();
     removes.push_back(RemoveFor(file));
-    rewritten.push_back(&file);
     if (changes) {
       ARROW_ASSIGN_OR_RAISE(arrow::Datum gone, arrow::compute::Filter(batch, matches));
       ARROW_RETURN_NOT_OK(changes->Write(gone.record_batch(), ChangeType::kDelete));
     }
+    if (deletion_vectors && remaining->num_rows() > 0) {
+      ARROW_ASSIGN_OR_RAISE(Add add,
+                            deletion_vectors->MarkDeleted(file, *keep.make_array()));
+      marked.push_back(std::move(add));
+      continue;
+    }
+    result.rows_copied += remaining->num_rows();
+    rewritten.push_back(&file);
     ARROW_RETURN_NOT_OK(writer->Write(remaining));
   }
   const auto tags = MergeFileTags(rewritten);
@@ -143,8 +157,22 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
     abort();
     return result;
   }
-  result.files_removed = static_cast<int64_t>(removes.size());
+  result.files_removed = static_cast<int64_t>(removes.size() - marked.size());
   result.files_added = static_cast<int64_t>(adds.size());
+  result.files_marked = static_cast<int64_t>(marked.size());
+  for (auto& add : marked) adds.push_back(std::move(add));
+  if (deletion_vectors) {
+    // A vacuum that judged this delete dead may have taken its deletion vectors.
+    for (const auto& key : deletion_vectors->files()) {
+      auto head = store->Head(key);
+      if (!head.ok()) {
+        abort();
+        return head.status().WithMessage(
+            "deletion vector ", key,
+            " of this delete is gone before its commit: ", head.status().message());
+      }
+    }
+  }
   txn.AddFiles(std::move(adds));
   txn.RemoveFiles(std::move(removes));
   txn.AddChangeFiles(std::move(cdc));
@@ -155,10 +183,12 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
       nlohmann::json(std::vector<std::string>{predicate_text.value_or("true")})
           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   txn.SetOperation("DELETE", parameters);
-  txn.SetOperationMetrics({{"numRemovedFiles", std::to_string(result.files_removed)},
-                           {"numAddedFiles", std::to_string(result.files_added)},
-                           {"numDeletedRows", std::to_string(result.rows_deleted)},
-                           {"numCopiedRows", std::to_string(result.rows_copied)}});
+  txn.SetOperationMetrics(
+      {{"numRemovedFiles", std::to_string(result.files_removed)},
+       {"numAddedFiles", std::to_string(result.files_added)},
+       {"numDeletedRows", std::to_string(result.rows_deleted)},
+       {"numDeletionVectorsAdded", std::to_string(result.files_marked)},
+       {"numCopiedRows", std::to_string(result.rows_copied)}});
   auto committed = txn.Commit();
   if (!committed.ok()) {
     abort();

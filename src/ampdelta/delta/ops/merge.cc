@@ -263,6 +263,7 @@ arrow::Result<MergeResult> MergeOnce(
   if (snapshot != nullptr && !last.empty()) {
     ARROW_ASSIGN_OR_RAISE(auto prune, KeyRangePredicate(conformed, schema, indices));
     std::vector<Remove> removes;
+    std::vector<Add> marked_files;
     std::vector<std::string> read;
     for (const auto& file : snapshot->files()) {
       if (prune &&
@@ -293,8 +294,19 @@ arrow::Result<MergeResult> MergeOnce(
         ARROW_RETURN_NOT_OK(writer->RecordChange(before, ChangeType::kUpdatePreimage));
       }
       result.rows_updated += replaced;
-      ++result.files_rewritten;
       removes.push_back(RemoveFor(file));
+      if (auto* dvs = writer->deletion_vectors();
+          dvs != nullptr && replaced < rows->num_rows()) {
+        // The file stays with the replaced rows marked deleted.
+        arrow::BooleanBuilder mask;
+        ARROW_RETURN_NOT_OK(mask.AppendValues(keep));
+        ARROW_ASSIGN_OR_RAISE(auto kept, mask.Finish());
+        ARROW_ASSIGN_OR_RAISE(Add marked, dvs->MarkDeleted(file, *kept));
+        marked_files.push_back(std::move(marked));
+        ++result.files_marked;
+        continue;
+      }
+      ++result.files_rewritten;
       if (replaced < rows->num_rows()) {
         ARROW_ASSIGN_OR_RAISE(auto remaining, FilterRows(rows, keep));
         result.rows_copied += remaining->num_rows();
@@ -302,6 +314,7 @@ arrow::Result<MergeResult> MergeOnce(
       }
     }
     writer->StageRemoves(std::move(removes), std::move(read));
+    writer->StageAdds(std::move(marked_files));
   }
 
   // The source rows that survive: the last occurrence of each key, and every null-keyed
@@ -340,6 +353,7 @@ arrow::Result<MergeResult> MergeOnce(
       {"numTargetRowsCopied", std::to_string(result.rows_copied)},
       {"numTargetRowsDeleted", "0"},
       {"numTargetFilesRemoved", std::to_string(result.files_rewritten)},
+      {"numTargetDeletionVectorsAdded", std::to_string(result.files_marked)},
   });
   ARROW_ASSIGN_OR_RAISE(result.write, writer->Commit());
   return result;

@@ -42,6 +42,8 @@ struct MergeResult {
   int64_t rows_copied = 0;
   int64_t files_read = 0;
   int64_t files_rewritten = 0;
+  /// Files kept with their replaced rows marked in a deletion vector.
+  int64_t files_marked = 0;
   /// Files left untouched without being read (pruned by partition values and statistics).
   int64_t files_skipped = 0;
   int attempts = 0;

@@ -166,6 +166,12 @@ arrow::Result<DeletedRows> DeletedRows::FromRows(const std::vector<uint64_t>& ro
                                                   static_cast<int64_t>(sorted.size())));
 }
 
+arrow::Result<DeletedRows> DeletedRows::Union(const std::vector<uint64_t>& other) const {
+  std::vector<uint64_t> rows = ToVector();
+  rows.insert(rows.end(), other.begin(), other.end());
+  return FromRows(rows);
+}
+
 bool DeletedRows::Contains(uint64_t row) const {
   if (impl_ == nullptr) return false;
   const roaring_bitmap_t* bitmap = impl_->Find(static_cast<uint32_t>(row >> 32));
@@ -415,6 +421,62 @@ arrow::Result<RoaringPtr> ParsePortableBitmap32(std::string_view* in) {
 }
 
 }  // namespace
+
+namespace {
+
+void AppendLE32(std::string* out, uint32_t value) {
+  for (int shift = 0; shift < 32; shift += 8)
+    out->push_back(static_cast<char>(value >> shift));
+}
+
+void AppendBE32(std::string* out, uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out->push_back(static_cast<char>(value >> shift));
+}
+
+}  // namespace
+
+std::string SerializeRoaring64Portable(const DeletedRows& rows) {
+  std::string out;
+  AppendLE32(&out, kPortableMagic);
+  const uint64_t buckets = rows.impl_ == nullptr ? 0 : rows.impl_->buckets().size();
+  AppendLE32(&out, static_cast<uint32_t>(buckets));
+  AppendLE32(&out, static_cast<uint32_t>(buckets >> 32));
+  if (rows.impl_ == nullptr) return out;
+  for (const auto& bucket : rows.impl_->buckets()) {
+    AppendLE32(&out, bucket.key);
+    const size_t size = roaring_bitmap_portable_size_in_bytes(bucket.bitmap.get());
+    const size_t at = out.size();
+    out.resize(at + size);
+    roaring_bitmap_portable_serialize(bucket.bitmap.get(), out.data() + at);
+  }
+  return out;
+}
+
+std::string EncodeDeletionVectorFile(std::string_view bitmap) {
+  std::string out;
+  out.reserve(1 + 4 + bitmap.size() + 4);
+  out.push_back(static_cast<char>(kDvFileFormatVersion));
+  AppendBE32(&out, static_cast<uint32_t>(bitmap.size()));
+  out.append(bitmap);
+  AppendBE32(&out, static_cast<uint32_t>(
+                       crc32(0L, Bytes(bitmap), static_cast<uInt>(bitmap.size()))));
+  return out;
+}
+
+arrow::Result<std::string> UuidDeletionVectorPathOrInline(const std::string& prefix,
+                                                          std::string_view uuid) {
+  std::string hex;
+  for (const char c : uuid) {
+    if (c != '-') hex.push_back(c);
+  }
+  ARROW_ASSIGN_OR_RAISE(std::string bytes, FromHex(hex));
+  if (bytes.size() != 16 || uuid.size() != 36) {
+    return arrow::Status::Invalid("malformed UUID '", uuid, "'");
+  }
+  ARROW_ASSIGN_OR_RAISE(std::string encoded, EncodeZ85(bytes));
+  return prefix + encoded;
+}
 
 arrow::Result<DeletedRows> ParseRoaring64Portable(std::string_view bytes) {
   if (bytes.size() < 4) {

@@ -1,8 +1,8 @@
 #pragma once
 
 /// \file deletion_vector.h
-/// \brief Read deletion vectors: the sets of row indexes a DV removes from a data file
-/// (PROTOCOL.md "Deletion Vectors" and "Deletion Vector Format").
+/// \brief Deletion vectors: the sets of row indexes a DV removes from a data file, read
+/// and encoded (PROTOCOL.md "Deletion Vectors" and "Deletion Vector Format").
 
 #include <cstdint>
 #include <memory>
@@ -48,6 +48,10 @@ class DeletedRows {
   /// \return the set; Status::OutOfMemory if a bitmap cannot be allocated
   static arrow::Result<DeletedRows> FromRows(const std::vector<uint64_t>& rows);
 
+  /// \brief Return the rows deleted in this set or in `other`.
+  /// \return the union; Status::OutOfMemory if a bitmap cannot be allocated
+  arrow::Result<DeletedRows> Union(const std::vector<uint64_t>& other) const;
+
   /// \brief Return true when row `row` (0-based index in file order) is deleted.
   bool Contains(uint64_t row) const;
 
@@ -77,6 +81,7 @@ class DeletedRows {
   explicit DeletedRows(std::shared_ptr<const Impl> impl);
 
   friend arrow::Result<DeletedRows> ParseRoaring64Portable(std::string_view bytes);
+  friend std::string SerializeRoaring64Portable(const DeletedRows& rows);
 
   /// Null for the empty set.
   std::shared_ptr<const Impl> impl_;
@@ -92,6 +97,21 @@ class DeletedRows {
 ///   truncated or malformed bitmaps, bucket keys out of order or with the high bit set;
 ///   ErrorCode::kUnsupportedFeature (NotImplemented) for the Java-only "native" format
 arrow::Result<DeletedRows> ParseRoaring64Portable(std::string_view bytes);
+
+/// \brief Serialize a set as ParseRoaring64Portable reads it: the magic number, then the
+/// 64-bit portable roaring serialization (run containers where they are smaller).
+std::string SerializeRoaring64Portable(const DeletedRows& rows);
+
+/// \brief Return the bytes of a DV file holding one bitmap: format version 1, then the
+/// bitmap's 4-byte big-endian length, the bitmap, and its big-endian CRC-32. The bitmap
+/// starts at offset 1 (the descriptor's `offset`), its length is `sizeInBytes`.
+std::string EncodeDeletionVectorFile(std::string_view bitmap);
+
+/// \brief Return the `pathOrInlineDv` of a `u` DV: `prefix` followed by the Z85 text of
+/// the 16 bytes of `uuid` (canonical 8-4-4-4-12 hex form); Status::Invalid for a
+/// malformed UUID.
+arrow::Result<std::string> UuidDeletionVectorPathOrInline(const std::string& prefix,
+                                                          std::string_view uuid);
 
 /// \brief Return the key, relative to the table root, of a `u` (UUID-named) DV file:
 /// `[<prefix>/]deletion_vector_<uuid>.bin`.

@@ -166,9 +166,17 @@ bool Leases::Protects(const std::string& key) const {
   const std::string_view name = slash == std::string::npos
                                     ? std::string_view(key)
                                     : std::string_view(key).substr(slash + 1);
+  // Deletion-vector files have fixed names: their folder carries the token.
+  std::string_view folder;
+  if (slash != std::string::npos && name.rfind("deletion_vector_", 0) == 0) {
+    folder = std::string_view(key).substr(0, slash);
+    folder = folder.substr(
+        folder.rfind('/') == std::string_view::npos ? 0 : folder.rfind('/') + 1);
+  }
   for (const auto& lease : live) {
     if (lease.kind != LeaseKind::kWrite) continue;
     if (name.find(lease.token) != std::string_view::npos) return true;
+    if (!folder.empty() && folder == lease.token) return true;
     if (std::find(lease.paths.begin(), lease.paths.end(), key) != lease.paths.end())
       return true;
   }

@@ -6,7 +6,8 @@
 /// A data file exists before the commit that references it, and a vacuum cannot read a
 /// commit that is not made yet: without help it takes a load's files for garbage. So a
 /// writer registers a lease (`_ampdelta_leases/<token>.json`) before it writes anything,
-/// names every file it writes with the lease's token, and removes the lease after its
+/// names every file it writes with the lease's token (deletion vectors, whose names are
+/// fixed, go in a folder named by it), and removes the lease after its
 /// commit (or abort). A vacuum lists the table's files first, then reads the leases, then
 /// the latest snapshot, and deletes only what no lease protects: a file it saw was
 /// written after its lease existed, so either the vacuum sees the lease or the lease is
@@ -98,8 +99,8 @@ struct Leases {
   std::vector<LeaseRecord> dead;
 
   /// \brief Return true when a live write lease protects the table-relative `key` of a
-  /// file the log does not mention: its file name carries the lease's token, or the lease
-  /// lists it.
+  /// file the log does not mention: its file name carries the lease's token (a deletion
+  /// vector's folder does), or the lease lists it.
   bool Protects(const std::string& key) const;
   /// \brief Return true when a live write lease lists `key` (a file the log removed that
   /// a writer adds back; files the log mentions were committed, so their tokens protect

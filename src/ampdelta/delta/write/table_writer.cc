@@ -82,6 +82,7 @@ class TableWriter::Impl {
   bool change_feed = false;
   DataFileOptions change_options;
   std::unique_ptr<ChangeDataWriter> changes;
+  std::unique_ptr<DeletionVectorWriter> deletion_vectors;
   std::vector<Remove> staged_removes;
   std::vector<Add> staged_adds;
   std::optional<NullableStringMap> file_tags;
@@ -101,13 +102,18 @@ class TableWriter::Impl {
   arrow::Status CheckFilesExist(const std::vector<Add>& adds) {
     ARROW_ASSIGN_OR_RAISE(bool held, lease->StillHeld());
     if (held && store->root_uri().rfind("file://", 0) != 0) return arrow::Status::OK();
-    for (const auto& add : adds) {
-      const std::string key = DecodeLogPath(add.path);
+    std::vector<std::string> keys;
+    for (const auto& add : adds) keys.push_back(DecodeLogPath(add.path));
+    if (deletion_vectors) {
+      keys.insert(keys.end(), deletion_vectors->files().begin(),
+                  deletion_vectors->files().end());
+    }
+    for (const auto& key : keys) {
       auto head = store->Head(key);
       if (head.ok()) continue;
       if (!IsError(head.status(), ErrorCode::kNotFound)) return head.status();
-      return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError,
-                       "data file ", key,
+      return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError, "file ",
+                       key,
                        " of this write was deleted before its commit (a concurrent "
                        "VACUUM?); nothing was committed");
     }
@@ -171,6 +177,10 @@ class TableWriter::Impl {
       change_feed = snapshot->properties().enable_change_data_feed;
     }
     change_options = file_options;
+    if (snapshot && options.mode != SaveMode::kOverwrite &&
+        WritesDeletionVectors(*snapshot)) {
+      deletion_vectors = std::make_unique<DeletionVectorWriter>(store, lease->token());
+    }
     ARROW_ASSIGN_OR_RAISE(writer,
                           DataFileWriter::Make(store, table_schema, partition_columns,
                                                std::move(file_options)));
@@ -181,6 +191,7 @@ class TableWriter::Impl {
   arrow::Status AbortFiles() {
     arrow::Status aborted = writer ? writer->Abort() : arrow::Status::OK();
     if (changes) aborted &= changes->Abort();
+    if (deletion_vectors) aborted &= deletion_vectors->Abort();
     return aborted;
   }
 };
@@ -268,6 +279,10 @@ void TableWriter::WatchRemovals(std::set<std::string> keys,
 
 void TableWriter::AddOperationMetrics(const std::map<std::string, std::string>& metrics) {
   for (const auto& [key, value] : metrics) impl_->extra_metrics[key] = value;
+}
+
+DeletionVectorWriter* TableWriter::deletion_vectors() {
+  return impl_->deletion_vectors.get();
 }
 
 arrow::Result<TableWriteResult> TableWriter::Commit() {

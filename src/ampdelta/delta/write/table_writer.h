@@ -22,6 +22,7 @@
 #include "ampdelta/delta/txn/write_lease.h"
 #include "ampdelta/delta/write/change_data_writer.h"
 #include "ampdelta/delta/write/data_file_writer.h"
+#include "ampdelta/delta/write/deletion_vector_writer.h"
 
 namespace ampdelta::delta {
 
@@ -129,6 +130,12 @@ class TableWriter {
   /// \brief Remove `files` in the same commit (copy-on-write rewrites), declaring the
   /// table-relative `read_keys` whose content the result depends on.
   void StageRemoves(std::vector<Remove> files, std::vector<std::string> read_keys);
+
+  /// \brief Return the writer of deletion vectors when the table marks deleted rows in
+  /// them (WritesDeletionVectors; never for an overwrite), else null. The adds it returns
+  /// go to StageAdds, with the removes of the files they replace; its files are deleted
+  /// when the write does not commit.
+  DeletionVectorWriter* deletion_vectors();
 
   /// \brief Return true when the table records a change data feed: a caller that removes
   /// or rewrites rows must then report them with RecordChange().
