@@ -9,6 +9,7 @@
 #include <arrow/table.h>
 
 #include "ampdelta/delta/read/scan.h"
+#include "ampdelta/loader/takeover.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/support/test_util.h"
 
@@ -49,7 +50,7 @@ class ReorgUndoTest : public ::testing::Test {
     const int64_t rows = numbers.length();
     auto batch =
         arrow::RecordBatch::Make(schema, rows, {*numbers.Finish(), *ids.Finish()});
-    ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store_, schema, {}));
+    ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store_, schema, create_));
     writer->SetFileTags(
         {{as_spans ? SpansTagKey(kApp) : RangesTagKey(kApp),
           RangesToTag(as_spans ? CoalesceRanges(ranges) : tagged.value_or(ranges))}});
@@ -89,6 +90,8 @@ class ReorgUndoTest : public ::testing::Test {
   }
 
   std::shared_ptr<storage::MemoryStore> store_ = std::make_shared<storage::MemoryStore>();
+  // How Commit() writes (and creates) the table.
+  delta::TableWriteOptions create_;
 };
 
 TEST_F(ReorgUndoTest, TheMicrobatchesFromTheForkOnAreRemovedAndTheRestKeepTheirTags) {
@@ -106,6 +109,58 @@ TEST_F(ReorgUndoTest, TheMicrobatchesFromTheForkOnAreRemovedAndTheRestKeepTheirT
   EXPECT_EQ(Blocks(), (std::vector<int64_t>{0, 1, 2, 3, 4}));
   StreamState after = *ReadStreamState(Snapshot().get(), kApp);
   EXPECT_EQ(after.ranges["mainnet"], (std::vector<amp::BlockRange>{Range(0, 4)}));
+}
+
+TEST_F(ReorgUndoTest, WithDeletionVectorsTheUndoMarksRowsAndTheFileKeepsItsValidRanges) {
+  create_.configuration = {{"delta.enableDeletionVectors", "true"}};
+  Commit({Range(0, 2), Range(3, 4), Range(5, 9)});
+  Commit({Range(10, 14), Range(15, 19)});
+  const std::string first_file = Snapshot()->files().front().path;
+  const UndoStaged staged = Undo({Range(7, 7)});  // forks inside 5..9
+  EXPECT_EQ(staged.rows_removed, 15);
+  EXPECT_EQ(staged.files_marked, 1);  // the first file stays, 5..9 marked
+  EXPECT_EQ(staged.files_rewritten, 0);
+  EXPECT_EQ(Blocks(), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  auto snapshot = Snapshot();
+  ASSERT_EQ(snapshot->files().size(), 1u);
+  const delta::Add& file = snapshot->files().front();
+  EXPECT_EQ(file.path, first_file);
+  ASSERT_TRUE(file.deletion_vector);
+  EXPECT_EQ(file.deletion_vector->cardinality, 5);
+  EXPECT_EQ(*file.tags->at(RangesTagKey(kApp)), RangesToTag({Range(0, 2), Range(3, 4)}));
+  StreamState after = *ReadStreamState(snapshot.get(), kApp);
+  EXPECT_EQ(after.ranges["mainnet"],
+            (std::vector<amp::BlockRange>{Range(0, 2), Range(3, 4)}));
+
+  // A second undo reaches into the marked file: its DV grows.
+  const UndoStaged again = Undo({Range(3, 3)});
+  EXPECT_EQ(again.rows_removed, 2);
+  EXPECT_EQ(again.files_marked, 1);
+  EXPECT_EQ(Blocks(), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(Snapshot()->files().front().deletion_vector->cardinality, 7);
+}
+
+TEST_F(ReorgUndoTest, WithDeletionVectorsUntaggedRowsFromTheForkOnAreMarked) {
+  // Another engine's compaction left the rows without tags.
+  create_.configuration = {{"delta.enableDeletionVectors", "true"}};
+  auto schema = arrow::schema({arrow::field("block_num", arrow::int64())});
+  arrow::Int64Builder numbers;
+  for (int64_t block = 0; block < 10; ++block) ASSERT_OK(numbers.Append(block));
+  auto batch = arrow::RecordBatch::Make(schema, 10, {*numbers.Finish()});
+  ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store_, schema, create_));
+  ASSERT_OK(writer->Write(batch));
+  ASSERT_OK(writer->Commit().status());
+  auto snapshot = Snapshot();
+  delta::TableWriteOptions options;
+  options.read_snapshot = snapshot;
+  auto undo = *delta::TableWriter::Open(store_, snapshot->schema(), options);
+  ASSERT_OK_AND_ASSIGN(const int64_t removed,
+                       StageForeignUndo(*snapshot, "block_num", 6, undo.get()));
+  ASSERT_OK(undo->Commit().status());
+  EXPECT_EQ(removed, 4);
+  EXPECT_EQ(Blocks(), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  ASSERT_EQ(Snapshot()->files().size(), 1u);
+  EXPECT_EQ(Snapshot()->files().front().deletion_vector->cardinality, 4);
 }
 
 TEST_F(ReorgUndoTest,

@@ -22,9 +22,10 @@ constexpr int32_t kFirstDvOffset = 1;
 // The file's statistics with the physical row count and loose bounds: min and max may
 // now describe deleted rows only (PROTOCOL.md "Per-file Statistics", tightBounds).
 std::string MarkedStats(const Add& file, int64_t physical_rows) {
-  nlohmann::json stats = file.stats ? nlohmann::json::parse(*file.stats, nullptr, false)
-                                    : nlohmann::json::object();
-  if (!stats.is_object()) stats = nlohmann::json::object();
+  nlohmann::ordered_json stats =
+      file.stats ? nlohmann::ordered_json::parse(*file.stats, nullptr, false)
+                 : nlohmann::ordered_json::object();
+  if (!stats.is_object()) stats = nlohmann::ordered_json::object();
   stats["numRecords"] = physical_rows;
   stats["tightBounds"] = false;
   return stats.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -75,7 +76,7 @@ arrow::Result<Add> DeletionVectorWriter::MarkDeleted(const Add& file,
   const std::string bitmap = SerializeRoaring64Portable(after);
   const std::string uuid = NewUuid();
   ARROW_ASSIGN_OR_RAISE(std::string path_or_inline,
-                        UuidDeletionVectorPathOrInline(token_ + "/", uuid));
+                        UuidDeletionVectorPathOrInline(token_, uuid));
   // The descriptor's own path resolution names the file, so writer and readers agree.
   ARROW_ASSIGN_OR_RAISE(std::string key, UuidDeletionVectorPath(path_or_inline));
   ARROW_RETURN_NOT_OK(

@@ -6,8 +6,9 @@
 ///
 /// The file stays; the commit removes its logical file (path and old DV) and adds it
 /// again with a DV of every deleted row, old and new. Each call writes one DV file,
-/// `<lease token>/deletion_vector_<uuid>.bin` under the table root: the folder names the
-/// write lease, so a vacuum leaves the file alone until the commit references it.
+/// `<lease token>/deletion_vector_<uuid>.bin` under the table root (the token is the
+/// descriptor's random prefix, as Spark names its folders): the folder names the write
+/// lease, so a vacuum leaves the file alone until the commit references it.
 
 #include <cstdint>
 #include <memory>
