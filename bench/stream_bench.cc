@@ -7,9 +7,13 @@
 //            100 commits as a stream does by default), the median of the --window commits
 //            after each;
 //   reorg    stream a large transactions table, then a 10-block reorg at the head: the
-//   undo's
-//            time, files touched and rows removed; plus catch-up rows/s of the stream vs
-//            a batch load of the same range.
+//            undo's time, files touched and rows removed; plus catch-up rows/s of the
+//            stream vs a batch load of the same range.
+//   undo-dv  the same table compacted into large files (as another engine's OPTIMIZE or a
+//            deep compaction leaves it), then a 10-block reorg at the head, undone with
+//            deletion vectors (delta.enableDeletionVectors) and without (the file holding
+//            the reorged microbatch is rewritten): the undo's time and the bytes it
+//            writes, the median of --rounds rounds of each, rows checked equal.
 //
 // Prints one JSON object on stdout.
 
@@ -26,6 +30,8 @@
 
 #include "ampdelta/amp/client.h"
 #include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/ops/optimize.h"
+#include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/txn/transaction.h"
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/loader/batch_loader.h"
@@ -249,6 +255,106 @@ int Reorg(const std::string& dir, uint64_t blocks, uint32_t txs, nlohmann::json*
   return 0;
 }
 
+// One round of undo-dv: what the undo cost and the rows it left.
+struct UndoRound {
+  double seconds = 0;
+  int64_t rows_removed = 0;
+  int64_t files_rewritten = 0;
+  int64_t files_marked = 0;
+  uint64_t bytes_written = 0;
+  int64_t rows_after = 0;
+  int64_t table_files = 0;
+};
+
+// Stream `blocks` blocks into a fresh table, compact it into large files, then resume the
+// stream after a 10-block reorg at the head and time its undo.
+std::optional<UndoRound> UndoInCompactedTable(const std::string& table, uint64_t blocks,
+                                              uint32_t txs, bool deletion_vectors) {
+  std::filesystem::remove_all(table);
+  ampdelta::devserver::DevServerOptions options;
+  options.chain.initial_blocks = blocks;
+  options.chain.transactions_per_block = txs;
+  auto server = ampdelta::devserver::DevServer::Start(options);
+  if (!server.ok()) return std::nullopt;
+  auto client = ampdelta::amp::Client::Connect((*server)->url());
+  if (!client.ok()) return std::nullopt;
+  const std::string sql = R"(SELECT * FROM "acme/eth_mainnet".transactions)";
+  const uint64_t head = kFirst + blocks - 1;
+  auto config = Config(table);
+  if (deletion_vectors) config.table_properties["delta.enableDeletionVectors"] = "true";
+  ampdelta::loader::LoadOptions load;
+  load.compression = "snappy";
+  load.until_block = head;
+  if (!ampdelta::loader::LoadStream(**client, sql, config, load).success) return std::nullopt;
+  auto store = *ampdelta::storage::OpenObjectStore(table);
+  if (!ampdelta::delta::Optimize(store).ok()) return std::nullopt;
+  UndoRound round;
+  round.table_files = static_cast<int64_t>(
+      (*ampdelta::delta::Snapshot::Load(store))->files().size());
+  const uint64_t bytes_before = DiskBytes(table);
+
+  (void)(*server)->chain()->Reorg(10);
+  (void)(*server)->AdvanceHead(1);
+  std::optional<LoadResult> reorg;
+  load.until_block = head + 1;
+  load.on_result = [&reorg](const LoadResult& result) {
+    if (result.is_reorg) reorg = result;
+  };
+  if (!ampdelta::loader::LoadStream(**client, sql, config, load).success || !reorg) {
+    return std::nullopt;
+  }
+  // Bytes the undo and the one new block wrote (the new block's file is the same for
+  // both).
+  round.bytes_written = DiskBytes(table) - bytes_before;
+  round.seconds = reorg->duration;
+  round.rows_removed = std::stoll(reorg->metadata.at("rows_removed"));
+  round.files_rewritten = std::stoll(reorg->metadata.at("files_rewritten"));
+  round.files_marked = std::stoll(reorg->metadata.at("files_marked"));
+  auto scan = *ampdelta::delta::TableScan::Make(*ampdelta::delta::Snapshot::Load(store),
+                                                {{"block_num"}, std::nullopt});
+  round.rows_after = (*scan->ToTable())->num_rows();
+  return round;
+}
+
+int UndoWithAndWithoutDeletionVectors(const std::string& dir, uint64_t blocks,
+                                      uint32_t txs, int rounds, nlohmann::json* out) {
+  std::vector<double> seconds[2];
+  nlohmann::json modes = nlohmann::json::object();
+  std::optional<int64_t> rows_after;
+  for (int r = 0; r < rounds; ++r) {
+    for (int dv = 0; dv < 2; ++dv) {
+      auto round = UndoInCompactedTable(dir + (dv ? "/with_dv" : "/without_dv"), blocks,
+                                        txs, dv == 1);
+      if (!round) return Fail("undo-dv round failed");
+      if (rows_after && *rows_after != round->rows_after) {
+        return Fail("the undos left different row counts: " + std::to_string(*rows_after) +
+                    " and " + std::to_string(round->rows_after));
+      }
+      rows_after = round->rows_after;
+      if ((dv == 1) != (round->files_marked > 0)) {
+        return Fail("deletion vectors " + std::string(dv ? "unused" : "used") +
+                    " by the undo");
+      }
+      seconds[dv].push_back(round->seconds);
+      modes[dv ? "with_deletion_vectors" : "without_deletion_vectors"] = {
+          {"rows_removed", round->rows_removed},
+          {"files_rewritten", round->files_rewritten},
+          {"files_marked", round->files_marked},
+          {"bytes_written", round->bytes_written},
+          {"table_files", round->table_files}};
+    }
+  }
+  modes["without_deletion_vectors"]["undo_seconds_median"] = Median(seconds[0]);
+  modes["with_deletion_vectors"]["undo_seconds_median"] = Median(seconds[1]);
+  modes["without_deletion_vectors"]["undo_seconds"] = seconds[0];
+  modes["with_deletion_vectors"]["undo_seconds"] = seconds[1];
+  modes["rows"] = static_cast<int64_t>(blocks) * txs;
+  modes["rows_after_undo"] = *rows_after;
+  modes["with_over_without"] = Median(seconds[1]) / Median(seconds[0]);
+  (*out)["undo_dv"] = std::move(modes);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -270,7 +376,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--txs-per-block", txs, "reorg: transactions per block")
       ->capture_default_str();
-  app.add_option("--only", only, "latency or reorg");
+  int rounds = 5;
+  app.add_option("--only", only, "latency, reorg or undo-dv (undo-dv runs only when named)");
+  app.add_option("--rounds", rounds, "undo-dv: rounds of each mode")->capture_default_str();
   app.add_flag("--compact", compact,
                "latency: compact as a stream does by default (optimize_after_write)");
   app.add_flag("--keep", keep, "latency: keep the table");
@@ -289,6 +397,10 @@ int main(int argc, char** argv) {
   }
   if (only.empty() || only == "reorg") {
     if (int rc = Reorg(dir, blocks, txs, &out); rc != 0) return rc;
+  }
+  if (only == "undo-dv") {
+    if (int rc = UndoWithAndWithoutDeletionVectors(dir, blocks, txs, rounds, &out); rc != 0)
+      return rc;
   }
   std::cout << out.dump(2) << std::endl;
   return 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include <arrow/array.h>
 #include <arrow/builder.h>
@@ -115,7 +116,9 @@ TEST_F(ReorgUndoTest, WithDeletionVectorsTheUndoMarksRowsAndTheFileKeepsItsValid
   create_.configuration = {{"delta.enableDeletionVectors", "true"}};
   Commit({Range(0, 2), Range(3, 4), Range(5, 9)});
   Commit({Range(10, 14), Range(15, 19)});
-  const std::string first_file = Snapshot()->files().front().path;
+  std::set<std::string> paths_before;
+  const auto before = Snapshot();
+  for (const auto& file : before->files()) paths_before.insert(file.path);
   const UndoStaged staged = Undo({Range(7, 7)});  // forks inside 5..9
   EXPECT_EQ(staged.rows_removed, 15);
   EXPECT_EQ(staged.files_marked, 1);  // the first file stays, 5..9 marked
@@ -124,7 +127,7 @@ TEST_F(ReorgUndoTest, WithDeletionVectorsTheUndoMarksRowsAndTheFileKeepsItsValid
   auto snapshot = Snapshot();
   ASSERT_EQ(snapshot->files().size(), 1u);
   const delta::Add& file = snapshot->files().front();
-  EXPECT_EQ(file.path, first_file);
+  EXPECT_EQ(paths_before.count(file.path), 1u) << "the undo wrote a new file";
   ASSERT_TRUE(file.deletion_vector);
   EXPECT_EQ(file.deletion_vector->cardinality, 5);
   EXPECT_EQ(*file.tags->at(RangesTagKey(kApp)), RangesToTag({Range(0, 2), Range(3, 4)}));
