@@ -26,6 +26,7 @@
 #include <thread>
 
 #include <CLI/CLI.hpp>
+#include <arrow/table.h>
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/amp/client.h"
@@ -285,12 +286,13 @@ std::optional<UndoRound> UndoInCompactedTable(const std::string& table, uint64_t
   ampdelta::loader::LoadOptions load;
   load.compression = "snappy";
   load.until_block = head;
-  if (!ampdelta::loader::LoadStream(**client, sql, config, load).success) return std::nullopt;
+  if (!ampdelta::loader::LoadStream(**client, sql, config, load).success)
+    return std::nullopt;
   auto store = *ampdelta::storage::OpenObjectStore(table);
   if (!ampdelta::delta::Optimize(store).ok()) return std::nullopt;
   UndoRound round;
-  round.table_files = static_cast<int64_t>(
-      (*ampdelta::delta::Snapshot::Load(store))->files().size());
+  round.table_files =
+      static_cast<int64_t>((*ampdelta::delta::Snapshot::Load(store))->files().size());
   const uint64_t bytes_before = DiskBytes(table);
 
   (void)(*server)->chain()->Reorg(10);
@@ -327,8 +329,9 @@ int UndoWithAndWithoutDeletionVectors(const std::string& dir, uint64_t blocks,
                                         txs, dv == 1);
       if (!round) return Fail("undo-dv round failed");
       if (rows_after && *rows_after != round->rows_after) {
-        return Fail("the undos left different row counts: " + std::to_string(*rows_after) +
-                    " and " + std::to_string(round->rows_after));
+        return Fail(
+            "the undos left different row counts: " + std::to_string(*rows_after) +
+            " and " + std::to_string(round->rows_after));
       }
       rows_after = round->rows_after;
       if ((dv == 1) != (round->files_marked > 0)) {
@@ -377,8 +380,10 @@ int main(int argc, char** argv) {
   app.add_option("--txs-per-block", txs, "reorg: transactions per block")
       ->capture_default_str();
   int rounds = 5;
-  app.add_option("--only", only, "latency, reorg or undo-dv (undo-dv runs only when named)");
-  app.add_option("--rounds", rounds, "undo-dv: rounds of each mode")->capture_default_str();
+  app.add_option("--only", only,
+                 "latency, reorg or undo-dv (undo-dv runs only when named)");
+  app.add_option("--rounds", rounds, "undo-dv: rounds of each mode")
+      ->capture_default_str();
   app.add_flag("--compact", compact,
                "latency: compact as a stream does by default (optimize_after_write)");
   app.add_flag("--keep", keep, "latency: keep the table");
@@ -399,7 +404,8 @@ int main(int argc, char** argv) {
     if (int rc = Reorg(dir, blocks, txs, &out); rc != 0) return rc;
   }
   if (only == "undo-dv") {
-    if (int rc = UndoWithAndWithoutDeletionVectors(dir, blocks, txs, rounds, &out); rc != 0)
+    if (int rc = UndoWithAndWithoutDeletionVectors(dir, blocks, txs, rounds, &out);
+        rc != 0)
       return rc;
   }
   std::cout << out.dump(2) << std::endl;

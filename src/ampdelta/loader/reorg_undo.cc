@@ -12,6 +12,7 @@
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 
+#include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/util/status.h"
 
@@ -134,6 +135,15 @@ arrow::Result<UndoStaged> StageUndo(const delta::Snapshot& snapshot,
   std::vector<delta::Add> retagged;
   std::vector<std::string> read;
   FileRecord kept_record;
+  // Rows marked in deletion vectors (and not recorded in a change feed) are never copied:
+  // the columns that decide which go are all the undo reads.
+  std::vector<std::string> marking_columns;
+  if (writer->deletion_vectors() != nullptr && !writer->records_changes()) {
+    for (const std::string& name : {std::string(kBatchIdColumn), block_column}) {
+      if (delta::FindFieldIgnoreCase(*snapshot.schema(), name) >= 0)
+        marking_columns.push_back(name);
+    }
+  }
   for (const delta::Add* file : affected) {
     ARROW_ASSIGN_OR_RAISE(FileRecord record, ReadFileRecord(*file, app_id));
     FileRecord remaining;
@@ -146,7 +156,8 @@ arrow::Result<UndoStaged> StageUndo(const delta::Snapshot& snapshot,
                  std::back_inserter(invalid_spans),
                  [&](const amp::BlockRange& span) { return !valid(span); });
     read.push_back(snapshot.FileKey(file->path));
-    ARROW_ASSIGN_OR_RAISE(auto table, delta::ReadDataFile(snapshot, *file));
+    ARROW_ASSIGN_OR_RAISE(auto table,
+                          delta::ReadDataFile(snapshot, *file, marking_columns));
     ARROW_ASSIGN_OR_RAISE(auto rows, table->CombineChunksToBatch());
     ARROW_ASSIGN_OR_RAISE(auto keep,
                           KeepMask(*rows, undo.batch_ids, invalid_spans, block_column));

@@ -145,7 +145,13 @@ arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
     if (!IsForeignFile(file)) continue;
     const auto stats = StatsSpan(file, column);
     if (stats && stats->second < bound) continue;  // wholly below: kept
-    ARROW_ASSIGN_OR_RAISE(auto table, delta::ReadDataFile(snapshot, file));
+    // Marking rows (without a change feed to record them in) needs the block column only.
+    const bool marks_only =
+        writer->deletion_vectors() != nullptr && !writer->records_changes();
+    ARROW_ASSIGN_OR_RAISE(
+        auto table, delta::ReadDataFile(snapshot, file,
+                                        marks_only ? std::vector<std::string>{column}
+                                                   : std::vector<std::string>{}));
     ARROW_ASSIGN_OR_RAISE(auto values, BlockValues(*table, column));
     ARROW_ASSIGN_OR_RAISE(arrow::Datum keep, arrow::compute::CallFunction(
                                                  "less", {values, arrow::Datum(bound)}));

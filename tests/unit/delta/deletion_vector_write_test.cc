@@ -19,6 +19,7 @@
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/ops/vacuum.h"
 #include "ampdelta/delta/read/deletion_vector.h"
+#include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/txn/write_lease.h"
 #include "ampdelta/delta/write/deletion_vector_writer.h"
 #include "ampdelta/storage/memory_store.h"
@@ -149,6 +150,18 @@ TEST_F(DeletionVectorWriteTest, ADeleteMarksRowsAndKeepsTheFile) {
   EXPECT_EQ(last.files_marked, 0);
   EXPECT_EQ(last.files_removed, 1);
   EXPECT_TRUE(Latest()->files().empty());
+}
+
+TEST_F(DeletionVectorWriteTest, AFileReadsSomeColumnsWithItsDeletionVectorApplied) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 10)}, WithDeletionVectors()).status());
+  ASSERT_OK(DeleteRows(store_, "block_num < 3").status());
+  const auto snapshot = Latest();
+  ASSERT_OK_AND_ASSIGN(auto table,
+                       ReadDataFile(*snapshot, snapshot->files().front(), {"BLOCK_NUM"}));
+  ASSERT_EQ(table->num_columns(), 1);
+  EXPECT_EQ(table->schema()->field(0)->name(), "block_num");
+  EXPECT_EQ(table->num_rows(), 7);
+  EXPECT_FALSE(ReadDataFile(*snapshot, snapshot->files().front(), {"nope"}).ok());
 }
 
 TEST_F(DeletionVectorWriteTest, TablesWithoutThePropertyRewriteFiles) {

@@ -109,8 +109,12 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
       }
       continue;
     }
-    // Rewrite the file without the matching rows.
-    ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, file));
+    // Rewrite the file without the matching rows, or mark them (which, without a change
+    // feed to record them in, needs only the predicate's columns).
+    ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, file,
+                                                   deletion_vectors && !changes
+                                                       ? predicate->columns()
+                                                       : std::vector<std::string>{}));
     ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch());
     ARROW_ASSIGN_OR_RAISE(auto matches, predicate->Evaluate(*batch));
     ARROW_ASSIGN_OR_RAISE(arrow::Datum keep,
@@ -133,7 +137,7 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
     }
     result.rows_copied += remaining->num_rows();
     rewritten.push_back(&file);
-    ARROW_RETURN_NOT_OK(writer->Write(remaining));
+    if (remaining->num_rows() > 0) ARROW_RETURN_NOT_OK(writer->Write(remaining));
   }
   const auto tags = MergeFileTags(rewritten);
   if (writer->rows_written() == 0 && emptied_tagged != nullptr && tags &&

@@ -1,5 +1,7 @@
 #include "ampdelta/delta/read/scan.h"
 
+#include <algorithm>
+
 #include <arrow/array.h>
 #include <arrow/compute/api.h>
 #include <arrow/io/interfaces.h>
@@ -7,6 +9,9 @@
 #include <arrow/table.h>
 #include <arrow/type.h>
 #include <parquet/arrow/reader.h>
+#include <parquet/arrow/schema.h>
+#include <parquet/file_reader.h>
+#include <parquet/metadata.h>
 
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/schema.h"
@@ -21,10 +26,16 @@ namespace cp = arrow::compute;
 // Reads one data file batch by batch, producing table-schema batches.
 class FileReader {
  public:
-  static arrow::Result<std::unique_ptr<FileReader>> Open(const Snapshot& snapshot,
-                                                         const Add& file) {
+  // `columns`: the table columns to read, in table order (empty: all of them).
+  static arrow::Result<std::unique_ptr<FileReader>> Open(
+      const Snapshot& snapshot, const Add& file, const std::vector<int>& columns = {}) {
     auto reader = std::unique_ptr<FileReader>(new FileReader());
     reader->schema_ = snapshot.schema();
+    if (!columns.empty()) {
+      arrow::FieldVector fields;
+      for (int index : columns) fields.push_back(snapshot.schema()->field(index));
+      reader->schema_ = arrow::schema(std::move(fields));
+    }
     reader->partition_columns_ = snapshot.partition_columns();
     reader->file_ = file;
     const std::string key = snapshot.FileKey(file.path);
@@ -45,7 +56,28 @@ class FileReader {
                        key, " is not readable Parquet: ", opened.status().message());
     }
     reader->parquet_ = std::move(*opened);
-    ARROW_ASSIGN_OR_RAISE(reader->batches_, reader->parquet_->GetRecordBatchReader());
+    // Decode only the file columns the wanted table columns come from (all of them when
+    // none does: the row count still comes from the file).
+    const auto& manifest = reader->parquet_->manifest();
+    std::vector<int> top_level;
+    for (const auto& field :
+         columns.empty() ? arrow::FieldVector{} : reader->schema_->fields()) {
+      for (size_t i = 0; i < manifest.schema_fields.size(); ++i) {
+        if (manifest.schema_fields[i].field->name() == PhysicalName(*field)) {
+          top_level.push_back(static_cast<int>(i));
+        }
+      }
+    }
+    if (top_level.empty()) {
+      ARROW_ASSIGN_OR_RAISE(reader->batches_, reader->parquet_->GetRecordBatchReader());
+    } else {
+      ARROW_ASSIGN_OR_RAISE(auto leaves, manifest.GetFieldIndices(top_level));
+      std::vector<int> row_groups(static_cast<size_t>(
+          reader->parquet_->parquet_reader()->metadata()->num_row_groups()));
+      for (size_t i = 0; i < row_groups.size(); ++i) row_groups[i] = static_cast<int>(i);
+      ARROW_ASSIGN_OR_RAISE(reader->batches_,
+                            reader->parquet_->GetRecordBatchReader(row_groups, leaves));
+    }
     if (file.deletion_vector) {
       ARROW_ASSIGN_OR_RAISE(auto deleted,
                             LoadDeletionVector(*snapshot.store(), *file.deletion_vector));
@@ -53,6 +85,8 @@ class FileReader {
     }
     return reader;
   }
+
+  const std::shared_ptr<arrow::Schema>& schema() const { return schema_; }
 
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() {
     while (true) {
@@ -243,16 +277,27 @@ arrow::Result<std::shared_ptr<arrow::Table>> TableScan::ToTable() {
   return arrow::Table::FromRecordBatches(impl_->output_schema, batches);
 }
 
-arrow::Result<std::shared_ptr<arrow::Table>> ReadDataFile(const Snapshot& snapshot,
-                                                          const Add& file) {
-  ARROW_ASSIGN_OR_RAISE(auto reader, FileReader::Open(snapshot, file));
+arrow::Result<std::shared_ptr<arrow::Table>> ReadDataFile(
+    const Snapshot& snapshot, const Add& file, const std::vector<std::string>& columns) {
+  std::vector<int> indices;
+  for (const auto& name : columns) {
+    const int index = FindFieldIgnoreCase(*snapshot.schema(), name);
+    if (index < 0) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '",
+                       name, "' is not in the table");
+    }
+    if (std::find(indices.begin(), indices.end(), index) == indices.end())
+      indices.push_back(index);
+  }
+  std::sort(indices.begin(), indices.end());
+  ARROW_ASSIGN_OR_RAISE(auto reader, FileReader::Open(snapshot, file, indices));
   std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
   while (true) {
     ARROW_ASSIGN_OR_RAISE(auto batch, reader->Next());
     if (batch == nullptr) break;
     batches.push_back(std::move(batch));
   }
-  return arrow::Table::FromRecordBatches(snapshot.schema(), batches);
+  return arrow::Table::FromRecordBatches(reader->schema(), batches);
 }
 
 }  // namespace ampdelta::delta

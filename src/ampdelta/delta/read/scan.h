@@ -49,8 +49,13 @@ class TableScan {
   std::unique_ptr<Impl> impl_;
 };
 
-/// \brief Read every live row of one data file, in the table schema (all columns).
-arrow::Result<std::shared_ptr<arrow::Table>> ReadDataFile(const Snapshot& snapshot,
-                                                          const Add& file);
+/// \brief Read every live row of one data file, in the table schema.
+///
+/// \param[in] columns the table columns to read (any case, repeats ignored), returned in
+///   table order; empty reads all. Only the file columns they come from are decoded.
+///   Errors: kInvalidInput when a column is not in the table.
+arrow::Result<std::shared_ptr<arrow::Table>> ReadDataFile(
+    const Snapshot& snapshot, const Add& file,
+    const std::vector<std::string>& columns = {});
 
 }  // namespace ampdelta::delta
