@@ -248,6 +248,32 @@ TEST_F(DeletionVectorWriteTest, MarkingMapsLiveRowsPastRowsDeletedBefore) {
   EXPECT_FALSE(gone.ok());
 }
 
+TEST_F(DeletionVectorWriteTest, AnUndoCommitCountsMarkedFilesApartFromWrittenOnes) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 10)}, WithDeletionVectors()).status());
+  auto snapshot = Latest();
+  TableWriteOptions options;
+  options.read_snapshot = snapshot;
+  ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(store_, snapshot->schema(), options));
+  ASSERT_NE(writer->deletion_vectors(), nullptr);
+  const Add& file = snapshot->files().front();
+  std::vector<bool> keep(10, true);
+  keep[9] = false;
+  ASSERT_OK_AND_ASSIGN(Add marked, writer->deletion_vectors()->MarkDeleted(file, *Mask(keep)));
+  writer->StageRemoves({RemoveFor(file)}, {snapshot->FileKey(file.path)});
+  writer->StageAdds({marked});
+  ASSERT_OK_AND_ASSIGN(auto result, writer->Commit());
+  EXPECT_EQ(result.files_marked, 1);
+  EXPECT_EQ(result.files_added, 0);
+  EXPECT_EQ(result.files_removed, 0);
+  const auto info = ActionsOf<CommitInfo>(CommitOf(*store_, result.commit.version));
+  ASSERT_EQ(info.size(), 1u);
+  auto metrics = info[0].operation_metrics;
+  EXPECT_EQ(metrics["numDeletionVectorsAdded"], "1");
+  EXPECT_EQ(metrics["numRemovedFiles"], "0");
+  EXPECT_EQ(metrics["numFiles"], "0");
+  EXPECT_EQ(*BlockNumbers(store_), Range(0, 9));
+}
+
 TEST(DeletionVectorLeaseTest, AWriteLeaseProtectsTheDeletionVectorsInItsFolder) {
   Leases leases;
   LeaseRecord lease;

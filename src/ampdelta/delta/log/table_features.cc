@@ -154,6 +154,12 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
     refused.push_back("rowTracking (enabled)");
   std::sort(refused.begin(), refused.end());
   refused.erase(std::unique(refused.begin(), refused.end()), refused.end());
+  // A feature named with how it is used ("columnMapping (mode name)") once, not twice.
+  std::erase_if(refused, [&refused](const std::string& feature) {
+    return std::any_of(refused.begin(), refused.end(), [&](const std::string& other) {
+      return other.rfind(feature + " (", 0) == 0;
+    });
+  });
   if (!refused.empty()) {
     return MakeError(
         ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,

@@ -331,8 +331,12 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   }
   result.rows = impl_->writer->rows_written();
   result.bytes = impl_->writer->bytes_written();
-  result.files_added = static_cast<int64_t>(adds.size());
-  result.files_removed = static_cast<int64_t>(removes.size());
+  // A file marked in a deletion vector is re-added, not written, and stays.
+  result.files_marked = impl_->deletion_vectors
+                            ? static_cast<int64_t>(impl_->deletion_vectors->files().size())
+                            : 0;
+  result.files_added = static_cast<int64_t>(adds.size()) - result.files_marked;
+  result.files_removed = static_cast<int64_t>(removes.size()) - result.files_marked;
   txn.AddFiles(std::move(adds));
   txn.RemoveFiles(std::move(removes));
   txn.AddChangeFiles(std::move(changes));
@@ -357,6 +361,9 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
       {"numOutputRows", std::to_string(result.rows)},
       {"numOutputBytes", std::to_string(result.bytes)},
       {"numRemovedFiles", std::to_string(result.files_removed)}};
+  if (result.files_marked > 0) {
+    metrics["numDeletionVectorsAdded"] = std::to_string(result.files_marked);
+  }
   for (const auto& [key, value] : impl_->extra_metrics) metrics[key] = value;
   txn.SetOperationMetrics(std::move(metrics));
   auto committed = txn.Commit();

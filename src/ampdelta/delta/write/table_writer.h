@@ -99,6 +99,8 @@ struct TableWriteResult {
   int64_t bytes = 0;
   int64_t files_added = 0;
   int64_t files_removed = 0;
+  /// Files kept with rows marked in a new deletion vector (not in the two counts above).
+  int64_t files_marked = 0;
 };
 
 /// \brief One write operation. Thread-compatible.
