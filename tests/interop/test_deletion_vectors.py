@@ -85,6 +85,7 @@ def spark_sql(statement: str) -> None:
     readers.spark_session().sql(statement).collect()
 
 
+@pytest.mark.timeout(300)  # Spark's start and its DELETE
 def test_deletes_and_merges_mark_rows_and_spark_and_ampdelta_take_turns(tmp_path,
                                                                         quickstart_url):
     table = tmp_path / "t"
@@ -144,6 +145,7 @@ REORG_BLOCK_INTERVAL_MS = 40
 MIN_REORGS = 5
 
 
+@pytest.mark.timeout(400)
 def test_a_stream_undoes_reorgs_with_deletion_vectors_and_the_change_feed_agrees(tmp_path):
     """A stream through at least 5 reorgs on a table with deletion vectors and the change
     data feed: undos mark rows instead of rewriting files, Spark, DuckDB and Polars read
