@@ -164,6 +164,34 @@ TEST_F(DeletionVectorWriteTest, AFileReadsSomeColumnsWithItsDeletionVectorApplie
   EXPECT_FALSE(ReadDataFile(*snapshot, snapshot->files().front(), {"nope"}).ok());
 }
 
+TEST_F(DeletionVectorWriteTest, AColumnAfterNestedOnesReadsItsOwnValues) {
+  // The wanted column's Parquet leaf comes after the nested column's two leaves.
+  auto pair = arrow::struct_(
+      {arrow::field("a", arrow::int32()), arrow::field("b", arrow::utf8())});
+  arrow::StructBuilder pairs(pair, arrow::default_memory_pool(),
+                             {std::make_shared<arrow::Int32Builder>(),
+                              std::make_shared<arrow::StringBuilder>()});
+  arrow::Int64Builder numbers;
+  for (int64_t i = 0; i < 4; ++i) {
+    ASSERT_OK(pairs.Append());
+    ASSERT_OK(static_cast<arrow::Int32Builder*>(pairs.field_builder(0))->Append(7));
+    ASSERT_OK(static_cast<arrow::StringBuilder*>(pairs.field_builder(1))->Append("x"));
+    ASSERT_OK(numbers.Append(100 + i));
+  }
+  auto schema = arrow::schema(
+      {arrow::field("pair", pair), arrow::field("block_num", arrow::int64())});
+  auto batch = arrow::RecordBatch::Make(schema, 4, {*pairs.Finish(), *numbers.Finish()});
+  ASSERT_OK(WriteBatches(store_, {batch}).status());
+  const auto snapshot = Latest();
+  ASSERT_OK_AND_ASSIGN(auto table,
+                       ReadDataFile(*snapshot, snapshot->files().front(), {"block_num"}));
+  ASSERT_OK_AND_ASSIGN(auto column, table->column(0)->chunk(0)->View(arrow::int64()));
+  const auto& values = static_cast<const arrow::Int64Array&>(*column);
+  ASSERT_EQ(values.length(), 4);
+  EXPECT_EQ(values.null_count(), 0);
+  EXPECT_EQ(values.Value(3), 103);
+}
+
 TEST_F(DeletionVectorWriteTest, TablesWithoutThePropertyRewriteFiles) {
   ASSERT_OK(WriteBatches(store_, {Blocks(0, 10)}).status());
   ASSERT_OK_AND_ASSIGN(auto result, DeleteRows(store_, "block_num = 3"));
@@ -253,12 +281,14 @@ TEST_F(DeletionVectorWriteTest, AnUndoCommitCountsMarkedFilesApartFromWrittenOne
   auto snapshot = Latest();
   TableWriteOptions options;
   options.read_snapshot = snapshot;
-  ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(store_, snapshot->schema(), options));
+  ASSERT_OK_AND_ASSIGN(auto writer,
+                       TableWriter::Open(store_, snapshot->schema(), options));
   ASSERT_NE(writer->deletion_vectors(), nullptr);
   const Add& file = snapshot->files().front();
   std::vector<bool> keep(10, true);
   keep[9] = false;
-  ASSERT_OK_AND_ASSIGN(Add marked, writer->deletion_vectors()->MarkDeleted(file, *Mask(keep)));
+  ASSERT_OK_AND_ASSIGN(Add marked,
+                       writer->deletion_vectors()->MarkDeleted(file, *Mask(keep)));
   writer->StageRemoves({RemoveFor(file)}, {snapshot->FileKey(file.path)});
   writer->StageAdds({marked});
   ASSERT_OK_AND_ASSIGN(auto result, writer->Commit());

@@ -23,6 +23,15 @@ namespace {
 
 namespace cp = arrow::compute;
 
+// Append the Parquet leaf columns of `field` (what a column selection names).
+void CollectLeaves(const parquet::arrow::SchemaField& field, std::vector<int>* leaves) {
+  if (field.children.empty()) {
+    leaves->push_back(field.column_index);
+    return;
+  }
+  for (const auto& child : field.children) CollectLeaves(child, leaves);
+}
+
 // Reads one data file batch by batch, producing table-schema batches.
 class FileReader {
  public:
@@ -71,7 +80,10 @@ class FileReader {
     if (top_level.empty()) {
       ARROW_ASSIGN_OR_RAISE(reader->batches_, reader->parquet_->GetRecordBatchReader());
     } else {
-      ARROW_ASSIGN_OR_RAISE(auto leaves, manifest.GetFieldIndices(top_level));
+      std::vector<int> leaves;
+      for (int index : top_level) {
+        CollectLeaves(manifest.schema_fields[static_cast<size_t>(index)], &leaves);
+      }
       std::vector<int> row_groups(static_cast<size_t>(
           reader->parquet_->parquet_reader()->metadata()->num_row_groups()));
       for (size_t i = 0; i < row_groups.size(); ++i) row_groups[i] = static_cast<int>(i);

@@ -332,9 +332,10 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   result.rows = impl_->writer->rows_written();
   result.bytes = impl_->writer->bytes_written();
   // A file marked in a deletion vector is re-added, not written, and stays.
-  result.files_marked = impl_->deletion_vectors
-                            ? static_cast<int64_t>(impl_->deletion_vectors->files().size())
-                            : 0;
+  result.files_marked =
+      impl_->deletion_vectors
+          ? static_cast<int64_t>(impl_->deletion_vectors->files().size())
+          : 0;
   result.files_added = static_cast<int64_t>(adds.size()) - result.files_marked;
   result.files_removed = static_cast<int64_t>(removes.size()) - result.files_marked;
   txn.AddFiles(std::move(adds));
