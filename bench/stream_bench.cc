@@ -320,6 +320,8 @@ std::optional<UndoRound> UndoInCompactedTable(const std::string& table, uint64_t
 
 int UndoWithAndWithoutDeletionVectors(const std::string& dir, uint64_t blocks,
                                       uint32_t txs, int rounds, nlohmann::json* out) {
+  std::error_code created;
+  std::filesystem::create_directories(dir, created);
   std::vector<double> seconds[2];
   nlohmann::json modes = nlohmann::json::object();
   std::optional<int64_t> rows_after;

@@ -11,9 +11,13 @@
             (mode="overwrite")). All three must leave identical rows: checked by row count,
             highest block and an order-independent fingerprint of every tx_hash, read back by
             deltalake;
-  catch-up  rows/s of a stream catching up vs a batch load of the same range.
+  catch-up  rows/s of a stream catching up vs a batch load of the same range;
+  undo-dv   the same streamed table compacted into large files, then a 10-block reorg at the
+            head undone with deletion vectors and without (the files holding the reorged
+            microbatch rewritten): median undo time of --dv-rounds rounds each, bytes written,
+            rows left checked equal.
 
-Usage: bench/stream_bench.py [--commits 10000] [--blocks 100000] [--workdir DIR]
+Usage: bench/stream_bench.py [--commits 10000] [--blocks 100000] [--dv-rounds 5] [--workdir DIR]
 """
 import argparse
 import json
@@ -88,6 +92,8 @@ def main() -> int:
                         help="latency: delta.checkpointInterval of the table (default 10)")
     parser.add_argument("--window", type=int, default=50,
                         help="latency: the median over this many commits after each version")
+    parser.add_argument("--dv-rounds", type=int, default=5,
+                        help="undo-dv: rounds with and without deletion vectors")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
     work = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="ampdelta-stream-bench-"))
@@ -122,6 +128,10 @@ def main() -> int:
     report["reorg"]["undo_over_delete"] = reorg["undo_seconds"] / delete["delete_seconds"]
     report["reorg"]["python_rewrite_seconds"] = rewrite_seconds
     report["reorg"]["undo_over_rewrite"] = reorg["undo_seconds"] / rewrite_seconds
+    dv = subprocess.run([str(BENCH), "--dir", str(work / "undo-dv"), "--only", "undo-dv",
+                         "--rounds", str(args.dv_rounds), "--blocks", str(args.blocks)],
+                        check=True, capture_output=True, text=True)
+    report["undo_dv"] = json.loads(dv.stdout)["undo_dv"]
     report["catch_up"]["stream_over_batch_rows_per_second"] = (
         report["catch_up"]["stream_rows_per_second"] / report["catch_up"]["batch_rows_per_second"])
     if not args.workdir:  # never a directory the user named

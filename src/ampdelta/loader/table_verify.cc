@@ -11,6 +11,7 @@
 
 #include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/loader/stream_state.h"
 #include "ampdelta/util/ascii.h"
@@ -69,6 +70,17 @@ class Verifier {
                  " bytes; the log records " + std::to_string(file.size),
              key);
         missing_.insert(key);
+        continue;
+      }
+      // The deletion vector that says which of its rows are gone.
+      if (auto dv = delta::DeletionVectorFileKey(file.deletion_vector)) {
+        auto dv_head = snapshot.store()->Head(*dv);
+        if (!dv_head.ok()) {
+          if (!IsError(dv_head.status(), ErrorCode::kNotFound)) return dv_head.status();
+          Find("missing_file",
+               "deletion vector " + *dv + " of data file " + key + " is missing", key);
+          missing_.insert(key);
+        }
       }
     }
     return arrow::Status::OK();
