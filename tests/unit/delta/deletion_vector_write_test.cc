@@ -28,8 +28,10 @@
 namespace ampdelta::delta {
 namespace {
 
+using test_tables::ActionsOf;
 using test_tables::BlockNumbers;
 using test_tables::Blocks;
+using test_tables::CommitOf;
 using test_tables::Range;
 using test_tables::WriteBatches;
 
@@ -45,23 +47,6 @@ TableWriteOptions WithDeletionVectors() {
   TableWriteOptions options;
   options.configuration = {{"delta.enableDeletionVectors", "true"}};
   return options;
-}
-
-std::vector<Action> CommitOf(storage::ObjectStore& store, Version version) {
-  auto data = store.Get(CommitPath(version));
-  EXPECT_TRUE(data.ok()) << data.status().ToString();
-  auto actions = ParseCommit((*data)->ToString(), CommitPath(version));
-  EXPECT_TRUE(actions.ok()) << actions.status().ToString();
-  return actions.ok() ? *actions : std::vector<Action>{};
-}
-
-template <typename T>
-std::vector<T> ActionsOf(const std::vector<Action>& actions) {
-  std::vector<T> out;
-  for (const auto& action : actions) {
-    if (const auto* typed = std::get_if<T>(&action)) out.push_back(*typed);
-  }
-  return out;
 }
 
 std::shared_ptr<arrow::Array> Mask(const std::vector<bool>& keep) {

@@ -26,25 +26,10 @@
 namespace ampdelta::delta {
 namespace {
 
+using test_tables::ActionsOf;
 using test_tables::Blocks;
+using test_tables::CommitOf;
 using test_tables::WriteBatches;
-
-std::vector<Action> CommitOf(storage::ObjectStore& store, Version version) {
-  auto data = store.Get(CommitPath(version));
-  EXPECT_TRUE(data.ok()) << data.status().ToString();
-  auto actions = ParseCommit((*data)->ToString(), CommitPath(version));
-  EXPECT_TRUE(actions.ok()) << actions.status().ToString();
-  return *actions;
-}
-
-template <typename T>
-std::vector<T> ActionsOf(const std::vector<Action>& actions) {
-  std::vector<T> out;
-  for (const auto& action : actions) {
-    if (const auto* typed = std::get_if<T>(&action)) out.push_back(*typed);
-  }
-  return out;
-}
 
 // The `_change_type` values and block numbers of a commit's change data files.
 std::multimap<std::string, uint64_t> ChangesOf(storage::ObjectStore& store,

@@ -2,12 +2,17 @@
 
 // Helpers for delta tests: small Arrow batches and tables written through the real path.
 
+#include <variant>
+#include <vector>
+
 #include <arrow/array.h>
 #include <arrow/builder.h>
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 #include <arrow/type.h>
 
+#include "ampdelta/delta/log/action_json.h"
+#include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "tests/support/test_util.h"
@@ -55,6 +60,26 @@ inline arrow::Result<std::vector<int64_t>> BlockNumbers(
     for (int64_t i = 0; i < values.length(); ++i) out.push_back(values.Value(i));
   }
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// \brief Return the actions of the commit file of `version`.
+inline std::vector<Action> CommitOf(storage::ObjectStore& store, Version version) {
+  auto data = store.Get(CommitPath(version));
+  EXPECT_TRUE(data.ok()) << data.status().ToString();
+  if (!data.ok()) return {};
+  auto actions = ParseCommit((*data)->ToString(), CommitPath(version));
+  EXPECT_TRUE(actions.ok()) << actions.status().ToString();
+  return actions.ok() ? *actions : std::vector<Action>{};
+}
+
+/// \brief Return the actions of type T among `actions`, in order.
+template <typename T>
+std::vector<T> ActionsOf(const std::vector<Action>& actions) {
+  std::vector<T> out;
+  for (const auto& action : actions) {
+    if (const auto* typed = std::get_if<T>(&action)) out.push_back(*typed);
+  }
   return out;
 }
 
