@@ -132,3 +132,16 @@ def test_a_stream_resumes_and_undoes_a_reorg_inside_files_spark_compacted(tmp_pa
     assert rows(readers.read_duckdb(table)) == canonical
     assert rows(readers.read_spark(table)) == canonical
     assert cursor_record(table)["networks"]["mainnet"]["last"]["end"] == FINAL_HEAD
+
+
+def test_a_batch_load_refuses_to_record_a_cursor_it_does_not_have(tmp_path):
+    """`--cursor-in-log` without `--stream` is a usage error, not a flag silently ignored;
+    nothing is created."""
+    table = tmp_path / "t"
+    proc = subprocess.run(
+        [str(cli_path()), "load", "--server", "grpc://127.0.0.1:1", "--table", str(table),
+         "--sql", BLOCKS_SQL, "--cursor-in-log"],
+        capture_output=True, text=True, env=cli_env(), timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2, describe(proc)
+    assert "--cursor-in-log records a stream's cursor" in proc.stderr, describe(proc)
+    assert not table.exists()

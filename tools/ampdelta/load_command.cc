@@ -493,6 +493,13 @@ int RunLoad(const LoadArgs& args) {
                                 {"paths", "/metrics,/healthz,/readyz"}};
     log::WriteToStderr(log::Record{log::Level::kInfo, "listen", fields, {}});
   }
+  if (args.cursor_in_log && !args.stream && !args.then_stream) {
+    // A batch load has no cursor to record: the flag would silently do nothing.
+    PrintError(
+        "--cursor-in-log records a stream's cursor: use it with --stream (or "
+        "--then-stream)");
+    return kExitUsage;
+  }
   amp::ClientOptions client_options;
   if (!args.token.empty()) client_options.auth_token = args.token;
   client_options.plan_timeout = args.plan_timeout;
