@@ -30,6 +30,7 @@ BLOCKS_SQL = f'SELECT block_num, hash, gas_used FROM "{QUICKSTART_DATASET}".bloc
 CDF = "delta.enableChangeDataFeed=true"
 ICT = "delta.enableInCommitTimestamps=true"
 DV = "delta.enableDeletionVectors=true"
+CLUSTER = "cluster by block_num"  # --cluster-by block_num, not a property
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -132,16 +133,24 @@ PROTOCOLS = [
     ((DV,), 3, 7, {"deletionVectors"}, {"deletionVectors", "appendOnly", "invariants"}),
     ((CDF, ICT, DV), 3, 7, {"deletionVectors"},
      {"deletionVectors", "inCommitTimestamp", "changeDataFeed", "appendOnly", "invariants"}),
+    # Clustering by block number adds its two writer features to whatever the properties ask.
+    ((CDF, CLUSTER), 1, 7, None,
+     {"changeDataFeed", "clustering", "domainMetadata", "appendOnly", "invariants"}),
+    ((DV, ICT, CLUSTER), 3, 7, {"deletionVectors"},
+     {"deletionVectors", "inCommitTimestamp", "clustering", "domainMetadata", "appendOnly",
+      "invariants"}),
 ]
 
 
 @pytest.mark.parametrize("properties,reader,writer,reader_features,writer_features", PROTOCOLS,
-                         ids=["none", "cdf", "ict", "cdf+ict", "dv", "cdf+ict+dv"])
+                         ids=["none", "cdf", "ict", "cdf+ict", "dv", "cdf+ict+dv",
+                              "cdf+cluster", "dv+ict+cluster"])
 def test_each_combination_of_properties_gets_its_protocol_and_every_reader_reads_it(
         tmp_path, quickstart_url, properties, reader, writer, reader_features,
         writer_features):
     table = tmp_path / "t"
-    args = [arg for prop in properties for arg in ("--property", prop)]
+    args = [arg for prop in properties
+            for arg in (("--cluster-by", "block_num") if prop == CLUSTER else ("--property", prop))]
     load(quickstart_url, table, *args)
     protocol = protocol_of(table)
     assert protocol["minReaderVersion"] == reader, protocol
@@ -159,8 +168,10 @@ def test_each_combination_of_properties_gets_its_protocol_and_every_reader_reads
         assert got.num_rows == 90, (name, got.num_rows)
         assert min(got.column("block_num").to_pylist()) == QUICKSTART_FIRST + 10, name
     if DV in properties:
-        # deltalake 1.6.6's reader refuses the deletionVectors reader feature
-        # (docs/downstream.md says so); Polars reads the table.
+        # The delete marked the rows in a deletion vector; deltalake 1.6.6's reader refuses
+        # the deletionVectors reader feature (docs/downstream.md says so).
+        assert any("add" in a and a["add"].get("deletionVector")
+                   for a in commit_actions(table, 1)), commit_actions(table, 1)
         with pytest.raises(Exception, match="deletionVectors"):
             readers.read_deltalake(table)
     if CDF in properties:
