@@ -108,6 +108,36 @@ TEST_F(ClusteringTest, OptimizeSortsOverlappingFilesIntoConsecutiveOnes) {
   }
 }
 
+TEST_F(ClusteringTest, FilesWhoseStatisticsCannotSeparateThemSettleAfterOneRun) {
+  // Values longer than the 32 characters statistics keep, all with the same first 32:
+  // every file's range overlaps every other's, whatever the rows.
+  auto schema = arrow::schema({arrow::field("address", arrow::utf8())});
+  TableWriteOptions options;
+  options.cluster_by = std::vector<std::string>{"address"};
+  for (int part = 0; part < 4; ++part) {
+    arrow::StringBuilder addresses;
+    for (int i = 0; i < 200; ++i) {
+      ASSERT_OK(addresses.Append("0x" + std::string(34, '0') +
+                                 std::to_string(1000 + (i * 4 + part))));
+    }
+    const int64_t rows = addresses.length();
+    auto batch = arrow::RecordBatch::Make(schema, rows, {*addresses.Finish()});
+    ASSERT_OK_AND_ASSIGN(auto writer, TableWriter::Open(store_, schema, options));
+    ASSERT_OK(writer->Write(batch));
+    ASSERT_OK(writer->Commit().status());
+    options.cluster_by.reset();
+  }
+  OptimizeOptions optimize;
+  optimize.target_size = 3000;
+  ASSERT_OK_AND_ASSIGN(auto first, Optimize(store_, optimize));
+  ASSERT_TRUE(first.version.has_value());
+  EXPECT_EQ(Rows(), 800);
+  ASSERT_GT(Latest()->files().size(), 1u);
+  // The run's files still overlap as their statistics see them; a second run leaves them.
+  ASSERT_OK_AND_ASSIGN(auto second, Optimize(store_, optimize));
+  EXPECT_FALSE(second.version.has_value());
+}
+
 TEST_F(ClusteringTest, AnotherImplementationsFilesAreLeftToIt) {
   Append(0, 99, std::vector<std::string>{"block_num"});
   Append(0, 99);

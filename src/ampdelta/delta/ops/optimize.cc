@@ -72,34 +72,42 @@ std::vector<std::vector<const Add*>> ClusteringBins(std::vector<const Add*> file
   std::erase_if(files, [](const Add* file) {
     return file->clustering_provider && *file->clustering_provider != kLiquidProvider;
   });
-  std::vector<
-      std::pair<const Add*, std::optional<std::pair<nlohmann::json, nlohmann::json>>>>
-      ranged;
-  bool unknown = false;
+  std::vector<std::pair<const Add*, std::pair<nlohmann::json, nlohmann::json>>> ranged;
+  // Files without a usable range of the column (no statistics, null bounds) cannot be
+  // ordered: they form a component of their own, packed and sorted together.
+  std::vector<const Add*> unknown;
   for (const Add* file : files) {
-    ranged.emplace_back(file, StatsRange(*file, column));
-    unknown = unknown || !ranged.back().second;
-  }
-  std::vector<std::vector<const Add*>> components;
-  if (unknown) {
-    // A file without statistics may overlap any other: one component of them all.
-    components.push_back(std::move(files));
-  } else {
-    std::sort(ranged.begin(), ranged.end(), [](const auto& a, const auto& b) {
-      return a.second->first < b.second->first;
-    });
-    nlohmann::json high;
-    for (const auto& [file, range] : ranged) {
-      // Ranges that only touch (a block cut between two sorted files) do not overlap.
-      if (components.empty() || range->first >= high) {
-        components.emplace_back();
-        high = range->second;
-      } else if (range->second > high) {
-        high = range->second;
-      }
-      components.back().push_back(file);
+    if (auto range = StatsRange(*file, column)) {
+      ranged.emplace_back(file, std::move(*range));
+    } else {
+      unknown.push_back(file);
     }
   }
+  std::vector<std::vector<const Add*>> components;
+  std::sort(ranged.begin(), ranged.end(),
+            [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
+  nlohmann::json high;
+  for (const auto& [file, range] : ranged) {
+    // Ranges that only touch (a block cut between two sorted files) do not overlap.
+    if (components.empty() || range.first >= high) {
+      components.emplace_back();
+      high = range.second;
+    } else if (range.second > high) {
+      high = range.second;
+    }
+    components.back().push_back(file);
+  }
+  if (!unknown.empty()) components.push_back(std::move(unknown));
+  // Files an earlier clustering run wrote overlap one another only as their statistics
+  // see them (strings cut to 32 characters, null bounds): that run sorted their rows
+  // together already, and sorting them again would rewrite the same rows into the same
+  // files on every run. Such a component stays unless it has rows to purge.
+  std::erase_if(components, [](const std::vector<const Add*>& component) {
+    return component.size() > 1 &&
+           std::all_of(component.begin(), component.end(), [](const Add* file) {
+             return file->clustering_provider && !file->deletion_vector;
+           });
+  });
   std::vector<std::vector<const Add*>> bins;
   std::vector<const Add*> bin;
   int64_t bytes = 0;
