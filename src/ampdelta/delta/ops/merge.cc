@@ -103,13 +103,19 @@ class KeyEncoder {
   }
 };
 
+arrow::Result<std::shared_ptr<arrow::BooleanArray>> MaskOf(
+    const std::vector<bool>& keep) {
+  arrow::BooleanBuilder mask;
+  ARROW_RETURN_NOT_OK(mask.AppendValues(keep));
+  std::shared_ptr<arrow::BooleanArray> array;
+  ARROW_RETURN_NOT_OK(mask.Finish(&array));
+  return array;
+}
+
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> FilterRows(
     const std::shared_ptr<arrow::RecordBatch>& batch, const std::vector<bool>& keep) {
-  arrow::BooleanBuilder mask;
-  ARROW_RETURN_NOT_OK(mask.Reserve(static_cast<int64_t>(keep.size())));
-  for (bool flag : keep) mask.UnsafeAppend(flag);
-  ARROW_ASSIGN_OR_RAISE(auto array, mask.Finish());
-  ARROW_ASSIGN_OR_RAISE(arrow::Datum kept, cp::Filter(batch, array));
+  ARROW_ASSIGN_OR_RAISE(auto mask, MaskOf(keep));
+  ARROW_ASSIGN_OR_RAISE(arrow::Datum kept, cp::Filter(batch, mask));
   return kept.record_batch();
 }
 
@@ -298,10 +304,8 @@ arrow::Result<MergeResult> MergeOnce(
       if (auto* dvs = writer->deletion_vectors();
           dvs != nullptr && replaced < rows->num_rows()) {
         // The file stays with the replaced rows marked deleted.
-        arrow::BooleanBuilder mask;
-        ARROW_RETURN_NOT_OK(mask.AppendValues(keep));
-        ARROW_ASSIGN_OR_RAISE(auto kept, mask.Finish());
-        ARROW_ASSIGN_OR_RAISE(Add marked, dvs->MarkDeleted(file, *kept));
+        ARROW_ASSIGN_OR_RAISE(auto mask, MaskOf(keep));
+        ARROW_ASSIGN_OR_RAISE(Add marked, dvs->MarkDeleted(file, *mask));
         marked_files.push_back(std::move(marked));
         ++result.files_marked;
         continue;
