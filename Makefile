@@ -73,7 +73,7 @@ fuzz: build-fuzz
 
 test-interop: build
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta \
-	  $(VENV_PY) -m pytest -q tests/interop
+	  $(VENV_PY) -m pytest -q -n $(JOBS) tests/interop
 
 # The Python package (docs/python.md): a manylinux wheel in dist/wheelhouse.
 wheel: setup

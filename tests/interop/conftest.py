@@ -221,7 +221,9 @@ def streaming_server():
         yield server
 
 
-DEFAULT_TEST_TIMEOUT_S = 60
+# A hang guard, not a performance check: `make test` runs two tests at a time on two cores,
+# and the first Spark read in each worker starts a JVM inside some test's time.
+DEFAULT_TEST_TIMEOUT_S = 120
 
 
 def pytest_collection_modifyitems(config, items):
