@@ -9,11 +9,13 @@ commit, with statistics, no checkpoint). Then, each in its own process (peak RSS
      DeltaTable(path) + file_uris(), which lists every active file);
   3. the checkpoint is removed and deltalake writes its own (DeltaTable.create_checkpoint(),
      timed after the open); both engines open the table again from deltalake's checkpoint.
-Every open must see every file.
+Every open must see every file, and every open runs with the table's JSON commits moved
+aside, so an engine that ignored the checkpoint and replayed the log would fail, not win.
 
 Usage: bench/checkpoint_bench.py [--sizes 10000,100000,1000000] [--rounds 3] [--json-out FILE]
 """
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -65,17 +67,39 @@ def drop_checkpoints(table: pathlib.Path) -> None:
             path.unlink()
 
 
-def opens(table: pathlib.Path, files: int, rounds: int) -> dict:
+@contextlib.contextmanager
+def commits_hidden(table: pathlib.Path):
+    """Move the JSON commits aside (the checkpoint is of the latest version), and back."""
+    commits = sorted((table / "_delta_log").glob("*.json"))
+    if not commits:
+        raise RuntimeError(f"{table} has no JSON commits to hide")
+    for path in commits:
+        path.rename(path.with_name(path.name + ".hidden"))
+    try:
+        yield
+    finally:
+        for path in commits:
+            path.with_name(path.name + ".hidden").rename(path)
+
+
+def opens(table: pathlib.Path, files: int, version: int, rounds: int) -> dict:
+    with commits_hidden(table):
+        return opens_from_checkpoint(table, files, version, rounds)
+
+
+def opens_from_checkpoint(table: pathlib.Path, files: int, version: int, rounds: int) -> dict:
     ours, theirs, ours_rss, theirs_rss = [], [], [], []
     for _ in range(rounds):
         out, rss = run([str(BINARY), "open", "--table", str(table), "--iterations", "1"])
-        if out["files"] != files:
-            raise RuntimeError(f"ampdelta opened {out['files']} files, expected {files}")
+        if (out["files"], out["version"]) != (files, version):
+            raise RuntimeError(f"ampdelta opened {out['files']} files at version {out['version']}, "
+                               f"expected {files} at {version}")
         ours.append(out["open_seconds_median"])
         ours_rss.append(rss)
         out, rss = run([sys.executable, "-c", DELTALAKE, str(table), "open"])
-        if out["files"] != files:
-            raise RuntimeError(f"deltalake opened {out['files']} files, expected {files}")
+        if (out["files"], out["version"]) != (files, version):
+            raise RuntimeError(f"deltalake opened {out['files']} files at version {out['version']}, "
+                               f"expected {files} at {version}")
         theirs.append(out["open_seconds"])
         theirs_rss.append(rss)
     a, d = statistics.median(ours), statistics.median(theirs)
@@ -108,7 +132,7 @@ def main() -> int:
             ours.append(out["checkpoint_seconds"])
             ours_rss.append(rss)
             point["ampdelta_checkpoint_bytes"] = out["checkpoint_bytes"]
-        point["open_from_ampdelta_checkpoint"] = opens(table, files, args.rounds)
+        point["open_from_ampdelta_checkpoint"] = opens(table, files, built["version"], args.rounds)
         theirs, theirs_rss = [], []
         for _ in range(args.rounds):
             drop_checkpoints(table)
@@ -117,7 +141,7 @@ def main() -> int:
             theirs_rss.append(rss)
         point["deltalake_checkpoint_bytes"] = sum(
             p.stat().st_size for p in (table / "_delta_log").glob("*.checkpoint*.parquet"))
-        point["open_from_deltalake_checkpoint"] = opens(table, files, args.rounds)
+        point["open_from_deltalake_checkpoint"] = opens(table, files, built["version"], args.rounds)
         a, d = statistics.median(ours), statistics.median(theirs)
         point["checkpoint"] = {
             "ampdelta_seconds": round(a, 4), "deltalake_seconds": round(d, 4),

@@ -126,9 +126,8 @@ def main() -> int:
             if written != expected["rows"]:
                 raise RuntimeError(f"{name} wrote {written} rows, the input has {expected['rows']}")
             if round_index == 0:
-                got = load_bench.content(target, "delta" if delta else "parquet")
-                if got != expected:
-                    raise RuntimeError(f"{name} wrote {got}, the input holds {expected}")
+                load_bench.check_content(
+                    name, load_bench.content(target, "delta" if delta else "parquet"), expected)
             results[name].append(elapsed)
             memory[name].append(rss)
             sizes[name] = load_bench.du(target)
