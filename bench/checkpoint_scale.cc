@@ -125,6 +125,7 @@ arrow::Status Open(std::shared_ptr<storage::ObjectStore> store, int iterations,
 }  // namespace
 
 int main(int argc, char** argv) {
+  ampdelta::SelectDefaultMemoryPool();  // as the ampdelta tool does
   CLI::App app{"Checkpoint write and snapshot open on tables with many files"};
   app.require_subcommand(1);
   std::string table;

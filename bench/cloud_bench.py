@@ -32,6 +32,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "interop"))
 sys.path.insert(0, str(ROOT / "bench"))
 import emulator_s3  # noqa: E402
+import load_bench  # noqa: E402  (the peers' environment)
 
 RELEASE = ROOT / "build" / "release"
 CLI = RELEASE / "tools" / "ampdelta" / "ampdelta"
@@ -121,7 +122,8 @@ def deltalake_load(url: str, table: str, options: dict) -> tuple[float, float]:
     """(seconds after the peer's imports, the process's wall seconds)."""
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", PYTHON_PEER, str(ROOT / "bench"), url, SQL,
-                           table, json.dumps(options)], capture_output=True, text=True, check=True)
+                           table, json.dumps(options)], capture_output=True, text=True, check=True,
+                          env=load_bench.peer_env())
     wall = time.perf_counter() - start
     return json.loads(done.stdout.strip().splitlines()[-1])["seconds"], wall
 

@@ -72,6 +72,7 @@ arrow::Status Run(const std::string& table, int commits,
 }  // namespace
 
 int main(int argc, char** argv) {
+  ampdelta::SelectDefaultMemoryPool();  // as the ampdelta tool does
   CLI::App app{"Commit latency of one-row appends at a table URI"};
   std::string table;
   int commits = 50;

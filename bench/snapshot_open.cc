@@ -64,6 +64,7 @@ arrow::Status Build(std::shared_ptr<storage::ObjectStore> store, int64_t commits
 }  // namespace
 
 int main(int argc, char** argv) {
+  ampdelta::SelectDefaultMemoryPool();  // as the ampdelta tool does
   CLI::App app{"Time Snapshot::Load on a table with many commits"};
   std::string table;
   int64_t commits = 10'000;

@@ -69,7 +69,8 @@ def timed(cmd: list) -> tuple:
     # write-back of the previous writer's output runs (and is paid for) during this one.
     os.sync()
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=load_bench.peer_env())
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     if status != 0:

@@ -351,10 +351,7 @@ int Run(int argc, char** argv) {
 }  // namespace ampdelta::cli
 
 int main(int argc, char** argv) {
-  // jemalloc keeps freed pages for reuse where mimalloc hands them back and the kernel
-  // zeroes them again: writes spend ~30% less system time (docs/benchmarks.md). Must be
-  // chosen before Arrow's first allocation; an explicit ARROW_DEFAULT_MEMORY_POOL wins.
-  ::setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", /*overwrite=*/0);
+  ampdelta::SelectDefaultMemoryPool();
   // gRPC's own log lines would break the one-line errors and JSON logs; every failure
   // reaches the user as a status instead (GRPC_VERBOSITY=ERROR brings them back).
   ::setenv("GRPC_VERBOSITY", "NONE", /*overwrite=*/0);

@@ -1,5 +1,6 @@
 #include "ampdelta/util/runtime.h"
 
+#include <cstdlib>
 #include <mutex>
 
 #include <arrow/compute/initialize.h>
@@ -19,6 +20,14 @@ arrow::Status InitializeRuntime() {
     result = arrow::fs::Initialize(options);
   });
   return result;
+}
+
+void SelectDefaultMemoryPool() {
+  // An empty value counts as unset: Arrow would take it for its own default.
+  const char* chosen = std::getenv("ARROW_DEFAULT_MEMORY_POOL");
+  if (chosen == nullptr || *chosen == '\0') {
+    ::setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", /*overwrite=*/1);
+  }
 }
 
 }  // namespace ampdelta

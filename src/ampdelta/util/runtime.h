@@ -11,4 +11,10 @@ namespace ampdelta {
 /// store (the wheel's OpenSSL has build-machine paths baked in). Idempotent.
 arrow::Status InitializeRuntime();
 
+/// \brief Make jemalloc Arrow's default pool unless ARROW_DEFAULT_MEMORY_POOL names one:
+/// jemalloc keeps freed pages for reuse, where the wheel's default (mimalloc) hands them
+/// back and the kernel zeroes them again, which costs a load up to a fifth of its time
+/// (docs/benchmarks.md). Call first thing in main(), before Arrow's first allocation.
+void SelectDefaultMemoryPool();
+
 }  // namespace ampdelta
