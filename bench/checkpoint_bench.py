@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import statistics
 import subprocess
@@ -30,6 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 import load_bench  # noqa: E402  (the report's output)
 BINARY = ROOT / "build/release/bench/checkpoint_scale"
+COMMIT_NAME = re.compile(r"\d{20}\.json")
 
 DELTALAKE = r"""
 import json, os, sys, time
@@ -69,16 +71,19 @@ def drop_checkpoints(table: pathlib.Path) -> None:
 
 @contextlib.contextmanager
 def commits_hidden(table: pathlib.Path):
-    """Move the JSON commits aside (the checkpoint is of the latest version), and back."""
-    commits = sorted((table / "_delta_log").glob("*.json"))
+    """Move the JSON commits (NNN.json, not checkpoints) aside while the block runs, and back;
+    the checkpoint is of the latest version."""
+    commits = sorted(p for p in (table / "_delta_log").iterdir() if COMMIT_NAME.fullmatch(p.name))
     if not commits:
         raise RuntimeError(f"{table} has no JSON commits to hide")
-    for path in commits:
-        path.rename(path.with_name(path.name + ".hidden"))
+    hidden = []
     try:
+        for path in commits:
+            path.rename(path.with_name(path.name + ".hidden"))
+            hidden.append(path)
         yield
     finally:
-        for path in commits:
+        for path in hidden:
             path.with_name(path.name + ".hidden").rename(path)
 
 

@@ -115,6 +115,9 @@ table = do_get(sys.argv[2], sys.argv[3]).read_all()
 write_deltalake(sys.argv[4], table, mode="overwrite", storage_options=json.loads(sys.argv[5]),
                 writer_properties=WriterProperties(compression="SNAPPY"))
 print(json.dumps({"rows": table.num_rows, "seconds": time.perf_counter() - start}))
+sys.stdout.flush()
+import os
+os._exit(0)  # deltalake can abort the interpreter at exit
 """
 
 

@@ -28,8 +28,8 @@ seconds (user+sys of the process, from wait4) and peak RSS (ru_maxrss) are besid
 server's CPU seconds during each peer. ampdelta's and the encoder's process start-up is a few ms.
 Outputs are checked: every round the row count (Delta tables through deltalake's log replay, files
 through their footers); in the first round the content, by an independent reader (deltalake for
-tables, pyarrow for files, in a subprocess): rows, sum(nonce), sum(gas_used) and the number of
-distinct tx_hash must equal the source's.
+tables, pyarrow for files, in a subprocess): the rows in key order and a SHA-256 of every column
+must equal the source's (CONTENT below). Every peer runs on Arrow's jemalloc pool (peer_env).
 
 Usage: bench/load_bench.py [--rows 2000000] [--rounds 5] [--peers ampdelta,a,s,b,c,drain,encoder]
                            [--sdk-default-max-rows 200000] [--workdir DIR] [--json-out FILE]
@@ -203,12 +203,15 @@ else:
 finish({"rows": rows})
 """
 
-# The content check, run in a subprocess (deltalake can abort the interpreter at exit): an
-# order-independent digest of every column, so a peer that reorders rows or chunks them
-# differently still matches, and one that drops, nulls or alters a value does not. Types a
-# writer may legitimately respell (string/binary/large_*, timestamp units) are normalised.
+# The content check, run in a subprocess (deltalake can abort the interpreter at exit): the
+# rows in key order (block_num, tx_index, log_index), then a SHA-256 of every column's
+# values and nulls. A peer that drops, repeats, nulls, moves or alters any value differs; one
+# that only chunks rows differently, or respells a type the way Delta writers do (unsigned
+# to signed, fixed-size to variable binary, ns to us timestamps, string to large_string),
+# does not.
 CONTENT = r"""
-import json, sys
+import hashlib, json, sys
+import numpy as np
 import pyarrow as pa, pyarrow.compute as pc, pyarrow.dataset as ds, pyarrow.ipc as ipc
 path, kind = sys.argv[1:3]
 if kind == "delta":
@@ -218,42 +221,64 @@ elif kind == "ipc":
     table = ipc.open_file(pa.memory_map(path)).read_all()
 else:
     table = ds.dataset(path, format="parquet").to_table()
+keys = [k for k in ("block_num", "tx_index", "log_index") if k in table.column_names]
+if not keys:
+    raise SystemExit(f"content check: {path} has none of block_num, tx_index, log_index")
+order = pc.sort_indices(table, [(k, "ascending") for k in keys])
+if not np.array_equal(order.to_numpy(), np.arange(len(order))):  # take costs seconds
+    table = table.take(order)
 
-def digest(col):
-    t = col.type
-    out = {"nulls": col.null_count}
+def numbers(h, arr, dtype):
+    h.update(np.ascontiguousarray(arr.to_numpy(zero_copy_only=False), dtype=dtype).tobytes())
+
+def update(h, arr):
+    t = arr.type
     if pa.types.is_dictionary(t):
-        return digest(col.cast(t.value_type))
+        return update(h, arr.dictionary_decode())
+    h.update(str(len(arr)).encode())
+    numbers(h, pc.is_null(arr), np.bool_)
     if pa.types.is_boolean(t):
-        out["true"] = pc.sum(col.cast(pa.int64())).as_py()
-    elif pa.types.is_integer(t) or pa.types.is_decimal(t):
-        out["sum"] = str(pc.sum(col).as_py())
-        out["min"], out["max"] = str(pc.min(col).as_py()), str(pc.max(col).as_py())
+        numbers(h, arr.fill_null(False), np.bool_)
+    elif pa.types.is_integer(t):
+        numbers(h, arr.cast(pa.int64(), safe=False).fill_null(0), np.int64)
     elif pa.types.is_floating(t):
-        out["sum"] = float(f"{pc.sum(col).as_py():.9g}")
+        numbers(h, arr.cast(pa.float64()).fill_null(0), np.float64)
     elif pa.types.is_timestamp(t):
-        out["sum"] = pc.sum(col.cast(pa.timestamp("us")).cast(pa.int64())).as_py()
+        us = arr.cast(pa.timestamp("us", t.tz), safe=False)
+        numbers(h, us.cast(pa.int64()).fill_null(0), np.int64)
     elif pa.types.is_date(t):
-        out["sum"] = pc.sum(col.cast(pa.date32()).cast(pa.int32()).cast(pa.int64())).as_py()
+        numbers(h, arr.cast(pa.date32()).cast(pa.int32()).fill_null(0), np.int32)
+    elif pa.types.is_decimal(t):
+        update_bytes(h, arr.cast(pa.string()))
     elif (pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t)
           or pa.types.is_large_string(t) or pa.types.is_fixed_size_binary(t)
           or pa.types.is_binary_view(t) or pa.types.is_string_view(t)):
-        data = col.cast(pa.large_binary())
-        out["bytes"] = pc.sum(pc.binary_length(data)).as_py()
-        out["distinct"] = len(pc.unique(data))
+        update_bytes(h, arr)
     elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        out["lengths"] = pc.sum(pc.list_value_length(col)).as_py()
-        out["values"] = digest(pc.list_flatten(col))
+        numbers(h, pc.list_value_length(arr).fill_null(0), np.int64)
+        update(h, pc.list_flatten(arr))
     elif pa.types.is_struct(t):
-        chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-        out["fields"] = {t.field(i).name: digest(pa.chunked_array(
-            [c.field(i) for c in chunks], t.field(i).type)) for i in range(t.num_fields)}
+        for field, child in sorted(zip((f.name for f in t), arr.flatten())):
+            h.update(field.encode())
+            update(h, child)
     else:
         raise SystemExit(f"content check: no digest for column type {t}")
-    return out
 
-print(json.dumps({"rows": table.num_rows,
-                  "columns": {name: digest(table[name]) for name in sorted(table.column_names)}}))
+def update_bytes(h, arr):
+    data = arr.cast(pa.large_binary())
+    if data.null_count:
+        data = data.fill_null(b"")
+    numbers(h, pc.binary_length(data), np.int64)
+    offsets = np.frombuffer(data.buffers()[1], np.int64)[data.offset:data.offset + len(data) + 1]
+    h.update(memoryview(data.buffers()[2])[offsets[0]:offsets[-1]] if len(data) else b"")
+
+columns = {}
+for name in sorted(table.column_names):
+    h = hashlib.sha256()
+    column = table[name]
+    update(h, column.combine_chunks() if column.num_chunks != 1 else column.chunk(0))
+    columns[name] = {"nulls": column.null_count, "sha256": h.hexdigest()[:32]}
+print(json.dumps({"rows": table.num_rows, "columns": columns}))
 sys.stdout.flush()
 import os
 os._exit(0)

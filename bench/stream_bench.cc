@@ -363,8 +363,7 @@ int UndoWithAndWithoutDeletionVectors(const std::string& dir, uint64_t blocks,
 }  // namespace
 
 int main(int argc, char** argv) {
-  ampdelta::SelectDefaultMemoryPool();                   // as the ampdelta tool does
-  ::setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", 0);  // as the ampdelta tool does
+  ampdelta::SelectDefaultMemoryPool();  // as the ampdelta tool does
   CLI::App app{"ampdelta streaming benchmarks"};
   std::string dir;
   uint64_t commits = 10000;

@@ -23,6 +23,7 @@ comparing values.
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import shutil
 import tempfile
@@ -132,7 +133,12 @@ def spark_session():
         warehouse = tempfile.mkdtemp(prefix="ampdelta-spark-wh-")
         atexit.register(shutil.rmtree, warehouse, ignore_errors=True)
         builder = builder.config("spark.sql.warehouse.dir", warehouse)
-        _spark = configure_spark_with_delta_pip(builder).getOrCreate()
+        # The session resolves delta-spark through the Ivy cache in .deps/ivy2, which the
+        # test workers share (make test runs two): one resolves at a time.
+        IVY_DIR.mkdir(parents=True, exist_ok=True)
+        with open(IVY_DIR / ".resolve.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            _spark = configure_spark_with_delta_pip(builder).getOrCreate()
         _spark.sparkContext.setLogLevel("ERROR")
     return _spark
 
