@@ -7,6 +7,7 @@ ratio. Usage: bench/snapshot_bench.py [--commits 10000] [--rounds 5]
 """
 import argparse
 import json
+import os
 import pathlib
 import statistics
 import subprocess
@@ -37,14 +38,20 @@ def main() -> int:
     for _ in range(args.rounds):
         out = subprocess.run([args.binary, "--table", table, "--commits", str(args.commits),
                               "--iterations", "5"], check=True, capture_output=True, text=True)
-        ours.append(json.loads(out.stdout)["median_ms"])
+        opened = json.loads(out.stdout)
+        if (opened["files"], opened["version"]) != (args.commits, args.commits - 1):
+            raise RuntimeError(f"ampdelta opened {opened['files']} files at version "
+                               f"{opened['version']}, expected {args.commits} at {args.commits - 1}")
+        ours.append(opened["median_ms"])
         samples = []
         for _ in range(5):
             start = time.perf_counter()
             dt = deltalake.DeltaTable(table)
             n = len(dt.file_uris())
             samples.append((time.perf_counter() - start) * 1000)
-        assert n == args.commits, n
+        if (n, dt.version()) != (args.commits, args.commits - 1):
+            raise RuntimeError(f"deltalake opened {n} files at version {dt.version()}, "
+                               f"expected {args.commits} at {args.commits - 1}")
         theirs.append(statistics.median(samples))
     a, d = statistics.median(ours), statistics.median(theirs)
     result = {"commits": args.commits, "ampdelta_median_ms": round(a, 2),
@@ -54,4 +61,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    sys.stdout.flush()
+    os._exit(status)  # deltalake can abort the interpreter at exit
