@@ -12,6 +12,7 @@ import os
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -172,6 +173,20 @@ def run_dev_server(*extra_args: str, kind: str = DEV_SERVER, port: int = 0):
         server.stop()
         _ACTIVE.remove(server)
         _FINISHED.append(server)
+
+
+@contextlib.contextmanager
+def refusing_port(port: int = 0):
+    """Yield a port on 127.0.0.1 that refuses connections while the block runs: a socket
+    is bound to it but does not listen. A port probed and closed again could be taken by a
+    server of a concurrent test (xdist runs several); a bound one cannot, since the kernel's
+    ephemeral picks skip it. PORT 0 picks one; a given port (one a stopped server left, with
+    its connections in TIME_WAIT) is bound with SO_REUSEADDR."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        if port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        yield sock.getsockname()[1]
 
 
 # Stopped servers whose stderr is attached to the report of the test that used them.

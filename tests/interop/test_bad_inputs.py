@@ -21,7 +21,6 @@ import select
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,8 @@ from pathlib import Path
 import pytest
 
 import bad_input_data
-from conftest import FIXTURES_DIR, REPO_ROOT, cli_env, cli_path, run_dev_server
+from conftest import (FIXTURES_DIR, REPO_ROOT, cli_env, cli_path, refusing_port,
+                      run_dev_server)
 from scripted_flight import RawServer, ScriptedFlightServer, StallProxy
 
 CATALOGUE_DIR = REPO_ROOT / "tests" / "bad_inputs"
@@ -265,8 +265,9 @@ def describe_diff(before: dict, after: dict) -> str:
 
 
 class Context:
-    def __init__(self, world: World, case: dict, tmp: Path):
+    def __init__(self, world: World, case: dict, tmp: Path, held: contextlib.ExitStack):
         self.world = world
+        self.held = held  # what the case holds until it ends (the closed port)
         self.case = case
         self.tmp = tmp
         self.table = tmp / case.get("table_path", "table")
@@ -293,7 +294,7 @@ class Context:
                 return str(FIXTURES_DIR)
             if key == "closed_port":
                 if self.closed_port is None:
-                    self.closed_port = free_closed_port()
+                    self.closed_port = self.held.enter_context(refusing_port())
                 return str(self.closed_port)
             if key.startswith("input:"):
                 return str(self.world.input(key[6:]))
@@ -321,12 +322,6 @@ class Context:
     def path(self, rel: str) -> Path:
         expanded = self.expand(rel)
         return Path(expanded) if os.path.isabs(expanded) else self.table / expanded
-
-
-def free_closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def place_table(ctx: Context) -> None:
@@ -632,7 +627,13 @@ SANITIZER = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:"
 def run_case(case: dict, world: World) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="case-", dir=world.base))
     tmp.chmod(0o755)
-    ctx = Context(world, case, tmp)
+    with contextlib.ExitStack() as held:
+        run_case_in(Context(world, case, tmp, held))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_case_in(ctx: Context) -> None:
+    case, world, tmp = ctx.case, ctx.world, ctx.tmp
     place_table(ctx)
     apply_steps(ctx, case.get("setup", []))
     before = {"digest": tree_digest(ctx.table)}
@@ -725,7 +726,6 @@ def run_case(case: dict, world: World) -> None:
             "the table changed:\n" + describe_diff(before["digest"], after) + "\n" + shown)
     else:
         check_read(world, after_path, case["read"])
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _param(case: dict):

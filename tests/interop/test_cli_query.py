@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 
 import pytest
 
-from conftest import cli_env, cli_path
+from conftest import cli_env, cli_path, refusing_port
 
 QUICKSTART_SQL = 'SELECT block_num, timestamp, hash, gas_used FROM "acme/eth_mainnet".blocks'
 CLI_TIMEOUT_S = 60
@@ -72,15 +71,8 @@ def test_query_bad_sql(quickstart_url):
     assert "rows=" not in proc.stdout
 
 
-def free_closed_port() -> int:
-    """A port nothing listens on: bind an ephemeral port, then close it."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_query_unreachable_server():
-    port = free_closed_port()
-    proc = run_cli("query", "--server", f"grpc://127.0.0.1:{port}", "--sql", QUICKSTART_SQL)
+    with refusing_port() as port:
+        proc = run_cli("query", "--server", f"grpc://127.0.0.1:{port}", "--sql", QUICKSTART_SQL)
     assert proc.returncode != 0, describe(proc)
     assert "UNAVAILABLE" in proc.stderr, describe(proc)

@@ -21,7 +21,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import readers
-from conftest import QUICKSTART_DATASET, QUICKSTART_LAST, cli_env, cli_path, run_dev_server
+from conftest import (QUICKSTART_DATASET, QUICKSTART_LAST, cli_env, cli_path, refusing_port,
+                      run_dev_server)
 
 STREAM_SQL = f'SELECT block_num, hash, gas_used FROM "{QUICKSTART_DATASET}".blocks'
 BATCH_SQL = f'SELECT block_num, hash FROM "{QUICKSTART_DATASET}".blocks'
@@ -190,11 +191,14 @@ def test_readiness_follows_the_server_going_away_and_coming_back(tmp_path):
             assert loader.get("/healthz") == (200, "ok\n")
             wait_for(lambda: loader.get("/readyz")[0] == 200, 30, "ready", loader)
             server.stop()
-            wait_for(lambda: loader.get("/readyz")[0] == 503, 30, "unready without a server",
-                     loader)
-            status, body = loader.get("/readyz")
-            assert "not connected" in body, body
-            assert loader.get("/healthz")[0] == 200  # alive all the while
+            # The port is held while the server is away, so that no concurrent test's server
+            # takes it; it is released just before the server comes back on it.
+            with refusing_port(port):
+                wait_for(lambda: loader.get("/readyz")[0] == 503, 30,
+                         "unready without a server", loader)
+                status, body = loader.get("/readyz")
+                assert "not connected" in body, body
+                assert loader.get("/healthz")[0] == 200  # alive all the while
             with run_dev_server(port=port):
                 wait_for(lambda: loader.get("/readyz")[0] == 200, 60, "ready again", loader)
             assert loader.scrape()["ampdelta_retries_total{class=server}"] >= 1
@@ -318,9 +322,10 @@ def test_exit_codes_name_the_class_of_failure(tmp_path):
                           "--storage-option", "AWS_SECRET_ACCESS_KEY=s",
                           "--storage-option", "AWS_REGION=us-east-1")
         assert denied.returncode == 4 and "AccessDenied" in denied.stderr, denied.stderr
-    unreachable = load("--server", f"grpc://127.0.0.1:{server.port}", "--table",
-                       str(tmp_path / "down"), "--sql", BATCH_SQL, "--config",
-                       '{"resilience": {"retry": {"enabled": false}}}')
+    with refusing_port() as port:
+        unreachable = load("--server", f"grpc://127.0.0.1:{port}", "--table",
+                           str(tmp_path / "down"), "--sql", BATCH_SQL, "--config",
+                           '{"resilience": {"retry": {"enabled": false}}}')
     assert unreachable.returncode == 3, unreachable.stderr
     for name in ("bad", "sql", "down"):
         assert not (tmp_path / name).exists(), name
