@@ -10,6 +10,9 @@ the local disk, with deltalake writing to the same emulator as the peer:
                   writing to S3 (Flight DoGet, read_all, one write_deltalake): rows/s.
                   The Python peer is timed in-process after its imports (the headline);
                   its process wall time, imports included, is reported beside it.
+                  Every table's rows are counted by deltalake each round; in the first
+                  round each is also read back and compared, every column, with the rows
+                  the server sends (load_bench's content check).
 
 The emulator runs on the same two cores as the writers, so absolute S3 figures are far from
 a real service's; the ratios between peers on the same emulator are what this measures.
@@ -32,7 +35,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "interop"))
 sys.path.insert(0, str(ROOT / "bench"))
 import emulator_s3  # noqa: E402
-import load_bench  # noqa: E402  (the peers' environment)
+import load_bench  # noqa: E402  (the peers' environment, the content check)
 
 RELEASE = ROOT / "build" / "release"
 CLI = RELEASE / "tools" / "ampdelta" / "ampdelta"
@@ -165,7 +168,12 @@ def main() -> int:
             # deltalake_s3 is timed after its imports; deltalake_s3_process includes them.
             times = {"ampdelta_local": [], "ampdelta_s3": [], "deltalake_s3": [],
                      "deltalake_s3_process": []}
-            for _ in range(args.rounds):
+            capture = work / "source.arrow"
+            subprocess.run([sys.executable, "-c", load_bench.DRAIN, url, SQL, str(capture)],
+                           check=True, stdout=subprocess.DEVNULL)
+            source = load_bench.content(capture, "ipc")
+            capture.unlink()
+            for round_index in range(args.rounds):
                 os.sync()
                 times["ampdelta_local"].append(ampdelta_load(url, str(work / "load"), {}))
                 times["ampdelta_s3"].append(ampdelta_load(url, "s3://bench/load-ampdelta", options))
@@ -175,6 +183,12 @@ def main() -> int:
                 check_rows(str(work / "load"), {}, served)
                 check_rows("s3://bench/load-ampdelta", options, served)
                 check_rows("s3://bench/load-deltalake", options, served)
+                if round_index == 0:  # the rows themselves, every column, read by deltalake
+                    for name, table, store in (("ampdelta_local", str(work / "load"), {}),
+                                               ("ampdelta_s3", "s3://bench/load-ampdelta", options),
+                                               ("deltalake_s3", "s3://bench/load-deltalake", options)):
+                        load_bench.check_content(name, load_bench.content(table, "delta", store),
+                                                 source)
             medians = {k: statistics.median(v) for k, v in times.items()}
             report["load_seconds_median"] = {k: round(v, 2) for k, v in medians.items()}
             report["load_rows_per_second"] = {k: round(served / v) for k, v in medians.items()}

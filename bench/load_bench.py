@@ -216,7 +216,8 @@ import pyarrow as pa, pyarrow.compute as pc, pyarrow.dataset as ds, pyarrow.ipc 
 path, kind = sys.argv[1:3]
 if kind == "delta":
     from deltalake import DeltaTable
-    table = DeltaTable(path).to_pyarrow_dataset().to_table()
+    options = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+    table = DeltaTable(path, storage_options=options).to_pyarrow_dataset().to_table()
 elif kind == "ipc":
     table = ipc.open_file(pa.memory_map(path)).read_all()
 else:
@@ -357,13 +358,24 @@ def python_json(script: str, *argv) -> dict:
     return last_json(done.stdout)
 
 
-def content(path: pathlib.Path, kind: str) -> dict:
-    """Rows and a digest of every column of an output, read by an independent reader."""
-    return python_json(CONTENT, path, kind)
+def content(path: pathlib.Path | str, kind: str, storage_options: dict | None = None) -> dict:
+    """Rows and a digest of every column of an output, read by an independent reader (a Delta
+    table on an object store with its storage options)."""
+    return python_json(CONTENT, path, kind, *([json.dumps(storage_options)] if storage_options
+                                              else []))
 
 
-def check_content(name: str, got: dict, expected: dict) -> None:
-    """Raise, naming the columns, unless `got` holds exactly the rows `expected` describes."""
+# The column a streamed table carries for reorg undo (the seed's batch tag); loads that end
+# in a stream (workers, Ray backfills) write it next to the source's columns.
+BATCH_TAG = "_amp_batch_id"
+
+
+def check_content(name: str, got: dict, expected: dict, own_columns: tuple = ()) -> None:
+    """Raise, naming the columns, unless `got` holds exactly the rows `expected` describes
+    (besides `own_columns`, which the loader adds and the source lacks)."""
+    extra = [c for c in own_columns if c in got["columns"] and c not in expected["columns"]]
+    if extra:
+        got = {**got, "columns": {c: v for c, v in got["columns"].items() if c not in extra}}
     if got == expected:
         return
     if got["rows"] != expected["rows"]:

@@ -20,7 +20,9 @@ Every peer loads SELECT * FROM "acme/eth_mainnet".transactions from one release 
              appends duplicate rows).
 
 Each peer is its own process: wall time (start-up included), peak RSS (ru_maxrss), rows/s;
-rows written are counted from the table afterwards. Medians over --rounds rounds. The dev
+rows written are counted from the table afterwards, and each ampdelta peer's first table is
+read back by deltalake and compared, every column, with the rows the server sends
+(load_bench's content check). Medians over --rounds rounds. The dev
 server and the emulator share the machine's cores with the loaders.
 
 Usage: bench/parallel_bench.py [--rows 1000000] [--rounds 3] [--sdk-rows 100000] [--no-s3]
@@ -39,7 +41,9 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "interop"))
+sys.path.insert(0, str(ROOT / "bench"))
 import emulator_s3  # noqa: E402
+import load_bench  # noqa: E402  (the content check)
 
 CLI = ROOT / "build" / "release" / "tools" / "ampdelta" / "ampdelta"
 SQL = 'SELECT * FROM "acme/eth_mainnet".transactions'
@@ -189,7 +193,14 @@ def main() -> int:
         written = count_rows(table, options)
         if loaded != rows or written != rows:
             raise RuntimeError(f"{name}: loaded {loaded}, table holds {written}, expected {rows}")
+        if name not in checked:  # each peer's first table: its rows, every column
+            load_bench.check_content(name, load_bench.content(table, "delta", options), source,
+                                     own_columns=(load_bench.BATCH_TAG,))
+            checked.add(name)
         record(name, seconds, rss, rows)
+
+    checked: set[str] = set()
+    source: dict = {}  # the rows the server sends (load_bench.content)
 
     def run_sdk(name: str, table: str, options: dict, workers: int) -> None:
         seconds, rss, out, _ = timed([sys.executable, "-c", SDK_PARALLEL, url, SQL, table,
@@ -201,6 +212,13 @@ def main() -> int:
                table_rows=written)
 
     try:
+        capture = work / "source.arrow"
+        subprocess.run([sys.executable, "-c", load_bench.DRAIN, url, SQL, str(capture)],
+                       check=True, stdout=subprocess.DEVNULL)
+        source.update(load_bench.content(capture, "ipc"))
+        capture.unlink()
+        if source["rows"] != rows:
+            raise RuntimeError(f"the server sent {source['rows']} rows, expected {rows}")
         stores = [("local", None)]
         emulator = None
         if not args.no_s3:

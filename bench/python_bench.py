@@ -13,10 +13,11 @@ server serving SELECT * FROM "acme/eth_mainnet".transactions (100 transactions p
                  median start-up of `ampdelta --version` (the no-op)
       sdk        the SDK's path at its best (bench/load_bench.py's peer b): pyarrow Flight
                  DoGet (bench/amp_flight.py), read_all(), one write_deltalake; timed in
-                 its process after its imports
-      module-jemalloc  the module with ARROW_DEFAULT_MEMORY_POOL=jemalloc: the CLI picks
-                 Arrow's jemalloc pool for itself, while in Python the engine allocates
-                 from pyarrow's default pool (mimalloc)
+                 its process after its imports; on Arrow's jemalloc pool like the others
+      module-jemalloc  the module with ARROW_DEFAULT_MEMORY_POOL=jemalloc set by the
+                 caller; `import ampdelta` picks that pool itself (as the CLI does), so
+                 this is the module's own configuration again and the gap between the two
+                 is the machine's noise
     Goal: module / cli (net of start-up) ≤ 1.05.
 (b) Ray (a local cluster of --ray-cpus CPUs in this process, started and warmed up
     outside the timings) vs one process, on the same rows:
@@ -31,7 +32,8 @@ server serving SELECT * FROM "acme/eth_mainnet".transactions (100 transactions p
 
 Peak RSS is each peer process's (wait4 in a small launcher process). Every table's rows
 are counted from its Parquet footers after each run and must equal the
-server's rows. Medians over --rounds rounds; the report is JSON, then a Markdown table of
+server's rows; each peer's first table is also read back by deltalake and its rows compared,
+every column, with the server's (bench/load_bench.py's content check). Medians over --rounds rounds; the report is JSON, then a Markdown table of
 the ratios. The dev server, Ray and the loaders share the machine's cores.
 
 Usage: bench/python_bench.py [--rows 1000000] [--rounds 3] [--cli PATH] [--shards 2]
@@ -193,12 +195,22 @@ def main() -> int:
         print(f"  {name}: {seconds:.3f}s, {rows / seconds:,.0f} rows/s"
               + (f" ({detail})" if detail else ""), file=sys.stderr)
 
+    source: dict = {}  # the rows the server sends, digested once (load_bench.content)
+
     def check(name: str, table: pathlib.Path, loaded: int | None = None) -> None:
+        """The table's row count every round; in the first round also its rows, read back by
+        deltalake and compared column by column with the server's."""
         written = load_bench.rows_in(table, delta=True)
         if written != rows or (loaded is not None and loaded != rows):
             raise RuntimeError(f"{name}: loaded {loaded}, table holds {written}, "
                                f"expected {rows}")
+        if name not in checked:
+            load_bench.check_content(name, load_bench.content(table, "delta"), source,
+                                     own_columns=(load_bench.BATCH_TAG,))
+            checked.add(name)
         shutil.rmtree(table, ignore_errors=True)
+
+    checked: set[str] = set()
 
     def fresh(name: str, round_index: int) -> pathlib.Path:
         path = work / f"{name}-{round_index}"
@@ -209,6 +221,13 @@ def main() -> int:
         url = re.search(r"(grpc://127\.0\.0\.1:\d+)", server.stdout.readline()).group(1)
         threading.Thread(target=server.stdout.read, daemon=True).start()
         print(f"dev server {url}: {blocks} blocks, {rows} rows; CLI {cli}", file=sys.stderr)
+        capture = work / "source.arrow"
+        subprocess.run([sys.executable, "-c", load_bench.DRAIN, url, SQL, str(capture)],
+                       check=True, stdout=subprocess.DEVNULL, env=env)
+        source.update(load_bench.content(capture, "ipc"))
+        capture.unlink()
+        if source["rows"] != rows:
+            raise RuntimeError(f"the server sent {source['rows']} rows, expected {rows}")
 
         startup = statistics.median(timed([str(cli), "--version"], env)[0] for _ in range(7))
         print(f"  cli no-op start-up (`ampdelta --version`, median of 7): {startup:.3f}s",
@@ -255,8 +274,8 @@ def main() -> int:
             record("module", info["load_seconds"], wall=wall, rss_mib=rss,
                    import_seconds=info["import_seconds"])
 
-            # The same with Arrow's jemalloc pool, which the CLI selects for itself (pyarrow's
-            # default is mimalloc, and the engine allocates from the process's default pool).
+            # The same with the pool set by the caller: a check that the package's own choice
+            # of jemalloc holds (the two differ by noise only).
             table = fresh("module-jemalloc", round_index)
             wall, rss, out = timed([sys.executable, "-c", MODULE_LOAD, url, SQL, str(table),
                                     "{}"], dict(os.environ, ARROW_DEFAULT_MEMORY_POOL="jemalloc"))
@@ -265,8 +284,9 @@ def main() -> int:
             record("module-jemalloc", info["load_seconds"], wall=wall, rss_mib=rss)
 
             table = fresh("sdk", round_index)
+            # On Arrow's jemalloc pool, as the module and the CLI (load_bench.peer_env).
             wall, rss, out = timed([sys.executable, "-c", load_bench.SDK_BEST, url, SQL,
-                                    str(table)])
+                                    str(table)], load_bench.peer_env())
             info = last_json(out)
             check("sdk", table, info["rows"])
             record("sdk", info["load_seconds"], wall=wall, rss_mib=rss)
@@ -346,19 +366,16 @@ def main() -> int:
         ratio("ray-backfill / ray-data, read + write (rows/s)",
               ray_rps * med["ray-data"]["read_and_write_seconds"] / rows)
     report["ratios"] = {what: round(value, 3) for what, value, _ in ratios}
-    print(json.dumps(report, indent=2))
-    print()
-    print(f"{rows:,} rows, median of {args.rounds} rounds:")
-    print()
-    print("| peer | seconds | rows/s |")
-    print("|---|---|---|")
-    for name, entry in med.items():
-        print(f"| {name} | {entry['seconds']:.3f} | {entry['rows_per_s']:,.0f} |")
-    print()
-    print("| ratio | value | goal |")
-    print("|---|---|---|")
-    for what, value, goal in ratios:
-        print(f"| {what} | {value:.3f} | {goal} |")
+    # The tables for people on stderr, the JSON report last on stdout (bench/run_all.py
+    # reads the last JSON document).
+    table = [f"{rows:,} rows, median of {args.rounds} rounds:", "",
+             "| peer | seconds | rows/s |", "|---|---|---|"]
+    table += [f"| {name} | {entry['seconds']:.3f} | {entry['rows_per_s']:,.0f} |"
+              for name, entry in med.items()]
+    table += ["", "| ratio | value | goal |", "|---|---|---|"]
+    table += [f"| {what} | {value:.3f} | {goal} |" for what, value, goal in ratios]
+    print("\n".join(table), file=sys.stderr)
+    load_bench.emit_report(report, None)
     return 0
 
 

@@ -62,6 +62,7 @@ def run(name: str, arguments: str, index: int, total: int) -> dict:
     script, *rest = arguments.split()
     python = WHEEL_PYTHON if name == "python" else PYTHON
     cmd = [str(python), str(BENCH / script), *rest]
+    shown = " ".join([str((BENCH / script).relative_to(ROOT)), *rest])  # as docs quote it
     print(f"[{index}/{total}] {name}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
     start = time.perf_counter()
     done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT, check=False)
@@ -69,9 +70,15 @@ def run(name: str, arguments: str, index: int, total: int) -> dict:
     if done.returncode != 0:
         print(f"[{index}/{total}] {name}: FAILED ({done.returncode}) after {seconds:.0f}s",
               file=sys.stderr, flush=True)
-        return {"failed": done.returncode, "command": " ".join(cmd[1:])}
+        return {"failed": done.returncode, "command": shown}
+    try:
+        report = last_json(done.stdout)
+    except ValueError as error:  # one benchmark's broken report does not lose the others'
+        print(f"[{index}/{total}] {name}: FAILED ({error}) after {seconds:.0f}s",
+              file=sys.stderr, flush=True)
+        return {"failed": str(error), "command": shown}
     print(f"[{index}/{total}] {name}: done in {seconds:.0f}s", file=sys.stderr, flush=True)
-    return {"command": " ".join(cmd[1:]), "seconds": round(seconds, 1), "report": last_json(done.stdout)}
+    return {"command": shown, "seconds": round(seconds, 1), "report": report}
 
 
 def load_table(report: dict) -> list[str]:
@@ -99,7 +106,9 @@ def markdown(results: dict, stamp: str) -> str:
         out.append(f"## {name}")
         out.append("")
         if "failed" in result:
-            out += [f"FAILED (exit {result['failed']}): `{result['command']}`", ""]
+            failed = result["failed"]
+            why = f"exit {failed}" if isinstance(failed, int) else failed
+            out += [f"FAILED ({why}): `{result['command']}`", ""]
             continue
         out += [f"    {result['command']}   # {result['seconds']} s", ""]
         report = result["report"]
@@ -128,6 +137,14 @@ def markdown(results: dict, stamp: str) -> str:
                            f"{c['ampdelta_over_deltalake']:.2f} | {o['ampdelta_seconds']:.3f} | "
                            f"{o['deltalake_seconds']:.3f} | {o['ampdelta_over_deltalake']:.2f} | "
                            f"{o['ampdelta_peak_rss_mib']} / {o['deltalake_peak_rss_mib']} |")
+        elif name == "python":
+            out += [f"{report['rows']:,} rows, {report['rounds']} rounds", "",
+                    "| peer | seconds | rows/s | peak RSS MiB |", "|---|---|---|---|"]
+            out += [f"| {peer} | {e['seconds']:.3f} | {e['rows_per_s']:,.0f} | "
+                    f"{e['rss_mib']:.0f} |" if "rss_mib" in e else
+                    f"| {peer} | {e['seconds']:.3f} | {e['rows_per_s']:,.0f} | — |"
+                    for peer, e in report["median"].items()]
+            out += ["", "Ratios: " + ", ".join(f"{k} = {v}" for k, v in report["ratios"].items())]
         else:
             out += ["```json", json.dumps(report, indent=2)[:4000], "```"]
         out.append("")
