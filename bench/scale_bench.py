@@ -5,7 +5,8 @@ its best (DoGet + read_all + one write_deltalake, bench/load_bench.py's peer b) 
 --python-max-rows (it holds the whole result in memory).
 
 For each size: seconds, rows/s, CPU seconds per million rows and peak RSS (ru_maxrss of the
-loading process) of each peer, the row count read back through deltalake's log replay. The goal
+loading process) of each peer, the row count read back through deltalake's log replay (at the
+smallest size also every column of each peer's first table, compared with the server's). The goal
 is a flat memory curve: ampdelta's peak RSS within 1.2x across sizes and at most 512 MiB.
 
 Usage: bench/scale_bench.py [--sizes 1000000,4000000,16000000,32000000] [--rounds 1]
@@ -50,6 +51,15 @@ def main() -> int:
             url = server.stdout.readline().split()[-1]
             threading.Thread(target=server.stdout.read, daemon=True).start()
             peers = ["ampdelta"] + (["b"] if rows <= args.python_max_rows else [])
+            # At the smallest size each peer's first table is compared, every column, with the
+            # rows the server sends (the larger ones would not fit the reader's memory).
+            source = None
+            if size == min(sizes):
+                capture = work / "source.arrow"
+                load_bench.timed([load_bench.PYTHON, "-c", load_bench.DRAIN, url, load_bench.SQL,
+                                  str(capture)], work)
+                source = load_bench.content(capture, "ipc")
+                capture.unlink()
             for name in peers:
                 runs = []
                 for _ in range(args.rounds):
@@ -74,6 +84,8 @@ def main() -> int:
                     written = load_bench.rows_in(target, delta=True)
                     if written != rows:
                         raise RuntimeError(f"{name} wrote {written} rows at size {rows}")
+                    if source is not None and not runs:
+                        load_bench.check_content(name, load_bench.content(target, "delta"), source)
                     run["output_mib"] = load_bench.du(target) / 2**20
                     shutil.rmtree(target, ignore_errors=True)
                     runs.append(run)
