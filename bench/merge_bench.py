@@ -16,7 +16,8 @@ Each round restores the target to its loaded version first (metadata only), then
              .when_not_matched_insert_all().execute() (timed after imports; the DoGet apart too).
 Reported: seconds, files removed and added by the merge commit, peak RSS. Checked: the table has
 --rows rows afterwards and sum(nonce) equals the target's minus the replaced rows' plus the
-source's, read back by deltalake.
+source's, read back by deltalake; in the first round both engines' merged tables must hold the
+same rows, every column (bench/load_bench.py's content check).
 
 Usage: bench/merge_bench.py [--rows 10000000] [--fraction 0.01] [--pattern recent] [--rounds 3]
 """
@@ -126,6 +127,7 @@ def main() -> int:
     base, base_url = start_server(blocks, 0)
     source, source_url = start_server(blocks, 1)
     runs = {"ampdelta": [], "deltalake": []}
+    merged = {}  # each engine's first merged table, digested (load_bench.content)
     try:
         load_bench.timed([str(load_bench.CLI), "load", "--server", base_url, "--table", str(target),
                           "--sql", 'SELECT * FROM "acme/eth_mainnet".transactions', "--mode", "append",
@@ -168,9 +170,15 @@ def main() -> int:
                 got = load_bench.python_json(SUM_NONCE, str(target))
                 if got != expected:
                     raise RuntimeError(f"{engine}'s merge left {got}, expected {expected}")
+                if round_index == 0:
+                    merged[engine] = load_bench.content(target, "delta")
                 runs[engine].append(run)
                 print(f"round {round_index + 1} {engine}: {run['seconds']:.2f}s, files removed "
                       f"{run['remove']}, added {run['add']}, peak RSS {run['rss']:.0f} MiB", file=sys.stderr)
+            if round_index == 0:
+                # Both engines must leave the same rows, every column (read back by deltalake).
+                load_bench.check_content("ampdelta's merged table", merged["ampdelta"],
+                                         merged["deltalake"])
     finally:
         for server in (base, source):
             server.send_signal(signal.SIGTERM)
