@@ -33,8 +33,9 @@ server serving SELECT * FROM "acme/eth_mainnet".transactions (100 transactions p
 Peak RSS is each peer process's (wait4 in a small launcher process). Every table's rows
 are counted from its Parquet footers after each run and must equal the
 server's rows; each peer's first table is also read back by deltalake and its rows compared,
-every column, with the server's (bench/load_bench.py's content check). Medians over --rounds rounds; the report is JSON, then a Markdown table of
-the ratios. The dev server, Ray and the loaders share the machine's cores.
+every column, with the server's (bench/load_bench.py's content check). Medians over
+--rounds rounds; the Markdown tables go to stderr and the JSON report comes last on stdout.
+The dev server, Ray and the loaders share the machine's cores.
 
 Usage: bench/python_bench.py [--rows 1000000] [--rounds 3] [--cli PATH] [--shards 2]
                              [--workers 2] [--ray-cpus 2] [--no-ray]

@@ -186,6 +186,8 @@ def refusing_port(port: int = 0):
         if port:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", port))
+        # Cleared once bound, so that no server binding this port by name takes it either.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 0)
         yield sock.getsockname()[1]
 
 
