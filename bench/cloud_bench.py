@@ -168,11 +168,7 @@ def main() -> int:
             # deltalake_s3 is timed after its imports; deltalake_s3_process includes them.
             times = {"ampdelta_local": [], "ampdelta_s3": [], "deltalake_s3": [],
                      "deltalake_s3_process": []}
-            capture = work / "source.arrow"
-            subprocess.run([sys.executable, "-c", load_bench.DRAIN, url, SQL, str(capture)],
-                           check=True, stdout=subprocess.DEVNULL)
-            source = load_bench.content(capture, "ipc")
-            capture.unlink()
+            source = load_bench.source_content(url, SQL, work, served)
             for round_index in range(args.rounds):
                 os.sync()
                 times["ampdelta_local"].append(ampdelta_load(url, str(work / "load"), {}))

@@ -370,6 +370,22 @@ def content(path: pathlib.Path | str, kind: str, storage_options: dict | None = 
 BATCH_TAG = "_amp_batch_id"
 
 
+def source_content(url: str, sql: str, work: pathlib.Path, rows: int | None = None,
+                   env: dict | None = None) -> dict:
+    """content() of the rows the server sends for `sql`: a DoGet drain captured to a file in
+    `work`, digested, then deleted. With `rows`, the server must have sent that many."""
+    capture = work / "source.arrow"
+    subprocess.run([PYTHON, "-c", DRAIN, url, sql, str(capture)], check=True,
+                   stdout=subprocess.DEVNULL, env=env)
+    try:
+        digest = content(capture, "ipc")
+    finally:
+        capture.unlink(missing_ok=True)
+    if rows is not None and digest["rows"] != rows:
+        raise RuntimeError(f"the server sent {digest['rows']} rows, expected {rows}")
+    return digest
+
+
 def check_content(name: str, got: dict, expected: dict, own_columns: tuple = ()) -> None:
     """Raise, naming the columns, unless `got` holds exactly the rows `expected` describes
     (besides `own_columns`, which the loader adds and the source lacks)."""

@@ -212,13 +212,7 @@ def main() -> int:
                table_rows=written)
 
     try:
-        capture = work / "source.arrow"
-        subprocess.run([sys.executable, "-c", load_bench.DRAIN, url, SQL, str(capture)],
-                       check=True, stdout=subprocess.DEVNULL)
-        source.update(load_bench.content(capture, "ipc"))
-        capture.unlink()
-        if source["rows"] != rows:
-            raise RuntimeError(f"the server sent {source['rows']} rows, expected {rows}")
+        source.update(load_bench.source_content(url, SQL, work, rows))
         stores = [("local", None)]
         emulator = None
         if not args.no_s3:

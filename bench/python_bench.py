@@ -222,13 +222,7 @@ def main() -> int:
         url = re.search(r"(grpc://127\.0\.0\.1:\d+)", server.stdout.readline()).group(1)
         threading.Thread(target=server.stdout.read, daemon=True).start()
         print(f"dev server {url}: {blocks} blocks, {rows} rows; CLI {cli}", file=sys.stderr)
-        capture = work / "source.arrow"
-        subprocess.run([sys.executable, "-c", load_bench.DRAIN, url, SQL, str(capture)],
-                       check=True, stdout=subprocess.DEVNULL, env=env)
-        source.update(load_bench.content(capture, "ipc"))
-        capture.unlink()
-        if source["rows"] != rows:
-            raise RuntimeError(f"the server sent {source['rows']} rows, expected {rows}")
+        source.update(load_bench.source_content(url, SQL, work, rows, env))
 
         startup = statistics.median(timed([str(cli), "--version"], env)[0] for _ in range(7))
         print(f"  cli no-op start-up (`ampdelta --version`, median of 7): {startup:.3f}s",

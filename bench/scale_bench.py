@@ -53,13 +53,8 @@ def main() -> int:
             peers = ["ampdelta"] + (["b"] if rows <= args.python_max_rows else [])
             # At the smallest size each peer's first table is compared, every column, with the
             # rows the server sends (the larger ones would not fit the reader's memory).
-            source = None
-            if size == min(sizes):
-                capture = work / "source.arrow"
-                load_bench.timed([load_bench.PYTHON, "-c", load_bench.DRAIN, url, load_bench.SQL,
-                                  str(capture)], work)
-                source = load_bench.content(capture, "ipc")
-                capture.unlink()
+            source = (load_bench.source_content(url, load_bench.SQL, work, rows)
+                      if size == min(sizes) else None)
             for name in peers:
                 runs = []
                 for _ in range(args.rounds):
