@@ -13,6 +13,7 @@
 
 #include "ampdelta/amp/client.h"
 #include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/ops/restore.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/devserver/synthetic_chain.h"
@@ -84,10 +85,11 @@ class ParallelLoadTest : public ::testing::Test {
     table_ = dir_.path() + "/transactions";
   }
 
-  loader::DeltaLakeConfig Config(bool optimize = false) {
+  loader::DeltaLakeConfig Config(bool optimize = false,
+                                 const std::string& properties = "{}") {
     auto config = loader::ParseDeltaLakeConfig(
         R"({"table_path": ")" + table_ + R"(", "optimize_after_write": )" +
-        (optimize ? "true" : "false") +
+        (optimize ? "true" : "false") + R"(, "table_properties": )" + properties +
         R"(, "resilience": {"retry": {"initial_backoff_ms": 1}}})");
     EXPECT_OK(config.status());
     return *config;
@@ -179,7 +181,9 @@ TEST_F(ParallelLoadTest, EightWorkersCreateANewTableOnceAndLoadEveryBlockOnce) {
   // appended); the stream took over after them.
   const auto snapshot = Snapshot();
   const std::string app_id = loader::StreamAppId(kTransactions);
-  const auto state = loader::ReadBackfillState(*snapshot, app_id);
+  const auto read = loader::ReadBackfillState(*snapshot, app_id, "block_num");
+  ASSERT_OK(read.status());
+  const loader::BackfillState& state = *read;
   ASSERT_EQ(state.loaded.at("mainnet").size(), 1u);
   EXPECT_EQ(state.loaded.at("mainnet")[0], (loader::BlockSpan{kFirst, kFirst + 389}));
   EXPECT_EQ(loader::TakeoverBlocks(*snapshot, app_id).at("mainnet"), kFirst + 390);
@@ -516,6 +520,104 @@ TEST_F(ParallelLoadTest, ThenStreamFollowsTheChainFromTheBackfillsLastBlock) {
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_NE(result.metadata.count("handoff_block"), 0u);
   ExpectCanonical(500);
+}
+
+// Four partitions of 20 blocks, one worker (a commit each, versions 0..3 in order).
+loader::ParallelOptions FourPartitions() {
+  loader::ParallelOptions parallel;
+  parallel.reorg_buffer = 10;
+  parallel.num_workers = 1;
+  parallel.partition_size = 20;
+  parallel.min_block = kFirst;
+  parallel.max_block = kFirst + 79;
+  return parallel;
+}
+
+// A restore takes two partitions' rows back but not their records: the re-run loads
+// them again (it used to trust the records, load nothing and exit 0 with a gap), and a
+// stream refuses to continue after the gap until it does.
+TEST_F(ParallelLoadTest, ARerunAfterARestoreLoadsThePartitionsTheRestoreTookBack) {
+  Start(100);
+  ASSERT_TRUE(Load(FourPartitions()).success);
+  auto store = *storage::OpenObjectStore(table_);
+  ASSERT_OK(delta::Restore(store, 1).status());  // the first two partitions
+  const auto stream = loader::LoadStream(*amp_, kTransactions, Config(), Options());
+  ASSERT_FALSE(stream.success);
+  EXPECT_THAT(stream.error, ::testing::HasSubstr("24000040-24000079 are missing"));
+  const auto again = Load(FourPartitions());
+  ASSERT_TRUE(again.success) << again.error;
+  EXPECT_EQ(again.rows_loaded, 40 * kTxsPerBlock);
+  EXPECT_EQ(again.metadata.at("partitions_loaded"), "2");
+  EXPECT_EQ(again.metadata.at("stale_records"), "24000040-24000079");
+  ExpectExactlyOnce(kFirst, kFirst + 79);
+  // Now complete, a further run loads nothing.
+  const auto third = Load(FourPartitions());
+  ASSERT_TRUE(third.success) << third.error;
+  EXPECT_EQ(third.rows_loaded, 0);
+  ExpectExactlyOnce(kFirst, kFirst + 79);
+}
+
+// An overwrite by a plain load keeps the blocks it wrote; the re-run loads the rest.
+TEST_F(ParallelLoadTest, ARerunAfterAnOverwriteOfWholePartitionsLoadsTheRest) {
+  Start(100);
+  ASSERT_TRUE(Load(FourPartitions()).success);
+  loader::LoadOptions overwrite = Options();
+  overwrite.mode = "overwrite";
+  const std::string first_two = std::string(kTransactions) +
+                                " WHERE block_num >= 24000000 AND block_num <= 24000039";
+  ASSERT_TRUE(loader::LoadBatch(*amp_, first_two, Config(), overwrite).success);
+  const auto again = Load(FourPartitions());
+  ASSERT_TRUE(again.success) << again.error;
+  EXPECT_EQ(again.rows_loaded, 40 * kTxsPerBlock);
+  ExpectExactlyOnce(kFirst, kFirst + 79);
+}
+
+// An overwrite that keeps part of a partition's blocks leaves neither a safe reload
+// nor a complete table: refused, naming the blocks, the table kept.
+TEST_F(ParallelLoadTest, AnOverwriteKeepingPartOfAPartitionIsRefusedByTheRerun) {
+  Start(100);
+  ASSERT_TRUE(Load(FourPartitions()).success);
+  loader::LoadOptions overwrite = Options();
+  overwrite.mode = "overwrite";
+  const std::string some = std::string(kTransactions) +
+                           " WHERE block_num >= 24000000 AND block_num <= 24000029";
+  ASSERT_TRUE(loader::LoadBatch(*amp_, some, Config(), overwrite).success);
+  const auto before = Snapshot()->version();
+  const auto again = Load(FourPartitions());
+  ASSERT_FALSE(again.success);
+  EXPECT_THAT(again.error,
+              ::testing::HasSubstr("blocks 24000020-24000039 of mainnet hold "
+                                   "30 of the 60 rows"));
+  EXPECT_TRUE(IsError(again.status, ErrorCode::kCorruptLog)) << again.status.ToString();
+  EXPECT_EQ(Snapshot()->version(), before);
+}
+
+// Records aged out by delta.setTransactionRetentionDuration: the tags still say what
+// the table holds, and the re-run loads nothing (it used to load every row again).
+TEST_F(ParallelLoadTest, ARerunAfterTheRecordsExpiredLoadsNothingTwice) {
+  Start(120);
+  const std::string retention =
+      R"({"delta.setTransactionRetentionDuration": "interval 1 millisecond"})";
+  auto run = [&](const loader::ParallelOptions& parallel) {
+    return loader::LoadParallel(*amp_, kTransactions, Config(false, retention), Options(),
+                                parallel);
+  };
+  ASSERT_TRUE(run(FourPartitions()).success);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  loader::ParallelOptions later = FourPartitions();
+  later.min_block = kFirst + 80;
+  later.max_block = kFirst + 99;
+  ASSERT_TRUE(run(later).success);  // a later commit ages the first run's records out
+  const auto snapshot = Snapshot();
+  EXPECT_FALSE(
+      snapshot
+          ->AppTransactionVersion(loader::BackfillPartitionAppId(
+              loader::StreamAppId(kTransactions), "mainnet", {kFirst, kFirst + 19}))
+          .has_value());
+  const auto again = run(FourPartitions());
+  ASSERT_TRUE(again.success) << again.error;
+  EXPECT_EQ(again.rows_loaded, 0);
+  ExpectExactlyOnce(kFirst, kFirst + 99);
 }
 
 }  // namespace

@@ -103,6 +103,15 @@ nlohmann::ordered_json ReportJson(const loader::VerifyReport& report) {
     }
   }
   out["recorded"] = recorded;
+  nlohmann::ordered_json backfilled = nlohmann::ordered_json::object();
+  for (const auto& [app, networks] : report.backfilled) {
+    for (const auto& [network, runs] : networks) {
+      for (const auto& [first, last] : runs) {
+        backfilled[app][network].push_back({first, last});
+      }
+    }
+  }
+  out["backfilled"] = backfilled;
   out["counts"] = report.counts;
   out["findings"] = nlohmann::ordered_json::array();
   for (const auto& finding : report.findings) {
@@ -130,7 +139,14 @@ void PrintReport(const std::string& path, const loader::VerifyReport& report) {
       std::cout << "\n";
     }
   }
-  std::cout << "checked: files, recorded ranges, batch ids"
+  for (const auto& [app, networks] : report.backfilled) {
+    for (const auto& [network, runs] : networks) {
+      std::cout << "backfill " << app << " loaded " << network << ":";
+      for (const auto& [first, last] : runs) std::cout << " " << first << ".." << last;
+      std::cout << "\n";
+    }
+  }
+  std::cout << "checked: files, recorded ranges, backfill partitions, batch ids"
             << (report.hash_column.empty()
                     ? ""
                     : ", one hash per block (" + report.hash_column + ")")

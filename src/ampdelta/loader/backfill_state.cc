@@ -2,7 +2,12 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
+#include "ampdelta/loader/takeover.h"
+#include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/numbers.h"
+#include "ampdelta/util/status.h"
 
 namespace ampdelta::loader {
 namespace {
@@ -32,6 +37,12 @@ std::string SpanText(const BlockSpan& span) {
   return std::to_string(span.first) + "-" + std::to_string(span.last);
 }
 
+std::string SpansText(const std::vector<BlockSpan>& spans) {
+  std::string text;
+  for (const auto& span : spans) text += (text.empty() ? "" : ",") + SpanText(span);
+  return text;
+}
+
 std::string BackfillPartitionAppId(const std::string& stream_app_id,
                                    const std::string& network, const BlockSpan& span) {
   return stream_app_id + kPartitionInfix + network + "/" + std::to_string(span.first) +
@@ -40,6 +51,85 @@ std::string BackfillPartitionAppId(const std::string& stream_app_id,
 
 std::string BackfillTagKey(const std::string& stream_app_id) {
   return "ampdelta.backfill." + stream_app_id;
+}
+
+std::string BackfillTagValue(const BackfillPart& part) {
+  nlohmann::json element = {
+      {"network", part.network}, {"first", part.span.first}, {"last", part.span.last}};
+  if (part.rows) element["rows"] = *part.rows;
+  // Networks come from parsed app_metadata, so they are UTF-8.
+  return json_util::DumpJsonLossy(nlohmann::json::array({element}));
+}
+
+namespace {
+
+arrow::Status MalformedTag(const std::string& key, const std::string& why) {
+  return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid, "file tag ", key,
+                   " is not a list of backfill partitions: ", why);
+}
+
+// `network:first-last` or `network:block`, as tags were written before they counted rows.
+std::optional<BackfillPart> ParseLegacyPart(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return std::nullopt;
+  BackfillPart part;
+  part.network = text.substr(0, colon);
+  const std::string range = text.substr(colon + 1);
+  const size_t dash = range.find('-');
+  if (!ParseBlock(range.substr(0, dash), &part.span.first)) return std::nullopt;
+  part.span.last = part.span.first;
+  if (dash != std::string::npos && !ParseBlock(range.substr(dash + 1), &part.span.last)) {
+    return std::nullopt;
+  }
+  if (part.span.first > part.span.last) return std::nullopt;
+  return part;
+}
+
+std::optional<BackfillPart> ParsePart(const nlohmann::json& element) {
+  if (element.is_string()) return ParseLegacyPart(element.get<std::string>());
+  if (!element.is_object() || !element.contains("network") ||
+      !element["network"].is_string()) {
+    return std::nullopt;
+  }
+  BackfillPart part;
+  part.network = element["network"].get<std::string>();
+  auto first =
+      element.contains("first") ? json_util::AsUint64(element["first"]) : std::nullopt;
+  auto last =
+      element.contains("last") ? json_util::AsUint64(element["last"]) : std::nullopt;
+  if (!first || !last || *first > *last) return std::nullopt;
+  part.span = {*first, *last};
+  if (element.contains("rows")) {
+    auto rows = json_util::AsInt64(element["rows"]);
+    if (!rows || *rows < 0) return std::nullopt;
+    part.rows = *rows;
+  }
+  return part;
+}
+
+}  // namespace
+
+arrow::Result<std::vector<BackfillPart>> ReadBackfillTag(
+    const delta::Add& file, const std::string& stream_app_id) {
+  std::vector<BackfillPart> parts;
+  if (!file.tags) return parts;
+  const std::string key = BackfillTagKey(stream_app_id);
+  auto tag = file.tags->find(key);
+  if (tag == file.tags->end() || !tag->second) return parts;
+  const nlohmann::json value = json_util::ParseJson(*tag->second);
+  if (!value.is_array()) return MalformedTag(key, "not a JSON array");
+  for (const auto& element : value) {
+    auto part = ParsePart(element);
+    if (!part) return MalformedTag(key, json_util::DumpJsonLossy(element));
+    parts.push_back(std::move(*part));
+  }
+  return parts;
+}
+
+std::optional<int64_t> BackfillRecord::Rows() const {
+  // Records written before ampdelta counted rows hold the partition's last block.
+  if (version < 0 || static_cast<uint64_t>(version) == span.last) return std::nullopt;
+  return version;
 }
 
 std::string BackfillPlanAppId(const std::string& stream_app_id,
@@ -144,15 +234,41 @@ std::map<std::string, std::vector<BlockSpan>> BackfillState::Unfinished() const 
   return unfinished;
 }
 
-BackfillState ReadBackfillState(const delta::Snapshot& snapshot,
-                                const std::string& stream_app_id) {
-  BackfillState state;
-  std::map<std::string, std::vector<BlockSpan>> spans;
+std::set<std::string> BackfillState::StaleAppIds(const std::string& stream_app_id) const {
+  std::set<std::string> ids;
+  for (const auto& record : stale) {
+    ids.insert(BackfillPartitionAppId(stream_app_id, record.network, record.span));
+  }
+  return ids;
+}
+
+namespace {
+
+// The live files' tags: what the table holds.
+arrow::Status ReadTags(const delta::Snapshot& snapshot, const std::string& stream_app_id,
+                       BackfillState* state) {
+  for (const auto& file : snapshot.files()) {
+    ARROW_ASSIGN_OR_RAISE(auto parts, ReadBackfillTag(file, stream_app_id));
+    for (auto& part : parts) state->tagged[part.network].push_back(std::move(part));
+  }
+  for (auto& [network, parts] : state->tagged) {
+    std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) {
+      return a.span.first != b.span.first ? a.span.first < b.span.first
+                                          : a.span.last < b.span.last;
+    });
+    parts.erase(std::unique(parts.begin(), parts.end()), parts.end());
+  }
+  return arrow::Status::OK();
+}
+
+// The partition and plan records of the log.
+void ReadRecords(const delta::Snapshot& snapshot, const std::string& stream_app_id,
+                 BackfillState* state) {
   std::map<std::string, std::vector<BlockSpan>> planned;
   const std::string plan_prefix = stream_app_id + kPlanInfix;
   for (const auto& [app_id, txn] : snapshot.app_transactions()) {
     if (auto partition = ParseBackfillPartitionAppId(stream_app_id, app_id)) {
-      spans[partition->first].push_back(partition->second);
+      state->records.push_back({partition->first, partition->second, txn.version});
       continue;
     }
     if (!StartsWith(app_id, plan_prefix)) continue;
@@ -163,11 +279,85 @@ BackfillState ReadBackfillState(const delta::Snapshot& snapshot,
     auto plan = ParseRangeAppId(app_id.substr(0, slash + 1), app_id);
     if (!grid || !plan) continue;
     planned[plan->first].push_back(plan->second);
-    state.plans[plan->first].emplace_back(plan->second, *grid);
+    state->plans[plan->first].emplace_back(plan->second, *grid);
   }
-  for (auto& [network, list] : spans) state.loaded[network] = MergeSpans(std::move(list));
   for (auto& [network, list] : planned)
-    state.planned[network] = MergeSpans(std::move(list));
+    state->planned[network] = MergeSpans(std::move(list));
+}
+
+bool Covered(const std::vector<BlockSpan>& merged, const BlockSpan& span) {
+  return std::any_of(merged.begin(), merged.end(), [&](const BlockSpan& held) {
+    return held.first <= span.first && span.last <= held.last;
+  });
+}
+
+// Which records the table corroborates: an empty partition's, or one whose blocks hold
+// rows in files without the tag (another engine compacted them).
+arrow::Status JudgeRecords(const delta::Snapshot& snapshot,
+                           const std::string& stream_app_id,
+                           const std::string& block_column, BackfillState* state,
+                           std::map<std::string, std::vector<BlockSpan>>* held) {
+  const std::map<std::string, std::vector<BlockSpan>> tags = *held;
+  std::vector<const BackfillRecord*> unconfirmed;
+  for (const auto& record : state->records) {
+    const auto tagged = tags.find(record.network);
+    if (tagged != tags.end() && Covered(tagged->second, record.span)) continue;
+    if (record.Empty()) {
+      (*held)[record.network].push_back(record.span);
+      continue;
+    }
+    unconfirmed.push_back(&record);
+  }
+  if (unconfirmed.empty()) return arrow::Status::OK();
+  const std::string tag = BackfillTagKey(stream_app_id);
+  std::vector<int64_t> found(unconfirmed.size(), 0);
+  if (block_column.empty() ||
+      delta::FindFieldIgnoreCase(*snapshot.schema(), block_column) < 0) {
+    // Nothing tells the rows' blocks: any untagged rows may be the records'.
+    std::fill(found.begin(), found.end(), ForeignRows(snapshot, tag) > 0 ? 1 : 0);
+  } else {
+    std::vector<std::pair<uint64_t, uint64_t>> spans;
+    for (const auto* record : unconfirmed)
+      spans.emplace_back(record->span.first, record->span.last);
+    ARROW_ASSIGN_OR_RAISE(found, ForeignRowsIn(snapshot, block_column, spans, tag));
+  }
+  for (size_t i = 0; i < unconfirmed.size(); ++i) {
+    const BackfillRecord& record = *unconfirmed[i];
+    if (found[i] == 0) {
+      state->stale.push_back(record);
+      continue;
+    }
+    const auto rows = record.Rows();
+    const auto tagged = tags.find(record.network);
+    const bool partly_tagged =
+        tagged != tags.end() &&
+        std::any_of(tagged->second.begin(), tagged->second.end(), [&](const auto& span) {
+          return span.first <= record.span.last && record.span.first <= span.last;
+        });
+    if (rows && found[i] < *rows && !block_column.empty() && !partly_tagged) {
+      state->short_records.push_back({record, found[i]});
+    }
+    (*held)[record.network].push_back(record.span);
+  }
+  return arrow::Status::OK();
+}
+
+}  // namespace
+
+arrow::Result<BackfillState> ReadBackfillState(const delta::Snapshot& snapshot,
+                                               const std::string& stream_app_id,
+                                               const std::string& block_column) {
+  BackfillState state;
+  ARROW_RETURN_NOT_OK(ReadTags(snapshot, stream_app_id, &state));
+  ReadRecords(snapshot, stream_app_id, &state);
+  std::map<std::string, std::vector<BlockSpan>> held;
+  for (const auto& [network, parts] : state.tagged) {
+    for (const auto& part : parts) held[network].push_back(part.span);
+  }
+  for (auto& [network, spans] : held) spans = MergeSpans(std::move(spans));
+  ARROW_RETURN_NOT_OK(JudgeRecords(snapshot, stream_app_id, block_column, &state, &held));
+  for (auto& [network, spans] : held)
+    state.loaded[network] = MergeSpans(std::move(spans));
   return state;
 }
 

@@ -204,6 +204,7 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
     return arrow::Status::OK();
   }
   if (rows_in_commit == 0 && progress->commits > 0) return writer->Abort();
+  if (records.before_commit) records.before_commit(rows_in_commit, writer.get());
   const auto commit_start = Clock::now();
   ARROW_ASSIGN_OR_RAISE(auto committed, writer->Commit());
   Record(committed, table_name, commit_start, progress);
@@ -221,6 +222,7 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
   write.app_transaction = records.app_transaction;
   write.transaction_records = records.transaction_records;
   write.overlapping_app_ids = records.overlapping_app_ids;
+  write.superseded_app_ids = records.superseded_app_ids;
   write.read_snapshot = records.read_snapshot;
   ARROW_ASSIGN_OR_RAISE(auto store, internal::OpenStore(config, options, result));
   Progress progress;

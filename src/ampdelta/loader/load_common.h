@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct LoadRecords {
   std::function<bool(const std::string&)> overlapping_app_ids;
   /// Tags of every data file.
   delta::NullableStringMap file_tags;
+  /// Called with the load's rows just before its commit (append loads): a backfill
+  /// partition's tag and record count them.
+  std::function<void(int64_t rows, delta::TableWriter* writer)> before_commit;
+  /// TableWriteOptions::superseded_app_ids.
+  std::set<std::string> superseded_app_ids;
   /// The table as the caller planned the load on (null: read it at the start).
   std::shared_ptr<const delta::Snapshot> read_snapshot;
 };

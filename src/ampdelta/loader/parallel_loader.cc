@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include <arrow/type.h>
 #include <arrow/type_traits.h>
-#include <nlohmann/json.hpp>
 
 #include "ampdelta/amp/query_text.h"
 #include "ampdelta/amp/server_error.h"
@@ -198,9 +198,14 @@ class ParallelLoad {
     if (stream_until_ || parallel_.then_stream) ARROW_RETURN_NOT_OK(CheckStreams());
     std::vector<Partition> partitions;
     if (range_) {
-      const BackfillState state =
-          snapshot ? ReadBackfillState(*snapshot, app_id_) : BackfillState();
+      BackfillState state;
+      if (snapshot) {
+        ARROW_ASSIGN_OR_RAISE(
+            state, ReadBackfillState(*snapshot, app_id_, options_.block_column));
+      }
       ARROW_RETURN_NOT_OK(CheckShardGrid(state));
+      ARROW_RETURN_NOT_OK(CheckShortRecords(state));
+      ReportStaleRecords(state);
       const auto missing = state.Missing(coverage_.network, *range_);
       if (snapshot) ARROW_RETURN_NOT_OK(CheckOtherWriters(*snapshot, missing));
       partitions = PlanPartitions(missing, grid_.partition_size, parallel_);
@@ -377,6 +382,42 @@ class ParallelLoad {
     return arrow::Status::OK();
   }
 
+  // Records whose blocks hold only some of their rows, in files without the tag (another
+  // engine rewrote the files, then rows went): loading them again would duplicate the
+  // rest, and leaving them would keep a gap. Refuse, naming them.
+  arrow::Status CheckShortRecords(const BackfillState& state) const {
+    for (const auto& [record, found] : state.short_records) {
+      if (record.network != coverage_.network || record.span.last < range_->first ||
+          record.span.first > range_->last) {
+        continue;
+      }
+      return MakeError(
+          ErrorCode::kCorruptLog, arrow::StatusCode::Invalid, "blocks ",
+          SpanText(record.span), " of ", record.network, " hold ", found, " of the ",
+          record.version,
+          " rows the backfill loaded there, in files without its tags (another engine "
+          "rewrote them, and rows went since): loading the blocks again would put the "
+          "others there twice. Delete their rows (ampdelta table delete --where '",
+          options_.block_column, " BETWEEN ", record.span.first, " AND ",
+          record.span.last, "') and run the backfill again");
+    }
+    return arrow::Status::OK();
+  }
+
+  // Records whose rows are gone are ignored: their blocks load again.
+  void ReportStaleRecords(const BackfillState& state) {
+    std::vector<BlockSpan> stale;
+    for (const auto& record : state.stale) {
+      if (record.network == coverage_.network) stale.push_back(record.span);
+    }
+    if (stale.empty()) return;
+    const std::string text = SpansText(MergeSpans(std::move(stale)));
+    result_->metadata["stale_records"] = text;
+    AMPDELTA_LOG_WARN("the table records blocks ", text, " of ", coverage_.network,
+                      " as backfilled, but no live file holds their rows (a restore, "
+                      "an overwrite or a delete took them back): loading them again");
+  }
+
   // Rows of other writers (the SDK, a plain load) in the blocks to load would be there
   // twice: refuse, naming them.
   arrow::Status CheckOtherWriters(const delta::Snapshot& snapshot,
@@ -388,19 +429,22 @@ class ParallelLoad {
       return InvalidInput("the table holds rows another writer loaded and has no '" +
                           options_.block_column + "' column to tell their blocks by");
     }
-    ARROW_ASSIGN_OR_RAISE(auto span,
-                          ForeignBlockSpan(snapshot, options_.block_column, tag));
-    if (!span) return arrow::Status::OK();
-    for (const auto& part : missing) {
-      if (span->second < static_cast<int64_t>(part.first) ||
-          span->first > static_cast<int64_t>(part.last)) {
-        continue;
-      }
+    std::vector<std::pair<uint64_t, uint64_t>> spans;
+    for (const auto& part : missing) spans.emplace_back(part.first, part.last);
+    ARROW_ASSIGN_OR_RAISE(const auto found,
+                          ForeignRowsIn(snapshot, options_.block_column, spans, tag));
+    for (size_t i = 0; i < missing.size(); ++i) {
+      if (found[i] == 0) continue;
+      ARROW_ASSIGN_OR_RAISE(auto span,
+                            ForeignBlockSpan(snapshot, options_.block_column, tag));
+      const auto [low, high] = span.value_or(std::make_pair(
+          static_cast<int64_t>(missing[i].first), static_cast<int64_t>(missing[i].last)));
       return InvalidInput(
           "the table holds " + std::to_string(rows) + " rows another writer loaded, " +
-          options_.block_column + " " + std::to_string(span->first) + " to " +
-          std::to_string(span->second) + ", and blocks " + SpanText(part) +
-          " to load lie among them: they would be there twice; choose a min_block / "
+          options_.block_column + " " + std::to_string(low) + " to " +
+          std::to_string(high) + ", and blocks " + SpanText(missing[i]) +
+          " to load hold " + std::to_string(found[i]) +
+          " of them: they would be there twice; delete them, or choose a min_block / "
           "max_block outside them");
     }
     return arrow::Status::OK();
@@ -487,42 +531,58 @@ class ParallelLoad {
     return outcome;
   }
 
-  // The blocks of `span` neither a backfill record nor the query's stream covers in
-  // `snapshot`.
-  arrow::Result<std::vector<BlockSpan>> StillMissing(const delta::Snapshot* snapshot,
-                                                     const BlockSpan& span,
-                                                     bool* stream_started) const {
-    if (snapshot == nullptr) return std::vector<BlockSpan>{span};
+  // What `snapshot` leaves to load of `span`: the blocks the table holds neither from
+  // the backfill nor from the query's stream, and the records found stale on the way.
+  struct Remaining {
+    std::vector<BlockSpan> missing;
+    std::set<std::string> stale_app_ids;
+    bool stream_started = false;
+  };
+  arrow::Result<Remaining> StillMissing(const delta::Snapshot* snapshot,
+                                        const BlockSpan& span) const {
+    Remaining remaining;
+    if (snapshot == nullptr) {
+      remaining.missing.push_back(span);
+      return remaining;
+    }
     ARROW_ASSIGN_OR_RAISE(const StreamState stream, ReadStreamState(snapshot, app_id_));
     const auto owned = StreamFirstBlock(stream, coverage_.network);
-    *stream_started = owned.has_value();
-    std::vector<BlockSpan> missing;
-    for (auto part :
-         ReadBackfillState(*snapshot, app_id_).Missing(coverage_.network, span)) {
+    remaining.stream_started = owned.has_value();
+    ARROW_ASSIGN_OR_RAISE(const BackfillState state,
+                          ReadBackfillState(*snapshot, app_id_, options_.block_column));
+    remaining.stale_app_ids = state.StaleAppIds(app_id_);
+    for (auto part : state.Missing(coverage_.network, span)) {
       if (owned && *owned <= part.first) continue;
       if (owned) part.last = std::min(part.last, *owned - 1);
-      missing.push_back(part);
+      remaining.missing.push_back(part);
     }
-    return missing;
+    return remaining;
   }
 
   // Load the blocks of `partition` no record covers, each missing span in one commit.
   arrow::Status LoadMissing(const Partition& partition, LoadResult* outcome) {
     ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
-    bool stream_started = false;
-    ARROW_ASSIGN_OR_RAISE(auto missing,
-                          StillMissing(snapshot.get(), partition.span, &stream_started));
-    if (missing.empty() && outcome->rows_loaded == 0)
+    ARROW_ASSIGN_OR_RAISE(const Remaining remaining,
+                          StillMissing(snapshot.get(), partition.span));
+    const bool stream_started = remaining.stream_started;
+    if (remaining.missing.empty() && outcome->rows_loaded == 0)
       outcome->metadata["skipped"] = "true";
-    for (const auto& span : missing) {
+    for (const auto& span : remaining.missing) {
       ARROW_ASSIGN_OR_RAISE(
           const std::string sql,
           amp::AddBlockFilter(batch_sql_, options_.block_column, span.first, span.last));
       internal::LoadRecords records;
-      records.app_transaction =
-          delta::SetTransaction{BackfillPartitionAppId(app_id_, coverage_.network, span),
-                                static_cast<int64_t>(span.last),
-                                {}};
+      const std::string claim = BackfillPartitionAppId(app_id_, coverage_.network, span);
+      // The record and the tag count the rows the commit holds (known at its end).
+      records.app_transaction = delta::SetTransaction{claim, 0, {}};
+      records.before_commit = [this, claim, span](int64_t rows,
+                                                  delta::TableWriter* writer) {
+        writer->SetAppTransaction(delta::SetTransaction{claim, rows, {}});
+        writer->SetFileTags(
+            {{BackfillTagKey(app_id_),
+              BackfillTagValue(BackfillPart{coverage_.network, span, rows})}});
+      };
+      records.superseded_app_ids = remaining.stale_app_ids;
       records.transaction_records.push_back(delta::SetTransaction{
           BackfillPlanAppId(app_id_, coverage_.network, *range_, grid_),
           static_cast<int64_t>(range_->last),
@@ -540,8 +600,6 @@ class ParallelLoad {
         return other && other->first == coverage_.network &&
                other->second.first <= span.last && span.first <= other->second.last;
       };
-      records.file_tags[BackfillTagKey(app_id_)] =
-          nlohmann::json::array({coverage_.network + ":" + SpanText(span)}).dump();
       records.read_snapshot = snapshot;
       LoadResult loaded = internal::LoadBatchRecorded(client_, sql, partition_config_,
                                                       partition_options_, records);
@@ -582,11 +640,10 @@ class ParallelLoad {
     // not started after a stop).
     std::vector<BlockSpan> missing;
     if (range_) {
-      bool stream_started = false;
-      ARROW_ASSIGN_OR_RAISE(auto uncovered,
-                            StillMissing(snapshot.get(), *range_, &stream_started));
+      ARROW_ASSIGN_OR_RAISE(const Remaining uncovered,
+                            StillMissing(snapshot.get(), *range_));
       for (const auto& partition :
-           PlanPartitions(uncovered, grid_.partition_size, parallel_)) {
+           PlanPartitions(uncovered.missing, grid_.partition_size, parallel_)) {
         missing.push_back(partition.span);
       }
     }
@@ -598,10 +655,7 @@ class ParallelLoad {
       }
       return arrow::Status::OK();
     }
-    std::string ranges;
-    for (const auto& span : missing) {
-      ranges += (ranges.empty() ? "" : ",") + SpanText(span);
-    }
+    const std::string ranges = SpansText(missing);
     result_->metadata["missing_ranges"] = ranges;
     std::string causes;
     for (const auto& [span, error] : failed_) {
@@ -632,7 +686,9 @@ class ParallelLoad {
       ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
       uint64_t end = range_->last;
       if (snapshot) {
-        const BackfillState state = ReadBackfillState(*snapshot, app_id_);
+        ARROW_ASSIGN_OR_RAISE(
+            const BackfillState state,
+            ReadBackfillState(*snapshot, app_id_, options_.block_column));
         if (auto spans = state.loaded.find(coverage_.network);
             spans != state.loaded.end()) {
           for (const auto& span : spans->second) {

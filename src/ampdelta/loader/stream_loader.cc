@@ -129,9 +129,12 @@ class StreamLoad {
   }
 
   // No progress, no takeover and no backfill of this query in the table.
-  bool StartsFromScratch() const {
+  arrow::Result<bool> StartsFromScratch() const {
     if (state_.HasRecords() || !state_.takeover_blocks.empty()) return false;
-    return snapshot_ == nullptr || ReadBackfillState(*snapshot_, app_id_).loaded.empty();
+    if (snapshot_ == nullptr) return true;
+    ARROW_ASSIGN_OR_RAISE(const BackfillState backfill,
+                          ReadBackfillState(*snapshot_, app_id_, options_.block_column));
+    return backfill.loaded.empty();
   }
 
   // A table holding rows no stream of this query loaded: refuse, or take it over as
@@ -227,7 +230,8 @@ class StreamLoad {
   // The last block of this query's backfill (backfill_state.h) when the table's foreign
   // rows are all the backfill's; an error when the backfill left blocks out.
   arrow::Result<std::optional<uint64_t>> BackfillEnd() const {
-    const BackfillState backfill = ReadBackfillState(*snapshot_, app_id_);
+    ARROW_ASSIGN_OR_RAISE(const BackfillState backfill,
+                          ReadBackfillState(*snapshot_, app_id_, options_.block_column));
     if (backfill.loaded.empty()) return std::nullopt;
     // Untagged rows inside the backfill's blocks are its own (a reorg undo rewrote their
     // file); any others are another writer's.
@@ -485,11 +489,19 @@ class StreamLoad {
       // A stream with nothing in the table yet starts at the dataset's first block: a
       // backfill of its query committing meanwhile makes that a conflict (the restart
       // then takes over after the backfill, or refuses while it runs).
-      if (StartsFromScratch()) {
+      ARROW_ASSIGN_OR_RAISE(const bool from_scratch, StartsFromScratch());
+      if (from_scratch) {
         const std::string backfill = app_id_ + "/backfill/";
         write.overlapping_app_ids = [backfill](const std::string& app_id) {
           return app_id.rfind(backfill, 0) == 0;
         };
+        // Records the table already has are stale (their rows are gone), or the stream
+        // would not start from scratch.
+        if (snapshot_ != nullptr) {
+          for (const auto& [app_id, txn] : snapshot_->app_transactions()) {
+            if (app_id.rfind(backfill, 0) == 0) write.superseded_app_ids.insert(app_id);
+          }
+        }
       }
       ARROW_ASSIGN_OR_RAISE(writer_,
                             delta::TableWriter::Open(store_, batch->schema(), write));

@@ -296,7 +296,8 @@ arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
       std::any_of(state.takeover_blocks.begin(), state.takeover_blocks.end(),
                   [&](const auto& entry) { return state.Recorded(entry.first).empty(); });
   if (seeding) {
-    const BackfillState backfill = ReadBackfillState(*snapshot, app_id);
+    ARROW_ASSIGN_OR_RAISE(const BackfillState backfill,
+                          ReadBackfillState(*snapshot, app_id, block_column));
     for (const auto& [network, block] : state.takeover_blocks) {
       auto spans = backfill.loaded.find(network);
       if (block == 0 || spans == backfill.loaded.end()) continue;

@@ -2,8 +2,8 @@
 
 /// \file table_verify.h
 /// \brief `ampdelta verify`: check a loaded table against its own records (the block
-/// ranges its streams recorded, the files its log names) and, given the chain, against
-/// the server's canonical hashes.
+/// ranges its streams recorded, its backfills' partitions and records, the files its log
+/// names) and, given the chain, against the server's canonical hashes.
 
 #include <cstdint>
 #include <functional>
@@ -22,7 +22,10 @@ namespace ampdelta::loader {
 /// \brief One problem the verifier found.
 struct VerifyFinding {
   /// `missing_file`, `size_mismatch`, `gap`, `duplicate_block`, `fork_mix`,
-  /// `stale_hash`, `unknown_block`, `batch_id`, `unreadable_file`.
+  /// `stale_hash`, `unknown_block`, `batch_id`, `unreadable_file`, `stale_record` (a
+  /// backfill record whose rows are gone), `missing_rows` (a backfill partition holding
+  /// fewer rows than its commit loaded), `foreign_rows` (another writer's rows where a
+  /// stream took the table over).
   std::string kind;
   std::string message;
   /// The data file concerned, when one is (table-relative).
@@ -64,6 +67,10 @@ struct VerifyReport {
   /// Per stream (`<app id>`), per network: the recorded blocks as [first, last] runs.
   std::map<std::string, std::map<std::string, std::vector<std::pair<uint64_t, uint64_t>>>>
       recorded;
+  /// Per backfill (`<app id>` of its query's stream), per network: the blocks the table
+  /// holds as [first, last] runs.
+  std::map<std::string, std::map<std::string, std::vector<std::pair<uint64_t, uint64_t>>>>
+      backfilled;
   std::string hash_column;
   bool one_row_per_block = false;
   bool checked_hashes = false;

@@ -133,6 +133,59 @@ arrow::Result<std::optional<std::pair<int64_t, int64_t>>> ForeignBlockSpan(
   return span;
 }
 
+arrow::Result<std::vector<int64_t>> ForeignRowsIn(
+    const delta::Snapshot& snapshot, const std::string& column,
+    const std::vector<std::pair<uint64_t, uint64_t>>& spans,
+    const std::string& except_tag) {
+  std::vector<int64_t> counts(spans.size(), 0);
+  if (spans.empty()) return counts;
+  if (delta::FindFieldIgnoreCase(*snapshot.schema(), column) < 0) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                     "the table has no block column '", column,
+                     "' (name it with --block-column)");
+  }
+  const auto inside = [](int64_t low, int64_t high, const auto& span) {
+    return low >= 0 && static_cast<uint64_t>(low) >= span.first &&
+           static_cast<uint64_t>(high) <= span.second;
+  };
+  const auto overlaps = [](int64_t low, int64_t high, const auto& span) {
+    return high >= 0 && static_cast<uint64_t>(high) >= span.first &&
+           (low < 0 || static_cast<uint64_t>(low) <= span.second);
+  };
+  for (const auto& file : snapshot.files()) {
+    if (!IsForeignFile(file, except_tag)) continue;
+    const auto stats = StatsSpan(file, column);
+    const auto rows = delta::StatsNumRecords(file);
+    if (stats) {
+      // Counted from the statistics when every span it reaches holds it whole.
+      std::vector<size_t> holding;
+      bool read = false;
+      for (size_t i = 0; i < spans.size(); ++i) {
+        if (!overlaps(stats->first, stats->second, spans[i])) continue;
+        holding.push_back(i);
+        read = read || !inside(stats->first, stats->second, spans[i]) || !rows ||
+               file.deletion_vector.has_value();
+      }
+      if (holding.empty()) continue;
+      if (!read) {
+        for (size_t i : holding) counts[i] += *rows;
+        continue;
+      }
+    }
+    ARROW_ASSIGN_OR_RAISE(auto table, delta::ReadDataFile(snapshot, file, {column}));
+    ARROW_ASSIGN_OR_RAISE(auto values, BlockValues(*table, column));
+    const auto& blocks = static_cast<const arrow::Int64Array&>(*values);
+    for (int64_t row = 0; row < blocks.length(); ++row) {
+      if (blocks.IsNull(row) || blocks.Value(row) < 0) continue;
+      const auto block = static_cast<uint64_t>(blocks.Value(row));
+      for (size_t i = 0; i < spans.size(); ++i) {
+        if (block >= spans[i].first && block <= spans[i].second) ++counts[i];
+      }
+    }
+  }
+  return counts;
+}
+
 arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
                                         const std::string& column, uint64_t from,
                                         delta::TableWriter* writer) {

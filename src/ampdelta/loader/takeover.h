@@ -62,6 +62,15 @@ arrow::Result<std::optional<std::pair<int64_t, int64_t>>> ForeignBlockSpan(
     const delta::Snapshot& snapshot, const std::string& column,
     const std::string& except_tag = {});
 
+/// \brief Count the rows of foreign files whose integer column `column` lies in each of
+/// `spans` (inclusive), in the spans' order. A file wholly inside one span counts its
+/// statistics' rows; files the statistics place outside every span are not read; the
+/// others have that column read (deletion vectors applied).
+arrow::Result<std::vector<int64_t>> ForeignRowsIn(
+    const delta::Snapshot& snapshot, const std::string& column,
+    const std::vector<std::pair<uint64_t, uint64_t>>& spans,
+    const std::string& except_tag = {});
+
 /// \brief Stage in `writer` the removal of foreign rows whose `column` is at least
 /// `from`: files wholly at or above it are removed, files straddling it rewritten with
 /// their lower rows (or, on tables with deletion vectors, kept with the others marked).

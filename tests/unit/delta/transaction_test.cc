@@ -107,6 +107,37 @@ TEST_F(TransactionTest, AClaimOverlappingAWinnersOrTheSnapshotsRecordConflicts) 
   EXPECT_EQ(Latest()->files().size(), 3u);
 }
 
+// A record the caller found stale (its rows were restored away) claims nothing in the
+// read snapshot, so the blocks can load again; a concurrent commit recording it anew
+// still wins the claim.
+TEST_F(TransactionTest, ASupersededRecordOfTheSnapshotClaimsNothingButAWinnersDoes) {
+  auto overlaps = [](const std::string& app_id) { return app_id == "fill/10-19"; };
+  Transaction first(store_, Latest());
+  first.SetAppTransaction({"fill/10-19", 19, {}});
+  first.AddFiles({FileAdd("a.parquet")});
+  ASSERT_OK(first.Commit().status());
+  auto read = Latest();
+  Transaction reload(store_, read);
+  reload.SetAppTransaction({"fill/10-19", 10, {}});
+  reload.ConflictWithAppIds(overlaps);
+  reload.SupersedeAppIds({"fill/10-19"});
+  reload.AddFiles({FileAdd("b.parquet")});
+  ASSERT_OK(reload.Commit().status());
+  // Another reload planned on the same snapshot loses to the first.
+  Transaction twin(store_, read);
+  twin.SetAppTransaction({"fill/10-19", 10, {}});
+  twin.ConflictWithAppIds(overlaps);
+  twin.SupersedeAppIds({"fill/10-19"});
+  twin.AddFiles({FileAdd("c.parquet")});
+  EXPECT_THAT(twin.Commit(), testing::HasErrorCode(ErrorCode::kCommitConflict));
+  // Without superseding it, the snapshot's record is a claim.
+  Transaction plain(store_, read);
+  plain.ConflictWithAppIds(overlaps);
+  plain.AddFiles({FileAdd("d.parquet")});
+  EXPECT_THAT(plain.Commit(), testing::HasErrorCode(ErrorCode::kCommitConflict));
+  EXPECT_EQ(Latest()->files().size(), 3u);
+}
+
 // A watched file removed by another writer of the same application (its reorg undo) is
 // that writer's progress: reported as a concurrent loader, never as a rollback to resume
 // from (which would adopt the other loader's progress).

@@ -1,6 +1,9 @@
 #include "ampdelta/loader/backfill_state.h"
 
+#include "ampdelta/delta/ops/restore.h"
+#include "ampdelta/storage/memory_store.h"
 #include "tests/support/test_util.h"
+#include "tests/unit/delta/table_test_util.h"
 
 namespace ampdelta::loader {
 namespace {
@@ -47,6 +50,121 @@ TEST(BackfillStateTest, SpansReachingTheLastBlockNumberDoNotWrap) {
   state.loaded["main"] = {{top - 1, top}};
   EXPECT_EQ(state.Missing("main", {top - 3, top}),
             (std::vector<BlockSpan>{{top - 3, top - 2}}));
+}
+
+// A table holding a backfill's commits, written through the real write path.
+class BackfillTableTest : public ::testing::Test {
+ protected:
+  static constexpr const char* kApp = "app";
+
+  // Commit blocks [first, last] (one row each) as a partition would: tagged, recorded.
+  void Partition(uint64_t first, uint64_t last, bool tagged = true,
+                 std::optional<int64_t> recorded_rows = {}) {
+    delta::TableWriteOptions options;
+    const auto rows = static_cast<int64_t>(last - first + 1);
+    options.app_transaction =
+        delta::SetTransaction{BackfillPartitionAppId(kApp, "main", {first, last}),
+                              recorded_rows.value_or(rows),
+                              {}};
+    // A partition recorded as empty wrote no rows.
+    Write(delta::test_tables::Blocks(first, recorded_rows == 0 ? first : last + 1),
+          options,
+          tagged ? std::optional<BackfillPart>(BackfillPart{"main", {first, last}, rows})
+                 : std::nullopt);
+  }
+
+  void Write(const std::shared_ptr<arrow::RecordBatch>& batch,
+             const delta::TableWriteOptions& options,
+             const std::optional<BackfillPart>& part) {
+    ASSERT_OK_AND_ASSIGN(auto writer,
+                         delta::TableWriter::Open(store_, batch->schema(), options));
+    if (part) writer->SetFileTags({{BackfillTagKey(kApp), BackfillTagValue(*part)}});
+    if (batch->num_rows() > 0) ASSERT_OK(writer->Write(batch));
+    ASSERT_OK(writer->Commit().status());
+  }
+
+  BackfillState State(const std::string& block_column = "block_num") {
+    auto snapshot = delta::Snapshot::Load(store_);
+    EXPECT_OK(snapshot.status());
+    auto state = ReadBackfillState(**snapshot, kApp, block_column);
+    EXPECT_OK(state.status());
+    return state.ok() ? *state : BackfillState();
+  }
+
+  std::shared_ptr<storage::MemoryStore> store_ = std::make_shared<storage::MemoryStore>();
+};
+
+TEST_F(BackfillTableTest, WhatTheLiveFilesTagsNameIsLoadedWithTheirRows) {
+  Partition(0, 9);
+  Partition(10, 19);
+  const BackfillState state = State();
+  EXPECT_EQ(state.loaded.at("main"), (std::vector<BlockSpan>{{0, 19}}));
+  ASSERT_EQ(state.tagged.at("main").size(), 2u);
+  EXPECT_EQ(state.tagged.at("main")[1], (BackfillPart{"main", {10, 19}, 10}));
+  EXPECT_TRUE(state.stale.empty());
+}
+
+TEST_F(BackfillTableTest, ARecordWhoseRowsARestoreTookBackIsStaleAndItsBlocksMissing) {
+  Partition(0, 9);
+  Partition(10, 19);
+  ASSERT_OK(delta::Restore(store_, 0).status());  // before the second
+  const BackfillState state = State();
+  EXPECT_EQ(state.loaded.at("main"), (std::vector<BlockSpan>{{0, 9}}));
+  ASSERT_EQ(state.stale.size(), 1u);
+  EXPECT_EQ(state.stale[0].span, (BlockSpan{10, 19}));
+  EXPECT_EQ(state.Missing("main", {0, 19}), (std::vector<BlockSpan>{{10, 19}}));
+  EXPECT_EQ(state.StaleAppIds(kApp),
+            std::set<std::string>{BackfillPartitionAppId(kApp, "main", {10, 19})});
+}
+
+TEST_F(BackfillTableTest, TagsOutlastExpiredRecordsAndEmptyPartitionsNeedNoRows) {
+  // Tags without records (a retention duration dropped them): still loaded.
+  delta::TableWriteOptions untracked;
+  Write(delta::test_tables::Blocks(0, 10), untracked, BackfillPart{"main", {0, 9}, 10});
+  // A record of an empty partition: nothing can contradict it.
+  Partition(10, 19, /*tagged=*/false, /*recorded_rows=*/0);
+  const BackfillState state = State();
+  EXPECT_EQ(state.loaded.at("main"), (std::vector<BlockSpan>{{0, 19}}));
+  EXPECT_TRUE(state.stale.empty());
+}
+
+TEST_F(BackfillTableTest, UntaggedRowsInARecordsBlocksCorroborateItUnlessTooFew) {
+  // Another engine's compaction dropped the tags: the rows are still there.
+  Partition(0, 9, /*tagged=*/false);
+  // Only half of what the record says it loaded.
+  Partition(20, 24, /*tagged=*/false, /*recorded_rows=*/10);
+  const BackfillState state = State();
+  EXPECT_EQ(state.loaded.at("main"), (std::vector<BlockSpan>{{0, 9}, {20, 24}}));
+  EXPECT_TRUE(state.stale.empty());
+  ASSERT_EQ(state.short_records.size(), 1u);
+  EXPECT_EQ(state.short_records[0].rows_found, 5);
+  EXPECT_EQ(state.short_records[0].record.span, (BlockSpan{20, 24}));
+}
+
+TEST_F(BackfillTableTest, TagsWrittenBeforeRowsWereCountedStillRead) {
+  delta::TableWriteOptions options;
+  const auto batch = delta::test_tables::Blocks(5, 6);
+  ASSERT_OK_AND_ASSIGN(auto writer,
+                       delta::TableWriter::Open(store_, batch->schema(), options));
+  writer->SetFileTags({{BackfillTagKey(kApp), R"(["main:5","main:7-9"])"}});
+  ASSERT_OK(writer->Write(batch));
+  ASSERT_OK(writer->Commit().status());
+  const BackfillState state = State();
+  EXPECT_EQ(state.tagged.at("main"),
+            (std::vector<BackfillPart>{{"main", {5, 5}, {}}, {"main", {7, 9}, {}}}));
+}
+
+TEST_F(BackfillTableTest, AMalformedTagIsACorruptLogError) {
+  delta::TableWriteOptions options;
+  const auto batch = delta::test_tables::Blocks(5, 6);
+  ASSERT_OK_AND_ASSIGN(auto writer,
+                       delta::TableWriter::Open(store_, batch->schema(), options));
+  writer->SetFileTags({{BackfillTagKey(kApp), R"(["main:9-5"])"}});
+  ASSERT_OK(writer->Write(batch));
+  ASSERT_OK(writer->Commit().status());
+  ASSERT_OK_AND_ASSIGN(auto snapshot, delta::Snapshot::Load(store_));
+  EXPECT_THAT(ReadBackfillState(*snapshot, kApp, "block_num"),
+              testing::HasErrorCode(ErrorCode::kCorruptLog));
 }
 
 }  // namespace

@@ -226,6 +226,7 @@ arrow::Result<CommitReport> Transaction::Commit() {
   // Work the read snapshot already records is claimed as surely as a winner's.
   if (read_snapshot_ && overlapping_app_ids_) {
     for (const auto& [app_id, txn] : read_snapshot_->app_transactions()) {
+      if (superseded_app_ids_.count(app_id) != 0) continue;
       ARROW_RETURN_NOT_OK(CheckClaim(app_id));
     }
   }

@@ -88,6 +88,12 @@ class Transaction {
   void ConflictWithAppIds(std::function<bool(const std::string&)> overlaps) {
     overlapping_app_ids_ = std::move(overlaps);
   }
+  /// \brief Records of the read snapshot the caller found stale (their rows are gone):
+  /// they claim nothing, and this commit may record them again. A concurrent commit
+  /// recording one still conflicts.
+  void SupersedeAppIds(std::set<std::string> app_ids) {
+    superseded_app_ids_ = std::move(app_ids);
+  }
   /// \brief Set or remove a domain's metadata.
   void SetDomainMetadata(DomainMetadata domain) { domains_.push_back(std::move(domain)); }
   /// \brief Name the operation for commitInfo (`WRITE`, `DELETE`, `OPTIMIZE`, …).
@@ -157,6 +163,7 @@ class Transaction {
   std::optional<SetTransaction> txn_;
   std::vector<SetTransaction> records_;
   std::function<bool(const std::string&)> overlapping_app_ids_;
+  std::set<std::string> superseded_app_ids_;
   std::vector<DomainMetadata> domains_;
   std::string operation_ = "WRITE";
   std::map<std::string, std::string> parameters_;

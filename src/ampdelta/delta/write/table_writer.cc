@@ -345,6 +345,7 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
     txn.SetAppTransaction(*impl_->options.app_transaction);
   if (impl_->options.overlapping_app_ids) {
     txn.ConflictWithAppIds(impl_->options.overlapping_app_ids);
+    txn.SupersedeAppIds(impl_->options.superseded_app_ids);
   }
   for (const auto& record : impl_->options.transaction_records) {
     txn.AddTransactionRecord(record);

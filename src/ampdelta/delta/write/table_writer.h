@@ -73,6 +73,8 @@ struct TableWriteOptions {
   std::vector<SetTransaction> transaction_records;
   /// Transaction::ConflictWithAppIds.
   std::function<bool(const std::string&)> overlapping_app_ids;
+  /// Transaction::SupersedeAppIds.
+  std::set<std::string> superseded_app_ids;
   /// The table as last seen (a stream's previous commit), so Open need not read the log
   /// again; a stale snapshot is fine, the commit rebases over newer versions.
   std::shared_ptr<const Snapshot> read_snapshot;
