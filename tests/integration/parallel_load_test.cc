@@ -3,6 +3,7 @@
 // fails and then loads, shards, refusals, and the hand-off to a stream with a reorg at
 // the head. After each the table must hold every block's rows exactly once.
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -23,6 +24,7 @@
 #include "ampdelta/loader/stream_loader.h"
 #include "ampdelta/loader/stream_state.h"
 #include "ampdelta/loader/takeover.h"
+#include "ampdelta/storage/fault_store.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/hex.h"
 #include "ampdelta/util/status.h"
@@ -357,7 +359,16 @@ TEST_F(ParallelLoadTest, BadRangesAndQueriesAreRefusedBeforeAnythingIsWritten) {
   const auto no_column = loader::LoadParallel(
       *amp_, R"(SELECT tx_index FROM "acme/eth_mainnet".transactions)", Config(),
       Options(), Parallel());
-  EXPECT_THAT(no_column.error, ::testing::HasSubstr("'block_num' not found"));
+  // The server's "not found in subquery" used to be all it said.
+  EXPECT_THAT(no_column.error,
+              ::testing::HasSubstr("filters the query's blocks on --block-column "
+                                   "'block_num', which its result does not have (it "
+                                   "returns tx_index)"));
+  EXPECT_TRUE(IsError(no_column.status, ErrorCode::kInvalidInput));
+  const auto renamed = loader::LoadParallel(
+      *amp_, R"(SELECT block_num AS bn, tx_index FROM "acme/eth_mainnet".transactions)",
+      Config(), Options(), Parallel());
+  EXPECT_THAT(renamed.error, ::testing::HasSubstr("(it returns bn, tx_index)"));
   EXPECT_FALSE(storage::OpenObjectStore(table_)
                    .ValueOrDie()
                    ->Head("_delta_log/00000000000000000000.json")
@@ -618,6 +629,86 @@ TEST_F(ParallelLoadTest, ARerunAfterTheRecordsExpiredLoadsNothingTwice) {
   ASSERT_TRUE(again.success) << again.error;
   EXPECT_EQ(again.rows_loaded, 0);
   ExpectExactlyOnce(kFirst, kFirst + 99);
+}
+
+// What every partition would refuse is refused once, before the first partition runs,
+// as bad input (it used to be retried per partition, repeated, and reported as a server
+// error advising a re-run).
+TEST_F(ParallelLoadTest, WriteOptionsEveryPartitionWouldRefuseAreBadInputBeforeAnyRuns) {
+  Start(100);
+  struct Case {
+    const char* what;
+    std::function<void(loader::DeltaLakeConfig*, loader::LoadOptions*)> set;
+    const char* words;
+  };
+  const std::vector<Case> cases = {
+      {"codec", [](auto*, auto* o) { o->compression = "bogus"; }, "bogus"},
+      {"partition column",
+       [](auto* c, auto*) { c->partition_by = {"nope"}; },
+       "nope"},
+      {"every column",
+       [](auto* c, auto*) { c->partition_by = {"block_num", "tx_index", "block_hash"}; },
+       "partition"},
+      {"partition and cluster",
+       [](auto* c, auto*) {
+         c->partition_by = {"tx_index"};
+         c->cluster_by = std::vector<std::string>{"block_num"};
+       },
+       "cluster"},
+  };
+  for (const auto& c : cases) {
+    loader::DeltaLakeConfig config = Config();
+    loader::LoadOptions options = Options();
+    int sleeps = 0;
+    options.sleep = [&sleeps](std::chrono::milliseconds) { ++sleeps; };
+    c.set(&config, &options);
+    loader::ParallelOptions parallel = Parallel();
+    parallel.num_workers = 2;
+    parallel.partition_size = 10;
+    const auto refused =
+        loader::LoadParallel(*amp_, kTransactions, config, options, parallel);
+    ASSERT_FALSE(refused.success) << c.what;
+    EXPECT_TRUE(IsError(refused.status, ErrorCode::kInvalidInput))
+        << c.what << ": " << refused.status.ToString();
+    EXPECT_THAT(refused.error, ::testing::HasSubstr(c.words)) << c.what;
+    EXPECT_EQ(refused.error.find("partition_size"), std::string::npos) << refused.error;
+    EXPECT_EQ(refused.error.find("run the same command again"), std::string::npos)
+        << c.what << ": " << refused.error;
+    EXPECT_EQ(sleeps, 0) << c.what;
+    EXPECT_FALSE(storage::OpenObjectStore(table_)
+                     .ValueOrDie()
+                     ->Head("_delta_log/00000000000000000000.json")
+                     .ok())
+        << c.what;
+  }
+}
+
+// A failure no retry cures (a full disk, say) is not retried per partition, and the
+// backfill reports its class, not the server's.
+TEST_F(ParallelLoadTest, APartitionsPermanentFailureIsNotRetriedAndKeepsItsClass) {
+  Start(100);
+  auto inner = storage::OpenObjectStore(table_).ValueOrDie();
+  auto faults = std::make_shared<storage::FaultStore>(inner);
+  storage::FaultRule full;
+  full.op = storage::StoreOp::kOpenOutputStream;
+  full.path_contains = ".parquet";
+  full.nth = 0;
+  full.message = "No space left on device";
+  full.subcode = "ENOSPC";
+  faults->AddRule(full);
+  loader::LoadOptions options = Options();
+  options.store = faults;
+  int sleeps = 0;
+  options.sleep = [&sleeps](std::chrono::milliseconds) { ++sleeps; };
+  loader::ParallelOptions parallel = Parallel();
+  parallel.num_workers = 1;
+  parallel.partition_size = 30;
+  parallel.max_block = kFirst + 59;
+  const auto failed = loader::LoadParallel(*amp_, kTransactions, Config(), options, parallel);
+  ASSERT_FALSE(failed.success);
+  EXPECT_EQ(ClassifyError(failed.status), ErrorClass::kStorage) << failed.status.ToString();
+  EXPECT_EQ(sleeps, 0);
+  EXPECT_EQ(failed.metadata.at("partitions_failed"), "2");
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "tests/support/faulty_amp_client.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_util.h"
+#include "tests/unit/delta/table_test_util.h"
 
 namespace ampdelta {
 namespace {
@@ -756,6 +757,37 @@ TEST_F(StreamLoadTest, ATakeoverFromAnExplicitBlockReplacesTheRowsFromItOn) {
   EXPECT_TRUE(std::get<2>(rows[38]).empty());
   EXPECT_FALSE(std::get<2>(rows[39]).empty());
   EXPECT_FALSE(std::get<2>(rows[40]).empty());
+}
+
+// The seed block the server sends again after a takeover is replaced in the takeover's
+// own commit: on a chain that never reorged, no reorg is counted, logged or committed.
+TEST_F(StreamLoadTest, ATakeoverOnAQuietChainIsNotAReorg) {
+  Start({});
+  LoadForeignRows(kFirst + 100);
+  const auto before = Snapshot()->version();
+  loader::LoadOptions options = Options(kFirst + 99);
+  options.takeover = loader::TakeoverMode::kAfterTableMax;
+  options.stream_reorg_window_blocks = 10;
+  int reorg_results = 0;
+  options.on_result = [&](const loader::LoadResult& result) {
+    reorg_results += result.is_reorg ? 1 : 0;
+  };
+  const auto taken = loader::LoadStream(*amp_, kBlocks, Config(), options);
+  ASSERT_TRUE(taken.success) << taken.error;
+  EXPECT_EQ(taken.metadata.at("reorgs"), "0");
+  EXPECT_EQ(reorg_results, 0);
+  ExpectEachBlockOnce(kFirst + 99);
+  // The takeover commit and the stream's data: no DELETE for a reorg in between.
+  auto store = *storage::OpenObjectStore(table_);
+  for (auto version = before + 1; version <= Snapshot()->version(); ++version) {
+    for (const auto& info :
+         delta::test_tables::ActionsOf<delta::CommitInfo>(
+             delta::test_tables::CommitOf(*store, version))) {
+      const auto predicate = info.operation_parameters.find("predicate");
+      if (predicate == info.operation_parameters.end()) continue;
+      EXPECT_EQ(predicate->second.find("reorg"), std::string::npos) << predicate->second;
+    }
+  }
 }
 
 TEST_F(StreamLoadTest, ATakeoverWithoutReorgDetectionStillReplacesTheReSentSeedBlock) {

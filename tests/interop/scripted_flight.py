@@ -25,6 +25,7 @@ The script of a ScriptedFlightServer (a dict; every key optional):
     first_block     first block number of the ranges (default 24000000)
     corrupt         with metadata "stream": "gap" (a block is skipped) or "hash" (a
                     prev_hash that does not chain) at microbatch `corrupt_at` (default 1)
+    delay_s         seconds to wait (silent) before the first batch, after the schema
     pause_after     after sending this many batches, wait `pause_s` seconds (default 1:
                     the client opens its table meanwhile), call `on_pause()` (the test's
                     actor), then send the rest
@@ -123,6 +124,8 @@ class ScriptedFlightServer(flight.FlightServerBase):
             mode = bytes.fromhex(self.script["metadata_hex"]).decode("latin-1")
         first = int(self.script.get("first_block", 24_000_000))
         pause_after = self.script.get("pause_after")
+        if self.script.get("delay_s"):
+            self.stopping.wait(float(self.script["delay_s"]))
         block = first
         prev = first - 1
         for index, batch in enumerate(batches):

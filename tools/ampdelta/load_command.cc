@@ -44,7 +44,7 @@ namespace telemetry = loader::telemetry;
 
 struct LoadArgs {
   std::string server = "grpc://localhost:1602";
-  std::string table;
+  std::optional<std::string> table;
   std::string sql;
   std::string mode = "append";
   std::vector<std::string> merge_keys;
@@ -335,7 +335,7 @@ int RunParallel(amp::Client& client, const LoadArgs& args,
   std::cout << result << std::endl;
   PrintSummary(result,
                {"table_version", "partitions", "partitions_loaded", "partitions_skipped",
-                "partitions_failed", "missing_ranges", "handoff_block", "shard"});
+                "partitions_failed", "partitions_stopped", "missing_ranges", "stale_records", "handoff_block", "shard"});
   auto missing = result.metadata.find("missing_ranges");
   if (missing != result.metadata.end()) {
     const log::Fields none;
@@ -353,6 +353,7 @@ std::optional<int64_t> CountRows(amp::Client& client, const std::string& sql) {
   auto counted = [&]() -> arrow::Result<std::optional<int64_t>> {
     amp::QueryOptions query;
     query.stop = &g_stop;
+    query.stop_cancels_reads = true;
     ARROW_ASSIGN_OR_RAISE(auto stream,
                           client.Query("SELECT COUNT(*) FROM (" + sql + ")", query));
     std::optional<int64_t> count;
@@ -425,12 +426,17 @@ arrow::Result<std::string> ConfigJson(const LoadArgs& args) {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, source,
                      " must be a JSON object (or @file), got a JSON ", doc.type_name());
   }
-  if (!args.table.empty()) {
-    if (!IsValidUtf8(args.table)) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "--table '",
-                       EscapeNonUtf8(args.table), "' is not UTF-8");
+  if (args.table) {
+    if (args.table->empty()) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "--table is empty: give the table's path or URL (e.g. "
+                       "./data/blocks or s3://bucket/blocks)");
     }
-    doc["table_path"] = args.table;
+    if (!IsValidUtf8(*args.table)) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "--table '",
+                       EscapeNonUtf8(*args.table), "' is not UTF-8");
+    }
+    doc["table_path"] = *args.table;
   }
   for (const auto& column : args.partition_by) {
     if (!IsValidUtf8(column)) {

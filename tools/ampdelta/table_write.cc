@@ -23,7 +23,18 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> OpenInput(
     const std::string& path) {
   // Plain reads, not a memory map: mapped pages would count as this process's memory.
   ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(path));
-  if (path.size() >= 8 && path.substr(path.size() - 8) == ".parquet") {
+  // The format by its first bytes: Parquet's `PAR1`, an IPC file's `ARROW1`, an IPC
+  // stream's continuation marker (0xFFFFFFFF); anything else is refused by name.
+  ARROW_ASSIGN_OR_RAISE(auto head, file->ReadAt(0, 6));
+  const std::string magic = head->ToString();
+  const bool parquet = magic.rfind("PAR1", 0) == 0;
+  if (!parquet && magic != "ARROW1" && magic.rfind("\xff\xff\xff\xff", 0) != 0) {
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                     "--input '", path,
+                     "' is neither Arrow IPC (file or stream) nor Parquet: it does not "
+                     "start with ARROW1, an IPC stream's first message or PAR1");
+  }
+  if (parquet) {
     ARROW_ASSIGN_OR_RAISE(auto reader,
                           parquet::arrow::OpenFile(file, arrow::default_memory_pool()));
     ARROW_ASSIGN_OR_RAISE(auto batches, reader->GetRecordBatchReader());

@@ -52,6 +52,11 @@ struct QueryOptions {
   /// take up to ClientOptions::plan_timeout), the call is cancelled and Query() fails
   /// with arrow::StatusCode::Cancelled (a Ctrl-C must not wait for the server).
   const std::atomic<bool>* stop = nullptr;
+  /// With this set, `stop` turning true also cancels DoGet while it waits for the
+  /// server (its schema or a message; checked every 50 ms), and Next() fails with
+  /// arrow::StatusCode::Cancelled: a batch read stops at once even when the server
+  /// stalls. A stream leaves it unset, to finish the microbatch it is in.
+  bool stop_cancels_reads = false;
 };
 
 /// \brief One message from DoGet: a record batch (possibly 0 rows) and its metadata.

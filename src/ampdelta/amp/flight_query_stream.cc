@@ -49,21 +49,35 @@ arrow::Status CancelledByClient() {
       .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kServerError, "CANCELLED"));
 }
 
-// Cancels a call that waits longer than a timeout for its next message. Thread-safe.
-class IdleWatchdog {
+arrow::Status StoppedWhileWaiting() {
+  return MakeError(ErrorCode::kServerError, arrow::StatusCode::Cancelled,
+                   "DoGet cancelled: the load was stopped while it waited for the server")
+      .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kServerError, "CANCELLED"));
+}
+
+// Cancels a call that waits longer than a timeout for its next message, or whose
+// `stop` turns true while it waits. Thread-safe.
+class CallWatchdog {
  public:
-  IdleWatchdog(std::chrono::milliseconds timeout, std::function<void()> cancel)
-      : timeout_(timeout), cancel_(std::move(cancel)), thread_([this] { Watch(); }) {}
-  ~IdleWatchdog() {
+  enum class Fired : uint8_t { kNo, kIdle, kStopped };
+
+  // `timeout` zero: no idle limit; `stop` null: no stop to watch.
+  CallWatchdog(std::chrono::milliseconds timeout, const std::atomic<bool>* stop,
+               std::function<void()> cancel)
+      : timeout_(timeout),
+        stop_flag_(stop),
+        cancel_(std::move(cancel)),
+        thread_([this] { Watch(); }) {}
+  ~CallWatchdog() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
+      ending_ = true;
     }
     changed_.notify_all();
     thread_.join();
   }
-  // Start timing a wait; Disarm() ends it and returns true when the watchdog cancelled
-  // it.
+  // Start timing a wait; Disarm() ends it and says whether (and why) the watchdog
+  // cancelled it.
   void Arm() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -72,38 +86,50 @@ class IdleWatchdog {
     }
     changed_.notify_all();
   }
-  bool Disarm() {
+  Fired Disarm() {
     std::lock_guard<std::mutex> lock(mutex_);
     waiting_ = false;
     return fired_;
   }
 
  private:
+  static constexpr std::chrono::milliseconds kStopPoll{50};
+
+  bool Stopped() const { return stop_flag_ != nullptr && stop_flag_->load(); }
+
   void Watch() {
     std::unique_lock<std::mutex> lock(mutex_);
-    while (!stop_) {
-      if (!waiting_ || fired_) {
+    while (!ending_) {
+      if (!waiting_ || fired_ != Fired::kNo) {
         changed_.wait(lock);
         continue;
       }
-      const auto deadline = since_ + timeout_;
-      if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && waiting_ &&
-          WatchClock::now() >= since_ + timeout_) {
-        fired_ = true;
-        lock.unlock();
-        cancel_();
-        lock.lock();
+      auto wake = WatchClock::time_point::max();
+      if (timeout_.count() > 0) wake = since_ + timeout_;
+      if (stop_flag_ != nullptr) wake = std::min(wake, WatchClock::now() + kStopPoll);
+      changed_.wait_until(lock, wake);
+      if (!waiting_ || ending_) continue;
+      if (Stopped()) {
+        fired_ = Fired::kStopped;
+      } else if (timeout_.count() > 0 && WatchClock::now() >= since_ + timeout_) {
+        fired_ = Fired::kIdle;
+      } else {
+        continue;
       }
+      lock.unlock();
+      cancel_();
+      lock.lock();
     }
   }
 
   const std::chrono::milliseconds timeout_;
+  const std::atomic<bool>* const stop_flag_;
   const std::function<void()> cancel_;
   std::mutex mutex_;
   std::condition_variable changed_;
   bool waiting_ = false;
-  bool fired_ = false;
-  bool stop_ = false;
+  Fired fired_ = Fired::kNo;
+  bool ending_ = false;
   WatchClock::time_point since_;
   std::thread thread_;
 };
@@ -151,14 +177,15 @@ class FlightQueryStream : public QueryStream {
                     std::unique_ptr<ClientDataStream> call,
                     arrow::ipc::IpcReadOptions read_options,
                     std::shared_ptr<arrow::Schema> planned,
-                    std::chrono::milliseconds idle_timeout)
+                    std::chrono::milliseconds idle_timeout, const std::atomic<bool>* stop)
       : transport_(std::move(transport)),
         call_(std::move(call)),
         read_options_(std::move(read_options)),
         schema_(std::move(planned)),
         idle_timeout_(idle_timeout) {
-    if (idle_timeout_.count() > 0) {
-      watchdog_ = std::make_unique<IdleWatchdog>(idle_timeout_, [this] { Cancel(); });
+    if (idle_timeout_.count() > 0 || stop != nullptr) {
+      watchdog_ =
+          std::make_unique<CallWatchdog>(idle_timeout_, stop, [this] { Cancel(); });
     }
   }
 
@@ -172,7 +199,7 @@ class FlightQueryStream : public QueryStream {
     if (reader_ == nullptr) ARROW_RETURN_NOT_OK(Open());
     if (watchdog_) watchdog_->Arm();
     auto next = ReadResponse();
-    if (watchdog_ && watchdog_->Disarm()) return Stalled(idle_timeout_);
+    ARROW_RETURN_NOT_OK(WatchdogOutcome());
     return next;
   }
 
@@ -185,7 +212,7 @@ class FlightQueryStream : public QueryStream {
   arrow::Status Open() {
     if (watchdog_) watchdog_->Arm();
     auto opened = ReadSchema();
-    if (watchdog_ && watchdog_->Disarm()) return Stalled(idle_timeout_);
+    ARROW_RETURN_NOT_OK(WatchdogOutcome());
     return opened;
   }
 
@@ -206,6 +233,20 @@ class FlightQueryStream : public QueryStream {
       }
     }
     return *finished_;
+  }
+
+  // The wait just ended: an error when the watchdog cancelled it.
+  arrow::Status WatchdogOutcome() {
+    if (!watchdog_) return arrow::Status::OK();
+    switch (watchdog_->Disarm()) {
+      case CallWatchdog::Fired::kIdle:
+        return Stalled(idle_timeout_);
+      case CallWatchdog::Fired::kStopped:
+        return StoppedWhileWaiting();
+      case CallWatchdog::Fired::kNo:
+        break;
+    }
+    return arrow::Status::OK();
   }
 
   // A message arrived: the idle timeout starts again.
@@ -287,7 +328,7 @@ class FlightQueryStream : public QueryStream {
   std::optional<arrow::Status> finished_;
   std::shared_ptr<arrow::ipc::RecordBatchReader> reader_;
   CallMessageReader* messages_ = nullptr;  // owned by reader_
-  std::unique_ptr<IdleWatchdog> watchdog_;
+  std::unique_ptr<CallWatchdog> watchdog_;
 };
 
 }  // namespace
@@ -295,13 +336,14 @@ class FlightQueryStream : public QueryStream {
 arrow::Result<std::unique_ptr<QueryStream>> StartFlightQueryStream(
     std::shared_ptr<flight::internal::ClientTransport> transport,
     const flight::FlightCallOptions& call, const flight::Ticket& ticket,
-    std::shared_ptr<arrow::Schema> planned, std::chrono::milliseconds idle_timeout) {
+    std::shared_ptr<arrow::Schema> planned, std::chrono::milliseconds idle_timeout,
+    const std::atomic<bool>* stop) {
   std::unique_ptr<ClientDataStream> started;
   arrow::Status status = transport->DoGet(call, ticket, &started);
   if (!status.ok()) return ServerError(status, "DoGet");
-  auto stream = std::make_unique<FlightQueryStream>(std::move(transport),
-                                                    std::move(started), call.read_options,
-                                                    std::move(planned), idle_timeout);
+  auto stream = std::make_unique<FlightQueryStream>(
+      std::move(transport), std::move(started), call.read_options, std::move(planned),
+      idle_timeout, stop);
   // A batch read waits for the server's first message here, within its idle timeout.
   if (idle_timeout.count() > 0) ARROW_RETURN_NOT_OK(stream->Open());
   return stream;

@@ -8,6 +8,7 @@
 /// transport's DoGet returns at once with a call that TryCancel() ends at any moment, so
 /// a stream can time out, be cancelled and be destroyed without leaving a thread behind.
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 
@@ -24,10 +25,12 @@ namespace ampdelta::amp {
 ///
 /// The stream reports `planned` as its schema until the server sends its own. With a
 /// positive `idle_timeout` each wait for a message is cancelled after that long, and
-/// the schema is read before this returns; otherwise the first Next() reads it.
+/// the schema is read before this returns; otherwise the first Next() reads it. A wait
+/// is also cancelled within 50 ms of `stop` (when given) turning true.
 arrow::Result<std::unique_ptr<QueryStream>> StartFlightQueryStream(
     std::shared_ptr<arrow::flight::internal::ClientTransport> transport,
     const arrow::flight::FlightCallOptions& call, const arrow::flight::Ticket& ticket,
-    std::shared_ptr<arrow::Schema> planned, std::chrono::milliseconds idle_timeout);
+    std::shared_ptr<arrow::Schema> planned, std::chrono::milliseconds idle_timeout,
+    const std::atomic<bool>* stop = nullptr);
 
 }  // namespace ampdelta::amp

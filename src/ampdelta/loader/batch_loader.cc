@@ -112,6 +112,7 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
   query.stream = false;
   query.idle_timeout = options.idle_timeout;
   query.stop = options.stop;
+  query.stop_cancels_reads = true;
   ARROW_ASSIGN_OR_RAISE(auto stream, client.Query(sql, query));
   const ScopedCancellation cancellable(options.cancellation, stream.get());
   telemetry::Connected(RedactUrl(client.url()), table_name, /*stream=*/false);
@@ -219,6 +220,8 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
                      "batch_size must be at least 1 row, got ", *options.batch_size);
   }
   ARROW_ASSIGN_OR_RAISE(auto write, WriteOptions(config, options));
+  // A stop during a commit's retries ends the load before its commit.
+  write.commit.stop = options.stop;
   write.app_transaction = records.app_transaction;
   write.transaction_records = records.transaction_records;
   write.overlapping_app_ids = records.overlapping_app_ids;

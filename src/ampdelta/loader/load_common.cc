@@ -33,7 +33,20 @@ arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& conf
                        "' (a merge commits once)");
     }
   } else {
-    ARROW_ASSIGN_OR_RAISE(write.mode, delta::ParseSaveMode(options.mode));
+    auto mode = delta::ParseSaveMode(options.mode);
+    if (!mode.ok()) {
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "Invalid save mode provided: ", options.mode,
+                       ", only these are supported: ['append', 'overwrite', 'merge', "
+                       "'upsert', 'error', 'ignore']");
+    }
+    write.mode = *mode;
+    if (!options.merge_keys.empty()) {
+      // Keys a load would not use: the user expects a merge and would get duplicates.
+      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+                       "merge_keys are the keys of mode 'merge' or 'upsert'; mode '",
+                       options.mode, "' does not use them (did you mean --mode merge?)");
+    }
   }
   if (options.commit_every_rows && *options.commit_every_rows <= 0) {
     return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,

@@ -15,6 +15,7 @@
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/txn/conflict_checker.h"
+#include "ampdelta/delta/write/write_plan.h"
 #include "ampdelta/loader/backfill_state.h"
 #include "ampdelta/loader/load_common.h"
 #include "ampdelta/loader/stream_loader.h"
@@ -44,7 +45,31 @@ struct Coverage {
   std::string network;
   uint64_t first = 0;
   uint64_t head = 0;
+  /// The query's result schema.
+  std::shared_ptr<arrow::Schema> schema;
 };
+
+// Wait `delay` in slices, to see a stop within 50 ms; return true when stopping.
+bool SleepUnlessStopped(const LoadOptions& options, std::chrono::milliseconds delay) {
+  constexpr std::chrono::milliseconds kSlice{50};
+  while (delay.count() > 0) {
+    if (options.stop != nullptr && options.stop->load()) return true;
+    const auto slice = std::min(delay, kSlice);
+    options.sleep(slice);
+    delay -= slice;
+  }
+  return options.stop != nullptr && options.stop->load();
+}
+
+// The refusal of a query whose result has no block column to filter partitions by.
+arrow::Status NoBlockColumn(const std::string& column, const arrow::Schema& schema) {
+  std::string names;
+  for (const auto& f : schema.fields()) names += (names.empty() ? "" : ", ") + f->name();
+  return InvalidInput("a parallel backfill filters the query's blocks on --block-column '" +
+                      column + "', which its result does not have (it returns " + names +
+                      "): select the block number as '" + column +
+                      "', or name the column that holds it with --block-column");
+}
 
 // Run the query over no blocks: its schema and ranges, no rows.
 arrow::Result<Coverage> ProbeCoverage(amp::Client& client, const std::string& batch_sql,
@@ -57,6 +82,7 @@ arrow::Result<Coverage> ProbeCoverage(amp::Client& client, const std::string& ba
   query.stream = false;
   query.idle_timeout = options.idle_timeout;
   query.stop = options.stop;
+  query.stop_cancels_reads = true;
   for (int attempt = 0;; ++attempt) {
     auto probed = [&]() -> arrow::Result<std::pair<std::shared_ptr<arrow::Schema>,
                                                    std::vector<amp::BlockRange>>> {
@@ -79,21 +105,24 @@ arrow::Result<Coverage> ProbeCoverage(amp::Client& client, const std::string& ba
       if (options.stop != nullptr && options.stop->load()) return probed.status();
       if (config.retry.enabled && attempt < config.retry.max_retries &&
           amp::IsTransientServerError(probed.status())) {
-        options.sleep(Backoff(config.retry, attempt));
+        if (SleepUnlessStopped(options, Backoff(config.retry, attempt))) {
+          return probed.status();
+        }
         continue;
+      }
+      // The filter names a column the result may lack: say so rather than the server's
+      // "not found in subquery".
+      amp::QueryOptions plan;
+      plan.stop = options.stop;
+      auto unfiltered = client.GetSchema(batch_sql, plan);
+      if (unfiltered.ok() && (*unfiltered)->GetFieldByName(column) == nullptr) {
+        return NoBlockColumn(column, **unfiltered);
       }
       return probed.status();
     }
     const auto& [schema, ranges] = *probed;
     const auto field = schema->GetFieldByName(column);
-    if (field == nullptr) {
-      std::string names;
-      for (const auto& f : schema->fields())
-        names += (names.empty() ? "" : ", ") + f->name();
-      return InvalidInput("the query returns no block column '" + column +
-                          "' to split it by (it returns " + names +
-                          "): select it, or name it with --block-column");
-    }
+    if (field == nullptr) return NoBlockColumn(column, *schema);
     if (!arrow::is_integer(field->type()->id())) {
       return InvalidInput("the block column '" + column + "' is " +
                           field->type()->ToString() + ", not an integer");
@@ -113,6 +142,7 @@ arrow::Result<Coverage> ProbeCoverage(amp::Client& client, const std::string& ba
     coverage.network = ranges.front().network;
     coverage.first = ranges.front().start;
     coverage.head = ranges.front().end;
+    coverage.schema = schema;
     return coverage;
   }
 }
@@ -194,6 +224,7 @@ class ParallelLoad {
     partition_options_.store = store_;
     partition_options_.on_batch = nullptr;
     ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
+    ARROW_RETURN_NOT_OK(CheckWrite(snapshot.get()));
     ARROW_RETURN_NOT_OK(ChooseRange(snapshot.get()));
     if (stream_until_ || parallel_.then_stream) ARROW_RETURN_NOT_OK(CheckStreams());
     std::vector<Partition> partitions;
@@ -274,6 +305,15 @@ class ParallelLoad {
     return arrow::Status::OK();
   }
 
+  // What every partition would refuse (a codec, partition or clustering columns the
+  // result or the table cannot take), refused once before the first one runs.
+  arrow::Status CheckWrite(const delta::Snapshot* snapshot) const {
+    ARROW_ASSIGN_OR_RAISE(auto write,
+                          internal::WriteOptions(partition_config_, partition_options_));
+    return delta::PlanWrite(snapshot, *coverage_.schema, write, store_->root_uri())
+        .status();
+  }
+
   // The blocks partitions load are final: at least the reorg window below the head.
   // The rest up to the head is loaded by a stream (which records their hashes and undoes
   // reorgs), as is everything after with then_stream. Blocks the query's stream already
@@ -349,7 +389,7 @@ class ParallelLoad {
   // The blocks of the reorg window are loaded by the query's stream: a query the server
   // cannot stream (an aggregate, say) is refused before anything is loaded.
   arrow::Status CheckStreams() {
-    auto probed = ProbeNetworks(client_, sql_);
+    auto probed = ProbeNetworks(client_, sql_, options_.stop);
     if (probed.ok() || amp::IsTransientServerError(probed.status())) {
       return arrow::Status::OK();
     }
@@ -466,8 +506,10 @@ class ParallelLoad {
           } else {
             ++loaded_;
           }
+        } else if (loaded.metadata.count("stopped") != 0) {
+          ++stopped_;  // a stop is not a failure: the re-run loads it
         } else {
-          failed_.push_back({partition.span, loaded.error});
+          failed_.push_back({partition.span, loaded.error, loaded.status});
           if (parallel_.stop_on_error) stop_on_error_ = true;
         }
         if (parallel_.on_partition) parallel_.on_partition(loaded);
@@ -483,7 +525,15 @@ class ParallelLoad {
 
   bool Stopping() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return stop_on_error_ || (options_.stop != nullptr && options_.stop->load());
+    return stop_on_error_ || StopRequested();
+  }
+
+  bool StopRequested() const { return options_.stop != nullptr && options_.stop->load(); }
+
+  // Failures another attempt may cure: the server's (the batch load already retried the
+  // transient ones per `resilience`) and transient storage errors.
+  static bool RetryablePartitionFailure(const arrow::Status& status) {
+    return ClassifyError(status) == ErrorClass::kServer || IsTransientError(status);
   }
 
   LoadResult LoadPartition(const Partition& partition) {
@@ -503,18 +553,24 @@ class ParallelLoad {
       if (status.ok()) break;
       // Another run (or the query's stream) committed some of these blocks first: load
       // what is still missing.
-      if (IsError(status, ErrorCode::kCommitConflict) && replans < kMaxReplans) {
+      if (IsError(status, ErrorCode::kCommitConflict) && replans < kMaxReplans &&
+          !StopRequested()) {
         ++replans;
         continue;
       }
-      if (++failures >= parallel_.partition_attempts || Stopping()) break;
+      // Bad input, a table ampdelta cannot write, a full disk: another attempt fails
+      // the same way.
+      if (++failures >= parallel_.partition_attempts || Stopping() ||
+          !RetryablePartitionFailure(status)) {
+        break;
+      }
       const auto delay = Backoff(config_.retry, failures - 1);
       // The failed attempt was counted by its own load.
       telemetry::Retrying(
           status.WithMessage("partition ", coverage_.network, " ",
                              SpanText(partition.span), ": ", status.message()),
           failures, parallel_.partition_attempts - 1, delay);
-      options_.sleep(delay);
+      if (SleepUnlessStopped(options_, delay)) break;
     }
     outcome.duration =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -523,6 +579,7 @@ class ParallelLoad {
     if (!status.ok()) {
       outcome.error = "blocks " + SpanText(partition.span) + ": " + status.message();
       outcome.rows_loaded = 0;
+      if (StopRequested()) outcome.metadata["stopped"] = "true";
     }
     outcome.metadata["attempts"] = std::to_string(failures + (status.ok() ? 1 : 0));
     outcome.ops_per_second =
@@ -628,6 +685,7 @@ class ParallelLoad {
     result_->metadata["partitions_loaded"] = std::to_string(loaded_);
     result_->metadata["partitions_skipped"] = std::to_string(skipped_);
     result_->metadata["partitions_failed"] = std::to_string(failed_.size());
+    if (stopped_ > 0) result_->metadata["partitions_stopped"] = std::to_string(stopped_);
     if (parallel_.shard_count > 1) {
       result_->metadata["shard"] = std::to_string(parallel_.shard_index) + "/" +
                                    std::to_string(parallel_.shard_count);
@@ -658,16 +716,30 @@ class ParallelLoad {
     const std::string ranges = SpansText(missing);
     result_->metadata["missing_ranges"] = ranges;
     std::string causes;
-    for (const auto& [span, error] : failed_) {
-      causes += (causes.empty() ? "" : "; ") + error;
+    for (const auto& failure : failed_) {
+      causes += (causes.empty() ? "" : "; ") + failure.error;
     }
-    const bool stopped = options_.stop != nullptr && options_.stop->load();
-    return MakeError(
-        ErrorCode::kServerError, arrow::StatusCode::IOError, stopped ? "stopped; " : "",
-        "blocks ", ranges, " of ", coverage_.network, " were not loaded",
-        causes.empty() ? "" : " (" + causes + ")",
-        "; run the same command again to load only them (", result_->rows_loaded,
-        " rows of the other partitions are committed)");
+    const bool stopped = StopRequested();
+    const std::string message =
+        std::string(stopped ? "stopped; " : "") + "blocks " + ranges + " of " +
+        coverage_.network + " were not loaded" +
+        (causes.empty() ? "" : " (" + causes + ")") +
+        "; run the same command again to load only them (" +
+        std::to_string(result_->rows_loaded) + " rows of the other partitions are committed)";
+    // The partitions' own class (bad input, storage, …) when they share one.
+    if (!stopped && !failed_.empty() && SharedClass()) {
+      return failed_.front().status.WithMessage(message);
+    }
+    return MakeError(ErrorCode::kServerError,
+                     stopped ? arrow::StatusCode::Cancelled : arrow::StatusCode::IOError,
+                     message);
+  }
+
+  // True when every failed partition failed with the same class of error.
+  bool SharedClass() const {
+    return std::all_of(failed_.begin(), failed_.end(), [this](const Failure& failure) {
+      return ClassifyError(failure.status) == ClassifyError(failed_.front().status);
+    });
   }
 
   // The blocks after the backfill, loaded by the query's stream: it takes over after the
@@ -735,7 +807,13 @@ class ParallelLoad {
   int64_t rows_ = 0;
   int64_t loaded_ = 0;
   int64_t skipped_ = 0;
-  std::vector<std::pair<BlockSpan, std::string>> failed_;
+  struct Failure {
+    BlockSpan span;
+    std::string error;
+    arrow::Status status;
+  };
+  std::vector<Failure> failed_;
+  int64_t stopped_ = 0;
   bool stop_on_error_ = false;
 };
 

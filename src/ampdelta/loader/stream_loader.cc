@@ -49,6 +49,9 @@ constexpr size_t kSeedRanges = 4096;
 
 enum class Outcome : uint8_t { kEnded, kStopped, kReconnect };
 
+// How long a stop waits for the microbatch in progress to complete.
+constexpr std::chrono::milliseconds kStopGrace{500};
+
 class StreamLoad {
  public:
   StreamLoad(amp::Client& client, std::string sql, const DeltaLakeConfig& config,
@@ -175,7 +178,7 @@ class StreamLoad {
     }
     if (mode == TakeoverMode::kRefuse) {
       // A query the server refuses is reported as the server's error, not as this.
-      ARROW_RETURN_NOT_OK(ProbeNetworks(client_, sql_).status());
+      ARROW_RETURN_NOT_OK(ProbeNetworks(client_, sql_, options_.stop).status());
       return TakeoverRefusal(snapshot_->store()->root_uri(), foreign, column);
     }
     ARROW_ASSIGN_OR_RAISE(auto span, ForeignBlockSpan(*snapshot_, column));
@@ -197,7 +200,7 @@ class StreamLoad {
     // the stream starts where the server does (a cursor below the dataset's first block
     // would wait for ever), and loads no block twice.
     const bool rows_below = span && span->first < static_cast<int64_t>(from);
-    ARROW_ASSIGN_OR_RAISE(auto networks, ProbeNetworks(client_, sql_));
+    ARROW_ASSIGN_OR_RAISE(auto networks, ProbeNetworks(client_, sql_, options_.stop));
     if (networks.size() != 1) {
       return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
                        "a takeover needs a query over one network; this one covers ",
@@ -207,16 +210,24 @@ class StreamLoad {
     write.mode = delta::SaveMode::kAppend;
     write.read_snapshot = snapshot_;
     write.operation = "DELETE";
-    write.operation_parameters = {
-        {"predicate", "[\"takeover: " + column + " >= " + std::to_string(from) + "\"]"}};
     write.transaction_records.push_back(
         delta::SetTransaction{TakeoverAppId(app_id_, networks[0]),
                               rows_below ? static_cast<int64_t>(from) : 0,
                               {}});
+    // The server sends the seed block before `from` again (ampd restarts at an unknown
+    // cursor's own number; stream_state.h): its rows are replaced now, in this commit,
+    // not undone later as if a reorg had taken them. Right after this query's backfill
+    // the seed is `from` itself.
+    ARROW_ASSIGN_OR_RAISE(const bool after_backfill, FollowsBackfill(networks[0], from));
+    const uint64_t replaced_from = rows_below && !after_backfill ? from - 1 : from;
+    write.operation_parameters = {{"predicate", "[\"takeover: " + column +
+                                                    " >= " + std::to_string(replaced_from) +
+                                                    "\"]"}};
     ARROW_ASSIGN_OR_RAISE(auto writer,
                           delta::TableWriter::Open(store_, snapshot_->schema(), write));
-    ARROW_ASSIGN_OR_RAISE(const int64_t removed,
-                          StageForeignUndo(*snapshot_, column, from, writer.get()));
+    ARROW_ASSIGN_OR_RAISE(
+        const int64_t removed,
+        StageForeignUndo(*snapshot_, column, replaced_from, writer.get()));
     ARROW_RETURN_NOT_OK(Finish(writer.get(), nullptr, state_.cursor_log));
     AMPDELTA_LOG_INFO("stream into ", result_->table_name,
                       " took the table over: ", foreign,
@@ -225,6 +236,30 @@ class StreamLoad {
     result_->metadata["takeover_block"] = std::to_string(from);
     rows_undone_ += removed;
     return Refresh();
+  }
+
+  // True when this query's backfill loaded the blocks up to `block` - 1 on `network`.
+  arrow::Result<bool> FollowsBackfill(const std::string& network, uint64_t block) const {
+    if (block == 0) return false;
+    ARROW_ASSIGN_OR_RAISE(const BackfillState backfill,
+                          ReadBackfillState(*snapshot_, app_id_, options_.block_column));
+    auto spans = backfill.loaded.find(network);
+    if (spans == backfill.loaded.end()) return false;
+    return std::any_of(spans->second.begin(), spans->second.end(),
+                       [block](const BlockSpan& span) { return span.last == block - 1; });
+  }
+
+  // True when another writer's rows are still at or after `block` (a takeover committed
+  // before takeovers replaced the seed block: the seed's re-send undoes them).
+  arrow::Result<bool> ForeignRowsFrom(uint64_t block) const {
+    if (snapshot_ == nullptr ||
+        delta::FindFieldIgnoreCase(*snapshot_->schema(), options_.block_column) < 0) {
+      return false;
+    }
+    ARROW_ASSIGN_OR_RAISE(auto found,
+                          ForeignRowsIn(*snapshot_, options_.block_column,
+                                        {{block, UINT64_MAX}}, BackfillTagKey(app_id_)));
+    return found.front() > 0;
   }
 
   // The last block of this query's backfill (backfill_state.h) when the table's foreign
@@ -273,10 +308,14 @@ class StreamLoad {
     if (config_.state.enabled) {
       // A seed after a backfill is the stream's own first block, which the server sends
       // as its first microbatch: not a rewind.
-      std::vector<amp::BlockRange> seeds = state_.TakeoverSeeds();
-      std::erase_if(seeds, [this](const amp::BlockRange& seed) {
-        return state_.backfill_handoffs.count(seed.network) != 0;
-      });
+      // A takeover seed whose rows the takeover replaced is re-sent as the stream's
+      // first block: no rewind either.
+      std::vector<amp::BlockRange> seeds;
+      for (auto& seed : state_.TakeoverSeeds()) {
+        if (state_.backfill_handoffs.count(seed.network) != 0) continue;
+        ARROW_ASSIGN_OR_RAISE(const bool legacy, ForeignRowsFrom(seed.end));
+        if (legacy) seeds.push_back(std::move(seed));
+      }
       interpreter.SeedCompleted(seeds);
       std::set<std::string> networks;
       for (const auto* lists : {&state_.ranges, &state_.spans}) {
@@ -308,10 +347,15 @@ class StreamLoad {
     // keep-alive at least every 30 s; between microbatches silence is normal.
     bool in_microbatch = false;
     auto last_heard = connected;
+    std::optional<Clock::time_point> stop_seen;
     while (true) {
       if (Stopping()) {
         ARROW_RETURN_NOT_OK(CommitIfIdle());
         if (group_.open_rows() == 0) return Outcome::kStopped;
+        // A microbatch still arriving gets a moment to complete; one the server stalls
+        // in is given up (its rows are not committed: the next run loads it again).
+        if (!stop_seen) stop_seen = Clock::now();
+        if (Clock::now() - *stop_seen >= kStopGrace) return Outcome::kStopped;
       }
       auto popped = reader.queue().Pop(group_.WaitTime());
       if (!popped) {

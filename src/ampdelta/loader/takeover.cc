@@ -251,9 +251,12 @@ arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
 }
 
 arrow::Result<std::vector<std::string>> ProbeNetworks(amp::Client& client,
-                                                      const std::string& sql) {
+                                                      const std::string& sql,
+                                                      const std::atomic<bool>* stop) {
   amp::QueryOptions query;
   query.stream = true;
+  query.stop = stop;
+  query.stop_cancels_reads = true;
   ARROW_ASSIGN_OR_RAISE(auto stream, client.Query(sql, query));
   while (true) {
     ARROW_ASSIGN_OR_RAISE(auto message, stream->Next());

@@ -12,6 +12,7 @@
 /// in the same commit. Until the stream records ranges of its own, it resumes before
 /// that block, and a reorg at or below it removes foreign rows by block number.
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -80,9 +81,10 @@ arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
                                         delta::TableWriter* writer);
 
 /// \brief Learn the networks a streaming query covers from its first message that
-/// names block ranges, then cancel it.
-arrow::Result<std::vector<std::string>> ProbeNetworks(amp::Client& client,
-                                                      const std::string& sql);
+/// names block ranges, then cancel it; `stop` turning true cancels the wait.
+arrow::Result<std::vector<std::string>> ProbeNetworks(
+    amp::Client& client, const std::string& sql,
+    const std::atomic<bool>* stop = nullptr);
 
 /// \brief The refusal when a stream finds `rows` foreign rows and no takeover was asked.
 arrow::Status TakeoverRefusal(const std::string& table, int64_t rows,

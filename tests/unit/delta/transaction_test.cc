@@ -138,6 +138,37 @@ TEST_F(TransactionTest, ASupersededRecordOfTheSnapshotClaimsNothingButAWinnersDo
   EXPECT_EQ(Latest()->files().size(), 3u);
 }
 
+// A stop during the back-off after a lost race ends the commit, once the winners show
+// none of its attempts landed: nothing is committed, and the caller knows it.
+TEST_F(TransactionTest, AStopDuringTheBackOffAfterALostRaceCommitsNothing) {
+  std::atomic<bool> stop{false};
+  auto read = Latest();
+  storage::FaultRule race;
+  race.op = storage::StoreOp::kPut;
+  race.path_contains = "00000000000000000001.json";
+  race.fail = false;
+  race.before = [&] {
+    Transaction winner(inner_, read);
+    winner.AddFiles({FileAdd("winner.parquet")});
+    ASSERT_OK(winner.Commit().status());
+    stop = true;  // Ctrl-C while this commit lost the race
+  };
+  store_->AddRule(race);
+  CommitOptions options;
+  options.stop = &stop;
+  int sleeps = 0;
+  options.sleep = [&sleeps](std::chrono::milliseconds) { ++sleeps; };
+  Transaction loser(store_, read, options);
+  loser.AddFiles({FileAdd("loser.parquet")});
+  auto committed = loser.Commit();
+  ASSERT_FALSE(committed.ok());
+  EXPECT_TRUE(committed.status().IsCancelled()) << committed.status().ToString();
+  EXPECT_THAT(committed, testing::StatusHasMessage("nothing committed"));
+  EXPECT_LE(sleeps, 1);
+  EXPECT_EQ(Latest()->version(), 1);
+  EXPECT_EQ(Latest()->files().size(), 2u);  // the first file and the winner's
+}
+
 // A watched file removed by another writer of the same application (its reorg undo) is
 // that writer's progress: reported as a concurrent loader, never as a rollback to resume
 // from (which would adopt the other loader's progress).

@@ -26,9 +26,21 @@
 namespace ampdelta::delta {
 namespace {
 
-void Backoff(const CommitOptions& options, int attempt) {
-  options.sleep(
-      BackoffPolicy{options.initial_backoff, options.max_backoff}.Delay(attempt));
+// Wait before retry `attempt`, in slices when a stop may cut it short; return true
+// when a stop was asked for.
+bool Backoff(const CommitOptions& options, int attempt) {
+  auto delay = BackoffPolicy{options.initial_backoff, options.max_backoff}.Delay(attempt);
+  if (options.stop == nullptr) {
+    options.sleep(delay);
+    return false;
+  }
+  constexpr std::chrono::milliseconds kSlice{50};
+  while (delay.count() > 0 && !options.stop->load()) {
+    const auto slice = std::min(delay, kSlice);
+    options.sleep(slice);
+    delay -= slice;
+  }
+  return options.stop->load();
 }
 
 // Whether this process should look for expired log files of the table at `root` now.
@@ -329,7 +341,7 @@ arrow::Result<CommitReport> Transaction::Commit() {
     // free version at once: sleeping between finding it and trying it would hand it to
     // any writer committing more often than the back-off (a stream).
     metrics::RetriesCounter("conflict").Increment();
-    Backoff(options_, attempt);
+    const bool stopped = Backoff(options_, attempt);
     Version next = version;
     while (true) {
       auto data = store_->Get(CommitPath(next));
@@ -342,6 +354,11 @@ arrow::Result<CommitReport> Transaction::Commit() {
       if (ours(winner)) return landed(next, attempt);
       ARROW_RETURN_NOT_OK(CheckConflicts(winner, next));
       ++next;
+    }
+    // Stopped between attempts, once the winners showed none of them is ours.
+    if (stopped) {
+      return arrow::Status::Cancelled("stopped while retrying the commit (version ",
+                                      next, " is free): nothing committed");
     }
     AMPDELTA_LOG_DEBUG("delta commit rebased from=", version, " to=", next);
     version = next;

@@ -6,6 +6,7 @@
 /// winning commits for conflicts and retry at the next version without rewriting data
 /// files.
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -51,6 +52,9 @@ struct CommitOptions {
   std::chrono::milliseconds max_backoff{1000};
   /// How a back-off waits (tests pass a recorder).
   SleepFunction sleep = SleepFor;
+  /// When set and true during a back-off, the commit gives up (arrow Cancelled) once
+  /// the commits that won show none of its attempts landed.
+  const std::atomic<bool>* stop = nullptr;
   /// Run checkpoints and log cleanup after the commit.
   bool post_commit_hooks = true;
 };
