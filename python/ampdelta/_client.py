@@ -7,6 +7,7 @@ import contextlib
 import copy
 import fcntl
 import json
+import math
 import os
 import tempfile
 import threading
@@ -50,8 +51,9 @@ _PARALLEL_KEYWORDS = {
     "stop_on_error", "reorg_buffer", "partition_attempts",
 }
 # The SDK's LoadConfig fields it accepts and ampdelta needs nothing for.
-_ACCEPTED_SDK_KEYWORDS = {"create_table", "schema_evolution", "max_retries", "retry_delay",
-                          "resume", "resume_watermark"}
+_ACCEPTED_SDK_KEYWORDS = {"create_table", "schema_evolution", "resume", "resume_watermark"}
+# The SDK's LoadConfig retry fields: the connection's resilience.retry for this load.
+_RETRY_KEYWORDS = {"max_retries", "retry_delay"}
 _WRITER_PROPERTIES = ("compression", "compression_level", "max_row_group_size")
 
 # Live loads, stopped and joined at exit so no loader thread outlives the interpreter.
@@ -309,6 +311,27 @@ def _writer_properties(value: Any) -> Dict[str, Any]:
     return out
 
 
+def _with_retry(table_config: Dict[str, Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The SDK's `max_retries` / `retry_delay` (seconds) as the connection's
+    resilience.retry for one load; the engine checks the numbers as it checks the
+    connection's own (a count that does not fit is refused, never wrapped)."""
+    retry: Dict[str, Any] = {}
+    if "max_retries" in kwargs:
+        retry["max_retries"] = kwargs["max_retries"]
+    if "retry_delay" in kwargs:
+        delay = kwargs["retry_delay"]
+        if (isinstance(delay, bool) or not isinstance(delay, (int, float))
+                or not math.isfinite(delay) or delay < 0 or delay > 86_400):
+            raise InvalidInputError(
+                f"retry_delay must be a number of seconds from 0 to 86400, got {delay!r}")
+        retry["initial_backoff_ms"] = max(1, round(delay * 1000))
+    if not retry:
+        return table_config
+    resilience = dict(table_config.get("resilience") or {})
+    resilience["retry"] = dict(resilience.get("retry") or {}, **retry)
+    return dict(table_config, resilience=resilience)
+
+
 class QueryBuilder:
     """A query ready to load (`client.sql(q)`)."""
 
@@ -367,8 +390,9 @@ class QueryBuilder:
                 options[key] = value
             elif key in _PARALLEL_KEYWORDS:
                 parallel[key] = value
-            elif key not in _ACCEPTED_SDK_KEYWORDS:
+            elif key not in _ACCEPTED_SDK_KEYWORDS and key not in _RETRY_KEYWORDS:
                 raise TypeError(f"load() got an unexpected keyword argument '{key}'")
+        table_config = _with_retry(table_config, kwargs)
         if writer_properties is not None:
             properties = _writer_properties(writer_properties)
             if "max_row_group_size" in properties:

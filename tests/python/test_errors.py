@@ -264,3 +264,33 @@ def test_error_classes_are_documented_ones():
         assert issubclass(cls, ampdelta.Error), name
     assert issubclass(ampdelta.InvalidInputError, ValueError)
     assert issubclass(ampdelta.Error, Exception)
+
+
+# --- The SDK's retry keywords ---------------------------------------------------------
+
+def test_the_sdks_max_retries_is_checked_not_wrapped_or_ignored(client, tmp_path):
+    """load(max_retries=2**32) used to be accepted and ignored; a count the engine cannot
+    hold is refused by name, with nothing written."""
+    for bad in (2 ** 32, -1, 2.5, True):
+        with pytest.raises(ampdelta.InvalidInputError) as info:
+            client.sql(BLOCKS_SQL).load(config=delta_config(tmp_path / "t"), destination="t",
+                                        read_all=True, max_retries=bad)
+        assert "max_retries" in str(info.value), str(info.value)
+    for bad in (-1, float("nan"), "1"):
+        with pytest.raises(ampdelta.InvalidInputError) as info:
+            client.sql(BLOCKS_SQL).load(config=delta_config(tmp_path / "t"), destination="t",
+                                        read_all=True, retry_delay=bad)
+        assert "retry_delay" in str(info.value), str(info.value)
+    assert not is_delta_table(tmp_path / "t")
+
+
+@pytest.mark.timeout(60)
+def test_the_sdks_retry_keywords_set_the_loads_retries(tmp_path):
+    client = ampdelta.Client(closed_port_url())
+    started = time.monotonic()
+    with pytest.raises(ampdelta.ServerError) as info:
+        client.sql(BLOCKS_SQL).load(config=delta_config(tmp_path / "t"), destination="t",
+                                    read_all=True, max_retries=2, retry_delay=0.05)
+    # Two retries a twentieth of a second apart, not the default ~40 s of back-off.
+    assert time.monotonic() - started < 20
+    assert info.value.result.metadata.get("retries") == "2", info.value.result.metadata
