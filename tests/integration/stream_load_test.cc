@@ -21,6 +21,7 @@
 #include "ampdelta/devserver/dev_server.h"
 #include "ampdelta/loader/stream_loader.h"
 #include "ampdelta/loader/stream_state.h"
+#include "ampdelta/loader/takeover.h"
 #include "ampdelta/storage/fault_store.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/hex.h"
@@ -780,14 +781,48 @@ TEST_F(StreamLoadTest, ATakeoverOnAQuietChainIsNotAReorg) {
   // The takeover commit and the stream's data: no DELETE for a reorg in between.
   auto store = *storage::OpenObjectStore(table_);
   for (auto version = before + 1; version <= Snapshot()->version(); ++version) {
-    for (const auto& info :
-         delta::test_tables::ActionsOf<delta::CommitInfo>(
+    for (const auto& info : delta::test_tables::ActionsOf<delta::CommitInfo>(
              delta::test_tables::CommitOf(*store, version))) {
       const auto predicate = info.operation_parameters.find("predicate");
       if (predicate == info.operation_parameters.end()) continue;
       EXPECT_EQ(predicate->second.find("reorg"), std::string::npos) << predicate->second;
     }
   }
+}
+
+// delta.setTransactionRetentionDuration ages `txn` records out, but the other writer's
+// rows below the takeover block stay: every stream commit records the takeover again, so
+// a later reorg reaching below it still finds them by block number.
+TEST_F(StreamLoadTest,
+       ATakeoverRecordOutlivesTheTransactionRetentionWhileTheStreamCommits) {
+  Start({});
+  auto expiring = loader::ParseDeltaLakeConfig(
+      R"({"table_path": ")" + table_ +
+      R"(", "optimize_after_write": false, "table_properties": )"
+      R"({"delta.setTransactionRetentionDuration": "interval 1 millisecond"}})");
+  ASSERT_OK(expiring.status());
+  loader::LoadOptions batch;
+  batch.destination = "blocks";
+  ASSERT_TRUE(loader::LoadBatch(*amp_,
+                                std::string(kBlocks) + " WHERE block_num < " +
+                                    std::to_string(kFirst + 100),
+                                *expiring, batch)
+                  .success);
+  loader::LoadOptions options = Options(kFirst + 99);
+  options.takeover = loader::TakeoverMode::kAfterTableMax;
+  options.stream_reorg_window_blocks = 10;
+  ASSERT_TRUE(loader::LoadStream(*amp_, kBlocks, Config(), options).success);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_OK(server_->AdvanceHead(5));
+  ASSERT_TRUE(Stream(kFirst + 104).success);
+  const auto app_id = loader::StreamAppId(kBlocks);
+  ASSERT_EQ(loader::TakeoverBlocks(*Snapshot(), app_id).count("mainnet"), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_OK(server_->chain()->Reorg(20));  // forks below the takeover block
+  ASSERT_OK(server_->AdvanceHead(1));
+  const auto after = Stream(kFirst + 105);
+  ASSERT_TRUE(after.success) << after.error;
+  ExpectEachBlockOnce(kFirst + 105);
 }
 
 TEST_F(StreamLoadTest, ATakeoverWithoutReorgDetectionStillReplacesTheReSentSeedBlock) {

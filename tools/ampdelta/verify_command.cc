@@ -84,6 +84,27 @@ loader::CanonicalHashes ServerHashes(std::shared_ptr<amp::Client> client,
   };
 }
 
+nlohmann::ordered_json RunsJson(const loader::BlockRuns& runs_by_app) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [app, networks] : runs_by_app) {
+    for (const auto& [network, runs] : networks) {
+      for (const auto& [first, last] : runs) out[app][network].push_back({first, last});
+    }
+  }
+  return out;
+}
+
+// `<what> <app> <verb> <network>: first..last …`, a line per app and network.
+void PrintRuns(const char* what, const char* verb, const loader::BlockRuns& runs_by_app) {
+  for (const auto& [app, networks] : runs_by_app) {
+    for (const auto& [network, runs] : networks) {
+      std::cout << what << " " << app << " " << verb << " " << network << ":";
+      for (const auto& [first, last] : runs) std::cout << " " << first << ".." << last;
+      std::cout << "\n";
+    }
+  }
+}
+
 nlohmann::ordered_json ReportJson(const loader::VerifyReport& report) {
   nlohmann::ordered_json out = {{"version", report.version},
                                 {"files", report.files},
@@ -94,24 +115,8 @@ nlohmann::ordered_json ReportJson(const loader::VerifyReport& report) {
   out["hash_column"] = report.hash_column;
   out["one_row_per_block"] = report.one_row_per_block;
   out["checked_hashes"] = report.checked_hashes;
-  nlohmann::ordered_json recorded = nlohmann::ordered_json::object();
-  for (const auto& [app, networks] : report.recorded) {
-    for (const auto& [network, runs] : networks) {
-      for (const auto& [first, last] : runs) {
-        recorded[app][network].push_back({first, last});
-      }
-    }
-  }
-  out["recorded"] = recorded;
-  nlohmann::ordered_json backfilled = nlohmann::ordered_json::object();
-  for (const auto& [app, networks] : report.backfilled) {
-    for (const auto& [network, runs] : networks) {
-      for (const auto& [first, last] : runs) {
-        backfilled[app][network].push_back({first, last});
-      }
-    }
-  }
-  out["backfilled"] = backfilled;
+  out["recorded"] = RunsJson(report.recorded);
+  out["backfilled"] = RunsJson(report.backfilled);
   out["counts"] = report.counts;
   out["findings"] = nlohmann::ordered_json::array();
   for (const auto& finding : report.findings) {
@@ -132,20 +137,8 @@ void PrintReport(const std::string& path, const loader::VerifyReport& report) {
     std::cout << " (" << *report.first_block << ".." << *report.last_block << ")";
   }
   std::cout << "\n";
-  for (const auto& [app, networks] : report.recorded) {
-    for (const auto& [network, runs] : networks) {
-      std::cout << "stream " << app << " recorded " << network << ":";
-      for (const auto& [first, last] : runs) std::cout << " " << first << ".." << last;
-      std::cout << "\n";
-    }
-  }
-  for (const auto& [app, networks] : report.backfilled) {
-    for (const auto& [network, runs] : networks) {
-      std::cout << "backfill " << app << " loaded " << network << ":";
-      for (const auto& [first, last] : runs) std::cout << " " << first << ".." << last;
-      std::cout << "\n";
-    }
-  }
+  PrintRuns("stream", "recorded", report.recorded);
+  PrintRuns("backfill", "loaded", report.backfilled);
   std::cout << "checked: files, recorded ranges, backfill partitions, batch ids"
             << (report.hash_column.empty()
                     ? ""

@@ -220,9 +220,9 @@ class StreamLoad {
     // the seed is `from` itself.
     ARROW_ASSIGN_OR_RAISE(const bool after_backfill, FollowsBackfill(networks[0], from));
     const uint64_t replaced_from = rows_below && !after_backfill ? from - 1 : from;
-    write.operation_parameters = {{"predicate", "[\"takeover: " + column +
-                                                    " >= " + std::to_string(replaced_from) +
-                                                    "\"]"}};
+    write.operation_parameters = {
+        {"predicate",
+         "[\"takeover: " + column + " >= " + std::to_string(replaced_from) + "\"]"}};
     ARROW_ASSIGN_OR_RAISE(auto writer,
                           delta::TableWriter::Open(store_, snapshot_->schema(), write));
     ARROW_ASSIGN_OR_RAISE(
@@ -616,6 +616,19 @@ class StreamLoad {
            !HasSubcode(status, delta::kConcurrentApp);
   }
 
+  // A table whose `txn` records expire (delta.setTransactionRetentionDuration) would
+  // forget where the stream took the other writer's rows over while they are still
+  // there: every commit records it again.
+  void RefreshTakeoverRecords(delta::TableWriter* writer) const {
+    if (snapshot_ == nullptr || !snapshot_->properties().set_transaction_retention_ms) {
+      return;
+    }
+    for (const auto& [network, block] : state_.takeover_blocks) {
+      writer->AddTransactionRecord(delta::SetTransaction{
+          TakeoverAppId(app_id_, network), static_cast<int64_t>(block), {}});
+    }
+  }
+
   // Commit a writer with the stream's next txn version and move the snapshot forward.
   // `committed`: the ranges the commit records, checked against what the table holds when
   // another writer committed right after it (a restore that landed after this commit).
@@ -626,6 +639,7 @@ class StreamLoad {
                        CursorLog cursor_log) {
     const int64_t next = state_.txn_version.value_or(0) + 1;
     writer->SetAppTransaction(delta::SetTransaction{app_id_, next, {}});
+    RefreshTakeoverRecords(writer);
     if (CursorInLog() && (!cursor_log.empty() || HasCursorDomain())) {
       writer->SetDomainMetadata(CursorDomain(app_id_, cursor_log));
     }

@@ -55,6 +55,11 @@ struct VerifyOptions {
   size_t max_per_kind = 20;
 };
 
+/// \brief Per app id, per network: blocks as [first, last] runs.
+using BlockRuns =
+    std::map<std::string,
+             std::map<std::string, std::vector<std::pair<uint64_t, uint64_t>>>>;
+
 /// \brief The verifier's report.
 struct VerifyReport {
   int64_t version = 0;
@@ -64,13 +69,11 @@ struct VerifyReport {
   std::optional<uint64_t> last_block;
   /// Distinct blocks with rows.
   int64_t blocks = 0;
-  /// Per stream (`<app id>`), per network: the recorded blocks as [first, last] runs.
-  std::map<std::string, std::map<std::string, std::vector<std::pair<uint64_t, uint64_t>>>>
-      recorded;
+  /// Per stream (`<app id>`), per network: the recorded blocks.
+  BlockRuns recorded;
   /// Per backfill (`<app id>` of its query's stream), per network: the blocks the table
-  /// holds as [first, last] runs.
-  std::map<std::string, std::map<std::string, std::vector<std::pair<uint64_t, uint64_t>>>>
-      backfilled;
+  /// holds.
+  BlockRuns backfilled;
   std::string hash_column;
   bool one_row_per_block = false;
   bool checked_hashes = false;

@@ -256,6 +256,14 @@ void TableWriter::SetAppTransaction(SetTransaction txn) {
   impl_->options.app_transaction = std::move(txn);
 }
 
+void TableWriter::AddTransactionRecord(SetTransaction txn) {
+  auto& records = impl_->options.transaction_records;
+  const bool recorded = std::any_of(records.begin(), records.end(), [&](const auto& r) {
+    return r.app_id == txn.app_id;
+  });
+  if (!recorded) records.push_back(std::move(txn));
+}
+
 void TableWriter::SetDomainMetadata(DomainMetadata domain) {
   auto& domains = impl_->options.domains;
   std::erase_if(domains,

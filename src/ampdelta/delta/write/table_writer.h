@@ -155,6 +155,10 @@ class TableWriter {
   /// \brief Commit an application transaction with the data (exactly-once streaming).
   void SetAppTransaction(SetTransaction txn);
 
+  /// \brief Also record `txn` (TableWriteOptions::transaction_records), unless a record
+  /// of its app id is already there.
+  void AddTransactionRecord(SetTransaction txn);
+
   /// \brief Commit domain metadata with the data (replacing any set for that domain).
   void SetDomainMetadata(DomainMetadata domain);
 
