@@ -643,11 +643,11 @@ TEST_F(ParallelLoadTest, WriteOptionsEveryPartitionWouldRefuseAreBadInputBeforeA
   };
   const std::vector<Case> cases = {
       {"codec", [](auto*, auto* o) { o->compression = "bogus"; }, "bogus"},
-      {"partition column",
-       [](auto* c, auto*) { c->partition_by = {"nope"}; },
-       "nope"},
+      {"partition column", [](auto* c, auto*) { c->partition_by = {"nope"}; }, "nope"},
       {"every column",
-       [](auto* c, auto*) { c->partition_by = {"block_num", "tx_index", "block_hash"}; },
+       [](auto* c, auto*) {
+         c->partition_by = {"block_num", "tx_index", "block_hash"};
+       },
        "partition"},
       {"partition and cluster",
        [](auto* c, auto*) {
@@ -704,9 +704,11 @@ TEST_F(ParallelLoadTest, APartitionsPermanentFailureIsNotRetriedAndKeepsItsClass
   parallel.num_workers = 1;
   parallel.partition_size = 30;
   parallel.max_block = kFirst + 59;
-  const auto failed = loader::LoadParallel(*amp_, kTransactions, Config(), options, parallel);
+  const auto failed =
+      loader::LoadParallel(*amp_, kTransactions, Config(), options, parallel);
   ASSERT_FALSE(failed.success);
-  EXPECT_EQ(ClassifyError(failed.status), ErrorClass::kStorage) << failed.status.ToString();
+  EXPECT_EQ(ClassifyError(failed.status), ErrorClass::kStorage)
+      << failed.status.ToString();
   EXPECT_EQ(sleeps, 0);
   EXPECT_EQ(failed.metadata.at("partitions_failed"), "2");
 }

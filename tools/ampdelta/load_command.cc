@@ -333,9 +333,9 @@ int RunParallel(amp::Client& client, const LoadArgs& args,
   loader::LoadResult result =
       loader::LoadParallel(client, args.sql, config, options, parallel);
   std::cout << result << std::endl;
-  PrintSummary(result,
-               {"table_version", "partitions", "partitions_loaded", "partitions_skipped",
-                "partitions_failed", "partitions_stopped", "missing_ranges", "stale_records", "handoff_block", "shard"});
+  PrintSummary(result, {"table_version", "partitions", "partitions_loaded",
+                        "partitions_skipped", "partitions_failed", "partitions_stopped",
+                        "missing_ranges", "stale_records", "handoff_block", "shard"});
   auto missing = result.metadata.find("missing_ranges");
   if (missing != result.metadata.end()) {
     const log::Fields none;

@@ -29,8 +29,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> OpenInput(
   const std::string magic = head->ToString();
   const bool parquet = magic.rfind("PAR1", 0) == 0;
   if (!parquet && magic != "ARROW1" && magic.rfind("\xff\xff\xff\xff", 0) != 0) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "--input '", path,
+    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "--input '",
+                     path,
                      "' is neither Arrow IPC (file or stream) nor Parquet: it does not "
                      "start with ARROW1, an IPC stream's first message or PAR1");
   }

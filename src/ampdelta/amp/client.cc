@@ -76,10 +76,10 @@ class FlightClientImpl : public Client {
       return ProtocolError("GetFlightInfo returned an unreadable schema: ",
                            planned.status().message());
     }
-    return StartFlightQueryStream(
-        transport_, BaseCallOptions(), info->endpoints().front().ticket,
-        std::move(*planned), options.idle_timeout,
-        options.stop_cancels_reads ? options.stop : nullptr);
+    return StartFlightQueryStream(transport_, BaseCallOptions(),
+                                  info->endpoints().front().ticket, std::move(*planned),
+                                  options.idle_timeout,
+                                  options.stop_cancels_reads ? options.stop : nullptr);
   }
 
   arrow::Result<std::shared_ptr<arrow::Schema>> GetSchema(

@@ -65,10 +65,11 @@ bool SleepUnlessStopped(const LoadOptions& options, std::chrono::milliseconds de
 arrow::Status NoBlockColumn(const std::string& column, const arrow::Schema& schema) {
   std::string names;
   for (const auto& f : schema.fields()) names += (names.empty() ? "" : ", ") + f->name();
-  return InvalidInput("a parallel backfill filters the query's blocks on --block-column '" +
-                      column + "', which its result does not have (it returns " + names +
-                      "): select the block number as '" + column +
-                      "', or name the column that holds it with --block-column");
+  return InvalidInput(
+      "a parallel backfill filters the query's blocks on --block-column '" + column +
+      "', which its result does not have (it returns " + names +
+      "): select the block number as '" + column +
+      "', or name the column that holds it with --block-column");
 }
 
 // Run the query over no blocks: its schema and ranges, no rows.
@@ -720,12 +721,12 @@ class ParallelLoad {
       causes += (causes.empty() ? "" : "; ") + failure.error;
     }
     const bool stopped = StopRequested();
-    const std::string message =
-        std::string(stopped ? "stopped; " : "") + "blocks " + ranges + " of " +
-        coverage_.network + " were not loaded" +
-        (causes.empty() ? "" : " (" + causes + ")") +
-        "; run the same command again to load only them (" +
-        std::to_string(result_->rows_loaded) + " rows of the other partitions are committed)";
+    const std::string message = std::string(stopped ? "stopped; " : "") + "blocks " +
+                                ranges + " of " + coverage_.network + " were not loaded" +
+                                (causes.empty() ? "" : " (" + causes + ")") +
+                                "; run the same command again to load only them (" +
+                                std::to_string(result_->rows_loaded) +
+                                " rows of the other partitions are committed)";
     // The partitions' own class (bad input, storage, …) when they share one.
     if (!stopped && !failed_.empty() && SharedClass()) {
       return failed_.front().status.WithMessage(message);

@@ -83,8 +83,7 @@ arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
 /// \brief Learn the networks a streaming query covers from its first message that
 /// names block ranges, then cancel it; `stop` turning true cancels the wait.
 arrow::Result<std::vector<std::string>> ProbeNetworks(
-    amp::Client& client, const std::string& sql,
-    const std::atomic<bool>* stop = nullptr);
+    amp::Client& client, const std::string& sql, const std::atomic<bool>* stop = nullptr);
 
 /// \brief The refusal when a stream finds `rows` foreign rows and no takeover was asked.
 arrow::Status TakeoverRefusal(const std::string& table, int64_t rows,

@@ -357,8 +357,8 @@ arrow::Result<CommitReport> Transaction::Commit() {
     }
     // Stopped between attempts, once the winners showed none of them is ours.
     if (stopped) {
-      return arrow::Status::Cancelled("stopped while retrying the commit (version ",
-                                      next, " is free): nothing committed");
+      return arrow::Status::Cancelled("stopped while retrying the commit (version ", next,
+                                      " is free): nothing committed");
     }
     AMPDELTA_LOG_DEBUG("delta commit rebased from=", version, " to=", next);
     version = next;
