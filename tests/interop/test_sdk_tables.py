@@ -121,6 +121,13 @@ def test_a_stream_takes_over_an_sdk_table_exactly_once(dev_server_factory, tmp_p
     taken = load(server.url, table, BLOCKS, "--stream", "--until-block", str(last),
                  "--takeover", "after-table-max", "--reorg-window", "8")
     assert taken.returncode == 0, taken.stderr
+    # The chain never reorged: the block the server re-sends after the takeover is the
+    # stream's first, not a reorg (it used to be counted, logged and undone as one).
+    assert "Reorg detected" not in taken.stdout, taken.stdout
+    assert "reorgs=0" in taken.stderr, taken.stderr
+    history = ampdelta("table", "history", str(table))
+    # One DELETE: the takeover's own (no second one undoing a reorg that never was).
+    assert history.returncode == 0 and history.stdout.count(" DELETE ") == 1, history.stdout
     expected = list(range(QUICKSTART_FIRST, last + 1))
     for name, read in {**READERS, "spark": readers.read_spark}.items():
         got = sorted(read(table).column("block_num").to_pylist())
