@@ -713,5 +713,156 @@ TEST_F(ParallelLoadTest, APartitionsPermanentFailureIsNotRetriedAndKeepsItsClass
   EXPECT_EQ(failed.metadata.at("partitions_failed"), "2");
 }
 
+// A stream taking over from a block inside the backfill's range replaces the backfill's
+// rows from that block on: the block before it stays, nothing is lost or doubled, and a
+// backfill re-run (whose records the stream's rows now back) loads nothing.
+TEST_F(ParallelLoadTest, AStreamTakingOverInsideTheBackfillLosesNoBlock) {
+  Start(150);
+  loader::ParallelOptions parallel = FourPartitions();
+  parallel.max_block = kFirst + 99;
+  ASSERT_TRUE(Load(parallel).success);
+  loader::LoadOptions options = Options();
+  options.takeover = loader::TakeoverMode::kFromBlock;
+  options.takeover_block = kFirst + 60;
+  options.until_block = kFirst + 149;
+  const auto streamed = loader::LoadStream(*amp_, kTransactions, Config(), options);
+  ASSERT_TRUE(streamed.success) << streamed.error;
+  ExpectExactlyOnce(kFirst, kFirst + 149);
+  const auto again = Load(parallel);
+  ASSERT_TRUE(again.success) << again.error;
+  EXPECT_EQ(again.rows_loaded, 0);
+  ExpectExactlyOnce(kFirst, kFirst + 149);
+}
+
+// A restore that lands while a re-run's partition loads puts that partition's file back:
+// the partition's commit conflicts with it and re-plans, instead of adding the blocks
+// a second time.
+TEST_F(ParallelLoadTest, ARestoreLandingWhileAPartitionLoadsIsNotLoadedTwice) {
+  Start(100);
+  ASSERT_TRUE(Load(FourPartitions()).success);  // versions 0..3
+  auto inner = storage::OpenObjectStore(table_).ValueOrDie();
+  ASSERT_OK(delta::Restore(inner, 0).status());  // version 4: one partition
+  auto faults = std::make_shared<storage::FaultStore>(inner);
+  storage::FaultRule race;
+  race.op = storage::StoreOp::kPut;
+  race.path_contains = "00000000000000000005.json";
+  race.fail = false;
+  race.before = [inner] { ASSERT_OK(delta::Restore(inner, 3).status()); };
+  faults->AddRule(race);
+  loader::LoadOptions options = Options();
+  options.store = faults;
+  const auto rerun =
+      loader::LoadParallel(*amp_, kTransactions, Config(), options, FourPartitions());
+  ASSERT_TRUE(rerun.success) << rerun.error;
+  ExpectExactlyOnce(kFirst, kFirst + 79);
+}
+
+// An overwrite that lands while a partition loads, writing rows in its blocks: the
+// partition's commit conflicts, and the re-plan refuses the blocks as another writer's.
+TEST_F(ParallelLoadTest, AnOverwriteLandingWhileAPartitionLoadsIsNotLoadedTwice) {
+  Start(100);
+  auto inner = storage::OpenObjectStore(table_).ValueOrDie();
+  auto faults = std::make_shared<storage::FaultStore>(inner);
+  storage::FaultRule race;
+  race.op = storage::StoreOp::kPut;
+  race.path_contains = "00000000000000000001.json";
+  race.fail = false;
+  race.before = [this] {
+    loader::LoadOptions overwrite = Options();
+    overwrite.mode = "overwrite";
+    const std::string some = std::string(kTransactions) +
+                             " WHERE block_num >= 24000020 AND block_num <= 24000039";
+    ASSERT_TRUE(loader::LoadBatch(*amp_, some, Config(), overwrite).success);
+  };
+  faults->AddRule(race);
+  loader::LoadOptions options = Options();
+  options.store = faults;
+  const auto run =
+      loader::LoadParallel(*amp_, kTransactions, Config(), options, FourPartitions());
+  ASSERT_FALSE(run.success);
+  EXPECT_THAT(run.error, ::testing::HasSubstr("another writer"));
+  for (const auto& [block, rows] : RowsPerBlock()) {
+    ASSERT_EQ(rows, kTxsPerBlock) << "block " << block;
+  }
+}
+
+// A partition whose blocks hold no rows of the query still leaves its tag, on a file
+// without rows: once its record expires, the re-run still loads nothing.
+TEST_F(ParallelLoadTest, EmptyPartitionsOutliveTheirExpiredRecords) {
+  Start(100);
+  const std::string none = std::string(kTransactions) + " WHERE tx_index > 100";
+  const std::string retention =
+      R"({"delta.setTransactionRetentionDuration": "interval 1 millisecond"})";
+  auto run = [&](const loader::ParallelOptions& parallel) {
+    return loader::LoadParallel(*amp_, none, Config(false, retention), Options(),
+                                parallel);
+  };
+  ASSERT_TRUE(run(FourPartitions()).success);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  loader::ParallelOptions later = FourPartitions();
+  later.min_block = kFirst + 80;
+  later.max_block = kFirst + 89;
+  ASSERT_TRUE(run(later).success);  // ages the first run's records out
+  const auto again = run(FourPartitions());
+  ASSERT_TRUE(again.success) << again.error;
+  EXPECT_EQ(again.metadata.at("partitions_loaded"), "0");
+  EXPECT_EQ(again.metadata.at("partitions"), "0");  // nothing left to plan
+  EXPECT_TRUE(RowsPerBlock().empty());
+}
+
+// Shards cutting one range on different grids, started together: the grid check sees
+// only committed plans, so a commit also conflicts with another grid's plan record, and
+// the re-plan refuses; no block is loaded twice.
+TEST_F(ParallelLoadTest, ShardsOnDifferentGridsStartedTogetherAreRefused) {
+  Start(150);
+  std::vector<loader::LoadResult> results(2);
+  std::vector<std::thread> shards;
+  for (int i = 0; i < 2; ++i) {
+    shards.emplace_back([&, i] {
+      loader::ParallelOptions parallel = Parallel();
+      parallel.num_workers = 2;
+      parallel.partition_size = i == 0 ? 10 : 15;
+      parallel.max_block = kFirst + 119;
+      parallel.shard_index = i;
+      parallel.shard_count = 2;
+      results[static_cast<size_t>(i)] = Load(parallel);
+    });
+  }
+  for (auto& shard : shards) shard.join();
+  const int refused = (results[0].success ? 0 : 1) + (results[1].success ? 0 : 1);
+  EXPECT_GE(refused, 1);
+  for (const auto& result : results) {
+    if (result.success) continue;
+    EXPECT_TRUE(IsError(result.status, ErrorCode::kInvalidInput)) << result.error;
+    EXPECT_THAT(result.error, ::testing::HasSubstr("another shard cut"));
+  }
+  for (const auto& [block, rows] : RowsPerBlock()) {
+    ASSERT_EQ(rows, kTxsPerBlock) << "block " << block;
+  }
+}
+
+// Blocks missing at the end of a run whose partitions all succeeded: the table changed
+// under it (a restore took a committed partition back). That is a conflict, not a
+// server error.
+TEST_F(ParallelLoadTest, ATableChangedUnderTheRunIsReportedAsAConflict) {
+  Start(100);
+  auto inner = storage::OpenObjectStore(table_).ValueOrDie();
+  auto faults = std::make_shared<storage::FaultStore>(inner);
+  storage::FaultRule restore;
+  restore.op = storage::StoreOp::kPut;
+  restore.path_contains = "00000000000000000003.json";
+  restore.fail = false;
+  restore.before = [inner] { ASSERT_OK(delta::Restore(inner, 0).status()); };
+  faults->AddRule(restore);
+  loader::LoadOptions options = Options();
+  options.store = faults;
+  const auto run =
+      loader::LoadParallel(*amp_, kTransactions, Config(), options, FourPartitions());
+  ASSERT_FALSE(run.success);
+  EXPECT_TRUE(IsError(run.status, ErrorCode::kCommitConflict)) << run.status.ToString();
+  EXPECT_EQ(run.metadata.at("partitions_failed"), "0");
+  EXPECT_THAT(run.error, ::testing::HasSubstr("the table changed while the backfill ran"));
+}
+
 }  // namespace
 }  // namespace ampdelta

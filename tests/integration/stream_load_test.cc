@@ -752,12 +752,38 @@ TEST_F(StreamLoadTest, ATakeoverFromAnExplicitBlockReplacesTheRowsFromItOn) {
   ASSERT_TRUE(taken.success) << taken.error;
   ExpectEachBlockOnce(kFirst + 99);
   const auto rows = TableRows();
-  // Blocks below the takeover block stay the other writer's rows (no batch id), but
-  // the one just before it: the server re-sends that block to a cursor it cannot match,
-  // and the stream replaces it.
+  // Blocks below the takeover block stay the other writer's rows (no batch id); the
+  // stream's cursor is the takeover block itself, which the server sends again.
   EXPECT_TRUE(std::get<2>(rows[38]).empty());
-  EXPECT_FALSE(std::get<2>(rows[39]).empty());
+  EXPECT_TRUE(std::get<2>(rows[39]).empty());
   EXPECT_FALSE(std::get<2>(rows[40]).empty());
+}
+
+// A table an older ampdelta took over (a legacy record, the block before the takeover
+// block kept): the stream resumes before it and replaces the re-sent block, as it did.
+TEST_F(StreamLoadTest, ALegacyTakeoverRecordStillReplacesTheBlockBeforeIt) {
+  Start({});
+  LoadForeignRows(kFirst + 100);
+  auto store = *storage::OpenObjectStore(table_);
+  // What an older takeover from block 40 committed: foreign rows from 40 on removed,
+  // the stream's txn and the legacy record.
+  ASSERT_OK(delta::DeleteRows(store, "block_num >= " + std::to_string(kFirst + 40))
+                .status());
+  const auto app_id = loader::StreamAppId(kBlocks);
+  delta::TableWriteOptions record;
+  record.app_transaction = delta::SetTransaction{app_id, 1, {}};
+  record.transaction_records.push_back(delta::SetTransaction{
+      loader::LegacyTakeoverAppId(app_id, "mainnet"), static_cast<int64_t>(kFirst + 40),
+      {}});
+  ASSERT_OK_AND_ASSIGN(auto writer,
+                       delta::TableWriter::Open(store, Snapshot()->schema(), record));
+  ASSERT_OK(writer->Commit().status());
+  const auto streamed = Stream(kFirst + 99);
+  ASSERT_TRUE(streamed.success) << streamed.error;
+  ExpectEachBlockOnce(kFirst + 99);
+  const auto rows = TableRows();
+  EXPECT_TRUE(std::get<2>(rows[38]).empty());
+  EXPECT_FALSE(std::get<2>(rows[39]).empty());  // re-sent and replaced
 }
 
 // The seed block the server sends again after a takeover is replaced in the takeover's

@@ -174,6 +174,18 @@ std::optional<BackfillGrid> ParseGrid(const std::string& text) {
 
 }  // namespace
 
+std::optional<BackfillPlan> ParseBackfillPlanAppId(const std::string& stream_app_id,
+                                                   const std::string& app_id) {
+  const std::string prefix = stream_app_id + kPlanInfix;
+  if (!StartsWith(app_id, prefix)) return std::nullopt;
+  const size_t slash = app_id.find('/', prefix.size());
+  if (slash == std::string::npos) return std::nullopt;
+  const auto grid = ParseGrid(app_id.substr(prefix.size(), slash - prefix.size()));
+  auto plan = ParseRangeAppId(app_id.substr(0, slash + 1), app_id);
+  if (!grid || !plan) return std::nullopt;
+  return BackfillPlan{std::move(plan->first), plan->second, *grid};
+}
+
 std::optional<std::pair<std::string, BlockSpan>> ParseBackfillPartitionAppId(
     const std::string& stream_app_id, const std::string& app_id) {
   return ParseRangeAppId(stream_app_id + kPartitionInfix, app_id);
@@ -265,21 +277,13 @@ arrow::Status ReadTags(const delta::Snapshot& snapshot, const std::string& strea
 void ReadRecords(const delta::Snapshot& snapshot, const std::string& stream_app_id,
                  BackfillState* state) {
   std::map<std::string, std::vector<BlockSpan>> planned;
-  const std::string plan_prefix = stream_app_id + kPlanInfix;
   for (const auto& [app_id, txn] : snapshot.app_transactions()) {
     if (auto partition = ParseBackfillPartitionAppId(stream_app_id, app_id)) {
       state->records.push_back({partition->first, partition->second, txn.version});
-      continue;
+    } else if (auto plan = ParseBackfillPlanAppId(stream_app_id, app_id)) {
+      planned[plan->network].push_back(plan->span);
+      state->plans[plan->network].emplace_back(plan->span, plan->grid);
     }
-    if (!StartsWith(app_id, plan_prefix)) continue;
-    const size_t slash = app_id.find('/', plan_prefix.size());
-    if (slash == std::string::npos) continue;
-    const auto grid =
-        ParseGrid(app_id.substr(plan_prefix.size(), slash - plan_prefix.size()));
-    auto plan = ParseRangeAppId(app_id.substr(0, slash + 1), app_id);
-    if (!grid || !plan) continue;
-    planned[plan->first].push_back(plan->second);
-    state->plans[plan->first].emplace_back(plan->second, *grid);
   }
   for (auto& [network, list] : planned)
     state->planned[network] = MergeSpans(std::move(list));
@@ -309,17 +313,24 @@ arrow::Status JudgeRecords(const delta::Snapshot& snapshot,
     unconfirmed.push_back(&record);
   }
   if (unconfirmed.empty()) return arrow::Status::OK();
+  // Rows in files without the tag: another engine's rewrite of the backfill's files,
+  // or the query's stream, which took the blocks over.
   const std::string tag = BackfillTagKey(stream_app_id);
+  const auto untagged = [&tag](const delta::Add& file) {
+    return delta::StatsNumRecords(file) != std::optional<int64_t>(0) &&
+           (!file.tags || file.tags->count(tag) == 0);
+  };
   std::vector<int64_t> found(unconfirmed.size(), 0);
   if (block_column.empty() ||
       delta::FindFieldIgnoreCase(*snapshot.schema(), block_column) < 0) {
     // Nothing tells the rows' blocks: any untagged rows may be the records'.
-    std::fill(found.begin(), found.end(), ForeignRows(snapshot, tag) > 0 ? 1 : 0);
+    const bool any = std::any_of(snapshot.files().begin(), snapshot.files().end(), untagged);
+    std::fill(found.begin(), found.end(), any ? 1 : 0);
   } else {
     std::vector<std::pair<uint64_t, uint64_t>> spans;
     for (const auto* record : unconfirmed)
       spans.emplace_back(record->span.first, record->span.last);
-    ARROW_ASSIGN_OR_RAISE(found, ForeignRowsIn(snapshot, block_column, spans, tag));
+    ARROW_ASSIGN_OR_RAISE(found, RowsIn(snapshot, block_column, spans, untagged));
   }
   for (size_t i = 0; i < unconfirmed.size(); ++i) {
     const BackfillRecord& record = *unconfirmed[i];

@@ -65,6 +65,17 @@ std::string BackfillPlanAppId(const std::string& stream_app_id,
                               const std::string& network, const BlockSpan& span,
                               const BackfillGrid& grid);
 
+/// \brief A plan record: the range a run set out to load and how it cut it.
+struct BackfillPlan {
+  std::string network;
+  BlockSpan span;
+  BackfillGrid grid;
+};
+
+/// \brief Return the plan a plan app id of `stream_app_id` names, or nullopt.
+std::optional<BackfillPlan> ParseBackfillPlanAppId(const std::string& stream_app_id,
+                                                   const std::string& app_id);
+
 /// \brief The tag key of a backfill's data files.
 std::string BackfillTagKey(const std::string& stream_app_id);
 

@@ -205,7 +205,10 @@ arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
     return arrow::Status::OK();
   }
   if (rows_in_commit == 0 && progress->commits > 0) return writer->Abort();
-  if (records.before_commit) records.before_commit(rows_in_commit, writer.get());
+  if (records.before_commit) {
+    arrow::Status recorded = records.before_commit(rows_in_commit, writer.get());
+    if (!recorded.ok()) return fail(recorded);
+  }
   const auto commit_start = Clock::now();
   ARROW_ASSIGN_OR_RAISE(auto committed, writer->Commit());
   Record(committed, table_name, commit_start, progress);
@@ -226,6 +229,7 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
   write.transaction_records = records.transaction_records;
   write.overlapping_app_ids = records.overlapping_app_ids;
   write.superseded_app_ids = records.superseded_app_ids;
+  write.claimed_adds = records.claimed_adds;
   write.read_snapshot = records.read_snapshot;
   ARROW_ASSIGN_OR_RAISE(auto store, internal::OpenStore(config, options, result));
   Progress progress;

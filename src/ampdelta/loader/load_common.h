@@ -33,9 +33,11 @@ struct LoadRecords {
   delta::NullableStringMap file_tags;
   /// Called with the load's rows just before its commit (append loads): a backfill
   /// partition's tag and record count them.
-  std::function<void(int64_t rows, delta::TableWriter* writer)> before_commit;
+  std::function<arrow::Status(int64_t rows, delta::TableWriter* writer)> before_commit;
   /// TableWriteOptions::superseded_app_ids.
   std::set<std::string> superseded_app_ids;
+  /// TableWriteOptions::claimed_adds.
+  std::function<bool(const delta::Add&)> claimed_adds;
   /// The table as the caller planned the load on (null: read it at the start).
   std::shared_ptr<const delta::Snapshot> read_snapshot;
 };

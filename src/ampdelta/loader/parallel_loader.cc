@@ -608,6 +608,7 @@ class ParallelLoad {
     remaining.stream_started = owned.has_value();
     ARROW_ASSIGN_OR_RAISE(const BackfillState state,
                           ReadBackfillState(*snapshot, app_id_, options_.block_column));
+    ARROW_RETURN_NOT_OK(CheckShardGrid(state));
     remaining.stale_app_ids = state.StaleAppIds(app_id_);
     for (auto part : state.Missing(coverage_.network, span)) {
       if (owned && *owned <= part.first) continue;
@@ -617,50 +618,23 @@ class ParallelLoad {
     return remaining;
   }
 
-  // Load the blocks of `partition` no record covers, each missing span in one commit.
+  // Load the blocks of `partition` the table does not hold, each missing span in one
+  // commit, checked against the table as it is now (another writer, a shard cutting
+  // the range differently, may have come since the run started).
   arrow::Status LoadMissing(const Partition& partition, LoadResult* outcome) {
     ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
     ARROW_ASSIGN_OR_RAISE(const Remaining remaining,
                           StillMissing(snapshot.get(), partition.span));
-    const bool stream_started = remaining.stream_started;
     if (remaining.missing.empty() && outcome->rows_loaded == 0)
       outcome->metadata["skipped"] = "true";
     for (const auto& span : remaining.missing) {
+      if (snapshot) ARROW_RETURN_NOT_OK(CheckOtherWriters(*snapshot, {span}));
       ARROW_ASSIGN_OR_RAISE(
           const std::string sql,
           amp::AddBlockFilter(batch_sql_, options_.block_column, span.first, span.last));
-      internal::LoadRecords records;
-      const std::string claim = BackfillPartitionAppId(app_id_, coverage_.network, span);
-      // The record and the tag count the rows the commit holds (known at its end).
-      records.app_transaction = delta::SetTransaction{claim, 0, {}};
-      records.before_commit = [this, claim, span](int64_t rows,
-                                                  delta::TableWriter* writer) {
-        writer->SetAppTransaction(delta::SetTransaction{claim, rows, {}});
-        writer->SetFileTags(
-            {{BackfillTagKey(app_id_),
-              BackfillTagValue(BackfillPart{coverage_.network, span, rows})}});
-      };
-      records.superseded_app_ids = remaining.stale_app_ids;
-      records.transaction_records.push_back(delta::SetTransaction{
-          BackfillPlanAppId(app_id_, coverage_.network, *range_, grid_),
-          static_cast<int64_t>(range_->last),
-          {}});
-      // Conflict with a concurrent partition claiming any of these blocks, and with the
-      // query's stream when it starts meanwhile (it may own them).
-      const std::string takeover_prefix = TakeoverAppId(app_id_, "");
-      records.overlapping_app_ids = [this, span, stream_started,
-                                     takeover_prefix](const std::string& app_id) {
-        if (!stream_started &&
-            (app_id == app_id_ || app_id.rfind(takeover_prefix, 0) == 0)) {
-          return true;
-        }
-        auto other = ParseBackfillPartitionAppId(app_id_, app_id);
-        return other && other->first == coverage_.network &&
-               other->second.first <= span.last && span.first <= other->second.last;
-      };
-      records.read_snapshot = snapshot;
-      LoadResult loaded = internal::LoadBatchRecorded(client_, sql, partition_config_,
-                                                      partition_options_, records);
+      LoadResult loaded =
+          internal::LoadBatchRecorded(client_, sql, partition_config_, partition_options_,
+                                      SpanRecords(span, remaining, snapshot));
       if (!loaded.success) return loaded.status;
       outcome->rows_loaded += loaded.rows_loaded;
       outcome->metadata.erase("skipped");
@@ -668,6 +642,73 @@ class ParallelLoad {
       ARROW_ASSIGN_OR_RAISE(snapshot, LoadSnapshot(store_));
     }
     return arrow::Status::OK();
+  }
+
+  // What a span's commit records with its rows, and what it conflicts with.
+  internal::LoadRecords SpanRecords(const BlockSpan& span, const Remaining& remaining,
+                                    std::shared_ptr<const delta::Snapshot> snapshot) const {
+    internal::LoadRecords records;
+    const std::string claim = BackfillPartitionAppId(app_id_, coverage_.network, span);
+    // The claim and the tag count the rows the commit holds (known at its end); a span
+    // without rows still leaves its tag, on an empty file.
+    records.app_transaction = delta::SetTransaction{claim, 0, {}};
+    records.before_commit = [this, claim, span](int64_t rows, delta::TableWriter* writer) {
+      writer->SetAppTransaction(delta::SetTransaction{claim, rows, {}});
+      writer->SetFileTags({{BackfillTagKey(app_id_),
+                            BackfillTagValue(BackfillPart{coverage_.network, span, rows})}});
+      return rows == 0 ? writer->WriteEmptyFile() : arrow::Status::OK();
+    };
+    records.superseded_app_ids = remaining.stale_app_ids;
+    records.transaction_records.push_back(delta::SetTransaction{
+        BackfillPlanAppId(app_id_, coverage_.network, *range_, grid_),
+        static_cast<int64_t>(range_->last),
+        {}});
+    records.overlapping_app_ids = [this, span, stream_started = remaining.stream_started](
+                                      const std::string& app_id) {
+      return ClaimsSpan(app_id, span, stream_started);
+    };
+    records.claimed_adds = [this, span](const delta::Add& file) {
+      return HoldsBlocksOf(file, span);
+    };
+    records.read_snapshot = std::move(snapshot);
+    return records;
+  }
+
+  // A concurrent commit's `txn` that makes this span's commit a conflict: a partition
+  // claiming any of its blocks, the query's stream starting meanwhile (it may own them),
+  // a shard planning the same range on another grid (the re-plan then refuses).
+  bool ClaimsSpan(const std::string& app_id, const BlockSpan& span,
+                  bool stream_started) const {
+    if (!stream_started && (app_id == app_id_ || IsTakeoverAppId(app_id_, app_id))) {
+      return true;
+    }
+    if (auto other = ParseBackfillPartitionAppId(app_id_, app_id)) {
+      return other->first == coverage_.network && other->second.first <= span.last &&
+             span.first <= other->second.last;
+    }
+    if (auto plan = ParseBackfillPlanAppId(app_id_, app_id)) {
+      return parallel_.shard_count > 1 && plan->network == coverage_.network &&
+             plan->span == *range_ && plan->grid.shard_count > 1 && !(plan->grid == grid_);
+    }
+    return false;
+  }
+
+  // A concurrent commit's data file that makes this span's commit a conflict: one of
+  // this backfill's naming its blocks (a restore putting a partition back, another run),
+  // or another writer's whose rows may lie in them (an overwrite).
+  bool HoldsBlocksOf(const delta::Add& file, const BlockSpan& span) const {
+    auto parts = ReadBackfillTag(file, app_id_);
+    if (!parts.ok()) return true;  // a tag that does not parse: assume the worst
+    if (!parts->empty()) {
+      return std::any_of(parts->begin(), parts->end(), [&](const BackfillPart& part) {
+        return part.network == coverage_.network && part.span.first <= span.last &&
+               span.first <= part.span.last;
+      });
+    }
+    if (!IsForeignFile(file)) return false;  // the query's stream: its claims are txns
+    const auto stats = StatsBlockSpan(file, options_.block_column);
+    return !stats || (stats->second >= 0 && static_cast<uint64_t>(stats->second) >= span.first &&
+                      (stats->first < 0 || static_cast<uint64_t>(stats->first) <= span.last));
   }
 
   // The outcome: what was loaded, what is missing and how to load it.
@@ -730,6 +771,12 @@ class ParallelLoad {
     // The partitions' own class (bad input, storage, …) when they share one.
     if (!stopped && !failed_.empty() && SharedClass()) {
       return failed_.front().status.WithMessage(message);
+    }
+    // Nothing failed, yet blocks are missing: the table changed under the run (a
+    // restore or an overwrite took committed partitions back).
+    if (!stopped && failed_.empty()) {
+      return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::IOError,
+                       "the table changed while the backfill ran: ", message);
     }
     return MakeError(ErrorCode::kServerError,
                      stopped ? arrow::StatusCode::Cancelled : arrow::StatusCode::IOError,

@@ -214,20 +214,14 @@ class StreamLoad {
         delta::SetTransaction{TakeoverAppId(app_id_, networks[0]),
                               rows_below ? static_cast<int64_t>(from) : 0,
                               {}});
-    // The server sends the seed block before `from` again (ampd restarts at an unknown
-    // cursor's own number; stream_state.h): its rows are replaced now, in this commit,
-    // not undone later as if a reorg had taken them. Right after this query's backfill
-    // the seed is `from` itself.
-    ARROW_ASSIGN_OR_RAISE(const bool after_backfill, FollowsBackfill(networks[0], from));
-    const uint64_t replaced_from = rows_below && !after_backfill ? from - 1 : from;
+    // The stream's seed is `from` itself (stream_state.h): the server sends it first,
+    // and the rows it replaces go in this commit, not as the undo of a rewind.
     write.operation_parameters = {
-        {"predicate",
-         "[\"takeover: " + column + " >= " + std::to_string(replaced_from) + "\"]"}};
+        {"predicate", "[\"takeover: " + column + " >= " + std::to_string(from) + "\"]"}};
     ARROW_ASSIGN_OR_RAISE(auto writer,
                           delta::TableWriter::Open(store_, snapshot_->schema(), write));
-    ARROW_ASSIGN_OR_RAISE(
-        const int64_t removed,
-        StageForeignUndo(*snapshot_, column, replaced_from, writer.get()));
+    ARROW_ASSIGN_OR_RAISE(const int64_t removed,
+                          StageForeignUndo(*snapshot_, column, from, writer.get()));
     ARROW_RETURN_NOT_OK(Finish(writer.get(), nullptr, state_.cursor_log));
     AMPDELTA_LOG_INFO("stream into ", result_->table_name,
                       " took the table over: ", foreign,
@@ -236,30 +230,6 @@ class StreamLoad {
     result_->metadata["takeover_block"] = std::to_string(from);
     rows_undone_ += removed;
     return Refresh();
-  }
-
-  // True when this query's backfill loaded the blocks up to `block` - 1 on `network`.
-  arrow::Result<bool> FollowsBackfill(const std::string& network, uint64_t block) const {
-    if (block == 0) return false;
-    ARROW_ASSIGN_OR_RAISE(const BackfillState backfill,
-                          ReadBackfillState(*snapshot_, app_id_, options_.block_column));
-    auto spans = backfill.loaded.find(network);
-    if (spans == backfill.loaded.end()) return false;
-    return std::any_of(spans->second.begin(), spans->second.end(),
-                       [block](const BlockSpan& span) { return span.last == block - 1; });
-  }
-
-  // True when another writer's rows are still at or after `block` (a takeover committed
-  // before takeovers replaced the seed block: the seed's re-send undoes them).
-  arrow::Result<bool> ForeignRowsFrom(uint64_t block) const {
-    if (snapshot_ == nullptr ||
-        delta::FindFieldIgnoreCase(*snapshot_->schema(), options_.block_column) < 0) {
-      return false;
-    }
-    ARROW_ASSIGN_OR_RAISE(auto found,
-                          ForeignRowsIn(*snapshot_, options_.block_column,
-                                        {{block, UINT64_MAX}}, BackfillTagKey(app_id_)));
-    return found.front() > 0;
   }
 
   // The last block of this query's backfill (backfill_state.h) when the table's foreign
@@ -308,14 +278,12 @@ class StreamLoad {
     if (config_.state.enabled) {
       // A seed after a backfill is the stream's own first block, which the server sends
       // as its first microbatch: not a rewind.
-      // A takeover seed whose rows the takeover replaced is re-sent as the stream's
-      // first block: no rewind either.
-      std::vector<amp::BlockRange> seeds;
-      for (auto& seed : state_.TakeoverSeeds()) {
-        if (state_.backfill_handoffs.count(seed.network) != 0) continue;
-        ARROW_ASSIGN_OR_RAISE(const bool legacy, ForeignRowsFrom(seed.end));
-        if (legacy) seeds.push_back(std::move(seed));
-      }
+      // A takeover's seed is the stream's own first block, which the server sends as
+      // its first microbatch: not a rewind (but for a legacy takeover's, stream_state.h).
+      std::vector<amp::BlockRange> seeds = state_.TakeoverSeeds();
+      std::erase_if(seeds, [this](const amp::BlockRange& seed) {
+        return !state_.SeedIsRewind(seed.network);
+      });
       interpreter.SeedCompleted(seeds);
       std::set<std::string> networks;
       for (const auto* lists : {&state_.ranges, &state_.spans}) {
@@ -624,8 +592,11 @@ class StreamLoad {
       return;
     }
     for (const auto& [network, block] : state_.takeover_blocks) {
-      writer->AddTransactionRecord(delta::SetTransaction{
-          TakeoverAppId(app_id_, network), static_cast<int64_t>(block), {}});
+      const std::string record = state_.legacy_takeovers.count(network) != 0
+                                     ? LegacyTakeoverAppId(app_id_, network)
+                                     : TakeoverAppId(app_id_, network);
+      writer->AddTransactionRecord(
+          delta::SetTransaction{record, static_cast<int64_t>(block), {}});
     }
   }
 

@@ -168,10 +168,13 @@ std::vector<amp::BlockRange> StreamState::TakeoverSeeds() const {
   std::vector<amp::BlockRange> seeds;
   for (const auto& [network, block] : takeover_blocks) {
     if (block == 0 || !Recorded(network).empty()) continue;
-    seeds.push_back(UnknownHashRange(
-        network, backfill_handoffs.count(network) != 0 ? block : block - 1));
+    seeds.push_back(UnknownHashRange(network, SeedIsRewind(network) ? block - 1 : block));
   }
   return seeds;
+}
+
+bool StreamState::SeedIsRewind(const std::string& network) const {
+  return legacy_takeovers.count(network) != 0 && backfill_handoffs.count(network) == 0;
 }
 
 std::optional<uint64_t> StreamState::FirstRecordedBlock(
@@ -279,6 +282,7 @@ arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
   if (snapshot == nullptr) return state;
   state.txn_version = snapshot->AppTransactionVersion(app_id);
   state.takeover_blocks = TakeoverBlocks(*snapshot, app_id);
+  state.legacy_takeovers = LegacyTakeovers(*snapshot, app_id);
   for (const auto& file : snapshot->files()) {
     if (!file.tags) continue;
     ARROW_ASSIGN_OR_RAISE(FileRecord record, ReadFileRecord(file, app_id));
@@ -290,11 +294,14 @@ arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
   Normalise(&state.ranges);
   Normalise(&state.spans);
   ARROW_RETURN_NOT_OK(ReadCursorRecord(*snapshot, app_id, block_column, &state));
-  // Seeds matter only until a network records ranges of its own: read the backfill's
-  // records only then (not on every commit of a running stream).
+  // Legacy seeds matter only until a network records ranges of its own: read the
+  // backfill only then (not on every commit of a running stream).
   const bool seeding =
       std::any_of(state.takeover_blocks.begin(), state.takeover_blocks.end(),
-                  [&](const auto& entry) { return state.Recorded(entry.first).empty(); });
+                  [&](const auto& entry) {
+                    return state.legacy_takeovers.count(entry.first) != 0 &&
+                           state.Recorded(entry.first).empty();
+                  });
   if (seeding) {
     ARROW_ASSIGN_OR_RAISE(const BackfillState backfill,
                           ReadBackfillState(*snapshot, app_id, block_column));

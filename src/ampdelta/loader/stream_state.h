@@ -104,17 +104,24 @@ struct StreamState {
   /// The first block the stream owns per network after taking the table over from
   /// another writer (takeover.h); rows of untagged files below it are not its own.
   std::map<std::string, uint64_t> takeover_blocks;
-  /// Networks whose takeover block follows the last block of this query's backfill
+  /// Networks taken over by an older ampdelta (takeover.h: a legacy record), whose seed
+  /// is the block before the takeover block…
+  std::set<std::string> legacy_takeovers;
+  /// …unless the takeover block follows the last block of this query's backfill
   /// (backfill_state.h): that block is final, so the seed is the takeover block itself
   /// and the backfill's rows are never re-sent.
   std::set<std::string> backfill_handoffs;
 
   /// \brief The range a network resumes after when the stream took the table over and
-  /// has recorded nothing there yet: the block before its first one (after a backfill:
-  /// its first one), with a hash no chain has, so the server sends that block again
-  /// (ampd restarts at an unknown cursor's own number) and a rewind is undone by block
-  /// number.
+  /// has recorded nothing there yet: its first block, with a hash no chain has, so the
+  /// server sends that block again (ampd restarts at an unknown cursor's own number). A
+  /// legacy takeover's is the block before (not after a backfill), which the server
+  /// re-sends and the stream replaces as a rewind, by block number.
   std::vector<amp::BlockRange> TakeoverSeeds() const;
+
+  /// \brief Return true when `network`'s seed is re-sent as a rewind of rows the stream
+  /// must replace (a legacy takeover not after a backfill).
+  bool SeedIsRewind(const std::string& network) const;
 
   /// Every span recorded on a live file, per network, sorted by start, deduplicated.
   std::map<std::string, std::vector<amp::BlockRange>> spans;

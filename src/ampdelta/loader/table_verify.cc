@@ -404,14 +404,17 @@ class Verifier {
     }
   }
 
-  // Blocks loaded by both a backfill and the stream of the same query.
+  // Blocks in both a backfill's files and the stream of the same query (a record the
+  // stream's rows corroborate is blocks the stream took over, not loaded twice).
   void CheckSeam(const std::string& app, const BackfillState& state) {
     auto stream = report_->recorded.find(app);
     if (stream == report_->recorded.end()) return;
-    for (const auto& [network, spans] : state.loaded) {
+    for (const auto& [network, parts] : state.tagged) {
       auto runs = stream->second.find(network);
       if (runs == stream->second.end()) continue;
-      for (const auto& span : spans) {
+      std::vector<BlockSpan> spans;
+      for (const auto& part : parts) spans.push_back(part.span);
+      for (const auto& span : MergeSpans(std::move(spans))) {
         for (const auto& [first, last] : runs->second) {
           if (last < span.first || first > span.last) continue;
           const uint64_t from = std::max(first, span.first);

@@ -19,7 +19,8 @@
 namespace ampdelta::loader {
 namespace {
 
-constexpr const char* kTakeoverInfix = "/takeover/";
+constexpr const char* kTakeoverInfix = "/takeover-from/";
+constexpr const char* kLegacyTakeoverInfix = "/takeover/";
 
 // A file's [min, max] of `column` from its statistics; nullopt when they do not say.
 std::optional<std::pair<int64_t, int64_t>> StatsSpan(const delta::Add& file,
@@ -63,10 +64,27 @@ std::string TakeoverAppId(const std::string& stream_app_id, const std::string& n
   return stream_app_id + kTakeoverInfix + network;
 }
 
-std::map<std::string, uint64_t> TakeoverBlocks(const delta::Snapshot& snapshot,
-                                               const std::string& stream_app_id) {
+std::string LegacyTakeoverAppId(const std::string& stream_app_id,
+                                const std::string& network) {
+  return stream_app_id + kLegacyTakeoverInfix + network;
+}
+
+bool IsTakeoverAppId(const std::string& stream_app_id, const std::string& app_id) {
+  for (const char* infix : {kTakeoverInfix, kLegacyTakeoverInfix}) {
+    const std::string prefix = stream_app_id + infix;
+    if (app_id.size() > prefix.size() && app_id.compare(0, prefix.size(), prefix) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// The records of one infix: network -> block.
+std::map<std::string, uint64_t> RecordsOf(const delta::Snapshot& snapshot,
+                                          const std::string& prefix) {
   std::map<std::string, uint64_t> blocks;
-  const std::string prefix = stream_app_id + kTakeoverInfix;
   for (const auto& [app_id, txn] : snapshot.app_transactions()) {
     if (app_id.size() > prefix.size() && app_id.compare(0, prefix.size(), prefix) == 0 &&
         txn.version >= 0) {
@@ -76,9 +94,36 @@ std::map<std::string, uint64_t> TakeoverBlocks(const delta::Snapshot& snapshot,
   return blocks;
 }
 
+}  // namespace
+
+std::map<std::string, uint64_t> TakeoverBlocks(const delta::Snapshot& snapshot,
+                                               const std::string& stream_app_id) {
+  std::map<std::string, uint64_t> blocks =
+      RecordsOf(snapshot, stream_app_id + kTakeoverInfix);
+  for (const auto& [network, block] :
+       RecordsOf(snapshot, stream_app_id + kLegacyTakeoverInfix)) {
+    blocks.try_emplace(network, block);
+  }
+  return blocks;
+}
+
+std::set<std::string> LegacyTakeovers(const delta::Snapshot& snapshot,
+                                      const std::string& stream_app_id) {
+  const auto current = RecordsOf(snapshot, stream_app_id + kTakeoverInfix);
+  std::set<std::string> legacy;
+  for (const auto& [network, block] :
+       RecordsOf(snapshot, stream_app_id + kLegacyTakeoverInfix)) {
+    if (current.count(network) == 0) legacy.insert(network);
+  }
+  return legacy;
+}
+
 bool HasTakeoverRecord(const delta::Snapshot& snapshot) {
   for (const auto& [app_id, txn] : snapshot.app_transactions()) {
-    if (app_id.find(kTakeoverInfix) != std::string::npos) return true;
+    if (app_id.find(kTakeoverInfix) != std::string::npos ||
+        app_id.find(kLegacyTakeoverInfix) != std::string::npos) {
+      return true;
+    }
   }
   return false;
 }
@@ -133,10 +178,24 @@ arrow::Result<std::optional<std::pair<int64_t, int64_t>>> ForeignBlockSpan(
   return span;
 }
 
+std::optional<std::pair<int64_t, int64_t>> StatsBlockSpan(const delta::Add& file,
+                                                          const std::string& column) {
+  return StatsSpan(file, column);
+}
+
 arrow::Result<std::vector<int64_t>> ForeignRowsIn(
     const delta::Snapshot& snapshot, const std::string& column,
     const std::vector<std::pair<uint64_t, uint64_t>>& spans,
     const std::string& except_tag) {
+  return RowsIn(snapshot, column, spans, [&except_tag](const delta::Add& file) {
+    return IsForeignFile(file, except_tag);
+  });
+}
+
+arrow::Result<std::vector<int64_t>> RowsIn(
+    const delta::Snapshot& snapshot, const std::string& column,
+    const std::vector<std::pair<uint64_t, uint64_t>>& spans,
+    const std::function<bool(const delta::Add&)>& counted) {
   std::vector<int64_t> counts(spans.size(), 0);
   if (spans.empty()) return counts;
   if (delta::FindFieldIgnoreCase(*snapshot.schema(), column) < 0) {
@@ -153,7 +212,7 @@ arrow::Result<std::vector<int64_t>> ForeignRowsIn(
            (low < 0 || static_cast<uint64_t>(low) <= span.second);
   };
   for (const auto& file : snapshot.files()) {
-    if (!IsForeignFile(file, except_tag)) continue;
+    if (!counted(file)) continue;
     const auto stats = StatsSpan(file, column);
     const auto rows = delta::StatsNumRecords(file);
     if (stats) {

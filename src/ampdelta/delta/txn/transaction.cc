@@ -185,6 +185,13 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner,
     if (const auto* txn = std::get_if<SetTransaction>(&action)) {
       ARROW_RETURN_NOT_OK(CheckClaim(txn->app_id));
     }
+    const auto* add = std::get_if<Add>(&action);
+    if (add != nullptr && add->data_change && claimed_adds_ && claimed_adds_(*add)) {
+      return CommitConflictError("a concurrent commit added ", add->path,
+                                 ", which holds work this commit does too")
+          .WithDetail(
+              std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kConcurrentApp));
+    }
   }
   WriteSet write;
   for (const auto& remove : removes_) write.removes.insert(DecodeLogPath(remove.path));

@@ -92,6 +92,12 @@ class Transaction {
   void ConflictWithAppIds(std::function<bool(const std::string&)> overlaps) {
     overlapping_app_ids_ = std::move(overlaps);
   }
+  /// \brief Fail with kCommitConflict, subcode kConcurrentApp, when a concurrent commit
+  /// adds data (dataChange) in a file `claims` says holds this commit's work (a restore
+  /// putting back a backfill partition's file, an overwrite writing rows in its blocks).
+  void ConflictWithAdds(std::function<bool(const Add&)> claims) {
+    claimed_adds_ = std::move(claims);
+  }
   /// \brief Records of the read snapshot the caller found stale (their rows are gone):
   /// they claim nothing, and this commit may record them again. A concurrent commit
   /// recording one still conflicts.
@@ -168,6 +174,7 @@ class Transaction {
   std::vector<SetTransaction> records_;
   std::function<bool(const std::string&)> overlapping_app_ids_;
   std::set<std::string> superseded_app_ids_;
+  std::function<bool(const Add&)> claimed_adds_;
   std::vector<DomainMetadata> domains_;
   std::string operation_ = "WRITE";
   std::map<std::string, std::string> parameters_;

@@ -271,6 +271,13 @@ void TableWriter::SetDomainMetadata(DomainMetadata domain) {
   domains.push_back(std::move(domain));
 }
 
+arrow::Status TableWriter::WriteEmptyFile() {
+  if (!impl_->writer) return arrow::Status::Invalid("this write writes no files");
+  NullableStringMap nulls;
+  for (const auto& column : impl_->partition_columns) nulls[column] = std::nullopt;
+  return impl_->writer->WriteEmptyFile(nulls);
+}
+
 void TableWriter::SetFileTags(NullableStringMap tags) {
   impl_->file_tags = std::move(tags);
 }
@@ -355,6 +362,7 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
     txn.ConflictWithAppIds(impl_->options.overlapping_app_ids);
     txn.SupersedeAppIds(impl_->options.superseded_app_ids);
   }
+  if (impl_->options.claimed_adds) txn.ConflictWithAdds(impl_->options.claimed_adds);
   for (const auto& record : impl_->options.transaction_records) {
     txn.AddTransactionRecord(record);
   }

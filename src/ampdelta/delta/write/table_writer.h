@@ -75,6 +75,8 @@ struct TableWriteOptions {
   std::function<bool(const std::string&)> overlapping_app_ids;
   /// Transaction::SupersedeAppIds.
   std::set<std::string> superseded_app_ids;
+  /// Transaction::ConflictWithAdds.
+  std::function<bool(const Add&)> claimed_adds;
   /// The table as last seen (a stream's previous commit), so Open need not read the log
   /// again; a stale snapshot is fine, the commit rebases over newer versions.
   std::shared_ptr<const Snapshot> read_snapshot;
@@ -164,6 +166,11 @@ class TableWriter {
 
   /// \brief Set the tags (`add.tags`) of every data file this write adds.
   void SetFileTags(NullableStringMap tags);
+
+  /// \brief Add a file without rows (in the partition of nulls on a partitioned table),
+  /// so that a write of no rows still leaves its file tags in the table. Call it last,
+  /// before Commit().
+  arrow::Status WriteEmptyFile();
 
   /// \brief Add `files` as they are (e.g. re-tagged existing files, dataChange=false) in
   /// the same commit.
