@@ -260,3 +260,23 @@ def test_concurrent_reruns_with_different_grids_after_a_restore_load_each_block_
     check_readers(table, FIRST, LAST)
     proc, report = verify(table)
     assert proc.returncode == 0, report
+
+
+@pytest.mark.parametrize("takeover", ["after-table-max", f"from-block:{FIRST + 50}"])
+def test_a_stream_taking_over_a_backfill_verifies_clean_and_a_rerun_loads_nothing(
+        chain, backfilled, takeover):
+    """The stream replaces the backfill's rows from its takeover block on: verify must not
+    call the records of those blocks stale, nor the blocks loaded twice."""
+    table = backfilled
+    last = FIRST + 199  # the chain's head: a stream stops at a commit reaching --until-block
+    stream = cli("load", "--server", chain.url, "--table", str(table), "--sql", TXS,
+                 "--stream", "--takeover", takeover, "--reorg-window", "10",
+                 "--until-block", str(last))
+    assert stream.returncode == 0, describe(stream)
+    check_readers(table, FIRST, last)
+    proc, report = verify(table)
+    assert proc.returncode == 0, report
+    again = backfill(chain.url, table)
+    assert again.returncode == 0, describe(again)
+    assert "Loaded 0 rows" in again.stdout, describe(again)
+    check_readers(table, FIRST, last)
