@@ -280,3 +280,63 @@ def test_a_stream_taking_over_a_backfill_verifies_clean_and_a_rerun_loads_nothin
     assert again.returncode == 0, describe(again)
     assert "Loaded 0 rows" in again.stdout, describe(again)
     check_readers(table, FIRST, last)
+
+
+def stream(url: str, table: Path, *extra: str) -> subprocess.CompletedProcess:
+    return cli("load", "--server", url, "--table", str(table), "--sql", TXS, "--stream",
+               "--until-block", str(FIRST + 199), *extra)
+
+
+def test_a_restore_to_before_a_takeover_inside_the_backfill_is_completed_by_the_stream(
+        chain, backfilled):
+    """The takeover record outlives the stream's rows: blocks from it on stay the
+    stream's, which takes over again after the blocks the restore brought back (the
+    backfill and the stream used to point at each other, and the table kept a gap)."""
+    table = backfilled  # versions 0..3: partitions of 20 blocks
+    taken = stream(chain.url, table, "--takeover", f"from-block:{FIRST + 50}")
+    assert taken.returncode == 0, describe(taken)
+    restored = cli("table", "restore", str(table), "--version", "2")  # blocks 0..59
+    assert restored.returncode == 0, describe(restored)
+    again = backfill(chain.url, table)
+    assert again.returncode == 0, describe(again)
+    assert "no live file holds their rows" not in again.stderr, describe(again)
+    resumed = stream(chain.url, table)
+    assert resumed.returncode == 0, describe(resumed)
+    check_readers(table, FIRST, FIRST + 199)
+    proc, report = verify(table)
+    assert proc.returncode == 0, report
+
+
+def test_a_stream_stopped_between_its_takeover_and_its_first_rows_is_no_finding(
+        chain, backfilled):
+    """The takeover's DELETE commit alone (a kill -9 before the stream's first data
+    commit): the blocks from the takeover on are the stream's, not a backfill gap, and
+    restarting the stream completes the table."""
+    table = backfilled
+    taken = stream(chain.url, table, "--takeover", f"from-block:{FIRST + 50}")
+    assert taken.returncode == 0, describe(taken)
+    takeover_version = 4  # the versions after the four partitions: the takeover first
+    restored = cli("table", "restore", str(table), "--version", str(takeover_version))
+    assert restored.returncode == 0, describe(restored)
+    proc, report = verify(table)
+    assert proc.returncode == 0, report
+    again = backfill(chain.url, table)
+    assert again.returncode == 0, describe(again)
+    assert "Loaded 0 rows" in again.stdout, describe(again)
+    resumed = stream(chain.url, table)
+    assert resumed.returncode == 0, describe(resumed)
+    check_readers(table, FIRST, FIRST + 199)
+    proc, report = verify(table)
+    assert proc.returncode == 0, report
+
+
+def test_a_takeover_after_the_tables_last_block_warns_and_verify_names_the_gap(
+        chain, backfilled):
+    table = backfilled
+    taken = stream(chain.url, table, "--takeover", f"from-block:{LAST + 2}")
+    assert taken.returncode == 0, describe(taken)
+    assert f"blocks {LAST + 1}-{LAST + 1} are in no load" in taken.stderr, describe(taken)
+    proc, report = verify(table)
+    assert proc.returncode == EXIT_FINDINGS, report
+    gap = [f for f in report["findings"] if f["kind"] == "gap"]
+    assert [(f["first_block"], f["last_block"]) for f in gap] == [(LAST + 1, LAST + 1)], report

@@ -293,4 +293,4 @@ def test_the_sdks_retry_keywords_set_the_loads_retries(tmp_path):
                                     read_all=True, max_retries=2, retry_delay=0.05)
     # Two retries a twentieth of a second apart, not the default ~40 s of back-off.
     assert time.monotonic() - started < 20
-    assert info.value.result.metadata.get("retries") == "2", info.value.result.metadata
+    assert info.value.result.metadata.get("retries") == 2, info.value.result.metadata

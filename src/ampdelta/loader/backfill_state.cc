@@ -302,15 +302,29 @@ arrow::Status JudgeRecords(const delta::Snapshot& snapshot,
                            const std::string& block_column, BackfillState* state,
                            std::map<std::string, std::vector<BlockSpan>>* held) {
   const std::map<std::string, std::vector<BlockSpan>> tags = *held;
+  // Blocks the query's stream took over are its own: a record of them is not judged, and
+  // one reaching into them is judged on its blocks below (their rows cannot be counted).
+  const auto below_stream = [state](const BackfillRecord& record) -> std::optional<BlockSpan> {
+    auto from = state->stream_from.find(record.network);
+    if (from == state->stream_from.end() || record.span.last < from->second) {
+      return record.span;
+    }
+    if (record.span.first >= from->second) return std::nullopt;
+    return BlockSpan{record.span.first, from->second - 1};
+  };
   std::vector<const BackfillRecord*> unconfirmed;
+  std::vector<BlockSpan> judged;
   for (const auto& record : state->records) {
+    const auto span = below_stream(record);
+    if (!span) continue;
     const auto tagged = tags.find(record.network);
-    if (tagged != tags.end() && Covered(tagged->second, record.span)) continue;
+    if (tagged != tags.end() && Covered(tagged->second, *span)) continue;
     if (record.Empty()) {
       (*held)[record.network].push_back(record.span);
       continue;
     }
     unconfirmed.push_back(&record);
+    judged.push_back(*span);
   }
   if (unconfirmed.empty()) return arrow::Status::OK();
   // Rows in files without the tag: another engine's rewrite of the backfill's files,
@@ -328,8 +342,7 @@ arrow::Status JudgeRecords(const delta::Snapshot& snapshot,
     std::fill(found.begin(), found.end(), any ? 1 : 0);
   } else {
     std::vector<std::pair<uint64_t, uint64_t>> spans;
-    for (const auto* record : unconfirmed)
-      spans.emplace_back(record->span.first, record->span.last);
+    for (const auto& span : judged) spans.emplace_back(span.first, span.last);
     ARROW_ASSIGN_OR_RAISE(found, RowsIn(snapshot, block_column, spans, untagged));
   }
   for (size_t i = 0; i < unconfirmed.size(); ++i) {
@@ -345,7 +358,8 @@ arrow::Status JudgeRecords(const delta::Snapshot& snapshot,
         std::any_of(tagged->second.begin(), tagged->second.end(), [&](const auto& span) {
           return span.first <= record.span.last && record.span.first <= span.last;
         });
-    if (rows && found[i] < *rows && !block_column.empty() && !partly_tagged) {
+    const bool whole = judged[i] == record.span;
+    if (rows && found[i] < *rows && !block_column.empty() && !partly_tagged && whole) {
       state->short_records.push_back({record, found[i]});
     }
     (*held)[record.network].push_back(record.span);
@@ -361,6 +375,18 @@ arrow::Result<BackfillState> ReadBackfillState(const delta::Snapshot& snapshot,
   BackfillState state;
   ARROW_RETURN_NOT_OK(ReadTags(snapshot, stream_app_id, &state));
   ReadRecords(snapshot, stream_app_id, &state);
+  state.stream_from = TakeoverBlocks(snapshot, stream_app_id);
+  for (auto& [network, spans] : state.planned) {
+    auto from = state.stream_from.find(network);
+    if (from == state.stream_from.end()) continue;
+    std::vector<BlockSpan> below;
+    for (auto span : spans) {
+      if (span.first >= from->second) continue;
+      span.last = std::min(span.last, from->second - 1);
+      below.push_back(span);
+    }
+    spans = std::move(below);
+  }
   std::map<std::string, std::vector<BlockSpan>> held;
   for (const auto& [network, parts] : state.tagged) {
     for (const auto& part : parts) held[network].push_back(part.span);

@@ -139,7 +139,11 @@ struct BackfillState {
   std::vector<BackfillRecord> stale;
   /// Records whose blocks hold fewer rows than they loaded, in files without tags.
   std::vector<ShortRecord> short_records;
-  /// Per network, the ranges runs set out to load, merged and sorted.
+  /// Per network, the first block the query's stream took over (takeover.h): blocks
+  /// from it on are the stream's, whatever records and plans of the backfill say.
+  std::map<std::string, uint64_t> stream_from;
+  /// Per network, the ranges runs set out to load below the stream's blocks, merged and
+  /// sorted.
   std::map<std::string, std::vector<BlockSpan>> planned;
   /// Per network, each recorded plan's range and grid.
   std::map<std::string, std::vector<std::pair<BlockSpan, BackfillGrid>>> plans;

@@ -244,12 +244,25 @@ class ParallelLoad {
     }
     AMPDELTA_LOG_INFO(
         "backfill of ", coverage_.network, " blocks ",
-        range_ ? SpanText(*range_) : std::string("(none final)"), " into ",
+        range_            ? SpanText(*range_)
+        : stream_owns_from_ ? "(none: the query's stream loads them from block " +
+                                  std::to_string(*stream_owns_from_) + " on)"
+                            : std::string("(none final)"),
+        " into ",
         result_->table_name, ": ", partitions.size(), " partitions of up to ",
         grid_.partition_size, " blocks, ", parallel_.num_workers, " workers",
         parallel_.shard_count > 1 ? ", shard " + std::to_string(parallel_.shard_index) +
                                         "/" + std::to_string(parallel_.shard_count)
                                   : std::string());
+    if (stream_owns_from_ && !stream_until_ && !parallel_.then_stream &&
+        (!range_ || range_->last + 1 < parallel_.max_block.value_or(0) + 1)) {
+      // The blocks left to the stream stay missing until it runs: say so.
+      result_->metadata["stream_from_block"] = std::to_string(*stream_owns_from_);
+      AMPDELTA_LOG_WARN("blocks of ", coverage_.network, " from ", *stream_owns_from_,
+                        " on are the query's stream's (it took the table over there): a "
+                        "backfill leaves them to it; run the stream (load --stream with "
+                        "the same SQL) to load them");
+    }
     RunWorkers(partitions);
     ARROW_RETURN_NOT_OK(Report(partitions.size()));
     if (stream_until_ || parallel_.then_stream) return HandOff();
@@ -353,6 +366,7 @@ class ParallelLoad {
       ARROW_ASSIGN_OR_RAISE(const StreamState stream, ReadStreamState(snapshot, app_id_));
       if (auto owned = StreamFirstBlock(stream, coverage_.network)) {
         stream_started_ = true;
+        stream_owns_from_ = owned;
         if (*owned == 0 || *owned <= first) {
           any = false;
         } else {
@@ -449,7 +463,10 @@ class ParallelLoad {
   void ReportStaleRecords(const BackfillState& state) {
     std::vector<BlockSpan> stale;
     for (const auto& record : state.stale) {
-      if (record.network == coverage_.network) stale.push_back(record.span);
+      if (record.network == coverage_.network && record.span.first <= range_->last &&
+          range_->first <= record.span.last) {
+        stale.push_back(record.span);
+      }
     }
     if (stale.empty()) return;
     const std::string text = SpansText(MergeSpans(std::move(stale)));
@@ -849,6 +866,8 @@ class ParallelLoad {
   // head, then stops.
   std::optional<uint64_t> stream_until_;
   bool stream_started_ = false;
+  // The first block the query's stream owns, when it has started.
+  std::optional<uint64_t> stream_owns_from_;
   std::shared_ptr<storage::ObjectStore> store_;
 
   std::mutex mutex_;

@@ -405,10 +405,32 @@ class Verifier {
   }
 
   // Blocks in both a backfill's files and the stream of the same query (a record the
-  // stream's rows corroborate is blocks the stream took over, not loaded twice).
+  // stream's rows corroborate is blocks the stream took over, not loaded twice), and
+  // blocks between the backfill's last one and the stream's first that neither holds.
   void CheckSeam(const std::string& app, const BackfillState& state) {
     auto stream = report_->recorded.find(app);
     if (stream == report_->recorded.end()) return;
+    for (const auto& [network, spans] : state.loaded) {
+      auto runs = stream->second.find(network);
+      if (runs == stream->second.end() || runs->second.empty() || spans.empty()) continue;
+      const uint64_t stream_first = runs->second.front().first;
+      uint64_t backfill_last = 0;
+      bool below = false;
+      for (const auto& span : spans) {
+        if (span.last < stream_first) {
+          backfill_last = span.last;
+          below = true;
+        }
+      }
+      if (below && stream_first > backfill_last + 1 &&
+          RowsIn({backfill_last + 1, stream_first - 1}) == 0) {
+        Find("gap",
+             BlocksText(backfill_last + 1, stream_first - 1) + " of " + network +
+                 " lie between the backfill's last block and the first block of the "
+                 "stream of query " + app + ": no load holds them",
+             {}, backfill_last + 1, stream_first - 1);
+      }
+    }
     for (const auto& [network, parts] : state.tagged) {
       auto runs = stream->second.find(network);
       if (runs == stream->second.end()) continue;
