@@ -13,6 +13,7 @@
 #include <arrow/table.h>
 
 #include "ampdelta/amp/client.h"
+#include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/ops/restore.h"
 #include "ampdelta/delta/read/scan.h"
@@ -119,6 +120,22 @@ class ParallelLoadTest : public ::testing::Test {
 
   std::shared_ptr<const delta::Snapshot> Snapshot() {
     return *delta::Snapshot::Load(*storage::OpenObjectStore(table_));
+  }
+
+  // Load options writing through a store that runs `actor` (another writer) just before
+  // the commit of table version `version` is written: a race the load must lose.
+  loader::LoadOptions RacedAtCommit(int64_t version, std::function<void()> actor) {
+    auto faults = std::make_shared<storage::FaultStore>(
+        storage::OpenObjectStore(table_).ValueOrDie());
+    storage::FaultRule race;
+    race.op = storage::StoreOp::kPut;
+    race.path_contains = delta::CommitPath(version);
+    race.fail = false;
+    race.before = std::move(actor);
+    faults->AddRule(race);
+    loader::LoadOptions options = Options();
+    options.store = faults;
+    return options;
   }
 
   // Rows per block (block_num -> count) and the block hashes the rows carry.
@@ -742,15 +759,8 @@ TEST_F(ParallelLoadTest, ARestoreLandingWhileAPartitionLoadsIsNotLoadedTwice) {
   ASSERT_TRUE(Load(FourPartitions()).success);  // versions 0..3
   auto inner = storage::OpenObjectStore(table_).ValueOrDie();
   ASSERT_OK(delta::Restore(inner, 0).status());  // version 4: one partition
-  auto faults = std::make_shared<storage::FaultStore>(inner);
-  storage::FaultRule race;
-  race.op = storage::StoreOp::kPut;
-  race.path_contains = "00000000000000000005.json";
-  race.fail = false;
-  race.before = [inner] { ASSERT_OK(delta::Restore(inner, 3).status()); };
-  faults->AddRule(race);
-  loader::LoadOptions options = Options();
-  options.store = faults;
+  const loader::LoadOptions options =
+      RacedAtCommit(5, [inner] { ASSERT_OK(delta::Restore(inner, 3).status()); });
   const auto rerun =
       loader::LoadParallel(*amp_, kTransactions, Config(), options, FourPartitions());
   ASSERT_TRUE(rerun.success) << rerun.error;
@@ -761,22 +771,13 @@ TEST_F(ParallelLoadTest, ARestoreLandingWhileAPartitionLoadsIsNotLoadedTwice) {
 // partition's commit conflicts, and the re-plan refuses the blocks as another writer's.
 TEST_F(ParallelLoadTest, AnOverwriteLandingWhileAPartitionLoadsIsNotLoadedTwice) {
   Start(100);
-  auto inner = storage::OpenObjectStore(table_).ValueOrDie();
-  auto faults = std::make_shared<storage::FaultStore>(inner);
-  storage::FaultRule race;
-  race.op = storage::StoreOp::kPut;
-  race.path_contains = "00000000000000000001.json";
-  race.fail = false;
-  race.before = [this] {
+  const loader::LoadOptions options = RacedAtCommit(1, [this] {
     loader::LoadOptions overwrite = Options();
     overwrite.mode = "overwrite";
     const std::string some = std::string(kTransactions) +
                              " WHERE block_num >= 24000020 AND block_num <= 24000039";
     ASSERT_TRUE(loader::LoadBatch(*amp_, some, Config(), overwrite).success);
-  };
-  faults->AddRule(race);
-  loader::LoadOptions options = Options();
-  options.store = faults;
+  });
   const auto run =
       loader::LoadParallel(*amp_, kTransactions, Config(), options, FourPartitions());
   ASSERT_FALSE(run.success);
@@ -847,21 +848,15 @@ TEST_F(ParallelLoadTest, ShardsOnDifferentGridsStartedTogetherAreRefused) {
 TEST_F(ParallelLoadTest, ATableChangedUnderTheRunIsReportedAsAConflict) {
   Start(100);
   auto inner = storage::OpenObjectStore(table_).ValueOrDie();
-  auto faults = std::make_shared<storage::FaultStore>(inner);
-  storage::FaultRule restore;
-  restore.op = storage::StoreOp::kPut;
-  restore.path_contains = "00000000000000000003.json";
-  restore.fail = false;
-  restore.before = [inner] { ASSERT_OK(delta::Restore(inner, 0).status()); };
-  faults->AddRule(restore);
-  loader::LoadOptions options = Options();
-  options.store = faults;
+  const loader::LoadOptions options =
+      RacedAtCommit(3, [inner] { ASSERT_OK(delta::Restore(inner, 0).status()); });
   const auto run =
       loader::LoadParallel(*amp_, kTransactions, Config(), options, FourPartitions());
   ASSERT_FALSE(run.success);
   EXPECT_TRUE(IsError(run.status, ErrorCode::kCommitConflict)) << run.status.ToString();
   EXPECT_EQ(run.metadata.at("partitions_failed"), "0");
-  EXPECT_THAT(run.error, ::testing::HasSubstr("the table changed while the backfill ran"));
+  EXPECT_THAT(run.error,
+              ::testing::HasSubstr("the table changed while the backfill ran"));
 }
 
 }  // namespace

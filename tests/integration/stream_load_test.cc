@@ -767,14 +767,15 @@ TEST_F(StreamLoadTest, ALegacyTakeoverRecordStillReplacesTheBlockBeforeIt) {
   auto store = *storage::OpenObjectStore(table_);
   // What an older takeover from block 40 committed: foreign rows from 40 on removed,
   // the stream's txn and the legacy record.
-  ASSERT_OK(delta::DeleteRows(store, "block_num >= " + std::to_string(kFirst + 40))
-                .status());
+  ASSERT_OK(
+      delta::DeleteRows(store, "block_num >= " + std::to_string(kFirst + 40)).status());
   const auto app_id = loader::StreamAppId(kBlocks);
   delta::TableWriteOptions record;
   record.app_transaction = delta::SetTransaction{app_id, 1, {}};
-  record.transaction_records.push_back(delta::SetTransaction{
-      loader::LegacyTakeoverAppId(app_id, "mainnet"), static_cast<int64_t>(kFirst + 40),
-      {}});
+  record.transaction_records.push_back(
+      delta::SetTransaction{loader::LegacyTakeoverAppId(app_id, "mainnet"),
+                            static_cast<int64_t>(kFirst + 40),
+                            {}});
   ASSERT_OK_AND_ASSIGN(auto writer,
                        delta::TableWriter::Open(store, Snapshot()->schema(), record));
   ASSERT_OK(writer->Commit().status());

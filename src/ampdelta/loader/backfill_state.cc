@@ -304,7 +304,8 @@ arrow::Status JudgeRecords(const delta::Snapshot& snapshot,
   const std::map<std::string, std::vector<BlockSpan>> tags = *held;
   // Blocks the query's stream took over are its own: a record of them is not judged, and
   // one reaching into them is judged on its blocks below (their rows cannot be counted).
-  const auto below_stream = [state](const BackfillRecord& record) -> std::optional<BlockSpan> {
+  const auto below_stream =
+      [state](const BackfillRecord& record) -> std::optional<BlockSpan> {
     auto from = state->stream_from.find(record.network);
     if (from == state->stream_from.end() || record.span.last < from->second) {
       return record.span;
@@ -338,7 +339,8 @@ arrow::Status JudgeRecords(const delta::Snapshot& snapshot,
   if (block_column.empty() ||
       delta::FindFieldIgnoreCase(*snapshot.schema(), block_column) < 0) {
     // Nothing tells the rows' blocks: any untagged rows may be the records'.
-    const bool any = std::any_of(snapshot.files().begin(), snapshot.files().end(), untagged);
+    const bool any =
+        std::any_of(snapshot.files().begin(), snapshot.files().end(), untagged);
     std::fill(found.begin(), found.end(), any ? 1 : 0);
   } else {
     std::vector<std::pair<uint64_t, uint64_t>> spans;

@@ -244,12 +244,11 @@ class ParallelLoad {
     }
     AMPDELTA_LOG_INFO(
         "backfill of ", coverage_.network, " blocks ",
-        range_            ? SpanText(*range_)
+        range_              ? SpanText(*range_)
         : stream_owns_from_ ? "(none: the query's stream loads them from block " +
                                   std::to_string(*stream_owns_from_) + " on)"
                             : std::string("(none final)"),
-        " into ",
-        result_->table_name, ": ", partitions.size(), " partitions of up to ",
+        " into ", result_->table_name, ": ", partitions.size(), " partitions of up to ",
         grid_.partition_size, " blocks, ", parallel_.num_workers, " workers",
         parallel_.shard_count > 1 ? ", shard " + std::to_string(parallel_.shard_index) +
                                         "/" + std::to_string(parallel_.shard_count)
@@ -662,17 +661,20 @@ class ParallelLoad {
   }
 
   // What a span's commit records with its rows, and what it conflicts with.
-  internal::LoadRecords SpanRecords(const BlockSpan& span, const Remaining& remaining,
-                                    std::shared_ptr<const delta::Snapshot> snapshot) const {
+  internal::LoadRecords SpanRecords(
+      const BlockSpan& span, const Remaining& remaining,
+      std::shared_ptr<const delta::Snapshot> snapshot) const {
     internal::LoadRecords records;
     const std::string claim = BackfillPartitionAppId(app_id_, coverage_.network, span);
     // The claim and the tag count the rows the commit holds (known at its end); a span
     // without rows still leaves its tag, on an empty file.
     records.app_transaction = delta::SetTransaction{claim, 0, {}};
-    records.before_commit = [this, claim, span](int64_t rows, delta::TableWriter* writer) {
+    records.before_commit = [this, claim, span](int64_t rows,
+                                                delta::TableWriter* writer) {
       writer->SetAppTransaction(delta::SetTransaction{claim, rows, {}});
-      writer->SetFileTags({{BackfillTagKey(app_id_),
-                            BackfillTagValue(BackfillPart{coverage_.network, span, rows})}});
+      writer->SetFileTags(
+          {{BackfillTagKey(app_id_),
+            BackfillTagValue(BackfillPart{coverage_.network, span, rows})}});
       return rows == 0 ? writer->WriteEmptyFile() : arrow::Status::OK();
     };
     records.superseded_app_ids = remaining.stale_app_ids;
@@ -705,7 +707,8 @@ class ParallelLoad {
     }
     if (auto plan = ParseBackfillPlanAppId(app_id_, app_id)) {
       return parallel_.shard_count > 1 && plan->network == coverage_.network &&
-             plan->span == *range_ && plan->grid.shard_count > 1 && !(plan->grid == grid_);
+             plan->span == *range_ && plan->grid.shard_count > 1 &&
+             !(plan->grid == grid_);
     }
     return false;
   }
@@ -724,8 +727,9 @@ class ParallelLoad {
     }
     if (!IsForeignFile(file)) return false;  // the query's stream: its claims are txns
     const auto stats = StatsBlockSpan(file, options_.block_column);
-    return !stats || (stats->second >= 0 && static_cast<uint64_t>(stats->second) >= span.first &&
-                      (stats->first < 0 || static_cast<uint64_t>(stats->first) <= span.last));
+    return !stats ||
+           (stats->second >= 0 && static_cast<uint64_t>(stats->second) >= span.first &&
+            (stats->first < 0 || static_cast<uint64_t>(stats->first) <= span.last));
   }
 
   // The outcome: what was loaded, what is missing and how to load it.

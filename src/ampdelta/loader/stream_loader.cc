@@ -199,11 +199,12 @@ class StreamLoad {
     if (mode == TakeoverMode::kFromBlock && span && span->second >= 0 &&
         from > static_cast<uint64_t>(span->second) + 1) {
       // Nothing loads the blocks between the table's last one and the takeover block.
-      const std::string gap = std::to_string(span->second + 1) + "-" + std::to_string(from - 1);
+      const std::string gap =
+          std::to_string(span->second + 1) + "-" + std::to_string(from - 1);
       result_->metadata["takeover_gap"] = gap;
       AMPDELTA_LOG_WARN("stream into ", result_->table_name, ": the table's highest ",
-                        column, " is ", span->second, " and the takeover starts at ", from,
-                        ": blocks ", gap, " are in no load (take over from ",
+                        column, " is ", span->second, " and the takeover starts at ",
+                        from, ": blocks ", gap, " are in no load (take over from ",
                         span->second + 1, " to load them)");
     }
     // With no foreign row left below the takeover block there is nothing to resume after:

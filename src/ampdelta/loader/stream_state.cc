@@ -296,12 +296,11 @@ arrow::Result<StreamState> ReadStreamState(const delta::Snapshot* snapshot,
   ARROW_RETURN_NOT_OK(ReadCursorRecord(*snapshot, app_id, block_column, &state));
   // Legacy seeds matter only until a network records ranges of its own: read the
   // backfill only then (not on every commit of a running stream).
-  const bool seeding =
-      std::any_of(state.takeover_blocks.begin(), state.takeover_blocks.end(),
-                  [&](const auto& entry) {
-                    return state.legacy_takeovers.count(entry.first) != 0 &&
-                           state.Recorded(entry.first).empty();
-                  });
+  const bool seeding = std::any_of(
+      state.takeover_blocks.begin(), state.takeover_blocks.end(), [&](const auto& entry) {
+        return state.legacy_takeovers.count(entry.first) != 0 &&
+               state.Recorded(entry.first).empty();
+      });
   if (seeding) {
     ARROW_ASSIGN_OR_RAISE(const BackfillState backfill,
                           ReadBackfillState(*snapshot, app_id, block_column));

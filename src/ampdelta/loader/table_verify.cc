@@ -427,7 +427,8 @@ class Verifier {
         Find("gap",
              BlocksText(backfill_last + 1, stream_first - 1) + " of " + network +
                  " lie between the backfill's last block and the first block of the "
-                 "stream of query " + app + ": no load holds them",
+                 "stream of query " +
+                 app + ": no load holds them",
              {}, backfill_last + 1, stream_first - 1);
       }
     }
