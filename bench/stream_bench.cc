@@ -35,8 +35,8 @@
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/txn/transaction.h"
 #include "ampdelta/devserver/dev_server.h"
-#include "ampdelta/loader/batch_loader.h"
-#include "ampdelta/loader/stream_loader.h"
+#include "ampdelta/loader/batch/batch_loader.h"
+#include "ampdelta/loader/stream/stream_loader.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/runtime.h"
 

@@ -8,7 +8,7 @@
 
 #include <arrow/status.h>
 
-#include "ampdelta/loader/load_result.h"
+#include "ampdelta/loader/common/load_result.h"
 
 namespace ampdelta::python {
 

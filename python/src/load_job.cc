@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ampdelta/loader/batch_loader.h"
-#include "ampdelta/loader/config.h"
-#include "ampdelta/loader/parallel_loader.h"
-#include "ampdelta/loader/stream_loader.h"
+#include "ampdelta/loader/backfill/parallel_loader.h"
+#include "ampdelta/loader/batch/batch_loader.h"
+#include "ampdelta/loader/common/config.h"
+#include "ampdelta/loader/stream/stream_loader.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"
 #include "events.h"
@@ -31,8 +31,7 @@ namespace {
 using nlohmann::json;
 
 arrow::Status Bad(const std::string& key, const std::string& what) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "load(): '", key,
-                   "' ", what);
+  return InvalidInputError("load(): '", key, "' ", what);
 }
 
 // Readers of one optional keyword of the options object; absent and null leave `out`.

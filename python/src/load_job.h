@@ -21,7 +21,7 @@
 #include <arrow/result.h>
 
 #include "ampdelta/amp/client.h"
-#include "ampdelta/loader/batch_loader.h"
+#include "ampdelta/loader/batch/batch_loader.h"
 
 namespace ampdelta::python {
 

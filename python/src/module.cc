@@ -16,8 +16,11 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nlohmann/json.hpp>
 
-#include "ampdelta/loader/config.h"
+#include "ampdelta/loader/backfill/coverage.h"
+#include "ampdelta/loader/common/config.h"
+#include "ampdelta/loader/common/load_options.h"
 #include "ampdelta/util/runtime.h"
 #include "ampdelta/version.h"
 #include "events.h"
@@ -132,6 +135,23 @@ Outcome TableOperation(const std::string& path, const std::string& storage_optio
   return {std::move(*result), std::nullopt};
 }
 
+// The blocks the server has synced for `sql` as a backfill plans on them
+// (loader/backfill/coverage.h): ({"network", "first", "head"} JSON, None) or (None,
+// error JSON). The Ray driver fixes its range with it.
+Outcome ProbeCoverage(const std::string& url,
+                      const std::optional<std::string>& auth_token,
+                      const std::string& sql, const std::string& block_column) {
+  auto client = amp::Client::Connect(url, ClientOptionsFor(auth_token));
+  if (!client.ok()) return {std::nullopt, ErrorJson(client.status())};
+  auto coverage = loader::ProbeCoverage(**client, sql, block_column,
+                                        loader::DeltaLakeConfig{}, loader::LoadOptions{});
+  if (!coverage.ok()) return {std::nullopt, ErrorJson(coverage.status())};
+  const nlohmann::json doc = {{"network", coverage->network},
+                              {"first", coverage->first},
+                              {"head", coverage->head}};
+  return {doc.dump(), std::nullopt};
+}
+
 std::optional<std::string> ValidateConfig(const std::string& config_json) {
   auto config = loader::ParseDeltaLakeConfig(config_json);
   if (config.ok()) return std::nullopt;
@@ -188,4 +208,10 @@ NB_MODULE(_native, m) {
         nb::call_guard<nb::gil_scoped_release>());
   m.def("refuse_new_loads", &ampdelta::python::LoadJob::RefuseNewLoads);
   m.def("validate_config", &ampdelta::python::ValidateConfig, nb::arg("config_json"));
+  m.def("probe_coverage", &ampdelta::python::ProbeCoverage, nb::arg("url"),
+        nb::arg("auth_token").none(), nb::arg("sql"), nb::arg("block_column"),
+        nb::call_guard<nb::gil_scoped_release>());
+  // LoadOptions::stream_reorg_window_blocks: the reorg window when none is given.
+  m.attr("DEFAULT_REORG_WINDOW_BLOCKS") =
+      ampdelta::loader::LoadOptions{}.stream_reorg_window_blocks;
 }

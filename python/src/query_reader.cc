@@ -46,8 +46,7 @@ class QueryReader : public arrow::RecordBatchReader {
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> OpenQueryReader(
     const std::string& url, const amp::ClientOptions& options, const std::string& sql) {
   if (amp::HasStreamSetting(sql)) {
-    return MakeError(
-        ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+    return InvalidInputError(
         "to_arrow() and to_reader() run batch queries; this one has SETTINGS "
         "stream = true "
         "(load it with stream=True instead)");

@@ -22,9 +22,7 @@ namespace {
 using nlohmann::json;
 using Store = std::shared_ptr<storage::ObjectStore>;
 
-arrow::Status Bad(const std::string& what) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, what);
-}
+arrow::Status Bad(const std::string& what) { return InvalidInputError(what); }
 
 json OptionalVersion(const std::optional<delta::Version>& version) {
   return version ? json(*version) : json(nullptr);

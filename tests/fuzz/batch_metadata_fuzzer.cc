@@ -11,7 +11,7 @@
 #include "ampdelta/amp/query_text.h"
 #include "ampdelta/amp/stream_interpreter.h"
 #include "ampdelta/delta/log/actions.h"
-#include "ampdelta/loader/stream_state.h"
+#include "ampdelta/loader/state/stream_state.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace amp = ampdelta::amp;

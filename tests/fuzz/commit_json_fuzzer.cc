@@ -33,8 +33,8 @@ void Replay(const std::string& commit) {
   }
   auto snapshot = delta::Snapshot::Load(store);
   if (!snapshot.ok()) return;
-  (void)(*snapshot)->total_bytes();
-  (void)(*snapshot)->num_records();
+  (void)(*snapshot)->SumFileSizes();
+  (void)(*snapshot)->CountLiveRecords();
   for (const auto& file : (*snapshot)->files()) (void)(*snapshot)->FileKey(file.path);
   (void)delta::ReadHistory(*store, 0);
 }

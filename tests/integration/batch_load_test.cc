@@ -5,7 +5,7 @@
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/devserver/dev_server.h"
-#include "ampdelta/loader/client.h"
+#include "ampdelta/loader/client/client.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_util.h"
@@ -50,7 +50,7 @@ TEST_F(BatchLoadTest, QuickstartLoadsOneCommitWithTheSeedsTypes) {
   EXPECT_EQ(result.rows_loaded, 100);
   EXPECT_EQ(result.metadata.at("table_version"), "0");
   auto snapshot = Snapshot();
-  EXPECT_EQ(snapshot->num_records(), std::optional<int64_t>(100));
+  EXPECT_EQ(snapshot->CountLiveRecords(), std::optional<int64_t>(100));
   EXPECT_EQ(snapshot->schema()->field(0)->type()->ToString(), "int64");
   EXPECT_EQ(snapshot->schema()->field(1)->type()->ToString(), "timestamp[us, tz=UTC]");
   EXPECT_EQ(snapshot->schema()->field(2)->type()->ToString(), "binary");
@@ -64,7 +64,7 @@ TEST_F(BatchLoadTest, OverwriteKeepsEveryRowOfTheLoad) {
            "overwrite");
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_EQ(result.rows_loaded, 400);
-  EXPECT_EQ(Snapshot()->num_records(), std::optional<int64_t>(400));
+  EXPECT_EQ(Snapshot()->CountLiveRecords(), std::optional<int64_t>(400));
 }
 
 TEST_F(BatchLoadTest, ServerErrorsFailTheLoadAndLeaveTheTable) {

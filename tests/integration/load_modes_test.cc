@@ -16,8 +16,8 @@
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/devserver/dev_server.h"
-#include "ampdelta/loader/batch_loader.h"
-#include "ampdelta/loader/client.h"
+#include "ampdelta/loader/batch/batch_loader.h"
+#include "ampdelta/loader/client/client.h"
 #include "ampdelta/storage/fault_store.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/status.h"
@@ -172,7 +172,7 @@ TEST_F(LoadModesTest, MergeWithCompositeKeysMatchesOnAllOfThem) {
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_EQ(result.metadata.at("rows_updated"), "40");
   EXPECT_EQ(result.metadata.at("rows_inserted"), "80");
-  EXPECT_EQ(Snapshot()->num_records(), std::optional<int64_t>(160));
+  EXPECT_EQ(Snapshot()->CountLiveRecords(), std::optional<int64_t>(160));
 }
 
 TEST_F(LoadModesTest, MergeErrorsNameTheProblemAndLeaveTheTable) {
@@ -204,7 +204,7 @@ TEST_F(LoadModesTest, CommitEveryRowsCommitsInSlicesAndOverwriteReplacesOnlyOnce
   EXPECT_GE(commits, 2);
   auto snapshot = Snapshot();
   EXPECT_EQ(snapshot->version(), commits);
-  EXPECT_EQ(snapshot->num_records(), std::optional<int64_t>(800));
+  EXPECT_EQ(snapshot->CountLiveRecords(), std::optional<int64_t>(800));
 }
 
 TEST_F(LoadModesTest, BatchLoadsReportEachBatchUnlessReadAll) {
@@ -251,7 +251,7 @@ TEST_F(LoadModesTest, TransientServerFailuresAreRetriedWithoutDuplicatingRows) {
   EXPECT_EQ(result.rows_loaded, 800);
   auto snapshot = Snapshot();
   EXPECT_EQ(snapshot->version(), 0);
-  EXPECT_EQ(snapshot->num_records(), std::optional<int64_t>(800));
+  EXPECT_EQ(snapshot->CountLiveRecords(), std::optional<int64_t>(800));
 }
 
 TEST_F(LoadModesTest, RetriesStopAtMaxRetriesAndNonTransientErrorsAreNotRetried) {
@@ -313,7 +313,7 @@ TEST_F(LoadModesTest, SeedReplaceFlowDeletesEveryRowThenAppends) {
   ASSERT_OK_AND_ASSIGN(auto deleted,
                        delta::DeleteAllRows(*storage::OpenObjectStore(table_)));
   EXPECT_EQ(deleted.rows_deleted, 100);
-  EXPECT_EQ(Snapshot()->num_records(), std::optional<int64_t>(0));
+  EXPECT_EQ(Snapshot()->CountLiveRecords(), std::optional<int64_t>(0));
   ASSERT_TRUE(Load(kQuickstart).success);
   EXPECT_EQ(Snapshot()->version(), 2);
   EXPECT_EQ(Rows(Snapshot()).size(), 100u);

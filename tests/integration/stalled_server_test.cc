@@ -16,8 +16,8 @@
 #include <arrow/table.h>
 
 #include "ampdelta/amp/client.h"
-#include "ampdelta/loader/batch_loader.h"
-#include "ampdelta/loader/config.h"
+#include "ampdelta/loader/batch/batch_loader.h"
+#include "ampdelta/loader/common/config.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_util.h"
 

@@ -19,9 +19,10 @@
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/devserver/dev_server.h"
-#include "ampdelta/loader/stream_loader.h"
-#include "ampdelta/loader/stream_state.h"
-#include "ampdelta/loader/takeover.h"
+#include "ampdelta/loader/batch/batch_loader.h"
+#include "ampdelta/loader/state/stream_state.h"
+#include "ampdelta/loader/state/takeover.h"
+#include "ampdelta/loader/stream/stream_loader.h"
 #include "ampdelta/storage/fault_store.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/hex.h"
@@ -576,7 +577,7 @@ TEST_F(StreamLoadTest, AReorgRightAfterARestartIsUndoneFromTheTablesState) {
   at.version = before;
   ASSERT_OK_AND_ASSIGN(auto old,
                        delta::Snapshot::Load(*storage::OpenObjectStore(table_), at));
-  EXPECT_EQ(old->num_records(), std::optional<int64_t>(100));
+  EXPECT_EQ(old->CountLiveRecords(), std::optional<int64_t>(100));
 }
 
 TEST_F(StreamLoadTest, ARestartResumesAfterTheLastCommittedBlockWithoutRepeatingRows) {

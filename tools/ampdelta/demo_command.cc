@@ -21,7 +21,7 @@
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/devserver/dev_server.h"
-#include "ampdelta/loader/client.h"
+#include "ampdelta/loader/client/client.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "commands.h"
 #include "table_format.h"
@@ -36,10 +36,10 @@ constexpr const char* kTablePath = "./data/blocks";
 constexpr const char* kDemoMarker = "ampdelta.demo";
 
 arrow::Status NotOurs(const std::string& what) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, kTablePath, " ",
-                   what,
-                   ": ampdelta demo replaces only a table it created; run it in another "
-                   "directory, or pass --overwrite to replace the table's rows");
+  return InvalidInputError(
+      kTablePath, " ", what,
+      ": ampdelta demo replaces only a table it created; run it in another "
+      "directory, or pass --overwrite to replace the table's rows");
 }
 
 // Return whether the demo must create its table first (nothing there yet), or an error

@@ -24,11 +24,11 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/amp/client.h"
-#include "ampdelta/loader/batch_loader.h"
-#include "ampdelta/loader/config.h"
-#include "ampdelta/loader/parallel_loader.h"
-#include "ampdelta/loader/stream_loader.h"
-#include "ampdelta/loader/telemetry.h"
+#include "ampdelta/loader/backfill/parallel_loader.h"
+#include "ampdelta/loader/batch/batch_loader.h"
+#include "ampdelta/loader/common/config.h"
+#include "ampdelta/loader/common/telemetry.h"
+#include "ampdelta/loader/stream/stream_loader.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/redact.h"
@@ -405,13 +405,12 @@ arrow::Result<std::string> ConfigJson(const LoadArgs& args) {
     source = "--config file '" + path + "'";
     std::error_code error;
     if (std::filesystem::is_directory(path, error)) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "cannot read config file '", path, "': it is a directory");
+      return InvalidInputError("cannot read config file '", path, "': it is a directory");
     }
     std::ifstream file(path, std::ios::binary);
     if (!file) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "cannot read config file '", path, "': ", std::strerror(errno));
+      return InvalidInputError("cannot read config file '", path,
+                               "': ", std::strerror(errno));
     }
     std::stringstream contents;
     contents << file.rdbuf();
@@ -419,37 +418,34 @@ arrow::Result<std::string> ConfigJson(const LoadArgs& args) {
   }
   nlohmann::json doc = json_util::ParseJson(text);
   if (doc.is_discarded()) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, source,
-                     " is not JSON: ", JsonParseError(text));
+    return InvalidInputError(source, " is not JSON: ", JsonParseError(text));
   }
   if (!doc.is_object()) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, source,
-                     " must be a JSON object (or @file), got a JSON ", doc.type_name());
+    return InvalidInputError(source, " must be a JSON object (or @file), got a JSON ",
+                             doc.type_name());
   }
   if (args.table) {
     if (args.table->empty()) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "--table is empty: give the table's path or URL (e.g. "
-                       "./data/blocks or s3://bucket/blocks)");
+      return InvalidInputError(
+          "--table is empty: give the table's path or URL (e.g. "
+          "./data/blocks or s3://bucket/blocks)");
     }
     if (!IsValidUtf8(*args.table)) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "--table '",
-                       EscapeNonUtf8(*args.table), "' is not UTF-8");
+      return InvalidInputError("--table '", EscapeNonUtf8(*args.table), "' is not UTF-8");
     }
     doc["table_path"] = *args.table;
   }
   for (const auto& column : args.partition_by) {
     if (!IsValidUtf8(column)) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "--partition-by column '", EscapeNonUtf8(column),
-                       "' is not UTF-8");
+      return InvalidInputError("--partition-by column '", EscapeNonUtf8(column),
+                               "' is not UTF-8");
     }
   }
   if (!args.partition_by.empty()) doc["partition_by"] = args.partition_by;
   for (const auto& column : args.cluster_by) {
     if (!IsValidUtf8(column)) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "--cluster-by column '", EscapeNonUtf8(column), "' is not UTF-8");
+      return InvalidInputError("--cluster-by column '", EscapeNonUtf8(column),
+                               "' is not UTF-8");
     }
   }
   if (!args.cluster_by.empty()) doc["cluster_by"] = args.cluster_by;

@@ -47,18 +47,15 @@ arrow::Result<std::map<std::string, std::string>> ParsePropertyOptions(
   std::map<std::string, std::string> properties;
   for (const auto& entry : entries) {
     if (!IsValidUtf8(entry)) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "--property '", EscapeNonUtf8(entry), "' is not UTF-8");
+      return InvalidInputError("--property '", EscapeNonUtf8(entry), "' is not UTF-8");
     }
     const size_t equals = entry.find('=');
     if (equals == std::string::npos || equals == 0) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "--property expects KEY=VALUE, got '", entry, "'");
+      return InvalidInputError("--property expects KEY=VALUE, got '", entry, "'");
     }
     const std::string key = entry.substr(0, equals);
     if (properties.count(key) != 0) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "--property ", key, " is given twice");
+      return InvalidInputError("--property ", key, " is given twice");
     }
     properties[key] = entry.substr(equals + 1);
   }
@@ -204,21 +201,20 @@ arrow::Status CheckCompressionLevel(const std::string& codec,
   } else if (lower == "lz4" || lower == "lz4_raw") {
     type = arrow::Compression::LZ4;
   } else if (lower == "snappy" || lower == "uncompressed" || lower == "none") {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, option, " ",
-                     *level, ": codec '", codec, "' has no compression levels");
+    return InvalidInputError(option, " ", *level, ": codec '", codec,
+                             "' has no compression levels");
   } else {
     return arrow::Status::OK();  // an unknown codec is reported where it is parsed
   }
   auto minimum = arrow::util::Codec::MinimumCompressionLevel(type);
   auto maximum = arrow::util::Codec::MaximumCompressionLevel(type);
   if (!minimum.ok() || !maximum.ok()) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, option, " ",
-                     *level, ": codec '", codec, "' has no compression levels");
+    return InvalidInputError(option, " ", *level, ": codec '", codec,
+                             "' has no compression levels");
   }
   if (*level < *minimum || *level > *maximum) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, option, " ",
-                     *level, " is out of range for ", codec, " (", *minimum, " to ",
-                     *maximum, ")");
+    return InvalidInputError(option, " ", *level, " is out of range for ", codec, " (",
+                             *minimum, " to ", *maximum, ")");
   }
   return arrow::Status::OK();
 }

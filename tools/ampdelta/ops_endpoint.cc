@@ -82,9 +82,8 @@ void LogHttpdMessage(void* /*context*/, const char* format, va_list args) {
 }
 
 arrow::Status BadAddress(const std::string& address, const std::string& why) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "--metrics-addr '", address, "': ", why,
-                   " (expected HOST:PORT, e.g. 127.0.0.1:9464)");
+  return InvalidInputError("--metrics-addr '", address, "': ", why,
+                           " (expected HOST:PORT, e.g. 127.0.0.1:9464)");
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "ampdelta/loader/load_result.h"
+#include "ampdelta/loader/common/load_result.h"
 
 namespace ampdelta::cli {
 

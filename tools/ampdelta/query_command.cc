@@ -28,7 +28,8 @@ struct QueryArgs {
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};
 };
 
-std::string RangesText(const std::vector<amp::BlockRange>& ranges) {
+// The ranges as `query` shows them: network[start..end] each, [] for none.
+std::string ShownRanges(const std::vector<amp::BlockRange>& ranges) {
   if (ranges.empty()) return "[]";
   std::string out;
   for (const auto& range : ranges) out += (out.empty() ? "" : ",") + range.ToString();
@@ -69,7 +70,7 @@ arrow::Status RunBatch(amp::QueryStream& stream, const QueryArgs& args) {
   std::ostream& summary = args.format == "csv" ? std::cerr : std::cout;
   if (args.format == "csv") std::cout.flush();
   summary << "rows=" << rows << " messages=" << messages
-          << " ranges=" << RangesText(ranges)
+          << " ranges=" << ShownRanges(ranges)
           << " ranges_complete=" << (complete ? "true" : "false") << std::endl;
   return arrow::Status::OK();
 }
@@ -88,7 +89,7 @@ arrow::Status RunStream(amp::QueryStream& stream, const QueryArgs& args,
         interpreter.Accept(message->metadata, message->data->num_rows()));
     if (event.is_reorg()) {
       std::cout << (event.partial_reorg ? "partial reorg" : "reorg")
-                << " invalidated=" << RangesText(event.invalidated);
+                << " invalidated=" << ShownRanges(event.invalidated);
       if (event.resume_cursor)
         std::cout << " resume=" << amp::CursorToJson(*event.resume_cursor);
       std::cout << std::endl;
@@ -97,7 +98,7 @@ arrow::Status RunStream(amp::QueryStream& stream, const QueryArgs& args,
     microbatch_rows += message->data->num_rows();
     if (event.kind == amp::StreamEvent::Kind::kMicrobatchEnd) {
       ++completed;
-      std::cout << "microbatch " << RangesText(event.ranges)
+      std::cout << "microbatch " << ShownRanges(event.ranges)
                 << " rows=" << microbatch_rows;
       if (!event.ranges.empty()) std::cout << " hash=" << event.ranges.back().hash;
       std::cout << std::endl;

@@ -38,14 +38,12 @@ arrow::Result<int64_t> ParseTimestampArg(const std::string& text) {
     if (tm.tm_mday != parsed.tm_mday || tm.tm_mon != parsed.tm_mon ||
         tm.tm_year != parsed.tm_year || tm.tm_hour != parsed.tm_hour ||
         tm.tm_min != parsed.tm_min || tm.tm_sec != parsed.tm_sec) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "--timestamp '", text, "' is not a valid date and time");
+      return InvalidInputError("--timestamp '", text, "' is not a valid date and time");
     }
     return static_cast<int64_t>(seconds) * 1000 + millis;
   }
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "cannot parse timestamp '", text,
-                   "' (use YYYY-MM-DD[THH:MM:SS[.mmm][Z]], UTC)");
+  return InvalidInputError("cannot parse timestamp '", text,
+                           "' (use YYYY-MM-DD[THH:MM:SS[.mmm][Z]], UTC)");
 }
 
 }  // namespace
@@ -55,7 +53,7 @@ arrow::Result<std::shared_ptr<storage::ObjectStore>> OpenTableStore(
   std::map<std::string, std::string> options;
   std::string error;
   if (!ParseStorageOptions(args.storage_options, &options, &error)) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, error);
+    return InvalidInputError(error);
   }
   return storage::OpenObjectStore(args.path, options);
 }

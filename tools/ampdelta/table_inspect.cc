@@ -61,7 +61,7 @@ int64_t HistoryTime(const delta::HistoryEntry& entry) {
 arrow::Status Info(const TableArgs& args) {
   ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(args));
   const auto& metadata = snapshot->metadata();
-  const auto records = snapshot->num_records();
+  const auto records = snapshot->CountLiveRecords();
   if (args.json) {
     ojson fields = ojson::array();
     for (const auto& field : snapshot->schema()->fields()) {
@@ -85,7 +85,7 @@ arrow::Status Info(const TableArgs& args) {
                  {"schema", fields},
                  {"schema_string", metadata.schema_string},
                  {"num_files", snapshot->files().size()},
-                 {"size_bytes", snapshot->total_bytes()},
+                 {"size_bytes", snapshot->SumFileSizes()},
                  {"num_records", records ? ojson(*records) : ojson(nullptr)},
                  {"app_transactions", txns},
                  {"domains", domains}};
@@ -99,7 +99,7 @@ arrow::Status Info(const TableArgs& args) {
             << "id:         " << metadata.id << "\n"
             << "partitions: " << ojson(metadata.partition_columns).dump() << "\n"
             << "files:      " << snapshot->files().size() << " ("
-            << snapshot->total_bytes() << " bytes)\n"
+            << snapshot->SumFileSizes() << " bytes)\n"
             << "rows:       " << (records ? std::to_string(*records) : "unknown") << "\n"
             << "schema:\n";
   for (const auto& field : snapshot->schema()->fields()) {

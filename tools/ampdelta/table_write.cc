@@ -29,10 +29,10 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> OpenInput(
   const std::string magic = head->ToString();
   const bool parquet = magic.rfind("PAR1", 0) == 0;
   if (!parquet && magic != "ARROW1" && magic.rfind("\xff\xff\xff\xff", 0) != 0) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "--input '",
-                     path,
-                     "' is neither Arrow IPC (file or stream) nor Parquet: it does not "
-                     "start with ARROW1, an IPC stream's first message or PAR1");
+    return InvalidInputError(
+        "--input '", path,
+        "' is neither Arrow IPC (file or stream) nor Parquet: it does not "
+        "start with ARROW1, an IPC stream's first message or PAR1");
   }
   if (parquet) {
     ARROW_ASSIGN_OR_RAISE(auto reader,
@@ -78,8 +78,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> OpenInput(
 // A bad --input file is bad input; Arrow's own errors carry no class.
 arrow::Status InputError(const std::string& path, const arrow::Status& status) {
   if (GetErrorDetail(status) != nullptr) return status;
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "cannot read --input '", path, "': ", status.message());
+  return InvalidInputError("cannot read --input '", path, "': ", status.message());
 }
 
 }  // namespace
@@ -87,8 +86,7 @@ arrow::Status InputError(const std::string& path, const arrow::Status& status) {
 arrow::Status Write(const TableArgs& args) {
   ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
   if (args.inputs.empty()) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "give at least one --input file");
+    return InvalidInputError("give at least one --input file");
   }
   ARROW_RETURN_NOT_OK(CheckCompressionLevel(args.compression, args.compression_level));
   std::vector<std::shared_ptr<arrow::RecordBatchReader>> inputs;
@@ -110,8 +108,7 @@ arrow::Status Write(const TableArgs& args) {
   ARROW_ASSIGN_OR_RAISE(options.configuration, ParsePropertyOptions(args.properties));
   if (!args.app_id.empty()) {
     if (!args.app_version) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "--app-id needs --app-version");
+      return InvalidInputError("--app-id needs --app-version");
     }
     options.app_transaction =
         delta::SetTransaction{args.app_id, *args.app_version, std::nullopt};

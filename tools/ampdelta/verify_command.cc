@@ -14,7 +14,7 @@
 
 #include "ampdelta/amp/client.h"
 #include "ampdelta/amp/query_text.h"
-#include "ampdelta/loader/table_verify.h"
+#include "ampdelta/loader/verify/table_verify.h"
 #include "ampdelta/util/hex.h"
 #include "ampdelta/util/status.h"
 #include "commands.h"

@@ -1,5 +1,9 @@
 #include "ampdelta/amp/block_range.h"
 
+#include <algorithm>
+#include <map>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/util/json_internal.h"
@@ -86,6 +90,30 @@ json RangeToJson(const BlockRange& range) {
 
 std::string BlockRange::ToString() const {
   return network + "[" + std::to_string(start) + ".." + std::to_string(end) + "]";
+}
+
+std::string RangesText(const std::vector<BlockRange>& ranges) {
+  std::string text;
+  for (const auto& range : ranges) {
+    text += (text.empty() ? "" : ",") + range.network + ":" +
+            std::to_string(range.start) + "-" + std::to_string(range.end);
+  }
+  return text;
+}
+
+std::string NetworkSpansText(const std::vector<BlockRange>& ranges) {
+  std::map<std::string, std::pair<BlockNumber, BlockNumber>> spans;
+  for (const auto& range : ranges) {
+    auto [it, fresh] = spans.try_emplace(range.network, range.start, range.end);
+    it->second.first = std::min(it->second.first, range.start);
+    it->second.second = std::max(it->second.second, range.end);
+  }
+  std::string text;
+  for (const auto& [network, span] : spans) {
+    text += (text.empty() ? "" : ",") + network + ":" + std::to_string(span.first) + "-" +
+            std::to_string(span.second);
+  }
+  return text;
 }
 
 arrow::Result<BatchMetadata> ParseBatchMetadata(std::string_view text) {

@@ -41,6 +41,14 @@ struct BlockRange {
   bool operator==(const BlockRange& other) const = default;
 };
 
+/// \brief Return "network:start-end" for each range, comma-separated, in their order (a
+/// batch's ranges as loads report them).
+std::string RangesText(const std::vector<BlockRange>& ranges);
+
+/// \brief Return "network:start-end" per network, from its lowest start to its highest
+/// end, comma-separated in network order (what a stream commit or reorg covered).
+std::string NetworkSpansText(const std::vector<BlockRange>& ranges);
+
 /// \brief The parsed `app_metadata` of one Flight message.
 struct BatchMetadata {
   std::vector<BlockRange> ranges;

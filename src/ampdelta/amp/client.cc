@@ -119,10 +119,9 @@ class FlightClientImpl : public Client {
             hash.size() == 66 && hash.rfind("0x", 0) == 0 &&
             hash.find_first_not_of("0123456789abcdefABCDEF", 2) == std::string::npos;
         if (!valid) {
-          return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                           "resume cursor for network '", network, "' at block ",
-                           entry.number, " has no 32-byte block hash ('", hash,
-                           "'): Amp would ignore it");
+          return InvalidInputError("resume cursor for network '", network, "' at block ",
+                                   entry.number, " has no 32-byte block hash ('", hash,
+                                   "'): Amp would ignore it");
         }
       }
     }
@@ -207,9 +206,8 @@ arrow::Result<std::unique_ptr<Client>> Client::Connect(const std::string& url,
   const std::string shown = RedactUrl(url);
   if (url.rfind("grpc://", 0) != 0 && url.rfind("grpc+tls://", 0) != 0 &&
       url.rfind("grpc+tcp://", 0) != 0) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "Amp server URL must start with grpc:// or grpc+tls://: '", shown,
-                     "'");
+    return InvalidInputError("Amp server URL must start with grpc:// or grpc+tls://: '",
+                             shown, "'");
   }
   {
     const size_t begin = url.find("://") + 3;
@@ -217,15 +215,13 @@ arrow::Result<std::unique_ptr<Client>> Client::Connect(const std::string& url,
     authority = authority.substr(
         authority.rfind('@') == std::string::npos ? 0 : authority.rfind('@') + 1);
     if (authority.empty() || authority.front() == ':') {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "invalid Amp server URL '", shown, "': it names no host");
+      return InvalidInputError("invalid Amp server URL '", shown, "': it names no host");
     }
   }
   auto location = flight::Location::Parse(url);
   if (!location.ok()) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "invalid Amp server URL '", shown,
-                     "': ", RedactUrlIn(location.status().message(), url));
+    return InvalidInputError("invalid Amp server URL '", shown,
+                             "': ", RedactUrlIn(location.status().message(), url));
   }
   flight::FlightClientOptions flight_options = flight::FlightClientOptions::Defaults();
   flight_options.generic_options.emplace_back("grpc.max_receive_message_length",

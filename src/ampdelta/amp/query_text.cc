@@ -214,8 +214,7 @@ bool GroupsBy(std::string_view sql, const std::vector<Token>& tokens, size_t gro
 }
 
 arrow::Status Refuse(const std::string& why) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "cannot split the query into block ranges: ", why);
+  return InvalidInputError("cannot split the query into block ranges: ", why);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ void StreamInterpreter::SeedCursor(const Cursor& cursor) {
 
 void StreamInterpreter::Complete(NetworkState* state, const BlockRange& range) {
   state->open.reset();
+  state->open_is_replay = false;
   if (!state->completed.empty() && state->completed.back() == range) return;
   state->completed.push_back(range);
   while (state->completed.size() > options_.history_limit) state->completed.pop_front();
@@ -52,7 +53,10 @@ arrow::Status StreamInterpreter::AcceptRange(const BlockRange& range,
                                              StreamEvent* event) {
   NetworkState& state = networks_[range.network];
   if (state.open) {
-    if (*state.open == range) return arrow::Status::OK();
+    if (*state.open == range) {
+      event->replayed = event->replayed || state.open_is_replay;
+      return arrow::Status::OK();
+    }
     return ProtocolError("received ", range.ToString(), " while microbatch ",
                          state.open->ToString(),
                          " was still open (no ranges_complete marker)");
@@ -66,6 +70,7 @@ arrow::Status StreamInterpreter::AcceptRange(const BlockRange& range,
     // The same microbatch again (a replay); data already received for it is a duplicate.
     event->replayed = true;
     state.open = range;
+    state.open_is_replay = true;
     return arrow::Status::OK();
   }
   if (range.start == last.end + 1) {

@@ -49,7 +49,8 @@ struct StreamEvent {
   /// straddling range is the first one seen, e.g. a chain from genesis): resume that
   /// network from the server's earliest block.
   std::optional<Cursor> resume_cursor;
-  /// True when the message repeats a microbatch that already completed.
+  /// True when the message belongs to a microbatch that already completed and is sent
+  /// again (each of its messages, its marker included): a consumer skips it.
   bool replayed = false;
 
   /// \brief Return true when this message reveals a reorg.
@@ -93,6 +94,8 @@ class StreamInterpreter {
   struct NetworkState {
     std::deque<BlockRange> completed;
     std::optional<BlockRange> open;
+    // The open microbatch repeats the last completed one.
+    bool open_is_replay = false;
   };
 
   arrow::Status AcceptRange(const BlockRange& range, StreamEvent* event);

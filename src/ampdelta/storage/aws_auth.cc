@@ -167,10 +167,9 @@ arrow::Result<std::shared_ptr<AwsCredentialProvider>> AwsCredentialProvider::Mak
   const std::string secret = get("AWS_SECRET_ACCESS_KEY");
   if (!key_id.empty() || !secret.empty()) {
     if (key_id.empty() || secret.empty()) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       key_id.empty()
-                           ? "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not"
-                           : "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
+      return InvalidInputError(
+          key_id.empty() ? "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not"
+                         : "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
     }
     provider->kind_ = Kind::kStatic;
     provider->source_ = "static keys";
@@ -218,9 +217,9 @@ arrow::Result<std::shared_ptr<AwsCredentialProvider>> AwsCredentialProvider::Mak
     return provider;
   }
   if (!profile.empty()) {
-    return MakeError(
-        ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "AWS profile '", profile,
-        "' has no aws_access_key_id/aws_secret_access_key in ", file, " or ", config);
+    return InvalidInputError("AWS profile '", profile,
+                             "' has no aws_access_key_id/aws_secret_access_key in ", file,
+                             " or ", config);
   }
   if (AsciiLower(get("AWS_EC2_METADATA_DISABLED")) != "true") {
     provider->kind_ = Kind::kInstanceMetadata;
@@ -232,8 +231,7 @@ arrow::Result<std::shared_ptr<AwsCredentialProvider>> AwsCredentialProvider::Mak
                                                      std::chrono::milliseconds(5000));
     return provider;
   }
-  return MakeError(
-      ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+  return InvalidInputError(
       "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a "
       "profile (AWS_PROFILE), or web identity (AWS_WEB_IDENTITY_TOKEN_FILE, "
       "AWS_ROLE_ARN)");

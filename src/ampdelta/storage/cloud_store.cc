@@ -15,9 +15,8 @@ arrow::Result<int64_t> LookupInt(const std::map<std::string, std::string>& optio
   if (!value) return fallback;
   const std::optional<int64_t> parsed = ParseInt64(*value);
   if (parsed && *parsed >= minimum) return *parsed;
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "storage option ", key, " must be an integer >= ", minimum, ", not '",
-                   *value, "'");
+  return InvalidInputError("storage option ", key, " must be an integer >= ", minimum,
+                           ", not '", *value, "'");
 }
 
 }  // namespace
@@ -43,7 +42,7 @@ std::string TrimChar(std::string text, char c) {
 }
 
 arrow::Status InvalidStoreOption(const std::string& message) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, message);
+  return InvalidInputError(message);
 }
 
 arrow::Result<CloudSettings> CloudSettings::FromOptions(
@@ -77,8 +76,7 @@ arrow::Result<std::string> CloudStore::ObjectKey(const std::string& path) const 
   const std::string padded = "/" + path + "/";
   if (path.empty() || path.front() == '/' || padded.find("/../") != std::string::npos ||
       padded.find("/./") != std::string::npos) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "invalid object path '", path, "' in ", root_uri_);
+    return InvalidInputError("invalid object path '", path, "' in ", root_uri_);
   }
   return prefix_.empty() ? path : prefix_ + "/" + path;
 }

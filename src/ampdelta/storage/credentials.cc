@@ -46,8 +46,8 @@ arrow::Result<bool> LookupFlag(const std::map<std::string, std::string>& options
   const std::string lower = AsciiLower(*value);
   if (lower == "true" || lower == "1" || lower == "yes") return true;
   if (lower == "false" || lower == "0" || lower == "no") return false;
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "storage option ", key, " must be true or false, not '", *value, "'");
+  return InvalidInputError("storage option ", key, " must be true or false, not '",
+                           *value, "'");
 }
 
 arrow::Result<bool> LookupAllowHttp(const std::map<std::string, std::string>& options,

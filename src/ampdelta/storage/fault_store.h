@@ -65,6 +65,10 @@ class FaultStore : public ObjectStore {
   int64_t faults_fired() const { return fired_.load(); }
 
   std::string root_uri() const override { return inner_->root_uri(); }
+  bool is_file_system() const override { return inner_->is_file_system(); }
+  std::optional<std::string> KeyOf(const std::string& location) const override {
+    return inner_->KeyOf(location);
+  }
   arrow::Result<ObjectMeta> Head(const std::string& path) override;
   arrow::Result<std::shared_ptr<arrow::Buffer>> Get(const std::string& path) override;
   arrow::Result<std::shared_ptr<arrow::Buffer>> GetRange(const std::string& path,

@@ -11,6 +11,7 @@
 #include <arrow/buffer.h>
 #include <arrow/io/file.h>
 #include <arrow/util/io_util.h>
+#include <arrow/util/uri.h>
 #include <sys/stat.h>
 
 #include "ampdelta/util/process_identity.h"
@@ -250,6 +251,23 @@ arrow::Result<std::shared_ptr<LocalStore>> LocalStore::Make(const std::string& r
 
 std::string LocalStore::root_uri() const { return "file://" + root_; }
 
+std::optional<std::string> LocalStore::KeyOf(const std::string& location) const {
+  // The root URI is `file://` plus the raw (unescaped) directory: a location spelled
+  // differently (encoded, `file:/`, a bare path) is compared as a file system path.
+  if (auto key = ObjectStore::KeyOf(location)) return key;
+  std::optional<std::string> path;
+  if (location.rfind("file:", 0) == 0) {
+    arrow::util::Uri uri;
+    if (uri.Parse(location).ok() && (uri.host().empty() || uri.host() == "localhost")) {
+      path = uri.path();
+    }
+  } else if (!location.empty() && location.front() == '/') {
+    path = arrow::util::UriUnescape(location);
+  }
+  if (!path) return std::nullopt;
+  return RelativePathUnder(root_, *path);
+}
+
 arrow::Result<std::string> LocalStore::FullPath(const std::string& path) const {
   if (path.empty() || path.front() == '/') {
     return InvalidInputError("object key must be a relative path: '", path, "'");
@@ -306,7 +324,16 @@ arrow::Result<std::vector<ObjectMeta>> LocalStore::Walk(const std::string& prefi
   const fs::path start = base.empty() ? fs::path(root_) : fs::path(root_) / base;
   std::vector<ObjectMeta> out;
   std::error_code error;
-  if (!fs::is_directory(start, error)) return out;
+  if (!fs::is_directory(start, error)) {
+    // Nothing under a missing folder; a file where the folder should be is damage the
+    // caller has to hear of (a `_delta_log` that is a file is no missing table).
+    if (!base.empty() && fs::is_regular_file(start, error)) {
+      return MakeError(ErrorCode::kStorageError, arrow::StatusCode::IOError,
+                       "cannot list ", start.string(), ": it is a file, not a folder")
+          .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kStorageError, "ENOTDIR"));
+    }
+    return out;
+  }
   fs::recursive_directory_iterator it(start, error), end;
   if (error) return StorageErrnoError("cannot list", start.string(), error.value());
   for (; it != end; it.increment(error)) {

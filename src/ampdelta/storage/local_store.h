@@ -20,6 +20,9 @@ class LocalStore : public ObjectStore {
   static arrow::Result<std::shared_ptr<LocalStore>> Make(const std::string& root);
 
   std::string root_uri() const override;
+  bool is_file_system() const override { return true; }
+  /// Also `file:` URIs and absolute paths, compared as file system paths.
+  std::optional<std::string> KeyOf(const std::string& location) const override;
   arrow::Result<ObjectMeta> Head(const std::string& path) override;
   arrow::Result<std::shared_ptr<arrow::Buffer>> Get(const std::string& path) override;
   arrow::Result<std::shared_ptr<arrow::Buffer>> GetRange(const std::string& path,

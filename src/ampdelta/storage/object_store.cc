@@ -1,5 +1,9 @@
 #include "ampdelta/storage/object_store.h"
 
+#include <filesystem>
+
+#include <arrow/util/uri.h>
+
 namespace ampdelta::storage {
 
 arrow::Status ObjectStore::DeleteMany(const std::vector<std::string>& paths) {
@@ -13,6 +17,35 @@ arrow::Status ObjectStore::DeleteMany(const std::vector<std::string>& paths) {
 
 arrow::Result<std::vector<StagingObject>> ObjectStore::ListStaging(const std::string&) {
   return std::vector<StagingObject>();
+}
+
+std::optional<std::string> ObjectStore::KeyOf(const std::string& location) const {
+  const std::string root = root_uri();
+  const std::string prefix = root.empty() || root.back() == '/' ? root : root + "/";
+  if (prefix.empty() || location.size() <= prefix.size() ||
+      location.compare(0, prefix.size(), prefix) != 0) {
+    return std::nullopt;
+  }
+  // Only a normal relative key, so that a location can never name an object outside
+  // the root.
+  const std::string key = arrow::util::UriUnescape(location.substr(prefix.size()));
+  auto inside = RelativePathUnder("/", "/" + key);
+  if (inside && *inside == key) return key;
+  return std::nullopt;
+}
+
+std::optional<std::string> RelativePathUnder(const std::string& root,
+                                             const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path base = fs::path(root).lexically_normal();
+  const fs::path target = fs::path(path).lexically_normal();
+  if (!base.is_absolute() || !target.is_absolute()) return std::nullopt;
+  const fs::path relative = target.lexically_relative(base);
+  if (relative.empty() || relative == ".") return std::nullopt;
+  for (const auto& part : relative) {
+    if (part == "..") return std::nullopt;
+  }
+  return relative.generic_string();
 }
 
 std::string JoinPath(std::string_view base, std::string_view child) {

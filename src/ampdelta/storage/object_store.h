@@ -63,6 +63,17 @@ class ObjectStore {
   /// \brief Return the store's root as a URI (for messages and absolute paths).
   virtual std::string root_uri() const = 0;
 
+  /// \brief Return true when keys are files in the folders of a file system: a file can
+  /// then stand where a folder of keys should be (List fails, subcode "ENOTDIR") or a
+  /// folder where a key should be (Head fails, subcode "EISDIR"), and looking at an
+  /// object costs a system call rather than a request.
+  virtual bool is_file_system() const { return false; }
+
+  /// \brief Return the key that `location` (an absolute, percent-encoded URI; for a
+  /// file-system store also an absolute path) names inside this store, or nullopt when it
+  /// lies outside the root or is not a normal key (`..`, `.` or empty segments).
+  virtual std::optional<std::string> KeyOf(const std::string& location) const;
+
   /// \brief Return an object's metadata.
   virtual arrow::Result<ObjectMeta> Head(const std::string& path) = 0;
 
@@ -107,6 +118,11 @@ class ObjectStore {
   virtual arrow::Result<std::vector<StagingObject>> ListStaging(
       const std::string& prefix);
 };
+
+/// \brief Return absolute path `path` relative to absolute path `root` when it lies
+/// strictly inside it (lexically: no `..` leaves it).
+std::optional<std::string> RelativePathUnder(const std::string& root,
+                                             const std::string& path);
 
 /// \brief Join key segments with `/`, dropping empty ones.
 std::string JoinPath(std::string_view base, std::string_view child);

@@ -52,9 +52,8 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
   while (begin <= uri.size()) {
     const size_t end = std::min(uri.find('/', begin), uri.size());
     if (uri.compare(begin, end - begin, "_delta_log") == 0) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "table path '", RedactUrl(uri),
-                       "' lies inside a table's _delta_log folder");
+      return InvalidInputError("table path '", RedactUrl(uri),
+                               "' lies inside a table's _delta_log folder");
     }
     begin = end + 1;
   }
@@ -66,9 +65,8 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
   if (UrlHasUserInfo(uri)) {
     // A password in the URL would end up in every message and log line that names the
     // table.
-    return MakeError(
-        ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "table URL '",
-        RedactUrl(uri),
+    return InvalidInputError(
+        "table URL '", RedactUrl(uri),
         "' carries credentials in its user-info: pass them as storage options "
         "(--storage-option or storage_options) instead");
   }
@@ -78,9 +76,8 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
       // file://host/path: only this machine's files are reachable.
       const std::string host = path.substr(2, path.find('/', 2) - 2);
       if (host != "localhost") {
-        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                         "table URL '", uri, "' names host '", host,
-                         "': file:// URLs must name a local path (file:///path)");
+        return InvalidInputError("table URL '", uri, "' names host '", host,
+                                 "': file:// URLs must name a local path (file:///path)");
       }
     }
     // file:///abs, file://localhost/abs and file:/abs all name /abs.
@@ -102,9 +99,8 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     ARROW_ASSIGN_OR_RAISE(auto store, GcsStore::Make(uri, options));
     return store;
   }
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "unsupported table location scheme '", scheme, "://' in '",
-                   RedactUrl(uri), "'");
+  return InvalidInputError("unsupported table location scheme '", scheme, "://' in '",
+                           RedactUrl(uri), "'");
 }
 
 }  // namespace ampdelta::storage

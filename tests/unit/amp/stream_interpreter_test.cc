@@ -121,6 +121,24 @@ TEST_F(StreamInterpreterTest, ReorgAtMicrobatchBoundaryInvalidatesFromTheFork) {
   Microbatch(chain_.Range(32, 40));
 }
 
+TEST_F(StreamInterpreterTest, EveryMessageOfAReplayedMicrobatchIsMarkedReplayed) {
+  Microbatch(chain_.Range(0, 9));
+  const BlockRange again = chain_.Range(0, 9);
+  for (int64_t rows : {5, 3, 0}) {
+    ASSERT_OK_AND_ASSIGN(StreamEvent event, interpreter_.Accept(Data(again), rows));
+    EXPECT_TRUE(event.replayed) << rows;
+    EXPECT_FALSE(event.is_reorg());
+  }
+  ASSERT_OK_AND_ASSIGN(StreamEvent marker, interpreter_.Accept(Marker(again), 0));
+  EXPECT_TRUE(marker.replayed);
+  // The next microbatch is new data again.
+  const BlockRange next = chain_.Range(10, 19);
+  ASSERT_OK_AND_ASSIGN(StreamEvent fresh, interpreter_.Accept(Data(next), 4));
+  EXPECT_FALSE(fresh.replayed);
+  ASSERT_OK_AND_ASSIGN(StreamEvent fresh_marker, interpreter_.Accept(Marker(next), 0));
+  EXPECT_FALSE(fresh_marker.replayed);
+}
+
 TEST_F(StreamInterpreterTest, DeepReorgAcrossSeveralMicrobatches) {
   for (uint64_t start = 0; start < 50; start += 10)
     Microbatch(chain_.Range(start, start + 9));

@@ -71,7 +71,7 @@ TEST_F(MergeTest, NullKeysNeverMatchAndAreAlwaysInserted) {
   ASSERT_OK_AND_ASSIGN(auto merged, Merge({batch}, {"network"}));
   EXPECT_EQ(merged.rows_updated, 0);
   EXPECT_EQ(merged.rows_inserted, 2);
-  EXPECT_EQ((*Snapshot::Load(store_))->num_records(), std::optional<int64_t>(5));
+  EXPECT_EQ((*Snapshot::Load(store_))->CountLiveRecords(), std::optional<int64_t>(5));
 }
 
 TEST_F(MergeTest, AConcurrentAppendMakesTheMergeRunAgainSoNoKeyIsDuplicated) {
@@ -115,7 +115,7 @@ TEST_F(MergeTest, FloatKeysMatchByValueNegativeZeroAndNaNIncluded) {
   ASSERT_OK_AND_ASSIGN(auto second, Merge({batch({-0.0, -nan, 1.5}, "new")}, {"k"}));
   EXPECT_EQ(second.rows_updated, 3);
   EXPECT_EQ(second.rows_inserted, 0);
-  EXPECT_EQ((*Snapshot::Load(store_))->num_records(), std::optional<int64_t>(3));
+  EXPECT_EQ((*Snapshot::Load(store_))->CountLiveRecords(), std::optional<int64_t>(3));
 }
 
 TEST_F(MergeTest, MissingKeyColumnsAreRefusedAndTheTableIsUnchanged) {

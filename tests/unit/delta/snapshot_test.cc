@@ -41,8 +41,8 @@ TEST_F(SnapshotTest, HugeSizesAndCountsFromTheLogDoNotOverflow) {
   ASSERT_OK(store_->Put(CommitPath(0), arrow::Buffer::FromString(std::move(commit)),
                         storage::PutMode::kCreateIfAbsent));
   ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
-  EXPECT_EQ(snapshot->total_bytes(), INT64_MAX);
-  EXPECT_EQ(snapshot->num_records(), std::nullopt);
+  EXPECT_EQ(snapshot->SumFileSizes(), INT64_MAX);
+  EXPECT_EQ(snapshot->CountLiveRecords(), std::nullopt);
 }
 
 TEST_F(SnapshotTest, MissingTableIsNotFound) {
@@ -178,7 +178,7 @@ TEST_F(SnapshotTest, ACheckpointWrittenInSlicesHoldsEveryFileOnce) {
   ASSERT_TRUE(loaded->log_segment().checkpoint.has_value());
   ASSERT_EQ(loaded->files().size(), static_cast<size_t>(kFiles));
   EXPECT_EQ(loaded->files(), replayed->files());
-  EXPECT_EQ(loaded->num_records(), std::optional<int64_t>(kFiles));
+  EXPECT_EQ(loaded->CountLiveRecords(), std::optional<int64_t>(kFiles));
   ASSERT_EQ(loaded->tombstones().size(), 1u);
   EXPECT_EQ(loaded->tombstones().front().path, "0-gone.parquet");
 }
@@ -231,7 +231,7 @@ TEST_F(SnapshotTest, UpdateOfASnapshotOlderThanTheCleanedUpLogReloads) {
   ASSERT_OK(store_->Delete("_delta_log/00000000000000000002.json"));
   ASSERT_OK_AND_ASSIGN(auto updated, idle->Update());
   EXPECT_EQ(updated->version(), 3);
-  EXPECT_EQ(updated->num_records(), std::optional<int64_t>(20));
+  EXPECT_EQ(updated->CountLiveRecords(), std::optional<int64_t>(20));
 }
 
 TEST_F(SnapshotTest, StaleLastCheckpointIsTolerated) {

@@ -128,7 +128,7 @@ TEST_F(TableWriterTest, FilesRollByRowsAndCarryStatistics) {
   ASSERT_OK_AND_ASSIGN(auto result, WriteBatches(store_, {Blocks(0, 10)}, options));
   EXPECT_EQ(result.files_added, 3);
   ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
-  EXPECT_EQ(snapshot->num_records(), std::optional<int64_t>(10));
+  EXPECT_EQ(snapshot->CountLiveRecords(), std::optional<int64_t>(10));
   ASSERT_OK_AND_ASSIGN(auto predicate,
                        Predicate::Parse("block_num >= 8", snapshot->schema()));
   int none = 0;
@@ -259,7 +259,7 @@ TEST_F(TableWriterTest, ParallelFileWritersKeepEveryRowOnce) {
   ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
   EXPECT_EQ(rows, Range(0, 3000));
   ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));
-  EXPECT_EQ(snapshot->num_records(), std::optional<int64_t>(3000));
+  EXPECT_EQ(snapshot->CountLiveRecords(), std::optional<int64_t>(3000));
 }
 
 TEST_F(TableWriterTest, MostlyDistinctColumnsAreWrittenWithoutDictionary) {

@@ -1,4 +1,4 @@
-#include "ampdelta/loader/backfill_state.h"
+#include "ampdelta/loader/state/backfill_state.h"
 
 #include "ampdelta/delta/ops/restore.h"
 #include "ampdelta/storage/memory_store.h"

@@ -1,4 +1,4 @@
-#include "ampdelta/loader/commit_group.h"
+#include "ampdelta/loader/stream/commit_group.h"
 
 #include <gtest/gtest.h>
 

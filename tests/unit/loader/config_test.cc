@@ -1,7 +1,7 @@
-#include "ampdelta/loader/config.h"
+#include "ampdelta/loader/common/config.h"
 
-#include "ampdelta/loader/client.h"
-#include "ampdelta/loader/load_result.h"
+#include "ampdelta/loader/client/client.h"
+#include "ampdelta/loader/common/load_result.h"
 #include "tests/support/test_util.h"
 
 namespace ampdelta::loader {

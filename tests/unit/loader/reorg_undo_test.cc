@@ -1,4 +1,4 @@
-#include "ampdelta/loader/reorg_undo.h"
+#include "ampdelta/loader/stream/reorg_undo.h"
 
 #include <algorithm>
 #include <optional>
@@ -10,7 +10,7 @@
 #include <arrow/table.h>
 
 #include "ampdelta/delta/read/scan.h"
-#include "ampdelta/loader/takeover.h"
+#include "ampdelta/loader/state/takeover.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/support/test_util.h"
 

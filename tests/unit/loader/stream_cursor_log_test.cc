@@ -1,4 +1,4 @@
-#include "ampdelta/loader/stream_cursor_log.h"
+#include "ampdelta/loader/state/stream_cursor_log.h"
 
 #include <arrow/builder.h>
 #include <arrow/record_batch.h>
@@ -6,7 +6,7 @@
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/ops/restore.h"
 #include "ampdelta/delta/write/table_writer.h"
-#include "ampdelta/loader/stream_state.h"
+#include "ampdelta/loader/state/stream_state.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/support/test_util.h"
 

@@ -1,4 +1,4 @@
-#include "ampdelta/loader/stream_state.h"
+#include "ampdelta/loader/state/stream_state.h"
 
 #include <arrow/array.h>
 #include <arrow/record_batch.h>

@@ -66,29 +66,28 @@ arrow::Result<std::vector<std::string>> ResolveClusteringColumns(
     const std::vector<std::string>& columns, const arrow::Schema& schema,
     const std::vector<std::string>& partition_columns) {
   if (!columns.empty() && !partition_columns.empty()) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "a table cannot be both partitioned and clustered (PROTOCOL.md): "
-                     "drop partition_by or cluster_by");
+    return InvalidInputError(
+        "a table cannot be both partitioned and clustered (PROTOCOL.md): "
+        "drop partition_by or cluster_by");
   }
   std::vector<std::string> out;
   for (const auto& column : columns) {
     const int index = FindFieldIgnoreCase(schema, column);
     if (index < 0) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "cluster_by names column '", column, "', which the table lacks");
+      return InvalidInputError("cluster_by names column '", column,
+                               "', which the table lacks");
     }
     const auto& field = *schema.field(index);
     if (!ClusterableType(*field.type())) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "cannot cluster by column '", field.name(), "' of type ",
-                       field.type()->ToString(),
-                       ": clustering needs a column with min/max statistics (a number, "
-                       "string, date or timestamp)");
+      return InvalidInputError(
+          "cannot cluster by column '", field.name(), "' of type ",
+          field.type()->ToString(),
+          ": clustering needs a column with min/max statistics (a number, "
+          "string, date or timestamp)");
     }
     if (std::find(out.begin(), out.end(), field.name()) != out.end()) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "cluster_by names column '", field.name(),
-                       "' twice (column names are case-insensitive)");
+      return InvalidInputError("cluster_by names column '", field.name(),
+                               "' twice (column names are case-insensitive)");
     }
     out.push_back(field.name());
   }

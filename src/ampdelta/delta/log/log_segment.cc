@@ -27,8 +27,17 @@ struct Listing {
 arrow::Result<Listing> ListLog(storage::ObjectStore& store,
                                const std::string& start_after) {
   Listing listing;
-  ARROW_ASSIGN_OR_RAISE(auto objects,
-                        store.List(std::string(kLogDir) + "/", start_after));
+  auto listed = store.List(std::string(kLogDir) + "/", start_after);
+  if (!listed.ok()) {
+    const ErrorDetail* detail = GetErrorDetail(listed.status());
+    if (detail != nullptr && detail->subcode() == "ENOTDIR") {
+      // The store found a file where the log's folder should be: damage, not a missing
+      // table (a writer would otherwise try to create the table over it).
+      return CorruptLogError(store.root_uri(), "_delta_log is a file, not a folder");
+    }
+    return listed.status();
+  }
+  const std::vector<storage::ObjectMeta>& objects = *listed;
   for (const auto& object : objects) {
     listing.any = true;
     auto parsed = ParseLogPath(object.path);
@@ -130,11 +139,6 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
     ARROW_ASSIGN_OR_RAISE(listing, ListLog(store, ""));
   }
   if (listing.commits.empty() && listing.checkpoint_files.empty()) {
-    // On local disk a file named _delta_log hides the folder: damage, not a missing table
-    // (a writer would otherwise try to create the table over it).
-    if (root.rfind("file://", 0) == 0 && store.Head(std::string(kLogDir)).ok()) {
-      return CorruptLogError(root, "_delta_log is a file, not a folder");
-    }
     return NotFoundError("no Delta table at ", root, " (no _delta_log entries)");
   }
 
@@ -143,9 +147,9 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
   if (!listing.commits.empty()) latest = listing.commits.rbegin()->first;
   if (!checkpoints.empty()) latest = std::max(latest, checkpoints.front().version);
   if (latest < 0) return CorruptLogError(root, "no commit and no complete checkpoint");
-  if (root.rfind("file://", 0) == 0) {
-    // On local disk a folder named like the next commit hides it from the listing, and
-    // would make every later commit fail: the log is damaged.
+  if (store.is_file_system()) {
+    // In a file system a folder named like the next commit hides it from the listing,
+    // and would make every later commit fail: the log is damaged.
     auto next = store.Head(CommitPath(latest + 1));
     const ErrorDetail* detail = next.ok() ? nullptr : GetErrorDetail(next.status());
     if (detail != nullptr && detail->subcode() == "EISDIR") {
@@ -156,8 +160,8 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
   const Version version = target.value_or(latest);
   if (version < 0) return InvalidInputError("table version must be >= 0, got ", version);
   if (version > latest) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "version ",
-                     version, " of ", root, " does not exist (latest is ", latest, ")");
+    return InvalidInputError("version ", version, " of ", root,
+                             " does not exist (latest is ", latest, ")");
   }
 
   LogSegment segment;

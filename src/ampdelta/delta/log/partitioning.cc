@@ -136,8 +136,8 @@ arrow::Result<std::optional<std::string>> SerializePartitionValue(
       return FormatCivil(seconds, CivilFormat::kIsoDateTime) + frac + "Z";
     }
     default:
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "cannot partition by a column of type ", array.type()->ToString());
+      return InvalidInputError("cannot partition by a column of type ",
+                               array.type()->ToString());
   }
 }
 

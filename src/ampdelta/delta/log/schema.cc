@@ -247,10 +247,9 @@ arrow::Result<ojson> TypeToJson(const arrow::DataType& type) {
 
 arrow::Status UnsupportedType(const std::string& column, const arrow::DataType& type,
                               const std::string& hint = "") {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '",
-                   column, "' has type ", type.ToString(),
-                   ", which Delta Lake cannot store",
-                   hint.empty() ? "" : " (" + hint + ")");
+  return InvalidInputError("column '", column, "' has type ", type.ToString(),
+                           ", which Delta Lake cannot store",
+                           hint.empty() ? "" : " (" + hint + ")");
 }
 
 arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(
@@ -300,9 +299,9 @@ arrow::Status CheckUniqueNames(const arrow::FieldVector& fields,
   for (const auto& field : fields) {
     ARROW_RETURN_NOT_OK(CheckColumnName(field->name(), parent));
     if (!seen.insert(AsciiLower(field->name())).second) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "duplicate column name '", parent.empty() ? "" : parent + ".",
-                       field->name(), "' (Delta column names are case-insensitive)");
+      return InvalidInputError("duplicate column name '",
+                               parent.empty() ? "" : parent + ".", field->name(),
+                               "' (Delta column names are case-insensitive)");
     }
   }
   return arrow::Status::OK();
@@ -462,9 +461,9 @@ arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(
     const auto& values = static_cast<const arrow::UInt64Array&>(*column);
     for (int64_t i = 0; i < values.length(); ++i) {
       if (values.IsValid(i) && values.Value(i) > static_cast<uint64_t>(INT64_MAX)) {
-        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '",
-                         name, "' (uint64) has value ", values.Value(i),
-                         ", above the largest Delta long (9223372036854775807)");
+        return InvalidInputError("column '", name, "' (uint64) has value ",
+                                 values.Value(i),
+                                 ", above the largest Delta long (9223372036854775807)");
       }
     }
   }
@@ -476,14 +475,13 @@ arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(
     auto one = cp::Cast(*column->Slice(i, 1), target, options);
     if (one.ok()) continue;
     auto value = column->GetScalar(i);
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '",
-                     name, "' has value ", value.ok() ? (*value)->ToString() : "?",
-                     " (row ", i, " of the batch), which does not fit the table's type ",
-                     DeltaTypeName(*target));
+    return InvalidInputError("column '", name, "' has value ",
+                             value.ok() ? (*value)->ToString() : "?", " (row ", i,
+                             " of the batch), which does not fit the table's type ",
+                             DeltaTypeName(*target));
   }
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '", name,
-                   "' cannot be stored as Delta ", DeltaTypeName(*target), ": ",
-                   cast.status().message());
+  return InvalidInputError("column '", name, "' cannot be stored as Delta ",
+                           DeltaTypeName(*target), ": ", cast.status().message());
 }
 
 // Every string value must be valid UTF-8 (Parquet's STRING logical type and every reader
@@ -698,9 +696,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
     }
     if (source == nullptr) {
       if (!field->nullable()) {
-        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                         "the data has no column '", field->name(),
-                         "', which the table requires (not nullable)");
+        return InvalidInputError("the data has no column '", field->name(),
+                                 "', which the table requires (not nullable)");
       }
       ARROW_ASSIGN_OR_RAISE(auto nulls,
                             arrow::MakeArrayOfNull(field->type(), batch->num_rows()));
@@ -711,9 +708,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
                           ConformColumn(field->name(), source, field->type()));
     ARROW_RETURN_NOT_OK(CheckStringsAreUtf8(field->name(), *conformed));
     if (!field->nullable() && conformed->null_count() > 0) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '",
-                       field->name(), "' is not nullable but the data has ",
-                       conformed->null_count(), " nulls");
+      return InvalidInputError("column '", field->name(),
+                               "' is not nullable but the data has ",
+                               conformed->null_count(), " nulls");
     }
     columns.push_back(std::move(conformed));
   }

@@ -167,17 +167,9 @@ int64_t CommitTimestamp(const std::vector<Action>& actions, int64_t file_time) {
 std::string Snapshot::FileKey(const std::string& log_path) const {
   const std::string scheme = storage::UriScheme(log_path);
   if (scheme.empty()) return DecodeLogPath(log_path);
-  // An absolute URI: make it relative when it lies inside this table.
-  std::string absolute = log_path;
-  std::string root = store_->root_uri();
-  if (scheme == "file") {
-    std::string path = DecodeLogPath(log_path.substr(5));
-    while (path.rfind("//", 0) == 0) path = path.substr(1);
-    absolute = path;
-    root = root.rfind("file://", 0) == 0 ? root.substr(7) : root;
-  }
-  if (absolute.rfind(root + "/", 0) == 0) return absolute.substr(root.size() + 1);
-  return absolute;
+  // An absolute URI: the store's key when it lies inside this table (a file outside it
+  // keeps its URI, which no read of this store finds).
+  return store_->KeyOf(log_path).value_or(log_path);
 }
 
 std::optional<int64_t> Snapshot::AppTransactionVersion(const std::string& app_id) const {
@@ -186,7 +178,7 @@ std::optional<int64_t> Snapshot::AppTransactionVersion(const std::string& app_id
   return it->second.version;
 }
 
-int64_t Snapshot::total_bytes() const {
+int64_t Snapshot::SumFileSizes() const {
   // Sizes come from the log: a hostile one must not overflow (undefined behaviour).
   int64_t total = 0;
   for (const auto& file : files_) {
@@ -195,7 +187,7 @@ int64_t Snapshot::total_bytes() const {
   return total;
 }
 
-std::optional<int64_t> Snapshot::num_records() const {
+std::optional<int64_t> Snapshot::CountLiveRecords() const {
   int64_t total = 0;
   for (const auto& file : files_) {
     // Counts from the log that are out of range or overflow the sum make it unknown.
@@ -421,10 +413,9 @@ arrow::Result<std::shared_ptr<const Snapshot>> Snapshot::Load(
       if (time <= *options.timestamp_ms) found = commit.version;
     }
     if (!found) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "timestamp ",
-                       *options.timestamp_ms,
-                       " is before the earliest available version of ",
-                       store->root_uri());
+      return InvalidInputError("timestamp ", *options.timestamp_ms,
+                               " is before the earliest available version of ",
+                               store->root_uri());
     }
     version = found;
   }

@@ -151,11 +151,12 @@ class Snapshot : public std::enable_shared_from_this<Snapshot> {
 
   /// \brief Return the version committed for `app_id`, if any.
   std::optional<int64_t> AppTransactionVersion(const std::string& app_id) const;
-  /// \brief Return the sum of file sizes (INT64_MAX when the log's sizes add up beyond).
-  int64_t total_bytes() const;
-  /// \brief Return the live row count when every file has statistics (net of deletion
-  /// vectors) that add up within int64, else nullopt.
-  std::optional<int64_t> num_records() const;
+  /// \brief Add up the live files' sizes, one pass over them (INT64_MAX when the log's
+  /// sizes add up beyond).
+  int64_t SumFileSizes() const;
+  /// \brief Count the live rows, one pass over the files, when every file has statistics
+  /// (net of deletion vectors) that add up within int64; else nullopt.
+  std::optional<int64_t> CountLiveRecords() const;
 
   /// \brief Return the table-relative key of a file path from the log (percent-decoded,
   /// absolute URIs inside the table made relative).

@@ -209,9 +209,9 @@ arrow::Result<DeleteResult> DeleteRows(std::shared_ptr<storage::ObjectStore> sto
                                        const DataFileOptions& files,
                                        const CommitOptions& commit) {
   if (predicate.find_first_not_of(" \t\r\n") == std::string::npos) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "the delete predicate is empty: give one (e.g. 'block_num >= 100'), "
-                     "or ask explicitly to delete every row");
+    return InvalidInputError(
+        "the delete predicate is empty: give one (e.g. 'block_num >= 100'), "
+        "or ask explicitly to delete every row");
   }
   return Delete(std::move(store), predicate, files, commit);
 }

@@ -168,6 +168,12 @@ arrow::Result<int64_t> WriteRows(const arrow::Table& table, DataFileWriter* writ
 arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> store,
                                        const OptimizeOptions& options) {
   ARROW_ASSIGN_OR_RAISE(auto snapshot, Snapshot::Load(store));
+  return Optimize(std::move(snapshot), options);
+}
+
+arrow::Result<OptimizeResult> Optimize(std::shared_ptr<const Snapshot> snapshot,
+                                       const OptimizeOptions& options) {
+  const std::shared_ptr<storage::ObjectStore>& store = snapshot->store();
   ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
                                           *snapshot->schema()));
   // Small files (or files with deleted rows to purge), grouped by partition and by the

@@ -45,6 +45,13 @@ struct OptimizeResult {
 /// in one commit whose actions have dataChange = false: readers see the same rows, and
 /// concurrent appends never conflict with it. Deletion vectors are applied while
 /// rewriting; the new files' tags are merged from the old ones (options.merge_tags).
+/// Operates on the table as `snapshot` holds it (a commit made since it is a conflict
+/// only where it touched the same files).
+arrow::Result<OptimizeResult> Optimize(std::shared_ptr<const Snapshot> snapshot,
+                                       const OptimizeOptions& options = {});
+
+/// \brief Optimize the latest snapshot of the table at `store` (for callers that hold no
+/// snapshot: the CLI, the Python module).
 arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> store,
                                        const OptimizeOptions& options = {});
 

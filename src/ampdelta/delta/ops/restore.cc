@@ -64,15 +64,14 @@ arrow::Result<CommitReport> RestoreOnce(
       continue;
     if (auto dv = DeletionVectorFileKey(add.deletion_vector);
         dv && !store->Head(*dv).ok()) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "cannot restore version ", version, ": its deletion vector ", *dv,
-                       " no longer exists (vacuumed)");
+      return InvalidInputError("cannot restore version ", version,
+                               ": its deletion vector ", *dv,
+                               " no longer exists (vacuumed)");
     }
     auto head = store->Head(target->FileKey(add.path));
     if (!head.ok()) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "cannot restore version ", version, ": its file ",
-                       target->FileKey(add.path), " no longer exists (vacuumed)");
+      return InvalidInputError("cannot restore version ", version, ": its file ",
+                               target->FileKey(add.path), " no longer exists (vacuumed)");
     }
     Add restored = add;
     restored.data_change = true;

@@ -57,6 +57,12 @@ bool IsHidden(const std::string& path,
 arrow::Result<VacuumResult> Vacuum(std::shared_ptr<storage::ObjectStore> store,
                                    const VacuumOptions& options) {
   ARROW_ASSIGN_OR_RAISE(auto first, Snapshot::Load(store));
+  return Vacuum(std::move(first), options);
+}
+
+arrow::Result<VacuumResult> Vacuum(std::shared_ptr<const Snapshot> first,
+                                   const VacuumOptions& options) {
+  const std::shared_ptr<storage::ObjectStore>& store = first->store();
   // vacuumProtocolCheck: only a writer that understands every writer feature may vacuum.
   ARROW_RETURN_NOT_OK(
       CheckWriteSupported(first->protocol(), first->metadata(), *first->schema()));
@@ -65,15 +71,14 @@ arrow::Result<VacuumResult> Vacuum(std::shared_ptr<storage::ObjectStore> store,
   if (options.retention_hours) {
     const double hours = *options.retention_hours;
     if (!std::isfinite(hours) || hours < 0 || hours > 1e6) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "retention must be a number of hours between 0 and 1000000, got ",
-                       hours);
+      return InvalidInputError(
+          "retention must be a number of hours between 0 and 1000000, got ", hours);
     }
     retention = static_cast<int64_t>(hours * 3600.0 * 1000.0);
     if (options.enforce_retention && retention < table_retention) {
-      return MakeError(
-          ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "retention of ", hours,
-          " hours is shorter than the table's ", table_retention / 3600000.0,
+      return InvalidInputError(
+          "retention of ", hours, " hours is shorter than the table's ",
+          table_retention / 3600000.0,
           " hours (delta.deletedFileRetentionDuration): "
           "readers of older versions could lose files; to insist, disable the retention "
           "check (ampdelta table vacuum --force)");

@@ -10,6 +10,7 @@
 
 #include <arrow/result.h>
 
+#include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/storage/object_store.h"
 
 namespace ampdelta::delta {
@@ -44,6 +45,13 @@ struct VacuumResult {
 /// (write_lease.h): a full vacuum with zero retention during a load leaves the load's
 /// files alone. A full vacuum also deletes temporary files of crashed writers (a process
 /// known to have exited, or older than an hour).
+/// Starts from `snapshot` and brings it up to date only after announcing itself and
+/// reading the leases (the order write_lease.h requires).
+arrow::Result<VacuumResult> Vacuum(std::shared_ptr<const Snapshot> snapshot,
+                                   const VacuumOptions& options = {});
+
+/// \brief Vacuum starting from the latest snapshot of the table at `store` (for callers
+/// that hold no snapshot: the CLI, the Python module).
 arrow::Result<VacuumResult> Vacuum(std::shared_ptr<storage::ObjectStore> store,
                                    const VacuumOptions& options = {});
 

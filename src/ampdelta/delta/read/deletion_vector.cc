@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -17,7 +16,6 @@
 #include <arrow/buffer.h>
 #include <arrow/memory_pool.h>
 #include <arrow/util/bit_util.h>
-#include <arrow/util/uri.h>
 #include <roaring/roaring.h>
 
 #include "ampdelta/util/hex.h"
@@ -577,52 +575,13 @@ std::string FormatUuid(std::string_view bytes) {
          hex.substr(16, 4) + "-" + hex.substr(20, 12);
 }
 
-// Return `path` relative to `root` when it lies strictly inside it (both absolute and
-// local).
-std::optional<std::string> RelativeUnder(const std::string& root,
-                                         const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path base = fs::path(root).lexically_normal();
-  const fs::path target = fs::path(path).lexically_normal();
-  if (!base.is_absolute() || !target.is_absolute()) return std::nullopt;
-  const fs::path relative = target.lexically_relative(base);
-  if (relative.empty() || relative == ".") return std::nullopt;
-  for (const auto& part : relative) {
-    if (part == "..") return std::nullopt;
-  }
-  return relative.generic_string();
-}
-
 // Resolve a `p` DV (an absolute path or URI, URI-encoded like add.path) to a key of the
 // table store, when it lies under the store's root.
 arrow::Result<std::string> AbsoluteDvKey(const storage::ObjectStore& store,
                                          const DeletionVectorDescriptor& dv) {
   const std::string& location = dv.path_or_inline_dv;
+  if (auto key = store.KeyOf(location)) return *key;
   const std::string root = store.root_uri();
-  const std::string root_prefix = root.empty() || root.back() == '/' ? root : root + "/";
-  if (!root_prefix.empty() && location.size() > root_prefix.size() &&
-      location.compare(0, root_prefix.size(), root_prefix) == 0) {
-    // Accept the remainder only when it is already a normal relative key (no `..`, `.`
-    // or empty segments), so a DV can never name an object outside the root.
-    const std::string key = arrow::util::UriUnescape(location.substr(root_prefix.size()));
-    if (auto inside = RelativeUnder("/", "/" + key); inside && *inside == key) return key;
-  }
-
-  // Local stores: compare file system paths. The store's root URI is `file://` plus the
-  // raw (unescaped) directory; the DV location is a `file:` URI or a bare absolute path.
-  constexpr std::string_view kFileScheme = "file://";
-  std::optional<std::string> local;
-  if (location.rfind("file:", 0) == 0) {
-    arrow::util::Uri uri;
-    if (uri.Parse(location).ok() && (uri.host().empty() || uri.host() == "localhost")) {
-      local = uri.path();
-    }
-  } else if (!location.empty() && location.front() == '/') {
-    local = arrow::util::UriUnescape(location);
-  }
-  if (local && root.rfind(kFileScheme, 0) == 0) {
-    if (auto key = RelativeUnder(root.substr(kFileScheme.size()), *local)) return *key;
-  }
   return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
                    "deletion vector ", DvName(dv), ": absolute path '", location,
                    "' is not under the table store root '", root,

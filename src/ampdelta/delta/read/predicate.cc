@@ -22,8 +22,7 @@ namespace cp = arrow::compute;
 using nlohmann::json;
 
 arrow::Status BadPredicate(const std::string& text, const std::string& why) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "invalid predicate '", text, "': ", why);
+  return InvalidInputError("invalid predicate '", text, "': ", why);
 }
 
 struct Token {

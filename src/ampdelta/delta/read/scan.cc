@@ -257,8 +257,7 @@ arrow::Result<std::unique_ptr<TableScan>> TableScan::Make(
     for (const auto& name : options.columns) {
       const int index = FindFieldIgnoreCase(*schema, name);
       if (index < 0) {
-        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                         "table has no column '", name, "'");
+        return InvalidInputError("table has no column '", name, "'");
       }
       impl->projection.push_back(index);
       fields.push_back(schema->field(index));
@@ -295,8 +294,7 @@ arrow::Result<std::shared_ptr<arrow::Table>> ReadDataFile(
   for (const auto& name : columns) {
     const int index = FindFieldIgnoreCase(*snapshot.schema(), name);
     if (index < 0) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "column '",
-                       name, "' is not in the table");
+      return InvalidInputError("column '", name, "' is not in the table");
     }
     if (std::find(indices.begin(), indices.end(), index) == indices.end())
       indices.push_back(index);

@@ -251,15 +251,10 @@ arrow::Result<bool> CheckpointExists(storage::ObjectStore& store, Version versio
   return !objects.empty();
 }
 
-}  // namespace
-
-arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t now_ms) {
-  const auto start = std::chrono::steady_clock::now();
-  // A checkpoint is a write like any other: a table whose writer features ampdelta lacks
-  // (V2 checkpoints among them) must not get one.
-  ARROW_RETURN_NOT_OK(
-      CheckWriteSupported(snapshot.protocol(), snapshot.metadata(), *snapshot.schema()));
-  std::vector<Action> actions;  // every action but the adds
+// Every action of a checkpoint but the adds: protocol, metadata, app transactions,
+// domains and the tombstones still within the retention.
+std::vector<Action> NonFileActions(const Snapshot& snapshot, int64_t now_ms) {
+  std::vector<Action> actions;
   actions.emplace_back(snapshot.protocol());
   actions.emplace_back(snapshot.metadata());
   for (const auto& [app, txn] : snapshot.app_transactions()) actions.emplace_back(txn);
@@ -275,10 +270,14 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
     kept.tags.reset();
     actions.emplace_back(std::move(kept));
   }
+  return actions;
+}
 
+// The checkpoint's Parquet file: `actions`, then the snapshot's files.
+arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeCheckpoint(
+    const std::vector<Action>& actions, const SharedList<Add>& files) {
   const auto schema = CheckpointSchema();
   const int add_column = schema->GetFieldIndex("add");
-  const auto& files = snapshot.files();
   ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
   auto properties = parquet::WriterProperties::Builder()
                         .compression(parquet::Compression::SNAPPY)
@@ -321,8 +320,59 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
   }
   ARROW_RETURN_NOT_OK(flush_if(false));
   ARROW_RETURN_NOT_OK(writer->Close());
-  ARROW_ASSIGN_OR_RAISE(auto bytes, sink->Finish());
+  return sink->Finish();
+}
 
+// Point _last_checkpoint at `info`. Never move it backwards when another writer
+// checkpointed later; but a hint naming a checkpoint that does not exist (past the latest
+// version, say) is repaired, or every reader keeps listing the log twice.
+arrow::Status UpdateLastCheckpoint(storage::ObjectStore& store,
+                                   const CheckpointInfo& info) {
+  auto current = ReadLastCheckpointHint(store);
+  bool replace = !current || *current <= info.version;
+  if (!replace) {
+    ARROW_ASSIGN_OR_RAISE(bool exists, CheckpointExists(store, *current));
+    if (!exists) {
+      AMPDELTA_LOG_WARN("delta repairing _last_checkpoint: it names version ", *current,
+                        ", which has no checkpoint");
+      replace = true;
+    }
+  }
+  if (!replace) return arrow::Status::OK();
+  json last = {{"version", info.version},
+               {"size", info.num_actions},
+               {"sizeInBytes", info.size_in_bytes},
+               {"numOfAddFiles", info.num_add_files}};
+  return store.Put(LastCheckpointPath(), arrow::Buffer::FromString(last.dump()),
+                   storage::PutMode::kOverwrite);
+}
+
+void ReportCheckpoint(const storage::ObjectStore& store, const CheckpointInfo& info,
+                      double seconds) {
+  static metrics::Histogram& duration = metrics::Registry::Default().GetHistogram(
+      "ampdelta_checkpoint_duration_seconds",
+      "Time to write a checkpoint (Parquet and _last_checkpoint).",
+      metrics::DurationBuckets());
+  duration.Observe(seconds);
+  log::Event(log::Level::kInfo, "checkpoint",
+             {{"table", RedactUrl(store.root_uri())},
+              {"version", static_cast<int64_t>(info.version)},
+              {"actions", static_cast<int64_t>(info.num_actions)},
+              {"bytes", static_cast<int64_t>(info.size_in_bytes)},
+              {"ms", static_cast<int64_t>(seconds * 1000)}});
+}
+
+}  // namespace
+
+arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t now_ms) {
+  const auto start = std::chrono::steady_clock::now();
+  // A checkpoint is a write like any other: a table whose writer features ampdelta lacks
+  // (V2 checkpoints among them) must not get one.
+  ARROW_RETURN_NOT_OK(
+      CheckWriteSupported(snapshot.protocol(), snapshot.metadata(), *snapshot.schema()));
+  const std::vector<Action> actions = NonFileActions(snapshot, now_ms);
+  const auto& files = snapshot.files();
+  ARROW_ASSIGN_OR_RAISE(auto bytes, EncodeCheckpoint(actions, files));
   auto store = snapshot.store();
   // A checkpoint for a version is deterministic in content, so racing writers may
   // overwrite.
@@ -331,43 +381,12 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
   CheckpointInfo info;
   info.version = snapshot.version();
   info.num_actions = static_cast<int64_t>(actions.size() + files.size());
-  info.num_add_files = static_cast<int64_t>(snapshot.files().size());
+  info.num_add_files = static_cast<int64_t>(files.size());
   info.size_in_bytes = bytes->size();
-  // Never move _last_checkpoint backwards when another writer checkpointed later; but a
-  // hint naming a checkpoint that does not exist (past the latest version, say) is
-  // repaired, or every reader keeps listing the log twice.
-  auto current = ReadLastCheckpointHint(*store);
-  bool replace = !current || *current <= snapshot.version();
-  if (!replace) {
-    ARROW_ASSIGN_OR_RAISE(bool exists, CheckpointExists(*store, *current));
-    if (!exists) {
-      AMPDELTA_LOG_WARN("delta repairing _last_checkpoint: it names version ", *current,
-                        ", which has no checkpoint");
-      replace = true;
-    }
-  }
-  if (replace) {
-    json last = {{"version", info.version},
-                 {"size", info.num_actions},
-                 {"sizeInBytes", info.size_in_bytes},
-                 {"numOfAddFiles", info.num_add_files}};
-    ARROW_RETURN_NOT_OK(store->Put(LastCheckpointPath(),
-                                   arrow::Buffer::FromString(last.dump()),
-                                   storage::PutMode::kOverwrite));
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  static metrics::Histogram& duration = metrics::Registry::Default().GetHistogram(
-      "ampdelta_checkpoint_duration_seconds",
-      "Time to write a checkpoint (Parquet and _last_checkpoint).",
-      metrics::DurationBuckets());
-  duration.Observe(seconds);
-  log::Event(log::Level::kInfo, "checkpoint",
-             {{"table", RedactUrl(store->root_uri())},
-              {"version", static_cast<int64_t>(info.version)},
-              {"actions", static_cast<int64_t>(info.num_actions)},
-              {"bytes", static_cast<int64_t>(info.size_in_bytes)},
-              {"ms", static_cast<int64_t>(seconds * 1000)}});
+  ARROW_RETURN_NOT_OK(UpdateLastCheckpoint(*store, info));
+  ReportCheckpoint(
+      *store, info,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return info;
 }
 

@@ -43,23 +43,22 @@ bool Backoff(const CommitOptions& options, int attempt) {
   return options.stop->load();
 }
 
-// Whether this process should look for expired log files of the table at `root` now.
-// Cleanup lists the whole log, so running it at every checkpoint made a long stream's
-// checkpoints cost the log's length (100,000 entries at version 100,000); once per
-// thousandth of the retention per table (43 minutes at the default 30 days) deletes no
-// file more than 0.1% of its retention late.
-bool LogCleanupDue(const std::string& root, int64_t retention_ms, int64_t now_ms) {
-  static std::mutex mutex;
-  static std::map<std::string, int64_t> last_run_ms;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto [it, first] = last_run_ms.try_emplace(root, now_ms);
+}  // namespace
+
+LogCleanupSchedule& LogCleanupSchedule::ForProcess() {
+  static LogCleanupSchedule schedule;
+  return schedule;
+}
+
+bool LogCleanupSchedule::Due(const std::string& root, int64_t retention_ms,
+                             int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, first] = last_run_ms_.try_emplace(root, now_ms);
   if (first) return true;
   if (now_ms - it->second < retention_ms / 1000) return false;
   it->second = now_ms;
   return true;
 }
-
-}  // namespace
 
 Transaction::Transaction(std::shared_ptr<storage::ObjectStore> store,
                          std::shared_ptr<const Snapshot> read_snapshot,
@@ -126,9 +125,9 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
                   : (read_snapshot_ ? &read_snapshot_->protocol() : nullptr);
     // PROTOCOL.md: domainMetadata actions only in a table with the feature.
     if (protocol == nullptr || !HasWriterFeature(*protocol, kDomainMetadataFeature)) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "domain metadata '", domains_.front().domain,
-                       "' needs the domainMetadata table feature, which the table lacks");
+      return InvalidInputError(
+          "domain metadata '", domains_.front().domain,
+          "' needs the domainMetadata table feature, which the table lacks");
     }
   }
   for (const auto& domain : domains_) actions.emplace_back(domain);
@@ -226,20 +225,17 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner,
   return arrow::Status::OK();
 }
 
-arrow::Result<CommitReport> Transaction::Commit() {
+arrow::Status Transaction::CheckCommittable() const {
   if (committed_) return arrow::Status::Invalid("transaction already committed");
   if (!read_snapshot_ && (!protocol_ || !metadata_)) {
     return arrow::Status::Invalid("creating a table needs a protocol and metadata");
   }
   // The protocol and metadata this commit leaves the table with must be writable.
-  const Protocol& protocol = protocol_ ? *protocol_ : read_snapshot_->protocol();
-  const Metadata& metadata = metadata_ ? *metadata_ : read_snapshot_->metadata();
-  ARROW_ASSIGN_OR_RAISE(auto schema, SchemaFromJson(metadata.schema_string));
-  ARROW_RETURN_NOT_OK(CheckWriteSupported(protocol, metadata, *schema));
+  ARROW_ASSIGN_OR_RAISE(auto schema, SchemaFromJson(LeftMetadata().schema_string));
+  ARROW_RETURN_NOT_OK(CheckWriteSupported(LeftProtocol(), LeftMetadata(), *schema));
   if (read_snapshot_ && read_snapshot_->properties().append_only && data_change_ &&
       !removes_.empty()) {
-    return MakeError(
-        ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+    return InvalidInputError(
         "table is append-only (delta.appendOnly=true): this operation would remove data");
   }
   // Work the read snapshot already records is claimed as surely as a winner's.
@@ -249,30 +245,40 @@ arrow::Result<CommitReport> Transaction::Commit() {
       ARROW_RETURN_NOT_OK(CheckClaim(app_id));
     }
   }
+  return arrow::Status::OK();
+}
 
+const Protocol& Transaction::LeftProtocol() const {
+  return protocol_ ? *protocol_ : read_snapshot_->protocol();
+}
+
+const Metadata& Transaction::LeftMetadata() const {
+  return metadata_ ? *metadata_ : read_snapshot_->metadata();
+}
+
+arrow::Result<CommitReport> Transaction::Commit() {
+  ARROW_RETURN_NOT_OK(CheckCommittable());
+  ARROW_ASSIGN_OR_RAISE(const Landed landed, CommitWithRetries());
+  committed_ = true;
+  CommitReport report;
+  report.version = landed.version;
+  report.attempts = landed.attempts;
+  AMPDELTA_LOG_DEBUG("delta commit version=", landed.version, " operation=", operation_,
+                     " adds=", adds_.size(), " removes=", removes_.size(),
+                     " attempts=", landed.attempts);
+  report.post_commit = PostCommitDue(landed.version);
+  if (options_.post_commit_hooks) RunPostCommit(report.post_commit, &report);
+  return report;
+}
+
+arrow::Result<Transaction::Landed> Transaction::CommitWithRetries() {
+  // iceberg-cpp's shape: one attempt at a version, and a runner that decides what a
+  // failed attempt means (a storage error retried, a lost race rebased).
   Version version = read_version() + 1;
-  CommitReport result;
   Committer committer(store_);
-  // Our own write, landed late after a failure the read-back could not resolve.
-  auto ours = [this](const std::vector<Action>& winner) {
-    return std::any_of(winner.begin(), winner.end(), [&](const Action& action) {
-      const auto* info = std::get_if<CommitInfo>(&action);
-      return info != nullptr && info->txn_id == txn_id_;
-    });
-  };
-  auto landed = [&](Version at, int attempt) {
-    committed_ = true;
-    result.version = at;
-    result.attempts = attempt;
-    if (options_.post_commit_hooks) RunPostCommit(at, &result);
-    return result;
-  };
   for (int attempt = 1;; ++attempt) {
-    const int64_t now = NowMs();
-    ARROW_ASSIGN_OR_RAISE(auto actions, BuildActions(version, now));
-    ARROW_ASSIGN_OR_RAISE(const std::string bytes, EncodeCommit(actions));
-    ARROW_ASSIGN_OR_RAISE(const CommitResult outcome,
-                          committer.TryCommit(version, bytes));
+    ARROW_ASSIGN_OR_RAISE(const CommitResult outcome, CommitOnce(version, &committer));
+    if (outcome == CommitResult::kCommitted) return Landed{version, attempt};
     if (outcome == CommitResult::kRetryable) {
       const arrow::Status& failure = committer.last_failure();
       if (attempt >= options_.max_attempts) {
@@ -285,91 +291,109 @@ arrow::Result<CommitReport> Transaction::Commit() {
       Backoff(options_, attempt);
       continue;
     }
-    if (outcome == CommitResult::kCommitted) {
-      committed_ = true;
-      result.version = version;
-      result.attempts = attempt;
-      AMPDELTA_LOG_DEBUG("delta commit version=", version, " operation=", operation_,
-                         " adds=", adds_.size(), " removes=", removes_.size(),
-                         " attempts=", attempt);
-      if (options_.post_commit_hooks) RunPostCommit(version, &result);
-      return result;
-    }
     // Lost the race for this version.
     if (attempt >= options_.max_attempts) {
       return CommitConflictError("gave up committing after ", attempt,
                                  " attempts: version ", version,
                                  " kept being taken by concurrent writers");
     }
-    if (version == 0) {
-      auto first = store_->Get(CommitPath(0));
-      if (first.ok()) {
-        ARROW_ASSIGN_OR_RAISE(auto winner,
-                              ParseCommit((*first)->ToString(), CommitPath(0)));
-        if (ours(winner)) return landed(0, attempt);
-      }
-      // Someone created the table first. Proceed as an append if it is the same table.
-      ARROW_ASSIGN_OR_RAISE(auto existing, Snapshot::Load(store_));
-      if (existing->metadata().schema_string != metadata.schema_string ||
-          existing->metadata().partition_columns != metadata.partition_columns) {
-        return CommitConflictError(
-            "the table was created concurrently with a different schema or "
-            "partitioning");
-      }
-      if (existing->metadata().configuration != metadata.configuration) {
-        // Appending would drop this write's table properties without a word.
-        return CommitConflictError(
-            "the table was created concurrently with different table properties; "
-            "nothing was committed");
-      }
-      const bool serializable = isolation_ == IsolationLevel::kSerializable;
-      if (serializable || replace_whole_table_) {
-        return CommitConflictError("the table was created concurrently; this ",
-                                   serializable ? "merge" : "overwrite",
-                                   " must read it first: retry");
-      }
-      for (const auto& [app_id, txn] : existing->app_transactions()) {
-        ARROW_RETURN_NOT_OK(CheckClaim(app_id));
-      }
-      if (txn_ && existing->AppTransactionVersion(txn_->app_id)) {
-        return CommitConflictError("application '", txn_->app_id,
-                                   "' created the table concurrently; "
-                                   "another writer runs the same app")
-            .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
-                                                      kConcurrentApp));
-      }
-      protocol_.reset();
-      metadata_.reset();
-      read_snapshot_ = existing;
-      version = existing->version() + 1;
-      continue;
-    }
-    // Back off first, then check every commit that won since our read and try the next
-    // free version at once: sleeping between finding it and trying it would hand it to
-    // any writer committing more often than the back-off (a stream).
-    metrics::RetriesCounter("conflict").Increment();
-    const bool stopped = Backoff(options_, attempt);
-    Version next = version;
-    while (true) {
-      auto data = store_->Get(CommitPath(next));
-      if (!data.ok()) {
-        if (IsError(data.status(), ErrorCode::kNotFound)) break;
-        return data.status();
-      }
-      ARROW_ASSIGN_OR_RAISE(auto winner,
-                            ParseCommit((*data)->ToString(), CommitPath(next)));
-      if (ours(winner)) return landed(next, attempt);
-      ARROW_RETURN_NOT_OK(CheckConflicts(winner, next));
-      ++next;
-    }
-    // Stopped between attempts, once the winners showed none of them is ours.
-    if (stopped) {
-      return arrow::Status::Cancelled("stopped while retrying the commit (version ", next,
-                                      " is free): nothing committed");
-    }
-    AMPDELTA_LOG_DEBUG("delta commit rebased from=", version, " to=", next);
-    version = next;
+    ARROW_ASSIGN_OR_RAISE(
+        const NextAttempt next,
+        version == 0 ? JoinConcurrentCreation() : RebaseOverWinners(version, attempt));
+    if (next.landed) return Landed{next.version, attempt};
+    version = next.version;
   }
+}
+
+arrow::Result<CommitResult> Transaction::CommitOnce(Version version,
+                                                    Committer* committer) {
+  ARROW_ASSIGN_OR_RAISE(auto actions, BuildActions(version, NowMs()));
+  ARROW_ASSIGN_OR_RAISE(const std::string bytes, EncodeCommit(actions));
+  return committer->TryCommit(version, bytes);
+}
+
+bool Transaction::IsOurs(const std::vector<Action>& winner) const {
+  // Our own write, landed late after a failure the read-back could not resolve.
+  return std::any_of(winner.begin(), winner.end(), [&](const Action& action) {
+    const auto* info = std::get_if<CommitInfo>(&action);
+    return info != nullptr && info->txn_id == txn_id_;
+  });
+}
+
+arrow::Result<Transaction::NextAttempt> Transaction::JoinConcurrentCreation() {
+  auto first = store_->Get(CommitPath(0));
+  if (first.ok()) {
+    ARROW_ASSIGN_OR_RAISE(auto winner, ParseCommit((*first)->ToString(), CommitPath(0)));
+    if (IsOurs(winner)) return NextAttempt{0, true};
+  }
+  // Someone created the table first. Proceed as an append if it is the same table.
+  ARROW_ASSIGN_OR_RAISE(auto existing, Snapshot::Load(store_));
+  ARROW_RETURN_NOT_OK(CheckSameTableCreated(*existing));
+  protocol_.reset();
+  metadata_.reset();
+  read_snapshot_ = existing;
+  return NextAttempt{existing->version() + 1, false};
+}
+
+arrow::Status Transaction::CheckSameTableCreated(const Snapshot& existing) const {
+  const Metadata& metadata = *metadata_;
+  if (existing.metadata().schema_string != metadata.schema_string ||
+      existing.metadata().partition_columns != metadata.partition_columns) {
+    return CommitConflictError(
+        "the table was created concurrently with a different schema or partitioning");
+  }
+  if (existing.metadata().configuration != metadata.configuration) {
+    // Appending would drop this write's table properties without a word.
+    return CommitConflictError(
+        "the table was created concurrently with different table properties; "
+        "nothing was committed");
+  }
+  const bool serializable = isolation_ == IsolationLevel::kSerializable;
+  if (serializable || replace_whole_table_) {
+    return CommitConflictError("the table was created concurrently; this ",
+                               serializable ? "merge" : "overwrite",
+                               " must read it first: retry");
+  }
+  for (const auto& [app_id, txn] : existing.app_transactions()) {
+    ARROW_RETURN_NOT_OK(CheckClaim(app_id));
+  }
+  if (txn_ && existing.AppTransactionVersion(txn_->app_id)) {
+    return CommitConflictError("application '", txn_->app_id,
+                               "' created the table concurrently; "
+                               "another writer runs the same app")
+        .WithDetail(
+            std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict, kConcurrentApp));
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Result<Transaction::NextAttempt> Transaction::RebaseOverWinners(Version version,
+                                                                       int attempt) {
+  // Back off first, then check every commit that won since our read and try the next
+  // free version at once: sleeping between finding it and trying it would hand it to
+  // any writer committing more often than the back-off (a stream).
+  metrics::RetriesCounter("conflict").Increment();
+  const bool stopped = Backoff(options_, attempt);
+  Version next = version;
+  while (true) {
+    auto data = store_->Get(CommitPath(next));
+    if (!data.ok()) {
+      if (IsError(data.status(), ErrorCode::kNotFound)) break;
+      return data.status();
+    }
+    ARROW_ASSIGN_OR_RAISE(auto winner,
+                          ParseCommit((*data)->ToString(), CommitPath(next)));
+    if (IsOurs(winner)) return NextAttempt{next, true};
+    ARROW_RETURN_NOT_OK(CheckConflicts(winner, next));
+    ++next;
+  }
+  // Stopped between attempts, once the winners showed none of them is ours.
+  if (stopped) {
+    return arrow::Status::Cancelled("stopped while retrying the commit (version ", next,
+                                    " is free): nothing committed");
+  }
+  AMPDELTA_LOG_DEBUG("delta commit rebased from=", version, " to=", next);
+  return NextAttempt{next, false};
 }
 
 arrow::Result<std::shared_ptr<const Snapshot>> Transaction::SnapshotAfter(
@@ -384,11 +408,13 @@ arrow::Result<std::shared_ptr<const Snapshot>> Transaction::SnapshotAfter(
   return Snapshot::Load(store_, SnapshotOptions{version, std::nullopt});
 }
 
-void Transaction::RunPostCommit(Version version, CommitReport* result) const {
-  // Post-commit steps never fail the commit: it is already durable.
-  if (!read_snapshot_ && version == 0) return;
-  auto properties = metadata_ ? ParseTableProperties(metadata_->configuration)
-                              : read_snapshot_->properties();
+PostCommitWork Transaction::PostCommitDue(Version version) const {
+  PostCommitWork work;
+  work.version = version;
+  if (!read_snapshot_ && version == 0) return work;
+  const TableProperties properties = metadata_
+                                         ? ParseTableProperties(metadata_->configuration)
+                                         : read_snapshot_->properties();
   // A _last_checkpoint naming no checkpoint (a version past the latest, or one whose
   // checkpoint is gone) is repaired by checkpointing now, unless someone did meanwhile.
   bool repair = false;
@@ -397,33 +423,35 @@ void Transaction::RunPostCommit(Version version, CommitReport* result) const {
     repair = hint && (*hint > version ||
                       hint == read_snapshot_->log_segment().stale_hint_version);
   }
-  if (version == 0 || (!repair && version % properties.checkpoint_interval != 0)) return;
-  auto snapshot = SnapshotAfter(version);
-  if (!snapshot.ok()) {
-    result->post_commit_errors.push_back("checkpoint: " + snapshot.status().ToString());
-    return;
-  }
-  result->snapshot_after = *snapshot;
+  work.checkpoint =
+      version != 0 && (repair || version % properties.checkpoint_interval == 0);
+  work.log_cleanup = work.checkpoint && properties.enable_expired_log_cleanup;
+  work.log_retention_ms = properties.log_retention_ms;
+  return work;
+}
+
+void Transaction::RunPostCommit(const PostCommitWork& work, CommitReport* report) const {
+  // Post-commit steps never fail the commit: it is already durable.
+  if (!work.checkpoint) return;
+  auto failed = [&](const char* step, const arrow::Status& status) {
+    report->post_commit_status = status.WithMessage(step, ": ", status.message());
+    AMPDELTA_LOG_WARN("delta post-commit step failed version=", work.version,
+                      " error=", report->post_commit_status.ToString());
+  };
+  auto snapshot = SnapshotAfter(work.version);
+  if (!snapshot.ok()) return failed("checkpoint", snapshot.status());
+  report->snapshot_after = *snapshot;
   const int64_t now = NowMs();
   auto checkpoint = WriteCheckpoint(**snapshot, now);
-  if (!checkpoint.ok()) {
-    result->post_commit_errors.push_back("checkpoint: " + checkpoint.status().ToString());
+  if (!checkpoint.ok()) return failed("checkpoint", checkpoint.status());
+  report->checkpoint_written = true;
+  if (!work.log_cleanup || !LogCleanupSchedule::ForProcess().Due(
+                               store_->root_uri(), work.log_retention_ms, now)) {
     return;
   }
-  result->checkpoint_written = true;
-  if (properties.enable_expired_log_cleanup &&
-      LogCleanupDue(store_->root_uri(), properties.log_retention_ms, now)) {
-    auto cleaned = CleanupExpiredLogs(*store_, properties.log_retention_ms, now);
-    if (cleaned.ok()) {
-      result->log_files_cleaned = *cleaned;
-    } else {
-      result->post_commit_errors.push_back("log cleanup: " + cleaned.status().ToString());
-    }
-  }
-  for (const auto& error : result->post_commit_errors) {
-    AMPDELTA_LOG_WARN("delta post-commit step failed version=", version,
-                      " error=", error);
-  }
+  auto cleaned = CleanupExpiredLogs(*store_, work.log_retention_ms, now);
+  if (!cleaned.ok()) return failed("log cleanup", cleaned.status());
+  report->log_files_cleaned = *cleaned;
 }
 
 arrow::Result<int64_t> CleanupExpiredLogs(storage::ObjectStore& store,

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -20,27 +21,61 @@
 
 #include "ampdelta/delta/log/actions.h"
 #include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/txn/committer.h"
 #include "ampdelta/delta/txn/conflict_checker.h"
 #include "ampdelta/storage/object_store.h"
 #include "ampdelta/util/backoff.h"
 
 namespace ampdelta::delta {
 
+/// \brief The maintenance a commit made due (kernel's post-commit hooks): Commit runs it
+/// when CommitOptions::post_commit_hooks, else its caller may
+/// (Transaction::RunPostCommit).
+struct PostCommitWork {
+  Version version = -1;
+  /// Write a checkpoint at `version`: delta.checkpointInterval reached, or a
+  /// _last_checkpoint naming no checkpoint to repair.
+  bool checkpoint = false;
+  /// After the checkpoint, delete expired log files (delta.enableExpiredLogCleanup), at
+  /// most as often as LogCleanupSchedule allows.
+  bool log_cleanup = false;
+  int64_t log_retention_ms = 0;
+};
+
 /// \brief What happened on commit.
 struct CommitReport {
   Version version = 0;
   /// Attempts made (1 when there was no race).
   int attempts = 1;
+  /// What the commit made due, whether or not it was run.
+  PostCommitWork post_commit;
   /// A checkpoint was written after the commit.
   bool checkpoint_written = false;
   /// The table at the new version, when a post-commit step built it (a checkpoint);
   /// a caller that follows the table can update from it instead of replaying the commit.
   std::shared_ptr<const Snapshot> snapshot_after;
-  /// Expired log files deleted after the commit (0 also when the cleanup was not due: it
-  /// runs at most once per thousandth of the log retention per table and process).
+  /// Expired log files deleted after the commit.
   int64_t log_files_cleaned = 0;
-  /// Post-commit steps that failed; the commit itself stands.
-  std::vector<std::string> post_commit_errors;
+  /// The post-commit step that failed, named in the message (OK: none); the commit
+  /// itself stands.
+  arrow::Status post_commit_status;
+};
+
+/// \brief When this process looks for a table's expired log files again: cleanup lists
+/// the whole log, so running it at every checkpoint made a long stream's checkpoints
+/// cost the log's length (100,000 entries at version 100,000); once per thousandth of
+/// the retention per table (43 minutes at the default 30 days) deletes no file more than
+/// 0.1% of its retention late. Thread-safe.
+class LogCleanupSchedule {
+ public:
+  /// \brief The schedule every transaction of this process shares.
+  static LogCleanupSchedule& ForProcess();
+  /// \brief Return true (and note the run) when the table at `root` is due at `now_ms`.
+  bool Due(const std::string& root, int64_t retention_ms, int64_t now_ms);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, int64_t> last_run_ms_;
 };
 
 /// \brief Commit settings.
@@ -147,6 +182,10 @@ class Transaction {
   /// escapes.
   arrow::Result<CommitReport> Commit();
 
+  /// \brief Run what a commit made due (Commit does, with post_commit_hooks); failures
+  /// go to report->post_commit_status, never undo the commit.
+  void RunPostCommit(const PostCommitWork& work, CommitReport* report) const;
+
   /// \brief Return the read snapshot's version, or -1 for a new table.
   Version read_version() const { return read_snapshot_ ? read_snapshot_->version() : -1; }
 
@@ -156,9 +195,37 @@ class Transaction {
   bool InCommitTimestamps() const;
   // The inCommitTimestamp of a committed version (nullopt: none, or no such file).
   arrow::Result<std::optional<int64_t>> InCommitTimestampOf(Version version) const;
+  // Where a failed attempt leaves the commit: landed at `version` (a write of ours the
+  // read-back had missed), or to be tried at `version`.
+  struct NextAttempt {
+    Version version;
+    bool landed;
+  };
+  struct Landed {
+    Version version;
+    int attempts;
+  };
+  // Refuse what no attempt can commit: a second commit, a table without protocol and
+  // metadata, features ampdelta cannot write, removes on an append-only table, work the
+  // read snapshot already claims.
+  arrow::Status CheckCommittable() const;
+  // The protocol and metadata the table has after this commit.
+  const Protocol& LeftProtocol() const;
+  const Metadata& LeftMetadata() const;
+  // Attempts at successive versions until one lands: storage errors retried, lost races
+  // rebased over the winners.
+  arrow::Result<Landed> CommitWithRetries();
+  arrow::Result<CommitResult> CommitOnce(Version version, Committer* committer);
+  bool IsOurs(const std::vector<Action>& winner) const;
+  // Version 0 was taken: ours after all, or another writer created the table, which this
+  // commit joins as an append when it is the same table.
+  arrow::Result<NextAttempt> JoinConcurrentCreation();
+  arrow::Status CheckSameTableCreated(const Snapshot& existing) const;
+  // A later version was taken: back off, check the winners since, go to the next free.
+  arrow::Result<NextAttempt> RebaseOverWinners(Version version, int attempt);
   arrow::Status CheckConflicts(const std::vector<Action>& winner, Version version);
   arrow::Status CheckClaim(const std::string& app_id) const;
-  void RunPostCommit(Version version, CommitReport* result) const;
+  PostCommitWork PostCommitDue(Version version) const;
   // The table at `version`, just committed by this transaction.
   arrow::Result<std::shared_ptr<const Snapshot>> SnapshotAfter(Version version) const;
 

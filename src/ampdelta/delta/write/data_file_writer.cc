@@ -40,9 +40,8 @@ arrow::Result<Codec> ParseCodec(const std::string& name) {
   if (lower == "lz4" || lower == "lz4_raw") return Codec::kLz4;
   if (lower == "brotli") return Codec::kBrotli;
   if (lower == "uncompressed" || lower == "none") return Codec::kUncompressed;
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "unknown compression codec '", name,
-                   "' (use zstd, snappy, gzip, lz4, brotli or uncompressed)");
+  return InvalidInputError("unknown compression codec '", name,
+                           "' (use zstd, snappy, gzip, lz4, brotli or uncompressed)");
 }
 
 const char* CodecName(Codec codec) {

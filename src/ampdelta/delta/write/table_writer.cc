@@ -32,9 +32,8 @@ arrow::Result<SaveMode> ParseSaveMode(const std::string& mode) {
   if (mode == "overwrite") return SaveMode::kOverwrite;
   if (mode == "error" || mode == "errorifexists") return SaveMode::kErrorIfExists;
   if (mode == "ignore") return SaveMode::kIgnore;
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                   "Invalid save mode provided: ", mode,
-                   " (use append, overwrite, error or ignore)");
+  return InvalidInputError("Invalid save mode provided: ", mode,
+                           " (use append, overwrite, error or ignore)");
 }
 
 namespace {
@@ -101,7 +100,7 @@ class TableWriter::Impl {
   // writer dead) or the store is local (cheap to check), look at every file.
   arrow::Status CheckFilesExist(const std::vector<Add>& adds) {
     ARROW_ASSIGN_OR_RAISE(bool held, lease->StillHeld());
-    if (held && store->root_uri().rfind("file://", 0) != 0) return arrow::Status::OK();
+    if (held && !store->is_file_system()) return arrow::Status::OK();
     std::vector<std::string> keys;
     for (const auto& add : adds) keys.push_back(DecodeLogPath(add.path));
     if (deletion_vectors) {

@@ -2,7 +2,7 @@
 // undo, reconnect) whose failure paths read best together. Its pure parts live beside it:
 // commit_group.h, reorg_undo.h, stream_reader.h, stream_state.h and takeover.h.
 
-#include "ampdelta/loader/stream_loader.h"
+#include "ampdelta/loader/stream/stream_loader.h"
 
 #include <algorithm>
 #include <chrono>
@@ -25,15 +25,15 @@
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/table_writer.h"
-#include "ampdelta/loader/backfill_state.h"
-#include "ampdelta/loader/commit_group.h"
-#include "ampdelta/loader/load_common.h"
-#include "ampdelta/loader/reorg_undo.h"
-#include "ampdelta/loader/stream_cursor_log.h"
-#include "ampdelta/loader/stream_reader.h"
-#include "ampdelta/loader/stream_state.h"
-#include "ampdelta/loader/takeover.h"
-#include "ampdelta/loader/telemetry.h"
+#include "ampdelta/loader/common/load_common.h"
+#include "ampdelta/loader/common/telemetry.h"
+#include "ampdelta/loader/state/backfill_state.h"
+#include "ampdelta/loader/state/stream_cursor_log.h"
+#include "ampdelta/loader/state/stream_state.h"
+#include "ampdelta/loader/state/takeover.h"
+#include "ampdelta/loader/stream/commit_group.h"
+#include "ampdelta/loader/stream/reorg_undo.h"
+#include "ampdelta/loader/stream/stream_reader.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/redact.h"
 #include "ampdelta/util/status.h"
@@ -140,82 +140,99 @@ class StreamLoad {
     return backfill.loaded.empty();
   }
 
+  using ForeignSpan = std::optional<std::pair<int64_t, int64_t>>;
+
   // A table holding rows no stream of this query loaded: refuse, or take it over as
   // options_.takeover says (takeover.h), in one commit with the stream's first txn.
   arrow::Status TakeOverIfForeign() {
-    // A stream with progress in the table resumes from it; one without (new, or whose
-    // files another writer replaced) must not load the other writer's rows again.
-    if (!config_.state.enabled || snapshot_ == nullptr || state_.HasRecords()) {
-      return arrow::Status::OK();
-    }
-    const int64_t foreign = ForeignRows(*snapshot_);
+    ARROW_ASSIGN_OR_RAISE(const int64_t foreign, ForeignRowsToTakeOver());
     if (foreign == 0) return arrow::Status::OK();
-    const std::string& column = options_.block_column;
-    if (!state_.takeover_blocks.empty()) {
-      // Taken over, nothing of its own yet: the other writer's rows end below the
-      // takeover block, unless someone (an overwrite) replaced the table since.
-      if (delta::FindFieldIgnoreCase(*snapshot_->schema(), column) < 0) {
-        return arrow::Status::OK();
-      }
-      ARROW_ASSIGN_OR_RAISE(auto span, ForeignBlockSpan(*snapshot_, column));
-      bool replaced = false;
-      for (const auto& [network, block] : state_.takeover_blocks) {
-        if (span && span->second >= static_cast<int64_t>(block)) replaced = true;
-      }
-      if (!replaced) return arrow::Status::OK();
-    } else if (HasTakeoverRecord(*snapshot_)) {
-      return arrow::Status::OK();
-    }
-    TakeoverMode mode = options_.takeover;
-    uint64_t from = options_.takeover_block;
-    if (mode == TakeoverMode::kRefuse) {
-      // Rows this query's backfill loaded (and no one else's): continue after them.
-      ARROW_ASSIGN_OR_RAISE(auto handoff, BackfillEnd());
-      if (handoff) {
-        mode = TakeoverMode::kFromBlock;
-        from = *handoff + 1;
-      }
-    }
-    if (mode == TakeoverMode::kRefuse) {
+    ARROW_ASSIGN_OR_RAISE(std::optional<uint64_t> from, RequestedTakeoverBlock());
+    if (!from && options_.takeover == TakeoverMode::kRefuse) {
       // A query the server refuses is reported as the server's error, not as this.
       ARROW_RETURN_NOT_OK(ProbeNetworks(client_, sql_, options_.stop).status());
-      return TakeoverRefusal(snapshot_->store()->root_uri(), foreign, column);
+      return TakeoverRefusal(snapshot_->store()->root_uri(), foreign,
+                             options_.block_column);
     }
-    ARROW_ASSIGN_OR_RAISE(auto span, ForeignBlockSpan(*snapshot_, column));
-    if (mode == TakeoverMode::kAfterTableMax) {
-      if (!span || span->second < 0) {
-        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                         "cannot continue after the table's highest ", column,
-                         ": its rows have no block number");
-      }
-      // Re-load the reorg window's blocks (never below the table's first block, whose
-      // predecessor the server may not have).
-      const auto high = static_cast<uint64_t>(span->second);
-      const auto low = static_cast<uint64_t>(std::max<int64_t>(span->first, 0));
-      const uint64_t window = options_.stream_reorg_window_blocks;
-      from = std::max(low + 1, high + 1 > window ? high + 1 - window : 0);
-      from = std::min(from, high + 1);
+    ARROW_ASSIGN_OR_RAISE(const ForeignSpan span,
+                          ForeignBlockSpan(*snapshot_, options_.block_column));
+    if (!from) {
+      ARROW_ASSIGN_OR_RAISE(from, AfterTableMax(span));
+    } else {
+      WarnIfTakeoverLeavesAGap(span, *from);
     }
-    if (mode == TakeoverMode::kFromBlock && span && span->second >= 0 &&
-        from > static_cast<uint64_t>(span->second) + 1) {
-      // Nothing loads the blocks between the table's last one and the takeover block.
-      const std::string gap =
-          std::to_string(span->second + 1) + "-" + std::to_string(from - 1);
-      result_->metadata["takeover_gap"] = gap;
-      AMPDELTA_LOG_WARN("stream into ", result_->table_name, ": the table's highest ",
-                        column, " is ", span->second, " and the takeover starts at ",
-                        from, ": blocks ", gap, " are in no load (take over from ",
-                        span->second + 1, " to load them)");
+    return CommitTakeover(foreign, *from, span);
+  }
+
+  // The foreign rows a stream must take over before loading (0: none, or already taken
+  // over). A stream with progress in the table resumes from it; one without (new, or
+  // whose files another writer replaced) must not load the other writer's rows again.
+  arrow::Result<int64_t> ForeignRowsToTakeOver() const {
+    if (!config_.state.enabled || snapshot_ == nullptr || state_.HasRecords()) return 0;
+    const int64_t foreign = ForeignRows(*snapshot_);
+    if (foreign == 0) return 0;
+    if (state_.takeover_blocks.empty())
+      return HasTakeoverRecord(*snapshot_) ? 0 : foreign;
+    // Taken over, nothing of its own yet: the other writer's rows end below the takeover
+    // block, unless someone (an overwrite) replaced the table since.
+    const std::string& column = options_.block_column;
+    if (delta::FindFieldIgnoreCase(*snapshot_->schema(), column) < 0) return 0;
+    ARROW_ASSIGN_OR_RAISE(const ForeignSpan span, ForeignBlockSpan(*snapshot_, column));
+    for (const auto& [network, block] : state_.takeover_blocks) {
+      if (span && span->second >= static_cast<int64_t>(block)) return foreign;
     }
+    return 0;
+  }
+
+  // The block a takeover starts at when one is given: --takeover-block, or after this
+  // query's backfill when the foreign rows are all its own; nullopt otherwise.
+  arrow::Result<std::optional<uint64_t>> RequestedTakeoverBlock() const {
+    if (options_.takeover == TakeoverMode::kFromBlock) return options_.takeover_block;
+    if (options_.takeover != TakeoverMode::kRefuse) return std::nullopt;
+    ARROW_ASSIGN_OR_RAISE(auto handoff, BackfillEnd());
+    if (!handoff) return std::nullopt;
+    return *handoff + 1;
+  }
+
+  // After the table's highest block, re-loading the reorg window's blocks (never below
+  // the table's first block, whose predecessor the server may not have).
+  arrow::Result<uint64_t> AfterTableMax(const ForeignSpan& span) const {
+    if (!span || span->second < 0) {
+      return InvalidInputError("cannot continue after the table's highest ",
+                               options_.block_column, ": its rows have no block number");
+    }
+    const auto high = static_cast<uint64_t>(span->second);
+    const auto low = static_cast<uint64_t>(std::max<int64_t>(span->first, 0));
+    const uint64_t window = options_.stream_reorg_window_blocks;
+    const uint64_t from = std::max(low + 1, high + 1 > window ? high + 1 - window : 0);
+    return std::min(from, high + 1);
+  }
+
+  // Nothing loads the blocks between the table's last one and a later takeover block.
+  void WarnIfTakeoverLeavesAGap(const ForeignSpan& span, uint64_t from) {
+    if (!span || span->second < 0 || from <= static_cast<uint64_t>(span->second) + 1)
+      return;
+    const std::string gap =
+        std::to_string(span->second + 1) + "-" + std::to_string(from - 1);
+    result_->metadata["takeover_gap"] = gap;
+    AMPDELTA_LOG_WARN("stream into ", result_->table_name, ": the table's highest ",
+                      options_.block_column, " is ", span->second,
+                      " and the takeover starts at ", from, ": blocks ", gap,
+                      " are in no load (take over from ", span->second + 1,
+                      " to load them)");
+  }
+
+  // One DELETE commit: the foreign rows from `from` on removed, the takeover record.
+  arrow::Status CommitTakeover(int64_t foreign, uint64_t from, const ForeignSpan& span) {
+    const std::string& column = options_.block_column;
     // With no foreign row left below the takeover block there is nothing to resume after:
     // the stream starts where the server does (a cursor below the dataset's first block
     // would wait for ever), and loads no block twice.
     const bool rows_below = span && span->first < static_cast<int64_t>(from);
     ARROW_ASSIGN_OR_RAISE(auto networks, ProbeNetworks(client_, sql_, options_.stop));
     if (networks.size() != 1) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "a takeover needs a query over one network; this one covers ",
-                       networks.size());
+      return InvalidInputError(
+          "a takeover needs a query over one network; this one covers ", networks.size());
     }
     delta::TableWriteOptions write = write_;
     write.mode = delta::SaveMode::kAppend;
@@ -269,163 +286,223 @@ class StreamLoad {
       }
     }
     if (!missing.empty()) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "the backfill of this query is incomplete (blocks ", missing,
-                       " are missing): run it again to load them before streaming");
+      return InvalidInputError(
+          "the backfill of this query is incomplete (blocks ", missing,
+          " are missing): run it again to load them before streaming");
     }
     if (backfill.loaded.size() != 1) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "the backfill of this query covers ", backfill.loaded.size(),
-                       " networks; a stream continues one");
+      return InvalidInputError("the backfill of this query covers ",
+                               backfill.loaded.size(),
+                               " networks; a stream continues one");
     }
     return backfill.loaded.begin()->second.front().last;
   }
 
-  arrow::Result<Outcome> Connect() {
-    amp::StreamInterpreter interpreter;
+  // What the read loop knows of one connection.
+  struct Connection {
     amp::QueryOptions query;
-    query.stream = true;
-    query.stop = options_.stop;
-    if (config_.state.enabled) {
-      // A seed after a backfill is the stream's own first block, which the server sends
-      // as its first microbatch: not a rewind.
-      // A takeover's seed is the stream's own first block, which the server sends as
-      // its first microbatch: not a rewind (but for a legacy takeover's, stream_state.h).
-      std::vector<amp::BlockRange> seeds = state_.TakeoverSeeds();
-      std::erase_if(seeds, [this](const amp::BlockRange& seed) {
-        return !state_.SeedIsRewind(seed.network);
-      });
-      interpreter.SeedCompleted(seeds);
-      std::set<std::string> networks;
-      for (const auto* lists : {&state_.ranges, &state_.spans}) {
-        for (const auto& [network, list] : *lists) networks.insert(network);
-      }
-      for (const auto& network : networks) {
-        const std::vector<amp::BlockRange> ranges = state_.Recorded(network);
-        const size_t skip = ranges.size() > kSeedRanges ? ranges.size() - kSeedRanges : 0;
-        interpreter.SeedCompleted(
-            {ranges.begin() + static_cast<std::ptrdiff_t>(skip), ranges.end()});
-      }
-      const amp::Cursor cursor = state_.ResumeCursor();
-      if (!cursor.empty()) query.resume = cursor;
-      telemetry::Resumed(cursor);
-    }
-    if (options_.until_block && query.resume) {
-      for (const auto& [network, entry] : *query.resume) {
-        if (entry.number >= *options_.until_block)
-          return Outcome::kStopped;  // already there
-      }
-    }
-    ARROW_ASSIGN_OR_RAISE(auto stream, client_.Query(sql_, query));
-    telemetry::Connected(RedactUrl(client_.url()), result_->table_name, /*stream=*/true);
-    StreamReader reader(std::move(stream));
-    const auto connected = Clock::now();
+    amp::StreamInterpreter interpreter;
+    Clock::time_point connected;
+    Clock::time_point last_heard;
     bool heard = false;
-    stall_warned_ = false;
     // Inside a microbatch (after its first message, before its marker) ampd sends a
     // keep-alive at least every 30 s; between microbatches silence is normal.
     bool in_microbatch = false;
-    auto last_heard = connected;
     std::optional<Clock::time_point> stop_seen;
+  };
+
+  // Open the query after the table's cursor, then route the server's events until the
+  // stream ends, stops or has to reconnect.
+  arrow::Result<Outcome> Connect() {
+    Connection connection;
+    connection.query = ResumeQuery(&connection.interpreter);
+    if (AlreadyReachedUntil(connection.query)) return Outcome::kStopped;
+    ARROW_ASSIGN_OR_RAISE(auto stream, client_.Query(sql_, connection.query));
+    telemetry::Connected(RedactUrl(client_.url()), result_->table_name, /*stream=*/true);
+    StreamReader reader(std::move(stream));
+    connection.connected = connection.last_heard = Clock::now();
+    stall_warned_ = false;
     while (true) {
+      std::optional<Outcome> outcome;
       if (Stopping()) {
-        ARROW_RETURN_NOT_OK(CommitIfIdle());
-        if (group_.open_rows() == 0) return Outcome::kStopped;
-        // A microbatch still arriving gets a moment to complete; one the server stalls
-        // in is given up (its rows are not committed: the next run loads it again).
-        if (!stop_seen) stop_seen = Clock::now();
-        if (Clock::now() - *stop_seen >= kStopGrace) return Outcome::kStopped;
+        ARROW_ASSIGN_OR_RAISE(outcome, OnStop(&connection));
+        if (outcome) return *outcome;
       }
-      auto popped = reader.queue().Pop(group_.WaitTime());
+      std::optional<StreamMessage> popped = reader.queue().Pop(group_.WaitTime());
       if (!popped) {
-        if (group_.Due()) ARROW_RETURN_NOT_OK(CommitIfIdle());
-        WarnIfStalled(query, connected, heard);
-        if (in_microbatch && options_.idle_timeout.count() > 0 &&
-            Clock::now() - last_heard >= options_.idle_timeout) {
-          failed_mid_stream_ = true;  // reconnect from the table, within the retry budget
-          return StalledInsideMicrobatch();
-        }
+        ARROW_RETURN_NOT_OK(OnQuiet(connection));
         continue;
       }
-      heard = true;
-      last_heard = Clock::now();
-      telemetry::Heard();
-      if (!popped->ok()) {
-        failed_mid_stream_ = true;  // the query was planned: a failure now may pass
-        return popped->status();
-      }
-      auto message = std::move(**popped);
-      if (!message) {
-        ARROW_RETURN_NOT_OK(CommitIfIdle());
-        return Outcome::kEnded;
-      }
-      const int64_t rows = message->data->num_rows();
-      ARROW_ASSIGN_OR_RAISE(auto event, interpreter.Accept(message->metadata, rows));
-      in_microbatch = event.kind != amp::StreamEvent::Kind::kMicrobatchEnd;
-      telemetry::Received(event.ranges);
-      if (event.is_reorg()) {
-        ++reorgs_;
-        // The re-sent takeover seed block is replaced even without reorg detection: the
-        // stream's own cursor asked for it again.
-        if (!options_.with_reorg_detection && !TouchesTakeoverSeed(event.invalidated)) {
-          // Seen, and left in the table: counted all the same.
-          telemetry::ReorgUndone(result_->table_name,
-                                 snapshot_ != nullptr ? snapshot_->version() : -1,
-                                 RangesText(event.invalidated), 0, 0, 0);
-        }
-        if (options_.with_reorg_detection || TouchesTakeoverSeed(event.invalidated)) {
-          ARROW_RETURN_NOT_OK(CommitIfIdle());
-          ARROW_ASSIGN_OR_RAISE(const bool undid_below_fork, Undo(event.invalidated));
-          // After a partial reorg the rows before the fork in the straddling range are
-          // not re-sent, nor are those of a span the undo removed: resume from what the
-          // table now holds.
-          if (event.partial_reorg || undid_below_fork) return Outcome::kReconnect;
-        } else if (event.partial_reorg) {
-          // Nothing is undone: go on with what arrives. The interpreter gave up the
-          // straddling range, so restart it at the fork's parent and read this message
-          // again.
-          std::vector<amp::BlockRange> parents;
-          for (const auto& range : event.ranges) {
-            if (range.start == 0) continue;  // a fork at genesis has no parent to seed
-            amp::BlockRange parent;
-            parent.network = range.network;
-            parent.start = parent.end = range.start - 1;
-            parent.hash = range.prev_hash;
-            parents.push_back(std::move(parent));
-          }
-          interpreter = amp::StreamInterpreter();
-          interpreter.SeedCompleted(parents);
-          ARROW_ASSIGN_OR_RAISE(event, interpreter.Accept(message->metadata, rows));
-        }
-      }
-      // A microbatch the table already has: skip all of its messages, up to its marker.
-      if (event.replayed) {
-        replaying_ = event.kind == amp::StreamEvent::Kind::kMicrobatchEnd
-                         ? std::nullopt
-                         : std::optional<std::vector<amp::BlockRange>>(event.ranges);
-        continue;
-      }
-      if (replaying_ && event.ranges == *replaying_) {
-        if (event.kind == amp::StreamEvent::Kind::kMicrobatchEnd) replaying_.reset();
-        continue;
-      }
-      replaying_.reset();
-      if (event.kind == amp::StreamEvent::Kind::kData && rows > 0) {
-        if (event.ranges.empty()) {
-          // Without block ranges rows cannot be placed, committed or resumed after.
-          return ProtocolError("the server sent ", rows,
-                               " rows without block ranges "
-                               "(app_metadata): a streaming load needs them");
-        }
-        ARROW_RETURN_NOT_OK(WriteRows(message->data, event.ranges));
-      } else if (event.kind == amp::StreamEvent::Kind::kMicrobatchEnd) {
-        ARROW_RETURN_NOT_OK(CompleteMicrobatch(event.ranges));
-        if (ReachedUntil()) {
-          ARROW_RETURN_NOT_OK(CommitIfIdle());
-          return Outcome::kStopped;
-        }
-      }
+      ARROW_ASSIGN_OR_RAISE(outcome, OnMessage(std::move(*popped), &connection));
+      if (outcome) return *outcome;
     }
+  }
+
+  // The streaming query, resumed after the table's cursor, with `interpreter` seeded by
+  // what the table completed (when the stream keeps state).
+  amp::QueryOptions ResumeQuery(amp::StreamInterpreter* interpreter) const {
+    amp::QueryOptions query;
+    query.stream = true;
+    query.stop = options_.stop;
+    if (!config_.state.enabled) return query;
+    SeedInterpreter(interpreter);
+    const amp::Cursor cursor = state_.ResumeCursor();
+    if (!cursor.empty()) query.resume = cursor;
+    telemetry::Resumed(cursor);
+    return query;
+  }
+
+  // The interpreter sees a microbatch the table completed as a replay or a reorg.
+  void SeedInterpreter(amp::StreamInterpreter* interpreter) const {
+    // A takeover's or a backfill's seed is the stream's own first block, which the server
+    // sends as its first microbatch: not a rewind (but for a legacy takeover's,
+    // stream_state.h).
+    std::vector<amp::BlockRange> seeds = state_.TakeoverSeeds();
+    std::erase_if(seeds, [this](const amp::BlockRange& seed) {
+      return !state_.SeedIsRewind(seed.network);
+    });
+    interpreter->SeedCompleted(seeds);
+    std::set<std::string> networks;
+    for (const auto* lists : {&state_.ranges, &state_.spans}) {
+      for (const auto& [network, list] : *lists) networks.insert(network);
+    }
+    for (const auto& network : networks) {
+      const std::vector<amp::BlockRange> ranges = state_.Recorded(network);
+      const size_t skip = ranges.size() > kSeedRanges ? ranges.size() - kSeedRanges : 0;
+      interpreter->SeedCompleted(
+          {ranges.begin() + static_cast<std::ptrdiff_t>(skip), ranges.end()});
+    }
+  }
+
+  bool AlreadyReachedUntil(const amp::QueryOptions& query) const {
+    if (!options_.until_block || !query.resume) return false;
+    for (const auto& [network, entry] : *query.resume) {
+      if (entry.number >= *options_.until_block) return true;
+    }
+    return false;
+  }
+
+  // A stop commits what is complete. A microbatch still arriving gets a moment to
+  // complete; one the server stalls in is given up (its rows are not committed: the next
+  // run loads it again).
+  arrow::Result<std::optional<Outcome>> OnStop(Connection* connection) {
+    ARROW_RETURN_NOT_OK(CommitIfIdle());
+    if (group_.open_rows() == 0) return std::optional<Outcome>(Outcome::kStopped);
+    if (!connection->stop_seen) connection->stop_seen = Clock::now();
+    if (Clock::now() - *connection->stop_seen >= kStopGrace) {
+      return std::optional<Outcome>(Outcome::kStopped);
+    }
+    return std::optional<Outcome>();
+  }
+
+  // Nothing arrived: commit what is due, warn when a resumed stream hears nothing, and
+  // give up a microbatch the server went silent inside (the stream reconnects from the
+  // table, within the retry budget).
+  arrow::Status OnQuiet(const Connection& connection) {
+    if (group_.Due()) ARROW_RETURN_NOT_OK(CommitIfIdle());
+    WarnIfStalled(connection.query, connection.connected, connection.heard);
+    if (connection.in_microbatch && options_.idle_timeout.count() > 0 &&
+        Clock::now() - connection.last_heard >= options_.idle_timeout) {
+      failed_mid_stream_ = true;
+      return StalledInsideMicrobatch();
+    }
+    return arrow::Status::OK();
+  }
+
+  // One message from the server: the stream's end, a reorg, rows, or a microbatch's end.
+  arrow::Result<std::optional<Outcome>> OnMessage(StreamMessage popped,
+                                                  Connection* connection) {
+    connection->heard = true;
+    connection->last_heard = Clock::now();
+    telemetry::Heard();
+    if (!popped.ok()) {
+      failed_mid_stream_ = true;  // the query was planned: a failure now may pass
+      return popped.status();
+    }
+    std::optional<amp::ResponseBatch> message = std::move(*popped);
+    if (!message) {
+      ARROW_RETURN_NOT_OK(CommitIfIdle());
+      return std::optional<Outcome>(Outcome::kEnded);
+    }
+    const int64_t rows = message->data->num_rows();
+    ARROW_ASSIGN_OR_RAISE(auto event,
+                          connection->interpreter.Accept(message->metadata, rows));
+    connection->in_microbatch = event.kind != amp::StreamEvent::Kind::kMicrobatchEnd;
+    telemetry::Received(event.ranges);
+    if (event.is_reorg()) {
+      ARROW_ASSIGN_OR_RAISE(const bool reconnect,
+                            OnReorg(*message, rows, connection, &event));
+      if (reconnect) return std::optional<Outcome>(Outcome::kReconnect);
+    }
+    // A microbatch the table already has: every message of it is skipped.
+    if (event.replayed) return std::optional<Outcome>();
+    if (event.kind == amp::StreamEvent::Kind::kData && rows > 0) {
+      ARROW_RETURN_NOT_OK(OnData(message->data, event.ranges));
+    } else if (event.kind == amp::StreamEvent::Kind::kMicrobatchEnd) {
+      return OnMicrobatchEnd(event.ranges);
+    }
+    return std::optional<Outcome>();
+  }
+
+  // A reorg is undone with reorg detection, and where it re-sends a takeover's seed
+  // block (the stream's own cursor asked for it again); otherwise it is counted and
+  // left in the table. Returns true when the stream must reconnect: after a partial
+  // reorg the rows before the fork in the straddling range are not re-sent, nor are
+  // those of a span the undo removed, so it resumes from what the table now holds.
+  arrow::Result<bool> OnReorg(const amp::ResponseBatch& message, int64_t rows,
+                              Connection* connection, amp::StreamEvent* event) {
+    ++reorgs_;
+    if (options_.with_reorg_detection || TouchesTakeoverSeed(event->invalidated)) {
+      ARROW_RETURN_NOT_OK(CommitIfIdle());
+      ARROW_ASSIGN_OR_RAISE(const bool undid_below_fork, Undo(event->invalidated));
+      return event->partial_reorg || undid_below_fork;
+    }
+    telemetry::ReorgUndone(result_->table_name,
+                           snapshot_ != nullptr ? snapshot_->version() : -1,
+                           amp::NetworkSpansText(event->invalidated), 0, 0, 0);
+    if (event->partial_reorg) {
+      // Nothing is undone: go on with what arrives. The interpreter gave up the
+      // straddling range, so restart it at the fork's parent and read this message again.
+      connection->interpreter = amp::StreamInterpreter();
+      connection->interpreter.SeedCompleted(ForkParents(event->ranges));
+      ARROW_ASSIGN_OR_RAISE(*event,
+                            connection->interpreter.Accept(message.metadata, rows));
+    }
+    return false;
+  }
+
+  // The block before each range (none for a fork at genesis), with its hash.
+  static std::vector<amp::BlockRange> ForkParents(
+      const std::vector<amp::BlockRange>& ranges) {
+    std::vector<amp::BlockRange> parents;
+    for (const auto& range : ranges) {
+      if (range.start == 0) continue;
+      amp::BlockRange parent;
+      parent.network = range.network;
+      parent.start = parent.end = range.start - 1;
+      parent.hash = range.prev_hash;
+      parents.push_back(std::move(parent));
+    }
+    return parents;
+  }
+
+  arrow::Status OnData(const std::shared_ptr<arrow::RecordBatch>& data,
+                       const std::vector<amp::BlockRange>& ranges) {
+    if (ranges.empty()) {
+      // Without block ranges rows cannot be placed, committed or resumed after.
+      return ProtocolError("the server sent ", data->num_rows(),
+                           " rows without block ranges "
+                           "(app_metadata): a streaming load needs them");
+    }
+    return WriteRows(data, ranges);
+  }
+
+  arrow::Result<std::optional<Outcome>> OnMicrobatchEnd(
+      const std::vector<amp::BlockRange>& ranges) {
+    ARROW_RETURN_NOT_OK(CompleteMicrobatch(ranges));
+    if (!ReachedUntil()) return std::optional<Outcome>();
+    ARROW_RETURN_NOT_OK(CommitIfIdle());
+    return std::optional<Outcome>(Outcome::kStopped);
   }
 
   bool Stopping() const { return options_.stop != nullptr && options_.stop->load(); }
@@ -479,14 +556,7 @@ class StreamLoad {
   // Wait `delay` through options_.sleep, in slices so a stop is seen within 50 ms;
   // return true when stopping.
   bool Sleep(std::chrono::milliseconds delay) const {
-    constexpr std::chrono::milliseconds kSlice{50};
-    while (delay.count() > 0) {
-      if (Stopping()) return true;
-      const auto slice = std::min(delay, kSlice);
-      options_.sleep(slice);
-      delay -= slice;
-    }
-    return Stopping();
+    return internal::SleepUnlessStopped(options_, delay);
   }
 
   arrow::Status WriteRows(const std::shared_ptr<arrow::RecordBatch>& data,
@@ -495,8 +565,7 @@ class StreamLoad {
     if (config_.state.store_batch_id) {
       // The loader owns this column: a query column of that name would be overwritten.
       if (delta::FindFieldIgnoreCase(*batch->schema(), kBatchIdColumn) >= 0) {
-        return MakeError(
-            ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+        return InvalidInputError(
             "the query returns a column named '", kBatchIdColumn,
             "', which a streaming load adds itself (the rows' microbatch ids): "
             "rename it in the query (SELECT … AS other_name)");
@@ -562,7 +631,7 @@ class StreamLoad {
     commit.rows_loaded = rows;
     commit.duration = group_.Age().count();
     commit.metadata["table_version"] = std::to_string(snapshot_->version());
-    commit.progress.block_ranges = RangesText(committed);
+    commit.progress.block_ranges = amp::NetworkSpansText(committed);
     commit.metadata["block_ranges"] = commit.progress.block_ranges;
     // Closing the files, the commit and reading it back: what a live microbatch waits
     // for.
@@ -703,90 +772,35 @@ class StreamLoad {
            snapshot_->domain_metadata().count(CursorDomainName(app_id_)) != 0;
   }
 
-  static std::string RangesText(const std::vector<amp::BlockRange>& ranges) {
-    std::map<std::string, std::pair<uint64_t, uint64_t>> span;
-    for (const auto& range : ranges) {
-      auto [it, fresh] = span.try_emplace(range.network, range.start, range.end);
-      if (!fresh) {
-        it->second.first = std::min(it->second.first, range.start);
-        it->second.second = std::max(it->second.second, range.end);
-      }
-    }
-    std::string text;
-    for (const auto& [network, bounds] : span) {
-      text += (text.empty() ? "" : ",") + network + ":" + std::to_string(bounds.first) +
-              "-" + std::to_string(bounds.second);
-    }
-    return text;
-  }
-
   void Report(const LoadResult& result) const {
     if (options_.on_result) options_.on_result(result);
   }
+
+  // What undoing a reorg removes.
+  struct UndoPlan {
+    // The stream's own microbatches and spans the forks invalidate.
+    Invalidation undo;
+    // Forks on a network taken over from another writer, which also reach its
+    // (untagged) rows.
+    std::vector<amp::BlockRange> foreign_forks;
+    // Where each network's undo starts: a microbatch a fork falls in goes whole.
+    std::map<std::string, uint64_t> undo_from;
+    // The stream's rows whose tags another engine's compaction dropped, found by block
+    // number from here (never below the stream's first block: those are not its own).
+    std::map<std::string, uint64_t> untagged_undo;
+
+    bool empty() const {
+      return undo.empty() && foreign_forks.empty() && untagged_undo.empty();
+    }
+  };
 
   // Remove the rows of every recorded microbatch a reorg invalidates, in one commit.
   // Return true when that removed blocks before a fork (a span reaching it goes whole),
   // which the server does not send again on this connection.
   arrow::Result<bool> Undo(const std::vector<amp::BlockRange>& invalidated) {
     const auto start = Clock::now();
-    const auto expected = state_.txn_version;
-    const auto before = snapshot_;
-    ARROW_RETURN_NOT_OK(Refresh());
-    ARROW_RETURN_NOT_OK(CheckProgressKept(before.get(), snapshot_.get(), app_id_));
-    if (state_.txn_version != expected) {
-      // Another loader of this stream committed since our last commit: never adopt its
-      // progress silently (the one-loader-per-stream guarantee).
-      return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::Invalid,
-                       "another loader is writing stream ", app_id_,
-                       " into this table (its txn moved to ",
-                       state_.txn_version.value_or(0), "); this loader stops")
-          .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
-                                                    delta::kConcurrentApp));
-    }
-    const Invalidation undo = Invalidate(state_, invalidated);
-    // Forks on a network taken over from another writer also reach its (untagged) rows.
-    std::vector<amp::BlockRange> foreign_forks;
-    for (const auto& fork : invalidated) {
-      if (state_.takeover_blocks.count(fork.network) != 0) foreign_forks.push_back(fork);
-    }
-    // Where each network's undo starts: a microbatch the fork falls in goes whole.
-    std::map<std::string, uint64_t> undo_from;
-    for (const auto& fork : invalidated) {
-      uint64_t from = fork.start;
-      for (const auto& range : state_.Recorded(fork.network)) {
-        if (range.end >= fork.start) from = std::min(from, range.start);
-      }
-      auto [it, fresh] = undo_from.try_emplace(fork.network, from);
-      if (!fresh) it->second = std::min(it->second, from);
-    }
-    // Rows of the stream whose tags another engine's compaction dropped are found by
-    // block number (never below the stream's first block: those are not its own).
-    std::map<std::string, uint64_t> untagged_undo;
-    for (const auto& [network, from] : undo_from) {
-      auto owned = state_.untagged_from.find(network);
-      if (owned == state_.untagged_from.end() ||
-          state_.takeover_blocks.count(network) != 0) {
-        continue;
-      }
-      if (state_.other_streams > 0) {
-        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                         "cannot undo the reorg of ", network, " from block ", from,
-                         ": files without this stream's tags (another engine compacted "
-                         "them) may hold rows of the ",
-                         state_.other_streams,
-                         " other stream(s) recording their cursor in this table, which "
-                         "block numbers cannot tell apart");
-      }
-      if (state_.cursor_log.size() > 1) {
-        return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                         "cannot undo the reorg of ", network, " from block ", from,
-                         ": files without this stream's tags (another engine compacted "
-                         "them) hold its rows, and the stream covers ",
-                         state_.cursor_log.size(),
-                         " networks, whose rows block numbers cannot tell apart");
-      }
-      untagged_undo[network] = std::max(from, owned->second);
-    }
+    ARROW_RETURN_NOT_OK(RefreshAsSoleWriter());
+    ARROW_ASSIGN_OR_RAISE(const UndoPlan plan, PlanUndo(invalidated));
     LoadResult reorg;
     reorg.table_name = result_->table_name;
     reorg.success = true;
@@ -794,46 +808,14 @@ class StreamLoad {
     for (const auto& fork : invalidated) {
       reorg.invalidation_ranges.push_back({fork.network, fork.start, fork.end});
     }
-    if ((undo.empty() && foreign_forks.empty() && untagged_undo.empty()) ||
-        snapshot_ == nullptr) {
+    if (plan.empty() || snapshot_ == nullptr) {
       Report(reorg);  // nothing of it was committed
       telemetry::ReorgUndone(result_->table_name,
                              snapshot_ != nullptr ? snapshot_->version() : -1,
-                             RangesText(invalidated), 0, 0, 0);
+                             amp::NetworkSpansText(invalidated), 0, 0, 0);
       return false;
     }
-    delta::TableWriteOptions write = write_;
-    for (const auto& fork : foreign_forks) {
-      // The stream now owns the blocks from the fork on: a resume before it reloads them.
-      if (fork.start < state_.takeover_blocks.at(fork.network)) {
-        write.transaction_records.push_back(delta::SetTransaction{
-            TakeoverAppId(app_id_, fork.network), static_cast<int64_t>(fork.start), {}});
-      }
-    }
-    write.mode = delta::SaveMode::kAppend;
-    write.read_snapshot = snapshot_;
-    write.operation = "DELETE";
-    write.operation_parameters = {
-        {"predicate", "[\"reorg: " + RangesText(invalidated) + "\"]"}};
-    ARROW_ASSIGN_OR_RAISE(auto writer,
-                          delta::TableWriter::Open(store_, snapshot_->schema(), write));
-    ARROW_ASSIGN_OR_RAISE(UndoStaged staged,
-                          StageUndo(*snapshot_, app_id_, state_, invalidated, undo,
-                                    options_.block_column, writer.get()));
-    for (const auto& fork : foreign_forks) {
-      ARROW_ASSIGN_OR_RAISE(
-          const int64_t removed,
-          StageForeignUndo(*snapshot_, options_.block_column, fork.start, writer.get()));
-      staged.rows_removed += removed;
-    }
-    for (const auto& [network, from] : untagged_undo) {
-      ARROW_ASSIGN_OR_RAISE(
-          const int64_t removed,
-          StageForeignUndo(*snapshot_, options_.block_column, from, writer.get()));
-      staged.rows_removed += removed;
-    }
-    ARROW_RETURN_NOT_OK(
-        Finish(writer.get(), &staged.surviving, CursorLogAfterUndo(staged, undo_from)));
+    ARROW_ASSIGN_OR_RAISE(const UndoStaged staged, CommitUndo(plan, invalidated));
     reorg.rows_loaded = 0;
     reorg.duration = std::chrono::duration<double>(Clock::now() - start).count();
     reorg.metadata["table_version"] = std::to_string(snapshot_->version());
@@ -844,18 +826,126 @@ class StreamLoad {
     rows_undone_ += staged.rows_removed;
     Report(reorg);
     telemetry::ReorgUndone(result_->table_name, snapshot_->version(),
-                           RangesText(invalidated), staged.rows_removed,
+                           amp::NetworkSpansText(invalidated), staged.rows_removed,
                            staged.files_touched, reorg.duration);
     // state_ is stale now; every reader of it (the next undo, a reconnect) refreshes.
+    return UndidBelowFork(plan, invalidated);
+  }
+
+  // Re-read the table, refusing when this stream's progress was taken back or another
+  // loader of the stream committed since our last commit: never adopt its progress
+  // silently (the one-loader-per-stream guarantee).
+  arrow::Status RefreshAsSoleWriter() {
+    const auto expected = state_.txn_version;
+    const auto before = snapshot_;
+    ARROW_RETURN_NOT_OK(Refresh());
+    ARROW_RETURN_NOT_OK(CheckProgressKept(before.get(), snapshot_.get(), app_id_));
+    if (state_.txn_version == expected) return arrow::Status::OK();
+    return MakeError(ErrorCode::kCommitConflict, arrow::StatusCode::Invalid,
+                     "another loader is writing stream ", app_id_,
+                     " into this table (its txn moved to ",
+                     state_.txn_version.value_or(0), "); this loader stops")
+        .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
+                                                  delta::kConcurrentApp));
+  }
+
+  arrow::Result<UndoPlan> PlanUndo(
+      const std::vector<amp::BlockRange>& invalidated) const {
+    UndoPlan plan;
+    plan.undo = Invalidate(state_, invalidated);
     for (const auto& fork : invalidated) {
-      auto it = untagged_undo.find(fork.network);
-      if (it != untagged_undo.end() && it->second < fork.start) return true;
+      if (state_.takeover_blocks.count(fork.network) != 0)
+        plan.foreign_forks.push_back(fork);
+      uint64_t from = fork.start;
+      for (const auto& range : state_.Recorded(fork.network)) {
+        if (range.end >= fork.start) from = std::min(from, range.start);
+      }
+      auto [it, fresh] = plan.undo_from.try_emplace(fork.network, from);
+      if (!fresh) it->second = std::min(it->second, from);
     }
-    return std::any_of(undo.spans.begin(), undo.spans.end(), [&](const auto& span) {
-      return std::any_of(invalidated.begin(), invalidated.end(), [&](const auto& fork) {
-        return fork.network == span.network && span.start < fork.start;
-      });
-    });
+    for (const auto& [network, from] : plan.undo_from) {
+      auto owned = state_.untagged_from.find(network);
+      if (owned == state_.untagged_from.end() ||
+          state_.takeover_blocks.count(network) != 0) {
+        continue;
+      }
+      ARROW_RETURN_NOT_OK(CheckUntaggedUndoable(network, from));
+      plan.untagged_undo[network] = std::max(from, owned->second);
+    }
+    return plan;
+  }
+
+  // Block numbers tell the stream's untagged rows apart only when no other stream
+  // records its cursor in the table and the stream covers one network.
+  arrow::Status CheckUntaggedUndoable(const std::string& network, uint64_t from) const {
+    if (state_.other_streams > 0) {
+      return InvalidInputError("cannot undo the reorg of ", network, " from block ", from,
+                               ": files without this stream's tags (another engine "
+                               "compacted them) may hold rows of the ",
+                               state_.other_streams,
+                               " other stream(s) recording their cursor in this table, "
+                               "which block numbers cannot tell apart");
+    }
+    if (state_.cursor_log.size() > 1) {
+      return InvalidInputError("cannot undo the reorg of ", network, " from block ", from,
+                               ": files without this stream's tags (another engine "
+                               "compacted them) hold its rows, and the stream covers ",
+                               state_.cursor_log.size(),
+                               " networks, whose rows block numbers cannot tell apart");
+    }
+    return arrow::Status::OK();
+  }
+
+  // Remove what `plan` names in one DELETE commit with the stream's new cursor.
+  arrow::Result<UndoStaged> CommitUndo(const UndoPlan& plan,
+                                       const std::vector<amp::BlockRange>& invalidated) {
+    delta::TableWriteOptions write = write_;
+    for (const auto& fork : plan.foreign_forks) {
+      // The stream now owns the blocks from the fork on: a resume before it reloads them.
+      if (fork.start < state_.takeover_blocks.at(fork.network)) {
+        write.transaction_records.push_back(delta::SetTransaction{
+            TakeoverAppId(app_id_, fork.network), static_cast<int64_t>(fork.start), {}});
+      }
+    }
+    write.mode = delta::SaveMode::kAppend;
+    write.read_snapshot = snapshot_;
+    write.operation = "DELETE";
+    write.operation_parameters = {
+        {"predicate", "[\"reorg: " + amp::NetworkSpansText(invalidated) + "\"]"}};
+    ARROW_ASSIGN_OR_RAISE(auto writer,
+                          delta::TableWriter::Open(store_, snapshot_->schema(), write));
+    ARROW_ASSIGN_OR_RAISE(UndoStaged staged,
+                          StageUndo(*snapshot_, app_id_, state_, invalidated, plan.undo,
+                                    options_.block_column, writer.get()));
+    std::vector<uint64_t> foreign_from;
+    for (const auto& fork : plan.foreign_forks) foreign_from.push_back(fork.start);
+    for (const auto& [network, from] : plan.untagged_undo) foreign_from.push_back(from);
+    for (const uint64_t from : foreign_from) {
+      ARROW_ASSIGN_OR_RAISE(
+          const int64_t removed,
+          StageForeignUndo(*snapshot_, options_.block_column, from, writer.get()));
+      staged.rows_removed += removed;
+    }
+    ARROW_RETURN_NOT_OK(Finish(writer.get(), &staged.surviving,
+                               CursorLogAfterUndo(staged, plan.undo_from)));
+    return staged;
+  }
+
+  // Whether the undo removed rows below a fork (an untagged reach or a span straddling
+  // it), which the server does not send again: the stream then resumes from the table.
+  static bool UndidBelowFork(const UndoPlan& plan,
+                             const std::vector<amp::BlockRange>& invalidated) {
+    for (const auto& fork : invalidated) {
+      auto it = plan.untagged_undo.find(fork.network);
+      if (it != plan.untagged_undo.end() && it->second < fork.start) return true;
+    }
+    return std::any_of(
+        plan.undo.spans.begin(), plan.undo.spans.end(), [&](const auto& span) {
+          return std::any_of(
+              invalidated.begin(), invalidated.end(), [&](const auto& fork) {
+                return fork.network == span.network && span.start < fork.start;
+              });
+        });
   }
 
   // What the stream has recorded after an undo from `undo_from` (per network): each
@@ -918,7 +1008,8 @@ class StreamLoad {
         return MergeStreamTags(files, app_id);
       };
     }
-    auto compacted = delta::Optimize(store_, optimize);
+    auto compacted = snapshot_ != nullptr ? delta::Optimize(snapshot_, optimize)
+                                          : delta::Optimize(store_, optimize);
     if (!compacted.ok()) {
       AMPDELTA_LOG_WARN("stream compaction failed (the stream goes on): ",
                         compacted.status().message());
@@ -972,7 +1063,6 @@ class StreamLoad {
   StreamState state_;
   std::unique_ptr<delta::TableWriter> writer_;
   // The ranges of a microbatch being re-sent that the table already holds.
-  std::optional<std::vector<amp::BlockRange>> replaying_;
   CommitGroup group_;
   std::map<std::string, uint64_t> head_;
   // The newest block of each network completed on the current connection (--until-block).
@@ -997,13 +1087,11 @@ LoadResult LoadStream(amp::Client& client, const std::string& sql,
                       const DeltaLakeConfig& config, const LoadOptions& options) {
   return internal::RunLoad(config, options, [&](LoadResult* result) -> arrow::Status {
     if (options.mode != "append") {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "streaming loads append (mode '", options.mode,
-                       "' is for batch loads)");
+      return InvalidInputError("streaming loads append (mode '", options.mode,
+                               "' is for batch loads)");
     }
     if (options.with_reorg_detection && !config.state.store_batch_id) {
-      return MakeError(
-          ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
+      return InvalidInputError(
           "undoing reorgs needs the ", kBatchIdColumn,
           " column: set state.store_batch_id=true or with_reorg_detection=false");
     }

@@ -15,7 +15,7 @@
 #include "ampdelta/amp/block_range.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/write/table_writer.h"
-#include "ampdelta/loader/stream_state.h"
+#include "ampdelta/loader/state/stream_state.h"
 
 namespace ampdelta::loader {
 

@@ -1,4 +1,4 @@
-#include "ampdelta/loader/batch_loader.h"
+#include "ampdelta/loader/batch/batch_loader.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,8 +10,9 @@
 #include "ampdelta/amp/server_error.h"
 #include "ampdelta/delta/ops/merge.h"
 #include "ampdelta/delta/write/table_writer.h"
-#include "ampdelta/loader/load_common.h"
-#include "ampdelta/loader/telemetry.h"
+#include "ampdelta/loader/batch/recorded_load.h"
+#include "ampdelta/loader/common/load_common.h"
+#include "ampdelta/loader/common/telemetry.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/redact.h"
 #include "ampdelta/util/status.h"
@@ -38,12 +39,20 @@ struct Progress {
   int64_t bytes_written = 0;
   int64_t table_version = -1;
   int commit_attempts = 0;
+  // The table at or before the last commit (null: a table this load created), for the
+  // maintenance after the load.
+  std::shared_ptr<const delta::Snapshot> snapshot;
 };
 
-// Count a commit of the load, and tell operators (`commit` event, metrics).
-void Record(const delta::TableWriteResult& written, const std::string& table_name,
-            Clock::time_point commit_start, Progress* progress) {
+// Count a commit of the load made on `read` (null: a new table), and tell operators
+// (`commit` event, metrics).
+void Record(const delta::TableWriteResult& written,
+            const std::shared_ptr<const delta::Snapshot>& read,
+            const std::string& table_name, Clock::time_point commit_start,
+            Progress* progress) {
   if (!written.committed) return;
+  progress->snapshot =
+      written.commit.snapshot_after != nullptr ? written.commit.snapshot_after : read;
   telemetry::Committed(
       {table_name,
        written.commit.version,
@@ -59,16 +68,6 @@ void Record(const delta::TableWriteResult& written, const std::string& table_nam
   progress->bytes_written += written.bytes;
   progress->table_version = written.commit.version;
   progress->commit_attempts += written.commit.attempts;
-}
-
-std::string RangesText(const amp::BatchMetadata& metadata) {
-  std::string text;
-  for (const auto& range : metadata.ranges) {
-    if (!text.empty()) text += ",";
-    text += range.network + ":" + std::to_string(range.start) + "-" +
-            std::to_string(range.end);
-  }
-  return text;
 }
 
 bool Stopped(const LoadOptions& options) {
@@ -96,131 +95,176 @@ void ReportBatch(const LoadOptions& options, const std::string& table_name, int6
   batch.metadata["batch_index"] = std::to_string(batch.progress.batch_index);
   batch.metadata["total_rows"] = std::to_string(progress.rows);
   batch.metadata["total_bytes"] = std::to_string(progress.bytes);
-  const std::string ranges = RangesText(metadata);
+  const std::string ranges = amp::RangesText(metadata.ranges);
   if (!ranges.empty()) batch.metadata["block_ranges"] = ranges;
   options.on_batch(batch);
 }
 
-// One run of the query into the table.
-arrow::Status LoadOnce(amp::Client& client, const std::string& sql,
-                       const LoadOptions& options, delta::TableWriteOptions write,
-                       const std::shared_ptr<storage::ObjectStore>& store,
-                       const std::string& table_name,
-                       const internal::LoadRecords& records, Progress* progress,
-                       std::optional<delta::MergeResult>* merged, bool* mid_stream) {
-  amp::QueryOptions query;
-  query.stream = false;
-  query.idle_timeout = options.idle_timeout;
-  query.stop = options.stop;
-  query.stop_cancels_reads = true;
-  ARROW_ASSIGN_OR_RAISE(auto stream, client.Query(sql, query));
-  const ScopedCancellation cancellable(options.cancellation, stream.get());
-  telemetry::Connected(RedactUrl(client.url()), table_name, /*stream=*/false);
-  const bool merge = IsMerge(options.mode);
-  std::unique_ptr<delta::TableWriter> writer;
-  std::vector<std::shared_ptr<arrow::RecordBatch>> merge_source;
-  auto fail = [&](const arrow::Status& status) {
-    stream->Cancel();
-    if (writer) (void)writer->Abort();
-    return status;
-  };
-  if (!merge) {
-    auto opened = delta::TableWriter::Open(store, stream->schema(), write);
-    if (!opened.ok()) return fail(opened.status());
-    writer = std::move(*opened);
-    if (!records.file_tags.empty()) writer->SetFileTags(records.file_tags);
-    // mode ignore on an existing table: nothing to read.
-    if (writer->skipped()) return fail(arrow::Status::OK());
-  }
-  int64_t rows_in_commit = 0;
-  auto last = Clock::now();
-  while (true) {
-    auto message = stream->Next();
-    if (!message.ok()) {
-      *mid_stream = true;
-      return fail(message.status());
+// One run of the query into the table: its batches written as they arrive (or
+// collected for a merge), committed at the end or every commit_every_rows.
+class BatchRun {
+ public:
+  BatchRun(const LoadOptions& options, delta::TableWriteOptions write,
+           std::shared_ptr<storage::ObjectStore> store, const std::string& table_name,
+           const internal::LoadRecords& records, Progress* progress)
+      : options_(options),
+        write_(std::move(write)),
+        store_(std::move(store)),
+        table_name_(table_name),
+        records_(records),
+        progress_(progress),
+        merge_(IsMerge(options.mode)) {}
+
+  // `mid_stream` tells whether a failure came while the result was streaming.
+  arrow::Status Run(amp::Client& client, const std::string& sql,
+                    std::optional<delta::MergeResult>* merged, bool* mid_stream) {
+    amp::QueryOptions query;
+    query.stream = false;
+    query.idle_timeout = options_.idle_timeout;
+    query.stop = options_.stop;
+    query.stop_cancels_reads = true;
+    ARROW_ASSIGN_OR_RAISE(stream_, client.Query(sql, query));
+    const ScopedCancellation cancellable(options_.cancellation, stream_.get());
+    telemetry::Connected(RedactUrl(client.url()), table_name_, /*stream=*/false);
+    if (!merge_) {
+      ARROW_RETURN_NOT_OK(AbandonOnError(OpenWriter()));
+      // mode ignore on an existing table: nothing to read.
+      if (writer_->skipped()) return Abandon(arrow::Status::OK());
     }
-    if (!message->has_value()) break;
-    if (Stopped(options)) return fail(StoppedError());
-    const auto& received = (*message)->data;
-    if (received->num_rows() == 0) continue;  // markers and keep-alives carry no rows
-    // The SDK's batch_size: what arrives is written (and reported) in slices of at most
-    // that many rows.
-    const int64_t chunk = options.batch_size.value_or(received->num_rows());
+    auto last = Clock::now();
+    while (true) {
+      auto message = stream_->Next();
+      if (!message.ok()) {
+        *mid_stream = true;
+        return Abandon(message.status());
+      }
+      if (!message->has_value()) break;
+      if (Stopped(options_)) return Abandon(StoppedError());
+      ARROW_RETURN_NOT_OK(AbandonOnError(Received(**message, &last)));
+    }
+    // A stop asked for while the last batch was reported (a progress callback that
+    // raised) still prevents the commit.
+    if (Stopped(options_)) return Abandon(StoppedError());
+    return merge_ ? Merge(merged) : CommitLast();
+  }
+
+ private:
+  // Cancel the query and abort the files written so far; return `status`.
+  arrow::Status Abandon(const arrow::Status& status) {
+    stream_->Cancel();
+    if (writer_ != nullptr) (void)writer_->Abort();
+    return status;
+  }
+
+  arrow::Status AbandonOnError(const arrow::Status& status) {
+    return status.ok() ? status : Abandon(status);
+  }
+
+  arrow::Status OpenWriter() {
+    ARROW_ASSIGN_OR_RAISE(writer_,
+                          delta::TableWriter::Open(store_, stream_->schema(), write_));
+    if (!records_.file_tags.empty()) writer_->SetFileTags(records_.file_tags);
+    return arrow::Status::OK();
+  }
+
+  // A message from the server: written (or kept for the merge) in slices of at most the
+  // SDK's batch_size rows, each reported; markers and keep-alives carry no rows.
+  arrow::Status Received(const amp::ResponseBatch& message, Clock::time_point* last) {
+    const auto& received = message.data;
+    if (received->num_rows() == 0) return arrow::Status::OK();
+    const int64_t chunk = options_.batch_size.value_or(received->num_rows());
     for (int64_t offset = 0; offset < received->num_rows(); offset += chunk) {
       const std::shared_ptr<arrow::RecordBatch> batch = received->Slice(offset, chunk);
-      if (merge) {
-        merge_source.push_back(batch);
+      if (merge_) {
+        merge_source_.push_back(batch);
       } else {
-        // With commit_every_rows a batch may be split across commits.
-        std::shared_ptr<arrow::RecordBatch> rest = batch;
-        while (rest->num_rows() > 0) {
-          std::shared_ptr<arrow::RecordBatch> part = rest;
-          if (options.commit_every_rows) {
-            const int64_t room = *options.commit_every_rows - rows_in_commit;
-            part = rest->Slice(0, std::min(room, rest->num_rows()));
-          }
-          arrow::Status written = writer->Write(part);
-          if (!written.ok()) return fail(written);
-          rows_in_commit += part->num_rows();
-          rest = rest->Slice(part->num_rows());
-          if (options.commit_every_rows && rows_in_commit >= *options.commit_every_rows) {
-            const auto commit_start = Clock::now();
-            auto committed = writer->Commit();
-            if (!committed.ok()) return fail(committed.status());
-            Record(*committed, table_name, commit_start, progress);
-            // Later commits of the load add to what the first one left (its table
-            // properties included).
-            write.mode = delta::SaveMode::kAppend;
-            write.configuration.clear();
-            auto reopened = delta::TableWriter::Open(store, stream->schema(), write);
-            if (!reopened.ok()) return fail(reopened.status());
-            writer = std::move(*reopened);
-            if (!records.file_tags.empty()) writer->SetFileTags(records.file_tags);
-            rows_in_commit = 0;
-          }
-        }
+        ARROW_RETURN_NOT_OK(Write(batch));
       }
-      progress->rows += batch->num_rows();
-      if (offset == 0) progress->bytes += arrow::util::TotalBufferSize(*received);
-      ++progress->batches;
+      progress_->rows += batch->num_rows();
+      if (offset == 0) progress_->bytes += arrow::util::TotalBufferSize(*received);
+      ++progress_->batches;
       const auto now = Clock::now();
-      ReportBatch(options, table_name, batch->num_rows(), (*message)->metadata, *progress,
-                  std::chrono::duration<double>(now - last).count());
-      last = now;
+      ReportBatch(options_, table_name_, batch->num_rows(), message.metadata, *progress_,
+                  std::chrono::duration<double>(now - *last).count());
+      *last = now;
     }
+    return arrow::Status::OK();
   }
-  // A stop asked for while the last batch was reported (a progress callback that raised)
-  // still prevents the commit.
-  if (Stopped(options)) return fail(StoppedError());
-  if (merge) {
-    delta::MergeOptions merge_options;
-    merge_options.keys = options.merge_keys;
-    merge_options.write = write;
+
+  // Write `batch`, committing whenever commit_every_rows is reached (a batch may be split
+  // across commits).
+  arrow::Status Write(std::shared_ptr<arrow::RecordBatch> rest) {
+    while (rest->num_rows() > 0) {
+      std::shared_ptr<arrow::RecordBatch> part = rest;
+      if (options_.commit_every_rows) {
+        const int64_t room = *options_.commit_every_rows - rows_in_commit_;
+        part = rest->Slice(0, std::min(room, rest->num_rows()));
+      }
+      ARROW_RETURN_NOT_OK(writer_->Write(part));
+      rows_in_commit_ += part->num_rows();
+      rest = rest->Slice(part->num_rows());
+      if (options_.commit_every_rows && rows_in_commit_ >= *options_.commit_every_rows) {
+        ARROW_RETURN_NOT_OK(CommitAndReopen());
+      }
+    }
+    return arrow::Status::OK();
+  }
+
+  arrow::Status CommitAndReopen() {
     const auto commit_start = Clock::now();
-    ARROW_ASSIGN_OR_RAISE(auto result, delta::MergeRows(store, stream->schema(),
-                                                        merge_source, merge_options));
-    Record(result.write, table_name, commit_start, progress);
+    ARROW_ASSIGN_OR_RAISE(auto committed, writer_->Commit());
+    Record(committed, writer_->read_snapshot(), table_name_, commit_start, progress_);
+    // Later commits of the load add to what the first one left (its table properties
+    // included).
+    write_.mode = delta::SaveMode::kAppend;
+    write_.configuration.clear();
+    rows_in_commit_ = 0;
+    return OpenWriter();
+  }
+
+  arrow::Status Merge(std::optional<delta::MergeResult>* merged) {
+    delta::MergeOptions merge_options;
+    merge_options.keys = options_.merge_keys;
+    merge_options.write = write_;
+    const auto commit_start = Clock::now();
+    ARROW_ASSIGN_OR_RAISE(auto result, delta::MergeRows(store_, stream_->schema(),
+                                                        merge_source_, merge_options));
+    Record(result.write, nullptr, table_name_, commit_start, progress_);
     *merged = std::move(result);
     return arrow::Status::OK();
   }
-  if (rows_in_commit == 0 && progress->commits > 0) return writer->Abort();
-  if (records.before_commit) {
-    arrow::Status recorded = records.before_commit(rows_in_commit, writer.get());
-    if (!recorded.ok()) return fail(recorded);
+
+  arrow::Status CommitLast() {
+    if (rows_in_commit_ == 0 && progress_->commits > 0) return writer_->Abort();
+    if (records_.before_commit) {
+      ARROW_RETURN_NOT_OK(
+          AbandonOnError(records_.before_commit(rows_in_commit_, writer_.get())));
+    }
+    const auto commit_start = Clock::now();
+    ARROW_ASSIGN_OR_RAISE(auto committed, writer_->Commit());
+    Record(committed, writer_->read_snapshot(), table_name_, commit_start, progress_);
+    return arrow::Status::OK();
   }
-  const auto commit_start = Clock::now();
-  ARROW_ASSIGN_OR_RAISE(auto committed, writer->Commit());
-  Record(committed, table_name, commit_start, progress);
-  return arrow::Status::OK();
-}
+
+  const LoadOptions& options_;
+  delta::TableWriteOptions write_;
+  const std::shared_ptr<storage::ObjectStore> store_;
+  const std::string& table_name_;
+  const internal::LoadRecords& records_;
+  Progress* progress_;
+  const bool merge_;
+  std::unique_ptr<amp::QueryStream> stream_;
+  std::unique_ptr<delta::TableWriter> writer_;
+  std::vector<std::shared_ptr<arrow::RecordBatch>> merge_source_;
+  int64_t rows_in_commit_ = 0;
+};
 
 arrow::Status Run(amp::Client& client, const std::string& sql,
                   const DeltaLakeConfig& config, const LoadOptions& options,
                   const internal::LoadRecords& records, LoadResult* result) {
   if (options.batch_size && *options.batch_size < 1) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "batch_size must be at least 1 row, got ", *options.batch_size);
+    return InvalidInputError("batch_size must be at least 1 row, got ",
+                             *options.batch_size);
   }
   ARROW_ASSIGN_OR_RAISE(auto write, WriteOptions(config, options));
   // A stop during a commit's retries ends the load before its commit.
@@ -238,8 +282,8 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
     progress = Progress();
     bool mid_stream = false;
     arrow::Status status =
-        LoadOnce(client, sql, options, write, store, result->table_name, records,
-                 &progress, &merged, &mid_stream);
+        BatchRun(options, write, store, result->table_name, records, &progress)
+            .Run(client, sql, &merged, &mid_stream);
     if (status.ok()) break;
     if (Stopped(options)) return StoppedError();
     // While nothing is committed a rerun is safe; a failure once the result was streaming
@@ -293,7 +337,8 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
     result->metadata["files_marked"] = std::to_string(merged->files_marked);
     result->metadata["files_skipped"] = std::to_string(merged->files_skipped);
   }
-  if (progress.commits > 0) RunMaintenance(store, config, write, result);
+  if (progress.commits > 0)
+    RunMaintenance(store, progress.snapshot, config, write, result);
   return arrow::Status::OK();
 }
 
@@ -313,24 +358,6 @@ LoadResult LoadBatchRecorded(amp::Client& client, const std::string& sql,
 }
 
 }  // namespace internal
-
-void QueryCancellation::CancelAll() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  cancelled_ = true;
-  for (const auto& [handle, stream] : streams_) stream->Cancel();
-}
-
-int QueryCancellation::Register(amp::QueryStream* stream) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (cancelled_) stream->Cancel();
-  streams_[++next_handle_] = stream;
-  return next_handle_;
-}
-
-void QueryCancellation::Unregister(int handle) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  streams_.erase(handle);
-}
 
 LoadResult LoadBatch(amp::Client& client, const std::string& sql,
                      const DeltaLakeConfig& config, const LoadOptions& options) {

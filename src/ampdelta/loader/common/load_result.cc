@@ -1,4 +1,4 @@
-#include "ampdelta/loader/load_result.h"
+#include "ampdelta/loader/common/load_result.h"
 
 #include <cstdio>
 

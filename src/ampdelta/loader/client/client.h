@@ -18,8 +18,8 @@
 #include <arrow/status.h>
 
 #include "ampdelta/amp/client.h"
-#include "ampdelta/loader/batch_loader.h"
-#include "ampdelta/loader/load_result.h"
+#include "ampdelta/loader/common/load_options.h"
+#include "ampdelta/loader/common/load_result.h"
 
 namespace ampdelta {
 

@@ -1,11 +1,12 @@
 #pragma once
 
-/// \file batch_loader.h
-/// \brief Run a batch query on Amp and load its result into a Delta table as one commit:
-/// data files stream out as batches arrive, readers see the whole load or nothing.
+/// \file load_options.h
+/// \brief What every load mode is given: the per-load options (the SDK's load()
+/// keywords) and the cancellation a stop uses to end a query on a stalled server.
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -14,16 +15,23 @@
 #include <string>
 #include <vector>
 
-#include <arrow/result.h>
-
 #include "ampdelta/amp/client.h"
-#include "ampdelta/loader/config.h"
-#include "ampdelta/loader/load_result.h"
-#include "ampdelta/loader/takeover.h"
+#include "ampdelta/loader/common/load_result.h"
 #include "ampdelta/storage/object_store.h"
 #include "ampdelta/util/backoff.h"
 
 namespace ampdelta::loader {
+
+/// \brief Where a stream that finds foreign rows continues.
+enum class TakeoverMode : uint8_t {
+  /// Refuse, saying how to continue (the default: never load rows twice silently).
+  kRefuse,
+  /// After the table's highest block, re-loading the last blocks (the reorg window) so
+  /// that rows no longer canonical are replaced.
+  kAfterTableMax,
+  /// At an explicit block: foreign rows from it on are replaced.
+  kFromBlock,
+};
 
 /// \brief Cancels the server queries of loads from another thread: stopping a load
 /// (LoadOptions::stop) takes effect between batches, but a stalled server sends none, so
@@ -133,15 +141,5 @@ struct LoadOptions {
   /// the batch's block ranges. Rows become visible only with the load's final commit.
   std::function<void(const LoadResult& batch)> on_batch;
 };
-
-/// \brief Load the result of `sql` into the configured table. Never throws; failures
-/// come back as a LoadResult with success=false and the table left as it was.
-///
-/// Transient server failures (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED,
-/// ABORTED), before or during the stream, rerun the query with back-off per
-/// `config.retry`, as long as nothing of this load has been committed yet (with
-/// commit_every_rows, later failures are reported with the rows already committed).
-LoadResult LoadBatch(amp::Client& client, const std::string& sql,
-                     const DeltaLakeConfig& config, const LoadOptions& options);
 
 }  // namespace ampdelta::loader

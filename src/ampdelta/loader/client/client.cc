@@ -1,8 +1,9 @@
-#include "ampdelta/loader/client.h"
+#include "ampdelta/loader/client/client.h"
 
 #include <nlohmann/json.hpp>
 
-#include "ampdelta/loader/config.h"
+#include "ampdelta/loader/batch/batch_loader.h"
+#include "ampdelta/loader/common/config.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"
 
@@ -17,8 +18,8 @@ arrow::Status Client::ConfigureConnection(const std::string& name,
                                           const std::string& loader,
                                           const std::string& config_json) {
   if (loader != "deltalake") {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "unknown loader '", loader, "' (ampdelta provides 'deltalake')");
+    return InvalidInputError("unknown loader '", loader,
+                             "' (ampdelta provides 'deltalake')");
   }
   ARROW_RETURN_NOT_OK(loader::ParseDeltaLakeConfig(config_json).status());
   connections_[name] = config_json;

@@ -1,10 +1,10 @@
-#include "ampdelta/loader/backfill_state.h"
+#include "ampdelta/loader/state/backfill_state.h"
 
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
 
-#include "ampdelta/loader/takeover.h"
+#include "ampdelta/loader/state/takeover.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/numbers.h"
 #include "ampdelta/util/status.h"

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "ampdelta/amp/client.h"
-#include "ampdelta/loader/batch_loader.h"
-#include "ampdelta/loader/config.h"
-#include "ampdelta/loader/load_result.h"
+#include "ampdelta/loader/common/config.h"
+#include "ampdelta/loader/common/load_options.h"
+#include "ampdelta/loader/common/load_result.h"
 
 namespace ampdelta::loader {
 

@@ -1,4 +1,4 @@
-#include "ampdelta/loader/load_common.h"
+#include "ampdelta/loader/common/load_common.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/ops/vacuum.h"
-#include "ampdelta/loader/telemetry.h"
+#include "ampdelta/loader/common/telemetry.h"
 #include "ampdelta/storage/credentials.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/backoff.h"
@@ -23,34 +23,31 @@ arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& conf
   delta::TableWriteOptions write;
   if (IsMerge(options.mode)) {
     if (options.merge_keys.empty()) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "mode '",
-                       options.mode,
-                       "' needs merge_keys: the columns that identify a row");
+      return InvalidInputError("mode '", options.mode,
+                               "' needs merge_keys: the columns that identify a row");
     }
     if (options.commit_every_rows) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "commit_every_rows cannot be combined with mode '", options.mode,
-                       "' (a merge commits once)");
+      return InvalidInputError("commit_every_rows cannot be combined with mode '",
+                               options.mode, "' (a merge commits once)");
     }
   } else {
     auto mode = delta::ParseSaveMode(options.mode);
     if (!mode.ok()) {
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "Invalid save mode provided: ", options.mode,
-                       ", only these are supported: ['append', 'overwrite', 'merge', "
-                       "'upsert', 'error', 'ignore']");
+      return InvalidInputError(
+          "Invalid save mode provided: ", options.mode,
+          ", only these are supported: ['append', 'overwrite', 'merge', "
+          "'upsert', 'error', 'ignore']");
     }
     write.mode = *mode;
     if (!options.merge_keys.empty()) {
       // Keys a load would not use: the user expects a merge and would get duplicates.
-      return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                       "merge_keys are the keys of mode 'merge' or 'upsert'; mode '",
-                       options.mode, "' does not use them (did you mean --mode merge?)");
+      return InvalidInputError(
+          "merge_keys are the keys of mode 'merge' or 'upsert'; mode '", options.mode,
+          "' does not use them (did you mean --mode merge?)");
     }
   }
   if (options.commit_every_rows && *options.commit_every_rows <= 0) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "commit_every_rows must be a positive number of rows");
+    return InvalidInputError("commit_every_rows must be a positive number of rows");
   }
   write.partition_by = config.partition_by;
   write.cluster_by = config.cluster_by;
@@ -69,6 +66,17 @@ arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& conf
 }
 
 // Delay before retry `attempt` (0-based) per resilience.retry.
+bool SleepUnlessStopped(const LoadOptions& options, std::chrono::milliseconds delay) {
+  constexpr std::chrono::milliseconds kSlice{50};
+  while (delay.count() > 0) {
+    if (options.stop != nullptr && options.stop->load()) return true;
+    const auto slice = std::min(delay, kSlice);
+    options.sleep(slice);
+    delay -= slice;
+  }
+  return options.stop != nullptr && options.stop->load();
+}
+
 std::chrono::milliseconds Backoff(const RetryConfig& retry, int attempt) {
   return BackoffPolicy{std::chrono::milliseconds(retry.initial_backoff_ms),
                        std::chrono::milliseconds(retry.max_backoff_ms),
@@ -77,14 +85,26 @@ std::chrono::milliseconds Backoff(const RetryConfig& retry, int attempt) {
 }
 
 void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
+                    const std::shared_ptr<const delta::Snapshot>& committed,
                     const DeltaLakeConfig& config, const delta::TableWriteOptions& write,
                     LoadResult* result) {
   // Once per load, after the commit: a failure is reported, the load stands.
+  if (!config.optimize_after_write && !config.vacuum_after_write) return;
+  // The snapshot the load committed on, brought up to date (its commits since: one
+  // listing from its version), rather than the whole log read again.
+  auto latest = committed != nullptr ? committed->Update() : delta::Snapshot::Load(store);
+  if (!latest.ok()) {
+    const std::string error = latest.status().message();
+    if (config.optimize_after_write) result->metadata["optimize_error"] = error;
+    if (config.vacuum_after_write) result->metadata["vacuum_error"] = error;
+    return;
+  }
+  std::shared_ptr<const delta::Snapshot> snapshot = *latest;
   if (config.optimize_after_write) {
     delta::OptimizeOptions optimize;
     if (config.file_size_hint) optimize.target_size = *config.file_size_hint;
     optimize.files.codec = write.files.codec;
-    auto compacted = delta::Optimize(store, optimize);
+    auto compacted = delta::Optimize(snapshot, optimize);
     if (compacted.ok()) {
       if (compacted->version) {
         telemetry::Compacted(result->table_name, *compacted->version,
@@ -92,13 +112,15 @@ void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
         result->metadata["optimize_version"] = std::to_string(*compacted->version);
         result->metadata["optimize_files_removed"] =
             std::to_string(compacted->files_removed);
+        auto compacted_table = snapshot->Update();
+        if (compacted_table.ok()) snapshot = *compacted_table;
       }
     } else {
       result->metadata["optimize_error"] = compacted.status().message();
     }
   }
   if (config.vacuum_after_write) {
-    auto vacuumed = delta::Vacuum(store);
+    auto vacuumed = delta::Vacuum(snapshot);
     if (vacuumed.ok()) {
       result->metadata["vacuum_files_deleted"] = std::to_string(vacuumed->files.size());
     } else {

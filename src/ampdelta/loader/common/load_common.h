@@ -15,37 +15,12 @@
 #include <arrow/result.h>
 
 #include "ampdelta/delta/write/table_writer.h"
-#include "ampdelta/loader/batch_loader.h"
-#include "ampdelta/loader/config.h"
-#include "ampdelta/loader/load_result.h"
+#include "ampdelta/loader/common/config.h"
+#include "ampdelta/loader/common/load_options.h"
+#include "ampdelta/loader/common/load_result.h"
 #include "ampdelta/storage/object_store.h"
 
 namespace ampdelta::loader::internal {
-
-/// \brief What a batch load records in the table besides its rows (a backfill
-/// partition's claim on its block range).
-struct LoadRecords {
-  std::optional<delta::SetTransaction> app_transaction;
-  std::vector<delta::SetTransaction> transaction_records;
-  /// TableWriteOptions::overlapping_app_ids.
-  std::function<bool(const std::string&)> overlapping_app_ids;
-  /// Tags of every data file.
-  delta::NullableStringMap file_tags;
-  /// Called with the load's rows just before its commit (append loads): a backfill
-  /// partition's tag and record count them.
-  std::function<arrow::Status(int64_t rows, delta::TableWriter* writer)> before_commit;
-  /// TableWriteOptions::superseded_app_ids.
-  std::set<std::string> superseded_app_ids;
-  /// TableWriteOptions::claimed_adds.
-  std::function<bool(const delta::Add&)> claimed_adds;
-  /// The table as the caller planned the load on (null: read it at the start).
-  std::shared_ptr<const delta::Snapshot> read_snapshot;
-};
-
-/// \brief LoadBatch, committing `records` with the rows.
-LoadResult LoadBatchRecorded(amp::Client& client, const std::string& sql,
-                             const DeltaLakeConfig& config, const LoadOptions& options,
-                             const LoadRecords& records);
 
 /// \brief Return true for `merge` and `upsert`.
 bool IsMerge(const std::string& mode);
@@ -55,12 +30,18 @@ bool IsMerge(const std::string& mode);
 arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& config,
                                                      const LoadOptions& options);
 
+/// \brief Wait `delay` in slices, to see options.stop within 50 ms; return true when
+/// stopping.
+bool SleepUnlessStopped(const LoadOptions& options, std::chrono::milliseconds delay);
+
 /// \brief Delay before retry `attempt` (0-based) per `resilience.retry`.
 std::chrono::milliseconds Backoff(const RetryConfig& retry, int attempt);
 
-/// \brief optimize_after_write / vacuum_after_write, once, after a load's commit;
-/// failures are reported in the result's metadata and never undo the load.
+/// \brief optimize_after_write / vacuum_after_write, once, after a load's commit, on
+/// `committed` (the table at or before that commit; null: read it from `store`) brought
+/// up to date; failures are reported in the result's metadata and never undo the load.
 void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
+                    const std::shared_ptr<const delta::Snapshot>& committed,
                     const DeltaLakeConfig& config, const delta::TableWriteOptions& write,
                     LoadResult* result);
 

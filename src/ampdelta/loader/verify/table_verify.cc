@@ -1,4 +1,4 @@
-#include "ampdelta/loader/table_verify.h"
+#include "ampdelta/loader/verify/table_verify.h"
 
 #include <algorithm>
 #include <set>
@@ -13,9 +13,9 @@
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/delta/read/scan.h"
-#include "ampdelta/loader/backfill_state.h"
-#include "ampdelta/loader/stream_state.h"
-#include "ampdelta/loader/takeover.h"
+#include "ampdelta/loader/state/backfill_state.h"
+#include "ampdelta/loader/state/stream_state.h"
+#include "ampdelta/loader/state/takeover.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/hex.h"
 #include "ampdelta/util/status.h"

@@ -34,17 +34,6 @@
 
 namespace ampdelta::loader {
 
-/// \brief Where a stream that finds foreign rows continues.
-enum class TakeoverMode : uint8_t {
-  /// Refuse, saying how to continue (the default: never load rows twice silently).
-  kRefuse,
-  /// After the table's highest block, re-loading the last blocks (the reorg window) so
-  /// that rows no longer canonical are replaced.
-  kAfterTableMax,
-  /// At an explicit block: foreign rows from it on are replaced.
-  kFromBlock,
-};
-
 /// \brief The app id of a stream's takeover record on `network`.
 std::string TakeoverAppId(const std::string& stream_app_id, const std::string& network);
 /// \brief The app id of a takeover record older ampdelta versions wrote.

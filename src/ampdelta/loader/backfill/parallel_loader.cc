@@ -1,4 +1,4 @@
-#include "ampdelta/loader/parallel_loader.h"
+#include "ampdelta/loader/backfill/parallel_loader.h"
 
 #include <algorithm>
 #include <atomic>
@@ -16,12 +16,14 @@
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/txn/conflict_checker.h"
 #include "ampdelta/delta/write/write_plan.h"
-#include "ampdelta/loader/backfill_state.h"
-#include "ampdelta/loader/load_common.h"
-#include "ampdelta/loader/stream_loader.h"
-#include "ampdelta/loader/stream_state.h"
-#include "ampdelta/loader/takeover.h"
-#include "ampdelta/loader/telemetry.h"
+#include "ampdelta/loader/backfill/coverage.h"
+#include "ampdelta/loader/batch/recorded_load.h"
+#include "ampdelta/loader/common/load_common.h"
+#include "ampdelta/loader/common/telemetry.h"
+#include "ampdelta/loader/state/backfill_state.h"
+#include "ampdelta/loader/state/stream_state.h"
+#include "ampdelta/loader/state/takeover.h"
+#include "ampdelta/loader/stream/stream_loader.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
 
@@ -34,119 +36,6 @@ constexpr uint64_t kMaxDefaultPartitionBlocks = 1'000'000;
 constexpr int kPartitionsPerWorker = 4;
 // A partition re-plans after losing a race for its blocks at most this often.
 constexpr int kMaxReplans = 16;
-
-arrow::Status InvalidInput(const std::string& message) {
-  return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, message);
-}
-
-// What the server says the query covers: its one network's synced blocks (a batch
-// query's ranges are the synced ranges of the tables it reads).
-struct Coverage {
-  std::string network;
-  uint64_t first = 0;
-  uint64_t head = 0;
-  /// The query's result schema.
-  std::shared_ptr<arrow::Schema> schema;
-};
-
-// Wait `delay` in slices, to see a stop within 50 ms; return true when stopping.
-bool SleepUnlessStopped(const LoadOptions& options, std::chrono::milliseconds delay) {
-  constexpr std::chrono::milliseconds kSlice{50};
-  while (delay.count() > 0) {
-    if (options.stop != nullptr && options.stop->load()) return true;
-    const auto slice = std::min(delay, kSlice);
-    options.sleep(slice);
-    delay -= slice;
-  }
-  return options.stop != nullptr && options.stop->load();
-}
-
-// The refusal of a query whose result has no block column to filter partitions by.
-arrow::Status NoBlockColumn(const std::string& column, const arrow::Schema& schema) {
-  std::string names;
-  for (const auto& f : schema.fields()) names += (names.empty() ? "" : ", ") + f->name();
-  return InvalidInput(
-      "a parallel backfill filters the query's blocks on --block-column '" + column +
-      "', which its result does not have (it returns " + names +
-      "): select the block number as '" + column +
-      "', or name the column that holds it with --block-column");
-}
-
-// Run the query over no blocks: its schema and ranges, no rows.
-arrow::Result<Coverage> ProbeCoverage(amp::Client& client, const std::string& batch_sql,
-                                      const std::string& column,
-                                      const DeltaLakeConfig& config,
-                                      const LoadOptions& options) {
-  ARROW_ASSIGN_OR_RAISE(const std::string sql,
-                        amp::AddBlockFilter(batch_sql, column, 1, 0));
-  amp::QueryOptions query;
-  query.stream = false;
-  query.idle_timeout = options.idle_timeout;
-  query.stop = options.stop;
-  query.stop_cancels_reads = true;
-  for (int attempt = 0;; ++attempt) {
-    auto probed = [&]() -> arrow::Result<std::pair<std::shared_ptr<arrow::Schema>,
-                                                   std::vector<amp::BlockRange>>> {
-      ARROW_ASSIGN_OR_RAISE(auto stream, client.Query(sql, query));
-      const ScopedCancellation cancellable(options.cancellation, stream.get());
-      std::vector<amp::BlockRange> ranges;
-      while (ranges.empty()) {
-        auto message = stream->Next();
-        if (!message.ok()) {
-          stream->Cancel();
-          return message.status();
-        }
-        if (!message->has_value()) break;
-        ranges = (*message)->metadata.ranges;
-      }
-      stream->Cancel();
-      return std::make_pair(stream->schema(), std::move(ranges));
-    }();
-    if (!probed.ok()) {
-      if (options.stop != nullptr && options.stop->load()) return probed.status();
-      if (config.retry.enabled && attempt < config.retry.max_retries &&
-          amp::IsTransientServerError(probed.status())) {
-        if (SleepUnlessStopped(options, Backoff(config.retry, attempt))) {
-          return probed.status();
-        }
-        continue;
-      }
-      // The filter names a column the result may lack: say so rather than the server's
-      // "not found in subquery".
-      amp::QueryOptions plan;
-      plan.stop = options.stop;
-      auto unfiltered = client.GetSchema(batch_sql, plan);
-      if (unfiltered.ok() && (*unfiltered)->GetFieldByName(column) == nullptr) {
-        return NoBlockColumn(column, **unfiltered);
-      }
-      return probed.status();
-    }
-    const auto& [schema, ranges] = *probed;
-    const auto field = schema->GetFieldByName(column);
-    if (field == nullptr) return NoBlockColumn(column, *schema);
-    if (!arrow::is_integer(field->type()->id())) {
-      return InvalidInput("the block column '" + column + "' is " +
-                          field->type()->ToString() + ", not an integer");
-    }
-    if (ranges.empty()) {
-      return InvalidInput(
-          "the server reports no synced blocks for this query: nothing to backfill");
-    }
-    for (const auto& range : ranges) {
-      if (range.network != ranges.front().network) {
-        return InvalidInput(
-            "a parallel load splits one network's blocks; this query covers " +
-            ranges.front().network + " and " + range.network);
-      }
-    }
-    Coverage coverage;
-    coverage.network = ranges.front().network;
-    coverage.first = ranges.front().start;
-    coverage.head = ranges.front().end;
-    coverage.schema = schema;
-    return coverage;
-  }
-}
 
 struct Partition {
   uint64_t cell = 0;  // grid index
@@ -270,48 +159,50 @@ class ParallelLoad {
 
  private:
   arrow::Status Validate() const {
-    if (parallel_.num_workers < 1) return InvalidInput("num_workers must be at least 1");
+    if (parallel_.num_workers < 1)
+      return InvalidInputError("num_workers must be at least 1");
     if (parallel_.partition_size && *parallel_.partition_size == 0) {
-      return InvalidInput("partition_size must be at least 1 block");
+      return InvalidInputError("partition_size must be at least 1 block");
     }
     if (parallel_.partition_attempts < 1) {
-      return InvalidInput("partition attempts must be at least 1");
+      return InvalidInputError("partition attempts must be at least 1");
     }
     if (parallel_.reorg_buffer && *parallel_.reorg_buffer == 0) {
-      return InvalidInput("reorg_buffer must be at least 1 block");
+      return InvalidInputError("reorg_buffer must be at least 1 block");
     }
     if (parallel_.shard_count < 1 || parallel_.shard_index < 0 ||
         parallel_.shard_index >= parallel_.shard_count) {
-      return InvalidInput("shard " + std::to_string(parallel_.shard_index) + "/" +
-                          std::to_string(parallel_.shard_count) +
-                          " is not one of 0/N … N-1/N");
+      return InvalidInputError("shard " + std::to_string(parallel_.shard_index) + "/" +
+                               std::to_string(parallel_.shard_count) +
+                               " is not one of 0/N … N-1/N");
     }
     if (parallel_.shard_count > 1 && !parallel_.max_block) {
-      return InvalidInput(
+      return InvalidInputError(
           "shards need max_block (--max-block): each shard must cut the same range "
           "into the same partitions, whatever head it sees");
     }
     if (parallel_.shard_count > 1 && parallel_.then_stream) {
-      return InvalidInput(
+      return InvalidInputError(
           "a shard does not hand over to a stream: start the stream once, after every "
           "shard finished (docs/scale-out.md)");
     }
     if (parallel_.min_block && parallel_.max_block &&
         *parallel_.min_block > *parallel_.max_block) {
-      return InvalidInput("min_block " + std::to_string(*parallel_.min_block) +
-                          " is above max_block " + std::to_string(*parallel_.max_block));
+      return InvalidInputError("min_block " + std::to_string(*parallel_.min_block) +
+                               " is above max_block " +
+                               std::to_string(*parallel_.max_block));
     }
     if (options_.mode != "append") {
-      return InvalidInput("parallel loads append (mode '" + options_.mode +
-                          "' loads with one worker)");
+      return InvalidInputError("parallel loads append (mode '" + options_.mode +
+                               "' loads with one worker)");
     }
     if (options_.commit_every_rows) {
-      return InvalidInput(
+      return InvalidInputError(
           "parallel loads commit once per partition: use partition_size instead of "
           "commit_every_rows");
     }
     if (!config_.state.enabled && (!parallel_.max_block || parallel_.then_stream)) {
-      return InvalidInput(
+      return InvalidInputError(
           "parallel loads hand the blocks a reorg may still reach to a stream, which "
           "needs state.enabled=true");
     }
@@ -338,21 +229,22 @@ class ParallelLoad {
     const uint64_t last = parallel_.max_block.value_or(coverage_.head);
     const std::string on = " on " + coverage_.network;
     if (last > coverage_.head) {
-      return InvalidInput("max_block " + std::to_string(last) +
-                          " is past the server's head " + std::to_string(coverage_.head) +
-                          on +
-                          ": blocks above it are not there yet (leave max_block unset "
-                          "and hand over to a stream to follow the chain)");
+      return InvalidInputError(
+          "max_block " + std::to_string(last) + " is past the server's head " +
+          std::to_string(coverage_.head) + on +
+          ": blocks above it are not there yet (leave max_block unset "
+          "and hand over to a stream to follow the chain)");
     }
     if (first > last) {
-      return InvalidInput("min_block " + std::to_string(first) +
-                          " is above the last block to load, " + std::to_string(last));
+      return InvalidInputError("min_block " + std::to_string(first) +
+                               " is above the last block to load, " +
+                               std::to_string(last));
     }
     const std::optional<uint64_t> final_block =
         coverage_.head >= window ? std::optional<uint64_t>(coverage_.head - window)
                                  : std::nullopt;
     if (parallel_.max_block && (!final_block || last > *final_block)) {
-      return InvalidInput(
+      return InvalidInputError(
           "max_block " + std::to_string(last) + " is within the reorg window (" +
           std::to_string(window) + " blocks below the head " +
           std::to_string(coverage_.head) + on +
@@ -377,11 +269,12 @@ class ParallelLoad {
     if (!parallel_.max_block && !parallel_.then_stream) stream_until_ = coverage_.head;
     if (!range_ && !stream_started_ && first > coverage_.first &&
         (stream_until_ || parallel_.then_stream)) {
-      return InvalidInput("min_block " + std::to_string(first) +
-                          " is within the reorg window of the head " +
-                          std::to_string(coverage_.head) + on +
-                          ": no block is final to backfill, and a stream starts at the "
-                          "server's first block; lower reorg_buffer or min_block");
+      return InvalidInputError(
+          "min_block " + std::to_string(first) +
+          " is within the reorg window of the head " + std::to_string(coverage_.head) +
+          on +
+          ": no block is final to backfill, and a stream starts at the "
+          "server's first block; lower reorg_buffer or min_block");
     }
     grid_.shard_count = parallel_.shard_count;
     if (parallel_.partition_size) {
@@ -424,7 +317,7 @@ class ParallelLoad {
     if (plans == state.plans.end()) return arrow::Status::OK();
     for (const auto& [span, grid] : plans->second) {
       if (span == *range_ && grid.shard_count > 1 && !(grid == grid_)) {
-        return InvalidInput(
+        return InvalidInputError(
             "another shard cut blocks " + SpanText(span) + " into " +
             std::to_string(grid.partition_size) + "-block partitions over " +
             std::to_string(grid.shard_count) + " shards; this one would cut " +
@@ -483,8 +376,9 @@ class ParallelLoad {
     const int64_t rows = missing.empty() ? 0 : ForeignRows(snapshot, tag);
     if (rows == 0) return arrow::Status::OK();
     if (delta::FindFieldIgnoreCase(*snapshot.schema(), options_.block_column) < 0) {
-      return InvalidInput("the table holds rows another writer loaded and has no '" +
-                          options_.block_column + "' column to tell their blocks by");
+      return InvalidInputError("the table holds rows another writer loaded and has no '" +
+                               options_.block_column +
+                               "' column to tell their blocks by");
     }
     std::vector<std::pair<uint64_t, uint64_t>> spans;
     for (const auto& part : missing) spans.emplace_back(part.first, part.last);
@@ -496,7 +390,7 @@ class ParallelLoad {
                             ForeignBlockSpan(snapshot, options_.block_column, tag));
       const auto [low, high] = span.value_or(std::make_pair(
           static_cast<int64_t>(missing[i].first), static_cast<int64_t>(missing[i].last)));
-      return InvalidInput(
+      return InvalidInputError(
           "the table holds " + std::to_string(rows) + " rows another writer loaded, " +
           options_.block_column + " " + std::to_string(low) + " to " +
           std::to_string(high) + ", and blocks " + SpanText(missing[i]) +
@@ -587,7 +481,7 @@ class ParallelLoad {
           status.WithMessage("partition ", coverage_.network, " ",
                              SpanText(partition.span), ": ", status.message()),
           failures, parallel_.partition_attempts - 1, delay);
-      if (SleepUnlessStopped(options_, delay)) break;
+      if (internal::SleepUnlessStopped(options_, delay)) break;
     }
     outcome.duration =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -772,7 +666,7 @@ class ParallelLoad {
     if (missing.empty()) {
       if (loaded_ > 0 && parallel_.shard_count == 1) {
         ARROW_ASSIGN_OR_RAISE(auto write, internal::WriteOptions(config_, options_));
-        internal::RunMaintenance(store_, config_, write, result_);
+        internal::RunMaintenance(store_, snapshot, config_, write, result_);
       }
       return arrow::Status::OK();
     }

@@ -1,4 +1,4 @@
-#include "ampdelta/loader/stream_reader.h"
+#include "ampdelta/loader/stream/stream_reader.h"
 
 #include <utility>
 

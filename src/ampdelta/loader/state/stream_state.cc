@@ -1,4 +1,4 @@
-#include "ampdelta/loader/stream_state.h"
+#include "ampdelta/loader/state/stream_state.h"
 
 #include <algorithm>
 #include <set>
@@ -10,8 +10,8 @@
 
 #include "ampdelta/delta/txn/transaction.h"
 #include "ampdelta/delta/write/file_tags.h"
-#include "ampdelta/loader/backfill_state.h"
-#include "ampdelta/loader/takeover.h"
+#include "ampdelta/loader/state/backfill_state.h"
+#include "ampdelta/loader/state/takeover.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/sha256.h"
 #include "ampdelta/util/status.h"

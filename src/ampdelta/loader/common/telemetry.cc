@@ -1,4 +1,4 @@
-#include "ampdelta/loader/telemetry.h"
+#include "ampdelta/loader/common/telemetry.h"
 
 #include <algorithm>
 #include <map>

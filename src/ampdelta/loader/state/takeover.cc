@@ -1,4 +1,4 @@
-#include "ampdelta/loader/takeover.h"
+#include "ampdelta/loader/state/takeover.h"
 
 #include <algorithm>
 #include <set>
@@ -12,7 +12,7 @@
 
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/read/scan.h"
-#include "ampdelta/loader/stream_state.h"
+#include "ampdelta/loader/state/stream_state.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
 
@@ -48,9 +48,8 @@ arrow::Result<std::shared_ptr<arrow::Array>> BlockValues(const arrow::Table& tab
                                                          const std::string& column) {
   const int index = delta::FindFieldIgnoreCase(*table.schema(), column);
   if (index < 0) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "the table has no block column '", column,
-                     "' (name it with --block-column)");
+    return InvalidInputError("the table has no block column '", column,
+                             "' (name it with --block-column)");
   }
   auto chunks = table.column(index)->chunks();
   if (chunks.empty()) return arrow::MakeArrayOfNull(arrow::int64(), 0);
@@ -152,9 +151,8 @@ arrow::Result<std::optional<std::pair<int64_t, int64_t>>> ForeignBlockSpan(
     const delta::Snapshot& snapshot, const std::string& column,
     const std::string& except_tag) {
   if (delta::FindFieldIgnoreCase(*snapshot.schema(), column) < 0) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "the table has no block column '", column,
-                     "' to take it over by (name it with --block-column)");
+    return InvalidInputError("the table has no block column '", column,
+                             "' to take it over by (name it with --block-column)");
   }
   std::optional<std::pair<int64_t, int64_t>> span;
   auto widen = [&span](int64_t low, int64_t high) {
@@ -199,9 +197,8 @@ arrow::Result<std::vector<int64_t>> RowsIn(
   std::vector<int64_t> counts(spans.size(), 0);
   if (spans.empty()) return counts;
   if (delta::FindFieldIgnoreCase(*snapshot.schema(), column) < 0) {
-    return MakeError(ErrorCode::kInvalidInput, arrow::StatusCode::Invalid,
-                     "the table has no block column '", column,
-                     "' (name it with --block-column)");
+    return InvalidInputError("the table has no block column '", column,
+                             "' (name it with --block-column)");
   }
   const auto inside = [](int64_t low, int64_t high, const auto& span) {
     return low >= 0 && static_cast<uint64_t>(low) >= span.first &&
@@ -333,9 +330,8 @@ arrow::Result<std::vector<std::string>> ProbeNetworks(amp::Client& client,
 
 arrow::Status TakeoverRefusal(const std::string& table, int64_t rows,
                               const std::string& block_column) {
-  return MakeError(
-      ErrorCode::kInvalidInput, arrow::StatusCode::Invalid, "table ", table,
-      " already holds ", rows,
+  return InvalidInputError(
+      "table ", table, " already holds ", rows,
       " rows that no ampdelta stream of this query loaded (the Python SDK, a batch load "
       "or another engine wrote them): streaming from the dataset's first block would "
       "load them again. Continue after its highest ",

@@ -1,8 +1,8 @@
-#include "ampdelta/loader/stream_cursor_log.h"
+#include "ampdelta/loader/state/stream_cursor_log.h"
 
 #include <nlohmann/json.hpp>
 
-#include "ampdelta/loader/stream_state.h"
+#include "ampdelta/loader/state/stream_state.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"
 

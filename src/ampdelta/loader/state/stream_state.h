@@ -21,7 +21,7 @@
 #include "ampdelta/amp/block_range.h"
 #include "ampdelta/delta/log/actions.h"
 #include "ampdelta/delta/log/snapshot.h"
-#include "ampdelta/loader/stream_cursor_log.h"
+#include "ampdelta/loader/state/stream_cursor_log.h"
 
 namespace ampdelta::loader {
 
