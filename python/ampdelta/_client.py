@@ -21,7 +21,9 @@ import pyarrow as pa
 
 from . import _native
 from ._errors import InvalidInputError, error_from, raise_if_error
+from ._json_text import json_text as _json
 from ._results import LoadMode, LoadResult, result_from
+from ._table import Table
 
 LOADER = "deltalake"
 
@@ -125,7 +127,6 @@ class Client:
 
     def table(self, connection: str):
         """The ampdelta.Table of a configured connection."""
-        from ._table import Table
         config = self._connection(connection)
         return Table(config["table_path"], storage_options=config.get("storage_options"))
 
@@ -234,25 +235,6 @@ def _checked_config(config: Any) -> Dict[str, Any]:
     raise_if_error(_native.validate_config(
         _json(config, "Invalid DeltaLakeLoader configuration: the configuration")))
     return config
-
-
-def _json(value: Any, what: str) -> str:
-    """`value` as JSON text for the extension; InvalidInputError naming `what` for values
-    JSON cannot hold and for text that is not valid Unicode."""
-    try:
-        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as error:
-        raise InvalidInputError(
-            f"{what} holds a value that is not a string, number, boolean, list or dict: "
-            f"{error}") from None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        bad = error.object[max(error.start - 20, 0):error.end + 20]
-        raise InvalidInputError(
-            f"{what} holds text that is not valid Unicode (a path decoded from "
-            f"non-UTF-8 bytes?): {bad!r}") from None
-    return text
 
 
 _CODEC_LEVELS = {"uncompressed": None, "snappy": None, "lz4": None, "lz4_raw": None,

@@ -7,7 +7,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from . import _native
-from ._client import _json
+from ._json_text import json_text as _json
 from ._errors import InvalidInputError, raise_if_error
 
 

@@ -27,13 +27,15 @@ import time
 from typing import Any, Callable, Mapping, Optional
 
 from . import Error as _Error
+from . import _native
+from ._errors import raise_if_error
 
 __all__ = ["backfill", "BackfillResult", "BackfillError", "ShardError", "StreamHandOff",
            "DEFAULT_REORG_BUFFER"]
 
-# LoadOptions::stream_reorg_window_blocks, the loader's reorg window when reorg_buffer is
-# unset. The driver always passes its reorg_buffer on, so it and the shards agree.
-DEFAULT_REORG_BUFFER = 256
+# The loader's reorg window when reorg_buffer is unset. The driver always passes its
+# reorg_buffer on, so it and the shards agree.
+DEFAULT_REORG_BUFFER = _native.DEFAULT_REORG_WINDOW_BLOCKS
 
 # Errors no retry can fix: the task returns them instead of raising, so Ray does not run it
 # again (every other ampdelta.Error is raised and retried, as a killed worker is).
@@ -151,86 +153,15 @@ def _import_ray():
 
 # --- the head: where the driver fixes the range ------------------------------------------
 
-def _encode_statement_query(sql: str) -> bytes:
-    """An Any-packed arrow.flight.protocol.sql.CommandStatementQuery, as the native client
-    sends it (amp/flight_sql_command.cc)."""
-    def varint(value: int) -> bytes:
-        out = bytearray()
-        while value >= 0x80:
-            out.append((value & 0x7F) | 0x80)
-            value >>= 7
-        out.append(value)
-        return bytes(out)
-
-    def field(number: int, payload: bytes) -> bytes:
-        return varint((number << 3) | 2) + varint(len(payload)) + payload
-
-    statement = field(1, sql.encode())
-    return field(1, b"type.googleapis.com/arrow.flight.protocol.sql.CommandStatementQuery") + \
-        field(2, statement)
-
-
-def _parse_ranges(metadata: bytes) -> list:
-    doc = json.loads(metadata)
-    ranges = []
-    for item in doc.get("ranges") or []:
-        numbers = item.get("numbers") or item
-        ranges.append((item["network"], int(numbers["start"]), int(numbers["end"])))
-    return ranges
-
-
-def _probe_coverage(url: str, sql: str, block_column: str, auth_token: Optional[str],
-                    timeout: float = 120.0) -> tuple:
-    """(network, first, head) of the blocks the server has synced for `sql`: the ranges of
-    the query's first message, as the loader's own planning reads them (ProbeCoverage in
-    parallel_loader.cc). The query runs over no blocks, so no rows are sent."""
-    import pyarrow as pa
-    import pyarrow.flight as flight
-
-    quoted = '"' + block_column.replace('"', '""') + '"'
-    body = sql.strip().rstrip(";")
-    probes = [f"SELECT * FROM ({body}\n) WHERE {quoted} >= 1 AND {quoted} <= 0", body]
-    headers = [(b"authorization", f"Bearer {auth_token}".encode())] if auth_token else []
-    options = flight.FlightCallOptions(headers=headers, timeout=timeout)
-    try:
-        client = flight.connect(url)
-    except pa.ArrowException as error:  # not a URL pyarrow can connect to
-        raise ConnectionError(str(error)) from None
-    errors = []
-    try:
-        for probe in probes:
-            try:
-                info = client.get_flight_info(
-                    flight.FlightDescriptor.for_command(_encode_statement_query(probe)), options)
-                reader = client.do_get(info.endpoints[0].ticket, options)
-                ranges = []
-                try:
-                    while not ranges:
-                        try:
-                            chunk = reader.read_chunk()
-                        except StopIteration:
-                            break
-                        if chunk.app_metadata is not None and chunk.app_metadata.size:
-                            ranges = _parse_ranges(chunk.app_metadata.to_pybytes())
-                finally:
-                    reader.cancel()
-            except pa.ArrowException as error:  # FlightError and the server's errors
-                # A query the wrapper does not suit: read the first message of the query
-                # itself instead.
-                errors.append(str(error))
-                continue
-            if not ranges:
-                raise ValueError(
-                    "the server reports no synced blocks for this query: nothing to backfill")
-            networks = sorted({network for network, _, _ in ranges})
-            if len(networks) > 1:
-                raise ValueError("a parallel load splits one network's blocks; this query "
-                                 f"covers {' and '.join(networks)}")
-            return ranges[0]
-    finally:
-        client.close()
-    raise ConnectionError(f"could not read the head of the query's blocks from {url}: "
-                          + "; ".join(errors))
+def _probe_coverage(url: str, sql: str, block_column: str,
+                    auth_token: Optional[str]) -> tuple:
+    """(network, first, head) of the blocks the server has synced for `sql`, as the
+    loader's own planning reads them (ProbeCoverage, loader/backfill/coverage.h): the
+    query runs over no blocks, so no rows are sent."""
+    out, error = _native.probe_coverage(url, auth_token, sql, block_column)
+    raise_if_error(error)
+    coverage = json.loads(out)
+    return coverage["network"], coverage["first"], coverage["head"]
 
 
 # --- one shard, in a Ray worker ----------------------------------------------------------
@@ -434,14 +365,7 @@ def backfill(url: str, sql: str, table_path: str, num_shards: int = 4, *,
     # loader accepts as final in every shard since the head only grows; min_block defaults
     # to the server's first block, fixed here too. The blocks above max_block are left to
     # the driver's own load after the shards, which sees the newer head.
-    try:
-        network, first_block, head = _probe_coverage(url, sql, block_column, token)
-    except ConnectionError:
-        # The server refused the query: let the native client say why, with its error
-        # class (NotFoundError, InvalidInputError, …).
-        ampdelta.Client(url, auth_token=token).sql(
-            f"{sql.strip().rstrip(';')}").to_reader().close()
-        raise
+    network, first_block, head = _probe_coverage(url, sql, block_column, token)
     final_block = head - buffer if head >= buffer else None
     low = min_block if min_block is not None else first_block
     high = max_block if max_block is not None else final_block
