@@ -18,6 +18,7 @@
 #include <nanobind/stl/string.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/amp/query_text.h"
 #include "ampdelta/loader/backfill/coverage.h"
 #include "ampdelta/loader/common/config.h"
 #include "ampdelta/loader/common/load_options.h"
@@ -141,10 +142,17 @@ Outcome TableOperation(const std::string& path, const std::string& storage_optio
 Outcome ProbeCoverage(const std::string& url,
                       const std::optional<std::string>& auth_token,
                       const std::string& sql, const std::string& block_column) {
-  auto client = amp::Client::Connect(url, ClientOptionsFor(auth_token));
+  // As the driver always has: two minutes to plan and to answer.
+  constexpr std::chrono::seconds kTimeout{120};
+  amp::ClientOptions client_options = ClientOptionsFor(auth_token);
+  client_options.plan_timeout = kTimeout;
+  auto client = amp::Client::Connect(url, client_options);
   if (!client.ok()) return {std::nullopt, ErrorJson(client.status())};
-  auto coverage = loader::ProbeCoverage(**client, sql, block_column,
-                                        loader::DeltaLakeConfig{}, loader::LoadOptions{});
+  loader::LoadOptions options;
+  options.idle_timeout = kTimeout;
+  // The batch query a backfill's shards run (ParallelLoad drops the stream setting too).
+  auto coverage = loader::ProbeCoverage(**client, amp::WithoutStreamSetting(sql),
+                                        block_column, loader::DeltaLakeConfig{}, options);
   if (!coverage.ok()) return {std::nullopt, ErrorJson(coverage.status())};
   const nlohmann::json doc = {{"network", coverage->network},
                               {"first", coverage->first},

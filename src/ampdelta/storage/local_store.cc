@@ -258,8 +258,13 @@ std::optional<std::string> LocalStore::KeyOf(const std::string& location) const 
   std::optional<std::string> path;
   if (location.rfind("file:", 0) == 0) {
     arrow::util::Uri uri;
-    if (uri.Parse(location).ok() && (uri.host().empty() || uri.host() == "localhost")) {
-      path = uri.path();
+    if (uri.Parse(location).ok()) {
+      if (uri.host().empty() || uri.host() == "localhost") path = uri.path();
+    } else {
+      // Not a valid URI (a raw space, say), as some writers log them: its decoded path.
+      std::string raw = arrow::util::UriUnescape(location.substr(5));
+      while (raw.rfind("//", 0) == 0) raw.erase(0, 1);
+      path = std::move(raw);
     }
   } else if (!location.empty() && location.front() == '/') {
     path = arrow::util::UriUnescape(location);

@@ -3,6 +3,7 @@
 #include <arrow/buffer.h>
 
 #include "ampdelta/storage/local_store.h"
+#include "ampdelta/util/status.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_util.h"
 
@@ -44,6 +45,58 @@ TEST(ObjectStoreRegistryTest, LocalKeysCannotEscapeTheRoot) {
   EXPECT_THAT(
       store->Put("../escape", arrow::Buffer::FromString("x"), PutMode::kOverwrite),
       testing::StatusHasMessage("escapes the root"));
+}
+
+TEST(ObjectStoreRegistryTest, LocalStoresNameTheirKeysHoweverAPathIsSpelled) {
+  testing::TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto store, OpenObjectStore(dir.path() + "/t"));
+  EXPECT_TRUE(store->is_file_system());
+  const std::string root = dir.path() + "/t";
+  for (const std::string& location :
+       {"file://" + root + "/p=1/a%20b.parquet", "file:" + root + "/p=1/a%20b.parquet",
+        "file://localhost" + root + "/p=1/a%20b.parquet", root + "/p=1/a%20b.parquet",
+        "file:" + root + "/p=1/a b.parquet",
+        "file://" + root + "/q/../p=1/a b.parquet"}) {
+    EXPECT_EQ(store->KeyOf(location), std::optional<std::string>("p=1/a b.parquet"))
+        << location;
+  }
+  for (const std::string& outside :
+       {"file:///elsewhere/x.parquet", "file://" + root + "/../x.parquet",
+        "file://other-host" + root + "/x.parquet", "file://" + root, "relative/x.parquet",
+        "s3://bucket" + root + "/x.parquet"}) {
+    EXPECT_EQ(store->KeyOf(outside), std::nullopt) << outside;
+  }
+}
+
+TEST(ObjectStoreRegistryTest, OtherStoresNameOnlyNormalKeysUnderTheirRoot) {
+  ASSERT_OK_AND_ASSIGN(auto store, OpenObjectStore("memory://key-of-test"));
+  EXPECT_FALSE(store->is_file_system());
+  EXPECT_EQ(store->KeyOf("memory://key-of-test/p=1/a%20b.parquet"),
+            std::optional<std::string>("p=1/a b.parquet"));
+  for (const std::string& refused :
+       {"memory://key-of-test", "memory://key-of-test/", "memory://key-of-test/../x",
+        "memory://key-of-test/./x", "memory://key-of-testx/y", "memory://other/x",
+        "/key-of-test/x"}) {
+    EXPECT_EQ(store->KeyOf(refused), std::nullopt) << refused;
+  }
+}
+
+TEST(ObjectStoreRegistryTest, ALocalFileWhereAFolderOfKeysShouldBeFailsTheListing) {
+  testing::TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto store, OpenObjectStore(dir.path() + "/t"));
+  ASSERT_OK(store->Put("folder", arrow::Buffer::FromString("x"), PutMode::kOverwrite));
+  auto listed = store->List("folder/");
+  ASSERT_FALSE(listed.ok());
+  const ErrorDetail* detail = GetErrorDetail(listed.status());
+  ASSERT_NE(detail, nullptr);
+  EXPECT_EQ(detail->subcode(), "ENOTDIR");
+  EXPECT_THAT(listed.status(), testing::StatusHasMessage("is a file, not a folder"));
+  // A folder that is missing holds nothing; a file named by the prefix is listed.
+  ASSERT_OK_AND_ASSIGN(auto missing, store->List("absent/"));
+  EXPECT_TRUE(missing.empty());
+  ASSERT_OK_AND_ASSIGN(auto named, store->List("fold"));
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].path, "folder");
 }
 
 }  // namespace

@@ -93,6 +93,7 @@ void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
   // The snapshot the load committed on, brought up to date (its commits since: one
   // listing from its version), rather than the whole log read again.
   auto latest = committed != nullptr ? committed->Update() : delta::Snapshot::Load(store);
+  if (!latest.ok() && committed != nullptr) latest = delta::Snapshot::Load(store);
   if (!latest.ok()) {
     const std::string error = latest.status().message();
     if (config.optimize_after_write) result->metadata["optimize_error"] = error;

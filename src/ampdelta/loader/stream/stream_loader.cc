@@ -1062,7 +1062,6 @@ class StreamLoad {
   std::shared_ptr<const delta::Snapshot> snapshot_;
   StreamState state_;
   std::unique_ptr<delta::TableWriter> writer_;
-  // The ranges of a microbatch being re-sent that the table already holds.
   CommitGroup group_;
   std::map<std::string, uint64_t> head_;
   // The newest block of each network completed on the current connection (--until-block).
