@@ -172,7 +172,9 @@ arrow::Status ParsePlan(const std::string& config_json, const std::string& optio
   loader::LoadOptions& options = plan->options;
   ARROW_RETURN_NOT_OK(fields.String("destination", &options.destination));
   if (options.destination.empty()) options.destination = plan->config.table_path;
-  ARROW_RETURN_NOT_OK(fields.String("mode", &options.mode));
+  std::string mode = loader::LoadModeName(options.mode);
+  ARROW_RETURN_NOT_OK(fields.String("mode", &mode));
+  ARROW_ASSIGN_OR_RAISE(options.mode, loader::ParseLoadMode(mode));
   if (const json* keys = fields.Find("merge_keys")) {
     if (!keys->is_array()) return Bad("merge_keys", "must be a list of column names");
     for (const auto& key : *keys) {

@@ -26,7 +26,8 @@ class BatchLoadTest : public ::testing::Test {
                                            {{"table_path", table_}}));
   }
 
-  loader::LoadResult Load(const std::string& sql, const std::string& mode = "append") {
+  loader::LoadResult Load(const std::string& sql,
+                          loader::LoadMode mode = loader::LoadMode::kAppend) {
     loader::LoadOptions options;
     options.connection = "local_delta";
     options.destination = "blocks";
@@ -61,7 +62,7 @@ TEST_F(BatchLoadTest, OverwriteKeepsEveryRowOfTheLoad) {
   // A load of many batches: the Python loader would keep only the last one.
   const auto result =
       Load(R"(SELECT * FROM "acme/eth_mainnet".transactions WHERE block_num < 24000050)",
-           "overwrite");
+           loader::LoadMode::kOverwrite);
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_EQ(result.rows_loaded, 400);
   EXPECT_EQ(Snapshot()->CountLiveRecords(), std::optional<int64_t>(400));

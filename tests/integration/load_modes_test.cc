@@ -64,7 +64,8 @@ class LoadModesTest : public ::testing::Test {
     return loader::LoadBatch(*amp_, sql, Config(extra), options);
   }
 
-  loader::LoadResult Load(const std::string& sql, const std::string& mode = "append",
+  loader::LoadResult Load(const std::string& sql,
+                          loader::LoadMode mode = loader::LoadMode::kAppend,
                           const std::string& extra = "") {
     loader::LoadOptions options;
     options.mode = mode;
@@ -113,7 +114,7 @@ TEST_F(LoadModesTest,
   ASSERT_EQ(before.size(), 90u);
 
   loader::LoadOptions options;
-  options.mode = "merge";
+  options.mode = loader::LoadMode::kMerge;
   options.merge_keys = {"block_num"};
   const auto result = Load(Blocks(80, 100), options);
   ASSERT_TRUE(result.success) << result.error;
@@ -148,7 +149,7 @@ TEST_F(LoadModesTest,
 
 TEST_F(LoadModesTest, UpsertKeepsTheLastRowOfEachKeyInsideTheLoad) {
   loader::LoadOptions options;
-  options.mode = "upsert";
+  options.mode = loader::LoadMode::kUpsert;
   options.merge_keys = {"block_num"};
   // 8 transactions per block: the last of each block wins.
   const auto result =
@@ -165,7 +166,7 @@ TEST_F(LoadModesTest, MergeWithCompositeKeysMatchesOnAllOfThem) {
       R"(SELECT block_num, tx_index, gas_used FROM "acme/eth_mainnet".transactions)";
   ASSERT_TRUE(Load(tx + " WHERE block_num < 24000010").success);
   loader::LoadOptions options;
-  options.mode = "merge";
+  options.mode = loader::LoadMode::kMerge;
   options.merge_keys = {"block_num", "tx_index"};
   const auto result =
       Load(tx + " WHERE block_num >= 24000005 AND block_num < 24000020", options);
@@ -178,7 +179,7 @@ TEST_F(LoadModesTest, MergeWithCompositeKeysMatchesOnAllOfThem) {
 TEST_F(LoadModesTest, MergeErrorsNameTheProblemAndLeaveTheTable) {
   ASSERT_TRUE(Load(kQuickstart).success);
   loader::LoadOptions options;
-  options.mode = "merge";
+  options.mode = loader::LoadMode::kMerge;
   auto result = Load(kQuickstart, options);
   EXPECT_FALSE(result.success);
   EXPECT_NE(result.error.find("needs merge_keys"), std::string::npos) << result.error;
@@ -194,7 +195,7 @@ TEST_F(LoadModesTest, MergeErrorsNameTheProblemAndLeaveTheTable) {
 TEST_F(LoadModesTest, CommitEveryRowsCommitsInSlicesAndOverwriteReplacesOnlyOnce) {
   ASSERT_TRUE(Load(kQuickstart).success);
   loader::LoadOptions options;
-  options.mode = "overwrite";
+  options.mode = loader::LoadMode::kOverwrite;
   options.commit_every_rows = 200;
   const auto result =
       Load(R"(SELECT block_num, gas_used FROM "acme/eth_mainnet".transactions)", options);
@@ -342,7 +343,9 @@ TEST_F(LoadModesTest, SeedZstdWriterPropertiesCompressEveryColumnChunkWithZstd) 
 }
 
 TEST_F(LoadModesTest, SeedTroubleshootingErrorsLeaveTheTableUnchanged) {
-  ASSERT_TRUE(Load(kQuickstart, "append", R"("partition_by": ["block_num"])").success);
+  ASSERT_TRUE(
+      Load(kQuickstart, loader::LoadMode::kAppend, R"("partition_by": ["block_num"])")
+          .success);
   const auto before = Rows(Snapshot());
   struct Case {
     std::string extra;
@@ -363,14 +366,21 @@ TEST_F(LoadModesTest, SeedTroubleshootingErrorsLeaveTheTableUnchanged) {
         c.extra.find("merge_schema") != std::string::npos
             ? R"(SELECT block_num, timestamp, hash, gas_used, nonce FROM "acme/eth_mainnet".blocks)"
             : kQuickstart;
-    const auto result = Load(sql, c.mode, c.extra);
+    // A mode no load has is refused when it is named, before any load runs.
+    auto mode = loader::ParseLoadMode(c.mode);
+    if (!mode.ok()) {
+      EXPECT_THAT(mode.status(), testing::StatusHasMessage(c.message));
+      continue;
+    }
+    const auto result = Load(sql, *mode, c.extra);
     EXPECT_FALSE(result.success) << c.message;
     EXPECT_NE(result.error.find(c.message), std::string::npos) << result.error;
     EXPECT_EQ(Snapshot()->version(), 0) << c.message;
   }
   EXPECT_EQ(Rows(Snapshot()), before);
   // merge_schema=false still accepts a load that matches.
-  EXPECT_TRUE(Load(kQuickstart, "append", R"("merge_schema": false)").success);
+  EXPECT_TRUE(
+      Load(kQuickstart, loader::LoadMode::kAppend, R"("merge_schema": false)").success);
 }
 
 TEST_F(LoadModesTest, MissingCloudCredentialsGiveTheSeedsWarning) {

@@ -484,7 +484,7 @@ TEST_F(ParallelLoadTest,
   Start(200);
   ASSERT_TRUE(Load(Parallel()).success);
   loader::LoadOptions overwrite = Options();
-  overwrite.mode = "overwrite";
+  overwrite.mode = loader::LoadMode::kOverwrite;
   ASSERT_TRUE(loader::LoadBatch(*amp_, kTransactions, Config(), overwrite).success);
   const auto version = Snapshot()->version();
   loader::LoadOptions stream = Options();
@@ -590,7 +590,7 @@ TEST_F(ParallelLoadTest, ARerunAfterAnOverwriteOfWholePartitionsLoadsTheRest) {
   Start(100);
   ASSERT_TRUE(Load(FourPartitions()).success);
   loader::LoadOptions overwrite = Options();
-  overwrite.mode = "overwrite";
+  overwrite.mode = loader::LoadMode::kOverwrite;
   const std::string first_two = std::string(kTransactions) +
                                 " WHERE block_num >= 24000000 AND block_num <= 24000039";
   ASSERT_TRUE(loader::LoadBatch(*amp_, first_two, Config(), overwrite).success);
@@ -606,7 +606,7 @@ TEST_F(ParallelLoadTest, AnOverwriteKeepingPartOfAPartitionIsRefusedByTheRerun) 
   Start(100);
   ASSERT_TRUE(Load(FourPartitions()).success);
   loader::LoadOptions overwrite = Options();
-  overwrite.mode = "overwrite";
+  overwrite.mode = loader::LoadMode::kOverwrite;
   const std::string some = std::string(kTransactions) +
                            " WHERE block_num >= 24000000 AND block_num <= 24000029";
   ASSERT_TRUE(loader::LoadBatch(*amp_, some, Config(), overwrite).success);
@@ -773,7 +773,7 @@ TEST_F(ParallelLoadTest, AnOverwriteLandingWhileAPartitionLoadsIsNotLoadedTwice)
   Start(100);
   const loader::LoadOptions options = RacedAtCommit(1, [this] {
     loader::LoadOptions overwrite = Options();
-    overwrite.mode = "overwrite";
+    overwrite.mode = loader::LoadMode::kOverwrite;
     const std::string some = std::string(kTransactions) +
                              " WHERE block_num >= 24000020 AND block_num <= 24000039";
     ASSERT_TRUE(loader::LoadBatch(*amp_, some, Config(), overwrite).success);

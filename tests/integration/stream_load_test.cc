@@ -917,7 +917,7 @@ TEST_F(StreamLoadTest, AStreamWhoseRowsAnotherWriterReplacedRefusesToLoadThemAga
   ASSERT_TRUE(Stream(kFirst + 49).success);
   loader::LoadOptions batch;
   batch.destination = "blocks";
-  batch.mode = "overwrite";
+  batch.mode = loader::LoadMode::kOverwrite;
   ASSERT_TRUE(loader::LoadBatch(*amp_,
                                 std::string(kBlocks) + " WHERE block_num < " +
                                     std::to_string(kFirst + 80),

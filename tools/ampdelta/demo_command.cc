@@ -130,7 +130,7 @@ arrow::Status RunDemoSteps(bool overwrite) {
   load.destination = "blocks";
   load.read_all = true;
   // Overwrite: running the demo again replaces the rows (older versions stay readable).
-  load.mode = "overwrite";
+  load.mode = loader::LoadMode::kOverwrite;
   const loader::LoadResult result = client.Sql(kQuickstartQuery).Load(load);
   std::cout << result << "\n";
   if (!result.success) {

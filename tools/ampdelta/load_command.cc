@@ -510,7 +510,9 @@ int RunLoad(const LoadArgs& args) {
   loader::LoadOptions options;
   options.destination =
       RedactUrl(args.destination.empty() ? config->table_path : args.destination);
-  options.mode = args.mode;
+  auto mode = loader::ParseLoadMode(args.mode);
+  if (!mode.ok()) return Fail(mode.status());
+  options.mode = *mode;
   options.merge_keys = args.merge_keys;
   options.commit_every_rows = args.commit_every_rows;
   options.compression = args.compression;

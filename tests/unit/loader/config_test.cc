@@ -1,6 +1,7 @@
 #include "ampdelta/loader/common/config.h"
 
 #include "ampdelta/loader/client/client.h"
+#include "ampdelta/loader/common/load_options.h"
 #include "ampdelta/loader/common/load_result.h"
 #include "tests/support/test_util.h"
 
@@ -142,6 +143,27 @@ TEST(DeltaLakeConfigTest, ClusteringAndTheCursorInTheLogAreParsed) {
   EXPECT_THAT(
       ParseDeltaLakeConfig(R"({"table_path":"t","state":{"cursor_in_log":"yes"}})"),
       testing::StatusHasMessage("state.cursor_in_log"));
+}
+
+TEST(LoadModeTest, EveryModeNameParsesBackAndAnUnknownOneNamesTheSupported) {
+  for (const LoadMode mode :
+       {LoadMode::kAppend, LoadMode::kOverwrite, LoadMode::kMerge, LoadMode::kUpsert,
+        LoadMode::kErrorIfExists, LoadMode::kIgnore}) {
+    EXPECT_EQ(ParseLoadMode(LoadModeName(mode)).ValueOrDie(), mode) << LoadModeName(mode);
+  }
+  EXPECT_EQ(ParseLoadMode("errorifexists").ValueOrDie(), LoadMode::kErrorIfExists);
+  EXPECT_TRUE(IsMerge(LoadMode::kMerge));
+  EXPECT_TRUE(IsMerge(LoadMode::kUpsert));
+  EXPECT_FALSE(IsMerge(LoadMode::kOverwrite));
+  for (const std::string bad : {"replace", "Append", "", "merge "}) {
+    auto parsed = ParseLoadMode(bad);
+    EXPECT_THAT(parsed, testing::HasErrorCode(ErrorCode::kInvalidInput)) << bad;
+    EXPECT_THAT(parsed,
+                testing::StatusHasMessage("Invalid save mode provided: " + bad +
+                                          ", only these are supported: ['append', "
+                                          "'overwrite', 'merge', 'upsert', 'error', "
+                                          "'ignore']"));
+  }
 }
 
 }  // namespace

@@ -192,8 +192,9 @@ class ParallelLoad {
                                " is above max_block " +
                                std::to_string(*parallel_.max_block));
     }
-    if (options_.mode != "append") {
-      return InvalidInputError("parallel loads append (mode '" + options_.mode +
+    if (options_.mode != LoadMode::kAppend) {
+      return InvalidInputError("parallel loads append (mode '" +
+                               std::string(LoadModeName(options_.mode)) +
                                "' loads with one worker)");
     }
     if (options_.commit_every_rows) {

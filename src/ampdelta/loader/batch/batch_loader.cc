@@ -21,7 +21,6 @@ namespace ampdelta::loader {
 namespace {
 
 using internal::Backoff;
-using internal::IsMerge;
 using internal::RunMaintenance;
 using internal::WriteOptions;
 
@@ -317,7 +316,7 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
   result->rows_loaded = progress.rows;
   result->metadata["operation"] = "load_table";
   result->metadata["rows_loaded"] = std::to_string(progress.rows);
-  result->metadata["write_mode"] = options.mode;
+  result->metadata["write_mode"] = LoadModeName(options.mode);
   result->metadata["committed"] = progress.commits > 0 ? "true" : "false";
   if (progress.commits > 0) {
     result->metadata["table_version"] = std::to_string(progress.table_version);

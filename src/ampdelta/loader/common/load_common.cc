@@ -16,33 +16,42 @@
 
 namespace ampdelta::loader::internal {
 
-bool IsMerge(const std::string& mode) { return mode == "merge" || mode == "upsert"; }
+namespace {
+
+delta::SaveMode SaveModeOf(LoadMode mode) {
+  switch (mode) {
+    case LoadMode::kOverwrite:
+      return delta::SaveMode::kOverwrite;
+    case LoadMode::kErrorIfExists:
+      return delta::SaveMode::kErrorIfExists;
+    case LoadMode::kIgnore:
+      return delta::SaveMode::kIgnore;
+    default:
+      return delta::SaveMode::kAppend;
+  }
+}
+
+}  // namespace
 
 arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& config,
                                                      const LoadOptions& options) {
   delta::TableWriteOptions write;
+  const std::string mode = LoadModeName(options.mode);
   if (IsMerge(options.mode)) {
     if (options.merge_keys.empty()) {
-      return InvalidInputError("mode '", options.mode,
+      return InvalidInputError("mode '", mode,
                                "' needs merge_keys: the columns that identify a row");
     }
     if (options.commit_every_rows) {
-      return InvalidInputError("commit_every_rows cannot be combined with mode '",
-                               options.mode, "' (a merge commits once)");
+      return InvalidInputError("commit_every_rows cannot be combined with mode '", mode,
+                               "' (a merge commits once)");
     }
   } else {
-    auto mode = delta::ParseSaveMode(options.mode);
-    if (!mode.ok()) {
-      return InvalidInputError(
-          "Invalid save mode provided: ", options.mode,
-          ", only these are supported: ['append', 'overwrite', 'merge', "
-          "'upsert', 'error', 'ignore']");
-    }
-    write.mode = *mode;
+    write.mode = SaveModeOf(options.mode);
     if (!options.merge_keys.empty()) {
       // Keys a load would not use: the user expects a merge and would get duplicates.
       return InvalidInputError(
-          "merge_keys are the keys of mode 'merge' or 'upsert'; mode '", options.mode,
+          "merge_keys are the keys of mode 'merge' or 'upsert'; mode '", mode,
           "' does not use them (did you mean --mode merge?)");
     }
   }

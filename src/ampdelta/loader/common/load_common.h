@@ -22,9 +22,6 @@
 
 namespace ampdelta::loader::internal {
 
-/// \brief Return true for `merge` and `upsert`.
-bool IsMerge(const std::string& mode);
-
 /// \brief The table write options of a load (mode, partitioning, schema rules, codec,
 /// sizes).
 arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& config,

@@ -15,12 +15,37 @@
 #include <string>
 #include <vector>
 
+#include <arrow/result.h>
+
 #include "ampdelta/amp/client.h"
 #include "ampdelta/loader/common/load_result.h"
 #include "ampdelta/storage/object_store.h"
 #include "ampdelta/util/backoff.h"
 
 namespace ampdelta::loader {
+
+/// \brief How a load writes into the table (the SDK's `mode`).
+enum class LoadMode : uint8_t {
+  kAppend,
+  /// Replace every row of the table with the load's rows.
+  kOverwrite,
+  /// Update rows whose merge_keys match, insert the others (`merge` and `upsert`).
+  kMerge,
+  kUpsert,
+  /// Fail if the table exists (`error`, `errorifexists`).
+  kErrorIfExists,
+  /// Write nothing if the table exists.
+  kIgnore,
+};
+
+/// \brief Parse the SDK's mode names; kInvalidInput naming every supported one.
+arrow::Result<LoadMode> ParseLoadMode(const std::string& name);
+
+/// \brief The mode's name (`error` for kErrorIfExists).
+const char* LoadModeName(LoadMode mode);
+
+/// \brief Return true for merge and upsert.
+bool IsMerge(LoadMode mode);
 
 /// \brief Where a stream that finds foreign rows continues.
 enum class TakeoverMode : uint8_t {
@@ -77,8 +102,7 @@ struct LoadOptions {
   std::string connection;
   /// Names the load in results and logs; `table_path` decides where data goes.
   std::string destination;
-  /// append, overwrite, merge (= upsert), error or ignore.
-  std::string mode = "append";
+  LoadMode mode = LoadMode::kAppend;
   /// Key columns for merge/upsert.
   std::vector<std::string> merge_keys;
   /// Commit every N rows instead of once at the end (huge loads): each commit is atomic,

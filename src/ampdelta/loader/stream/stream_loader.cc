@@ -1085,9 +1085,9 @@ class StreamLoad {
 LoadResult LoadStream(amp::Client& client, const std::string& sql,
                       const DeltaLakeConfig& config, const LoadOptions& options) {
   return internal::RunLoad(config, options, [&](LoadResult* result) -> arrow::Status {
-    if (options.mode != "append") {
-      return InvalidInputError("streaming loads append (mode '", options.mode,
-                               "' is for batch loads)");
+    if (options.mode != LoadMode::kAppend) {
+      return InvalidInputError("streaming loads append (mode '",
+                               LoadModeName(options.mode), "' is for batch loads)");
     }
     if (options.with_reorg_detection && !config.state.store_batch_id) {
       return InvalidInputError(
