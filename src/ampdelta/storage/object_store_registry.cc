@@ -11,6 +11,7 @@
 #include "ampdelta/storage/memory_store.h"
 #include "ampdelta/storage/s3_store.h"
 #include "ampdelta/util/ascii.h"
+#include "ampdelta/util/percent_encoding.h"
 #include "ampdelta/util/redact.h"
 #include "ampdelta/util/status.h"
 
@@ -27,6 +28,13 @@ std::shared_ptr<ObjectStore> SharedMemoryStore(const std::string& name) {
 }
 
 }  // namespace
+
+std::string CanonicalLocation(const std::string& location) {
+  if (UriScheme(location) != "file") return location;
+  std::string path = PercentDecode(location.substr(5));
+  while (path.rfind("//", 0) == 0) path.erase(0, 1);
+  return path;
+}
 
 std::string UriScheme(const std::string& uri) {
   const size_t colon = uri.find("://");

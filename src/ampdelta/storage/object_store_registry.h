@@ -22,4 +22,9 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
 /// \brief Return the URI scheme of `uri` in lower case, or "" for a plain path.
 std::string UriScheme(const std::string& uri);
 
+/// \brief Return `location` canonical: a `file:` URI as the decoded absolute path it
+/// names (a log may spell one file either way: `file:/a%20b`, `/a b`); anything else as
+/// it is.
+std::string CanonicalLocation(const std::string& location);
+
 }  // namespace ampdelta::storage

@@ -43,6 +43,13 @@ TEST(ObjectStoreRegistryTest, SchemesAreRecognised) {
   EXPECT_THAT(OpenObjectStore("ftp://host/x"), testing::StatusHasMessage("unsupported"));
 }
 
+TEST(ObjectStoreRegistryTest, AFileUriIsCanonicallyTheAbsolutePathItNames) {
+  EXPECT_EQ(CanonicalLocation("file:/some/with%20space/p@#h"), "/some/with space/p@#h");
+  EXPECT_EQ(CanonicalLocation("file:///some/path"), "/some/path");
+  EXPECT_EQ(CanonicalLocation("/some/path"), "/some/path");
+  EXPECT_EQ(CanonicalLocation("s3://bucket/k%20x"), "s3://bucket/k%20x");
+}
+
 TEST(ObjectStoreRegistryTest, LocalKeysCannotEscapeTheRoot) {
   testing::TempDir dir;
   ASSERT_OK_AND_ASSIGN(auto store, LocalStore::Make(dir.path()));

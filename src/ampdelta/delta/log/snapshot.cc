@@ -167,9 +167,11 @@ int64_t CommitTimestamp(const std::vector<Action>& actions, int64_t file_time) {
 std::string Snapshot::FileKey(const std::string& log_path) const {
   const std::string scheme = storage::UriScheme(log_path);
   if (scheme.empty()) return DecodeLogPath(log_path);
-  // An absolute URI: the store's key when it lies inside this table (a file outside it
-  // keeps its URI, which no read of this store finds).
-  return store_->KeyOf(log_path).value_or(log_path);
+  // An absolute URI: the store's key when it lies inside this table; a file outside it
+  // keeps its canonical location (an add and its remove may spell it differently), which
+  // no read of this store finds.
+  if (auto key = store_->KeyOf(log_path)) return *key;
+  return storage::CanonicalLocation(log_path);
 }
 
 std::optional<int64_t> Snapshot::AppTransactionVersion(const std::string& app_id) const {
