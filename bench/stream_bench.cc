@@ -103,8 +103,8 @@ int Latency(const std::string& dir, uint64_t commits, bool compact, bool keep,
   load.stream_commit_rows = 1;  // every one-block microbatch is a commit
   load.on_result = [&](const LoadResult& result) {
     if (result.is_reorg) return;
-    samples.emplace_back(std::stoll(result.metadata.at("table_version")),
-                         std::stod(result.metadata.at("commit_ms")));
+    samples.emplace_back(std::get<int64_t>(result.metadata.at("table_version")),
+                         std::get<double>(result.metadata.at("commit_ms")));
   };
   const std::string sql =
       R"(SELECT block_num, hash, gas_used FROM "acme/eth_mainnet".blocks)";
@@ -127,7 +127,7 @@ int Latency(const std::string& dir, uint64_t commits, bool compact, bool keep,
   latency["checkpoint_interval"] = checkpoint_interval > 0 ? checkpoint_interval : 10;
   latency["optimize_after_write"] = compact;
   latency["compactions"] = result.metadata.contains("compactions")
-                               ? std::stoll(result.metadata.at("compactions"))
+                               ? std::get<int64_t>(result.metadata.at("compactions"))
                                : 0;
   auto snapshot =
       ampdelta::delta::Snapshot::Load(*ampdelta::storage::OpenObjectStore(table));
@@ -184,11 +184,12 @@ int Reorg(const std::string& dir, uint64_t blocks, uint32_t txs, nlohmann::json*
       reorg = result;
       return;
     }
-    const std::string& ranges = result.metadata.at("block_ranges");
+    const std::string& ranges =
+        ampdelta::loader::MetadataText(result.metadata.at("block_ranges"));
     committed_to = std::max<uint64_t>(committed_to,
                                       std::stoull(ranges.substr(ranges.rfind('-') + 1)));
-    if (!at_head &&
-        result.metadata.at("block_ranges").ends_with("-" + std::to_string(head))) {
+    if (!at_head && ampdelta::loader::MetadataText(result.metadata.at("block_ranges"))
+                        .ends_with("-" + std::to_string(head))) {
       caught_up = Clock::now();
       at_head = true;
     }
@@ -246,8 +247,8 @@ int Reorg(const std::string& dir, uint64_t blocks, uint32_t txs, nlohmann::json*
       {"rows", rows},
       {"table_files", snapshot->files().size()},
       {"undo_seconds", reorg->duration},
-      {"files_touched", std::stoll(reorg->metadata.at("files_touched"))},
-      {"rows_removed", std::stoll(reorg->metadata.at("rows_removed"))},
+      {"files_touched", std::get<int64_t>(reorg->metadata.at("files_touched"))},
+      {"rows_removed", std::get<int64_t>(reorg->metadata.at("rows_removed"))},
   };
   (*out)["catch_up"] = {{"stream_seconds", catch_up},
                         {"stream_rows_per_second", rows / catch_up},
@@ -309,9 +310,9 @@ std::optional<UndoRound> UndoInCompactedTable(const std::string& table, uint64_t
   // both).
   round.bytes_written = DiskBytes(table) - bytes_before;
   round.seconds = reorg->duration;
-  round.rows_removed = std::stoll(reorg->metadata.at("rows_removed"));
-  round.files_rewritten = std::stoll(reorg->metadata.at("files_rewritten"));
-  round.files_marked = std::stoll(reorg->metadata.at("files_marked"));
+  round.rows_removed = std::get<int64_t>(reorg->metadata.at("rows_removed"));
+  round.files_rewritten = std::get<int64_t>(reorg->metadata.at("files_rewritten"));
+  round.files_marked = std::get<int64_t>(reorg->metadata.at("files_marked"));
   auto scan = *ampdelta::delta::TableScan::Make(*ampdelta::delta::Snapshot::Load(store),
                                                 {{"block_num"}, std::nullopt});
   round.rows_after = (*scan->ToTable())->num_rows();

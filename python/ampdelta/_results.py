@@ -48,8 +48,11 @@ class LoadResult:
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 
-def _typed(value: str) -> Any:
-    """Metadata travels as text; numbers and booleans come back typed, as the SDK's are."""
+def _typed(value: Any) -> Any:
+    """Numbers and booleans arrive typed, as the SDK's are; text that holds an integer or
+    a boolean (a value an older engine sent as text) is typed too."""
+    if not isinstance(value, str):
+        return value
     if _INTEGER.fullmatch(value):
         return int(value)
     if value in ("true", "false"):

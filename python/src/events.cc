@@ -33,6 +33,10 @@ std::string EventJson(const char* kind, const loader::LoadResult& result) {
   if (result.progress.end_timestamp) {
     progress["end_timestamp"] = *result.progress.end_timestamp;
   }
+  nlohmann::json metadata = nlohmann::json::object();
+  for (const auto& [key, value] : result.metadata) {
+    std::visit([&](const auto& typed) { metadata[key] = typed; }, value);
+  }
   nlohmann::json body = {{"rows_loaded", result.rows_loaded},
                          {"duration", result.duration},
                          {"ops_per_second", result.ops_per_second},
@@ -40,7 +44,7 @@ std::string EventJson(const char* kind, const loader::LoadResult& result) {
                          {"loader_type", result.loader_type},
                          {"success", result.success},
                          {"error", result.error},
-                         {"metadata", result.metadata},
+                         {"metadata", std::move(metadata)},
                          {"progress", std::move(progress)},
                          {"is_reorg", result.is_reorg},
                          {"invalidation_ranges", std::move(ranges)}};

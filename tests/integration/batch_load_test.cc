@@ -49,7 +49,7 @@ TEST_F(BatchLoadTest, QuickstartLoadsOneCommitWithTheSeedsTypes) {
   const loader::LoadResult result = Load(kQuickstart);
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_EQ(result.rows_loaded, 100);
-  EXPECT_EQ(result.metadata.at("table_version"), "0");
+  EXPECT_EQ(loader::MetadataText(result.metadata.at("table_version")), "0");
   auto snapshot = Snapshot();
   EXPECT_EQ(snapshot->CountLiveRecords(), std::optional<int64_t>(100));
   EXPECT_EQ(snapshot->schema()->field(0)->type()->ToString(), "int64");
@@ -95,7 +95,7 @@ TEST_F(BatchLoadTest, ServerDyingMidLoadCommitsNothing) {
   load.destination = "tx";
   int64_t seen = 0;
   load.on_batch = [&](const loader::LoadResult& batch) {
-    seen = std::stoll(batch.metadata.at("total_rows"));
+    seen = std::stoll(loader::MetadataText(batch.metadata.at("total_rows")));
     if (seen > 100'000) (void)big->Shutdown();
   };
   const auto result =

@@ -194,7 +194,7 @@ TEST_F(ParallelLoadTest, EightWorkersCreateANewTableOnceAndLoadEveryBlockOnce) {
   const auto result = Load(parallel);
   ASSERT_TRUE(result.success) << result.error;
   EXPECT_EQ(result.rows_loaded, 400 * kTxsPerBlock);
-  EXPECT_EQ(result.metadata.at("partitions_loaded"), "16");
+  EXPECT_EQ(loader::MetadataText(result.metadata.at("partitions_loaded")), "16");
   ExpectExactlyOnce(kFirst, kFirst + 399);
   // Partitions recorded every final block (the losers of the race to create the table
   // appended); the stream took over after them.
@@ -206,7 +206,8 @@ TEST_F(ParallelLoadTest, EightWorkersCreateANewTableOnceAndLoadEveryBlockOnce) {
   ASSERT_EQ(state.loaded.at("mainnet").size(), 1u);
   EXPECT_EQ(state.loaded.at("mainnet")[0], (loader::BlockSpan{kFirst, kFirst + 389}));
   EXPECT_EQ(loader::TakeoverBlocks(*snapshot, app_id).at("mainnet"), kFirst + 390);
-  EXPECT_EQ(result.metadata.at("handoff_block"), std::to_string(kFirst + 390));
+  EXPECT_EQ(loader::MetadataText(result.metadata.at("handoff_block")),
+            std::to_string(kFirst + 390));
 }
 
 TEST_F(ParallelLoadTest, ARerunLoadsNothingAndOverlappingRerunsOnlyTheMissingBlocks) {
@@ -220,7 +221,7 @@ TEST_F(ParallelLoadTest, ARerunLoadsNothingAndOverlappingRerunsOnlyTheMissingBlo
   const auto again = Load(first);
   ASSERT_TRUE(again.success) << again.error;
   EXPECT_EQ(again.rows_loaded, 0);
-  EXPECT_EQ(again.metadata.at("partitions"), "0");
+  EXPECT_EQ(loader::MetadataText(again.metadata.at("partitions")), "0");
   // A wider run cut differently: only the blocks around the first range load.
   loader::ParallelOptions wider = Parallel();
   wider.num_workers = 4;
@@ -278,7 +279,8 @@ TEST_F(ParallelLoadTest,
   ASSERT_FALSE(failed.success);
   EXPECT_THAT(failed.error, ::testing::HasSubstr("blocks 24000100-24000149"));
   EXPECT_THAT(failed.error, ::testing::HasSubstr("run the same command again"));
-  EXPECT_EQ(failed.metadata.at("missing_ranges"), "24000100-24000149");
+  EXPECT_EQ(loader::MetadataText(failed.metadata.at("missing_ranges")),
+            "24000100-24000149");
   // The final blocks 0-189 but that partition; the stream waits for the backfill.
   EXPECT_EQ(failed.rows_loaded, 140 * kTxsPerBlock);
   const auto counts = RowsPerBlock();
@@ -312,8 +314,9 @@ TEST_F(ParallelLoadTest, StopOnErrorStartsNoPartitionAfterAFailure) {
   parallel.stop_on_error = true;
   const auto result = Load(parallel, &client);
   ASSERT_FALSE(result.success);
-  EXPECT_EQ(result.metadata.at("partitions_loaded"), "0");
-  EXPECT_EQ(result.metadata.at("missing_ranges"), "24000000-24000189");
+  EXPECT_EQ(loader::MetadataText(result.metadata.at("partitions_loaded")), "0");
+  EXPECT_EQ(loader::MetadataText(result.metadata.at("missing_ranges")),
+            "24000000-24000189");
 }
 
 TEST_F(ParallelLoadTest, ShardsTogetherLoadEveryBlockOnce) {
@@ -403,8 +406,10 @@ TEST_F(ParallelLoadTest, AReorgOfTheHeadAfterABackfillIsUndoneByTheStreamThatFol
   parallel.partition_size = 40;
   const auto loaded = Load(parallel);
   ASSERT_TRUE(loaded.success) << loaded.error;
-  EXPECT_EQ(loaded.metadata.at("max_block"), std::to_string(kFirst + 279));
-  EXPECT_EQ(loaded.metadata.at("handoff_block"), std::to_string(kFirst + 280));
+  EXPECT_EQ(loader::MetadataText(loaded.metadata.at("max_block")),
+            std::to_string(kFirst + 279));
+  EXPECT_EQ(loader::MetadataText(loaded.metadata.at("handoff_block")),
+            std::to_string(kFirst + 280));
   ExpectExactlyOnce(kFirst, kFirst + 299);
   ASSERT_OK(server_->chain()->Reorg(3));
   ASSERT_OK(server_->AdvanceHead(100));
@@ -425,7 +430,7 @@ TEST_F(ParallelLoadTest, ARerunAfterTheHeadReorgedLeavesTheTailToTheStream) {
   ASSERT_OK(server_->AdvanceHead(50));
   const auto again = Load(Parallel());
   ASSERT_TRUE(again.success) << again.error;
-  EXPECT_EQ(again.metadata.at("partitions"), "0");
+  EXPECT_EQ(loader::MetadataText(again.metadata.at("partitions")), "0");
   ExpectCanonical(350);
 }
 
@@ -452,7 +457,7 @@ TEST_F(ParallelLoadTest, ABackfillAfterTheStreamLoadedTheBlocksLoadsNothing) {
   ASSERT_TRUE(loader::LoadStream(*amp_, kTransactions, Config(), options).success);
   const auto backfill = Load(Parallel());
   ASSERT_TRUE(backfill.success) << backfill.error;
-  EXPECT_EQ(backfill.metadata.at("partitions"), "0");
+  EXPECT_EQ(loader::MetadataText(backfill.metadata.at("partitions")), "0");
   ExpectCanonical(200);
 }
 
@@ -575,8 +580,9 @@ TEST_F(ParallelLoadTest, ARerunAfterARestoreLoadsThePartitionsTheRestoreTookBack
   const auto again = Load(FourPartitions());
   ASSERT_TRUE(again.success) << again.error;
   EXPECT_EQ(again.rows_loaded, 40 * kTxsPerBlock);
-  EXPECT_EQ(again.metadata.at("partitions_loaded"), "2");
-  EXPECT_EQ(again.metadata.at("stale_records"), "24000040-24000079");
+  EXPECT_EQ(loader::MetadataText(again.metadata.at("partitions_loaded")), "2");
+  EXPECT_EQ(loader::MetadataText(again.metadata.at("stale_records")),
+            "24000040-24000079");
   ExpectExactlyOnce(kFirst, kFirst + 79);
   // Now complete, a further run loads nothing.
   const auto third = Load(FourPartitions());
@@ -727,7 +733,7 @@ TEST_F(ParallelLoadTest, APartitionsPermanentFailureIsNotRetriedAndKeepsItsClass
   EXPECT_EQ(ClassifyError(failed.status), ErrorClass::kStorage)
       << failed.status.ToString();
   EXPECT_EQ(sleeps, 0);
-  EXPECT_EQ(failed.metadata.at("partitions_failed"), "2");
+  EXPECT_EQ(loader::MetadataText(failed.metadata.at("partitions_failed")), "2");
 }
 
 // A stream taking over from a block inside the backfill's range replaces the backfill's
@@ -806,8 +812,9 @@ TEST_F(ParallelLoadTest, EmptyPartitionsOutliveTheirExpiredRecords) {
   ASSERT_TRUE(run(later).success);  // ages the first run's records out
   const auto again = run(FourPartitions());
   ASSERT_TRUE(again.success) << again.error;
-  EXPECT_EQ(again.metadata.at("partitions_loaded"), "0");
-  EXPECT_EQ(again.metadata.at("partitions"), "0");  // nothing left to plan
+  EXPECT_EQ(loader::MetadataText(again.metadata.at("partitions_loaded")), "0");
+  EXPECT_EQ(loader::MetadataText(again.metadata.at("partitions")),
+            "0");  // nothing left to plan
   EXPECT_TRUE(RowsPerBlock().empty());
 }
 
@@ -854,7 +861,7 @@ TEST_F(ParallelLoadTest, ATableChangedUnderTheRunIsReportedAsAConflict) {
       loader::LoadParallel(*amp_, kTransactions, Config(), options, FourPartitions());
   ASSERT_FALSE(run.success);
   EXPECT_TRUE(IsError(run.status, ErrorCode::kCommitConflict)) << run.status.ToString();
-  EXPECT_EQ(run.metadata.at("partitions_failed"), "0");
+  EXPECT_EQ(loader::MetadataText(run.metadata.at("partitions_failed")), "0");
   EXPECT_THAT(run.error,
               ::testing::HasSubstr("the table changed while the backfill ran"));
 }

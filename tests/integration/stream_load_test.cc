@@ -414,8 +414,9 @@ TEST_F(StreamLoadTest, ChaosRestoresOptimizesAndVacuumsWhileStreamingAReorgingCh
   std::cerr << "seed=" << seed << " restores=" << restores
             << " failed=" << failed_restores << " optimizes=" << optimizes
             << " vacuums=" << vacuums << " rollbacks="
-            << (result.metadata.count("rollbacks") ? result.metadata.at("rollbacks")
-                                                   : "0")
+            << (result.metadata.count("rollbacks")
+                    ? loader::MetadataText(result.metadata.at("rollbacks"))
+                    : "0")
             << "\n";
   ASSERT_TRUE(result.success) << result.error;
   // The last action may have landed after the stream ended: a restart fills what it took.
@@ -454,7 +455,7 @@ TEST_F(StreamLoadTest, FiveInternalFailuresInAnHourOfChainLoseAndRepeatNothing) 
   Start(std::move(options));
   const auto result = Stream(kFirst + 299);
   ASSERT_TRUE(result.success) << result.error;
-  EXPECT_EQ(result.metadata.at("reconnects"), "5");
+  EXPECT_EQ(loader::MetadataText(result.metadata.at("reconnects")), "5");
   ExpectCanonical(kFirst + 299);
 }
 
@@ -490,7 +491,7 @@ TEST_F(StreamLoadTest, ADepthOneReorgOfTheCommittedHeadIsUndone) {
   ASSERT_EQ(Reorgs(), 1);
   const auto& reorg = *std::find_if(results_.begin(), results_.end(),
                                     [](const auto& r) { return r.is_reorg; });
-  EXPECT_EQ(reorg.metadata.at("rows_removed"), "1");
+  EXPECT_EQ(loader::MetadataText(reorg.metadata.at("rows_removed")), "1");
   ExpectCanonical(kFirst + 105);
 }
 
@@ -526,11 +527,13 @@ TEST_F(StreamLoadTest, AReorgDeeperThanACommitGroupRewritesOnlyTheFilesHoldingIt
     uint64_t invalidated = 0;
     for (const auto& range : reorg.invalidation_ranges)
       invalidated += range.end - range.start + 1;
-    const int64_t removed = std::stoll(reorg.metadata.at("rows_removed"));
+    const int64_t removed =
+        std::stoll(loader::MetadataText(reorg.metadata.at("rows_removed")));
     EXPECT_GE(removed, 1);
     EXPECT_LE(removed, static_cast<int64_t>(invalidated));
     // Each touched file holds a removed row: the rest of the table is left alone.
-    EXPECT_LE(std::stoll(reorg.metadata.at("files_touched")), removed);
+    EXPECT_LE(std::stoll(loader::MetadataText(reorg.metadata.at("files_touched"))),
+              removed);
   }
 }
 
@@ -554,7 +557,8 @@ TEST_F(StreamLoadTest,
   ASSERT_EQ(Reorgs(), 1);
   const auto& reorg = *std::find_if(results_.begin(), results_.end(),
                                     [](const auto& r) { return r.is_reorg; });
-  EXPECT_EQ(reorg.metadata.at("rows_removed"), "50");  // all of 50..99, not only 97..99
+  EXPECT_EQ(loader::MetadataText(reorg.metadata.at("rows_removed")),
+            "50");  // all of 50..99, not only 97..99
   ExpectCanonical(kFirst + 110);
 }
 
@@ -610,10 +614,12 @@ TEST_F(StreamLoadTest, ADisconnectMidMicrobatchReconnectsAndResumesFromTheTable)
   for (const auto& wait : waits) EXPECT_LE(wait.count(), 50);
   EXPECT_GE(dropping.queries, 2);
   std::string metadata;
-  for (const auto& [key, value] : result.metadata) metadata += key + "=" + value + " ";
+  for (const auto& [key, value] : result.metadata) {
+    metadata += key + "=" + loader::MetadataText(value) + " ";
+  }
   auto reconnects = result.metadata.find("reconnects");
   ASSERT_NE(reconnects, result.metadata.end()) << metadata;
-  EXPECT_EQ(reconnects->second, "1") << metadata;
+  EXPECT_EQ(loader::MetadataText(reconnects->second), "1") << metadata;
   ExpectCanonical(kFirst + 149);
 }
 
@@ -623,7 +629,7 @@ TEST_F(StreamLoadTest, WithoutReorgDetectionNothingIsUndone) {
   options.with_reorg_detection = false;
   const auto result = loader::LoadStream(*amp_, kBlocks, Config(), options);
   ASSERT_TRUE(result.success) << result.error;
-  EXPECT_EQ(result.metadata.at("rows_undone"), "0");
+  EXPECT_EQ(loader::MetadataText(result.metadata.at("rows_undone")), "0");
   const auto rows = TableRows();
   std::set<int64_t> distinct;
   for (const auto& row : rows) distinct.insert(std::get<0>(row));
@@ -640,7 +646,7 @@ TEST_F(StreamLoadTest, LongStreamsCompactFinalisedFilesAndKeepTheirState) {
   options.stream_reorg_window_blocks = 20;
   const auto result = loader::LoadStream(*amp_, kBlocks, config, options);
   ASSERT_TRUE(result.success) << result.error;
-  ASSERT_GE(std::stoi(result.metadata.at("compactions")), 1);
+  ASSERT_GE(std::stoi(loader::MetadataText(result.metadata.at("compactions"))), 1);
   auto snapshot = Snapshot();
   EXPECT_LT(snapshot->files().size(), 200u);  // compacted: fewer files than commits
   // Compacted files record their microbatches coalesced into spans: a few entries
@@ -688,10 +694,13 @@ TEST_F(StreamLoadTest, TwoLoadersOnOneStreamOneWinsAndNothingIsDuplicated) {
   if (HasFailure()) {
     for (const auto& r : results_) {
       std::cerr << r.ToString() << " v="
-                << (r.metadata.count("table_version") ? r.metadata.at("table_version")
-                                                      : "")
+                << (r.metadata.count("table_version")
+                        ? loader::MetadataText(r.metadata.at("table_version"))
+                        : "")
                 << " "
-                << (r.metadata.count("block_ranges") ? r.metadata.at("block_ranges") : "")
+                << (r.metadata.count("block_ranges")
+                        ? loader::MetadataText(r.metadata.at("block_ranges"))
+                        : "")
                 << "\n";
     }
     std::cerr << results[0].error << " | " << results[1].error << "\n";
@@ -714,7 +723,8 @@ TEST_F(StreamLoadTest, AStreamRefusesRowsAnotherWriterLoadedUnlessToldWhereToCon
   options.stream_reorg_window_blocks = 10;
   const auto taken = loader::LoadStream(*amp_, kBlocks, Config(), options);
   ASSERT_TRUE(taken.success) << taken.error;
-  EXPECT_EQ(taken.metadata.at("takeover_block"), std::to_string(kFirst + 50));
+  EXPECT_EQ(loader::MetadataText(taken.metadata.at("takeover_block")),
+            std::to_string(kFirst + 50));
   ExpectEachBlockOnce(kFirst + 99);
   // A restart resumes from the stream's own state, with no takeover option needed.
   ASSERT_OK(server_->AdvanceHead(5));
@@ -803,7 +813,7 @@ TEST_F(StreamLoadTest, ATakeoverOnAQuietChainIsNotAReorg) {
   };
   const auto taken = loader::LoadStream(*amp_, kBlocks, Config(), options);
   ASSERT_TRUE(taken.success) << taken.error;
-  EXPECT_EQ(taken.metadata.at("reorgs"), "0");
+  EXPECT_EQ(loader::MetadataText(taken.metadata.at("reorgs")), "0");
   EXPECT_EQ(reorg_results, 0);
   ExpectEachBlockOnce(kFirst + 99);
   // The takeover commit and the stream's data: no DELETE for a reorg in between.

@@ -125,6 +125,11 @@ bool ParseTakeover(const std::string& text, loader::TakeoverMode* mode, uint64_t
   return true;
 }
 
+// A metadata value as a log field of its own type.
+log::Field MetadataField(const std::string& key, const loader::MetadataValue& value) {
+  return std::visit([&](const auto& typed) { return log::Field(key, typed); }, value);
+}
+
 // The `key=value …` line on stderr after the result: the metadata named in `keys` (a
 // `summary` object with --log-format json).
 void PrintSummary(const loader::LoadResult& result,
@@ -132,13 +137,14 @@ void PrintSummary(const loader::LoadResult& result,
   if (log::GetFormat() == log::Format::kJson) {
     log::Fields fields;
     for (const auto& [key, value] : result.metadata) {
-      if (keys.count(key) != 0) fields.push_back(log::Field::Inferred(key, value));
+      if (keys.count(key) != 0) fields.push_back(MetadataField(key, value));
     }
     log::WriteToStderr(log::Record{log::Level::kInfo, "summary", fields, {}});
     return;
   }
   for (const auto& [key, value] : result.metadata) {
-    if (keys.count(key) != 0) std::cerr << key << "=" << value << " ";
+    if (keys.count(key) != 0)
+      std::cerr << key << "=" << loader::MetadataText(value) << " ";
   }
   std::cerr << std::endl;
 }
@@ -166,14 +172,11 @@ int ExitCodeOf(const loader::LoadResult& result) {
 
 // The `stop` event: why the load ended, what it did, and its exit code.
 int Stopped(const loader::LoadResult& result, int exit_code) {
-  const auto commits = result.metadata.find("commits");
   const char* reason = g_signal.load() != 0 ? "signal"
                        : !result.success    ? "failed"
                                             : "completed";
   telemetry::Stopped(result.table_name, reason, result.rows_loaded,
-                     commits == result.metadata.end()
-                         ? 0
-                         : std::strtoll(commits->second.c_str(), nullptr, 10),
+                     loader::MetadataInt(result.metadata, "commits").value_or(0),
                      exit_code);
   return exit_code;
 }
@@ -300,7 +303,8 @@ int RunParallel(amp::Client& client, const LoadArgs& args,
   parallel.partition_attempts = args.partition_attempts;
   parallel.on_partition = [](const loader::LoadResult& partition) {
     const auto& meta = partition.metadata;
-    const std::string blocks = meta.at("start_block") + "-" + meta.at("end_block");
+    const std::string blocks = loader::MetadataText(meta.at("start_block")) + "-" +
+                               loader::MetadataText(meta.at("end_block"));
     if (log::GetFormat() == log::Format::kJson) {
       log::Fields fields = {{"blocks", blocks},
                             {"rows", static_cast<int64_t>(partition.rows_loaded)},

@@ -145,7 +145,7 @@ class ParallelLoad {
     if (stream_owns_from_ && !stream_until_ && !parallel_.then_stream &&
         (!range_ || range_->last + 1 < parallel_.max_block.value_or(0) + 1)) {
       // The blocks left to the stream stay missing until it runs: say so.
-      result_->metadata["stream_from_block"] = std::to_string(*stream_owns_from_);
+      result_->metadata["stream_from_block"] = static_cast<int64_t>(*stream_owns_from_);
       AMPDELTA_LOG_WARN("blocks of ", coverage_.network, " from ", *stream_owns_from_,
                         " on are the query's stream's (it took the table over there): a "
                         "backfill leaves them to it; run the stream (load --stream with "
@@ -452,9 +452,9 @@ class ParallelLoad {
     LoadResult outcome;
     outcome.table_name = result_->table_name;
     outcome.loader_type = "parallel";
-    outcome.metadata["partition_id"] = std::to_string(partition.cell);
-    outcome.metadata["start_block"] = std::to_string(partition.span.first);
-    outcome.metadata["end_block"] = std::to_string(partition.span.last);
+    outcome.metadata["partition_id"] = static_cast<int64_t>(partition.cell);
+    outcome.metadata["start_block"] = static_cast<int64_t>(partition.span.first);
+    outcome.metadata["end_block"] = static_cast<int64_t>(partition.span.last);
     outcome.metadata["block_column"] = options_.block_column;
     const auto start = std::chrono::steady_clock::now();
     arrow::Status status;
@@ -491,9 +491,9 @@ class ParallelLoad {
     if (!status.ok()) {
       outcome.error = "blocks " + SpanText(partition.span) + ": " + status.message();
       outcome.rows_loaded = 0;
-      if (StopRequested()) outcome.metadata["stopped"] = "true";
+      if (StopRequested()) outcome.metadata["stopped"] = true;
     }
-    outcome.metadata["attempts"] = std::to_string(failures + (status.ok() ? 1 : 0));
+    outcome.metadata["attempts"] = static_cast<int64_t>(failures + (status.ok() ? 1 : 0));
     outcome.ops_per_second =
         outcome.duration > 0 ? static_cast<double>(outcome.rows_loaded) / outcome.duration
                              : 0;
@@ -537,7 +537,7 @@ class ParallelLoad {
     ARROW_ASSIGN_OR_RAISE(const Remaining remaining,
                           StillMissing(snapshot.get(), partition.span));
     if (remaining.missing.empty() && outcome->rows_loaded == 0)
-      outcome->metadata["skipped"] = "true";
+      outcome->metadata["skipped"] = true;
     for (const auto& span : remaining.missing) {
       if (snapshot) ARROW_RETURN_NOT_OK(CheckOtherWriters(*snapshot, {span}));
       ARROW_ASSIGN_OR_RAISE(
@@ -631,26 +631,27 @@ class ParallelLoad {
   arrow::Status Report(size_t planned) {
     result_->rows_loaded = rows_;
     result_->loader_type = "parallel";
-    result_->metadata["operation"] = "parallel_load";
+    result_->metadata["operation"] = std::string("parallel_load");
     result_->metadata["network"] = coverage_.network;
     if (range_) {
-      result_->metadata["min_block"] = std::to_string(range_->first);
-      result_->metadata["max_block"] = std::to_string(range_->last);
+      result_->metadata["min_block"] = static_cast<int64_t>(range_->first);
+      result_->metadata["max_block"] = static_cast<int64_t>(range_->last);
     }
-    result_->metadata["partition_size"] = std::to_string(grid_.partition_size);
-    result_->metadata["workers"] = std::to_string(parallel_.num_workers);
-    result_->metadata["partitions"] = std::to_string(planned);
-    result_->metadata["partitions_loaded"] = std::to_string(loaded_);
-    result_->metadata["partitions_skipped"] = std::to_string(skipped_);
-    result_->metadata["partitions_failed"] = std::to_string(failed_.size());
-    if (stopped_ > 0) result_->metadata["partitions_stopped"] = std::to_string(stopped_);
+    result_->metadata["partition_size"] = static_cast<int64_t>(grid_.partition_size);
+    result_->metadata["workers"] = static_cast<int64_t>(parallel_.num_workers);
+    result_->metadata["partitions"] = static_cast<int64_t>(planned);
+    result_->metadata["partitions_loaded"] = static_cast<int64_t>(loaded_);
+    result_->metadata["partitions_skipped"] = static_cast<int64_t>(skipped_);
+    result_->metadata["partitions_failed"] = static_cast<int64_t>(failed_.size());
+    if (stopped_ > 0)
+      result_->metadata["partitions_stopped"] = static_cast<int64_t>(stopped_);
     if (parallel_.shard_count > 1) {
       result_->metadata["shard"] = std::to_string(parallel_.shard_index) + "/" +
                                    std::to_string(parallel_.shard_count);
     }
     ARROW_ASSIGN_OR_RAISE(auto snapshot, LoadSnapshot(store_));
     if (snapshot) {
-      result_->metadata["table_version"] = std::to_string(snapshot->version());
+      result_->metadata["table_version"] = static_cast<int64_t>(snapshot->version());
     }
     // What this run should have loaded and nothing covers (failed partitions, and any
     // not started after a stop).
@@ -734,7 +735,7 @@ class ParallelLoad {
       }
       stream.takeover = TakeoverMode::kFromBlock;
       stream.takeover_block = end + 1;
-      result_->metadata["handoff_block"] = std::to_string(end + 1);
+      result_->metadata["handoff_block"] = static_cast<int64_t>(end + 1);
       AMPDELTA_LOG_INFO("backfill complete to block ", end, "; streaming from block ",
                         end + 1);
     }

@@ -91,9 +91,9 @@ void ReportBatch(const LoadOptions& options, const std::string& table_name, int6
   batch.progress.batch_index = progress.batches - 1;
   batch.progress.total_rows = progress.rows;
   batch.progress.total_bytes = progress.bytes;
-  batch.metadata["batch_index"] = std::to_string(batch.progress.batch_index);
-  batch.metadata["total_rows"] = std::to_string(progress.rows);
-  batch.metadata["total_bytes"] = std::to_string(progress.bytes);
+  batch.metadata["batch_index"] = static_cast<int64_t>(batch.progress.batch_index);
+  batch.metadata["total_rows"] = static_cast<int64_t>(progress.rows);
+  batch.metadata["total_bytes"] = static_cast<int64_t>(progress.bytes);
   const std::string ranges = amp::RangesText(metadata.ranges);
   if (!ranges.empty()) batch.metadata["block_ranges"] = ranges;
   options.on_batch(batch);
@@ -303,7 +303,7 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
     const auto delay = Backoff(config.retry, attempt);
     telemetry::Failed(status);
     telemetry::Retrying(status, attempt + 1, config.retry.max_retries, delay);
-    result->metadata["retries"] = std::to_string(attempt + 1);
+    result->metadata["retries"] = static_cast<int64_t>(attempt + 1);
     if (options.stop == nullptr) {
       options.sleep(delay);
       continue;
@@ -314,27 +314,28 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
     }
   }
   result->rows_loaded = progress.rows;
-  result->metadata["operation"] = "load_table";
-  result->metadata["rows_loaded"] = std::to_string(progress.rows);
-  result->metadata["write_mode"] = LoadModeName(options.mode);
-  result->metadata["committed"] = progress.commits > 0 ? "true" : "false";
+  result->metadata["operation"] = std::string("load_table");
+  result->metadata["rows_loaded"] = static_cast<int64_t>(progress.rows);
+  result->metadata["write_mode"] = std::string(LoadModeName(options.mode));
+  result->metadata["committed"] = progress.commits > 0;
   if (progress.commits > 0) {
-    result->metadata["table_version"] = std::to_string(progress.table_version);
-    result->metadata["commits"] = std::to_string(progress.commits);
-    result->metadata["files_added"] = std::to_string(progress.files_added);
-    result->metadata["files_removed"] = std::to_string(progress.files_removed);
-    result->metadata["bytes_written"] = std::to_string(progress.bytes_written);
-    result->metadata["commit_attempts"] = std::to_string(progress.commit_attempts);
+    result->metadata["table_version"] = static_cast<int64_t>(progress.table_version);
+    result->metadata["commits"] = static_cast<int64_t>(progress.commits);
+    result->metadata["files_added"] = static_cast<int64_t>(progress.files_added);
+    result->metadata["files_removed"] = static_cast<int64_t>(progress.files_removed);
+    result->metadata["bytes_written"] = static_cast<int64_t>(progress.bytes_written);
+    result->metadata["commit_attempts"] = static_cast<int64_t>(progress.commit_attempts);
   } else {
     result->rows_loaded = 0;  // mode ignore on an existing table
   }
   if (merged) {
-    result->metadata["rows_inserted"] = std::to_string(merged->rows_inserted);
-    result->metadata["rows_updated"] = std::to_string(merged->rows_updated);
-    result->metadata["source_duplicates"] = std::to_string(merged->source_duplicates);
-    result->metadata["files_rewritten"] = std::to_string(merged->files_rewritten);
-    result->metadata["files_marked"] = std::to_string(merged->files_marked);
-    result->metadata["files_skipped"] = std::to_string(merged->files_skipped);
+    result->metadata["rows_inserted"] = static_cast<int64_t>(merged->rows_inserted);
+    result->metadata["rows_updated"] = static_cast<int64_t>(merged->rows_updated);
+    result->metadata["source_duplicates"] =
+        static_cast<int64_t>(merged->source_duplicates);
+    result->metadata["files_rewritten"] = static_cast<int64_t>(merged->files_rewritten);
+    result->metadata["files_marked"] = static_cast<int64_t>(merged->files_marked);
+    result->metadata["files_skipped"] = static_cast<int64_t>(merged->files_skipped);
   }
   if (progress.commits > 0)
     RunMaintenance(store, progress.snapshot, config, write, result);

@@ -119,9 +119,9 @@ void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
       if (compacted->version) {
         telemetry::Compacted(result->table_name, *compacted->version,
                              compacted->files_removed, compacted->files_added);
-        result->metadata["optimize_version"] = std::to_string(*compacted->version);
+        result->metadata["optimize_version"] = static_cast<int64_t>(*compacted->version);
         result->metadata["optimize_files_removed"] =
-            std::to_string(compacted->files_removed);
+            static_cast<int64_t>(compacted->files_removed);
         auto compacted_table = snapshot->Update();
         if (compacted_table.ok()) snapshot = *compacted_table;
       }
@@ -132,7 +132,8 @@ void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
   if (config.vacuum_after_write) {
     auto vacuumed = delta::Vacuum(snapshot);
     if (vacuumed.ok()) {
-      result->metadata["vacuum_files_deleted"] = std::to_string(vacuumed->files.size());
+      result->metadata["vacuum_files_deleted"] =
+          static_cast<int64_t>(vacuumed->files.size());
     } else {
       result->metadata["vacuum_error"] = vacuumed.status().message();
     }

@@ -8,11 +8,23 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <arrow/status.h>
 
 namespace ampdelta::loader {
+
+/// \brief A metadata value, typed: a count stays a number and a flag a boolean until an
+/// edge (the CLI's summary, the Python package) renders it.
+using MetadataValue = std::variant<std::string, int64_t, bool, double>;
+
+/// \brief The value as text: "12", "true", "1.500000" (std::to_string), or the string.
+std::string MetadataText(const MetadataValue& value);
+
+/// \brief The integer value of `key` in `metadata`, when it holds one.
+std::optional<int64_t> MetadataInt(const std::map<std::string, MetadataValue>& metadata,
+                                   const std::string& key);
 
 /// \brief An invalidated block range of a reorg.
 struct InvalidationRange {
@@ -21,8 +33,8 @@ struct InvalidationRange {
   uint64_t end = 0;
 };
 
-/// \brief Where a load stands, typed (the metadata map holds the same as the Python SDK's
-/// text; programs read these).
+/// \brief Where a load stands, typed (the metadata map holds the same; programs read
+/// these).
 struct LoadProgress {
   /// Per-batch results of batch loads: this batch's index, and the rows and bytes so far.
   int64_t batch_index = -1;
@@ -45,8 +57,8 @@ struct LoadResult {
   std::string error;
   /// The failure itself (its ErrorCode tells the class: ClassifyError); OK on success.
   arrow::Status status;
-  /// table_version, files_added, bytes_written, … as text.
-  std::map<std::string, std::string> metadata;
+  /// table_version, files_added, bytes_written, …
+  std::map<std::string, MetadataValue> metadata;
   LoadProgress progress;
   bool is_reorg = false;
   std::vector<InvalidationRange> invalidation_ranges;

@@ -90,7 +90,7 @@ class StreamLoad {
         // table now records is the truth, so resume from it and fill the hole.
         AMPDELTA_LOG_WARN("stream into ", result_->table_name, ": ", status.message(),
                           "; resuming from the table's state");
-        result_->metadata["rollbacks"] = std::to_string(++rollbacks_);
+        result_->metadata["rollbacks"] = static_cast<int64_t>(++rollbacks_);
         continue;
       }
       if (commits_ > failures_reset_at_) failures = 0;  // progress since the last failure
@@ -108,7 +108,7 @@ class StreamLoad {
       ++failures;
       telemetry::Failed(status);
       telemetry::Retrying(status, failures, config_.retry.max_retries, delay);
-      result_->metadata["reconnects"] = std::to_string(++reconnects_);
+      result_->metadata["reconnects"] = static_cast<int64_t>(++reconnects_);
       if (Sleep(delay)) return arrow::Status::OK();
     }
   }
@@ -255,7 +255,7 @@ class StreamLoad {
                       " took the table over: ", foreign,
                       " rows by another writer, network ", networks[0], " from block ",
                       from, " (", removed, " rows from it on removed)");
-    result_->metadata["takeover_block"] = std::to_string(from);
+    result_->metadata["takeover_block"] = static_cast<int64_t>(from);
     rows_undone_ += removed;
     return Refresh();
   }
@@ -537,7 +537,7 @@ class StreamLoad {
       return;
     }
     stall_warned_ = true;
-    result_->metadata["stalls"] = std::to_string(++stalls_);
+    result_->metadata["stalls"] = static_cast<int64_t>(++stalls_);
     AMPDELTA_LOG_WARN("stream into ", result_->table_name, ": no microbatch for ",
                       static_cast<double>(options_.stream_stall_warning.count()) / 1000.0,
                       " s since resuming after ", amp::CursorToJson(*query.resume),
@@ -630,15 +630,16 @@ class StreamLoad {
     commit.success = true;
     commit.rows_loaded = rows;
     commit.duration = group_.Age().count();
-    commit.metadata["table_version"] = std::to_string(snapshot_->version());
+    commit.metadata["table_version"] = static_cast<int64_t>(snapshot_->version());
     commit.progress.block_ranges = amp::NetworkSpansText(committed);
     commit.metadata["block_ranges"] = commit.progress.block_ranges;
     // Closing the files, the commit and reading it back: what a live microbatch waits
     // for.
-    commit.metadata["commit_ms"] = std::to_string(commit_ms);
+    commit.metadata["commit_ms"] = commit_ms;
     if (committed.back().timestamp) {
       commit.progress.end_timestamp = static_cast<int64_t>(*committed.back().timestamp);
-      commit.metadata["end_timestamp"] = std::to_string(*commit.progress.end_timestamp);
+      commit.metadata["end_timestamp"] =
+          static_cast<int64_t>(*commit.progress.end_timestamp);
     }
     rows_loaded_ += rows;
     group_.ClearCommitted();
@@ -818,11 +819,11 @@ class StreamLoad {
     ARROW_ASSIGN_OR_RAISE(const UndoStaged staged, CommitUndo(plan, invalidated));
     reorg.rows_loaded = 0;
     reorg.duration = std::chrono::duration<double>(Clock::now() - start).count();
-    reorg.metadata["table_version"] = std::to_string(snapshot_->version());
-    reorg.metadata["rows_removed"] = std::to_string(staged.rows_removed);
-    reorg.metadata["files_touched"] = std::to_string(staged.files_touched);
-    reorg.metadata["files_rewritten"] = std::to_string(staged.files_rewritten);
-    reorg.metadata["files_marked"] = std::to_string(staged.files_marked);
+    reorg.metadata["table_version"] = static_cast<int64_t>(snapshot_->version());
+    reorg.metadata["rows_removed"] = static_cast<int64_t>(staged.rows_removed);
+    reorg.metadata["files_touched"] = static_cast<int64_t>(staged.files_touched);
+    reorg.metadata["files_rewritten"] = static_cast<int64_t>(staged.files_rewritten);
+    reorg.metadata["files_marked"] = static_cast<int64_t>(staged.files_marked);
     rows_undone_ += staged.rows_removed;
     Report(reorg);
     telemetry::ReorgUndone(result_->table_name, snapshot_->version(),
@@ -1014,7 +1015,7 @@ class StreamLoad {
       AMPDELTA_LOG_WARN("stream compaction failed (the stream goes on): ",
                         compacted.status().message());
     } else if (compacted->version) {
-      result_->metadata["compactions"] = std::to_string(++compactions_);
+      result_->metadata["compactions"] = static_cast<int64_t>(++compactions_);
       telemetry::Compacted(result_->table_name, *compacted->version,
                            compacted->files_removed, compacted->files_added);
     }
@@ -1032,13 +1033,13 @@ class StreamLoad {
  public:
   void Summarise() const {
     result_->rows_loaded = rows_loaded_;
-    result_->metadata["operation"] = "load_stream";
+    result_->metadata["operation"] = std::string("load_stream");
     result_->metadata["app_id"] = app_id_;
-    result_->metadata["commits"] = std::to_string(commits_);
-    result_->metadata["reorgs"] = std::to_string(reorgs_);
-    result_->metadata["rows_undone"] = std::to_string(rows_undone_);
+    result_->metadata["commits"] = static_cast<int64_t>(commits_);
+    result_->metadata["reorgs"] = static_cast<int64_t>(reorgs_);
+    result_->metadata["rows_undone"] = static_cast<int64_t>(rows_undone_);
     if (snapshot_ != nullptr)
-      result_->metadata["table_version"] = std::to_string(snapshot_->version());
+      result_->metadata["table_version"] = static_cast<int64_t>(snapshot_->version());
     if (!head_.empty()) {
       std::string head;
       for (const auto& [network, block] : head_) {
