@@ -400,7 +400,7 @@ arrow::Result<std::shared_ptr<const Snapshot>> Transaction::SnapshotAfter(
     Version version) const {
   // The read snapshot advanced by the commits since it (one HEAD and one read each)
   // costs what changed; a full load lists the log and replays the last checkpoint, which
-  // made every checkpoint of a long stream cost the table's size twice over.
+  // would make every checkpoint of a long stream cost the table's size twice over.
   if (read_snapshot_) {
     auto updated = read_snapshot_->Update();
     if (updated.ok() && (*updated)->version() == version) return updated;

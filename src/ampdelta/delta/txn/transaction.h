@@ -62,10 +62,10 @@ struct CommitReport {
 };
 
 /// \brief When this process looks for a table's expired log files again: cleanup lists
-/// the whole log, so running it at every checkpoint made a long stream's checkpoints
-/// cost the log's length (100,000 entries at version 100,000); once per thousandth of
-/// the retention per table (43 minutes at the default 30 days) deletes no file more than
-/// 0.1% of its retention late. Thread-safe.
+/// the whole log, so running it at every checkpoint would make a long stream's
+/// checkpoints cost the log's length (100,000 entries at version 100,000); once per
+/// thousandth of the retention per table (43 minutes at the default 30 days) deletes no
+/// file more than 0.1% of its retention late. Thread-safe.
 class LogCleanupSchedule {
  public:
   /// \brief The schedule every transaction of this process shares.
