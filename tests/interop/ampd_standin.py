@@ -81,13 +81,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import decimal
+import fcntl
 import hashlib
 import json
 import os
 import re
 import signal
 import socket
+import struct
 import sys
+import termios
 import threading
 import time
 from concurrent import futures
@@ -848,6 +851,7 @@ class Relay:
         self.port = self.listener.getsockname()[1]
         self.lock = threading.Lock()
         self.pairs: dict[int, tuple[socket.socket, socket.socket]] = {}
+        self.forwarded: dict[int, float] = {}  # when each pair last forwarded bytes
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -878,6 +882,7 @@ class Relay:
                 if not data:
                     break
                 sink.sendall(data)
+                self.forwarded[key] = time.monotonic()
         except OSError:
             pass
         self._close(key, reset=False)
@@ -891,6 +896,13 @@ class Relay:
             try:
                 if reset:  # RST instead of FIN: the peer sees "connection reset"
                     s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+                    # A pump blocked in recv() on this socket holds it open past close():
+                    # waking it lets the close (and the reset) happen now, not whenever
+                    # that peer next sends (a streaming client never does).
+                    s.shutdown(socket.SHUT_RD)
+            except OSError:
+                pass
+            try:
                 s.close()
             except OSError:
                 pass
@@ -903,8 +915,27 @@ class Relay:
         key = int(match.group(1))
         with self.lock:
             known = key in self.pairs
+            pair = self.pairs.get(key)
+        if pair is not None:
+            self._drain(key, pair[0])
         self._close(key, reset=True)
         return known
+
+    def _drain(self, key: int, client: socket.socket, limit_s: float = 5.0) -> None:
+        """Let what the server sent before the failure reach the client first: the
+        relay goes quiet (nothing forwarded for 200 ms) and the client has acknowledged
+        every byte, so that the reset cuts the stream where the script says."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            quiet = time.monotonic() - self.forwarded.get(key, 0.0) >= 0.2
+            try:
+                unacked = struct.unpack("i", fcntl.ioctl(client.fileno(), termios.TIOCOUTQ,
+                                                         b"\0\0\0\0"))[0]
+            except OSError:
+                return
+            if quiet and unacked == 0:
+                return
+            time.sleep(0.02)
 
 
 # --------------------------------------------------------------------------------------
