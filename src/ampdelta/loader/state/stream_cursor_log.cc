@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ampdelta/loader/state/stream_state.h"
+#include "ampdelta/loader/state/stream_tags.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"
 

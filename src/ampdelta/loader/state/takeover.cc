@@ -12,7 +12,7 @@
 
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/read/scan.h"
-#include "ampdelta/loader/state/stream_state.h"
+#include "ampdelta/loader/state/stream_tags.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
 
