@@ -14,6 +14,7 @@
 #include <arrow/util/uri.h>
 #include <sys/stat.h>
 
+#include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/process_identity.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/uuid.h"
@@ -262,9 +263,7 @@ std::optional<std::string> LocalStore::KeyOf(const std::string& location) const 
       if (uri.host().empty() || uri.host() == "localhost") path = uri.path();
     } else {
       // Not a valid URI (a raw space, say), as some writers log them: its decoded path.
-      std::string raw = arrow::util::UriUnescape(location.substr(5));
-      while (raw.rfind("//", 0) == 0) raw.erase(0, 1);
-      path = std::move(raw);
+      path = CanonicalLocation(location);
     }
   } else if (!location.empty() && location.front() == '/') {
     path = arrow::util::UriUnescape(location);

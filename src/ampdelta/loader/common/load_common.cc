@@ -74,7 +74,6 @@ arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& conf
   return write;
 }
 
-// Delay before retry `attempt` (0-based) per resilience.retry.
 bool SleepUnlessStopped(const LoadOptions& options, std::chrono::milliseconds delay) {
   constexpr std::chrono::milliseconds kSlice{50};
   while (delay.count() > 0) {
@@ -86,6 +85,7 @@ bool SleepUnlessStopped(const LoadOptions& options, std::chrono::milliseconds de
   return options.stop != nullptr && options.stop->load();
 }
 
+// Delay before retry `attempt` (0-based) per resilience.retry.
 std::chrono::milliseconds Backoff(const RetryConfig& retry, int attempt) {
   return BackoffPolicy{std::chrono::milliseconds(retry.initial_backoff_ms),
                        std::chrono::milliseconds(retry.max_backoff_ms),
@@ -122,14 +122,13 @@ void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
         result->metadata["optimize_version"] = static_cast<int64_t>(*compacted->version);
         result->metadata["optimize_files_removed"] =
             static_cast<int64_t>(compacted->files_removed);
-        auto compacted_table = snapshot->Update();
-        if (compacted_table.ok()) snapshot = *compacted_table;
       }
     } else {
       result->metadata["optimize_error"] = compacted.status().message();
     }
   }
   if (config.vacuum_after_write) {
+    // Vacuum brings the snapshot up to date itself (after reading the leases).
     auto vacuumed = delta::Vacuum(snapshot);
     if (vacuumed.ok()) {
       result->metadata["vacuum_files_deleted"] =
