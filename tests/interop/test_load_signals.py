@@ -39,6 +39,23 @@ def log_files(table: Path) -> list[str]:
     return sorted(p.name for p in log.iterdir()) if log.is_dir() else []
 
 
+def wait_for_handlers(proc: subprocess.Popen) -> None:
+    """Wait until the CLI catches SIGINT and SIGTERM (the kernel's SigCgt mask), so that
+    the random moment counts from there: on a busy machine the ASan build takes longer
+    than the shortest moment just to start, and a signal before the handlers would kill
+    it by default instead of stopping it."""
+    wanted = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        with open(f"/proc/{proc.pid}/status", encoding="ascii") as status:
+            caught = next(int(line.split()[1], 16) for line in status
+                          if line.startswith("SigCgt:"))
+        if caught & wanted == wanted:
+            return
+        time.sleep(0.005)
+    pytest.fail(f"the CLI did not install its signal handlers within 60 s (exit {proc.poll()})")
+
+
 def stop_at(args: list[str], table: Path, sig: signal.Signals, wait_s: float,
             ready: str | None = None) -> tuple[subprocess.CompletedProcess, float]:
     """Run the CLI, send `sig` `wait_s` seconds after start (or after a stderr line holding
@@ -47,6 +64,7 @@ def stop_at(args: list[str], table: Path, sig: signal.Signals, wait_s: float,
     proc = subprocess.Popen([str(cli_path()), *args], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=cli_env())
+    wait_for_handlers(proc)
     seen = []
     if ready is not None:
         deadline = time.monotonic() + 60
