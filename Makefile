@@ -5,7 +5,6 @@ JOBS ?= $(shell nproc)
 ASAN_BUILD := build/asan
 RELEASE_BUILD := build/release
 DEMO_BUILD := build/demo
-FUZZ_BUILD := build/fuzz
 # Seconds each libFuzzer target runs in `make fuzz` (and so in `make test`).
 FUZZ_SECONDS ?= 30
 FUZZ_JOBS ?= 2
@@ -19,32 +18,32 @@ TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_container_overflo
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ARROW_DEFAULT_MEMORY_POOL=system
 
-.PHONY: soak-ops setup build build-release build-fuzz check-layering check-format check-headers test test-fast test-unit test-integration test-interop test-python wheel fuzz soak demo bench clean
+.PHONY: soak-ops setup setup-build build build-only build-release check-layering check-format \
+  check-format-only check-headers check-headers-only test test-fast test-unit test-integration \
+  ctest-only test-interop interop-only test-python python-only wheel wheel-only fuzz fuzz-only \
+  soak demo bench clean
 
+# Everything: Debian packages, the Arrow SDK, the test venv and the emulators.
 setup:
 	@bash scripts/setup.sh
 
-build: setup
-	@cmake --preset asan >/dev/null
-	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+# Only what the C++ build needs: Debian packages and the Arrow SDK.
+setup-build:
+	@bash scripts/setup.sh --build
 
-build-release: setup
+# The test build: clang with ASan/UBSan and libFuzzer's coverage; tests and fuzzers.
+build: setup-build
+	@$(MAKE) --no-print-directory build-only
+
+build-release: setup-build
 	@cmake --preset release >/dev/null
 	@cmake --build $(RELEASE_BUILD) -j $(JOBS)
 
-# clang + libFuzzer + ASan/UBSan; only the fuzz targets and the modules they link.
-build-fuzz: setup
-	@cmake --preset fuzz >/dev/null
-	@cmake --build $(FUZZ_BUILD) --target fuzzers -j $(JOBS)
-
-# Every test: the layering, format and header checks, C++ unit + integration (ctest), every fuzz
-# target for FUZZ_SECONDS, the Python interop suite, then the Python package's wheel in a
-# fresh venv.
-test: build check-layering check-format check-headers
-	@cd $(ASAN_BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 600
-	@$(MAKE) --no-print-directory fuzz
-	@$(MAKE) --no-print-directory test-interop
-	@$(MAKE) --no-print-directory test-python
+# Every test, phase by phase, with the time budget table at the end (scripts/make_test.sh):
+# the layering, format and header checks, C++ unit + integration (ctest), every fuzz target
+# for FUZZ_SECONDS, the Python interop suite, then the Python package's wheel in a fresh venv.
+test:
+	@JOBS=$(JOBS) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) bash scripts/make_test.sh
 
 # No module includes one its layer may not use (docs/architecture.md); the check tests itself.
 check-layering:
@@ -52,12 +51,12 @@ check-layering:
 	@python3 scripts/check_layering.py
 
 # Every C++ file is as clang-format (.clang-format) writes it.
-check-format: setup
-	@bash ci/format-check.sh
+check-format: setup-build
+	@$(MAKE) --no-print-directory check-format-only
 
 # Every header compiles on its own (cmake/AmpDeltaHeaderCheck.cmake).
 check-headers: build
-	@cmake --build $(ASAN_BUILD) --target ampdelta_header_check -j $(JOBS)
+	@$(MAKE) --no-print-directory check-headers-only
 
 # The fast subset for iteration: unit tests only.
 test-fast: build
@@ -67,40 +66,65 @@ test-integration: build
 	@cd $(ASAN_BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) -L integration
 
 # Each libFuzzer target of tests/fuzz for FUZZ_SECONDS from its committed seed corpus,
-# FUZZ_JOBS at a time; fails on any crash, leak or timeout (scripts/run_fuzzers.sh).
-fuzz: build-fuzz
-	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) bash scripts/run_fuzzers.sh $(FUZZ_BUILD)
+# FUZZ_JOBS at a time; fails on any crash, leak or timeout (scripts/run_fuzzers.sh). The test
+# build carries libFuzzer's coverage, so the fuzzers are built with the tests.
+fuzz: build
+	@$(MAKE) --no-print-directory fuzz-only
 
-test-interop: build
-	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta \
-	  $(VENV_PY) -m pytest -q -n $(JOBS) tests/interop
+test-interop: setup build
+	@$(MAKE) --no-print-directory interop-only
 
 # The Python package (docs/python.md): a manylinux wheel in dist/wheelhouse.
 wheel: setup
-	@JOBS=$(JOBS) bash scripts/build_wheel.sh
+	@$(MAKE) --no-print-directory wheel-only
 
 # The wheel installed into a fresh venv, running tests/python (seed scripts, Ray).
 test-python: wheel build
+	@$(MAKE) --no-print-directory python-only
+
+# The steps alone, without their set-up and build (scripts/make_test.sh orders them).
+build-only:
+	@cmake --preset asan >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+check-format-only:
+	@bash ci/format-check.sh
+
+check-headers-only:
+	@cmake --build $(ASAN_BUILD) --target ampdelta_header_check -j $(JOBS)
+
+ctest-only:
+	@cd $(ASAN_BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS) --timeout 600
+
+fuzz-only:
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) bash scripts/run_fuzzers.sh $(ASAN_BUILD)
+
+interop-only:
+	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta \
+	  $(VENV_PY) -m pytest -q -n $(JOBS) tests/interop
+
+wheel-only:
+	@JOBS=$(JOBS) bash scripts/build_wheel.sh
+
+python-only:
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta bash scripts/test_wheel.sh
 
 # The streaming crash test as a longer soak (kill -9 at 200 random moments; ~6 min).
-soak: build
+soak: setup build
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta AMPDELTA_CRASH_TRIALS=200 \
 	  $(VENV_PY) -m pytest -q -p no:cacheprovider tests/interop/test_stream_crash.py --timeout 1800
 
 # The operations soak (docs/operations.md): a watched stream with reorgs, storage faults and
 # an outage for 30 minutes, /metrics scraped every 5 s (`make test` runs it for 75 s).
-soak-ops: build
+soak-ops: setup build
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta AMPDELTA_SOAK_S=1800 \
 	  $(VENV_PY) -m pytest -q -s -p no:cacheprovider tests/interop/test_ops_soak.py
 
-# A quick first run: only the build's Debian packages and the Arrow SDK, and only the CLI
-# (a unity release build); `make test` still installs everything.
+# A quick first run (scripts/demo.sh): only the build's Debian packages and the Arrow SDK,
+# and only the CLI (a unity release build); prints each phase's time. `make test` still
+# installs everything.
 demo:
-	@bash scripts/setup.sh --demo
-	@cmake --preset demo >/dev/null
-	@cmake --build $(DEMO_BUILD) --target ampdelta -j $(JOBS)
-	@$(DEMO_BUILD)/tools/ampdelta/ampdelta demo
+	@JOBS=$(JOBS) bash scripts/demo.sh
 
 # Benchmarks against their peers (docs/benchmarks.md); not part of `make test`. Writes
 # bench/results/<date>.json and .md and the plots in docs/img; BENCH_ONLY=load,scale picks some,

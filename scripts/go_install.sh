@@ -1,6 +1,7 @@
 # Sourced by the emulator set-up scripts: build a pinned Go program into .deps/bin with the
-# Go module proxy, keeping Go's module and build caches under .deps/go (removed afterwards
-# unless KEEP_GO_CACHE=1). Expects ROOT and the caller's log/die functions.
+# Go module proxy. Go's module and build caches are the user's (`go env GOMODCACHE GOCACHE`),
+# as for any Go build: a second clone, or a version bump, rebuilds only what changed.
+# Expects ROOT and the caller's log/die functions.
 
 # Print the go binary to use (GO, PATH, or /usr/local/go/bin/go).
 find_go() {
@@ -17,21 +18,18 @@ go_install_into_deps() {
   local go build_log
   go="$(find_go)"
   log "installing ${package} ($("$go" env GOVERSION), ${jobs} job(s))"
-  mkdir -p "$ROOT/.deps/bin" "$ROOT/.deps/go"
+  mkdir -p "$ROOT/.deps/bin"
   build_log="$(mktemp)"
+  # The emulators serve tests on 127.0.0.1: no debug information (-s -w) links faster.
   if ! env GOBIN="$ROOT/.deps/bin" \
-      GOPATH="$ROOT/.deps/go" \
-      GOCACHE="$ROOT/.deps/go/cache" \
-      GOMODCACHE="$ROOT/.deps/go/pkg/mod" \
       GOFLAGS="-mod=mod -modcacherw" \
       GOTOOLCHAIN=local \
       CGO_ENABLED=0 \
       GOMAXPROCS="$jobs" \
-      nice -n 19 "$go" install -p "$jobs" -trimpath "$@" "$package" >"$build_log" 2>&1; then
+      "$go" install -p "$jobs" -trimpath "$@" "$package" >"$build_log" 2>&1; then
     tail -n 40 "$build_log" >&2
     rm -f "$build_log"
     die "go install ${package} failed"
   fi
   rm -f "$build_log"
-  if [[ "${KEEP_GO_CACHE:-0}" != 1 ]]; then rm -rf "$ROOT/.deps/go"; fi
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run every libFuzzer target of tests/fuzz for a bounded time and report what they did.
 #
-#   scripts/run_fuzzers.sh [BUILD_DIR]      (default build/fuzz; `make fuzz` builds it)
+#   scripts/run_fuzzers.sh [BUILD_DIR]      (default build/asan; `make build` builds them)
 #
 # FUZZ_SECONDS (default 60) is each target's -max_total_time; FUZZ_JOBS (default 2) targets
 # run at a time; FUZZ_SEED, when set, fixes libFuzzer's random seed (each log names the
@@ -13,7 +13,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD="${1:-$ROOT/build/fuzz}"
+BUILD="${1:-$ROOT/build/asan}"
 SECONDS_EACH="${FUZZ_SECONDS:-60}"
 JOBS="${FUZZ_JOBS:-2}"
 BIN="$BUILD/tests/fuzz"

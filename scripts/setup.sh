@@ -5,16 +5,36 @@
 #   3. the Python venv with the independent readers (scripts/setup_python.sh)
 #   4. the object-store emulators the cloud tests start: versitygw (S3) and fake-gcs-server
 #      (GCS) built from the Go module proxy, Azurite (Azure) from npm
-# `setup.sh --demo` does only what `make demo` needs: the build's Debian packages and the
-# Arrow SDK (steps 1 and 2, without the test and fuzzing tool-chain).
+# `setup.sh --build` does steps 1 and 2 (what the C++ build needs), `setup.sh --tools` steps
+# 3 and 4 (what only the tests need: `make test` runs it beside the build), `setup.sh --demo`
+# only what `make demo` needs: the build's Debian packages, without the test and fuzzing
+# tool-chain, and the Arrow SDK.
 set -euo pipefail
-DEMO=false
-if [[ "${1:-}" == "--demo" ]]; then DEMO=true; fi
+MODE=all
+case "${1:-}" in
+  --demo) MODE=demo ;;
+  --build) MODE=build ;;
+  --tools) MODE=tools ;;
+  "") ;;
+  *) echo "usage: setup.sh [--demo|--build|--tools]" >&2; exit 2 ;;
+esac
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 log() { printf '[setup] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+
+install_tools() {
+  bash scripts/setup_python.sh
+  S3_EMULATOR_JOBS="${S3_EMULATOR_JOBS:-2}" bash scripts/setup_s3_emulator.sh
+  GCS_EMULATOR_JOBS="${GCS_EMULATOR_JOBS:-2}" bash scripts/setup_gcs_emulator.sh
+  bash scripts/setup_azurite.sh
+}
+if [[ $MODE == tools ]]; then
+  install_tools
+  log "done (tools)"
+  exit 0
+fi
 
 # --- 1. Debian packages --------------------------------------------------------------
 APT_PACKAGES=(
@@ -23,7 +43,7 @@ APT_PACKAGES=(
   libcurl4-gnutls-dev libgnutls28-dev nettle-dev libpugixml-dev libroaring-dev zlib1g-dev
   libmicrohttpd-dev
 )
-if [[ $DEMO == false ]]; then
+if [[ $MODE != demo ]]; then
   APT_PACKAGES+=(libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev clang-format-14)
   if ! command -v java >/dev/null 2>&1; then APT_PACKAGES+=(openjdk-17-jre-headless); fi
 fi
@@ -70,17 +90,11 @@ else
   echo "$WHEEL_SHA256" > "$STAMP"
 fi
 
-if [[ $DEMO == true ]]; then
-  log "done (demo: build tool-chain and Arrow SDK only)"
+if [[ $MODE != all ]]; then
+  log "done ($MODE: Debian packages and the Arrow SDK)"
   exit 0
 fi
 
-# --- 3. Python venv with the independent readers ---------------------------------------
-bash scripts/setup_python.sh
-
-# --- 4. Object-store emulators -----------------------------------------------------------
-# Nothing else runs during set-up, so the Go builds may use both cores.
-S3_EMULATOR_JOBS="${S3_EMULATOR_JOBS:-2}" bash scripts/setup_s3_emulator.sh
-GCS_EMULATOR_JOBS="${GCS_EMULATOR_JOBS:-2}" bash scripts/setup_gcs_emulator.sh
-bash scripts/setup_azurite.sh
+# --- 3 and 4. The test venv and the object-store emulators ------------------------------
+install_tools
 log "done"

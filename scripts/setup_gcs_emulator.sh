@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
 # Install the pinned Google Cloud Storage emulator (fsouza/fake-gcs-server) into
 # .deps/bin/fake-gcs-server, built from the Go module proxy. Idempotent: skips when the
-# pinned version is already there. Go's module and build caches stay under .deps/go.
-# Used by tests/interop/emulator_gcs.py. Needs Go >= 1.26 (PATH or /usr/local/go/bin).
+# pinned version is already there. Used by tests/interop/emulator_gcs.py. Needs Go >= 1.26
+# (PATH or /usr/local/go/bin). Go's caches are the user's (scripts/go_install.sh).
 #
-# Env: GO (go binary), GCS_EMULATOR_JOBS (parallel build jobs, default 1: leave a core free),
-#      KEEP_GO_CACHE=1 keeps .deps/go (~1.2 GB of module + build cache) after
-#      the install; by default it is removed, a rebuild takes ~1.5 min on 1 core.
+# Env: GO (go binary), GCS_EMULATOR_JOBS (parallel build jobs, default 1).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,7 +28,7 @@ fi
 
 start=$SECONDS
 rm -f "$STAMP"
-go_install_into_deps "${GCS_EMULATOR_JOBS:-1}" "${FAKE_GCS_MODULE}@${FAKE_GCS_VERSION}"
+go_install_into_deps "${GCS_EMULATOR_JOBS:-1}" "${FAKE_GCS_MODULE}@${FAKE_GCS_VERSION}" -ldflags="-s -w"
 [[ -x $BIN ]] || die "go install finished but $BIN is missing"
 printf '%s\n' "$FAKE_GCS_VERSION" >"$STAMP"
 log "fake-gcs-server ${FAKE_GCS_VERSION} installed in .deps/bin ($((SECONDS - start))s)"

@@ -3,13 +3,10 @@
 # .deps/bin/versitygw, built from the Go module proxy. Idempotent: skips when
 # `.deps/bin/versitygw --version` already reports the pinned version (the version is
 # stamped into the binary with -ldflags; a plain `go install` build reports "git").
-# Go's module and build caches stay under .deps/go. Used by tests/interop/emulator_s3.py.
-# Needs Go >= 1.25 (PATH or /usr/local/go/bin); no C compiler (CGO_ENABLED=0).
+# Used by tests/interop/emulator_s3.py. Needs Go >= 1.25 (PATH or /usr/local/go/bin); no C
+# compiler (CGO_ENABLED=0). Go's caches are the user's (scripts/go_install.sh).
 #
-# Env: GO (go binary), S3_EMULATOR_JOBS (parallel build jobs, default 1: leave a core free),
-#      KEEP_GO_CACHE=1 keeps .deps/go (~0.8 GB of module + build cache) after
-#      the install; by default it is removed. A fresh install (module download + build)
-#      took ~1.6 min with 1 job, ~1 min with 2.
+# Env: GO (go binary), S3_EMULATOR_JOBS (parallel build jobs, default 1).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,7 +37,7 @@ start=$SECONDS
 rm -f "$BIN"
 # Stamp the version into the binary (a plain `go install` reports "git").
 go_install_into_deps "${S3_EMULATOR_JOBS:-1}" "${VERSITYGW_MODULE}/cmd/versitygw@${VERSITYGW_VERSION}" \
-  -ldflags="-X=main.Version=${VERSITYGW_VERSION} -X=main.Build=go-install -X=main.BuildTime=none"
+  -ldflags="-s -w -X=main.Version=${VERSITYGW_VERSION} -X=main.Build=go-install -X=main.BuildTime=none"
 got="$(installed_version)"
 [[ $got == "$VERSITYGW_VERSION" ]] || die "installed $BIN reports version '${got}', not ${VERSITYGW_VERSION}"
 log "versitygw ${VERSITYGW_VERSION} installed in .deps/bin ($((SECONDS - start))s)"

@@ -178,6 +178,33 @@ TEST_F(AmpDevServerTest, StreamingDeliversMicrobatchesThenFollowsTheHead) {
   stream->Cancel();
 }
 
+TEST_F(AmpDevServerTest, AChainThatAwaitsStreamsGrowsOnlyWhileAStreamKeepsUp) {
+  devserver::DevServerOptions options;
+  options.live.block_interval = std::chrono::milliseconds(5);
+  options.live.await_streams = true;
+  StartServer(options);
+  const uint64_t initial_head = server_->chain()->head();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(server_->chain()->head(), initial_head) << "grew with no stream open";
+
+  amp::QueryOptions query_options;
+  query_options.stream = true;
+  ASSERT_OK_AND_ASSIGN(auto stream, client_->Query(kQuickstart, query_options));
+  amp::StreamInterpreter interpreter;
+  uint64_t read_to = 0;
+  while (read_to < initial_head + 5) {
+    ASSERT_OK_AND_ASSIGN(auto observed, ReadMicrobatches(stream.get(), &interpreter, 1));
+    read_to = observed.completed.back().end;
+  }
+  stream->Cancel();
+  stream.reset();
+  // The stream is gone: at most the block in flight when it closed lands after it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const uint64_t closed_at = server_->chain()->head();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(server_->chain()->head(), closed_at) << "grew after the stream closed";
+}
+
 TEST_F(AmpDevServerTest, ScriptedReorgShowsAsARewindWithNewHashes) {
   devserver::DevServerOptions options;
   options.stream.max_microbatch_blocks = 10;

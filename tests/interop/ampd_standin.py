@@ -968,6 +968,18 @@ class StandIn:
         self.flight_info_failures = list(args.fail_flight_info)
         self.relay: Relay | None = None
         self.stopping = threading.Event()
+        # --await-streams: open streams and those that have sent the whole chain.
+        self.open_streams = 0
+        self.waiting_streams = 0
+
+    def all_streams_wait(self) -> bool:
+        with self.lock:
+            return self.open_streams > 0 and self.waiting_streams == self.open_streams
+
+    def _count_stream(self, opened: int, waiting: int) -> None:
+        with self.lock:
+            self.open_streams += opened
+            self.waiting_streams += waiting
 
     def log(self, text: str) -> None:
         print(f"ampd stand-in: {text}", file=sys.stderr, flush=True)
@@ -1151,13 +1163,28 @@ class StandIn:
                     f"expected cursor for network '{network}', but cursor only contains "
                     f"networks: [{','.join(sorted(cursor))}]"))
             prev = cursor[network]
+        self._count_stream(1, 0)
+        try:
+            yield from self._microbatches(query, prev, context, cancelled)
+        finally:
+            self._count_stream(-1, 0)
+
+    def _waiting_for_the_chain(self, cancelled, context, seen_version: int) -> None:
+        """TableUpdates::changed: wait for a new block or a reorg, counted as waiting."""
+        self._count_stream(0, 1)
+        try:
+            self._wait(cancelled, context, lambda: self.chain.version != seen_version)
+        finally:
+            self._count_stream(0, -1)
+
+    def _microbatches(self, query: Query, prev, context, cancelled: threading.Event):
         first_message = True
         ready = True
         seen_version = -1
         while True:
             with self.chain.cond:
-                if not ready:  # TableUpdates::changed: wait for a new block or a reorg
-                    self._wait(cancelled, context, lambda: self.chain.version != seen_version)
+                if not ready:
+                    self._waiting_for_the_chain(cancelled, context, seen_version)
                 ready = False
                 seen_version = self.chain.version
                 computed = self._next_range(prev)
@@ -1316,6 +1343,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--reorg-every", type=int, default=0)
     parser.add_argument("--reorg-depth", type=int, default=1)
     parser.add_argument("--reorg-at", type=_reorg_at, action="append", default=[])
+    parser.add_argument("--await-streams", action="store_true",
+                        help="add a block only when a stream is open and has sent the whole "
+                             "chain, so a slow reader still meets every reorg (tests)")
     parser.add_argument("--microbatch-max-blocks", type=int, default=1000,
                         help="ampd's server_microbatch_max_interval")
     parser.add_argument("--keepalive-interval-s", type=float, default=30.0,
@@ -1356,6 +1386,8 @@ def main(argv: list[str]) -> int:
         while not stop.wait(interval):
             if args.max_head and service.chain.head is not None and \
                     service.chain.head >= args.max_head:
+                continue
+            if args.await_streams and not service.all_streams_wait():
                 continue
             service.chain.advance(reorg_at, args.reorg_every, args.reorg_depth,
                                   service.initial_head)

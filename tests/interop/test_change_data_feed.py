@@ -241,10 +241,11 @@ MIN_REORGS = 5
 
 
 def slow_chain_args(max_head: int) -> list[str]:
-    """The crash test's live chain with reorgs, a block every REORG_BLOCK_INTERVAL_MS."""
+    """The crash test's live chain with reorgs, a block every REORG_BLOCK_INTERVAL_MS, each
+    once the stream has been sent the head (so the loader meets every reorg)."""
     args = live_chain_args(max_head)
     args[args.index("--block-interval-ms") + 1] = str(REORG_BLOCK_INTERVAL_MS)
-    return args
+    return [*args, "--await-streams"]
 
 
 def start_stream(url: str, table: Path, until_block: int, stdout) -> subprocess.Popen:

@@ -156,7 +156,7 @@ def test_a_stream_undoes_reorgs_with_deletion_vectors_and_the_change_feed_agrees
     table = tmp_path / "blocks"
     args = live_chain_args(max_head)
     args[args.index("--block-interval-ms") + 1] = str(REORG_BLOCK_INTERVAL_MS)
-    with run_dev_server(*args) as server:
+    with run_dev_server(*args, "--await-streams") as server:
         proc = run_cli("load", "--server", server.url, "--table", str(table), "--sql",
                        BLOCKS_SQL, "--stream", "--commit-interval-ms", "50", "--until-block",
                        str(max_head), "--property", DV, "--property", CDF, "--config",

@@ -135,7 +135,7 @@ def test_metrics_follow_a_stream_with_reorgs_and_match_the_table(tmp_path):
     max_head = QUICKSTART_LAST + 80
     table = tmp_path / "blocks"
     with run_dev_server("--block-interval-ms", "30", "--max-head", str(max_head),
-                        "--reorg-every", "9", "--reorg-depth", "2") as server:
+                        "--reorg-every", "9", "--reorg-depth", "2", "--await-streams") as server:
         with running(tmp_path, ["--server", server.url, "--table", str(table), "--sql",
                                 STREAM_SQL, "--stream", "--commit-rows", "1"]) as loader:
             # Scrape until the final chain is committed, then once more at rest.

@@ -189,8 +189,12 @@ def quiet_head(blocks_to_grow: int, reorg_every: int) -> int:
     return head
 
 
-def live_chain(interval_ms: int, max_head: int, *extra: str) -> list[str]:
-    return ["--block-interval-ms", str(interval_ms), "--max-head", str(max_head), *extra]
+def live_chain(interval_ms: int, max_head: int, *extra: str, paced: bool = False) -> list[str]:
+    """A chain that grows a block every interval_ms up to max_head. Paced, it adds a block
+    only once the loader's stream has been sent the head (--await-streams): a loader however
+    slow then meets every reorg, instead of catching up after the chain has settled."""
+    return ["--block-interval-ms", str(interval_ms), "--max-head", str(max_head), *extra,
+            *(["--await-streams"] if paced else [])]
 
 
 # --- The exact check -------------------------------------------------------------------------
@@ -303,7 +307,8 @@ def test_reorgs_at_the_head_are_undone_exactly(tmp_path, server_kind, depth):
     max_head = quiet_head(60, HEAD_REORG_EVERY)  # about 1.2 s of chain, ~8 reorgs
     table = tmp_path / "blocks"
     with run_dev_server(*live_chain(20, max_head, "--reorg-every", str(HEAD_REORG_EVERY),
-                                    "--reorg-depth", str(depth)), kind=server_kind) as server:
+                                    "--reorg-depth", str(depth), paced=True),
+                        kind=server_kind) as server:
         loader = run_loader(server.url, table, tmp_path / "logs", "load", max_head)
         reorgs = reorg_lines(loader)
         assert reorgs, f"the loader saw no reorg\n{loader.describe()}"
@@ -322,7 +327,8 @@ def test_reorg_across_commit_groups(tmp_path, server_kind):
     max_head = quiet_head(70, reorg_every)  # reorgs of depth 8 at heads +20, +40, +60
     table = tmp_path / "blocks"
     with run_dev_server(*live_chain(20, max_head, "--reorg-every", str(reorg_every),
-                                    "--reorg-depth", "8"), kind=server_kind) as server:
+                                    "--reorg-depth", "8", paced=True),
+                        kind=server_kind) as server:
         loader = run_loader(server.url, table, tmp_path / "logs", "load", max_head,
                             "--commit-rows", "3")
         assert reorg_lines(loader), f"the loader saw no reorg\n{loader.describe()}"
@@ -350,7 +356,8 @@ def test_reorg_deeper_than_the_window_undoes_compacted_spans(tmp_path, monkeypat
     reorg_head = QUICKSTART_LAST + 40
     max_head = reorg_head + 5
     table = tmp_path / "blocks"
-    with run_dev_server(*live_chain(150, max_head, "--reorg-at", f"{reorg_head}:15")) as server:
+    with run_dev_server(*live_chain(150, max_head, "--reorg-at", f"{reorg_head}:15",
+                                    paced=True)) as server:
         loader = run_loader(server.url, table, tmp_path / "logs", "load", max_head,
                             "--commit-rows", "1", "--reorg-window", "3", "--compact-every", "5",
                             timeout_s=60.0)
@@ -379,7 +386,8 @@ def test_partial_reorg_inside_a_committed_microbatch(tmp_path, server_kind):
     max_head = reorg_head + 1
     table = tmp_path / "blocks"
     with run_dev_server("--microbatch-max-blocks", "50",
-                        *live_chain(1000, max_head, "--reorg-at", f"{reorg_head}:{depth}"),
+                        *live_chain(1000, max_head, "--reorg-at", f"{reorg_head}:{depth}",
+                                    paced=True),
                         kind=server_kind) as server:
         loader = run_loader(server.url, table, tmp_path / "logs", "load", max_head)
         reorgs = reorg_lines(loader)
@@ -458,7 +466,7 @@ def test_without_reorg_detection_reorged_blocks_stay_twice(tmp_path, server_kind
     table = tmp_path / "blocks"
     with run_dev_server("--microbatch-max-blocks", "1",
                         *live_chain(20, max_head, "--reorg-every", str(HEAD_REORG_EVERY),
-                                    "--reorg-depth", "3"), kind=server_kind) as server:
+                                    "--reorg-depth", "3", paced=True), kind=server_kind) as server:
         loader = run_loader(server.url, table, tmp_path / "logs", "load", max_head,
                             "--no-reorg-detection")
         assert not reorg_lines(loader), loader.describe()
@@ -500,7 +508,8 @@ def test_partial_reorg_without_detection_keeps_loading(tmp_path, server_kind):
     max_head = reorg_head + 1
     table = tmp_path / "blocks"
     with run_dev_server("--microbatch-max-blocks", "50",
-                        *live_chain(1000, max_head, "--reorg-at", f"{reorg_head}:{depth}"),
+                        *live_chain(1000, max_head, "--reorg-at", f"{reorg_head}:{depth}",
+                                    paced=True),
                         kind=server_kind) as server:
         loader = run_loader(server.url, table, tmp_path / "logs", "load", max_head,
                             "--no-reorg-detection")
@@ -526,7 +535,8 @@ def test_reorg_inside_the_first_microbatch_of_a_chain_from_genesis(tmp_path, ser
     table = tmp_path / "blocks"
     with run_dev_server("--start-block", "0", "--blocks", str(initial), "--network", network,
                         "--block-interval-ms", "1000", "--max-head", str(max_head),
-                        "--reorg-at", f"{reorg_head}:{depth}", kind=server_kind) as server:
+                        "--reorg-at", f"{reorg_head}:{depth}", "--await-streams",
+                        kind=server_kind) as server:
         loader = run_loader(server.url, table, tmp_path / "logs", "load", max_head)
         assert reorg_lines(loader), f"the loader saw no reorg\n{loader.describe()}"
         chain = canonical_hashes(server.url)

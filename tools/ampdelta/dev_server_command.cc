@@ -144,6 +144,10 @@ CommandRunner AddDevServerCommand(CLI::App& app) {
                   "depth of --reorg-every reorgs")
       ->check(UnsignedAtLeast(1))
       ->capture_default_str();
+  cmd->add_flag(
+      "--await-streams", options.live.await_streams,
+      "add a block only when a stream is open and has been sent the whole chain, "
+      "so a slow reader still meets every reorg (tests)");
   cmd->add_option("--reorg-at", args->reorg_at,
                   "BLOCK:DEPTH: when the head reaches BLOCK, replace DEPTH blocks");
   cmd->add_option("--batch-rows", options.stream.batch_rows,

@@ -70,8 +70,12 @@ MHD_Result Handle(void* context, MHD_Connection* connection, const char* url,
 }
 
 // libmicrohttpd's own diagnostics (a client's malformed request, a failed accept) go to
-// the log at debug level: a client must not be able to write lines into stderr.
-void LogHttpdMessage(void* /*context*/, const char* format, va_list args) {
+// the log at debug level: a client must not be able to write lines into stderr. The
+// format attribute says `format` is libmicrohttpd's printf format, so clang checks the
+// call.
+__attribute__((format(printf, 2, 0))) void LogHttpdMessage(void* /*context*/,
+                                                           const char* format,
+                                                           va_list args) {
   char text[512];
   std::vsnprintf(text, sizeof(text), format, args);
   std::string message = text;

@@ -19,6 +19,7 @@
 #include "ampdelta/devserver/query.h"
 #include "ampdelta/devserver/sql.h"
 #include "ampdelta/devserver/statement_command.h"
+#include "ampdelta/devserver/stream_pacer.h"
 #include "ampdelta/devserver/ticket.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/json_internal.h"
@@ -71,7 +72,8 @@ class QueryDataStream : public flight::FlightDataStream {
   QueryDataStream(std::shared_ptr<const BoundQuery> query, bool streaming,
                   std::optional<ChainPosition> resume, StreamOptions options,
                   const flight::ServerCallContext* context,
-                  const std::atomic<bool>* stopping, std::atomic<uint64_t>* failures)
+                  const std::atomic<bool>* stopping, std::atomic<uint64_t>* failures,
+                  StreamPacer* pacer)
       : query_(std::move(query)),
         streaming_(streaming),
         previous_(std::move(resume)),
@@ -79,6 +81,7 @@ class QueryDataStream : public flight::FlightDataStream {
         context_(context),
         stopping_(stopping),
         failures_(failures),
+        pace_(streaming ? pacer->Open() : nullptr),
         aggregator_(query_.get()) {}
 
   std::shared_ptr<arrow::Schema> schema() override { return query_->output_schema(); }
@@ -283,8 +286,10 @@ class QueryDataStream : public flight::FlightDataStream {
             " is below the dataset's first block ", synced->range.start,
             ": nothing will be sent (as ampd, whose blocks table lacks it)");
       }
+      pace_->SetWaiting(true);
       dataset.WaitForChange(seen, options_.poll_interval);
     }
+    pace_->SetWaiting(false);
     first_ = false;
     if (options_.fail_after_microbatches > 0 &&
         served_ >= options_.fail_after_microbatches &&
@@ -339,6 +344,7 @@ class QueryDataStream : public flight::FlightDataStream {
   const flight::ServerCallContext* context_;
   const std::atomic<bool>* stopping_;
   std::atomic<uint64_t>* failures_;
+  std::unique_ptr<StreamPacer::Stream> pace_;
   uint64_t served_ = 0;
   std::chrono::steady_clock::time_point last_sent_;
   arrow::ipc::IpcWriteOptions ipc_options_ = arrow::ipc::IpcWriteOptions::Defaults();
@@ -366,6 +372,8 @@ class AmpFlightService : public flight::FlightServerBase {
       : catalog_(std::move(catalog)),
         stream_(stream),
         required_token_(std::move(required_token)) {}
+
+  const StreamPacer& pacer() const { return pacer_; }
 
   arrow::Status GetFlightInfo(const flight::ServerCallContext& context,
                               const flight::FlightDescriptor& request,
@@ -428,7 +436,7 @@ class AmpFlightService : public flight::FlightServerBase {
     }
     *stream = std::make_unique<QueryDataStream>(std::move(query), ticket.streaming,
                                                 std::move(resume), stream_, &context,
-                                                &stopping_, &failures_);
+                                                &stopping_, &failures_, &pacer_);
     return arrow::Status::OK();
   }
 
@@ -507,6 +515,7 @@ class AmpFlightService : public flight::FlightServerBase {
   std::optional<std::string> required_token_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> failures_{0};
+  StreamPacer pacer_;
 };
 
 }  // namespace
@@ -548,6 +557,7 @@ class DevServer::Impl {
     while (!stopped) {
       if (stopped_cv.wait_for(lock, interval, [&] { return stopped; })) break;
       if (options.live.max_head != 0 && chain->head() >= options.live.max_head) continue;
+      if (options.live.await_streams && !service->pacer().AllWaiting()) continue;
       lock.unlock();
       arrow::Status status = Advance(1);
       if (!status.ok())

@@ -60,6 +60,10 @@ struct LiveOptions {
   uint64_t reorg_depth = 1;
   /// Scripted reorgs: when the head reaches the key, replace `value` blocks.
   std::map<uint64_t, uint64_t> reorg_at;
+  /// Add a block only when a stream is open and every open stream has been sent the whole
+  /// chain, so that a reader however slow meets every reorg (tests; a real chain waits
+  /// for nobody).
+  bool await_streams = false;
 };
 
 /// \brief Everything the dev server can be told.

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# `make test`: every test, phase by phase, timed. What a phase does not need runs beside it:
+# the test tools' set-up (the venv, Spark's jars, the emulators: `setup.sh --tools`) beside
+# the C++ build, ctest and the fuzzers, which do not use them; the Python wheel's build
+# beside the interop suite, which leaves part of the machine idle while it waits on servers.
+# Ends with the time budget table (also on failure). With CI set, a run longer than
+# AMPDELTA_TEST_BUDGET_S (default 3600 s) fails, so growth is seen the day it happens.
+#
+# Env: JOBS (default nproc), FUZZ_SECONDS, FUZZ_JOBS, TEST_ENV_* as the Makefile passes them.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+JOBS="${JOBS:-$(nproc)}"
+BUDGET_S="${AMPDELTA_TEST_BUDGET_S:-3600}"
+LOGS=build/test-logs
+mkdir -p "$LOGS"
+
+log() { printf '[make test] %s\n' "$*" >&2; }
+
+PHASES=()
+TIMES=()
+RUN_START=$SECONDS
+
+# phase NAME COMMAND...: run a phase in the foreground and record its wall time.
+phase() {
+  local name=$1 start=$SECONDS
+  shift
+  log "$name"
+  "$@"
+  PHASES+=("$name")
+  TIMES+=($((SECONDS - start)))
+}
+
+# Background work: started with `beside NAME COMMAND...`, joined with `join NAME`; the
+# table shows how long it ran and how long the foreground then waited for it.
+declare -A BG_PID BG_START
+beside() {
+  local name=$1
+  shift
+  BG_START[$name]=$SECONDS
+  ("$@") >"$LOGS/$name.log" 2>&1 &
+  BG_PID[$name]=$!
+  log "$name: started beside (log: $LOGS/$name.log)"
+}
+join() {
+  local name=$1 start=$SECONDS status=0
+  wait "${BG_PID[$name]}" || status=$?
+  PHASES+=("$name (beside; waited $((SECONDS - start)) s)")
+  TIMES+=($((SECONDS - BG_START[$name])))
+  unset "BG_PID[$name]"
+  if ((status != 0)); then
+    tail -n 60 "$LOGS/$name.log" >&2
+    log "$name failed (exit $status; log: $LOGS/$name.log)"
+    return "$status"
+  fi
+}
+
+print_table() {
+  local total=$((SECONDS - RUN_START)) i
+  {
+    printf '\n%-52s %9s\n' "make test: phase" "seconds"
+    for i in "${!PHASES[@]}"; do printf '%-52s %9d\n' "${PHASES[$i]}" "${TIMES[$i]}"; done
+    printf '%-52s %9d  (%d min %02d s; budget %d s)\n' "total (wall)" "$total" \
+      $((total / 60)) $((total % 60)) "$BUDGET_S"
+  } >&2
+}
+
+finish() {
+  local status=$?
+  for pid in "${BG_PID[@]}"; do kill "$pid" 2>/dev/null || true; done
+  print_table
+  local total=$((SECONDS - RUN_START))
+  if [[ -n ${CI:-} ]] && ((total > BUDGET_S)); then
+    log "FAILED: the run took ${total} s, over the ${BUDGET_S} s budget (AMPDELTA_TEST_BUDGET_S)"
+    log "find the phase that grew in the table above"
+    ((status != 0)) || status=3
+  fi
+  exit "$status"
+}
+trap finish EXIT
+
+MAKE_CMD=(make --no-print-directory "JOBS=$JOBS")
+
+phase "set-up: Debian packages, Arrow SDK" bash scripts/setup.sh --build
+beside "set-up: test venv, Spark jars, emulators" bash scripts/setup.sh --tools
+phase "build: tests and fuzzers (clang, ASan/UBSan)" "${MAKE_CMD[@]}" build-only
+phase "checks: layering, format, headers" "${MAKE_CMD[@]}" check-layering check-format-only check-headers-only
+phase "ctest: unit, integration, conformance" "${MAKE_CMD[@]}" ctest-only
+phase "fuzz: ${FUZZ_SECONDS:-30} s per target" "${MAKE_CMD[@]}" fuzz-only
+join "set-up: test venv, Spark jars, emulators"
+beside "wheel: the Python package" nice -n 19 "${MAKE_CMD[@]}" wheel-only
+phase "interop: tests/interop" "${MAKE_CMD[@]}" interop-only
+join "wheel: the Python package"
+phase "python: the wheel in a fresh venv" "${MAKE_CMD[@]}" python-only
