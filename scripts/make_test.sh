@@ -33,14 +33,15 @@ phase() {
 
 # Background work: started with `beside NAME COMMAND...`, joined with `join NAME`; the
 # table shows how long it ran and how long the foreground then waited for it.
-declare -A BG_PID BG_START
+declare -A BG_PID BG_START BG_LOG
 beside() {
   local name=$1
   shift
   BG_START[$name]=$SECONDS
-  ("$@") >"$LOGS/$name.log" 2>&1 &
+  BG_LOG[$name]="$LOGS/$(printf '%s' "${name%%:*}" | tr -c 'a-z0-9' '-').log"
+  ("$@") >"${BG_LOG[$name]}" 2>&1 &
   BG_PID[$name]=$!
-  log "$name: started beside (log: $LOGS/$name.log)"
+  log "$name: started beside (log: ${BG_LOG[$name]})"
 }
 join() {
   local name=$1 start=$SECONDS status=0
@@ -49,8 +50,8 @@ join() {
   TIMES+=($((SECONDS - BG_START[$name])))
   unset "BG_PID[$name]"
   if ((status != 0)); then
-    tail -n 60 "$LOGS/$name.log" >&2
-    log "$name failed (exit $status; log: $LOGS/$name.log)"
+    tail -n 60 "${BG_LOG[$name]}" >&2
+    log "$name failed (exit $status; log: ${BG_LOG[$name]})"
     return "$status"
   fi
 }
