@@ -8,25 +8,10 @@ cd "$ROOT"
 JOBS="${JOBS:-$(nproc)}"
 BUILD=build/demo
 
-PHASES=()
-TIMES=()
-RUN_START=$SECONDS
-phase() {
-  local name=$1 start=$SECONDS
-  shift
-  "$@"
-  PHASES+=("$name")
-  TIMES+=($((SECONDS - start)))
-}
-print_table() {
-  local total=$((SECONDS - RUN_START)) i
-  {
-    printf '\n%-44s %7s\n' "make demo: phase" "seconds"
-    for i in "${!PHASES[@]}"; do printf '%-44s %7d\n' "${PHASES[$i]}" "${TIMES[$i]}"; done
-    printf '%-44s %7d  (%d min %02d s)\n' "total" "$total" $((total / 60)) $((total % 60))
-  } >&2
-}
-trap print_table EXIT
+log() { printf '[make demo] %s\n' "$*" >&2; }
+# shellcheck source=phases.sh
+source "$ROOT/scripts/phases.sh"
+trap 'print_phases "make demo: phase"' EXIT
 
 configure() { cmake --preset demo >/dev/null; }
 build() { cmake --build "$BUILD" --target ampdelta -j "$JOBS"; }

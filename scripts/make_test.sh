@@ -6,7 +6,8 @@
 # Ends with the time budget table (also on failure). With CI set, a run longer than
 # AMPDELTA_TEST_BUDGET_S (default 3600 s) fails, so growth is seen the day it happens.
 #
-# Env: JOBS (default nproc), FUZZ_SECONDS, FUZZ_JOBS, TEST_ENV_* as the Makefile passes them.
+# Env: JOBS (default nproc), FUZZ_SECONDS, FUZZ_JOBS (as the Makefile passes them), CI,
+# AMPDELTA_TEST_BUDGET_S.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -17,19 +18,8 @@ mkdir -p "$LOGS"
 
 log() { printf '[make test] %s\n' "$*" >&2; }
 
-PHASES=()
-TIMES=()
-RUN_START=$SECONDS
-
-# phase NAME COMMAND...: run a phase in the foreground and record its wall time.
-phase() {
-  local name=$1 start=$SECONDS
-  shift
-  log "$name"
-  "$@"
-  PHASES+=("$name")
-  TIMES+=($((SECONDS - start)))
-}
+# shellcheck source=phases.sh
+source "$ROOT/scripts/phases.sh"
 
 # Background work: started with `beside NAME COMMAND...`, joined with `join NAME`; the
 # table shows how long it ran and how long the foreground then waited for it.
@@ -46,8 +36,7 @@ beside() {
 join() {
   local name=$1 start=$SECONDS status=0
   wait "${BG_PID[$name]}" || status=$?
-  PHASES+=("$name (beside; waited $((SECONDS - start)) s)")
-  TIMES+=($((SECONDS - BG_START[$name])))
+  record_phase "$name (beside; waited $((SECONDS - start)) s)" $((SECONDS - BG_START[$name]))
   unset "BG_PID[$name]"
   if ((status != 0)); then
     tail -n 60 "${BG_LOG[$name]}" >&2
@@ -56,20 +45,13 @@ join() {
   fi
 }
 
-print_table() {
-  local total=$((SECONDS - RUN_START)) i
-  {
-    printf '\n%-52s %9s\n' "make test: phase" "seconds"
-    for i in "${!PHASES[@]}"; do printf '%-52s %9d\n' "${PHASES[$i]}" "${TIMES[$i]}"; done
-    printf '%-52s %9d  (%d min %02d s; budget %d s)\n' "total (wall)" "$total" \
-      $((total / 60)) $((total % 60)) "$BUDGET_S"
-  } >&2
-}
-
 finish() {
   local status=$?
-  for pid in "${BG_PID[@]}"; do kill "$pid" 2>/dev/null || true; done
-  print_table
+  for pid in "${BG_PID[@]}"; do
+    pkill -TERM -P "$pid" 2>/dev/null || true
+    kill "$pid" 2>/dev/null || true
+  done
+  print_phases "make test: phase" "budget ${BUDGET_S} s"
   local total=$((SECONDS - RUN_START))
   if [[ -n ${CI:-} ]] && ((total > BUDGET_S)); then
     log "FAILED: the run took ${total} s, over the ${BUDGET_S} s budget (AMPDELTA_TEST_BUDGET_S)"
