@@ -1,8 +1,8 @@
 #pragma once
 
 /// \file stream_pacer.h
-/// \brief Which open streams have been sent everything their dataset holds, so that a live
-/// chain can wait for its readers (LiveOptions::await_streams).
+/// \brief Which open streams have been sent everything their dataset holds, so that a
+/// live chain can wait for its readers (LiveOptions::await_streams).
 
 #include <memory>
 #include <mutex>
@@ -10,8 +10,8 @@
 namespace ampdelta::devserver {
 
 /// \brief Counts the open streams and those waiting for new blocks. A chain that adds a
-/// block only when every open stream waits makes a slow reader meet every reorg, instead of
-/// catching up after the chain has settled and never seeing one. Thread-safe.
+/// block only when every open stream waits makes a slow reader meet every reorg, instead
+/// of catching up after the chain has settled and never seeing one. Thread-safe.
 class StreamPacer {
  public:
   /// \brief One open stream's place in the count; leaves it when destroyed.
