@@ -120,15 +120,6 @@ def big_server():
         yield server
 
 
-@pytest.fixture(scope="module")
-def interruptible_server():
-    """A chain whose full transactions load lasts far longer than the moment a test waits
-    before interrupting it, however fast the dev server and loader are: 60000 blocks of 17
-    (rows are generated on demand; an interrupted load reads only the start)."""
-    with run_dev_server("--blocks", "60000", "--txs-per-block", "17") as server:
-        yield server
-
-
 @pytest.fixture
 def live_server(dev_server_factory):
     """The Quickstart chain, growing by a block every 250 ms (no reorgs)."""

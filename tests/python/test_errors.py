@@ -216,15 +216,15 @@ def prepared_table(url, path) -> tuple[int, list]:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("how", ["progress", "native"])
 def test_ctrl_c_during_a_batch_load_raises_keyboard_interrupt_and_leaves_the_table(
-        interruptible_server, script_runner, tmp_path, how):
+        big_server, script_runner, tmp_path, how):
     # 'progress': SIGINT once the first batch was reported; 'native': SIGINT while only the
     # engine runs (no callback). Either way the script dies of KeyboardInterrupt, nothing
     # is committed, and it exits promptly rather than after the load.
     path = tmp_path / "t"
-    before = prepared_table(interruptible_server.url, path)
+    before = prepared_table(big_server.url, path)
     sql = f'SELECT * FROM "{QUICKSTART_DATASET}".transactions'
     running = script_runner(HELPER_SCRIPTS / "interrupt_batch_load.py", tmp_path, None,
-                            interruptible_server.url, path, sql, how)
+                            big_server.url, path, sql, how)
     running.wait_for(lambda lines: "loading" in lines, 60)
     time.sleep(0.3)
     assert running.proc.poll() is None, f"the load ended before SIGINT\n{running.describe()}"
