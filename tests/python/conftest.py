@@ -210,6 +210,10 @@ def run_script(script: Path, cwd: Path, server_url: str | None, *args: str,
     return proc
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class RunningScript:
     """A script subprocess whose stdout is read line by line."""
 
@@ -217,9 +221,13 @@ class RunningScript:
         self.args = [sys.executable, str(script), *map(str, args)]
         self._stderr_path = cwd / f".{script.stem}.{time.monotonic_ns()}.stderr"
         self._stderr = open(self._stderr_path, "wb")
+        # A script starts with SIGINT as a terminal gives it, whatever ran this suite: a
+        # shell's background job ignores SIGINT, its children inherit that, and Python then
+        # never raises KeyboardInterrupt, so the Ctrl-C tests would test nothing.
         self.proc = subprocess.Popen(self.args, cwd=cwd, env=script_env(server_url, cwd / ".home"),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=self._stderr, text=True, bufsize=1)
+                                     stderr=self._stderr, text=True, bufsize=1,
+                                     preexec_fn=_default_sigint)
         self.lines: list[str] = []
 
     def wait_for(self, predicate, timeout: float) -> list[str]:
