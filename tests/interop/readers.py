@@ -9,6 +9,8 @@ Each ``read_*`` function takes a Delta table path and returns a
     read_polars(path, version=None)      polars (pl.read_delta, via delta-rs)
     read_spark(path, version=None)       Apache Spark + delta-spark
 
+DeltaLakeChild answers many reads from one deltalake child process.
+
 The environment comes from scripts/setup_python.sh: the venv at .deps/venv
 and the delta-spark jars pre-fetched into the Ivy cache at .deps/ivy2.
 Nothing here touches the network: DuckDB loads its delta extension from the
@@ -39,6 +41,66 @@ def read_deltalake(path, version: int | None = None) -> pa.Table:
     from deltalake import DeltaTable
 
     return DeltaTable(str(path), version=version).to_pyarrow_table()
+
+
+# deltalake in one child process for a whole test: a JSON request per line in, a JSON answer
+# per line out. A test that reads a table after each of many steps would otherwise start
+# Python and import deltalake each time. The child leaves through os._exit (deltalake 1.6.6
+# may abort the interpreter at exit after to_pyarrow_table()).
+_DELTALAKE_CHILD = r"""
+import json, os, sys
+from urllib.parse import unquote
+from deltalake import DeltaTable
+for line in sys.stdin:
+    request = json.loads(line)
+    root = os.path.realpath(request["path"])
+    try:
+        table = DeltaTable(root)
+        block_nums = table.to_pyarrow_table(columns=["block_num"]).column("block_num")
+        answer = {"version": table.version(), "rows": len(block_nums),
+                  "files": [os.path.relpath(unquote(uri.removeprefix("file://")), root)
+                            for uri in table.file_uris()]}
+        if request.get("block_nums"):
+            answer["block_nums"] = block_nums.to_pylist()
+    except Exception as error:
+        answer = {"error": repr(error)}
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()
+os._exit(0)
+"""
+
+
+class DeltaLakeChild:
+    """deltalake in a child process, asked about one table at a time: its latest version,
+    row count, data files (relative paths) and, if asked, its block_num column."""
+
+    def __init__(self):
+        import subprocess
+        import sys
+
+        self.proc = subprocess.Popen([sys.executable, "-c", _DELTALAKE_CHILD], text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def read(self, path, block_nums: bool = False) -> dict:
+        import json
+
+        self.proc.stdin.write(json.dumps({"path": str(path), "block_nums": block_nums}) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line, f"the deltalake child died reading {path} (exit {self.proc.poll()})"
+        answer = json.loads(line)
+        assert "error" not in answer, f"deltalake cannot read {path}: {answer['error']}"
+        return answer
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def duckdb_delta_extension_path() -> Path:

@@ -11,18 +11,17 @@ AMPDELTA_BATCH_CRASH_TRIALS=N runs N trials, AMPDELTA_BATCH_CRASH_SEED=S replays
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+import readers
 from conftest import QUICKSTART_DATASET, cli_env, cli_path, run_dev_server
 
 TRIALS = max(1, int(os.environ.get("AMPDELTA_BATCH_CRASH_TRIALS") or 30))
@@ -33,27 +32,11 @@ BASE_SQL = f'SELECT * FROM "{QUICKSTART_DATASET}".transactions WHERE block_num <
 # Many files per load, so kills land between files, mid-file and mid-commit.
 LOAD_CONFIG = '{"max_rows_per_file": 4000, "optimize_after_write": false}'
 
-# What deltalake sees, read in a child that leaves through os._exit (deltalake 1.6.6 may abort
-# the interpreter at exit after to_pyarrow_table()).
-READ_TABLE = r"""
-import json, os, sys
-from deltalake import DeltaTable
-from urllib.parse import unquote
-root = os.path.realpath(sys.argv[1])
-table = DeltaTable(root)
-rows = table.to_pyarrow_table(columns=["block_num"]).num_rows
-files = [os.path.relpath(unquote(uri.removeprefix("file://")), root) for uri in table.file_uris()]
-sys.stdout.write(json.dumps({"version": table.version(), "rows": rows, "files": files}))
-sys.stdout.flush()
-os._exit(0)
-"""
-
-
-def read_table(path: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-c", READ_TABLE, str(path)], capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, f"deltalake cannot read {path}:\n{proc.stderr}"
-    return json.loads(proc.stdout)
+@pytest.fixture
+def read_table():
+    """What deltalake sees: version, rows and data files of a table."""
+    with readers.DeltaLakeChild() as child:
+        yield child.read
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -86,7 +69,7 @@ def leftovers(table: Path, referenced: set[str]) -> list[str]:
 
 
 @pytest.mark.timeout(120 + 12 * TRIALS)
-def test_kill_9_at_random_moments_leaves_the_old_or_the_new_table(tmp_path):
+def test_kill_9_at_random_moments_leaves_the_old_or_the_new_table(tmp_path, read_table):
     rng = random.Random(SEED)
     print(f"seed={SEED} trials={TRIALS}")
     with run_dev_server("--blocks", str(CHAIN_BLOCKS)) as server:

@@ -11,12 +11,11 @@ import os
 import random
 import signal
 import subprocess
-import sys
-import json
 import time
 
 import pytest
 
+import readers
 from conftest import QUICKSTART_DATASET, QUICKSTART_FIRST, both_servers, cli_env, cli_path, \
     run_dev_server
 
@@ -27,22 +26,13 @@ STREAM_SQL = f'SELECT block_num, hash, gas_used FROM "{QUICKSTART_DATASET}".bloc
 # is several times slower than a release build, hence the margin.
 EXIT_WITHIN_S = 2.0
 
-READ_BLOCKS = r"""
-import json, os, sys
-from deltalake import DeltaTable
-rows = DeltaTable(sys.argv[1]).to_pyarrow_table(columns=["block_num"]).column("block_num").to_pylist()
-sys.stdout.write(json.dumps(rows)); sys.stdout.flush(); os._exit(0)
-"""
-
-
-def table_blocks(path) -> list[int]:
-    proc = subprocess.run([sys.executable, "-c", READ_BLOCKS, str(path)], capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
-
-
 def stop_at_random_moments(url: str, tmp_path, label: str, rng: random.Random) -> list[float]:
+    with readers.DeltaLakeChild() as deltalake:
+        return stop_at_random_moments_reading_with(deltalake, url, tmp_path, label, rng)
+
+
+def stop_at_random_moments_reading_with(deltalake: readers.DeltaLakeChild, url: str, tmp_path,
+                                        label: str, rng: random.Random) -> list[float]:
     waits = []
     table = tmp_path / label
     for trial in range(TRIALS):
@@ -77,7 +67,7 @@ def stop_at_random_moments(url: str, tmp_path, label: str, rng: random.Random) -
         assert proc.returncode == 130, f"{label} trial {trial}: exit {proc.returncode}\n{err}"
         assert waited < EXIT_WITHIN_S, f"{label} trial {trial}: exited {waited:.2f} s after SIGINT"
         if (table / "_delta_log").is_dir():
-            blocks = table_blocks(table)
+            blocks = deltalake.read(table, block_nums=True)["block_nums"]
             assert len(blocks) == len(set(blocks)), f"{label} trial {trial}: blocks repeated"
             if blocks:
                 assert sorted(blocks) == list(range(QUICKSTART_FIRST, max(blocks) + 1))
