@@ -23,9 +23,10 @@ TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_container_overflo
   ctest-only test-interop interop-only test-python python-only wheel wheel-only fuzz fuzz-only \
   soak demo bench clean
 
-# Everything: Debian packages, the Arrow SDK, the test venv and the emulators.
-setup:
-	@bash scripts/setup.sh
+# Everything: Debian packages, the Arrow SDK, the test venv and the emulators. Through
+# setup-build, so that `make -j` never runs two set-ups (two apt-gets) at once.
+setup: setup-build
+	@bash scripts/setup.sh --tools
 
 # Only what the C++ build needs: Debian packages and the Arrow SDK.
 setup-build:
@@ -83,8 +84,12 @@ test-python: wheel build
 	@$(MAKE) --no-print-directory python-only
 
 # The steps alone, without their set-up and build (scripts/make_test.sh orders them).
+# A build directory configured with another compiler (the test build was gcc's) is
+# configured afresh: CMake would otherwise drop the preset's cache variables with it.
 build-only:
-	@cmake --preset asan >/dev/null
+	@if [ -f $(ASAN_BUILD)/CMakeCache.txt ] && \
+	  ! grep -q '^CMAKE_CXX_COMPILER:.*clang++-14$$' $(ASAN_BUILD)/CMakeCache.txt; then \
+	  cmake --preset asan --fresh >/dev/null; else cmake --preset asan >/dev/null; fi
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 check-format-only:
@@ -101,7 +106,7 @@ fuzz-only:
 
 interop-only:
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta \
-	  $(VENV_PY) -m pytest -q -n $(JOBS) tests/interop
+	  $(VENV_PY) -m pytest -q -n $(JOBS) --durations=30 tests/interop
 
 wheel-only:
 	@JOBS=$(JOBS) bash scripts/build_wheel.sh
@@ -115,7 +120,7 @@ soak: setup build
 	  $(VENV_PY) -m pytest -q -p no:cacheprovider tests/interop/test_stream_crash.py --timeout 1800
 
 # The operations soak (docs/operations.md): a watched stream with reorgs, storage faults and
-# an outage for 30 minutes, /metrics scraped every 5 s (`make test` runs it for 75 s).
+# an outage for 30 minutes, /metrics scraped every 5 s (`make test` runs a compressed 45 s).
 soak-ops: setup build
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta AMPDELTA_SOAK_S=1800 \
 	  $(VENV_PY) -m pytest -q -s -p no:cacheprovider tests/interop/test_ops_soak.py

@@ -22,14 +22,15 @@ log() { printf '[make test] %s\n' "$*" >&2; }
 source "$ROOT/scripts/phases.sh"
 
 # Background work: started with `beside NAME COMMAND...`, joined with `join NAME`; the
-# table shows how long it ran and how long the foreground then waited for it.
+# table shows how long it ran and how long the foreground then waited for it. Each runs in
+# its own session (setsid), so a failed run stops all of it: pip, Go, ninja, a JVM.
 declare -A BG_PID BG_START BG_LOG
 beside() {
   local name=$1
   shift
   BG_START[$name]=$SECONDS
   BG_LOG[$name]="$LOGS/$(printf '%s' "${name%%:*}" | tr -c 'a-z0-9' '-').log"
-  ("$@") >"${BG_LOG[$name]}" 2>&1 &
+  setsid "$@" >"${BG_LOG[$name]}" 2>&1 &
   BG_PID[$name]=$!
   log "$name: started beside (log: ${BG_LOG[$name]})"
 }
@@ -48,8 +49,8 @@ join() {
 finish() {
   local status=$?
   for pid in "${BG_PID[@]}"; do
-    pkill -TERM -P "$pid" 2>/dev/null || true
-    kill "$pid" 2>/dev/null || true
+    # setsid made the background process the leader of its own process group.
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
   done
   print_phases "make test: phase" "budget ${BUDGET_S} s"
   local total=$((SECONDS - RUN_START))

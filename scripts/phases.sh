@@ -11,12 +11,17 @@ record_phase() {
   TIMES+=("$2")
 }
 
-# phase NAME COMMAND...: run a phase in the foreground and record its wall time.
+# phase NAME COMMAND...: run a phase in the foreground and record its wall time, also when
+# it fails (then the caller's set -e ends the run).
 phase() {
-  local name=$1 start=$SECONDS
+  local name=$1 start=$SECONDS status=0
   shift
   log "$name"
-  "$@"
+  "$@" || status=$?
+  if ((status != 0)); then
+    record_phase "$name: FAILED (exit $status)" $((SECONDS - start))
+    return "$status"
+  fi
   record_phase "$name" $((SECONDS - start))
 }
 

@@ -6,4 +6,4 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 bash scripts/wheel_venv.sh
-exec build/wheel-venv/bin/python -m pytest -q -p no:cacheprovider tests/python "$@"
+exec build/wheel-venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 tests/python "$@"

@@ -968,18 +968,30 @@ class StandIn:
         self.flight_info_failures = list(args.fail_flight_info)
         self.relay: Relay | None = None
         self.stopping = threading.Event()
-        # --await-streams: open streams and those that have sent the whole chain.
-        self.open_streams = 0
-        self.waiting_streams = 0
+        # --await-streams: each open stream, and the chain version it has sent all of and
+        # waits past (None while it sends).
+        self.streams: dict[int, int | None] = {}
+        self.next_stream = 0
 
-    def all_streams_wait(self) -> bool:
+    def all_streams_wait(self, version: int) -> bool:
+        """A stream is open and every open stream has sent the chain at `version`: one
+        that waits past an older version has yet to send what changed since."""
         with self.lock:
-            return self.open_streams > 0 and self.waiting_streams == self.open_streams
+            return bool(self.streams) and all(seen == version for seen in self.streams.values())
 
-    def _count_stream(self, opened: int, waiting: int) -> None:
+    def _open_stream(self) -> int:
         with self.lock:
-            self.open_streams += opened
-            self.waiting_streams += waiting
+            self.next_stream += 1
+            self.streams[self.next_stream] = None
+            return self.next_stream
+
+    def _stream_waits(self, stream: int, version: int | None) -> None:
+        with self.lock:
+            self.streams[stream] = version
+
+    def _close_stream(self, stream: int) -> None:
+        with self.lock:
+            del self.streams[stream]
 
     def log(self, text: str) -> None:
         print(f"ampd stand-in: {text}", file=sys.stderr, flush=True)
@@ -1163,28 +1175,29 @@ class StandIn:
                     f"expected cursor for network '{network}', but cursor only contains "
                     f"networks: [{','.join(sorted(cursor))}]"))
             prev = cursor[network]
-        self._count_stream(1, 0)
+        stream = self._open_stream()
         try:
-            yield from self._microbatches(query, prev, context, cancelled)
+            yield from self._microbatches(query, prev, context, cancelled, stream)
         finally:
-            self._count_stream(-1, 0)
+            self._close_stream(stream)
 
-    def _waiting_for_the_chain(self, cancelled, context, seen_version: int) -> None:
+    def _waiting_for_the_chain(self, cancelled, context, seen_version: int, stream: int) -> None:
         """TableUpdates::changed: wait for a new block or a reorg, counted as waiting."""
-        self._count_stream(0, 1)
+        self._stream_waits(stream, seen_version)
         try:
             self._wait(cancelled, context, lambda: self.chain.version != seen_version)
         finally:
-            self._count_stream(0, -1)
+            self._stream_waits(stream, None)
 
-    def _microbatches(self, query: Query, prev, context, cancelled: threading.Event):
+    def _microbatches(self, query: Query, prev, context, cancelled: threading.Event,
+                      stream: int):
         first_message = True
         ready = True
         seen_version = -1
         while True:
             with self.chain.cond:
                 if not ready:
-                    self._waiting_for_the_chain(cancelled, context, seen_version)
+                    self._waiting_for_the_chain(cancelled, context, seen_version, stream)
                 ready = False
                 seen_version = self.chain.version
                 computed = self._next_range(prev)
@@ -1387,7 +1400,7 @@ def main(argv: list[str]) -> int:
             if args.max_head and service.chain.head is not None and \
                     service.chain.head >= args.max_head:
                 continue
-            if args.await_streams and not service.all_streams_wait():
+            if args.await_streams and not service.all_streams_wait(service.chain.version):
                 continue
             service.chain.advance(reorg_at, args.reorg_every, args.reorg_depth,
                                   service.initial_head)

@@ -81,20 +81,35 @@ class DeltaLakeChild:
         self.proc = subprocess.Popen([sys.executable, "-c", _DELTALAKE_CHILD], text=True,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
-    def read(self, path, block_nums: bool = False) -> dict:
+    def read(self, path, block_nums: bool = False, timeout_s: float = 120) -> dict:
         import json
+        import select
 
-        self.proc.stdin.write(json.dumps({"path": str(path), "block_nums": block_nums}) + "\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(json.dumps({"path": str(path), "block_nums": block_nums})
+                                  + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise AssertionError(f"the deltalake child had died (exit {self.proc.poll()})")
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+        if not ready:
+            self.proc.kill()
+            raise AssertionError(f"deltalake took over {timeout_s} s to read {path}")
         line = self.proc.stdout.readline()
-        assert line, f"the deltalake child died reading {path} (exit {self.proc.poll()})"
+        assert line, f"the deltalake child died reading {path} (exit {self.proc.wait()})"
         answer = json.loads(line)
         assert "error" not in answer, f"deltalake cannot read {path}: {answer['error']}"
         return answer
 
     def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
+        import subprocess
+
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except (BrokenPipeError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
 
     def __enter__(self):
         return self

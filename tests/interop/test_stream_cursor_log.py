@@ -26,9 +26,9 @@ from test_stream_crash import INITIAL_HEAD, REORG_DEPTH, REORG_EVERY, canonical_
 BLOCKS_SQL = f'SELECT block_num, hash, gas_used FROM "{QUICKSTART_DATASET}".blocks'
 RANGE_TAGS = ("ampdelta.blockRanges.", "ampdelta.blockSpans.")
 CURSOR_DOMAIN = "ampdelta.stream."
-# The chain grows only while a stream is open and has been sent the head (--await-streams):
-# the first run stops (after committing block STOP) before the chain makes block STOP + 1,
-# whose arrival replaces STOP - 1 and STOP, however slow the loader is.
+# The chain grows only while a stream is open and has been sent all of it (--await-streams),
+# so the first run is sent block STOP alone, commits it and ends (--until-block) before it
+# could read block STOP + 1, whose arrival replaces STOP - 1 and STOP; however slow it is.
 REORG_HEAD = INITIAL_HEAD + 2 * REORG_EVERY  # the chain replaces the newest blocks here
 STOP = REORG_HEAD - 1
 FINAL_HEAD = REORG_HEAD + 20

@@ -210,8 +210,13 @@ def run_script(script: Path, cwd: Path, server_url: str | None, *args: str,
     return proc
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+# A suite started as a background job (`cmd &` in a script) inherits SIGINT ignored, and
+# an ignored signal stays ignored across exec: the scripts the Ctrl-C tests interrupt would
+# never see it. Handled signals reset to their default at exec, so handling SIGINT here (as
+# an interactive Python does) gives every script its default, without a preexec_fn (unsafe
+# in a process with threads).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class RunningScript:
@@ -226,8 +231,7 @@ class RunningScript:
         # never raises KeyboardInterrupt, so the Ctrl-C tests would test nothing.
         self.proc = subprocess.Popen(self.args, cwd=cwd, env=script_env(server_url, cwd / ".home"),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=self._stderr, text=True, bufsize=1,
-                                     preexec_fn=_default_sigint)
+                                     stderr=self._stderr, text=True, bufsize=1)
         self.lines: list[str] = []
 
     def wait_for(self, predicate, timeout: float) -> list[str]:

@@ -286,10 +286,10 @@ class QueryDataStream : public flight::FlightDataStream {
             " is below the dataset's first block ", synced->range.start,
             ": nothing will be sent (as ampd, whose blocks table lacks it)");
       }
-      pace_->SetWaiting(true);
+      pace_->WaitingAt(&dataset, seen);
       dataset.WaitForChange(seen, options_.poll_interval);
     }
-    pace_->SetWaiting(false);
+    pace_->Sending();
     first_ = false;
     if (options_.fail_after_microbatches > 0 &&
         served_ >= options_.fail_after_microbatches &&
@@ -557,7 +557,9 @@ class DevServer::Impl {
     while (!stopped) {
       if (stopped_cv.wait_for(lock, interval, [&] { return stopped; })) break;
       if (options.live.max_head != 0 && chain->head() >= options.live.max_head) continue;
-      if (options.live.await_streams && !service->pacer().AllWaiting()) continue;
+      if (options.live.await_streams &&
+          !service->pacer().AllWaitingAt(chain.get(), chain->change_counter()))
+        continue;
       lock.unlock();
       arrow::Status status = Advance(1);
       if (!status.ok())

@@ -4,42 +4,55 @@
 /// \brief Which open streams have been sent everything their dataset holds, so that a
 /// live chain can wait for its readers (LiveOptions::await_streams).
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 namespace ampdelta::devserver {
 
-/// \brief Counts the open streams and those waiting for new blocks. A chain that adds a
-/// block only when every open stream waits makes a slow reader meet every reorg, instead
-/// of catching up after the chain has settled and never seeing one. Thread-safe.
+class Dataset;
+
+/// \brief Knows, for each open stream, the dataset change it has sent everything of. A
+/// chain that adds a block only when every open stream has sent all of its current change
+/// makes a slow reader meet every reorg, instead of catching up after the chain has settled
+/// and never seeing one. Thread-safe.
 class StreamPacer {
  public:
-  /// \brief One open stream's place in the count; leaves it when destroyed.
+  /// \brief One open stream's place in the pacer; leaves it when destroyed.
   class Stream {
    public:
-    explicit Stream(StreamPacer* pacer) : pacer_(pacer) {}
     ~Stream();
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
 
-    /// \brief Say whether the stream has sent all there is and waits for the chain.
-    void SetWaiting(bool waiting);
+    /// \brief The stream has sent all that `dataset` held at `change` and waits for more.
+    void WaitingAt(const Dataset* dataset, uint64_t change);
+    /// \brief The stream has something to send again.
+    void Sending();
 
    private:
+    friend class StreamPacer;
+    explicit Stream(StreamPacer* pacer) : pacer_(pacer) {}
+
     StreamPacer* pacer_;
-    bool waiting_ = false;
+    // Guarded by pacer_->mutex_.
+    const Dataset* dataset_ = nullptr;
+    std::optional<uint64_t> waiting_at_;
   };
 
-  /// \brief Count a newly opened stream, not yet waiting.
+  /// \brief Add a newly opened stream, not yet waiting.
   std::unique_ptr<Stream> Open();
 
-  /// \brief Return true when a stream is open and every open stream waits for new blocks.
-  bool AllWaiting() const;
+  /// \brief Return true when a stream is open and every open stream waits: those on `chain`
+  /// having sent all of its change `change` (one waiting at an older change has yet to send
+  /// what changed since), those on other datasets having sent all there is.
+  bool AllWaitingAt(const Dataset* chain, uint64_t change) const;
 
  private:
   mutable std::mutex mutex_;
-  int open_ = 0;
-  int waiting_ = 0;
+  std::vector<const Stream*> streams_;
 };
 
 }  // namespace ampdelta::devserver
