@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fail when a source file includes a module its layer may not use.
 
-The layers (docs/architecture.md): util <- storage <- delta; util <- amp; util <- devserver;
+The layers (docs/architecture.md): util <- storage <- delta; util <- amp; util <- evm <- devserver;
 {delta, amp} <- loader <- tools; inside delta, log <- {read, txn} <- write <- ops; inside
 loader, common <- batch <- backfill, {common, state} <- stream <- backfill, state <- verify,
 batch <- client. A module
@@ -25,7 +25,8 @@ ALLOWED = {
     "storage": {"util"},
     "delta": {"storage", "util"},
     "amp": {"util"},
-    "devserver": {"util"},
+    "evm": {"util"},
+    "devserver": {"util", "evm"},
     "loader": {"amp", "delta", "storage", "util"},
 }
 # Rooms inside a module, with the rooms each may include besides itself (delta/'s include

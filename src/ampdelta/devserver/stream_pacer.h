@@ -16,8 +16,8 @@ class Dataset;
 
 /// \brief Knows, for each open stream, the dataset change it has sent everything of. A
 /// chain that adds a block only when every open stream has sent all of its current change
-/// makes a slow reader meet every reorg, instead of catching up after the chain has settled
-/// and never seeing one. Thread-safe.
+/// makes a slow reader meet every reorg, instead of catching up after the chain has
+/// settled and never seeing one. Thread-safe.
 class StreamPacer {
  public:
   /// \brief One open stream's place in the pacer; leaves it when destroyed.
@@ -45,9 +45,9 @@ class StreamPacer {
   /// \brief Add a newly opened stream, not yet waiting.
   std::unique_ptr<Stream> Open();
 
-  /// \brief Return true when a stream is open and every open stream waits: those on `chain`
-  /// having sent all of its change `change` (one waiting at an older change has yet to send
-  /// what changed since), those on other datasets having sent all there is.
+  /// \brief Return true when a stream is open and every open stream waits: those on
+  /// `chain` having sent all of its change `change` (one waiting at an older change has
+  /// yet to send what changed since), those on other datasets having sent all there is.
   bool AllWaitingAt(const Dataset* chain, uint64_t change) const;
 
  private:
