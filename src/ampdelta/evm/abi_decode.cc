@@ -175,21 +175,6 @@ std::array<uint64_t, 4> Limbs(std::string_view word) {
   return limbs;
 }
 
-std::string LossyUtf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  while (!text.empty()) {
-    const size_t valid = ValidUtf8PrefixLength(text);
-    out.append(text.substr(0, valid));
-    text.remove_prefix(valid);
-    if (!text.empty()) {
-      out.append("\xEF\xBF\xBD");  // U+FFFD for the byte that starts no valid sequence
-      text.remove_prefix(1);
-    }
-  }
-  return out;
-}
-
 template <typename Builder, typename Native>
 arrow::Status AppendInteger(arrow::ArrayBuilder* builder, uint64_t low) {
   return static_cast<Builder*>(builder)->Append(static_cast<Native>(low));
@@ -313,7 +298,8 @@ arrow::Status AppendValue(const SolType& type, const SolValue& value,
     case Kind::kBytes:
       return static_cast<arrow::BinaryBuilder*>(builder)->Append(value.bytes);
     case Kind::kString:
-      return static_cast<arrow::StringBuilder*>(builder)->Append(LossyUtf8(value.bytes));
+      return static_cast<arrow::StringBuilder*>(builder)->Append(
+          ReplaceNonUtf8(value.bytes));
     case Kind::kFunction:
       return arrow::Status::Invalid(
           "cannot convert solidity type function to arrow data type");

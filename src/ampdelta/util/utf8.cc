@@ -64,8 +64,12 @@ size_t ValidUtf8PrefixLength(std::string_view text) {
   return n;
 }
 
-std::string EscapeNonUtf8(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
+namespace {
+
+// `text` with each byte that starts no well-formed UTF-8 sequence replaced by what
+// `replace(byte, &out)` appends.
+template <typename Replace>
+std::string ReplaceInvalidBytes(std::string_view text, Replace replace) {
   std::string out;
   out.reserve(text.size());
   while (!text.empty()) {
@@ -73,13 +77,27 @@ std::string EscapeNonUtf8(std::string_view text) {
     out.append(text.substr(0, valid));
     text.remove_prefix(valid);
     if (text.empty()) break;
-    const auto byte = static_cast<uint8_t>(text.front());
-    out += "\\x";
-    out.push_back(kHex[byte >> 4]);
-    out.push_back(kHex[byte & 0x0F]);
+    replace(static_cast<uint8_t>(text.front()), &out);
     text.remove_prefix(1);
   }
   return out;
+}
+
+}  // namespace
+
+std::string EscapeNonUtf8(std::string_view text) {
+  return ReplaceInvalidBytes(text, [](uint8_t byte, std::string* out) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    *out += "\\x";
+    out->push_back(kHex[byte >> 4]);
+    out->push_back(kHex[byte & 0x0F]);
+  });
+}
+
+std::string ReplaceNonUtf8(std::string_view text) {
+  return ReplaceInvalidBytes(text, [](uint8_t, std::string* out) {
+    out->append("\xEF\xBF\xBD");  // U+FFFD REPLACEMENT CHARACTER
+  });
 }
 
 std::string EscapeControls(std::string_view text) {

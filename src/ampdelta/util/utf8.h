@@ -25,6 +25,10 @@ inline bool IsValidUtf8(std::string_view text) {
 /// UTF-8 is written as `\xNN`, so the message stays UTF-8 (it may end up in JSON).
 std::string EscapeNonUtf8(std::string_view text);
 
+/// \brief Return `text` as well-formed UTF-8: each byte that is not part of well-formed
+/// UTF-8 becomes U+FFFD, as lossy decoders do (a Solidity `string` may hold any bytes).
+std::string ReplaceNonUtf8(std::string_view text);
+
 /// \brief Return `text` on one line: newline, carriage return and tab as `\n`, `\r`,
 /// `\t`, other control characters as `\xNN`; every other byte as it is.
 std::string EscapeControls(std::string_view text);

@@ -45,5 +45,14 @@ TEST(Utf8Test, EscapeShowsBadBytesAndKeepsGoodText) {
   EXPECT_TRUE(IsValidUtf8(EscapeNonUtf8("\xed\xa0\x80\xf8")));
 }
 
+TEST(Utf8Test, ReplaceTurnsEachBadByteIntoTheReplacementCharacter) {
+  EXPECT_EQ(ReplaceNonUtf8("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(ReplaceNonUtf8("a\xff"
+                           "b\xc3"),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD");
+  EXPECT_TRUE(IsValidUtf8(ReplaceNonUtf8("\xed\xa0\x80\xf8")));
+}
+
 }  // namespace
 }  // namespace ampdelta
