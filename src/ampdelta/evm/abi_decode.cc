@@ -24,6 +24,15 @@ constexpr size_t kMinValueBudget = 4096;
 
 using Kind = SolType::Kind;
 
+// The low `bytes` bytes of a word as an unsigned number.
+uint64_t Low(std::string_view word, size_t bytes) {
+  uint64_t value = 0;
+  for (size_t i = word.size() - bytes; i < word.size(); ++i) {
+    value = (value << 8) | static_cast<uint8_t>(word[i]);
+  }
+  return value;
+}
+
 class Decoder {
  public:
   explicit Decoder(std::string_view data)
@@ -37,7 +46,7 @@ class Decoder {
     size_t head = 0;
     for (const SolType* type : types) {
       if (type->IsDynamic()) {
-        ARROW_ASSIGN_OR_RAISE(const size_t offset, Offset(area, head));
+        ARROW_ASSIGN_OR_RAISE(const size_t offset, Number(area, head));
         ARROW_ASSIGN_OR_RAISE(auto value, Dynamic(*type, area.substr(offset)));
         values.push_back(std::move(value));
       } else {
@@ -73,10 +82,7 @@ class Decoder {
     if (std::any_of(word.begin(), word.end() - 8, [](char c) { return c != 0; })) {
       return arrow::Status::Invalid("an offset or length at byte ", at, " is too large");
     }
-    uint64_t value = 0;
-    for (size_t i = kWord - 8; i < kWord; ++i) {
-      value = (value << 8) | static_cast<uint8_t>(word[i]);
-    }
+    const uint64_t value = Low(word, 8);
     if (value > area.size()) {
       return arrow::Status::Invalid("an offset or length at byte ", at, " (", value,
                                     ") is past the end (", area.size(), " bytes)");
@@ -84,11 +90,7 @@ class Decoder {
     return static_cast<size_t>(value);
   }
 
-  static arrow::Result<size_t> Offset(std::string_view area, size_t at) {
-    return Number(area, at);
-  }
-
-  std::vector<const SolType*> Repeat(const SolType& item, size_t count) {
+  static std::vector<const SolType*> Repeat(const SolType& item, size_t count) {
     return std::vector<const SolType*>(count, &item);
   }
 
@@ -156,15 +158,6 @@ class Decoder {
 
   size_t budget_;
 };
-
-// The low `bytes` bytes of a word as an unsigned number.
-uint64_t Low(std::string_view word, size_t bytes) {
-  uint64_t value = 0;
-  for (size_t i = word.size() - bytes; i < word.size(); ++i) {
-    value = (value << 8) | static_cast<uint8_t>(word[i]);
-  }
-  return value;
-}
 
 // The word as four 64-bit limbs, least significant first.
 std::array<uint64_t, 4> Limbs(std::string_view word) {
