@@ -51,6 +51,7 @@ struct LoadArgs {
   std::optional<int64_t> commit_every_rows;
   std::vector<std::string> partition_by;
   std::vector<std::string> cluster_by;
+  std::string wide_integers;
   std::vector<std::string> properties;
   std::string config;
   std::string compression = "zstd";
@@ -453,6 +454,7 @@ arrow::Result<std::string> ConfigJson(const LoadArgs& args) {
     }
   }
   if (!args.cluster_by.empty()) doc["cluster_by"] = args.cluster_by;
+  if (!args.wide_integers.empty()) doc["wide_integers"] = args.wide_integers;
   if (args.cursor_in_log) {
     if (!doc.contains("state") || !doc["state"].is_object()) {
       doc["state"] = nlohmann::json::object();
@@ -590,6 +592,11 @@ CommandRunner AddLoadCommand(CLI::App& app) {
          "then sorts files by them; adds the clustering and domainMetadata writer "
          "features")
       ->delimiter(',');
+  cmd->add_option("--wide-integers", args->wide_integers,
+                  "how new columns store integers wider than decimal(38) (Amp's "
+                  "Decimal256, e.g. uint160): string (the default, lossless) or decimal "
+                  "(decimal(38,0); a larger value fails the load)")
+      ->check(CLI::IsMember({"string", "decimal"}));
   cmd->add_option("--config", args->config, "deltalake connection config: JSON or @file");
   cmd->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   cmd->add_option("--compression", args->compression, "Parquet codec")

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ampdelta::devserver {
 
@@ -62,6 +63,32 @@ void PoolEventSignature(uint64_t rank, uint8_t* out);
 /// \brief Return how many topics (1 to 4) a log of the event of `rank` has, topic0
 /// included: Transfer's three, or drawn from mainnet's mix.
 int EventTopicCount(uint64_t rank, ChainRng* rng);
+
+/// \brief The events whose logs the synthetic chain encodes as their ABI says, by
+/// popularity rank (the rank a log's event is drawn with), with about mainnet's share of
+/// logs: ERC-20 Transfer (rank 0) and Approval, Uniswap V2 Sync and Swap, Uniswap V3
+/// Swap, WETH Deposit and Withdrawal, ERC-721 Transfer. Other ranks are events nobody
+/// decodes here: pool topics and random words.
+struct ChainEvent {
+  const char* signature;  ///< as evm_decode_log takes it
+  uint64_t rank;
+};
+const std::vector<ChainEvent>& ChainEvents();
+
+/// \brief One log's topics and data.
+struct DrawnLog {
+  int topics = 0;  ///< topic0 … topic(n-1) are set, the others null
+  uint8_t topic[4][32] = {};
+  size_t data_size = 0;  ///< bytes of `data` used
+};
+
+/// \brief Draw a log of the event of `rank`: a catalogued event's topics and a valid
+/// ABI encoding of its data (amounts, unlimited approvals of 2^256-1, negative V3 swap
+/// amounts, uint160 prices), or for other ranks a pool topic0, a drawn number of topics
+/// and words. `data` holds 32 * `max_words` bytes. A few logs (anonymous events) have no
+/// topic at all.
+void DrawLog(uint64_t rank, ChainRng* rng, uint32_t max_words, DrawnLog* log,
+             uint8_t* data);
 
 /// \brief Write an address: from `pool` with probability `popular_per_mille`, else a
 /// fresh random one.

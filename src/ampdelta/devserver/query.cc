@@ -247,6 +247,10 @@ arrow::Status BoundQuery::BindGrouping(const sql::SelectStatement& statement,
         fields.push_back(item.alias.empty() ? field : field->WithName(item.alias));
         break;
       }
+      case sql::SelectItem::Kind::kExpression:
+        return Invalid(
+            "unsupported SQL construct: a function call in a GROUP BY or DISTINCT query; "
+            "call it in a subquery");
       case sql::SelectItem::Kind::kAggregate: {
         if (statement.group_by.empty()) {
           return Invalid("unsupported SQL construct: aggregates with DISTINCT");
@@ -282,14 +286,31 @@ arrow::Status BoundQuery::BindGrouping(const sql::SelectStatement& statement,
   return arrow::Status::OK();
 }
 
+arrow::Result<std::shared_ptr<arrow::Scalar>> BoundQuery::ComparisonValue(
+    const sql::Comparison& comparison, const arrow::Field& column) {
+  if (comparison.computed == nullptr) return TypeLiteral(comparison.value, column);
+  ARROW_ASSIGN_OR_RAISE(auto bound,
+                        BindExpression(*comparison.computed, arrow::Schema({}),
+                                       "the right side of a comparison (only literals)"));
+  ARROW_ASSIGN_OR_RAISE(auto value, EvaluateConstant(*bound));
+  if (value->type->Equals(*column.type())) return value;
+  auto cast = value->CastTo(column.type());
+  if (!cast.ok()) {
+    return Invalid("cannot compare column '" + column.name() + "' (" +
+                   column.type()->ToString() + ") with " +
+                   comparison.computed->DisplayName() + " (" + value->type->ToString() +
+                   ")");
+  }
+  return *cast;
+}
+
 arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
                                     const std::shared_ptr<arrow::Schema>& input,
                                     const std::string& source_name, BoundQuery* query) {
   Stage stage;
   for (const auto& comparison : statement.where) {
     ARROW_ASSIGN_OR_RAISE(int column, FindColumn(*input, comparison.column, source_name));
-    ARROW_ASSIGN_OR_RAISE(auto value,
-                          TypeLiteral(comparison.value, *input->field(column)));
+    ARROW_ASSIGN_OR_RAISE(auto value, ComparisonValue(comparison, *input->field(column)));
     stage.filters.push_back(
         {column, ComparisonFunction(comparison.op), std::move(value)});
   }
@@ -298,6 +319,7 @@ arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
     // Grouping happens after the last stage's filters; the stage passes every column.
     for (int i = 0; i < input->num_fields(); ++i) stage.projection.push_back(i);
     stage.output = input;
+    stage.computed.resize(stage.projection.size());
     query->stages_.push_back(std::move(stage));
     return BindGrouping(statement, input, source_name, query);
   }
@@ -321,6 +343,17 @@ arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
         fields.push_back(item.alias.empty() ? field : field->WithName(item.alias));
         break;
       }
+      case sql::SelectItem::Kind::kExpression: {
+        any_plain = true;
+        ARROW_ASSIGN_OR_RAISE(auto bound,
+                              BindExpression(*item.expression, *input, source_name));
+        auto field = bound->field();
+        fields.push_back(item.alias.empty() ? field : field->WithName(item.alias));
+        stage.projection.push_back(-1);
+        stage.computed.resize(stage.projection.size());
+        stage.computed.back() = std::move(bound);
+        break;
+      }
       case sql::SelectItem::Kind::kAggregate:
         any_aggregate = true;
         break;
@@ -342,6 +375,7 @@ arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
     stage.output = arrow::schema(fields);
     query->output_schema_ = stage.output;
   }
+  stage.computed.resize(stage.projection.size());
   query->stages_.push_back(std::move(stage));
   return arrow::Status::OK();
 }
@@ -498,7 +532,20 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::Transform(
     }
     std::vector<std::shared_ptr<arrow::Array>> columns;
     columns.reserve(stage.projection.size());
-    for (int index : stage.projection) columns.push_back(batch->column(index));
+    for (size_t i = 0; i < stage.projection.size(); ++i) {
+      if (stage.projection[i] >= 0) {
+        columns.push_back(batch->column(stage.projection[i]));
+        continue;
+      }
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum value, stage.computed[i]->Evaluate(*batch));
+      if (value.is_scalar()) {
+        ARROW_ASSIGN_OR_RAISE(auto repeated, arrow::MakeArrayFromScalar(
+                                                 *value.scalar(), batch->num_rows()));
+        columns.push_back(std::move(repeated));
+      } else {
+        columns.push_back(value.make_array());
+      }
+    }
     batch = arrow::RecordBatch::Make(stage.output, batch->num_rows(), std::move(columns));
   }
   return batch;

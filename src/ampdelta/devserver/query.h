@@ -14,6 +14,7 @@
 #include <arrow/type_fwd.h>
 
 #include "ampdelta/devserver/dataset.h"
+#include "ampdelta/devserver/expression.h"
 #include "ampdelta/devserver/sql.h"
 
 namespace ampdelta::devserver {
@@ -105,7 +106,9 @@ class BoundQuery {
   };
   struct Stage {
     std::vector<Predicate> filters;  // on the stage's input
-    std::vector<int> projection;     // input column per output column
+    std::vector<int> projection;     // input column per output column, -1 when computed
+    // Per output column: the expression computing it (null for a passed-on column).
+    std::vector<std::shared_ptr<const BoundExpression>> computed;
     std::shared_ptr<arrow::Schema> output;
   };
   struct Aggregate {
@@ -131,6 +134,9 @@ class BoundQuery {
   static arrow::Result<std::shared_ptr<arrow::Field>> BindAggregate(
       const sql::SelectItem& item, const arrow::Schema& input,
       const std::string& source_name, BoundQuery* query);
+  // Type a comparison's right side as its column: a literal, or a call of literals.
+  static arrow::Result<std::shared_ptr<arrow::Scalar>> ComparisonValue(
+      const sql::Comparison& comparison, const arrow::Field& column);
   static arrow::Status BindGrouping(const sql::SelectStatement& statement,
                                     const std::shared_ptr<arrow::Schema>& input,
                                     const std::string& source_name, BoundQuery* query);

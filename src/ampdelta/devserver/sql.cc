@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "ampdelta/devserver/functions.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/hex.h"
 #include "ampdelta/util/numbers.h"
@@ -18,7 +19,7 @@ enum class TokenKind : uint8_t {
   kFloat,
   kString,  // 'text'
   kHex,     // x'00ff'
-  kSymbol,  // ( ) , . * ; = < > <= >= <> != + - / %
+  kSymbol,  // ( ) [ ] , . * ; = < > <= >= <> != + - / %
   kEnd,
 };
 
@@ -120,7 +121,7 @@ arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
       }
     }
     if (matched) continue;
-    if (std::string("(),.*;=<>+-/%").find(c) != std::string::npos) {
+    if (std::string("()[],.*;=<>+-/%").find(c) != std::string::npos) {
       tokens.push_back({TokenKind::kSymbol, std::string(1, c), start});
       ++i;
       continue;
@@ -280,6 +281,10 @@ class Parser {
       return item;
     }
     const Token& token = Peek();
+    if (token.kind == TokenKind::kIdentifier && IsSymbol("(", 1) &&
+        IsScalarFunction(AsciiLower(token.text))) {
+      return ParseExpressionItem();
+    }
     if (token.kind == TokenKind::kIdentifier && IsSymbol("(", 1)) {
       const std::string function = AsciiUpper(token.text);
       Advance();
@@ -318,6 +323,9 @@ class Parser {
         token.kind == TokenKind::kFloat) {
       return Invalid("unsupported SQL construct: literal in select list");
     }
+    if (IsSymbol("[", 1) || (IsSymbol(".", 1) && IsSymbol("[", 3))) {
+      return ParseExpressionItem();
+    }
     ARROW_ASSIGN_OR_RAISE(item.column, ParseColumnRef());
     if (Peek().kind == TokenKind::kSymbol &&
         std::string("+-/%||*").find(Peek().text) != std::string::npos && !IsSymbol(",")) {
@@ -326,6 +334,80 @@ class Parser {
     }
     ARROW_ASSIGN_OR_RAISE(item.alias, ParseOptionalAlias());
     return item;
+  }
+
+  static bool IsAggregate(const std::string& name) {
+    const std::string upper = AsciiUpper(name);
+    return upper == "MIN" || upper == "MAX" || upper == "COUNT";
+  }
+
+  arrow::Result<SelectItem> ParseExpressionItem() {
+    SelectItem item;
+    item.kind = SelectItem::Kind::kExpression;
+    ARROW_ASSIGN_OR_RAISE(Expression expression, ParseExpression());
+    item.expression = std::make_shared<const Expression>(std::move(expression));
+    ARROW_ASSIGN_OR_RAISE(item.alias, ParseOptionalAlias());
+    return item;
+  }
+
+  // A column, literal or call, then any number of `['field']`.
+  arrow::Result<Expression> ParseExpression() {
+    ARROW_RETURN_NOT_OK(Nest());
+    ARROW_ASSIGN_OR_RAISE(Expression expression, ParsePrimary());
+    while (IsSymbol("[")) {
+      Advance();
+      if (Peek().kind != TokenKind::kString) {
+        return Invalid("a struct field is named by a string literal, e.g. ['value']");
+      }
+      Expression field;
+      field.kind = Expression::Kind::kField;
+      field.name = Advance().text;
+      field.args.push_back(std::move(expression));
+      expression = std::move(field);
+      ARROW_RETURN_NOT_OK(Expect("]"));
+    }
+    --depth_;
+    return expression;
+  }
+
+  arrow::Result<Expression> ParsePrimary() {
+    Expression expression;
+    const Token& token = Peek();
+    if (token.kind == TokenKind::kIdentifier && IsSymbol("(", 1)) {
+      if (!IsScalarFunction(AsciiLower(token.text)) && !IsAggregate(token.text)) {
+        return Invalid("unsupported SQL construct: function " + AsciiUpper(token.text) +
+                       "()");
+      }
+      if (IsAggregate(token.text)) {
+        return Invalid("unsupported SQL construct: aggregate " + AsciiUpper(token.text) +
+                       "() inside an expression");
+      }
+      expression.kind = Expression::Kind::kCall;
+      expression.name = AsciiLower(Advance().text);
+      Advance();  // (
+      while (!IsSymbol(")")) {
+        if (!expression.args.empty()) ARROW_RETURN_NOT_OK(Expect(","));
+        ARROW_ASSIGN_OR_RAISE(Expression arg, ParseExpression());
+        expression.args.push_back(std::move(arg));
+      }
+      Advance();  // )
+      return expression;
+    }
+    if (token.kind == TokenKind::kIdentifier && AsciiUpper(token.text) == "NULL") {
+      Advance();
+      expression.literal.kind = Literal::Kind::kNull;
+      return expression;
+    }
+    if (token.kind == TokenKind::kIdentifier || token.kind == TokenKind::kQuoted) {
+      const std::string upper = AsciiUpper(token.text);
+      if (token.kind == TokenKind::kQuoted || (upper != "TRUE" && upper != "FALSE")) {
+        expression.kind = Expression::Kind::kColumn;
+        ARROW_ASSIGN_OR_RAISE(expression.name, ParseColumnRef());
+        return expression;
+      }
+    }
+    ARROW_ASSIGN_OR_RAISE(expression.literal, ParseLiteral());
+    return expression;
   }
 
   arrow::Result<Literal> ParseLiteral() {
@@ -393,8 +475,8 @@ class Parser {
       ARROW_ASSIGN_OR_RAISE(Literal low, ParseLiteral());
       ARROW_RETURN_NOT_OK(ExpectKeyword("AND"));
       ARROW_ASSIGN_OR_RAISE(Literal high, ParseLiteral());
-      out->push_back({column, CompareOp::kGe, std::move(low)});
-      out->push_back({column, CompareOp::kLe, std::move(high)});
+      out->push_back({column, CompareOp::kGe, std::move(low), nullptr});
+      out->push_back({column, CompareOp::kLe, std::move(high), nullptr});
       return arrow::Status::OK();
     }
     static const std::pair<const char*, CompareOp> kOps[] = {
@@ -404,8 +486,14 @@ class Parser {
     for (const auto& [symbol, op] : kOps) {
       if (IsSymbol(symbol)) {
         Advance();
+        if (Peek().kind == TokenKind::kIdentifier && IsSymbol("(", 1)) {
+          ARROW_ASSIGN_OR_RAISE(Expression computed, ParseExpression());
+          out->push_back({column, op, Literal{},
+                          std::make_shared<const Expression>(std::move(computed))});
+          return arrow::Status::OK();
+        }
         ARROW_ASSIGN_OR_RAISE(Literal value, ParseLiteral());
-        out->push_back({column, op, std::move(value)});
+        out->push_back({column, op, std::move(value), nullptr});
         return arrow::Status::OK();
       }
     }
@@ -565,6 +653,39 @@ arrow::Result<SelectStatement> Parse(const std::string& text) {
   ARROW_ASSIGN_OR_RAISE(std::vector<Token> tokens, Tokenize(text));
   Parser parser(std::move(tokens));
   return parser.ParseStatement();
+}
+
+std::string Expression::DisplayName() const {
+  switch (kind) {
+    case Kind::kColumn:
+      return name;
+    case Kind::kField:
+      return args[0].DisplayName() + "[" + name + "]";
+    case Kind::kCall: {
+      std::string out = name + "(";
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (i > 0) out += ",";
+        out += args[i].DisplayName();
+      }
+      return out + ")";
+    }
+    case Kind::kLiteral:
+      switch (literal.kind) {
+        case Literal::Kind::kInteger:
+          return "Int64(" + literal.text + ")";
+        case Literal::Kind::kFloat:
+          return "Float64(" + literal.text + ")";
+        case Literal::Kind::kString:
+          return "Utf8(\"" + literal.text + "\")";
+        case Literal::Kind::kBoolean:
+          return std::string("Boolean(") + (literal.boolean ? "true" : "false") + ")";
+        case Literal::Kind::kHexBytes:
+          return "Binary(\"" + ToHex(literal.text) + "\")";
+        case Literal::Kind::kNull:
+          return "NULL";
+      }
+  }
+  return name;
 }
 
 const char* CompareOpName(CompareOp op) {

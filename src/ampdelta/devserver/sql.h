@@ -4,10 +4,13 @@
 /// \brief Parser for the SQL subset the dev server answers (product.md §11).
 ///
 /// Supported: `SELECT [DISTINCT | DISTINCT ON (col, …)]` of columns (optionally
-/// `AS alias`), `*`, `MIN/MAX/COUNT` aggregates; `FROM "ns/name".table`, `dataset.table`
+/// `AS alias`), `*`, `MIN/MAX/COUNT` aggregates, scalar function calls (Amp's EVM
+/// functions, docs/evm-functions.md) whose arguments are columns, literals or calls, and
+/// struct fields `expr['name']`; `FROM "ns/name".table`, `dataset.table`
 /// or a parenthesised subquery with an optional alias; `WHERE` with comparisons, `BETWEEN
-/// … AND …` and `AND`; `GROUP BY col, …`; `LIMIT n`; `SETTINGS key = value, …`. Anything
-/// else fails with an `invalid query:` message that names the construct.
+/// … AND …` and `AND` (a comparison's right side a literal or a call of literals); `GROUP
+/// BY col, …`; `LIMIT n`; `SETTINGS key = value, …`. Anything else fails with an `invalid
+/// query:` message that names the construct.
 
 #include <cstdint>
 #include <map>
@@ -31,14 +34,32 @@ struct Literal {
   bool boolean = false;
 };
 
+/// \brief A scalar expression: a column, a literal, a function call (`evm_topic('…')`) or
+/// a field of a struct (`expr['name']`).
+struct Expression {
+  enum class Kind : uint8_t { kColumn, kLiteral, kCall, kField };
+  Kind kind = Kind::kLiteral;
+  /// The column's name, the function's name (lower case) or the field's name.
+  std::string name;
+  Literal literal;
+  /// A call's arguments; a field access's one struct expression.
+  std::vector<Expression> args;
+
+  /// \brief The name DataFusion gives the result column when no alias is given, e.g.
+  /// `evm_topic(Utf8("Sync(uint112,uint112)"))`, `decoded[value]`.
+  std::string DisplayName() const;
+};
+
 /// \brief Comparison operators.
 enum class CompareOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
 
-/// \brief `column <op> literal`. BETWEEN is parsed into two comparisons.
+/// \brief `column <op> literal` or `column <op> f(literals…)` (a call of constants, e.g.
+/// `topic0 = evm_topic('…')`, in `computed`). BETWEEN is parsed into two comparisons.
 struct Comparison {
   std::string column;
   CompareOp op = CompareOp::kEq;
   Literal value;
+  std::shared_ptr<const Expression> computed;
 };
 
 /// \brief Aggregate functions.
@@ -46,8 +67,10 @@ enum class AggregateFn : uint8_t { kMin, kMax, kCount };
 
 /// \brief One item of the select list.
 struct SelectItem {
-  enum class Kind : uint8_t { kColumn, kStar, kAggregate };
+  enum class Kind : uint8_t { kColumn, kStar, kAggregate, kExpression };
   Kind kind = Kind::kColumn;
+  /// A function call or field access (kExpression).
+  std::shared_ptr<const Expression> expression;
   /// Column name (empty for `*` and `COUNT(*)`).
   std::string column;
   AggregateFn function = AggregateFn::kCount;

@@ -440,37 +440,17 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> SyntheticChain::View::Logs(
         ARROW_RETURN_NOT_OK(Column<arrow::UInt32Builder>(b, 6)->Append(log_index));
         DrawAddress(&rng, ChainPool::kTokens, 300, 980, bytes);
         ARROW_RETURN_NOT_OK(Column<arrow::FixedSizeBinaryBuilder>(b, 7)->Append(bytes));
-        // Transfer takes almost half of all logs; anonymous events have no topic at all.
+        // Transfer takes almost half of all logs.
         const uint64_t event = rng.Chance(450) ? 0 : 1 + rng.PopularRank(200);
-        const int topics = rng.Chance(5) ? 0 : EventTopicCount(event, &rng);
+        DrawnLog log;
+        DrawLog(event, &rng, kMaxDataWords, &log, data);
         for (int t = 0; t < 4; ++t) {
           auto* topic = Column<arrow::FixedSizeBinaryBuilder>(b, 8 + t);
-          if (t >= topics) {
-            ARROW_RETURN_NOT_OK(topic->AppendNull());
-            continue;
-          }
-          if (t == 0) {
-            PoolEventSignature(event, bytes);
-          } else if (rng.Chance(t == 3 ? 300 : 950)) {  // an indexed address, left-padded
-            std::memset(bytes, 0, 12);
-            DrawAddress(&rng, ChainPool::kHolders, 800, 900, bytes + 12);
-          } else {  // an indexed number: a token id, a pool tick
-            std::memset(bytes, 0, 29);
-            rng.Fill(bytes + 29, 3);
-          }
-          ARROW_RETURN_NOT_OK(topic->Append(bytes));
-        }
-        uint32_t words = 1;  // Transfer's amount
-        if (event != 0) words = rng.Chance(300) ? 0 : DrawWordCount(&rng, kMaxDataWords);
-        for (uint32_t w = 0; w < words; ++w) {
-          if (event == 0) {
-            DrawAmountWord(&rng, data);
-          } else {
-            DrawAbiWord(&rng, data + 32 * w);
-          }
+          ARROW_RETURN_NOT_OK(t < log.topics ? topic->Append(log.topic[t])
+                                             : topic->AppendNull());
         }
         ARROW_RETURN_NOT_OK(Column<arrow::BinaryBuilder>(b, 12)->Append(
-            data, static_cast<int32_t>(32 * words)));
+            data, static_cast<int32_t>(log.data_size)));
       }
     }
   }

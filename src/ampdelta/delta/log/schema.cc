@@ -19,6 +19,7 @@
 #include <arrow/util/utf8.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/wide_integers.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/numbers.h"
@@ -254,12 +255,12 @@ arrow::Status UnsupportedType(const std::string& column, const arrow::DataType& 
 
 arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(
     const std::string& column, const arrow::DataType& type,
-    IntegerMapping integers = IntegerMapping::kLossless);
+    const TypeMapping& mapping = {});
 
 arrow::Result<std::shared_ptr<arrow::Field>> ToTableField(const std::string& path,
                                                           const arrow::Field& field,
-                                                          IntegerMapping integers) {
-  ARROW_ASSIGN_OR_RAISE(auto type, ToTableType(path, *field.type(), integers));
+                                                          const TypeMapping& mapping) {
+  ARROW_ASSIGN_OR_RAISE(auto type, ToTableType(path, *field.type(), mapping));
   return arrow::field(field.name(), std::move(type), field.nullable());
 }
 
@@ -309,8 +310,8 @@ arrow::Status CheckUniqueNames(const arrow::FieldVector& fields,
 
 arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& column,
                                                             const arrow::DataType& type,
-                                                            IntegerMapping integers) {
-  const bool same_width = integers == IntegerMapping::kSameWidth;
+                                                            const TypeMapping& mapping) {
+  const bool same_width = mapping.integers == IntegerMapping::kSameWidth;
   switch (type.id()) {
     case arrow::Type::INT8:
     case arrow::Type::INT16:
@@ -352,9 +353,8 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
                                    : arrow::timestamp(arrow::TimeUnit::MICRO, "UTC");
     }
     case arrow::Type::DICTIONARY:
-      return ToTableType(column,
-                         *static_cast<const arrow::DictionaryType&>(type).value_type(),
-                         integers);
+      return ToTableType(
+          column, *static_cast<const arrow::DictionaryType&>(type).value_type(), mapping);
     case arrow::Type::LIST:
     case arrow::Type::LARGE_LIST:
     case arrow::Type::FIXED_SIZE_LIST:
@@ -362,15 +362,15 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
     case arrow::Type::LARGE_LIST_VIEW: {
       const auto& child = *type.field(0);
       ARROW_ASSIGN_OR_RAISE(auto element,
-                            ToTableType(column + ".element", *child.type(), integers));
+                            ToTableType(column + ".element", *child.type(), mapping));
       return arrow::list(arrow::field("element", std::move(element), child.nullable()));
     }
     case arrow::Type::MAP: {
       const auto& map = static_cast<const arrow::MapType&>(type);
       ARROW_ASSIGN_OR_RAISE(auto key,
-                            ToTableType(column + ".key", *map.key_type(), integers));
+                            ToTableType(column + ".key", *map.key_type(), mapping));
       ARROW_ASSIGN_OR_RAISE(auto value,
-                            ToTableType(column + ".value", *map.item_type(), integers));
+                            ToTableType(column + ".value", *map.item_type(), mapping));
       return std::make_shared<arrow::MapType>(
           arrow::field("key", std::move(key), false),
           arrow::field("value", std::move(value), map.item_field()->nullable()));
@@ -379,7 +379,7 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
       arrow::FieldVector fields;
       for (const auto& child : type.fields()) {
         ARROW_ASSIGN_OR_RAISE(
-            auto field, ToTableField(column + "." + child->name(), *child, integers));
+            auto field, ToTableField(column + "." + child->name(), *child, mapping));
         fields.push_back(std::move(field));
       }
       ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, column));
@@ -391,10 +391,13 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
       if (dec.precision() <= arrow::Decimal128Type::kMaxPrecision) {
         return arrow::decimal128(dec.precision(), dec.scale());
       }
-      return UnsupportedType(column, type,
-                             "its precision " + std::to_string(dec.precision()) +
-                                 " exceeds the 38 digits of a Delta decimal; cast it to "
-                                 "decimal(38, s) or to a string in the query");
+      if (mapping.wide_integers == WideIntegers::kString) return arrow::utf8();
+      if (dec.scale() > arrow::Decimal128Type::kMaxPrecision || dec.scale() < 0) {
+        return UnsupportedType(column, type,
+                               "its scale does not fit a Delta decimal; store it with "
+                               "wide_integers \"string\"");
+      }
+      return arrow::decimal128(arrow::Decimal128Type::kMaxPrecision, dec.scale());
     }
     case arrow::Type::HALF_FLOAT:
       return UnsupportedType(column, type, "cast it to float in the query");
@@ -437,8 +440,21 @@ bool IsInteger(const arrow::DataType& type) {
   }
 }
 
-// Cast one column to its table type. Integer narrowing is checked; times are truncated.
+arrow::Result<std::shared_ptr<arrow::Array>> ConformNarrowColumn(
+    const std::string& name, const std::shared_ptr<arrow::Array>& column,
+    const std::shared_ptr<arrow::DataType>& target);
+
+// Cast one column to its table type. Integer narrowing is checked; times are truncated;
+// decimals wider than 38 digits become the table's text or decimal(38) first.
 arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(
+    const std::string& name, const std::shared_ptr<arrow::Array>& column,
+    const std::shared_ptr<arrow::DataType>& target) {
+  if (column->type()->Equals(*target)) return column;
+  ARROW_ASSIGN_OR_RAISE(auto narrowed, NarrowWideDecimals(name, column, target));
+  return ConformNarrowColumn(name, narrowed, target);
+}
+
+arrow::Result<std::shared_ptr<arrow::Array>> ConformNarrowColumn(
     const std::string& name, const std::shared_ptr<arrow::Array>& column,
     const std::shared_ptr<arrow::DataType>& target) {
   if (column->type()->Equals(*target)) return column;
@@ -656,13 +672,13 @@ arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema) {
 }
 
 arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema& source,
-                                                            IntegerMapping integers) {
+                                                            const TypeMapping& mapping) {
   if (source.num_fields() == 0) {
     return InvalidInputError("the data has no columns: a Delta table needs at least one");
   }
   arrow::FieldVector fields;
   for (const auto& field : source.fields()) {
-    ARROW_ASSIGN_OR_RAISE(auto converted, ToTableField(field->name(), *field, integers));
+    ARROW_ASSIGN_OR_RAISE(auto converted, ToTableField(field->name(), *field, mapping));
     fields.push_back(std::move(converted));
   }
   ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, ""));

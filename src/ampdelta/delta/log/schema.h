@@ -40,15 +40,37 @@ enum class IntegerMapping : uint8_t {
   kSameWidth,
 };
 
+/// \brief How integers wider than Delta's decimal(38) — Amp's Decimal256(76, 0) for
+/// Solidity's uint128 … uint248 — become a new column (docs/wide-integers.md).
+enum class WideIntegers : uint8_t {
+  /// Their decimal text (`-12`, as Amp writes uint256): every value, every reader, no
+  /// arithmetic without a cast. ampdelta's default.
+  kString,
+  /// decimal(38, s): arithmetic in every reader; a value with more than 38 digits fails
+  /// the write, naming the column, the value and the row.
+  kDecimal,
+};
+
+/// \brief The choices a new table's column types follow.
+struct TypeMapping {
+  TypeMapping(IntegerMapping integer_mapping = IntegerMapping::kLossless,  // NOLINT
+              WideIntegers wide = WideIntegers::kString)
+      : integers(integer_mapping), wide_integers(wide) {}
+  IntegerMapping integers;
+  WideIntegers wide_integers;
+};
+
 /// \brief Map a source (Amp) schema to the table schema ampdelta writes: unsigned
 /// integers as `integers` says, timestamps → µs (tz-aware → `timestamp`, naive →
 /// `timestamp_ntz`), fixed/large binaries → binary, large/view strings → string,
 /// dictionaries → their value type, FixedSizeList/LargeList → list.
-/// \return Invalid naming the column and type for Float16, Decimal256, time, duration,
+/// Decimal256 becomes decimal128 when its precision fits 38 digits, else as `mapping`
+/// says.
+/// \return Invalid naming the column and type for Float16, time, duration,
 ///   interval, union and other types Delta cannot store, or duplicate column names
 ///   (compared case-insensitively)
 arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(
-    const arrow::Schema& source, IntegerMapping integers = IntegerMapping::kLossless);
+    const arrow::Schema& source, const TypeMapping& mapping = {});
 
 /// \brief Return true when data of (table) type `data` may be written into a column of
 /// type `column`: the same type, a narrower float (always fits), or integers of any

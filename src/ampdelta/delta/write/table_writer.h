@@ -52,6 +52,8 @@ struct TableWriteOptions {
   /// How unsigned integers of columns this write creates are stored (existing columns
   /// keep their type: values are converted into it when they fit).
   IntegerMapping integer_mapping = IntegerMapping::kLossless;
+  /// How integers wider than decimal(38) in columns this write creates are stored.
+  WideIntegers wide_integers = WideIntegers::kString;
   /// Allow an overwrite to replace the table's schema and partitioning.
   bool overwrite_schema = false;
   DataFileOptions files;

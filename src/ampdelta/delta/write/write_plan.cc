@@ -235,8 +235,9 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
   ARROW_ASSIGN_OR_RAISE(const auto configuration,
                         NormalizeTableProperties(options.configuration));
   WritePlan plan;
-  ARROW_ASSIGN_OR_RAISE(auto incoming,
-                        ToTableSchema(source_schema, options.integer_mapping));
+  ARROW_ASSIGN_OR_RAISE(
+      auto incoming,
+      ToTableSchema(source_schema, {options.integer_mapping, options.wide_integers}));
   // partition_by must name columns of the data (the seed's message and the columns).
   ARROW_ASSIGN_OR_RAISE(plan.partition_by,
                         ResolvePartitionColumns(options.partition_by, *incoming));

@@ -89,7 +89,15 @@ arrow::Result<std::vector<std::string>> StringList(const json& value,
   return items;
 }
 
-arrow::Result<delta::IntegerMapping> TypeMapping(const json& value) {
+arrow::Result<delta::WideIntegers> WideIntegersOf(const json& value) {
+  if (value == "string") return delta::WideIntegers::kString;
+  if (value == "decimal") return delta::WideIntegers::kDecimal;
+  return ConfigError(
+      "'wide_integers' must be \"string\" (decimal text, every value: the default) or "
+      "\"decimal\" (decimal(38, 0): a value with more digits fails the load)");
+}
+
+arrow::Result<delta::IntegerMapping> IntegerMappingOf(const json& value) {
   if (value == "lossless") return delta::IntegerMapping::kLossless;
   if (value == "deltalake") return delta::IntegerMapping::kSameWidth;
   return ConfigError(
@@ -200,7 +208,9 @@ arrow::Status ParseKey(const std::string& key, const json& value,
   } else if (key == "merge_schema") {
     ARROW_ASSIGN_OR_RAISE(config->merge_schema, Bool(value, key));
   } else if (key == "type_mapping") {
-    ARROW_ASSIGN_OR_RAISE(config->integer_mapping, TypeMapping(value));
+    ARROW_ASSIGN_OR_RAISE(config->integer_mapping, IntegerMappingOf(value));
+  } else if (key == "wide_integers") {
+    ARROW_ASSIGN_OR_RAISE(config->wide_integers, WideIntegersOf(value));
   } else if (key == "schema_evolution") {
     ARROW_ASSIGN_OR_RAISE(config->schema_evolution, Bool(value, key));
   } else if (key == "file_size_hint") {

@@ -59,6 +59,10 @@ struct DeltaLakeConfig {
   /// `type_mapping`: how new columns store unsigned integers: "lossless" (the default,
   /// uint32 → long) or "deltalake" (the Python SDK's tables: uint32 → integer).
   delta::IntegerMapping integer_mapping = delta::IntegerMapping::kLossless;
+  /// `wide_integers`: how new columns store integers wider than decimal(38) (Amp's
+  /// Decimal256(76, 0)): "string" (the default: decimal text, lossless) or "decimal"
+  /// (decimal(38, 0); a value with more digits fails the load, naming it).
+  delta::WideIntegers wide_integers = delta::WideIntegers::kString;
   std::optional<int64_t> file_size_hint;
   std::optional<int64_t> max_rows_per_file;
   std::optional<int64_t> max_rows_per_group;

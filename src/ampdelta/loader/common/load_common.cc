@@ -63,6 +63,7 @@ arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& conf
   write.configuration = config.table_properties;
   write.merge_schema = config.merge_schema;
   write.integer_mapping = config.integer_mapping;
+  write.wide_integers = config.wide_integers;
   // schema_evolution: an overwrite may replace the table's schema.
   write.overwrite_schema = config.schema_evolution;
   ARROW_ASSIGN_OR_RAISE(write.files.codec, delta::ParseCodec(options.compression));
