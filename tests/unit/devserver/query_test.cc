@@ -5,6 +5,8 @@
 #include <arrow/scalar.h>
 #include <arrow/table.h>
 
+#include "ampdelta/devserver/chain_shape.h"
+#include "ampdelta/devserver/functions.h"
 #include "ampdelta/devserver/synthetic_chain.h"
 #include "tests/support/test_util.h"
 
@@ -13,10 +15,13 @@ namespace {
 
 class QueryTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { UseChain(20); }
+
+  void UseChain(uint64_t blocks) {
     SyntheticChainOptions options;
-    options.initial_blocks = 20;
+    options.initial_blocks = blocks;
     chain_ = std::make_shared<SyntheticChain>(options);
+    catalog_ = Catalog();
     catalog_.Add(chain_);
   }
 
@@ -292,6 +297,148 @@ TEST_F(QueryTest, LiteralsBeyondTheirRangeAreInvalidNotExceptions) {
               testing::StatusHasMessage("invalid query"));
   EXPECT_OK(
       Bind("SELECT * FROM \"acme/eth_mainnet\".blocks WHERE block_num > 5").status());
+}
+
+// Amp's EVM functions over the synthetic chain: every catalogued event's logs are valid
+// encodings, so decoding them fills every field.
+TEST_F(QueryTest, EveryCataloguedEventDecodesWithEveryField) {
+  UseChain(300);
+  for (const auto& event : ChainEvents()) {
+    const std::string signature = event.signature;
+    ASSERT_OK_AND_ASSIGN(
+        auto rows,
+        Run("SELECT topic3, evm_decode_log(topic1, topic2, topic3, data, '" + signature +
+            "') AS e FROM \"acme/eth_mainnet\".logs WHERE topic0 = evm_topic('" +
+            signature + "')"));
+    ASSERT_OK(rows->ValidateFull());
+    // ERC-20 and ERC-721 Transfer share topic0: a log is the one whose topics it has.
+    const bool erc721 = event.rank == 7;
+    const bool erc20 = signature.rfind("Transfer(", 0) == 0 && !erc721;
+    const auto& decoded = static_cast<const arrow::StructArray&>(*rows->column(1));
+    int64_t checked = 0;
+    for (int64_t row = 0; row < rows->num_rows(); ++row) {
+      const bool has_topic3 = rows->column(0)->IsValid(row);
+      if ((erc20 && has_topic3) || (erc721 && !has_topic3)) continue;
+      ++checked;
+      for (int field = 0; field < decoded.num_fields(); ++field) {
+        EXPECT_TRUE(decoded.field(field)->IsValid(row))
+            << signature << " row " << row << " field " << field;
+      }
+    }
+    EXPECT_GT(checked, 2) << signature;
+  }
+}
+
+TEST_F(QueryTest, DecodedFieldsAndShiftedUnitsThroughASubquery) {
+  ASSERT_OK_AND_ASSIGN(
+      auto rows,
+      Run("SELECT block_num, shift_units(t['value'], -18) AS value, t['owner'] AS owner "
+          "FROM (SELECT block_num, evm_decode_log(topic1, topic2, topic3, data, "
+          "'Approval(address indexed owner, address indexed spender, uint256 value)') AS "
+          "t "
+          "FROM \"acme/eth_mainnet\".logs WHERE topic0 = "
+          "evm_topic('Approval(address,address,uint256)')) WHERE block_num >= 24000005"));
+  ASSERT_OK(rows->ValidateFull());
+  ASSERT_GT(rows->num_rows(), 0);
+  EXPECT_TRUE(rows->schema()->field(1)->type()->Equals(*arrow::utf8()));
+  EXPECT_TRUE(rows->schema()->field(2)->type()->Equals(*arrow::fixed_size_binary(20)));
+  // An unlimited allowance, 2^256 - 1 wei, shifted by 18 places.
+  ASSERT_OK_AND_ASSIGN(
+      auto all,
+      Run("SELECT shift_units(evm_decode_log(topic1, topic2, topic3, data, "
+          "'Approval(address "
+          "indexed owner, address indexed spender, uint256 value)')['value'], -18) AS v "
+          "FROM \"acme/eth_mainnet\".logs WHERE topic0 = "
+          "evm_topic('Approval(address,address,uint256)')"));
+  bool unlimited = false;
+  const auto& values = static_cast<const arrow::StringArray&>(*all->column(0));
+  for (int64_t row = 0; row < values.length(); ++row) {
+    unlimited |= values.GetString(row) ==
+                 "115792089237316195423570985008687907853269984665640564039457."
+                 "584007913129639935";
+  }
+  EXPECT_TRUE(unlimited);
+  // The scan still reads only the blocks the outer filter allows.
+  ASSERT_OK_AND_ASSIGN(
+      auto query,
+      Bind(
+          "SELECT n FROM (SELECT block_num AS n, evm_topic('Sync(uint112,uint112)') AS t "
+          "FROM \"acme/eth_mainnet\".logs) WHERE n BETWEEN 24000003 AND 24000004"));
+  ASSERT_OK_AND_ASSIGN(auto bounds, query->BlockBounds());
+  ASSERT_TRUE(bounds.has_value());
+  EXPECT_EQ(bounds->first, 24000003u);
+}
+
+TEST_F(QueryTest, EvmFunctionErrorsNameTheFunctionAndWhatIsWrong) {
+  const std::string logs = " FROM \"acme/eth_mainnet\".logs";
+  const std::pair<std::string, std::string> cases[] = {
+      {"SELECT evm_decode_log(topic1, topic2, topic3, data, 'Swap(uint a') AS e" + logs,
+       "evm_decode_log: parse event signature"},
+      {"SELECT evm_decode(topic1, topic2, topic3, data, address) AS e" + logs,
+       "evm_decode: expected a string literal for the signature"},
+      {"SELECT evm_decode_log(topic1, topic2, data) AS e" + logs,
+       "expected 5 arguments, but got 3"},
+      {"SELECT evm_decode_log(topic1, topic2, topic3, address, 'E(uint a)') AS e" + logs,
+       "argument 4 must be binary"},
+      {"SELECT evm_decode_log(topic1, topic2, topic3, data, "
+       "'E(uint indexed a, uint indexed b, uint indexed c, uint indexed d)') AS e" +
+           logs,
+       "event can only have 3 indexed parameters but has 4"},
+      {"SELECT block_num" + logs + " WHERE topic0 = evm_topic('E(uint a) anonymous')",
+       "anonymous event E has no topic0"},
+      {"SELECT block_num" + logs + " WHERE topic0 = evm_topic(data)",
+       "column 'data' not found in the right side of a comparison (only literals)"},
+      {"SELECT evm_topic(address) AS t" + logs, "evm_topic: expected scalar argument"},
+      {"SELECT evm_encode_hex('0x12') AS h" + logs, "expected 20 or 32 bytes, got 1"},
+      {"SELECT evm_encode_hex(NULL) AS h" + logs, "input cannot be null"},
+      {"SELECT evm_decode_hex(topic0) AS h, evm_decode_hex(data) AS d" + logs,
+       "expected FixedSizeBinary(20) or FixedSizeBinary(32), got binary"},
+      {"SELECT evm_decode_params(data, 'f(uint8)') AS p" + logs,
+       "function f has unnamed input parameter"},
+      {"SELECT evm_decode_type(data, 'uint7') AS p" + logs,
+       "failed to parse Solidity type"},
+      {"SELECT shift_units(data, 2) AS p" + logs,
+       "expected numeric type or Utf8 for first argument"},
+      {"SELECT evm_decode_log(topic1, topic2, topic3, data, 'E(uint a)')['b'] AS p" +
+           logs,
+       "field 'b' not found"},
+      {"SELECT DISTINCT evm_topic('E(uint a)') AS t" + logs,
+       "function call in a GROUP BY"},
+      {"SELECT block_num" + logs + " WHERE block_num = evm_topic('E(uint a)')",
+       "cannot compare column 'block_num'"},
+  };
+  for (const auto& [text, message] : cases) {
+    EXPECT_THAT(Bind(text), testing::StatusHasMessage(message)) << text;
+  }
+  // Shifting by more than 32 places fails the query when it runs.
+  EXPECT_THAT(
+      Run("SELECT shift_units(block_num, 33) AS v FROM \"acme/eth_mainnet\".blocks"),
+      testing::StatusHasMessage("units must be between -32 and 32 (got 33)"));
+}
+
+TEST(ShiftUnitsTest, ShiftsTheDecimalPointExactlyAndWritesPlainText) {
+  const std::tuple<const char*, int64_t, const char*> cases[] = {
+      {"1.5", 18, "1500000000000000000"},
+      {"1500000000000000000", -18, "1.5"},
+      {"1.5", -18, "0.0000000000000000015"},
+      {"123456", -3, "123.456"},
+      {"1", 8, "100000000"},
+      {"28998036497399455000", -18, "28.998036497399455"},
+      {"0", 5, "0"},
+      {"-2.50", 1, "-25"},
+      {"-0.000", 3, "0"},
+      {"1e3", -1, "100"},
+      {"+7", 0, "7"},
+  };
+  for (const auto& [value, units, expected] : cases) {
+    auto shifted = ShiftDecimalText(value, units);
+    ASSERT_OK(shifted.status());
+    EXPECT_EQ(*shifted, expected) << value << " " << units;
+  }
+  EXPECT_THAT(ShiftDecimalText("1", -33), testing::StatusHasMessage("(got -33)"));
+  EXPECT_THAT(ShiftDecimalText("abc", 1), testing::StatusHasMessage("'abc'"));
+  EXPECT_THAT(ShiftDecimalText("1.2.3", 1), testing::StatusHasMessage("'1.2.3'"));
+  EXPECT_THAT(ShiftDecimalText("", 1), testing::StatusHasMessage("''"));
 }
 
 }  // namespace
