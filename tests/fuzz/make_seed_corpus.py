@@ -277,6 +277,18 @@ def devserver_sql():
         "SELECT a FROM t ORDER BY a",
         "SELECT * FROM t JOIN u ON t.a = u.a",
         "SELECT a + 1 FROM t",
+        # Amp's EVM functions (docs/evm-functions.md).
+        "SELECT block_num, evm_decode_log(topic1, topic2, topic3, data, 'Swap(address indexed "
+        "sender, address indexed recipient, int256 amount0, int256 amount1, uint160 "
+        "sqrtPriceX96, uint128 liquidity, int24 tick)') AS swap FROM eth_mainnet.logs WHERE "
+        "topic0 = evm_topic('Swap(address,address,int256,int256,uint160,uint128,int24)')",
+        "SELECT shift_units(t['value'], -18) AS v, evm_decode_hex(address) AS a FROM (SELECT "
+        "address, evm_decode(topic1, topic2, topic3, data, 'Approval(address indexed o, "
+        "address indexed s, uint256 value)') AS t FROM eth_mainnet.logs)",
+        "SELECT evm_decode_params(input, 'function transfer(address to, uint256 v)') AS c, "
+        "evm_decode_type(evm_encode_type(gas_used, 'uint64[]'), '(uint64,bytes)') AS d, "
+        "evm_encode_params(nonce, 'f(uint64 n)') AS e, evm_encode_hex('0x" + "11" * 20 +
+        "') AS h FROM eth_mainnet.transactions",
     ]
     for sql in queries:
         corpus.add(sql)
