@@ -271,3 +271,18 @@ def test_a_decoded_stream_through_reorgs_ends_with_the_canonical_events(tmp_path
     for reader in ("deltalake", "duckdb"):
         got = keyed(readers.READERS[reader](table))
         assert got == canonical_rows, f"{reader}: the stream's table is not the canonical chain"
+
+
+def test_the_events_demo_loads_the_swaps_the_dev_server_serves(tmp_path):
+    for run in range(2):  # a second run replaces the rows of the table the demo made
+        done = subprocess.run([str(cli_path()), "demo", "--events"], capture_output=True,
+                              text=True, env=cli_env(), timeout=180, cwd=tmp_path,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, f"{done.returncode}\n{done.stdout}\n{done.stderr}"
+        assert "evm_decode_log" in done.stdout and f"version {run + 1}" in done.stdout
+    # Decoded addresses show as hex, not raw bytes.
+    assert "struct[7]" in done.stdout and "{0x" in done.stdout, done.stdout
+    with run_dev_server() as server:
+        sent = as_stored(keyed(do_get(server.url, SWAP_QUERY).read_all()))
+    assert sent
+    assert keyed(readers.read_duckdb(tmp_path / "data" / "swaps")) == sent

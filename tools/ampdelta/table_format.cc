@@ -70,6 +70,25 @@ std::string FormatValue(const arrow::Array& array, int64_t index) {
       return FormatTimestamp(typed.Value(index),
                              static_cast<const arrow::TimestampType&>(*array.type()));
     }
+    case arrow::Type::STRUCT: {
+      // Fields formatted as columns are (hex bytes, not raw ones), as Polars shows them.
+      const auto& record = static_cast<const arrow::StructArray&>(array);
+      std::string out = "{";
+      for (int i = 0; i < record.num_fields(); ++i) {
+        if (i > 0) out += ",";
+        out += FormatValue(*record.field(i), index);
+      }
+      return out + "}";
+    }
+    case arrow::Type::LIST: {
+      const auto& list = static_cast<const arrow::ListArray&>(array);
+      std::string out = "[";
+      for (int32_t i = 0; i < list.value_length(index); ++i) {
+        if (i > 0) out += ", ";
+        out += FormatValue(*list.values(), list.value_offset(index) + i);
+      }
+      return out + "]";
+    }
     default: {
       auto scalar = array.GetScalar(index);
       if (!scalar.ok()) return "?";
@@ -119,6 +138,10 @@ std::string FormatType(const arrow::DataType& type) {
       }
       return out + "]";
     }
+    case arrow::Type::STRUCT:
+      return "struct[" + std::to_string(type.num_fields()) + "]";
+    case arrow::Type::LIST:
+      return "list[" + FormatType(*type.field(0)->type()) + "]";
     default:
       return type.ToString();
   }
