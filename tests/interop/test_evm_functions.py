@@ -224,6 +224,11 @@ def test_decimal_policy_stores_decimal38_and_refuses_a_value_that_does_not_fit(c
         got = read(table)
         assert got.schema.field("gas").type == pa.decimal128(38, 0), reader
         assert {r["block_num"]: r["gas"] for r in got.to_pylist()} == sent, reader
+    # A later load with the default policy goes into the table's decimal column.
+    load(chain, table, sql + " WHERE block_num < 24000010")
+    again = readers.read_duckdb(table)
+    assert again.schema.field("gas").type == pa.decimal128(38, 0)
+    assert again.num_rows == len(sent) + 10
     # A uint160 price of 48 digits does not fit decimal(38, 0): the load fails, naming it,
     # and leaves no table.
     refused = tmp_path / "swaps"

@@ -331,7 +331,8 @@ arrow::Result<std::unique_ptr<BoundFunction>> BindEncodeParams(
                     auto arrays,
                     ArgumentArrays(
                         std::vector<arrow::Datum>(args.begin(), args.end() - 1), rows));
-                return evm::EncodeCalls(function, arrays, arrow::default_memory_pool());
+                return evm::EncodeCalls(function, arrays, rows,
+                                        arrow::default_memory_pool());
               });
 }
 

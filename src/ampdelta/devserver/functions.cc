@@ -49,8 +49,13 @@ std::optional<DecimalText> ParseDecimalText(std::string_view text) {
   }
   if (out.digits.empty()) return std::nullopt;
   if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
-    auto exponent =
-        ParseInt64(text.substr(i + 1 + (i + 1 < text.size() && text[i + 1] == '+')));
+    std::string_view rest = text.substr(i + 1);
+    // One sign at most: ParseInt64 alone would take the '-' of "e+-5".
+    if (!rest.empty() && rest[0] == '+') rest.remove_prefix(1);
+    if (rest.empty() || (rest[0] == '+') || (rest[0] == '-' && text[i + 1] == '+')) {
+      return std::nullopt;
+    }
+    auto exponent = ParseInt64(rest);
     if (!exponent || *exponent > 1'000'000 || *exponent < -1'000'000) return std::nullopt;
     out.exponent += *exponent;
     i = text.size();

@@ -16,9 +16,9 @@ namespace ampdelta::evm {
 namespace {
 
 constexpr size_t kWord = 32;
-// Values a decode may produce per word of input (plus a floor): well-formed encodings
-// need at most one word per value; offsets that alias one region many times are refused
-// instead of multiplying it.
+// Values (and words of bytes copied) a decode may produce per word of input, plus a
+// floor: well-formed encodings need at most one per word; offsets that alias one region
+// many times are refused instead of multiplying it.
 constexpr size_t kValuesPerWord = 64;
 constexpr size_t kMinValueBudget = 4096;
 
@@ -122,6 +122,9 @@ class Decoder {
         if (area.size() - kWord < length) {
           return arrow::Status::Invalid("bytes of length ", length, " are past the end");
         }
+        // Copies are paid for by the word: items that all point at one large blob would
+        // otherwise copy it once per item.
+        ARROW_RETURN_NOT_OK(Spend(length / kWord));
         value.bytes = std::string(area.substr(kWord, length));
         return value;
       }

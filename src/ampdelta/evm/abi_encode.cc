@@ -325,17 +325,22 @@ arrow::Result<std::shared_ptr<arrow::Array>> EncodeValues(const SolType& type,
 
 arrow::Result<std::shared_ptr<arrow::Array>> EncodeCalls(
     const FunctionSignature& function,
-    const std::vector<std::shared_ptr<arrow::Array>>& arguments,
+    const std::vector<std::shared_ptr<arrow::Array>>& arguments, int64_t rows,
     arrow::MemoryPool* pool) {
   if (arguments.size() != function.inputs.size()) {
     return arrow::Status::Invalid("expected ", function.inputs.size(),
                                   " arguments for the function signature but got ",
                                   arguments.size());
   }
+  for (const auto& argument : arguments) {
+    if (argument->length() != rows) {
+      return arrow::Status::Invalid("an argument has ", argument->length(),
+                                    " values for ", rows, " rows");
+    }
+  }
   std::vector<const SolType*> types;
   for (const auto& input : function.inputs) types.push_back(&input.type);
   const auto selector = function.Selector();
-  const int64_t rows = arguments.empty() ? 1 : arguments[0]->length();
   arrow::BinaryBuilder builder(pool);
   for (int64_t row = 0; row < rows; ++row) {
     std::vector<SolValue> values;

@@ -37,11 +37,12 @@ arrow::Result<std::shared_ptr<arrow::Array>> EncodeValues(const SolType& type,
                                                           const arrow::Array& values,
                                                           arrow::MemoryPool* pool);
 
-/// \brief evm_encode_params: each row's arguments as the function's calldata (its
-/// selector, then `abi.encode` of the inputs), a Binary array. `arguments` hold one
-/// array per input, of one length.
+/// \brief evm_encode_params: each of `rows` rows' arguments as the function's calldata
+/// (its selector, then `abi.encode` of the inputs), a Binary array. `arguments` hold one
+/// array of `rows` values per input (none for a function without inputs).
 arrow::Result<std::shared_ptr<arrow::Array>> EncodeCalls(
     const FunctionSignature& function,
-    const std::vector<std::shared_ptr<arrow::Array>>& arguments, arrow::MemoryPool* pool);
+    const std::vector<std::shared_ptr<arrow::Array>>& arguments, int64_t rows,
+    arrow::MemoryPool* pool);
 
 }  // namespace ampdelta::evm

@@ -1,6 +1,8 @@
 #include "ampdelta/evm/sol_parser.h"
 
+#include <algorithm>
 #include <charconv>
+#include <string>
 
 namespace ampdelta::evm {
 namespace {
@@ -8,8 +10,30 @@ namespace {
 // Deeper nesting than any real ABI, shallow enough that recursion cannot exhaust the
 // stack.
 constexpr int kMaxDepth = 32;
-// Larger fixed arrays would make one decoded value bigger than any log or calldata.
-constexpr size_t kMaxFixedArraySize = 1 << 16;
+// Larger fixed arrays, or fixed arrays of them, would make one decoded value (or the
+// nulls standing for a value that does not decode) bigger than any log or calldata.
+constexpr size_t kMaxStaticValues = 1 << 16;
+
+// How many values a value of `type` holds in place (a dynamic array counts as one),
+// saturating above kMaxStaticValues.
+size_t StaticValues(const SolType& type) {
+  switch (type.kind) {
+    case SolType::Kind::kFixedArray: {
+      const size_t item = StaticValues(type.components[0]);
+      return item != 0 && type.size > kMaxStaticValues / item ? kMaxStaticValues + 1
+                                                              : 1 + type.size * item;
+    }
+    case SolType::Kind::kTuple: {
+      size_t total = 1;
+      for (const auto& component : type.components) {
+        total = std::min(total + StaticValues(component), kMaxStaticValues + 1);
+      }
+      return total;
+    }
+    default:
+      return 1;
+  }
+}
 
 bool IsIdentifierStart(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$';
@@ -118,7 +142,7 @@ arrow::Result<SolType> SolParser::TupleType() {
     tuple.components.push_back(std::move(component));
   } while (Consume(','));
   if (!Consume(')')) return Error("expected ',' or ')' in a tuple");
-  return tuple;
+  return CheckStaticSize(std::move(tuple));
 }
 
 arrow::Result<SolType> SolParser::BaseType() {
@@ -129,10 +153,21 @@ arrow::Result<SolType> SolParser::BaseType() {
   return ElementaryType(word);
 }
 
+arrow::Result<SolType> SolParser::CheckStaticSize(SolType type) const {
+  if (StaticValues(type) > kMaxStaticValues) {
+    return Error("the type holds more than " + std::to_string(kMaxStaticValues) +
+                 " values in place");
+  }
+  return type;
+}
+
 arrow::Result<SolType> SolParser::Type() {
   if (++depth_ > kMaxDepth) return Error("types nested too deeply");
   ARROW_ASSIGN_OR_RAISE(auto type, BaseType());
+  const int outer_depth = depth_ - 1;
   while (Consume('[')) {
+    // Each array dimension is a level of nesting too (of Arrow lists, and of recursion).
+    if (++depth_ > kMaxDepth) return Error("types nested too deeply");
     SolType array;
     array.components.push_back(std::move(type));
     if (Consume(']')) {
@@ -142,15 +177,15 @@ arrow::Result<SolType> SolParser::Type() {
       const size_t start = pos_;
       while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
       size_t n = 0;
-      if (!Suffix(text_.substr(start, pos_ - start), &n) || n > kMaxFixedArraySize)
+      if (!Suffix(text_.substr(start, pos_ - start), &n) || n > kMaxStaticValues)
         return Error("invalid array size");
       if (!Consume(']')) return Error("expected ']'");
       array.kind = SolType::Kind::kFixedArray;
       array.size = n;
     }
-    type = std::move(array);
+    ARROW_ASSIGN_OR_RAISE(type, CheckStaticSize(std::move(array)));
   }
-  --depth_;
+  depth_ = outer_depth;
   return type;
 }
 
@@ -163,6 +198,7 @@ arrow::Result<std::vector<SolParam>> SolParser::Params(bool allow_indexed) {
     ARROW_ASSIGN_OR_RAISE(param.type, Type());
     std::string_view word = Identifier();
     while (!word.empty() && (IsLocation(word) || (allow_indexed && word == "indexed"))) {
+      if (word == "indexed" && param.indexed) return Error("'indexed' twice");
       if (word == "indexed") param.indexed = true;
       word = Identifier();
     }

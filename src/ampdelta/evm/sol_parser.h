@@ -39,6 +39,8 @@ class SolParser {
   arrow::Result<SolType> BaseType();
   arrow::Result<SolType> TupleType();
   arrow::Result<SolType> ElementaryType(std::string_view word);
+  // `type` unless it holds too many values in place (fixed arrays of fixed arrays …).
+  arrow::Result<SolType> CheckStaticSize(SolType type) const;
   void SkipSpace();
 
   std::string_view text_;

@@ -208,6 +208,67 @@ TEST(SchemaTest, WideIntegersGoIntoAnExistingColumnsTypeWhateverThePolicy) {
               testing::StatusHasMessage("column 'amount'"));
 }
 
+TEST(SchemaTest, ALaterLoadKeepsTheTablesRepresentationWhateverItsPolicy) {
+  auto batch = WideIntegerBatch("12345");
+  const TypeMapping text;
+  const TypeMapping decimal(IntegerMapping::kLossless, WideIntegers::kDecimal);
+  ASSERT_OK_AND_ASSIGN(auto text_table, ToTableSchema(*batch->schema(), text));
+  ASSERT_OK_AND_ASSIGN(auto decimal_table, ToTableSchema(*batch->schema(), decimal));
+  // A "decimal" load into a text table goes in as text, and the other way round.
+  ASSERT_OK_AND_ASSIGN(auto into_text,
+                       ToTableSchemaInto(*batch->schema(), decimal, *text_table));
+  EXPECT_TRUE(into_text->Equals(*text_table)) << into_text->ToString();
+  ASSERT_OK_AND_ASSIGN(auto into_decimal,
+                       ToTableSchemaInto(*batch->schema(), text, *decimal_table));
+  EXPECT_TRUE(into_decimal->Equals(*decimal_table)) << into_decimal->ToString();
+  // A new column follows the policy.
+  auto other = arrow::schema({arrow::field("other", arrow::int64())});
+  ASSERT_OK_AND_ASSIGN(auto fresh, ToTableSchemaInto(*batch->schema(), decimal, *other));
+  EXPECT_TRUE(fresh->Equals(*decimal_table));
+}
+
+TEST(SchemaTest, WideIntegerTextIsPlainWhateverTheScaleAndStructFieldsMatchByAnyCase) {
+  arrow::Decimal256Builder scaled(arrow::decimal256(76, 40));
+  ASSERT_OK(scaled.Append(arrow::Decimal256(0)));
+  ASSERT_OK(scaled.Append(arrow::Decimal256(-15)));
+  ASSERT_OK_AND_ASSIGN(auto scaled_values, scaled.Finish());
+  arrow::Decimal256Builder negative(arrow::decimal256(40, -5));
+  ASSERT_OK(negative.Append(arrow::Decimal256(1)));
+  ASSERT_OK(negative.Append(arrow::Decimal256(0)));
+  ASSERT_OK_AND_ASSIGN(auto negative_values, negative.Finish());
+  ASSERT_OK_AND_ASSIGN(auto record,
+                       arrow::StructArray::Make({negative_values}, {"Value"}));
+  auto source = arrow::schema(
+      {arrow::field("s", scaled_values->type()), arrow::field("d", record->type())});
+  auto batch = arrow::RecordBatch::Make(source, 2, {scaled_values, record});
+  ASSERT_OK_AND_ASSIGN(auto table, ToTableSchema(*source));
+  ASSERT_OK_AND_ASSIGN(auto conformed, ConformBatch(batch, table));
+  const auto& s = static_cast<const arrow::StringArray&>(*conformed->column(0));
+  EXPECT_EQ(s.GetString(0), "0." + std::string(40, '0'));
+  EXPECT_EQ(s.GetString(1), "-0." + std::string(38, '0') + "15");
+  const auto& d = static_cast<const arrow::StructArray&>(*conformed->column(1));
+  EXPECT_EQ(static_cast<const arrow::StringArray&>(*d.field(0)).GetString(0), "100000");
+  EXPECT_EQ(static_cast<const arrow::StringArray&>(*d.field(0)).GetString(1), "0");
+  // A table whose field is spelled `value` takes the data's `Value` (decimal policy too).
+  auto lower = arrow::schema(
+      {table->field(0), arrow::field("d", arrow::struct_({arrow::field(
+                                              "value", arrow::decimal128(38, 0))}))});
+  arrow::Decimal256Builder plain(arrow::decimal256(76, 0));
+  ASSERT_OK(plain.Append(arrow::Decimal256(7)));
+  ASSERT_OK(plain.Append(arrow::Decimal256(8)));
+  ASSERT_OK_AND_ASSIGN(auto plain_values, plain.Finish());
+  ASSERT_OK_AND_ASSIGN(auto upper, arrow::StructArray::Make({plain_values}, {"Value"}));
+  auto upper_batch =
+      arrow::RecordBatch::Make(arrow::schema({arrow::field("s", scaled_values->type()),
+                                              arrow::field("d", upper->type())}),
+                               2, {scaled_values, upper});
+  ASSERT_OK_AND_ASSIGN(auto into_lower, ConformBatch(upper_batch, lower));
+  ASSERT_OK(into_lower->ValidateFull());
+  // A struct without fields (an empty Solidity tuple) is refused, naming the column.
+  EXPECT_THAT(ToTableSchema(*arrow::schema({arrow::field("e", arrow::struct_({}))})),
+              testing::StatusHasMessage("column 'e'"));
+}
+
 TEST(SchemaTest, ConformingNamesOverflowingUint64Values) {
   arrow::UInt64Builder builder;
   ASSERT_OK(builder.AppendValues({1, 18446744073709551615ULL}));

@@ -410,6 +410,14 @@ TEST_F(QueryTest, EvmFunctionErrorsNameTheFunctionAndWhatIsWrong) {
   for (const auto& [text, message] : cases) {
     EXPECT_THAT(Bind(text), testing::StatusHasMessage(message)) << text;
   }
+  // A function without inputs encodes one call per row (not one for the whole batch).
+  ASSERT_OK_AND_ASSIGN(
+      auto calls, Run("SELECT block_num, evm_encode_params('function f()') AS c FROM "
+                      "\"acme/eth_mainnet\".blocks WHERE block_num < 24000005"));
+  ASSERT_OK(calls->ValidateFull());
+  ASSERT_EQ(calls->num_rows(), 5);
+  EXPECT_EQ(static_cast<const arrow::BinaryArray&>(*calls->column(1)).GetString(4),
+            std::string("\x26\x12\x1f\xf0", 4));
   // Shifting by more than 32 places fails the query when it runs.
   EXPECT_THAT(
       Run("SELECT shift_units(block_num, 33) AS v FROM \"acme/eth_mainnet\".blocks"),
@@ -439,6 +447,8 @@ TEST(ShiftUnitsTest, ShiftsTheDecimalPointExactlyAndWritesPlainText) {
   EXPECT_THAT(ShiftDecimalText("abc", 1), testing::StatusHasMessage("'abc'"));
   EXPECT_THAT(ShiftDecimalText("1.2.3", 1), testing::StatusHasMessage("'1.2.3'"));
   EXPECT_THAT(ShiftDecimalText("", 1), testing::StatusHasMessage("''"));
+  EXPECT_THAT(ShiftDecimalText("1e+-5", 0), testing::StatusHasMessage("'1e+-5'"));
+  EXPECT_THAT(ShiftDecimalText("1e", 0), testing::StatusHasMessage("'1e'"));
 }
 
 }  // namespace

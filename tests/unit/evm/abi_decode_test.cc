@@ -139,6 +139,12 @@ TEST(AbiDecodeTest, OffsetsAliasingOneRegionCannotMultiplyIt) {
       (std::vector<std::string>{"list<item: list<item: uint8>>[list<item: uint8>[1, 1], "
                                 "list<item: uint8>[1, 1], list<item: uint8>[1, 1]]"}));
   EXPECT_EQ(Decoded({"uint8[][]"}, aliased(300, 300))[0].rfind("error:", 0), 0U);
+  // bytes[] whose items all point at one large blob: copying it once per item would grow
+  // the decode quadratically, so the bytes copied count against the budget too.
+  std::string blob = Word(hex(128 * 1024)) + std::string(2 * 128 * 1024, '0');
+  std::string many = Word("20") + Word(hex(4000));
+  for (size_t i = 0; i < 4000; ++i) many += Word(hex(32 * 4000));
+  EXPECT_EQ(Decoded({"bytes[]"}, many + blob)[0].rfind("error:", 0), 0U);
   // An array claiming more items than the data has words is refused before any is read.
   EXPECT_EQ(
       Decoded({"uint8[]"}, Word("20") + Word("3") + Word("1"))[0].rfind("error:", 0), 0U);

@@ -101,8 +101,10 @@ TEST(AbiEncodeTest, EachArrowTypeStandsForItsOwnSolidityTypesOnly) {
 
 TEST(AbiEncodeTest, CallsStartWithTheSelectorAndDecodeBack) {
   ASSERT_OK_AND_ASSIGN(auto empty, ParseFunctionSignature("function f()"));
-  ASSERT_OK_AND_ASSIGN(auto none, EncodeCalls(empty, {}, arrow::default_memory_pool()));
-  EXPECT_EQ(ToHex(static_cast<const arrow::BinaryArray&>(*none).GetView(0)), "26121ff0");
+  ASSERT_OK_AND_ASSIGN(auto none,
+                       EncodeCalls(empty, {}, 3, arrow::default_memory_pool()));
+  ASSERT_EQ(none->length(), 3);  // one per row, even without arguments
+  EXPECT_EQ(ToHex(static_cast<const arrow::BinaryArray&>(*none).GetView(2)), "26121ff0");
 
   ASSERT_OK_AND_ASSIGN(auto transfer,
                        ParseFunctionSignature("function transfer(address to, uint256 "
@@ -115,7 +117,7 @@ TEST(AbiEncodeTest, CallsStartWithTheSelectorAndDecodeBack) {
   // The largest a Decimal256(76, 0) holds (2^256 - 1 has 78 digits).
   ASSERT_OK(value.Append(*arrow::Decimal256::FromString(std::string(76, '9'))));
   ASSERT_OK_AND_ASSIGN(auto calls, EncodeCalls(transfer, {*to.Finish(), *value.Finish()},
-                                               arrow::default_memory_pool()));
+                                               2, arrow::default_memory_pool()));
   const auto& binary = static_cast<const arrow::BinaryArray&>(*calls);
   EXPECT_EQ(ToHex(binary.GetView(0)).substr(0, 8),
             "a9059cbb");  // transfer(address,uint256)
@@ -129,7 +131,7 @@ TEST(AbiEncodeTest, CallsStartWithTheSelectorAndDecodeBack) {
       std::string(20, '\xab'));
   ASSERT_OK_AND_ASSIGN(auto wrong_count,
                        ParseFunctionSignature("function g(uint8 a, uint8 b)"));
-  EXPECT_THAT(EncodeCalls(wrong_count, {Int64s({1})}, arrow::default_memory_pool()),
+  EXPECT_THAT(EncodeCalls(wrong_count, {Int64s({1})}, 1, arrow::default_memory_pool()),
               testing::StatusHasMessage("expected 2 arguments"));
 }
 

@@ -8,6 +8,9 @@
 #include <arrow/type.h>
 #include <gtest/gtest.h>
 
+#include "ampdelta/evm/signature.h"
+#include "tests/support/test_util.h"
+
 namespace ampdelta::evm {
 namespace {
 
@@ -82,6 +85,27 @@ TEST(SolTypeTest, DeepNestingIsAnErrorNotAStackOverflow) {
   EXPECT_FALSE(ParseSolType(deep).ok());
   const std::string arrays = "uint8" + std::string(50, '[');
   EXPECT_FALSE(ParseSolType(arrays).ok());
+  // Array dimensions count as nesting: 8000 of them would overflow the stack downstream.
+  std::string dimensions = "uint8";
+  for (int i = 0; i < 8000; ++i) dimensions += "[]";
+  EXPECT_THAT(ParseSolType(dimensions), testing::StatusHasMessage("nested too deeply"));
+  std::string thirty = "uint8";
+  for (int i = 0; i < 30; ++i) thirty += "[]";
+  EXPECT_TRUE(ParseSolType(thirty).ok());
+}
+
+TEST(SolTypeTest, FixedArraysHoldingTooManyValuesInPlaceAreRefused) {
+  // A value that does not decode is filled with nulls in place: 2^48 of them for this.
+  EXPECT_THAT(ParseSolType("uint8[65536][65536][65536]"),
+              testing::StatusHasMessage("holds more than 65536 values"));
+  EXPECT_THAT(ParseSolType("(uint8[300],uint8[300])[200]"),
+              testing::StatusHasMessage("holds more than 65536 values"));
+  EXPECT_TRUE(ParseSolType("uint8[65535]").ok());
+  EXPECT_TRUE(ParseSolType("uint8[100][100]").ok());
+  // Dynamic arrays hold their items behind an offset: bounded by the data instead.
+  EXPECT_TRUE(ParseSolType("uint8[60000][]").ok());
+  EXPECT_THAT(ParseEventSignature("E(uint8 indexed indexed a)"),
+              testing::StatusHasMessage("'indexed' twice"));
 }
 
 TEST(SolTypeTest, DynamicTypesAreThoseBehindAnOffset) {

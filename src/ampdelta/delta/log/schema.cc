@@ -376,6 +376,11 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
           arrow::field("value", std::move(value), map.item_field()->nullable()));
     }
     case arrow::Type::STRUCT: {
+      if (type.num_fields() == 0) {
+        return UnsupportedType(column, type,
+                               "a struct without fields, which Parquet cannot store (an "
+                               "empty Solidity tuple, say): leave it out of the query");
+      }
       arrow::FieldVector fields;
       for (const auto& child : type.fields()) {
         ARROW_ASSIGN_OR_RAISE(
@@ -682,6 +687,42 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema&
     fields.push_back(std::move(converted));
   }
   ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, ""));
+  return arrow::schema(std::move(fields));
+}
+
+namespace {
+
+// The same types, leaf by leaf, whatever the fields' names and nullability.
+bool SameShape(const arrow::DataType& a, const arrow::DataType& b) {
+  if (a.id() != b.id() || a.num_fields() != b.num_fields()) return false;
+  if (arrow::is_decimal(a.id())) return a.Equals(b);
+  for (int i = 0; i < a.num_fields(); ++i) {
+    if (!SameShape(*a.field(i)->type(), *b.field(i)->type())) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchemaInto(
+    const arrow::Schema& source, const TypeMapping& mapping, const arrow::Schema& table) {
+  ARROW_ASSIGN_OR_RAISE(auto incoming, ToTableSchema(source, mapping));
+  TypeMapping other = mapping;
+  other.wide_integers = mapping.wide_integers == WideIntegers::kString
+                            ? WideIntegers::kDecimal
+                            : WideIntegers::kString;
+  auto alternative = ToTableSchema(source, other);
+  if (!alternative.ok()) return incoming;
+  arrow::FieldVector fields = incoming->fields();
+  for (int i = 0; i < source.num_fields(); ++i) {
+    const int existing = FindFieldIgnoreCase(table, source.field(i)->name());
+    if (existing < 0 || !HasWideDecimal(*source.field(i)->type())) continue;
+    const auto& wanted = *table.field(existing)->type();
+    if (!SameShape(*fields[i]->type(), wanted) &&
+        SameShape(*(*alternative)->field(i)->type(), wanted)) {
+      fields[i] = (*alternative)->field(i);
+    }
+  }
   return arrow::schema(std::move(fields));
 }
 

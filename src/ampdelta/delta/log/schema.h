@@ -72,6 +72,12 @@ struct TypeMapping {
 arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(
     const arrow::Schema& source, const TypeMapping& mapping = {});
 
+/// \brief ToTableSchema for a write into an existing `table`: a column of wide integers
+/// the table already has keeps the table's representation (text or decimal(38)), whatever
+/// `mapping.wide_integers` says: the policy chooses only for new columns.
+arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchemaInto(
+    const arrow::Schema& source, const TypeMapping& mapping, const arrow::Schema& table);
+
 /// \brief Return true when data of (table) type `data` may be written into a column of
 /// type `column`: the same type, a narrower float (always fits), or integers of any
 /// width and decimals of any precision and of the same or a larger scale (converted

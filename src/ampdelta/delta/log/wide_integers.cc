@@ -7,6 +7,7 @@
 #include <arrow/util/bitmap_ops.h>
 #include <arrow/util/decimal.h>
 
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::delta {
@@ -24,6 +25,31 @@ std::string Place(int64_t index, bool in_list) {
                  : "row " + std::to_string(index) + " of the batch";
 }
 
+// The value's plain decimal text (never scientific notation, whatever the scale).
+std::string PlainText(const arrow::Decimal256& value, int32_t scale) {
+  std::string digits = value.ToIntegerString();
+  const bool negative = !digits.empty() && digits[0] == '-';
+  if (negative) digits.erase(0, 1);
+  if (scale < 0) {
+    if (digits != "0") digits.append(static_cast<size_t>(-scale), '0');
+  } else if (scale > 0) {
+    const auto fraction = static_cast<size_t>(scale);
+    if (digits.size() <= fraction) digits.insert(0, fraction + 1 - digits.size(), '0');
+    digits.insert(digits.size() - fraction, ".");
+  }
+  return (negative ? "-" : "") + digits;
+}
+
+// A struct field by name: exactly, else ignoring case (Delta names are case-insensitive).
+int FindChild(const arrow::StructType& type, const std::string& name) {
+  const int exact = type.GetFieldIndex(name);
+  if (exact >= 0) return exact;
+  for (int i = 0; i < type.num_fields(); ++i) {
+    if (AsciiLower(type.field(i)->name()) == AsciiLower(name)) return i;
+  }
+  return -1;
+}
+
 arrow::Result<std::shared_ptr<arrow::Array>> AsText(
     const arrow::Decimal256Array& values) {
   const int32_t scale = static_cast<const arrow::Decimal256Type&>(*values.type()).scale();
@@ -34,7 +60,7 @@ arrow::Result<std::shared_ptr<arrow::Array>> AsText(
       ARROW_RETURN_NOT_OK(out.AppendNull());
     } else {
       ARROW_RETURN_NOT_OK(
-          out.Append(arrow::Decimal256(values.GetValue(i)).ToString(scale)));
+          out.Append(PlainText(arrow::Decimal256(values.GetValue(i)), scale)));
     }
   }
   return out.Finish();
@@ -55,7 +81,7 @@ arrow::Result<std::shared_ptr<arrow::Array>> AsDecimal128(
     auto rescaled = value.Rescale(scale, target.scale());
     if (!rescaled.ok() || !rescaled->FitsInPrecision(target.precision())) {
       return InvalidInputError(
-          "column '", name, "' has value ", value.ToString(scale), " (",
+          "column '", name, "' has value ", PlainText(value, scale), " (",
           Place(i, in_list), "), which does not fit the table's type decimal(",
           target.precision(), ",", target.scale(),
           "): a 256-bit integer needs wide_integers \"string\" (the default) and a "
@@ -80,7 +106,7 @@ arrow::Result<std::shared_ptr<arrow::Array>> NarrowStruct(
   for (int i = 0; i < record.num_fields(); ++i) {
     const auto& field = record.type()->field(i);
     ARROW_ASSIGN_OR_RAISE(auto child, record.GetFlattenedField(i));
-    const int at = target.GetFieldIndex(field->name());
+    const int at = FindChild(target, field->name());
     if (at >= 0) {
       ARROW_ASSIGN_OR_RAISE(child, Narrow(name + "." + field->name(), child,
                                           target.field(at)->type(), in_list));

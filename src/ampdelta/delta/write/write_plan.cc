@@ -235,9 +235,11 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
   ARROW_ASSIGN_OR_RAISE(const auto configuration,
                         NormalizeTableProperties(options.configuration));
   WritePlan plan;
+  const TypeMapping mapping(options.integer_mapping, options.wide_integers);
   ARROW_ASSIGN_OR_RAISE(
-      auto incoming,
-      ToTableSchema(source_schema, {options.integer_mapping, options.wide_integers}));
+      auto incoming, snapshot
+                         ? ToTableSchemaInto(source_schema, mapping, *snapshot->schema())
+                         : ToTableSchema(source_schema, mapping));
   // partition_by must name columns of the data (the seed's message and the columns).
   ARROW_ASSIGN_OR_RAISE(plan.partition_by,
                         ResolvePartitionColumns(options.partition_by, *incoming));
