@@ -2,6 +2,8 @@
 // ampd sources): each binds its arguments as ampd plans them — signatures and Solidity
 // types must be string literals, parsed once — and calls the evm module per batch.
 
+#include <functional>
+
 #include <arrow/array.h>
 #include <arrow/array/builder_binary.h>
 #include <arrow/scalar.h>
@@ -216,25 +218,46 @@ arrow::Result<evm::SolType> ParseTypeArgument(const std::string& name,
   return type;
 }
 
-arrow::Result<std::unique_ptr<BoundFunction>> BindDecodeType(
-    const std::string& name, const std::vector<ArgumentInfo>& args) {
+// The (data, literal) arguments of evm_decode_type and evm_decode_params: the literal's
+// text.
+arrow::Result<std::string> DataAndLiteral(const std::string& name,
+                                          const std::vector<ArgumentInfo>& args,
+                                          const std::string& not_literal) {
   ARROW_RETURN_NOT_OK(CheckCount(name, args, 2));
   if (args[0].type->id() == arrow::Type::NA) {
     return FunctionError(name, "expected Binary scalar, but got Binary");
   }
   ARROW_RETURN_NOT_OK(CheckType(name, args[0], 0, arrow::binary()));
+  return StringLiteral(name, args[1], not_literal);
+}
+
+// A function of its first argument's values alone (the second is a literal).
+using OfValues = std::function<arrow::Result<std::shared_ptr<arrow::Array>>(
+    const arrow::Array& values)>;
+
+std::unique_ptr<BoundFunction> MakeOfFirst(const std::string& name,
+                                           std::shared_ptr<arrow::DataType> type,
+                                           OfValues of_values) {
+  return Make(
+      name, std::move(type),
+      [of_values = std::move(of_values)](const std::vector<arrow::Datum>& args,
+                                         int64_t rows) -> arrow::Result<arrow::Datum> {
+        ARROW_ASSIGN_OR_RAISE(auto arrays, ArgumentArrays({args[0]}, rows));
+        return of_values(*arrays[0]);
+      });
+}
+
+arrow::Result<std::unique_ptr<BoundFunction>> BindDecodeType(
+    const std::string& name, const std::vector<ArgumentInfo>& args) {
   ARROW_ASSIGN_OR_RAISE(
       auto text,
-      StringLiteral(name, args[1], "expected scalar argument for the Solidity type"));
+      DataAndLiteral(name, args, "expected scalar argument for the Solidity type"));
   ARROW_ASSIGN_OR_RAISE(auto type, ParseTypeArgument(name, text));
   auto arrow_type = evm::ArrowTypeOf(type);
   if (!arrow_type.ok()) return FunctionError(name, arrow_type.status().message());
-  return Make(name, *arrow_type,
-              [type](const std::vector<arrow::Datum>& args,
-                     int64_t rows) -> arrow::Result<arrow::Datum> {
-                ARROW_ASSIGN_OR_RAISE(auto arrays, ArgumentArrays({args[0]}, rows));
-                return evm::DecodeValues(type, *arrays[0], arrow::default_memory_pool());
-              });
+  return MakeOfFirst(name, *arrow_type, [type](const arrow::Array& data) {
+    return evm::DecodeValues(type, data, arrow::default_memory_pool());
+  });
 }
 
 arrow::Result<std::unique_ptr<BoundFunction>> BindEncodeType(
@@ -252,12 +275,9 @@ arrow::Result<std::unique_ptr<BoundFunction>> BindEncodeType(
     return FunctionError(name,
                          "Unsupported type Null for Solidity type " + type.Canonical());
   }
-  return Make(name, arrow::binary(),
-              [type](const std::vector<arrow::Datum>& args,
-                     int64_t rows) -> arrow::Result<arrow::Datum> {
-                ARROW_ASSIGN_OR_RAISE(auto arrays, ArgumentArrays({args[0]}, rows));
-                return evm::EncodeValues(type, *arrays[0], arrow::default_memory_pool());
-              });
+  return MakeOfFirst(name, arrow::binary(), [type](const arrow::Array& values) {
+    return evm::EncodeValues(type, values, arrow::default_memory_pool());
+  });
 }
 
 arrow::Result<evm::FunctionSignature> ParseFunctionArgument(const std::string& name,
@@ -278,24 +298,15 @@ arrow::Result<evm::FunctionSignature> ParseFunctionArgument(const std::string& n
 
 arrow::Result<std::unique_ptr<BoundFunction>> BindDecodeParams(
     const std::string& name, const std::vector<ArgumentInfo>& args) {
-  ARROW_RETURN_NOT_OK(CheckCount(name, args, 2));
-  if (args[0].type->id() == arrow::Type::NA) {
-    return FunctionError(name, "expected Binary scalar, but got Binary");
-  }
-  ARROW_RETURN_NOT_OK(CheckType(name, args[0], 0, arrow::binary()));
   ARROW_ASSIGN_OR_RAISE(
       auto text,
-      StringLiteral(name, args[1], "expected a string literal for the signature"));
+      DataAndLiteral(name, args, "expected a string literal for the signature"));
   ARROW_ASSIGN_OR_RAISE(auto function, ParseFunctionArgument(name, text));
   auto type = evm::FunctionParamsType(function);
   if (!type.ok()) return FunctionError(name, type.status().message());
-  return Make(name, *type,
-              [function](const std::vector<arrow::Datum>& args,
-                         int64_t rows) -> arrow::Result<arrow::Datum> {
-                ARROW_ASSIGN_OR_RAISE(auto arrays, ArgumentArrays({args[0]}, rows));
-                return evm::DecodeCalls(function, *arrays[0],
-                                        arrow::default_memory_pool());
-              });
+  return MakeOfFirst(name, *type, [function](const arrow::Array& data) {
+    return evm::DecodeCalls(function, data, arrow::default_memory_pool());
+  });
 }
 
 arrow::Result<std::unique_ptr<BoundFunction>> BindEncodeParams(
