@@ -291,3 +291,46 @@ def test_the_events_demo_loads_the_swaps_the_dev_server_serves(tmp_path):
         sent = as_stored(keyed(do_get(server.url, SWAP_QUERY).read_all()))
     assert sent
     assert keyed(readers.read_duckdb(tmp_path / "data" / "swaps")) == sent
+
+
+def test_change_data_feed_and_deletion_vectors_on_a_table_of_decoded_structs(chain, tmp_path):
+    table = tmp_path / "swaps"
+    load(chain, table, SWAP_QUERY, "--property", "delta.enableChangeDataFeed=true",
+         "--property", "delta.enableDeletionVectors=true")
+    load(chain, table, SWAP_QUERY, "--mode", "merge", "--merge-keys", "block_num,log_index")
+    cut = QUICKSTART_FIRST + 150
+    done = run_cli("table", "delete", table, "--where", f"block_num < {cut}")
+    assert done.returncode == 0, done.stderr
+    sent = as_stored(keyed(do_get(chain, SWAP_QUERY).read_all()))
+    kept = {k: v for k, v in sent.items() if k[0] >= cut}
+    assert 0 < len(kept) < len(sent)
+    for reader in ("spark", "duckdb", "polars"):  # deltalake 1.6.6 refuses DV tables
+        assert keyed(readers.READERS[reader](table)) == kept, reader
+    # Spark's change feed: the inserts, the merge's pre/post images, the deletes.
+    feed = (readers.spark_session().read.format("delta").option("readChangeFeed", "true")
+            .option("startingVersion", 0).load(os.path.abspath(table)))
+    counts = {(r[0], r[1]): r[2] for r in feed.groupBy("_change_type", "_commit_version")
+              .count().collect()}
+    assert counts == {("insert", 0): len(sent), ("update_preimage", 1): len(sent),
+                      ("update_postimage", 1): len(sent), ("delete", 2): len(sent) - len(kept)}
+    deleted = feed.filter("_change_type = 'delete'").select("swap.liquidity").collect()
+    assert {r[0] for r in deleted} == {v["swap"]["liquidity"] for k, v in sent.items()
+                                      if k[0] < cut}
+
+
+@pytest.mark.parametrize("option", ["--partition-by", "--cluster-by"])
+def test_partitioning_on_a_decoded_field_is_refused_with_how_to_flatten_it(chain, tmp_path,
+                                                                          option):
+    table = tmp_path / "swaps"
+    done = run_cli("load", "--server", chain, "--table", table, "--sql", SWAP_QUERY, option,
+                   "swap.tick")
+    assert done.returncode == 2, done.stderr
+    assert "'swap.tick' is a field of the struct column 'swap'" in done.stderr, done.stderr
+    assert "swap['tick'] AS tick" in done.stderr, done.stderr
+    assert not (table / "_delta_log").exists()
+    # Flattened, the field partitions the table.
+    flat = SWAP_QUERY.replace(" AS swap\n", " AS swap, evm_decode_log(topic1, topic2, topic3, "
+                              f"data, '{SWAP_V3}')['tick'] AS tick\n")
+    assert flat != SWAP_QUERY
+    load(chain, table, flat, option, "tick")
+    assert readers.read_duckdb(table).num_rows == len(keyed(do_get(chain, SWAP_QUERY).read_all()))

@@ -75,7 +75,8 @@ arrow::Result<std::vector<std::string>> ResolveClusteringColumns(
     const int index = FindFieldIgnoreCase(schema, column);
     if (index < 0) {
       return InvalidInputError("cluster_by names column '", column,
-                               "', which the table lacks");
+                               "', which the table lacks",
+                               NestedFieldHint(schema, column));
     }
     const auto& field = *schema.field(index);
     if (!ClusterableType(*field.type())) {

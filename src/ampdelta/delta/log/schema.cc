@@ -570,6 +570,19 @@ arrow::Status CheckStringsAreUtf8(const std::string& column, const arrow::Array&
 
 }  // namespace
 
+std::string NestedFieldHint(const arrow::Schema& schema, const std::string& name) {
+  const size_t dot = name.find('.');
+  if (dot == std::string::npos) return "";
+  const int parent = FindFieldIgnoreCase(schema, name.substr(0, dot));
+  if (parent < 0 || schema.field(parent)->type()->id() != arrow::Type::STRUCT) return "";
+  const std::string field = name.substr(dot + 1);
+  return " ('" + name + "' is a field of the struct column '" +
+         schema.field(parent)->name() +
+         "': partitioning and clustering take top-level columns, so select it as one, "
+         "e.g. " +
+         schema.field(parent)->name() + "['" + field + "'] AS " + field + ")";
+}
+
 std::string EscapeForMessage(const std::string& text) {
   std::string out;
   for (unsigned char c : text) {

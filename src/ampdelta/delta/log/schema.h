@@ -98,6 +98,11 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
 /// column names are), preferring an exact match; -1 when there is none.
 int FindFieldIgnoreCase(const arrow::Schema& schema, const std::string& name);
 
+/// \brief For a name like `swap.tick` that is a field of a struct column of `schema`: a
+/// hint (with a leading space) that partitioning and clustering take top-level columns,
+/// so the field must be selected as one (`evm_decode_log(…)['tick'] AS tick`); else "".
+std::string NestedFieldHint(const arrow::Schema& schema, const std::string& name);
+
 /// \brief Return `text` with control characters and non-ASCII bytes as `\xNN`, for
 /// messages that must stay one readable line whatever the input holds.
 std::string EscapeForMessage(const std::string& text);

@@ -115,7 +115,8 @@ arrow::Result<std::vector<std::string>> ResolvePartitionColumns(
     return InvalidInputError("Partition columns ", PythonSet(not_found),
                              " not found in table; "
                              "available columns: ",
-                             PythonList(available));
+                             PythonList(available),
+                             NestedFieldHint(incoming, not_found.front()));
   }
   if (!resolved.empty() && static_cast<int>(resolved.size()) >= incoming.num_fields()) {
     return InvalidInputError("partition_by names every column of the data (",
