@@ -349,17 +349,19 @@ arrow::Result<std::unique_ptr<BoundFunction>> BindEncodeParams(
 
 }  // namespace
 
-arrow::Result<std::unique_ptr<BoundFunction>> BindEvmFunction(
-    const std::string& name, const std::vector<ArgumentInfo>& args) {
-  if (name == "evm_decode_log" || name == "evm_decode") return BindDecodeLog(name, args);
-  if (name == "evm_topic") return BindTopic(name, args);
-  if (name == "evm_encode_hex") return BindEncodeHex(name, args);
-  if (name == "evm_decode_hex") return BindDecodeHex(name, args);
-  if (name == "evm_decode_type") return BindDecodeType(name, args);
-  if (name == "evm_encode_type") return BindEncodeType(name, args);
-  if (name == "evm_decode_params") return BindDecodeParams(name, args);
-  if (name == "evm_encode_params") return BindEncodeParams(name, args);
-  return nullptr;
+const std::vector<ScalarFunction>& EvmFunctions() {
+  static const std::vector<ScalarFunction> kFunctions = {
+      {"evm_decode_log", BindDecodeLog},
+      {"evm_decode", BindDecodeLog},
+      {"evm_topic", BindTopic},
+      {"evm_encode_hex", BindEncodeHex},
+      {"evm_decode_hex", BindDecodeHex},
+      {"evm_decode_type", BindDecodeType},
+      {"evm_encode_type", BindEncodeType},
+      {"evm_decode_params", BindDecodeParams},
+      {"evm_encode_params", BindEncodeParams},
+  };
+  return kFunctions;
 }
 
 }  // namespace ampdelta::devserver

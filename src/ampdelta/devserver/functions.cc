@@ -86,50 +86,74 @@ std::string PlainText(DecimalText number) {
   return out + "0." + std::string(fraction - digits.size(), '0') + digits;
 }
 
+// An integer value of any width as its exact decimal text; nullopt for other types.
+std::optional<std::string> IntegerText(const arrow::Array& values, int64_t row) {
+  switch (values.type_id()) {
+    case arrow::Type::INT8:
+      return std::to_string(static_cast<const arrow::Int8Array&>(values).Value(row));
+    case arrow::Type::INT16:
+      return std::to_string(static_cast<const arrow::Int16Array&>(values).Value(row));
+    case arrow::Type::INT32:
+      return std::to_string(static_cast<const arrow::Int32Array&>(values).Value(row));
+    case arrow::Type::INT64:
+      return std::to_string(static_cast<const arrow::Int64Array&>(values).Value(row));
+    case arrow::Type::UINT8:
+      return std::to_string(static_cast<const arrow::UInt8Array&>(values).Value(row));
+    case arrow::Type::UINT16:
+      return std::to_string(static_cast<const arrow::UInt16Array&>(values).Value(row));
+    case arrow::Type::UINT32:
+      return std::to_string(static_cast<const arrow::UInt32Array&>(values).Value(row));
+    case arrow::Type::UINT64:
+      return std::to_string(static_cast<const arrow::UInt64Array&>(values).Value(row));
+    default:
+      return std::nullopt;
+  }
+}
+
+// A float in its shortest round-trip form.
+template <typename Float>
+arrow::Result<std::string> FloatText(Float value, const arrow::DataType& type) {
+  if (!std::isfinite(value)) {
+    return FunctionError("shift_units", "failed to parse " + type.ToString() + ": " +
+                                            std::to_string(value) + " is not a number");
+  }
+  std::array<char, 64> buffer{};
+  auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  return std::string(buffer.data(), result.ptr);
+}
+
+// A decimal's digits scaled by its (non-negative) scale, as decimal text.
+template <typename Decimal>
+std::string ScaledText(const Decimal& value, int32_t scale) {
+  return value.ToIntegerString() + (scale > 0 ? "e-" + std::to_string(scale) : "");
+}
+
 // A value of the first argument as decimal text: integers exactly, floats in their
 // shortest round-trip form, decimals scaled (a negative scale is ignored, as in Amp).
 arrow::Result<std::optional<std::string>> ValueText(const arrow::Array& values,
                                                     int64_t row) {
   if (values.IsNull(row)) return std::nullopt;
-  ARROW_ASSIGN_OR_RAISE(auto scalar, values.GetScalar(row));
   switch (values.type_id()) {
     case arrow::Type::FLOAT:
-    case arrow::Type::DOUBLE: {
-      const double value =
-          values.type_id() == arrow::Type::FLOAT
-              ? static_cast<double>(static_cast<const arrow::FloatScalar&>(*scalar).value)
-              : static_cast<const arrow::DoubleScalar&>(*scalar).value;
-      if (!std::isfinite(value)) {
-        return FunctionError("shift_units",
-                             "failed to parse " + values.type()->ToString() + ": " +
-                                 std::to_string(value) + " is not a number");
-      }
-      std::array<char, 64> buffer{};
-      auto result =
-          values.type_id() == arrow::Type::FLOAT
-              ? std::to_chars(buffer.data(), buffer.data() + buffer.size(),
-                              static_cast<float>(value))
-              : std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
-      return std::string(buffer.data(), result.ptr);
-    }
-    case arrow::Type::DECIMAL128: {
-      const auto& decimal = static_cast<const arrow::Decimal128Scalar&>(*scalar);
-      const int32_t scale =
-          static_cast<const arrow::Decimal128Type&>(*values.type()).scale();
-      return decimal.value.ToIntegerString() +
-             (scale > 0 ? "e-" + std::to_string(scale) : "");
-    }
-    case arrow::Type::DECIMAL256: {
-      const auto& decimal = static_cast<const arrow::Decimal256Scalar&>(*scalar);
-      const int32_t scale =
-          static_cast<const arrow::Decimal256Type&>(*values.type()).scale();
-      return decimal.value.ToIntegerString() +
-             (scale > 0 ? "e-" + std::to_string(scale) : "");
-    }
+      return FloatText(static_cast<const arrow::FloatArray&>(values).Value(row),
+                       *values.type());
+    case arrow::Type::DOUBLE:
+      return FloatText(static_cast<const arrow::DoubleArray&>(values).Value(row),
+                       *values.type());
+    case arrow::Type::DECIMAL128:
+      return ScaledText(
+          arrow::Decimal128(
+              static_cast<const arrow::Decimal128Array&>(values).GetValue(row)),
+          static_cast<const arrow::Decimal128Type&>(*values.type()).scale());
+    case arrow::Type::DECIMAL256:
+      return ScaledText(
+          arrow::Decimal256(
+              static_cast<const arrow::Decimal256Array&>(values).GetValue(row)),
+          static_cast<const arrow::Decimal256Type&>(*values.type()).scale());
     case arrow::Type::STRING:
       return std::string(static_cast<const arrow::StringArray&>(values).GetView(row));
     default:
-      return scalar->ToString();  // integers
+      return IntegerText(values, row);  // the binder admits integers only besides
   }
 }
 
@@ -137,21 +161,19 @@ arrow::Result<std::optional<std::string>> ValueText(const arrow::Array& values,
 arrow::Result<int64_t> Units(const arrow::Array& units, int64_t row) {
   if (units.IsNull(row)) return 1;
   if (units.type_id() == arrow::Type::STRING) {
-    const std::string_view text =
-        static_cast<const arrow::StringArray&>(units).GetView(row);
+    const std::string text(static_cast<const arrow::StringArray&>(units).GetView(row));
     auto parsed = ParseInt64(text);
-    if (!parsed) {
-      return FunctionError("shift_units",
-                           "failed to parse integer: '" + std::string(text) + "'");
-    }
+    if (!parsed)
+      return FunctionError("shift_units", "failed to parse integer: '" + text + "'");
     return *parsed;
   }
-  if (units.type_id() == arrow::Type::UINT64) {
-    return static_cast<int64_t>(static_cast<const arrow::UInt64Array&>(units).Value(row));
+  const std::string text = IntegerText(units, row).value_or("?");
+  auto parsed = ParseInt64(text);
+  if (!parsed) {  // a uint64 above the largest int64
+    return FunctionError("shift_units",
+                         "units must be between -32 and 32 (got " + text + ")");
   }
-  ARROW_ASSIGN_OR_RAISE(auto scalar, units.GetScalar(row));
-  ARROW_ASSIGN_OR_RAISE(auto wide, scalar->CastTo(arrow::int64()));
-  return static_cast<const arrow::Int64Scalar&>(*wide).value;
+  return *parsed;
 }
 
 bool IsOneOf(const arrow::DataType& type, std::initializer_list<arrow::Type::type> ids) {
@@ -190,7 +212,7 @@ class ShiftUnits : public BoundFunction {
 };
 
 arrow::Result<std::unique_ptr<BoundFunction>> BindShiftUnits(
-    const std::vector<ArgumentInfo>& args) {
+    const std::string& /*name*/, const std::vector<ArgumentInfo>& args) {
   if (args.size() != 2) {
     return FunctionError("shift_units",
                          "expected 2 arguments, but got " + std::to_string(args.size()));
@@ -246,24 +268,29 @@ arrow::Result<std::string> ShiftDecimalText(std::string_view value, int64_t unit
   return PlainText(std::move(*number));
 }
 
-bool IsScalarFunction(std::string_view name) {
-  static const std::array<std::string_view, 10> kNames = {
-      "evm_decode_log",    "evm_decode",      "evm_topic",       "evm_encode_hex",
-      "evm_decode_hex",    "evm_decode_type", "evm_encode_type", "evm_decode_params",
-      "evm_encode_params", "shift_units"};
-  for (auto known : kNames) {
-    if (known == name) return true;
+namespace {
+
+const ScalarFunction* FindFunction(std::string_view name) {
+  static const ScalarFunction kShiftUnits{"shift_units", BindShiftUnits};
+  if (name == kShiftUnits.name) return &kShiftUnits;
+  for (const auto& function : EvmFunctions()) {
+    if (function.name == name) return &function;
   }
-  return false;
+  return nullptr;
 }
+
+}  // namespace
+
+bool IsScalarFunction(std::string_view name) { return FindFunction(name) != nullptr; }
 
 arrow::Result<std::unique_ptr<BoundFunction>> BindFunction(
     const std::string& name, const std::vector<ArgumentInfo>& args) {
-  if (name == "shift_units") return BindShiftUnits(args);
-  ARROW_ASSIGN_OR_RAISE(auto evm, BindEvmFunction(name, args));
-  if (evm) return evm;
-  return arrow::Status::Invalid("invalid query: unsupported SQL construct: function ",
-                                AsciiUpper(name), "()");
+  const ScalarFunction* function = FindFunction(name);
+  if (function == nullptr) {
+    return arrow::Status::Invalid("invalid query: unsupported SQL construct: function ",
+                                  AsciiUpper(name), "()");
+  }
+  return function->bind(name, args);
 }
 
 }  // namespace ampdelta::devserver

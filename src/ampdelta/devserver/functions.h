@@ -47,9 +47,16 @@ bool IsScalarFunction(std::string_view name);
 arrow::Result<std::unique_ptr<BoundFunction>> BindFunction(
     const std::string& name, const std::vector<ArgumentInfo>& args);
 
-/// \brief The EVM functions (evm_functions.cc): null when `name` is not one of them.
-arrow::Result<std::unique_ptr<BoundFunction>> BindEvmFunction(
-    const std::string& name, const std::vector<ArgumentInfo>& args);
+/// \brief A function's name (lower case) and how it binds to its arguments.
+struct ScalarFunction {
+  using Binder = arrow::Result<std::unique_ptr<BoundFunction>> (*)(
+      const std::string& name, const std::vector<ArgumentInfo>& args);
+  std::string_view name;
+  Binder bind;
+};
+
+/// \brief The EVM functions (evm_functions.cc).
+const std::vector<ScalarFunction>& EvmFunctions();
 
 /// \brief `value` × 10^`units` as shift_units writes it: exact, plain (no exponent),
 /// trailing zeros dropped. `value` is decimal text (`-1.5`, `2e3`).

@@ -304,6 +304,11 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> BoundQuery::ComparisonValue(
   return *cast;
 }
 
+void BoundQuery::Stage::PassEveryColumn(const std::shared_ptr<arrow::Schema>& input) {
+  for (int i = 0; i < input->num_fields(); ++i) columns.push_back({i, nullptr});
+  output = input;
+}
+
 arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
                                     const std::shared_ptr<arrow::Schema>& input,
                                     const std::string& source_name, BoundQuery* query) {
@@ -317,9 +322,7 @@ arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
   if (!statement.group_by.empty() || statement.distinct ||
       !statement.distinct_on.empty()) {
     // Grouping happens after the last stage's filters; the stage passes every column.
-    for (int i = 0; i < input->num_fields(); ++i) stage.projection.push_back(i);
-    stage.output = input;
-    stage.computed.resize(stage.projection.size());
+    stage.PassEveryColumn(input);
     query->stages_.push_back(std::move(stage));
     return BindGrouping(statement, input, source_name, query);
   }
@@ -331,14 +334,14 @@ arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
       case sql::SelectItem::Kind::kStar:
         any_plain = true;
         for (int i = 0; i < input->num_fields(); ++i) {
-          stage.projection.push_back(i);
+          stage.columns.push_back({i, nullptr});
           fields.push_back(input->field(i));
         }
         break;
       case sql::SelectItem::Kind::kColumn: {
         any_plain = true;
         ARROW_ASSIGN_OR_RAISE(int column, FindColumn(*input, item.column, source_name));
-        stage.projection.push_back(column);
+        stage.columns.push_back({column, nullptr});
         auto field = input->field(column);
         fields.push_back(item.alias.empty() ? field : field->WithName(item.alias));
         break;
@@ -349,9 +352,7 @@ arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
                               BindExpression(*item.expression, *input, source_name));
         auto field = bound->field();
         fields.push_back(item.alias.empty() ? field : field->WithName(item.alias));
-        stage.projection.push_back(-1);
-        stage.computed.resize(stage.projection.size());
-        stage.computed.back() = std::move(bound);
+        stage.columns.push_back({-1, std::move(bound)});
         break;
       }
       case sql::SelectItem::Kind::kAggregate:
@@ -364,8 +365,7 @@ arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
   }
   if (any_aggregate) {
     // Aggregation happens after the last stage's filters; the stage passes every column.
-    for (int i = 0; i < input->num_fields(); ++i) stage.projection.push_back(i);
-    stage.output = input;
+    stage.PassEveryColumn(input);
     for (const auto& item : statement.items) {
       ARROW_ASSIGN_OR_RAISE(auto field, BindAggregate(item, *input, source_name, query));
       fields.push_back(std::move(field));
@@ -375,7 +375,6 @@ arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
     stage.output = arrow::schema(fields);
     query->output_schema_ = stage.output;
   }
-  stage.computed.resize(stage.projection.size());
   query->stages_.push_back(std::move(stage));
   return arrow::Status::OK();
 }
@@ -499,8 +498,8 @@ arrow::Result<std::optional<std::pair<uint64_t, uint64_t>>> BoundQuery::BlockBou
       bounded = true;
     }
     std::set<int> passed;
-    for (size_t out = 0; out < stage.projection.size(); ++out) {
-      if (block_columns.count(stage.projection[out]) != 0) {
+    for (size_t out = 0; out < stage.columns.size(); ++out) {
+      if (block_columns.count(stage.columns[out].input) != 0) {
         passed.insert(static_cast<int>(out));
       }
     }
@@ -531,13 +530,13 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> BoundQuery::Transform(
       batch = filtered.record_batch();
     }
     std::vector<std::shared_ptr<arrow::Array>> columns;
-    columns.reserve(stage.projection.size());
-    for (size_t i = 0; i < stage.projection.size(); ++i) {
-      if (stage.projection[i] >= 0) {
-        columns.push_back(batch->column(stage.projection[i]));
+    columns.reserve(stage.columns.size());
+    for (const StageColumn& column : stage.columns) {
+      if (column.input >= 0) {
+        columns.push_back(batch->column(column.input));
         continue;
       }
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum value, stage.computed[i]->Evaluate(*batch));
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum value, column.computed->Evaluate(*batch));
       if (value.is_scalar()) {
         ARROW_ASSIGN_OR_RAISE(auto repeated, arrow::MakeArrayFromScalar(
                                                  *value.scalar(), batch->num_rows()));

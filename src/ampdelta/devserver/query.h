@@ -104,12 +104,17 @@ class BoundQuery {
     std::string function;  // "equal", "less", …
     std::shared_ptr<arrow::Scalar> value;
   };
+  // One output column of a stage: an input column passed on, or an expression's result.
+  struct StageColumn {
+    int input = -1;
+    std::shared_ptr<const BoundExpression> computed;  // when input < 0
+  };
   struct Stage {
     std::vector<Predicate> filters;  // on the stage's input
-    std::vector<int> projection;     // input column per output column, -1 when computed
-    // Per output column: the expression computing it (null for a passed-on column).
-    std::vector<std::shared_ptr<const BoundExpression>> computed;
+    std::vector<StageColumn> columns;
     std::shared_ptr<arrow::Schema> output;
+    // Pass every input column on (grouping and aggregation happen after the stage).
+    void PassEveryColumn(const std::shared_ptr<arrow::Schema>& input);
   };
   struct Aggregate {
     sql::AggregateFn function;
