@@ -364,7 +364,8 @@ def test_in_commit_timestamps_order_commits_whatever_the_file_times(tmp_path, qu
 
 @pytest.mark.parametrize("prop,words", [
     ("delta.enableChangeDataFeed=maybe", ["delta.enableChangeDataFeed", "true or false"]),
-    ("delta.columnMapping.mode=name", ["column mapping", "does not write"]),
+    ("delta.columnMapping.mode=name", ["delta.columnMapping.mode",
+                                       "only when a table is created"]),
     ("delta.feature.clustering=supported", ["protocol directly"]),
     ("delta.minWriterVersion=7", ["protocol directly"]),
     ("noequals", ["KEY=VALUE"]),

@@ -240,6 +240,44 @@ def test_decimal_policy_stores_decimal38_and_refuses_a_value_that_does_not_fit(c
     assert not (refused / "_delta_log").exists()
 
 
+# A word of 0xff bytes (-1 as int64, sign-extended) decoded as a (uint64) tuple: a struct
+# whose UInt64 field holds 2^64-1.
+UINT64_MAX = 2**64 - 1
+UINT64_PAIR = "evm_decode_type(evm_encode_type(-1, 'int64'), '(uint64)')"
+
+
+def test_uint64_fields_above_the_largest_long_are_kept_and_columns_say_how(chain, tmp_path):
+    # A decoded uint64 field holds 2^64-1: stored as decimal(20,0), every reader reads it.
+    sql = (f"SELECT block_num, {UINT64_PAIR} AS t, gas_used "
+           f"FROM \"acme/eth_mainnet\".blocks WHERE block_num < 24000005")
+    table = tmp_path / "fields"
+    load(chain, table, sql)
+    sent = {r["block_num"]: r for r in do_get(chain, sql).read_all().to_pylist()}
+    assert {r["t"]["c0"] for r in sent.values()} == {UINT64_MAX}, sent
+    for reader, read in readers.READERS.items():
+        got = read(table)
+        assert got.schema.field("t").type.field("c0").type == pa.decimal128(20, 0), reader
+        assert got.schema.field("gas_used").type == pa.int64(), reader  # the seed's i64
+        assert {r["block_num"]: normalized(r) for r in got.to_pylist()} == sent, reader
+    # Selected as a column it is long, as the SDK stores uint64 columns: the load fails
+    # naming the value and the policy that keeps it, and leaves no table.
+    column = (f"SELECT block_num, {UINT64_PAIR}['c0'] AS nonce "
+              f"FROM \"acme/eth_mainnet\".blocks WHERE block_num < 24000005")
+    refused = tmp_path / "column"
+    done = run_cli("load", "--server", chain, "--table", refused, "--sql", column)
+    assert done.returncode == 2, f"{done.returncode}\n{done.stderr}"
+    assert f"column 'nonce' has value {UINT64_MAX}" in done.stderr, done.stderr
+    assert '"uint64": "decimal"' in done.stderr, done.stderr
+    assert not (refused / "_delta_log").exists()
+    # With --uint64 decimal the column is decimal(20,0) and block_num stays long.
+    load(chain, refused, column, "--uint64", "decimal")
+    for reader, read in readers.READERS.items():
+        got = read(refused)
+        assert got.schema.field("nonce").type == pa.decimal128(20, 0), reader
+        assert got.schema.field("block_num").type == pa.int64(), reader
+        assert {int(r["nonce"]) for r in got.to_pylist()} == {UINT64_MAX}, reader
+
+
 def test_merge_on_block_and_log_index_keeps_one_row_per_log(chain, tmp_path):
     table = tmp_path / "swaps"
     for _ in range(2):

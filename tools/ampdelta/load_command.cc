@@ -52,6 +52,7 @@ struct LoadArgs {
   std::vector<std::string> partition_by;
   std::vector<std::string> cluster_by;
   std::string wide_integers;
+  std::string unsigned64;
   std::vector<std::string> properties;
   std::string config;
   std::string compression = "zstd";
@@ -455,6 +456,7 @@ arrow::Result<std::string> ConfigJson(const LoadArgs& args) {
   }
   if (!args.cluster_by.empty()) doc["cluster_by"] = args.cluster_by;
   if (!args.wide_integers.empty()) doc["wide_integers"] = args.wide_integers;
+  if (!args.unsigned64.empty()) doc["uint64"] = args.unsigned64;
   if (args.cursor_in_log) {
     if (!doc.contains("state") || !doc["state"].is_object()) {
       doc["state"] = nlohmann::json::object();
@@ -597,6 +599,13 @@ CommandRunner AddLoadCommand(CLI::App& app) {
                   "Decimal256, e.g. uint160): string (the default, lossless) or decimal "
                   "(decimal(38,0); a larger value fails the load)")
       ->check(CLI::IsMember({"string", "decimal"}));
+  cmd->add_option(
+         "--uint64", args->unsigned64,
+         "how new columns store uint64: auto (the default: columns long as the "
+         "SDK stores block_num and gas_used, fields of decoded structs "
+         "decimal(20,0)), decimal (every uint64 but block numbers decimal(20,0): "
+         "a pre-merge block's nonce) or long (a value above 2^63-1 fails)")
+      ->check(CLI::IsMember({"auto", "decimal", "long"}));
   cmd->add_option("--config", args->config, "deltalake connection config: JSON or @file");
   cmd->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
   cmd->add_option("--compression", args->compression, "Parquet codec")

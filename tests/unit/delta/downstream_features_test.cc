@@ -215,7 +215,7 @@ TEST(UpgradeProtocolTest, EachPropertyGetsTheFeaturesItNeedsAndNothingIsDropped)
 
 TEST(TablePropertiesTest, PropertiesAmpdeltaCannotHonourAreRefused) {
   for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"delta.columnMapping.mode", "name"},
+           {"delta.columnMapping.mode", "names"},
            {"delta.enableRowTracking", "true"},
            {"delta.enableTypeWidening", "TRUE"},
            {"delta.checkpointPolicy", "v2"},
@@ -227,6 +227,8 @@ TEST(TablePropertiesTest, PropertiesAmpdeltaCannotHonourAreRefused) {
     EXPECT_TRUE(IsError(status, ErrorCode::kInvalidInput)) << key;
     EXPECT_NE(status.message().find(key), std::string::npos) << status.message();
   }
+  EXPECT_OK(ValidateTableProperties({{"delta.columnMapping.mode", "name"}}));
+  EXPECT_OK(ValidateTableProperties({{"delta.columnMapping.mode", "id"}}));
   EXPECT_OK(ValidateTableProperties({{"delta.columnMapping.mode", "none"},
                                      {"delta.enableChangeDataFeed", "TRUE"},
                                      {"delta.checkpointPolicy", "classic"}}));
@@ -246,7 +248,7 @@ TEST(TablePropertiesTest, KeysAreTakenInTheirCanonicalSpellingAndUnknownOnesRefu
            {{"delta.enableChangeDataFeed", "true"},
             {"DELTA.enableChangeDataFeed", "false"}},
            {{"Delta.MinWriterVersion", "7"}},
-           {{"DELTA.columnMapping.mode", "name"}}}) {
+           {{"DELTA.columnMapping.mode", "Names"}}}) {
     const auto status = NormalizeTableProperties(config).status();
     EXPECT_TRUE(IsError(status, ErrorCode::kInvalidInput)) << config.begin()->first;
   }

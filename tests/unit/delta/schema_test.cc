@@ -2,6 +2,7 @@
 
 #include <arrow/array.h>
 #include <arrow/builder.h>
+#include <arrow/json/from_string.h>
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
 #include <arrow/util/decimal.h>
@@ -269,16 +270,152 @@ TEST(SchemaTest, WideIntegerTextIsPlainWhateverTheScaleAndStructFieldsMatchByAny
               testing::StatusHasMessage("column 'e'"));
 }
 
-TEST(SchemaTest, ConformingNamesOverflowingUint64Values) {
-  arrow::UInt64Builder builder;
-  ASSERT_OK(builder.AppendValues({1, 18446744073709551615ULL}));
-  ASSERT_OK_AND_ASSIGN(auto array, builder.Finish());
-  auto source = arrow::schema({arrow::field("gas_used", arrow::uint64())});
-  auto batch = arrow::RecordBatch::Make(source, 2, {array});
-  ASSERT_OK_AND_ASSIGN(auto table, ToTableSchema(*source));
+std::shared_ptr<arrow::RecordBatch> Uint64Batch(const std::string& name) {
+  arrow::UInt64Builder values;
+  EXPECT_OK(values.AppendValues({1, 18446744073709551615ULL}));
+  auto array = values.Finish().ValueOrDie();
+  auto record = arrow::StructArray::Make({array}, {"value"}).ValueOrDie();
+  return arrow::RecordBatch::Make(arrow::schema({arrow::field(name, arrow::uint64()),
+                                                 arrow::field("t", record->type())}),
+                                  2, {array, record});
+}
+
+TEST(SchemaTest, Uint64FieldsAreDecimal20AndColumnsLongByDefault) {
+  auto batch = Uint64Batch("gas_used");
+  ASSERT_OK_AND_ASSIGN(auto table, ToTableSchema(*batch->schema()));
+  EXPECT_EQ(DeltaTypeName(*table->field(0)->type()), "long");  // the seed's i64
+  EXPECT_EQ(DeltaTypeName(*table->field(1)->type()->field(0)->type()), "decimal(20,0)");
+  // The field keeps 2^64-1; the column names it, with the way to keep it.
   EXPECT_THAT(ConformBatch(batch, table),
               testing::StatusHasMessage(
-                  "column 'gas_used' (uint64) has value 18446744073709551615"));
+                  "column 'gas_used' has value 18446744073709551615 (row 1 of the "
+                  "batch), which does not fit the table's type long (a new table stores "
+                  "every uint64 as decimal(20,0) with \"uint64\": \"decimal\")"));
+  auto fields_only = arrow::RecordBatch::Make(arrow::schema({batch->schema()->field(1)}),
+                                              2, {batch->column(1)});
+  ASSERT_OK_AND_ASSIGN(auto conformed,
+                       ConformBatch(fields_only, arrow::schema({table->field(1)})));
+  ASSERT_OK(conformed->ValidateFull());
+  const auto& t = static_cast<const arrow::StructArray&>(*conformed->column(0));
+  EXPECT_EQ(t.field(0)->GetScalar(1).ValueOrDie()->ToString(), "18446744073709551615");
+  // Values that fit go into a long column as the same buffer viewed as long.
+  ASSERT_OK_AND_ASSIGN(auto fits, ConformBatch(batch->Slice(0, 1), table));
+  ASSERT_OK(fits->ValidateFull());
+  EXPECT_EQ(fits->column(0)->data()->buffers[1], batch->column(0)->data()->buffers[1]);
+}
+
+TEST(SchemaTest, Uint64DecimalKeepsEveryColumnButBlockNumbers) {
+  TypeMapping decimal;
+  decimal.unsigned64 = Unsigned64::kDecimal;
+  decimal.block_columns.push_back("height");
+  for (const std::string name : {"Block_Num", "_block_num", "height"}) {
+    auto blocks = Uint64Batch(name);
+    ASSERT_OK_AND_ASSIGN(auto table, ToTableSchema(*blocks->schema(), decimal));
+    EXPECT_EQ(DeltaTypeName(*table->field(0)->type()), "long") << name;
+  }
+  auto batch = Uint64Batch("nonce");
+  ASSERT_OK_AND_ASSIGN(auto table, ToTableSchema(*batch->schema(), decimal));
+  EXPECT_EQ(DeltaTypeName(*table->field(0)->type()), "decimal(20,0)");
+  ASSERT_OK_AND_ASSIGN(auto conformed, ConformBatch(batch, table));
+  ASSERT_OK(conformed->ValidateFull());
+  EXPECT_EQ(conformed->column(0)->GetScalar(1).ValueOrDie()->ToString(),
+            "18446744073709551615");
+}
+
+TEST(SchemaTest, TheSdksLongFieldsAndNarrowerColumnsNameTheUint64ThatDoesNotFit) {
+  auto batch = Uint64Batch("gas_used");
+  ASSERT_OK_AND_ASSIGN(auto sdk,
+                       ToTableSchema(*batch->schema(), IntegerMapping::kSameWidth));
+  EXPECT_EQ(DeltaTypeName(*sdk->field(1)->type()->field(0)->type()), "long");
+  auto fields_only = arrow::RecordBatch::Make(arrow::schema({batch->schema()->field(1)}),
+                                              2, {batch->column(1)});
+  EXPECT_THAT(
+      ConformBatch(fields_only, arrow::schema({sdk->field(1)})),
+      testing::StatusHasMessage("column 't.value' has value 18446744073709551615"));
+  // A Spark table's int column takes them when they fit, checked, at any depth.
+  auto int_table = arrow::schema(
+      {arrow::field("gas_used", arrow::int32()),
+       arrow::field("t", arrow::struct_({arrow::field("value", arrow::int16())}))});
+  ASSERT_OK_AND_ASSIGN(auto narrow, ConformBatch(batch->Slice(0, 1), int_table));
+  ASSERT_OK(narrow->ValidateFull());
+  EXPECT_THAT(ConformBatch(batch, int_table),
+              testing::StatusHasMessage("which does not fit the table's type integer"));
+}
+
+TEST(SchemaTest, ALaterLoadOfUint64KeepsTheTablesLongOrDecimal) {
+  auto batch = Uint64Batch("gas_used");
+  TypeMapping decimal;
+  decimal.unsigned64 = Unsigned64::kDecimal;
+  ASSERT_OK_AND_ASSIGN(auto decimal_table, ToTableSchema(*batch->schema(), decimal));
+  ASSERT_OK_AND_ASSIGN(auto long_table,
+                       ToTableSchema(*batch->schema(), IntegerMapping::kSameWidth));
+  ASSERT_OK_AND_ASSIGN(auto into_long,
+                       ToTableSchemaInto(*batch->schema(), decimal, *long_table));
+  EXPECT_TRUE(into_long->Equals(*long_table)) << into_long->ToString();
+  ASSERT_OK_AND_ASSIGN(
+      auto into_decimal,
+      ToTableSchemaInto(*batch->schema(), IntegerMapping::kSameWidth, *decimal_table));
+  EXPECT_TRUE(into_decimal->Equals(*decimal_table)) << into_decimal->ToString();
+  ASSERT_OK_AND_ASSIGN(auto conformed, ConformBatch(batch, decimal_table));
+  EXPECT_EQ(conformed->column(0)->GetScalar(1).ValueOrDie()->ToString(),
+            "18446744073709551615");
+  // A Spark-made decimal(38,0) column takes them too.
+  auto wide = arrow::schema(
+      {arrow::field("gas_used", arrow::decimal128(38, 0)), decimal_table->field(1)});
+  ASSERT_OK_AND_ASSIGN(auto into_wide, ConformBatch(batch, wide));
+  EXPECT_EQ(into_wide->column(0)->GetScalar(1).ValueOrDie()->ToString(),
+            "18446744073709551615");
+}
+
+TEST(SchemaTest, Uint64InMapsDictionariesSlicedListsAndNonNullableFieldsConform) {
+  // map<string, uint64> into the SDK's map<string, long>, and into decimal(20,0).
+  auto map_type = arrow::map(arrow::utf8(), arrow::uint64());
+  auto map_values =
+      *arrow::json::ArrayFromJSONString(map_type, R"([[["a", 1]], null, [["b", 2]]])");
+  auto maps = arrow::RecordBatch::Make(arrow::schema({arrow::field("m", map_type)}), 3,
+                                       {map_values});
+  for (const auto& mapping : {TypeMapping(IntegerMapping::kSameWidth), TypeMapping()}) {
+    ASSERT_OK_AND_ASSIGN(auto table, ToTableSchema(*maps->schema(), mapping));
+    ASSERT_OK_AND_ASSIGN(auto conformed, ConformBatch(maps->Slice(1, 2), table));
+    ASSERT_OK(conformed->ValidateFull());
+    EXPECT_TRUE(conformed->column(0)->IsNull(0));
+    const auto& map = static_cast<const arrow::MapArray&>(*conformed->column(0));
+    EXPECT_EQ(map.items()->length(), 1);  // the slice's entry only
+    EXPECT_EQ(map.items()->GetScalar(0).ValueOrDie()->ToString(), "2");
+  }
+  // A dictionary of uint64 is a uint64 column: long by default, block numbers always.
+  auto dictionary = arrow::schema(
+      {arrow::field("block_num", arrow::dictionary(arrow::int32(), arrow::uint64()))});
+  TypeMapping decimal;
+  decimal.unsigned64 = Unsigned64::kDecimal;
+  ASSERT_OK_AND_ASSIGN(auto blocks, ToTableSchema(*dictionary, decimal));
+  EXPECT_EQ(DeltaTypeName(*blocks->field(0)->type()), "long");
+  // A non-nullable uint64 field under a null struct: the struct's null is no value.
+  auto record_type = arrow::struct_({arrow::field("v", arrow::uint64(), false)});
+  auto records = *arrow::json::ArrayFromJSONString(record_type, R"([{"v": 1}, null])");
+  auto batch = arrow::RecordBatch::Make(arrow::schema({arrow::field("t", record_type)}),
+                                        2, {records});
+  ASSERT_OK_AND_ASSIGN(auto struct_table, ToTableSchema(*batch->schema()));
+  ASSERT_OK_AND_ASSIGN(auto conformed, ConformBatch(batch, struct_table));
+  ASSERT_OK(conformed->ValidateFull());
+  EXPECT_TRUE(conformed->column(0)->IsNull(1));
+  // A slice of a list batch converts only its own lists: the other rows' 2^64-1 into a
+  // long list is no error of this slice.
+  auto list_type = arrow::list(arrow::uint64());
+  auto lists =
+      *arrow::json::ArrayFromJSONString(list_type, "[[1, 2], [18446744073709551615]]");
+  auto list_batch =
+      arrow::RecordBatch::Make(arrow::schema({arrow::field("l", list_type)}), 2, {lists});
+  ASSERT_OK_AND_ASSIGN(auto long_lists,
+                       ToTableSchema(*list_batch->schema(), IntegerMapping::kSameWidth));
+  ASSERT_OK_AND_ASSIGN(auto first, ConformBatch(list_batch->Slice(0, 1), long_lists));
+  ASSERT_OK(first->ValidateFull());
+  EXPECT_TRUE(first->column(0)->type()->Equals(*long_lists->field(0)->type()));
+  const auto& items = static_cast<const arrow::ListArray&>(*first->column(0));
+  EXPECT_EQ(items.value_length(0), 2);
+  EXPECT_THAT(ConformBatch(list_batch->Slice(1, 1), long_lists),
+              testing::StatusHasMessage("column 'l.element' has value "
+                                        "18446744073709551615 (item 0 of a list)"));
 }
 
 TEST(SchemaTest, ConformingTruncatesNanosecondsAndFillsMissingColumns) {

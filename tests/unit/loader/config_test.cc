@@ -42,6 +42,12 @@ TEST(DeltaLakeConfigTest, EveryKeyIsRead) {
   EXPECT_EQ(config.integer_mapping, delta::IntegerMapping::kSameWidth);
   EXPECT_THAT(ParseDeltaLakeConfig(R"({"table_path":"t","type_mapping":"narrow"})"),
               testing::StatusHasMessage("'type_mapping' must be"));
+  EXPECT_FALSE(config.unsigned64.has_value());  // follows type_mapping
+  ASSERT_OK_AND_ASSIGN(auto decimal,
+                       ParseDeltaLakeConfig(R"({"table_path":"t","uint64":"decimal"})"));
+  EXPECT_EQ(decimal.unsigned64, std::optional(delta::Unsigned64::kDecimal));
+  EXPECT_THAT(ParseDeltaLakeConfig(R"({"table_path":"t","uint64":"text"})"),
+              testing::StatusHasMessage("'uint64' must be \"auto\""));
 }
 
 TEST(DeltaLakeConfigTest, UnknownKeysAndWrongTypesAreNamed) {

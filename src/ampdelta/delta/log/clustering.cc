@@ -5,6 +5,7 @@
 #include <arrow/type.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/snapshot.h"
@@ -59,6 +60,12 @@ arrow::Result<std::vector<std::string>> ClusteringColumns(const Snapshot& snapsh
     }
     out.push_back(column[0].get<std::string>());
   }
+  // Under column mapping the domain names columns physically (as Spark writes it).
+  for (auto& name : out) {
+    for (const auto& field : snapshot.schema()->fields()) {
+      if (PhysicalName(*field) == name) name = field->name();
+    }
+  }
   return out;
 }
 
@@ -95,9 +102,12 @@ arrow::Result<std::vector<std::string>> ResolveClusteringColumns(
   return out;
 }
 
-DomainMetadata ClusteringDomain(const std::vector<std::string>& columns) {
+DomainMetadata ClusteringDomain(const std::vector<std::string>& columns,
+                                const arrow::Schema& schema) {
   nlohmann::json paths = nlohmann::json::array();
-  for (const auto& column : columns) paths.push_back(nlohmann::json::array({column}));
+  for (const auto& column : columns) {
+    paths.push_back(nlohmann::json::array({PhysicalColumnName(schema, column)}));
+  }
   const nlohmann::json config = {{"clusteringColumns", paths},
                                  {"domainName", kClusteringDomain}};
   // Column names come from the schema, which is UTF-8; lossy all the same, never a throw.

@@ -34,7 +34,9 @@ arrow::Result<std::vector<std::string>> ResolveClusteringColumns(
     const std::vector<std::string>& columns, const arrow::Schema& schema,
     const std::vector<std::string>& partition_columns);
 
-/// \brief The domain action that records `columns` as the clustering columns.
-DomainMetadata ClusteringDomain(const std::vector<std::string>& columns);
+/// \brief The domain action that records `columns` (top-level columns of `schema`) as
+/// the clustering columns, by physical name under column mapping.
+DomainMetadata ClusteringDomain(const std::vector<std::string>& columns,
+                                const arrow::Schema& schema);
 
 }  // namespace ampdelta::delta

@@ -10,6 +10,7 @@
 #include <arrow/type.h>
 #include <arrow/util/decimal.h>
 
+#include "ampdelta/delta/log/schema.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/percent_encoding.h"
 #include "ampdelta/util/status.h"
@@ -42,6 +43,16 @@ std::optional<std::string> FindPartitionValue(const NullableStringMap& values,
     if (EqualsIgnoreAsciiCase(key, column)) return value;
   }
   return std::nullopt;
+}
+
+std::optional<std::string> FindPartitionValue(const NullableStringMap& values,
+                                              const arrow::Field& field) {
+  const std::string physical = PhysicalName(field);
+  if (physical != field.name()) {
+    auto value = FindPartitionValue(values, physical);
+    if (value || values.count(physical) != 0) return value;
+  }
+  return FindPartitionValue(values, field.name());
 }
 
 std::string PartitionFolder(const std::vector<std::string>& columns,

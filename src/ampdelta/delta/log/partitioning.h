@@ -30,6 +30,11 @@ bool IsPartitionColumn(const std::vector<std::string>& columns,
 std::optional<std::string> FindPartitionValue(const NullableStringMap& values,
                                               const std::string& column);
 
+/// \brief Return the partition value of the table column `field`: keyed by its physical
+/// name under column mapping, else by its name (as above).
+std::optional<std::string> FindPartitionValue(const NullableStringMap& values,
+                                              const arrow::Field& field);
+
 /// \brief Return the folder of a partition, `a=1/b=x` in partition-column order; null
 /// values use `__HIVE_DEFAULT_PARTITION__`.
 std::string PartitionFolder(const std::vector<std::string>& columns,

@@ -267,7 +267,8 @@ arrow::Result<std::shared_ptr<arrow::Field>> ToTableField(const std::string& pat
 // Column names become Parquet column paths, JSON strings in the log and, for partition
 // columns, folder names: they must be non-empty valid UTF-8 without NUL, and free of the
 // characters Spark refuses in column names without column mapping.
-arrow::Status CheckColumnName(const std::string& name, const std::string& parent) {
+arrow::Status CheckColumnName(const std::string& name, const std::string& parent,
+                              bool column_mapping) {
   const std::string shown = parent.empty() ? name : parent + "." + name;
   if (name.empty()) {
     return InvalidInputError("empty column name",
@@ -282,9 +283,9 @@ arrow::Status CheckColumnName(const std::string& name, const std::string& parent
     return InvalidInputError("column name '", EscapeForMessage(shown),
                              "' is not valid UTF-8");
   }
+  // Under column mapping data files use physical names: any name goes.
   static constexpr std::string_view kRefused = " ,;{}()\n\t=";
-  const size_t bad = name.find_first_of(kRefused);
-  if (bad != std::string::npos) {
+  if (!column_mapping && name.find_first_of(kRefused) != std::string::npos) {
     return InvalidInputError(
         "column name '", EscapeForMessage(shown),
         "' contains one of the characters ' ,;{}()\\n\\t=', which Delta "
@@ -295,10 +296,10 @@ arrow::Status CheckColumnName(const std::string& name, const std::string& parent
 }
 
 arrow::Status CheckUniqueNames(const arrow::FieldVector& fields,
-                               const std::string& parent) {
+                               const std::string& parent, bool column_mapping) {
   std::set<std::string> seen;
   for (const auto& field : fields) {
-    ARROW_RETURN_NOT_OK(CheckColumnName(field->name(), parent));
+    ARROW_RETURN_NOT_OK(CheckColumnName(field->name(), parent, column_mapping));
     if (!seen.insert(AsciiLower(field->name())).second) {
       return InvalidInputError("duplicate column name '",
                                parent.empty() ? "" : parent + ".", field->name(),
@@ -307,6 +308,9 @@ arrow::Status CheckUniqueNames(const arrow::FieldVector& fields,
   }
   return arrow::Status::OK();
 }
+
+// 2^64-1 has 20 digits: every uint64 fits decimal(20,0).
+std::shared_ptr<arrow::DataType> Unsigned64Decimal() { return arrow::decimal128(20, 0); }
 
 arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& column,
                                                             const arrow::DataType& type,
@@ -336,8 +340,9 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
       return same_width ? arrow::int16() : arrow::int32();
     case arrow::Type::UINT32:
       return same_width ? arrow::int32() : arrow::int64();
-    case arrow::Type::UINT64:
-      return arrow::int64();
+    case arrow::Type::UINT64:  // a field: top-level columns are ToTableColumn's
+      return mapping.unsigned64 == Unsigned64::kLong ? arrow::int64()
+                                                     : Unsigned64Decimal();
     case arrow::Type::LARGE_STRING:
     case arrow::Type::STRING_VIEW:
       return arrow::utf8();
@@ -387,7 +392,7 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
             auto field, ToTableField(column + "." + child->name(), *child, mapping));
         fields.push_back(std::move(field));
       }
-      ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, column));
+      ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, column, mapping.column_mapping));
       return arrow::struct_(std::move(fields));
     }
     case arrow::Type::DECIMAL256: {
@@ -450,12 +455,12 @@ arrow::Result<std::shared_ptr<arrow::Array>> ConformNarrowColumn(
     const std::shared_ptr<arrow::DataType>& target);
 
 // Cast one column to its table type. Integer narrowing is checked; times are truncated;
-// decimals wider than 38 digits become the table's text or decimal(38) first.
+// decimals wider than 38 digits and uint64s become the table's types first.
 arrow::Result<std::shared_ptr<arrow::Array>> ConformColumn(
     const std::string& name, const std::shared_ptr<arrow::Array>& column,
     const std::shared_ptr<arrow::DataType>& target) {
   if (column->type()->Equals(*target)) return column;
-  ARROW_ASSIGN_OR_RAISE(auto narrowed, NarrowWideDecimals(name, column, target));
+  ARROW_ASSIGN_OR_RAISE(auto narrowed, NarrowWideIntegers(name, column, target));
   return ConformNarrowColumn(name, narrowed, target);
 }
 
@@ -465,6 +470,12 @@ arrow::Result<std::shared_ptr<arrow::Array>> ConformNarrowColumn(
   if (column->type()->Equals(*target)) return column;
   // Only conversions a write may make: never a string parsed as a number, say.
   ARROW_ASSIGN_OR_RAISE(auto stored, ToTableType(name, *column->type()));
+  if (!CanWriteInto(*stored, *target)) {
+    // uint64s NarrowWideIntegers left (in list views) may go into long fields.
+    TypeMapping as_long;
+    as_long.unsigned64 = Unsigned64::kLong;
+    ARROW_ASSIGN_OR_RAISE(stored, ToTableType(name, *column->type(), as_long));
+  }
   if (!CanWriteInto(*stored, *target)) {
     return InvalidInputError("column '", name, "' has type ", DeltaTypeName(*stored),
                              " in this data; the table stores ", DeltaTypeName(*target));
@@ -477,17 +488,6 @@ arrow::Result<std::shared_ptr<arrow::Array>> ConformNarrowColumn(
   options.allow_time_truncate = true;
   auto cast = cp::Cast(*column, target, options);
   if (cast.ok()) return *cast;
-  // Name the column and the first offending value, e.g. a UInt64 above 2^63-1.
-  if (column->type_id() == arrow::Type::UINT64 && target->id() == arrow::Type::INT64) {
-    const auto& values = static_cast<const arrow::UInt64Array&>(*column);
-    for (int64_t i = 0; i < values.length(); ++i) {
-      if (values.IsValid(i) && values.Value(i) > static_cast<uint64_t>(INT64_MAX)) {
-        return InvalidInputError("column '", name, "' (uint64) has value ",
-                                 values.Value(i),
-                                 ", above the largest Delta long (9223372036854775807)");
-      }
-    }
-  }
   // Otherwise find the first value that does not fit (the failure path only); a nested
   // column's cast error names the value itself.
   const bool nested = arrow::is_nested(column->type_id());
@@ -689,6 +689,33 @@ arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema) {
                              "the table schema");
 }
 
+namespace {
+
+bool IsBlockColumn(const std::string& column, const TypeMapping& mapping) {
+  return std::any_of(
+      mapping.block_columns.begin(), mapping.block_columns.end(),
+      [&](const std::string& name) { return EqualsIgnoreAsciiCase(name, column); });
+}
+
+// A top-level column. A uint64 one is long (as the SDK stores Amp's block_num and
+// gas_used) unless the mapping asks for decimal(20,0); block numbers are long always.
+arrow::Result<std::shared_ptr<arrow::Field>> ToTableColumn(const arrow::Field& field,
+                                                           const TypeMapping& mapping) {
+  const arrow::DataType* type = field.type().get();
+  if (type->id() == arrow::Type::DICTIONARY) {
+    type = static_cast<const arrow::DictionaryType&>(*type).value_type().get();
+  }
+  if (type->id() != arrow::Type::UINT64) {
+    return ToTableField(field.name(), field, mapping);
+  }
+  const bool as_decimal =
+      mapping.unsigned64 == Unsigned64::kDecimal && !IsBlockColumn(field.name(), mapping);
+  return arrow::field(field.name(), as_decimal ? Unsigned64Decimal() : arrow::int64(),
+                      field.nullable());
+}
+
+}  // namespace
+
 arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema& source,
                                                             const TypeMapping& mapping) {
   if (source.num_fields() == 0) {
@@ -696,10 +723,10 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(const arrow::Schema&
   }
   arrow::FieldVector fields;
   for (const auto& field : source.fields()) {
-    ARROW_ASSIGN_OR_RAISE(auto converted, ToTableField(field->name(), *field, mapping));
+    ARROW_ASSIGN_OR_RAISE(auto converted, ToTableColumn(*field, mapping));
     fields.push_back(std::move(converted));
   }
-  ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, ""));
+  ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, "", mapping.column_mapping));
   return arrow::schema(std::move(fields));
 }
 
@@ -715,25 +742,37 @@ bool SameShape(const arrow::DataType& a, const arrow::DataType& b) {
   return true;
 }
 
+WideIntegers Other(WideIntegers wide) {
+  return wide == WideIntegers::kString ? WideIntegers::kDecimal : WideIntegers::kString;
+}
+
 }  // namespace
 
 arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchemaInto(
     const arrow::Schema& source, const TypeMapping& mapping, const arrow::Schema& table) {
   ARROW_ASSIGN_OR_RAISE(auto incoming, ToTableSchema(source, mapping));
-  TypeMapping other = mapping;
-  other.wide_integers = mapping.wide_integers == WideIntegers::kString
-                            ? WideIntegers::kDecimal
-                            : WideIntegers::kString;
-  auto alternative = ToTableSchema(source, other);
-  if (!alternative.ok()) return incoming;
+  // The same source under each representation the policies offer, `mapping`'s first.
+  std::vector<std::shared_ptr<arrow::Schema>> variants;
+  for (const auto wide : {mapping.wide_integers, Other(mapping.wide_integers)}) {
+    for (const auto unsigned64 : {mapping.unsigned64, Unsigned64::kAuto,
+                                  Unsigned64::kDecimal, Unsigned64::kLong}) {
+      TypeMapping variant = mapping;
+      variant.wide_integers = wide;
+      variant.unsigned64 = unsigned64;
+      auto schema = ToTableSchema(source, variant);
+      if (schema.ok()) variants.push_back(*std::move(schema));
+    }
+  }
   arrow::FieldVector fields = incoming->fields();
   for (int i = 0; i < source.num_fields(); ++i) {
     const int existing = FindFieldIgnoreCase(table, source.field(i)->name());
-    if (existing < 0 || !HasWideDecimal(*source.field(i)->type())) continue;
+    if (existing < 0 || !HasWideInteger(*source.field(i)->type())) continue;
     const auto& wanted = *table.field(existing)->type();
-    if (!SameShape(*fields[i]->type(), wanted) &&
-        SameShape(*(*alternative)->field(i)->type(), wanted)) {
-      fields[i] = (*alternative)->field(i);
+    for (const auto& variant : variants) {
+      if (SameShape(*variant->field(i)->type(), wanted)) {
+        fields[i] = variant->field(i);
+        break;
+      }
     }
   }
   return arrow::schema(std::move(fields));

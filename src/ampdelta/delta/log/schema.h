@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <arrow/result.h>
 #include <arrow/type_fwd.h>
@@ -31,8 +32,8 @@ arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema);
 
 /// \brief How unsigned integers become Delta's signed ones in a new column.
 enum class IntegerMapping : uint8_t {
-  /// Widened so every value fits: uint8 → short, uint16 → integer, uint32 → long,
-  /// uint64 → long (values above 2^63-1 fail the write). ampdelta's default.
+  /// Widened so every value fits: uint8 → short, uint16 → integer, uint32 → long;
+  /// uint64 as Unsigned64::kAuto says. ampdelta's default.
   kLossless,
   /// deltalake's (and so the Python SDK's) mapping, the same width: uint8 → byte,
   /// uint16 → short, uint32 → integer, uint64 → long; a value that does not fit fails
@@ -51,13 +52,38 @@ enum class WideIntegers : uint8_t {
   kDecimal,
 };
 
+/// \brief How a new uint64 column or field is stored (docs/wide-integers.md). A value
+/// stored as long that is above 2^63-1 fails the write, naming the column, value and row.
+enum class Unsigned64 : uint8_t {
+  /// Columns long, as the SDK stores Amp's (`block_num`, `gas_used`: i64); fields of
+  /// structs and lists (decoded `uint64`s) decimal(20,0), which holds every value.
+  /// ampdelta's default.
+  kAuto,
+  /// Every uint64 but block numbers decimal(20,0) (a pre-merge block's `nonce`).
+  kDecimal,
+  /// Every uint64 long (the SDK's mapping).
+  kLong,
+};
+
 /// \brief The choices a new table's column types follow.
 struct TypeMapping {
   TypeMapping(IntegerMapping integer_mapping = IntegerMapping::kLossless,  // NOLINT
               WideIntegers wide = WideIntegers::kString)
-      : integers(integer_mapping), wide_integers(wide) {}
+      : integers(integer_mapping),
+        wide_integers(wide),
+        unsigned64(integer_mapping == IntegerMapping::kLossless ? Unsigned64::kAuto
+                                                                : Unsigned64::kLong) {}
   IntegerMapping integers;
   WideIntegers wide_integers;
+  Unsigned64 unsigned64;
+  /// Top-level uint64 columns holding block numbers, compared case-insensitively: long
+  /// under every mapping (Unsigned64::kDecimal included). A chain reaches 2^63 blocks in
+  /// billions of years, and the loader's reorg, resume and backfill predicates compare
+  /// block numbers as long.
+  std::vector<std::string> block_columns{"_block_num", "block_num"};
+  /// The table has column mapping (column_mapping.h): column names may hold the
+  /// characters Spark refuses in physical names (` ,;{}()\n\t=`).
+  bool column_mapping = false;
 };
 
 /// \brief Map a source (Amp) schema to the table schema ampdelta writes: unsigned
@@ -73,8 +99,9 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchema(
     const arrow::Schema& source, const TypeMapping& mapping = {});
 
 /// \brief ToTableSchema for a write into an existing `table`: a column of wide integers
-/// the table already has keeps the table's representation (text or decimal(38)), whatever
-/// `mapping.wide_integers` says: the policy chooses only for new columns.
+/// (or uint64s) the table already has keeps the table's representation (text or
+/// decimal(38); decimal(20,0) or long), whatever `mapping` says: the policy chooses only
+/// for new columns.
 arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchemaInto(
     const arrow::Schema& source, const TypeMapping& mapping, const arrow::Schema& table);
 

@@ -7,6 +7,7 @@
 #include <arrow/type.h>
 #include <arrow/util/key_value_metadata.h>
 
+#include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
@@ -29,6 +30,9 @@ const std::set<std::string>& WritableFeatures() {
       "changeDataFeed", "timestampNtz", "deletionVectors", "domainMetadata",
       "vacuumProtocolCheck", "identityColumns", "allowColumnDefaults",
       "inCommitTimestamp",
+      // Physical names and field ids in data files, partition values and statistics
+      // (column_mapping.h).
+      "columnMapping",
       // Statistics for the clustering columns; optimize clusters (clustering.h).
       "clustering"};
   return features;
@@ -145,10 +149,12 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
   if (HasFieldMetadata(schema, "CURRENT_DEFAULT")) {
     refused.push_back("allowColumnDefaults (in use)");
   }
-  if (metadata.configuration.count("delta.columnMapping.mode") != 0 &&
-      metadata.configuration.at("delta.columnMapping.mode") != "none") {
+  const auto mapping = ColumnMappingModeOf(metadata.configuration);
+  if (!mapping.ok()) {
     refused.push_back("columnMapping (mode " +
-                      metadata.configuration.at("delta.columnMapping.mode") + ")");
+                      metadata.configuration.at(kColumnMappingModeKey) + ")");
+  } else if (*mapping != ColumnMappingMode::kNone) {
+    ARROW_RETURN_NOT_OK(CheckColumnMapping(schema));
   }
   if (ConfigTrue(metadata, "delta.enableRowTracking"))
     refused.push_back("rowTracking (enabled)");
@@ -181,6 +187,20 @@ bool HasWriterFeature(const Protocol& protocol, const std::string& feature) {
   return std::find(features.begin(), features.end(), feature) != features.end();
 }
 
+namespace {
+
+// The reader features a protocol has: listed, or implied by legacy reader version 2
+// (column mapping).
+std::vector<std::string> ImpliedReaderFeatures(const Protocol& protocol) {
+  if (protocol.min_reader_version >= 3) {
+    return protocol.reader_features.value_or(std::vector<std::string>{});
+  }
+  return protocol.min_reader_version == 2 ? std::vector<std::string>{"columnMapping"}
+                                          : std::vector<std::string>{};
+}
+
+}  // namespace
+
 Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
                          const std::map<std::string, std::string>& configuration,
                          const std::vector<std::string>& writer_features_needed) {
@@ -199,6 +219,12 @@ Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
   }
   if (ConfigTrue(configuration, "delta.enableInCommitTimestamps")) {
     writer.push_back("inCommitTimestamp");
+  }
+  if (ColumnMappingModeOf(configuration).ValueOr(ColumnMappingMode::kNone) !=
+          ColumnMappingMode::kNone &&
+      !HasWriterFeature(existing, "columnMapping")) {
+    reader.push_back("columnMapping");
+    writer.push_back("columnMapping");
   }
   const bool change_feed = ConfigTrue(configuration, "delta.enableChangeDataFeed");
   Protocol protocol = existing;
@@ -224,10 +250,8 @@ Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
   protocol.min_writer_version = 7;
   protocol.writer_features = std::move(writer_features);
   if (!reader.empty() || existing.min_reader_version >= 3) {
-    std::vector<std::string> reader_features =
-        existing.min_reader_version >= 3
-            ? existing.reader_features.value_or(std::vector<std::string>{})
-            : std::vector<std::string>{};
+    // Reader version 2 implies columnMapping, which the listed features must keep.
+    std::vector<std::string> reader_features = ImpliedReaderFeatures(existing);
     add(&reader_features, reader);
     protocol.min_reader_version = 3;
     protocol.reader_features = std::move(reader_features);
@@ -261,17 +285,9 @@ Protocol CombineProtocols(const Protocol& existing, const Protocol& required) {
   combined.writer_features = std::move(writer);
   if (combined.min_reader_version >= 3) {
     combined.min_reader_version = 3;
-    // Legacy reader version 2 means column mapping.
-    auto reader_features = [](const Protocol& protocol) {
-      if (protocol.min_reader_version >= 3) {
-        return protocol.reader_features.value_or(std::vector<std::string>{});
-      }
-      return protocol.min_reader_version == 2 ? std::vector<std::string>{"columnMapping"}
-                                              : std::vector<std::string>{};
-    };
     std::vector<std::string> reader;
-    add(&reader, reader_features(existing));
-    add(&reader, reader_features(required));
+    add(&reader, ImpliedReaderFeatures(existing));
+    add(&reader, ImpliedReaderFeatures(required));
     // Every reader feature is a writer feature too (PROTOCOL.md "Table Features").
     add(&*combined.writer_features, reader);
     combined.reader_features = std::move(reader);

@@ -118,8 +118,9 @@ arrow::Status ValidateTableProperties(const std::map<std::string, std::string>& 
   };
   for (const auto& [key, value] : config) {
     const std::string lowered = AsciiLower(value);
-    if (key == "delta.columnMapping.mode" && lowered != "none") {
-      return unwritable(key, value, "column mapping");
+    if (key == "delta.columnMapping.mode" && lowered != "none" && lowered != "name" &&
+        lowered != "id") {
+      return bad(key, value, "none, name or id");
     }
     if (key == "delta.enableRowTracking" && lowered == "true") {
       return unwritable(key, value, "row tracking");

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/clustering.h"
+#include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
@@ -181,14 +182,18 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<const Snapshot> snapshot,
   // never merged with files outside it, whose rows that bookkeeping does not describe.
   ARROW_ASSIGN_OR_RAISE(const std::vector<std::string> clustering,
                         ClusteringColumns(*snapshot));
+  // Files' partitionValues keys: physical names under column mapping.
+  std::vector<std::string> partition_keys;
+  for (const auto& column : snapshot->partition_columns()) {
+    partition_keys.push_back(PhysicalColumnName(*snapshot->schema(), column));
+  }
   std::map<std::string, std::vector<const Add*>> by_partition;
   for (const auto& add : snapshot->files()) {
     // A clustered table's large files count too: they may overlap others.
     if (clustering.empty() && add.size >= options.target_size && !add.deletion_vector)
       continue;
     if (options.eligible && !options.eligible(add)) continue;
-    std::string group =
-        PartitionFolder(snapshot->partition_columns(), add.partition_values);
+    std::string group = PartitionFolder(partition_keys, add.partition_values);
     if (add.tags) {
       for (const auto& [key, value] : *add.tags) group += std::string(1, '\0') + key;
     }
@@ -198,7 +203,9 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<const Snapshot> snapshot,
   std::vector<std::vector<const Add*>> bins;
   for (auto& [partition, files] : by_partition) {
     if (!clustering.empty()) {
-      for (auto& bin : ClusteringBins(files, clustering.front(), options.target_size)) {
+      for (auto& bin : ClusteringBins(
+               files, PhysicalColumnName(*snapshot->schema(), clustering.front()),
+               options.target_size)) {
         bins.push_back(std::move(bin));
       }
       continue;
@@ -292,8 +299,7 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<const Snapshot> snapshot,
         if (!clustering.empty()) add.clustering_provider = std::string(kLiquidProvider);
         adds.push_back(std::move(add));
       }
-      partitions.insert(
-          PartitionFolder(snapshot->partition_columns(), bin.front()->partition_values));
+      partitions.insert(PartitionFolder(partition_keys, bin.front()->partition_values));
     }
     return arrow::Status::OK();
   }();

@@ -11,10 +11,12 @@
 #include <arrow/table.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/delta/txn/write_lease.h"
 #include "ampdelta/delta/write/table_writer.h"
+#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
@@ -32,6 +34,23 @@ std::string FileIdentity(const Snapshot& snapshot, const std::string& path,
 
 namespace {
 
+// Delta refuses to change a table's column mapping mode (Spark's RESTORE too): files
+// written under one mode name their columns as the other cannot resolve.
+arrow::Status CheckSameColumnMapping(const Snapshot& latest, const Snapshot& target) {
+  const auto mode_of = [](const Snapshot& snapshot) {
+    const auto& config = snapshot.metadata().configuration;
+    const auto it = config.find(kColumnMappingModeKey);
+    return it == config.end() ? std::string("none") : AsciiLower(it->second);
+  };
+  if (mode_of(latest) == mode_of(target)) return arrow::Status::OK();
+  return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
+                   "restore to version ", target.version(), " would change ",
+                   kColumnMappingModeKey, " (columnMapping) from ", mode_of(latest),
+                   " to ", mode_of(target),
+                   ", which Delta does not allow; restore to a version made since the "
+                   "mode was set");
+}
+
 arrow::Result<CommitReport> RestoreOnce(
     const std::shared_ptr<storage::ObjectStore>& store, Version version,
     const CommitOptions& commit) {
@@ -40,6 +59,7 @@ arrow::Result<CommitReport> RestoreOnce(
                         Snapshot::Load(store, SnapshotOptions{version, std::nullopt}));
   ARROW_RETURN_NOT_OK(
       CheckWriteSupported(latest->protocol(), latest->metadata(), *latest->schema()));
+  ARROW_RETURN_NOT_OK(CheckSameColumnMapping(*latest, *target));
   std::set<std::string> in_target;
   std::set<std::string> in_latest;
   for (const auto& add : target->files())

@@ -205,8 +205,8 @@ arrow::Result<Predicate> Predicate::Parse(const std::string& text,
         return BadPredicate(text, "expected NULL after IS");
       }
       ++pos;
-      predicate.terms_.push_back(
-          {field->name(), field->type(), negated ? "is_valid" : "is_null", nullptr});
+      predicate.terms_.push_back({field->name(), PhysicalName(*field), field->type(),
+                                  negated ? "is_valid" : "is_null", nullptr});
     } else if (next.kind == Token::kWord && AsciiUpper(next.text) == "BETWEEN") {
       ++pos;
       ARROW_ASSIGN_OR_RAISE(auto low, BindLiteral(text, tokens[pos++], *field));
@@ -215,13 +215,15 @@ arrow::Result<Predicate> Predicate::Parse(const std::string& text,
       }
       ++pos;
       ARROW_ASSIGN_OR_RAISE(auto high, BindLiteral(text, tokens[pos++], *field));
-      predicate.terms_.push_back({field->name(), field->type(), "greater_equal", low});
-      predicate.terms_.push_back({field->name(), field->type(), "less_equal", high});
+      predicate.terms_.push_back(
+          {field->name(), PhysicalName(*field), field->type(), "greater_equal", low});
+      predicate.terms_.push_back(
+          {field->name(), PhysicalName(*field), field->type(), "less_equal", high});
     } else if (next.kind == Token::kOp) {
       ++pos;
       ARROW_ASSIGN_OR_RAISE(auto value, BindLiteral(text, tokens[pos++], *field));
-      predicate.terms_.push_back(
-          {field->name(), field->type(), FunctionFor(next.text), value});
+      predicate.terms_.push_back({field->name(), PhysicalName(*field), field->type(),
+                                  FunctionFor(next.text), value});
     } else {
       return BadPredicate(text, "expected an operator after '" + field->name() + "'");
     }
@@ -276,7 +278,7 @@ FileMatch Predicate::ClassifyTerm(const Term& term, const Add& file, bool is_par
                                   const void* stats_ptr) const {
   if (is_partition) {
     const std::optional<std::string> raw =
-        FindPartitionValue(file.partition_values, term.column);
+        FindPartitionValue(file.partition_values, term.key);
     auto value = ParsePartitionValue(raw, term.type);
     if (!value.ok()) return FileMatch::kSome;
     auto array = arrow::MakeArrayFromScalar(**value, 1);
@@ -295,9 +297,9 @@ FileMatch Predicate::ClassifyTerm(const Term& term, const Add& file, bool is_par
   const int64_t rows =
       stats["numRecords"].is_number_integer() ? stats["numRecords"].get<int64_t>() : -1;
   std::optional<int64_t> nulls;
-  if (stats.contains("nullCount") && stats["nullCount"].contains(term.column) &&
-      stats["nullCount"][term.column].is_number_integer()) {
-    nulls = stats["nullCount"][term.column].get<int64_t>();
+  if (stats.contains("nullCount") && stats["nullCount"].contains(term.key) &&
+      stats["nullCount"][term.key].is_number_integer()) {
+    nulls = stats["nullCount"][term.key].get<int64_t>();
   }
   if (term.function == "is_null" || term.function == "is_valid") {
     if (!nulls || rows < 0) return FileMatch::kSome;
@@ -309,14 +311,12 @@ FileMatch Predicate::ClassifyTerm(const Term& term, const Add& file, bool is_par
   }
   if (rows >= 0 && nulls && *nulls == rows)
     return FileMatch::kNone;  // all null: no match
-  const json* min =
-      stats.contains("minValues") && stats["minValues"].contains(term.column)
-          ? &stats["minValues"][term.column]
-          : nullptr;
-  const json* max =
-      stats.contains("maxValues") && stats["maxValues"].contains(term.column)
-          ? &stats["maxValues"][term.column]
-          : nullptr;
+  const json* min = stats.contains("minValues") && stats["minValues"].contains(term.key)
+                        ? &stats["minValues"][term.key]
+                        : nullptr;
+  const json* max = stats.contains("maxValues") && stats["maxValues"].contains(term.key)
+                        ? &stats["maxValues"][term.key]
+                        : nullptr;
   if (min == nullptr || max == nullptr) return FileMatch::kSome;
   // c_min = sign(value - min), c_max = sign(value - max)
   auto c_min = CompareToStat(*term.value, *min, *term.type, false);

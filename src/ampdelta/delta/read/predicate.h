@@ -53,6 +53,7 @@ class Predicate {
  private:
   struct Term {
     std::string column;
+    std::string key;  // of statistics and partition values: the physical name
     std::shared_ptr<arrow::DataType> type;
     std::string function;  // "equal", "less", …, "is_null", "is_valid"
     std::shared_ptr<arrow::Scalar> value;

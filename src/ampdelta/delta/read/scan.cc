@@ -126,7 +126,7 @@ class FileReader {
     for (const auto& field : schema_->fields()) {
       if (IsPartitionColumn(partition_columns_, field->name())) {
         const std::optional<std::string> value =
-            FindPartitionValue(file_.partition_values, field->name());
+            FindPartitionValue(file_.partition_values, *field);
         ARROW_ASSIGN_OR_RAISE(auto scalar, ParsePartitionValue(value, field->type()));
         ARROW_ASSIGN_OR_RAISE(auto array,
                               arrow::MakeArrayFromScalar(*scalar, raw.num_rows()));

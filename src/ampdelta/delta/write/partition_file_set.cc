@@ -22,7 +22,9 @@
 #include <parquet/arrow/writer.h>
 #include <parquet/properties.h>
 
+#include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/partitioning.h"
+#include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/write/column_plan.h"
 #include "ampdelta/util/ascii.h"
@@ -67,6 +69,8 @@ class PartitionFileSet::Impl {
         options_(std::move(options)) {}
 
   arrow::Status Init() {
+    // Data files name columns physically (column mapping; column_mapping.h).
+    const auto physical = PhysicalSchema(*table_schema_);
     arrow::FieldVector data_fields;
     for (int i = 0; i < table_schema_->num_fields(); ++i) {
       const auto& field = table_schema_->field(i);
@@ -79,23 +83,33 @@ class PartitionFileSet::Impl {
                        });
       if (partition != partition_columns_.end()) {
         partition_indices_.push_back(i);
-        partition_names_.push_back(*partition);
+        const bool mapped = PhysicalName(*field) != field->name();
+        partition_names_.push_back(mapped ? physical->field(i)->name() : *partition);
+        partition_logical_.push_back(*partition);
       } else {
         data_indices_.push_back(i);
-        // Parquet needs no Delta field metadata.
-        data_fields.push_back(field->WithMetadata(nullptr));
+        data_fields.push_back(physical->field(i));
       }
     }
     if (partition_names_.size() != partition_columns_.size()) {
       for (const auto& column : partition_columns_) {
-        if (std::find(partition_names_.begin(), partition_names_.end(), column) ==
-            partition_names_.end()) {
+        if (std::find(partition_logical_.begin(), partition_logical_.end(), column) ==
+            partition_logical_.end()) {
           return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid,
                            "partition column '", column, "' is not in the schema");
         }
       }
     }
     data_schema_ = arrow::schema(std::move(data_fields));
+    // Statistics are keyed by physical name too.
+    if (options_.stats.stats_columns) {
+      for (auto& column : *options_.stats.stats_columns) {
+        column = PhysicalColumnPath(*table_schema_, column);
+      }
+    }
+    for (auto& column : options_.stats.always_indexed) {
+      column = PhysicalColumnName(*table_schema_, column);
+    }
     properties_ = MakeWriterProperties(ColumnPlan{}, options_, *data_schema_);
     parquet::ArrowWriterProperties::Builder arrow_builder;
     arrow_builder.coerce_timestamps(arrow::TimeUnit::MICRO);
@@ -149,9 +163,16 @@ class PartitionFileSet::Impl {
 
   // A file with no rows in the given partition (it carries tags when nothing else is
   // left).
+  // `values` may be keyed by logical or physical name.
   arrow::Status WriteEmptyFile(const NullableStringMap& values) {
+    NullableStringMap keyed;
+    for (size_t k = 0; k < partition_names_.size(); ++k) {
+      auto value = FindPartitionValue(values, partition_names_[k]);
+      keyed[partition_names_[k]] =
+          value ? value : FindPartitionValue(values, partition_logical_[k]);
+    }
     ARROW_ASSIGN_OR_RAISE(auto empty, arrow::RecordBatch::MakeEmpty(data_schema_));
-    ARROW_ASSIGN_OR_RAISE(auto it, OpenFor(values, *empty));
+    ARROW_ASSIGN_OR_RAISE(auto it, OpenFor(keyed, *empty));
     return CloseFile(it);
   }
 
@@ -195,7 +216,7 @@ class PartitionFileSet::Impl {
 
   arrow::Result<OpenFiles::iterator> OpenFor(const NullableStringMap& values,
                                              const arrow::RecordBatch& sample) {
-    const std::string folder = PartitionFolder(partition_columns_, values);
+    const std::string folder = PartitionFolder(partition_names_, values);
     auto it = open_.find(folder);
     if (it != open_.end()) {
       Touch(folder);
@@ -236,7 +257,11 @@ class PartitionFileSet::Impl {
   arrow::Status WriteToPartition(NullableStringMap values,
                                  const std::shared_ptr<arrow::RecordBatch>& batch) {
     std::vector<std::shared_ptr<arrow::Array>> columns;
-    for (int index : data_indices_) columns.push_back(batch->column(index));
+    for (size_t i = 0; i < data_indices_.size(); ++i) {
+      // Nested fields take their physical names (no copy).
+      columns.push_back(ViewAs(batch->column(data_indices_[i]),
+                               data_schema_->field(static_cast<int>(i))->type()));
+    }
     std::shared_ptr<arrow::RecordBatch> data =
         arrow::RecordBatch::Make(data_schema_, batch->num_rows(), std::move(columns));
     int64_t offset = 0;
@@ -303,7 +328,10 @@ class PartitionFileSet::Impl {
   std::vector<std::string> partition_columns_;
   DataFileOptions options_;
   std::vector<int> partition_indices_;
-  std::vector<std::string> partition_names_;  // as partition_columns_ spells them
+  // Keys of partitionValues and folder names: physical names under column mapping, else
+  // as partition_columns_ spells them.
+  std::vector<std::string> partition_names_;
+  std::vector<std::string> partition_logical_;  // as partition_columns_ spells them
   std::vector<int> data_indices_;
   std::shared_ptr<arrow::Schema> data_schema_;
   std::shared_ptr<parquet::WriterProperties> properties_;

@@ -49,11 +49,9 @@ struct TableWriteOptions {
   /// Allow new columns (added as nullable, in the same commit). When false any schema
   /// difference fails, naming the columns.
   bool merge_schema = true;
-  /// How unsigned integers of columns this write creates are stored (existing columns
-  /// keep their type: values are converted into it when they fit).
-  IntegerMapping integer_mapping = IntegerMapping::kLossless;
-  /// How integers wider than decimal(38) in columns this write creates are stored.
-  WideIntegers wide_integers = WideIntegers::kString;
+  /// How unsigned and wide integers of columns this write creates are stored (existing
+  /// columns keep their type: values are converted into it when they fit).
+  TypeMapping types;
   /// Allow an overwrite to replace the table's schema and partitioning.
   bool overwrite_schema = false;
   DataFileOptions files;

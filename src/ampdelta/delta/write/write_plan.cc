@@ -6,6 +6,7 @@
 #include <arrow/type.h>
 
 #include "ampdelta/delta/log/clustering.h"
+#include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
@@ -133,6 +134,20 @@ arrow::Result<std::vector<std::string>> ResolvePartitionColumns(
   return resolved;
 }
 
+// Under column mapping, give the columns of `schema` that have none an id and a physical
+// name above every id the table gave, and record the largest (PROTOCOL.md).
+arrow::Result<std::shared_ptr<arrow::Schema>> MapNewColumns(const arrow::Schema& schema,
+                                                            const Snapshot* snapshot,
+                                                            Metadata* metadata) {
+  ARROW_ASSIGN_OR_RAISE(const auto mode, ColumnMappingModeOf(metadata->configuration));
+  if (mode == ColumnMappingMode::kNone) return schema.WithMetadata(schema.metadata());
+  int64_t max_id =
+      MaxColumnId(snapshot ? *snapshot->schema() : schema, metadata->configuration);
+  auto mapped = AssignColumnMapping(schema, &max_id);
+  metadata->configuration[kMaxColumnIdKey] = std::to_string(max_id);
+  return mapped;
+}
+
 // The table properties a write sets: those that differ from the table's go into the
 // commit's metadata, with the protocol they need.
 arrow::Status ApplyProperties(const Snapshot* snapshot,
@@ -147,6 +162,15 @@ arrow::Status ApplyProperties(const Snapshot* snapshot,
     if (it == current.configuration.end() || it->second != value) changed[key] = value;
   }
   if (changed.empty()) return arrow::Status::OK();
+  if (changed.count(kColumnMappingModeKey) != 0) {
+    return InvalidInputError(
+        kColumnMappingModeKey,
+        " can be set only when a table is created; this table has ",
+        current.configuration.count(kColumnMappingModeKey) != 0
+            ? "'" + current.configuration.at(kColumnMappingModeKey) + "'"
+            : "none",
+        " (Spark's ALTER TABLE … SET TBLPROPERTIES changes it)");
+  }
   if (ParseTableProperties(changed).enable_in_commit_timestamps &&
       !snapshot->properties().enable_in_commit_timestamps) {
     return InvalidInputError(
@@ -204,7 +228,7 @@ arrow::Status PlanClustering(const Snapshot* snapshot, const TableWriteOptions& 
     if (dropped) {
       // An overwrite replaced the schema without a clustering column: unclustered now.
       plan->clustering_columns.clear();
-      plan->clustering_domain = ClusteringDomain({});
+      plan->clustering_domain = ClusteringDomain({}, *plan->table_schema);
     }
     return arrow::Status::OK();
   }
@@ -215,7 +239,8 @@ arrow::Status PlanClustering(const Snapshot* snapshot, const TableWriteOptions& 
       snapshot != nullptr && snapshot->domain_metadata().count(kClusteringDomain) != 0;
   if (plan->clustering_columns != current ||
       (!recorded && !plan->clustering_columns.empty())) {
-    plan->clustering_domain = ClusteringDomain(plan->clustering_columns);
+    plan->clustering_domain =
+        ClusteringDomain(plan->clustering_columns, *plan->table_schema);
   }
   return arrow::Status::OK();
 }
@@ -236,7 +261,10 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
   ARROW_ASSIGN_OR_RAISE(const auto configuration,
                         NormalizeTableProperties(options.configuration));
   WritePlan plan;
-  const TypeMapping mapping(options.integer_mapping, options.wide_integers);
+  TypeMapping mapping = options.types;
+  mapping.column_mapping =
+      ColumnMappingModeOf(snapshot ? snapshot->metadata().configuration : configuration)
+          .ValueOr(ColumnMappingMode::kNone) != ColumnMappingMode::kNone;
   ARROW_ASSIGN_OR_RAISE(
       auto incoming, snapshot
                          ? ToTableSchemaInto(source_schema, mapping, *snapshot->schema())
@@ -296,6 +324,7 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
     if (merged != nullptr) {
       // New columns: the commit carries the widened metadata.
       Metadata metadata = snapshot->metadata();
+      ARROW_ASSIGN_OR_RAISE(merged, MapNewColumns(*merged, snapshot, &metadata));
       ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*merged));
       plan.table_schema = merged;
       if (NeedsTimestampNtz(*merged) && !NeedsTimestampNtz(*snapshot->schema())) {
@@ -343,10 +372,12 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
     metadata.id = snapshot ? snapshot->metadata().id : NewUuid();
     metadata.name = options.name;
     metadata.description = options.description;
-    ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*plan.table_schema));
     metadata.partition_columns = plan.partition_columns;
     metadata.configuration =
         snapshot ? snapshot->metadata().configuration : configuration;
+    ARROW_ASSIGN_OR_RAISE(plan.table_schema,
+                          MapNewColumns(*plan.table_schema, snapshot, &metadata));
+    ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*plan.table_schema));
     metadata.created_time =
         snapshot ? snapshot->metadata().created_time : std::optional<int64_t>(NowMs());
     Protocol protocol =

@@ -12,6 +12,7 @@
 
 #include "ampdelta/amp/query_text.h"
 #include "ampdelta/amp/server_error.h"
+#include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/txn/conflict_checker.h"
@@ -581,8 +582,12 @@ class ParallelLoad {
                                       const std::string& app_id) {
       return ClaimsSpan(app_id, span, stream_started);
     };
-    records.claimed_adds = [this, span](const delta::Add& file) {
-      return HoldsBlocksOf(file, span);
+    // Statistics name the block column physically under column mapping.
+    const std::string stats_key =
+        snapshot ? delta::PhysicalColumnName(*snapshot->schema(), options_.block_column)
+                 : options_.block_column;
+    records.claimed_adds = [this, span, stats_key](const delta::Add& file) {
+      return HoldsBlocksOf(file, span, stats_key);
     };
     records.read_snapshot = std::move(snapshot);
     return records;
@@ -611,7 +616,8 @@ class ParallelLoad {
   // A concurrent commit's data file that makes this span's commit a conflict: one of
   // this backfill's naming its blocks (a restore putting a partition back, another run),
   // or another writer's whose rows may lie in them (an overwrite).
-  bool HoldsBlocksOf(const delta::Add& file, const BlockSpan& span) const {
+  bool HoldsBlocksOf(const delta::Add& file, const BlockSpan& span,
+                     const std::string& stats_key) const {
     auto parts = ReadBackfillTag(file, app_id_);
     if (!parts.ok()) return true;  // a tag that does not parse: assume the worst
     if (!parts->empty()) {
@@ -621,7 +627,7 @@ class ParallelLoad {
       });
     }
     if (!IsForeignFile(file)) return false;  // the query's stream: its claims are txns
-    const auto stats = StatsBlockSpan(file, options_.block_column);
+    const auto stats = StatsBlockSpan(file, stats_key);
     return !stats ||
            (stats->second >= 0 && static_cast<uint64_t>(stats->second) >= span.first &&
             (stats->first < 0 || static_cast<uint64_t>(stats->first) <= span.last));

@@ -97,6 +97,16 @@ arrow::Result<delta::WideIntegers> WideIntegersOf(const json& value) {
       "\"decimal\" (decimal(38, 0): a value with more digits fails the load)");
 }
 
+arrow::Result<delta::Unsigned64> Unsigned64Of(const json& value) {
+  if (value == "auto") return delta::Unsigned64::kAuto;
+  if (value == "decimal") return delta::Unsigned64::kDecimal;
+  if (value == "long") return delta::Unsigned64::kLong;
+  return ConfigError(
+      "'uint64' must be \"auto\" (columns long, fields of structs and lists "
+      "decimal(20,0): the default), \"decimal\" (every uint64 but block numbers "
+      "decimal(20,0)) or \"long\" (a value above 2^63-1 fails the load)");
+}
+
 arrow::Result<delta::IntegerMapping> IntegerMappingOf(const json& value) {
   if (value == "lossless") return delta::IntegerMapping::kLossless;
   if (value == "deltalake") return delta::IntegerMapping::kSameWidth;
@@ -211,6 +221,8 @@ arrow::Status ParseKey(const std::string& key, const json& value,
     ARROW_ASSIGN_OR_RAISE(config->integer_mapping, IntegerMappingOf(value));
   } else if (key == "wide_integers") {
     ARROW_ASSIGN_OR_RAISE(config->wide_integers, WideIntegersOf(value));
+  } else if (key == "uint64") {
+    ARROW_ASSIGN_OR_RAISE(config->unsigned64, Unsigned64Of(value));
   } else if (key == "schema_evolution") {
     ARROW_ASSIGN_OR_RAISE(config->schema_evolution, Bool(value, key));
   } else if (key == "file_size_hint") {

@@ -63,6 +63,9 @@ struct DeltaLakeConfig {
   /// Decimal256(76, 0)): "string" (the default: decimal text, lossless) or "decimal"
   /// (decimal(38, 0); a value with more digits fails the load, naming it).
   delta::WideIntegers wide_integers = delta::WideIntegers::kString;
+  /// `uint64`: how new columns and fields store uint64 (delta::Unsigned64): "auto",
+  /// "decimal" or "long"; unset: "long" with type_mapping "deltalake", else "auto".
+  std::optional<delta::Unsigned64> unsigned64;
   std::optional<int64_t> file_size_hint;
   std::optional<int64_t> max_rows_per_file;
   std::optional<int64_t> max_rows_per_group;

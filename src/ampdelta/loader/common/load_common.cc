@@ -62,8 +62,9 @@ arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& conf
   write.cluster_by = config.cluster_by;
   write.configuration = config.table_properties;
   write.merge_schema = config.merge_schema;
-  write.integer_mapping = config.integer_mapping;
-  write.wide_integers = config.wide_integers;
+  write.types = delta::TypeMapping(config.integer_mapping, config.wide_integers);
+  if (config.unsigned64) write.types.unsigned64 = *config.unsigned64;
+  write.types.block_columns.push_back(options.block_column);
   // schema_evolution: an overwrite may replace the table's schema.
   write.overwrite_schema = config.schema_evolution;
   ARROW_ASSIGN_OR_RAISE(write.files.codec, delta::ParseCodec(options.compression));

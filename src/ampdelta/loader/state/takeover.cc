@@ -10,6 +10,7 @@
 #include <arrow/table.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/loader/state/stream_tags.h"
@@ -161,7 +162,8 @@ arrow::Result<std::optional<std::pair<int64_t, int64_t>>> ForeignBlockSpan(
   };
   for (const auto& file : snapshot.files()) {
     if (!IsForeignFile(file, except_tag)) continue;
-    if (auto stats = StatsSpan(file, column)) {
+    if (auto stats =
+            StatsSpan(file, delta::PhysicalColumnName(*snapshot.schema(), column))) {
       widen(stats->first, stats->second);
       continue;
     }
@@ -210,7 +212,8 @@ arrow::Result<std::vector<int64_t>> RowsIn(
   };
   for (const auto& file : snapshot.files()) {
     if (!counted(file)) continue;
-    const auto stats = StatsSpan(file, column);
+    const auto stats =
+        StatsSpan(file, delta::PhysicalColumnName(*snapshot.schema(), column));
     const auto rows = delta::StatsNumRecords(file);
     if (stats) {
       // Counted from the statistics when every span it reaches holds it whole.
@@ -252,7 +255,8 @@ arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
   std::vector<std::string> read;
   for (const auto& file : snapshot.files()) {
     if (!IsForeignFile(file)) continue;
-    const auto stats = StatsSpan(file, column);
+    const auto stats =
+        StatsSpan(file, delta::PhysicalColumnName(*snapshot.schema(), column));
     if (stats && stats->second < bound) continue;  // wholly below: kept
     // Marking rows (without a change feed to record them in) needs the block column only.
     const bool marks_only =

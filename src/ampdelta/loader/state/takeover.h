@@ -84,8 +84,8 @@ arrow::Result<std::vector<int64_t>> ForeignRowsIn(
     const std::vector<std::pair<uint64_t, uint64_t>>& spans,
     const std::string& except_tag = {});
 
-/// \brief A file's [min, max] of integer column `column` from its statistics; nullopt
-/// when they do not say.
+/// \brief A file's [min, max] of integer column `column` (the name statistics use: the
+/// physical name under column mapping) from its statistics; nullopt when they do not say.
 std::optional<std::pair<int64_t, int64_t>> StatsBlockSpan(const delta::Add& file,
                                                           const std::string& column);
 
