@@ -63,7 +63,10 @@ arrow::Result<std::vector<std::string>> ClusteringColumns(const Snapshot& snapsh
   // Under column mapping the domain names columns physically (as Spark writes it).
   for (auto& name : out) {
     for (const auto& field : snapshot.schema()->fields()) {
-      if (PhysicalName(*field) == name) name = field->name();
+      if (PhysicalName(*field) == name) {
+        name = field->name();
+        break;
+      }
     }
   }
   return out;

@@ -39,8 +39,7 @@ std::shared_ptr<arrow::Schema> AssignColumnMapping(const arrow::Schema& schema,
 int64_t MaxColumnId(const arrow::Schema& schema,
                     const std::map<std::string, std::string>& configuration);
 
-/// \brief Check that every field has an id and a physical name, and that ids and the
-/// physical names of siblings are unique.
+/// \brief Check that every field has an id and a physical name, and that ids are unique.
 /// \return Invalid (a corrupt log) naming the field
 arrow::Status CheckColumnMapping(const arrow::Schema& schema);
 

@@ -110,7 +110,14 @@ arrow::Result<CommitReport> RestoreOnce(
   }
   Transaction txn(store, latest, commit);
   txn.ReadFiles(kept);
-  if (!(target->metadata() == latest->metadata())) txn.SetMetadata(target->metadata());
+  Metadata restored = target->metadata();
+  if (restored.configuration.count(kMaxColumnIdKey) != 0) {
+    // Ids given since stay given: a column added later must not reuse one.
+    restored.configuration[kMaxColumnIdKey] = std::to_string(
+        std::max(MaxColumnId(*latest->schema(), latest->metadata().configuration),
+                 MaxColumnId(*target->schema(), restored.configuration)));
+  }
+  if (!(restored == latest->metadata())) txn.SetMetadata(std::move(restored));
   // Domains go back to the target's state too (a stream's cursor, clustering columns).
   for (const auto& [name, domain] : latest->domain_metadata()) {
     auto then = target->domain_metadata().find(name);

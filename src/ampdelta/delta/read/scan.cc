@@ -8,11 +8,13 @@
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 #include <arrow/type.h>
+#include <arrow/util/key_value_metadata.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/arrow/schema.h>
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
 
+#include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/read/deletion_vector.h"
@@ -46,6 +48,8 @@ class FileReader {
       reader->schema_ = arrow::schema(std::move(fields));
     }
     reader->partition_columns_ = snapshot.partition_columns();
+    reader->by_id_ = ColumnMappingModeOf(snapshot.metadata().configuration)
+                         .ValueOr(ColumnMappingMode::kNone) == ColumnMappingMode::kId;
     reader->file_ = file;
     const std::string key = snapshot.FileKey(file.path);
     auto input = snapshot.store()->OpenInputFile(key);
@@ -71,11 +75,12 @@ class FileReader {
     std::vector<int> top_level;
     for (const auto& field :
          columns.empty() ? arrow::FieldVector{} : reader->schema_->fields()) {
-      for (size_t i = 0; i < manifest.schema_fields.size(); ++i) {
-        if (manifest.schema_fields[i].field->name() == PhysicalName(*field)) {
-          top_level.push_back(static_cast<int>(i));
-        }
+      arrow::FieldVector file_fields;
+      for (const auto& schema_field : manifest.schema_fields) {
+        file_fields.push_back(schema_field.field);
       }
+      const int index = reader->FindFileField(file_fields, *field);
+      if (index >= 0) top_level.push_back(index);
     }
     if (top_level.empty()) {
       ARROW_ASSIGN_OR_RAISE(reader->batches_, reader->parquet_->GetRecordBatchReader());
@@ -133,7 +138,8 @@ class FileReader {
         columns.push_back(std::move(array));
         continue;
       }
-      auto column = raw.GetColumnByName(PhysicalName(*field));
+      const int index = FindFileField(raw.schema()->fields(), *field);
+      auto column = index < 0 ? nullptr : raw.column(index);
       if (column == nullptr) {
         // Files written before a column was added read it as null.
         ARROW_ASSIGN_OR_RAISE(auto nulls,
@@ -141,34 +147,79 @@ class FileReader {
         columns.push_back(std::move(nulls));
         continue;
       }
-      ARROW_ASSIGN_OR_RAISE(auto logical, ToLogical(column, *field->type()));
+      ARROW_ASSIGN_OR_RAISE(auto logical, ToLogical(column, *field->type(), by_id_));
       columns.push_back(std::move(logical));
     }
     return arrow::RecordBatch::Make(schema_, raw.num_rows(), std::move(columns));
   }
 
-  // Rename column-mapped struct children to their logical names and cast to the table
-  // type (older files may hold narrower types or other timestamp units).
+  // The index of the file field holding the table field `field`: by physical name, or in
+  // `id` mode by Parquet field id (PROTOCOL.md "Column Mapping"); -1 when none does.
+  int FindFileField(const arrow::FieldVector& file_fields,
+                    const arrow::Field& field) const {
+    return FindMappedField(file_fields, field, by_id_);
+  }
+
+  static int FindMappedField(const arrow::FieldVector& file_fields,
+                             const arrow::Field& field, bool by_id) {
+    const std::string physical = PhysicalName(field);
+    for (size_t i = 0; i < file_fields.size(); ++i) {
+      if (file_fields[i]->name() == physical) return static_cast<int>(i);
+    }
+    const auto id = FieldMetadataValue(field, "delta.columnMapping.id");
+    if (!by_id || !id) return -1;
+    for (size_t i = 0; i < file_fields.size(); ++i) {
+      const auto& metadata = file_fields[i]->metadata();
+      if (metadata != nullptr && metadata->Get("PARQUET:field_id").ValueOr("") == *id) {
+        return static_cast<int>(i);
+      }
+    }
+    return -1;
+  }
+
+  // Rename column-mapped fields (struct children, in lists and maps too) to their
+  // logical names and cast to the table type (older files may hold narrower types or
+  // other timestamp units; fields added later read as nulls).
   static arrow::Result<std::shared_ptr<arrow::Array>> ToLogical(
-      const std::shared_ptr<arrow::Array>& array, const arrow::DataType& type) {
+      const std::shared_ptr<arrow::Array>& array, const arrow::DataType& type,
+      bool by_id) {
     if (type.id() == arrow::Type::STRUCT && array->type_id() == arrow::Type::STRUCT) {
       const auto& st = static_cast<const arrow::StructArray&>(*array);
       std::vector<std::shared_ptr<arrow::Array>> children;
       for (const auto& child : type.fields()) {
-        const int index = st.struct_type()->GetFieldIndex(PhysicalName(*child));
+        const int index = FindMappedField(st.struct_type()->fields(), *child, by_id);
         if (index < 0) {
           ARROW_ASSIGN_OR_RAISE(auto nulls,
                                 arrow::MakeArrayOfNull(child->type(), st.length()));
           children.push_back(std::move(nulls));
         } else {
           ARROW_ASSIGN_OR_RAISE(auto converted,
-                                ToLogical(st.field(index), *child->type()));
+                                ToLogical(st.field(index), *child->type(), by_id));
           children.push_back(std::move(converted));
         }
       }
       return std::make_shared<arrow::StructArray>(type.GetSharedPtr(), st.length(),
                                                   std::move(children), st.null_bitmap(),
                                                   st.null_count(), st.offset());
+    }
+    if (type.id() == arrow::Type::LIST && array->type_id() == arrow::Type::LIST) {
+      const auto& list = static_cast<const arrow::ListArray&>(*array);
+      ARROW_ASSIGN_OR_RAISE(auto values,
+                            ToLogical(list.values(), *type.field(0)->type(), by_id));
+      return std::make_shared<arrow::ListArray>(
+          type.GetSharedPtr(), list.length(), list.value_offsets(), std::move(values),
+          list.null_bitmap(), list.null_count(), list.offset());
+    }
+    if (type.id() == arrow::Type::MAP && array->type_id() == arrow::Type::MAP) {
+      const auto& map = static_cast<const arrow::MapArray&>(*array);
+      const auto& map_type = static_cast<const arrow::MapType&>(type);
+      ARROW_ASSIGN_OR_RAISE(auto keys,
+                            ToLogical(map.keys(), *map_type.key_type(), by_id));
+      ARROW_ASSIGN_OR_RAISE(auto items,
+                            ToLogical(map.items(), *map_type.item_type(), by_id));
+      return std::make_shared<arrow::MapArray>(
+          type.GetSharedPtr(), map.length(), map.value_offsets(), std::move(keys),
+          std::move(items), map.null_bitmap(), map.null_count(), map.offset());
     }
     if (array->type()->Equals(type)) return array;
     cp::CastOptions options = cp::CastOptions::Safe(type.GetSharedPtr());
@@ -185,6 +236,7 @@ class FileReader {
 
   std::shared_ptr<arrow::Schema> schema_;
   std::vector<std::string> partition_columns_;
+  bool by_id_ = false;  // column mapping mode `id`
   Add file_;
   std::unique_ptr<parquet::arrow::FileReader> parquet_;
   std::unique_ptr<arrow::RecordBatchReader> batches_;

@@ -167,9 +167,9 @@ class PartitionFileSet::Impl {
   arrow::Status WriteEmptyFile(const NullableStringMap& values) {
     NullableStringMap keyed;
     for (size_t k = 0; k < partition_names_.size(); ++k) {
-      auto value = FindPartitionValue(values, partition_names_[k]);
-      keyed[partition_names_[k]] =
-          value ? value : FindPartitionValue(values, partition_logical_[k]);
+      const bool physical = values.count(partition_names_[k]) != 0;
+      keyed[partition_names_[k]] = FindPartitionValue(
+          values, physical ? partition_names_[k] : partition_logical_[k]);
     }
     ARROW_ASSIGN_OR_RAISE(auto empty, arrow::RecordBatch::MakeEmpty(data_schema_));
     ARROW_ASSIGN_OR_RAISE(auto it, OpenFor(keyed, *empty));

@@ -143,7 +143,20 @@ arrow::Result<std::shared_ptr<arrow::Schema>> MapNewColumns(const arrow::Schema&
   if (mode == ColumnMappingMode::kNone) return schema.WithMetadata(schema.metadata());
   int64_t max_id =
       MaxColumnId(snapshot ? *snapshot->schema() : schema, metadata->configuration);
-  auto mapped = AssignColumnMapping(schema, &max_id);
+  // A column the table has, of the same type, keeps its id and physical name (an
+  // overwrite that replaces the schema, as Spark's does): its clustering and partition
+  // keys stay valid.
+  arrow::FieldVector fields = schema.fields();
+  for (auto& field : fields) {
+    const int existing =
+        snapshot ? FindFieldIgnoreCase(*snapshot->schema(), field->name()) : -1;
+    if (existing < 0) continue;
+    const auto& kept = snapshot->schema()->field(existing);
+    if (kept->type()->Equals(*field->type(), /*check_metadata=*/false)) {
+      field = kept->WithName(field->name())->WithNullable(field->nullable());
+    }
+  }
+  auto mapped = AssignColumnMapping(*arrow::schema(std::move(fields)), &max_id);
   metadata->configuration[kMaxColumnIdKey] = std::to_string(max_id);
   return mapped;
 }
