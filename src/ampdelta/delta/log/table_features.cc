@@ -132,15 +132,10 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
   for (const auto& feature : ImpliedWriterFeatures(protocol)) {
     if (WritableFeatures().count(feature) == 0) refused.push_back(feature);
   }
-  // Features ampdelta can carry only while nothing uses them.
+  // Features ampdelta can carry only while nothing uses them. CHECK constraints are
+  // enforced by the writer (check_constraints.h), which refuses one it cannot evaluate.
   if (HasFieldMetadata(schema, "delta.invariants"))
     refused.push_back("invariants (in use)");
-  for (const auto& [key, value] : metadata.configuration) {
-    if (key.rfind("delta.constraints.", 0) == 0) {
-      refused.push_back("checkConstraints (in use: " + key + ")");
-      break;
-    }
-  }
   if (HasFieldMetadata(schema, "delta.generationExpression")) {
     refused.push_back("generatedColumns (in use)");
   }

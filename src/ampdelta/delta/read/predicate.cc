@@ -249,6 +249,16 @@ std::vector<std::string> Predicate::columns() const {
 
 arrow::Result<std::shared_ptr<arrow::Array>> Predicate::Evaluate(
     const arrow::RecordBatch& batch) const {
+  ARROW_ASSIGN_OR_RAISE(auto mask, EvaluateKleene(batch));
+  // Null (unknown) never matches.
+  ARROW_ASSIGN_OR_RAISE(
+      arrow::Datum filled,
+      cp::CallFunction("coalesce", {mask, arrow::Datum(arrow::MakeScalar(false))}));
+  return filled.make_array();
+}
+
+arrow::Result<std::shared_ptr<arrow::Array>> Predicate::EvaluateKleene(
+    const arrow::RecordBatch& batch) const {
   arrow::Datum mask;
   for (const auto& term : terms_) {
     auto column = batch.GetColumnByName(term.column);
@@ -267,11 +277,12 @@ arrow::Result<std::shared_ptr<arrow::Array>> Predicate::Evaluate(
       mask = part;
     }
   }
-  // Null (unknown) never matches.
-  ARROW_ASSIGN_OR_RAISE(
-      arrow::Datum filled,
-      cp::CallFunction("coalesce", {mask, arrow::Datum(arrow::MakeScalar(false))}));
-  return filled.make_array();
+  if (mask.is_scalar()) {
+    ARROW_ASSIGN_OR_RAISE(auto repeated,
+                          arrow::MakeArrayFromScalar(*mask.scalar(), batch.num_rows()));
+    return repeated;
+  }
+  return mask.make_array();
 }
 
 FileMatch Predicate::ClassifyTerm(const Term& term, const Add& file, bool is_partition,

@@ -37,6 +37,11 @@ class Predicate {
   static arrow::Result<Predicate> Parse(const std::string& text,
                                         const std::shared_ptr<arrow::Schema>& schema);
 
+  /// \brief Return a boolean array: true where the row matches, false where it does not,
+  /// null where a null makes the answer unknown (SQL's three values).
+  arrow::Result<std::shared_ptr<arrow::Array>> EvaluateKleene(
+      const arrow::RecordBatch& batch) const;
+
   /// \brief Return a boolean array: true where the row matches (null never matches).
   arrow::Result<std::shared_ptr<arrow::Array>> Evaluate(
       const arrow::RecordBatch& batch) const;

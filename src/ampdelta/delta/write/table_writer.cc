@@ -16,6 +16,8 @@
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/read/predicate.h"
 #include "ampdelta/delta/read/scan.h"
+#include "ampdelta/delta/write/check_constraints.h"
+#include "ampdelta/delta/write/check_constraints.h"
 #include "ampdelta/delta/write/file_tags.h"
 #include "ampdelta/delta/write/write_plan.h"
 #include "ampdelta/util/ascii.h"
@@ -164,11 +166,25 @@ class TableWriter::Impl {
                                           std::move(file_options));
     }
     file_options.stats.always_indexed = plan.clustering_columns;
+    // Every row the write adds must satisfy the table's CHECK constraints.
+    const Metadata* metadata = new_metadata ? &*new_metadata
+                               : snapshot   ? &snapshot->metadata()
+                                            : nullptr;
+    ARROW_ASSIGN_OR_RAISE(
+        auto constraints,
+        TableConstraints(
+            metadata ? metadata->configuration : std::map<std::string, std::string>{},
+            table_schema));
     // Conversion to the table schema runs on the writer threads.
     file_options.prepare =
-        [schema = table_schema](const std::shared_ptr<arrow::RecordBatch>& batch) {
-          return ConformBatch(batch, schema);
-        };
+        [schema = table_schema,
+         checks = std::make_shared<const std::vector<CheckConstraint>>(
+             std::move(constraints))](const std::shared_ptr<arrow::RecordBatch>& batch)
+        -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
+      ARROW_ASSIGN_OR_RAISE(auto conformed, ConformBatch(batch, schema));
+      ARROW_RETURN_NOT_OK(CheckRows(*checks, *conformed));
+      return conformed;
+    };
     if (new_metadata) {
       change_feed =
           ParseTableProperties(new_metadata->configuration).enable_change_data_feed;
