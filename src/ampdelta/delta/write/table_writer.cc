@@ -17,7 +17,6 @@
 #include "ampdelta/delta/read/predicate.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/check_constraints.h"
-#include "ampdelta/delta/write/check_constraints.h"
 #include "ampdelta/delta/write/file_tags.h"
 #include "ampdelta/delta/write/write_plan.h"
 #include "ampdelta/util/ascii.h"
