@@ -49,6 +49,29 @@ TEST(CheckConstraintsTest, AConstraintAmpdeltaCannotEvaluateRefusesTheWriteNamin
                        testing::StatusHasMessage("CHECK constraint even (id % 2 = 0)")));
 }
 
+TEST(CheckConstraintsTest, WhereSparkCouldDisagreeTheConstraintIsRefusedAndDecimalsWork) {
+  auto schema =
+      arrow::schema({arrow::field("ratio", arrow::float32()),
+                     arrow::field("at", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
+                     arrow::field("sep", arrow::utf8()),
+                     arrow::field("amount", arrow::decimal128(10, 2))});
+  for (const auto& expression :
+       {std::string("ratio <= 0.1"), std::string("at > '2024-01-01'"),
+        std::string("sep <> '\\t'"), std::string("sep <> 'it''s'")}) {
+    EXPECT_THAT(TableConstraints({{"delta.constraints.c", expression}}, schema),
+                testing::HasErrorCode(ErrorCode::kUnsupportedFeature))
+        << expression;
+  }
+  ASSERT_OK_AND_ASSIGN(
+      auto amounts, TableConstraints({{"delta.constraints.c", "amount >= 0.5"}}, schema));
+  auto batch =
+      arrow::RecordBatch::Make(arrow::schema({schema->field(3)}), 2,
+                               {*arrow::json::ArrayFromJSONString(
+                                   schema->field(3)->type(), R"(["0.50", "0.49"])")});
+  EXPECT_THAT(CheckRows(amounts, *batch),
+              testing::StatusHasMessage("row 1 of the batch: amount=0.49"));
+}
+
 TEST(CheckConstraintsTest, AWriteIntoAConstrainedTableAddsNothingWhenOneRowViolates) {
   auto store = std::make_shared<storage::MemoryStore>();
   ASSERT_OK(WriteBatches(store, {Blocks(0, 5)}).status());

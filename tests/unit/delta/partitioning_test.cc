@@ -77,6 +77,15 @@ TEST(PartitioningTest, DatesBeforeYearOneThousandRoundTrip) {
   }
 }
 
+TEST(PartitioningTest, DecimalValuesParseExactlyAtTheColumnsScale) {
+  ASSERT_OK_AND_ASSIGN(
+      auto parsed, ParsePartitionValue(std::string("-1.5"), arrow::decimal128(10, 2)));
+  EXPECT_EQ(parsed->ToString(), "-1.50");
+  // Digits the scale cannot hold are an error, never a rounded value.
+  EXPECT_THAT(ParsePartitionValue(std::string("1.555"), arrow::decimal128(10, 2)),
+              testing::HasErrorCode(ErrorCode::kCorruptLog));
+}
+
 TEST(PartitioningTest, HostileValuesFromTheLogAreErrorsNotExceptions) {
   const std::pair<std::string, std::shared_ptr<arrow::DataType>> cases[] = {
       {"99999999999999999999", arrow::int64()},

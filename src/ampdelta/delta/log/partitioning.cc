@@ -177,6 +177,22 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> ParsePartitionValue(
   if (type->id() == arrow::Type::BINARY) {
     return std::make_shared<arrow::BinaryScalar>(arrow::Buffer::FromString(*value));
   }
+  if (type->id() == arrow::Type::DECIMAL128) {
+    // Exact: "1.5" into decimal(10,2) is 1.50; a value that would lose digits is an
+    // error.
+    const auto& decimal = static_cast<const arrow::Decimal128Type&>(*type);
+    arrow::Decimal128 number;
+    int32_t precision = 0;
+    int32_t scale = 0;
+    if (arrow::Decimal128::FromString(*value, &number, &precision, &scale).ok()) {
+      auto rescaled = number.Rescale(scale, decimal.scale());
+      if (rescaled.ok() && rescaled->FitsInPrecision(decimal.precision())) {
+        return std::make_shared<arrow::Decimal128Scalar>(*rescaled, type);
+      }
+    }
+    return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid,
+                     "bad partition value '", *value, "' for type ", type->ToString());
+  }
   auto parsed = arrow::Scalar::Parse(type, *value);
   if (!parsed.ok()) {
     return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid,

@@ -25,8 +25,9 @@ arrow::Status CheckReadSupported(const Protocol& protocol);
 
 /// \brief Fail with kUnsupportedFeature, listing what ampdelta does not implement, unless
 /// it can write this table: every writer feature must be implemented, and features whose
-/// rules ampdelta does not enforce (invariants, CHECK constraints, generated or identity
-/// columns, change data feed) must not be in use.
+/// rules ampdelta does not enforce (invariants, generated or identity columns, column
+/// defaults, row tracking) must not be in use. CHECK constraints are the writer's
+/// (check_constraints.h); column mapping is validated (column_mapping.h).
 arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& metadata,
                                   const arrow::Schema& schema);
 

@@ -77,10 +77,11 @@ arrow::Result<std::shared_ptr<arrow::Array>> AsText(
   return out.Finish();
 }
 
-arrow::Result<std::shared_ptr<arrow::Array>> AsDecimal128(
-    const std::string& name, const arrow::Decimal256Array& values,
-    const arrow::Decimal128Type& target, bool in_list) {
-  const int32_t scale = static_cast<const arrow::Decimal256Type&>(*values.type()).scale();
+// A decimal128 array of `target` type from `values`: null where they are, else
+// `convert(i)` (which fails naming a value that does not fit).
+template <typename Convert>
+arrow::Result<std::shared_ptr<arrow::Array>> BuildDecimal128(
+    const arrow::Array& values, const arrow::Decimal128Type& target, Convert convert) {
   arrow::Decimal128Builder out(target.GetSharedPtr());
   ARROW_RETURN_NOT_OK(out.Reserve(values.length()));
   for (int64_t i = 0; i < values.length(); ++i) {
@@ -88,21 +89,31 @@ arrow::Result<std::shared_ptr<arrow::Array>> AsDecimal128(
       ARROW_RETURN_NOT_OK(out.AppendNull());
       continue;
     }
-    const arrow::Decimal256 value(values.GetValue(i));
-    auto rescaled = value.Rescale(scale, target.scale());
-    if (!rescaled.ok() || !rescaled->FitsInPrecision(target.precision())) {
-      return InvalidInputError(
-          "column '", name, "' has value ", PlainText(value, scale), " (",
-          Place(i, in_list), "), which does not fit the table's type decimal(",
-          target.precision(), ",", target.scale(),
-          "): a 256-bit integer needs wide_integers \"string\" (the default) and a "
-          "string column");
-    }
-    const auto limbs = rescaled->little_endian_array();
-    ARROW_RETURN_NOT_OK(
-        out.Append(arrow::Decimal128(static_cast<int64_t>(limbs[1]), limbs[0])));
+    ARROW_ASSIGN_OR_RAISE(const arrow::Decimal128 value, convert(i));
+    ARROW_RETURN_NOT_OK(out.Append(value));
   }
   return out.Finish();
+}
+
+arrow::Result<std::shared_ptr<arrow::Array>> AsDecimal128(
+    const std::string& name, const arrow::Decimal256Array& values,
+    const arrow::Decimal128Type& target, bool in_list) {
+  const int32_t scale = static_cast<const arrow::Decimal256Type&>(*values.type()).scale();
+  return BuildDecimal128(
+      values, target, [&](int64_t i) -> arrow::Result<arrow::Decimal128> {
+        const arrow::Decimal256 value(values.GetValue(i));
+        auto rescaled = value.Rescale(scale, target.scale());
+        if (!rescaled.ok() || !rescaled->FitsInPrecision(target.precision())) {
+          return InvalidInputError(
+              "column '", name, "' has value ", PlainText(value, scale), " (",
+              Place(i, in_list), "), which does not fit the table's type decimal(",
+              target.precision(), ",", target.scale(),
+              "): a 256-bit integer needs wide_integers \"string\" (the default) and a "
+              "string column");
+        }
+        const auto limbs = rescaled->little_endian_array();
+        return arrow::Decimal128(static_cast<int64_t>(limbs[1]), limbs[0]);
+      });
 }
 
 arrow::Status DoesNotFit(const std::string& name, uint64_t value, int64_t index,
@@ -118,20 +129,14 @@ arrow::Status DoesNotFit(const std::string& name, uint64_t value, int64_t index,
 arrow::Result<std::shared_ptr<arrow::Array>> Unsigned64AsDecimal(
     const std::string& name, const arrow::UInt64Array& values,
     const arrow::Decimal128Type& target, bool in_list) {
-  arrow::Decimal128Builder out(target.GetSharedPtr());
-  ARROW_RETURN_NOT_OK(out.Reserve(values.length()));
-  for (int64_t i = 0; i < values.length(); ++i) {
-    if (values.IsNull(i)) {
-      ARROW_RETURN_NOT_OK(out.AppendNull());
-      continue;
-    }
-    auto rescaled = arrow::Decimal128(0, values.Value(i)).Rescale(0, target.scale());
-    if (!rescaled.ok() || !rescaled->FitsInPrecision(target.precision())) {
-      return DoesNotFit(name, values.Value(i), i, in_list, target);
-    }
-    ARROW_RETURN_NOT_OK(out.Append(*rescaled));
-  }
-  return out.Finish();
+  return BuildDecimal128(
+      values, target, [&](int64_t i) -> arrow::Result<arrow::Decimal128> {
+        auto rescaled = arrow::Decimal128(0, values.Value(i)).Rescale(0, target.scale());
+        if (!rescaled.ok() || !rescaled->FitsInPrecision(target.precision())) {
+          return DoesNotFit(name, values.Value(i), i, in_list, target);
+        }
+        return *rescaled;
+      });
 }
 
 // uint64 into a signed integer column (a table the SDK made, a block number): checked.

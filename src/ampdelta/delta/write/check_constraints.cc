@@ -5,6 +5,7 @@
 #include <arrow/array.h>
 #include <arrow/record_batch.h>
 #include <arrow/scalar.h>
+#include <arrow/type.h>
 
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/util/status.h"
@@ -28,6 +29,41 @@ std::string RowValues(const CheckConstraint& constraint, const arrow::RecordBatc
   return out;
 }
 
+arrow::Status CannotEvaluate(const std::string& name, const std::string& expression,
+                             const std::string& why) {
+  return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
+                   "ampdelta cannot write this table: it cannot evaluate its CHECK "
+                   "constraint ",
+                   name, " (", EscapeForMessage(expression), ") as Spark does (", why,
+                   "), and no row may skip it");
+}
+
+// Where Spark's SQL and ampdelta's predicates could disagree on a row, the constraint is
+// refused rather than risk a row Spark would reject (or the reverse): string escapes,
+// floats (Spark orders NaN above every number and compares float with double literals as
+// doubles) and time-zone-aware timestamps (Spark reads a literal in its session zone).
+arrow::Status CheckSparkAgrees(const std::string& name, const std::string& expression,
+                               const Predicate& predicate, const arrow::Schema& schema) {
+  if (expression.find('\\') != std::string::npos ||
+      expression.find("''") != std::string::npos) {
+    return CannotEvaluate(name, expression, "a string literal with an escape");
+  }
+  for (const auto& column : predicate.columns()) {
+    const int index = FindFieldIgnoreCase(schema, column);
+    if (index < 0) continue;
+    const auto& type = *schema.field(index)->type();
+    const bool floating =
+        type.id() == arrow::Type::FLOAT || type.id() == arrow::Type::DOUBLE;
+    const bool zoned = type.id() == arrow::Type::TIMESTAMP &&
+                       !static_cast<const arrow::TimestampType&>(type).timezone().empty();
+    if (floating || zoned) {
+      return CannotEvaluate(name, expression,
+                            "column " + column + " is a " + DeltaTypeName(type));
+    }
+  }
+  return arrow::Status::OK();
+}
+
 }  // namespace
 
 arrow::Result<std::vector<CheckConstraint>> TableConstraints(
@@ -47,6 +83,7 @@ arrow::Result<std::vector<CheckConstraint>> TableConstraints(
                        "; ampdelta evaluates comparisons of a column with a literal, "
                        "BETWEEN and IS [NOT] NULL joined by AND");
     }
+    ARROW_RETURN_NOT_OK(CheckSparkAgrees(name, expression, *predicate, *schema));
     out.push_back(CheckConstraint{name, expression, *std::move(predicate)});
   }
   return out;
