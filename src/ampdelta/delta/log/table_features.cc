@@ -33,8 +33,8 @@ const std::set<std::string>& WritableFeatures() {
       // Physical names and field ids in data files, partition values and statistics
       // (column_mapping.h).
       "columnMapping",
-      // ampdelta never changes a column's type: it reads files of a narrower type with the
-      // table's (scan.cc) and keeps `delta.typeChanges` with the rest of the schema.
+      // ampdelta never changes a column's type: it reads files of a narrower type with
+      // the table's (scan.cc) and keeps `delta.typeChanges` with the rest of the schema.
       "typeWidening",
       // Statistics for the clustering columns; optimize clusters (clustering.h).
       "clustering"};
