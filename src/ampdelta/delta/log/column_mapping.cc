@@ -123,6 +123,18 @@ arrow::Result<ColumnMappingMode> ColumnMappingModeOf(
                            "': it must be none, name or id");
 }
 
+const char* ColumnMappingModeName(ColumnMappingMode mode) {
+  switch (mode) {
+    case ColumnMappingMode::kName:
+      return "name";
+    case ColumnMappingMode::kId:
+      return "id";
+    case ColumnMappingMode::kNone:
+      break;
+  }
+  return "none";
+}
+
 std::shared_ptr<arrow::Schema> AssignColumnMapping(const arrow::Schema& schema,
                                                    int64_t* max_id) {
   return RebuildSchema(

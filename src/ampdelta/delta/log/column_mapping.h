@@ -29,6 +29,9 @@ enum class ColumnMappingMode : uint8_t { kNone, kName, kId };
 arrow::Result<ColumnMappingMode> ColumnMappingModeOf(
     const std::map<std::string, std::string>& configuration);
 
+/// \brief The mode's name as the configuration spells it: none, name or id.
+const char* ColumnMappingModeName(ColumnMappingMode mode);
+
 /// \brief Give every field (at any depth) that lacks an id or a physical name the next id
 /// above `*max_id` and the physical name `col-<uuid>`, as Spark does; fields that have
 /// both keep them. `*max_id` becomes the largest id given.

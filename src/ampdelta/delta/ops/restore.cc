@@ -16,7 +16,6 @@
 #include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/delta/txn/write_lease.h"
 #include "ampdelta/delta/write/table_writer.h"
-#include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
@@ -38,15 +37,15 @@ namespace {
 // written under one mode name their columns as the other cannot resolve.
 arrow::Status CheckSameColumnMapping(const Snapshot& latest, const Snapshot& target) {
   const auto mode_of = [](const Snapshot& snapshot) {
-    const auto& config = snapshot.metadata().configuration;
-    const auto it = config.find(kColumnMappingModeKey);
-    return it == config.end() ? std::string("none") : AsciiLower(it->second);
+    return ColumnMappingModeOf(snapshot.metadata().configuration)
+        .ValueOr(ColumnMappingMode::kNone);
   };
   if (mode_of(latest) == mode_of(target)) return arrow::Status::OK();
   return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
                    "restore to version ", target.version(), " would change ",
-                   kColumnMappingModeKey, " (columnMapping) from ", mode_of(latest),
-                   " to ", mode_of(target),
+                   kColumnMappingModeKey, " (columnMapping) from ",
+                   ColumnMappingModeName(mode_of(latest)), " to ",
+                   ColumnMappingModeName(mode_of(target)),
                    ", which Delta does not allow; restore to a version made since the "
                    "mode was set");
 }
