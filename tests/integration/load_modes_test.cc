@@ -5,6 +5,8 @@
 #include <chrono>
 #include <vector>
 
+#include <arrow/array/builder_primitive.h>
+#include <arrow/array/util.h>
 #include <arrow/compute/api.h>
 #include <arrow/table.h>
 #include <parquet/arrow/reader.h>
@@ -311,6 +313,126 @@ TEST_F(LoadModesTest, AStoreWriteFailingMidLoadCommitsNothingAndLeavesNoFiles) {
   int parquet = 0;
   for (const auto& object : listing) parquet += object.path.ends_with(".parquet") ? 1 : 0;
   EXPECT_EQ(parquet, static_cast<int>(snapshot->files().size()));
+}
+
+// Arrow data handed to the engine (the Python package's load_table of a pyarrow table or
+// a DataFrame): batches of block_num/gas_used, the last one optionally failing or of
+// another schema.
+class BatchesReader : public arrow::RecordBatchReader {
+ public:
+  BatchesReader(std::vector<std::shared_ptr<arrow::RecordBatch>> batches,
+                arrow::Status last = arrow::Status::OK())
+      : batches_(std::move(batches)), last_(std::move(last)) {}
+  std::shared_ptr<arrow::Schema> schema() const override { return batches_[0]->schema(); }
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* batch) override {
+    ++reads_;
+    if (next_ < batches_.size()) {
+      *batch = batches_[next_++];
+      return arrow::Status::OK();
+    }
+    batch->reset();
+    return last_;
+  }
+  int reads() const { return reads_; }
+
+ private:
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches_;
+  size_t next_ = 0;
+  arrow::Status last_;
+  int reads_ = 0;
+};
+
+std::shared_ptr<arrow::RecordBatch> BlockGas(int64_t from, int64_t to, int64_t gas) {
+  arrow::Int64Builder blocks;
+  arrow::Int64Builder gases;
+  for (int64_t block = from; block < to; ++block) {
+    EXPECT_OK(blocks.Append(block));
+    EXPECT_OK(gases.Append(gas));
+  }
+  auto schema = arrow::schema({arrow::field("block_num", arrow::int64()),
+                               arrow::field("gas_used", arrow::int64())});
+  return arrow::RecordBatch::Make(schema, to - from, {*blocks.Finish(), *gases.Finish()});
+}
+
+loader::LoadResult LoadArrow(std::shared_ptr<arrow::RecordBatchReader> reader,
+                             const loader::DeltaLakeConfig& config,
+                             loader::LoadMode mode = loader::LoadMode::kAppend,
+                             std::vector<std::string> keys = {}) {
+  loader::LoadOptions options;
+  options.mode = mode;
+  options.merge_keys = std::move(keys);
+  options.destination = "blocks";
+  return loader::LoadRecordBatches(reader, config, options);
+}
+
+TEST_F(LoadModesTest, ArrowDataIsLoadedInEveryModeAsOneCommitPerLoad) {
+  auto three = [](int64_t gas) {
+    return std::make_shared<BatchesReader>(
+        std::vector<std::shared_ptr<arrow::RecordBatch>>{
+            BlockGas(0, 4, gas), BlockGas(4, 8, gas), BlockGas(8, 10, gas)});
+  };
+  auto result = LoadArrow(three(1), Config());
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(result.rows_loaded, 10);
+  EXPECT_EQ(Snapshot()->version(), 0);
+  ASSERT_TRUE(LoadArrow(three(2), Config()).success);
+  EXPECT_EQ(Snapshot()->version(), 1);
+  EXPECT_EQ(Rows(Snapshot()).size(), 20u);
+  ASSERT_TRUE(LoadArrow(three(3), Config(), loader::LoadMode::kOverwrite).success);
+  EXPECT_EQ(Snapshot()->version(), 2);
+  auto rows = Rows(Snapshot());
+  ASSERT_EQ(rows.size(), 10u);
+  for (const auto& row : rows) EXPECT_TRUE(row.ends_with(":3")) << row;
+  // Merge on block_num: blocks 8..11 given gas 4, 10 and 11 are new.
+  auto merge = std::make_shared<BatchesReader>(
+      std::vector<std::shared_ptr<arrow::RecordBatch>>{BlockGas(8, 12, 4)});
+  result = LoadArrow(merge, Config(), loader::LoadMode::kMerge, {"block_num"});
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_EQ(loader::MetadataText(result.metadata.at("rows_updated")), "2");
+  EXPECT_EQ(loader::MetadataText(result.metadata.at("rows_inserted")), "2");
+  rows = Rows(Snapshot());
+  EXPECT_EQ(rows.size(), 12u);
+  EXPECT_EQ(Snapshot()->version(), 3);
+}
+
+TEST_F(LoadModesTest, ArrowDataThatFailsOrChangesSchemaCommitsNothingAndIsNotReread) {
+  ASSERT_TRUE(
+      LoadArrow(std::make_shared<BatchesReader>(
+                    std::vector<std::shared_ptr<arrow::RecordBatch>>{BlockGas(0, 5, 1)}),
+                Config())
+          .success);
+  // A reader that fails after two batches, with retries configured: read once.
+  auto failing = std::make_shared<BatchesReader>(
+      std::vector<std::shared_ptr<arrow::RecordBatch>>{BlockGas(5, 7, 1),
+                                                       BlockGas(7, 9, 1)},
+      arrow::Status::IOError("the producer went away"));
+  auto result =
+      LoadArrow(failing, Config(R"("resilience": {"retry": {"max_retries": 3}})"));
+  EXPECT_FALSE(result.success);
+  EXPECT_NE(result.error.find("the producer went away"), std::string::npos)
+      << result.error;
+  EXPECT_EQ(failing->reads(), 3);
+  // A batch whose schema is not the reader's.
+  auto strings =
+      arrow::RecordBatch::Make(arrow::schema({arrow::field("block_num", arrow::utf8()),
+                                              arrow::field("gas_used", arrow::int64())}),
+                               0,
+                               {*arrow::MakeArrayOfNull(arrow::utf8(), 0),
+                                *arrow::MakeArrayOfNull(arrow::int64(), 0)});
+  auto mixed = std::make_shared<BatchesReader>(
+      std::vector<std::shared_ptr<arrow::RecordBatch>>{BlockGas(5, 7, 1), strings});
+  result = LoadArrow(mixed, Config());
+  EXPECT_FALSE(result.success);
+  EXPECT_NE(result.error.find("where the stream declared"), std::string::npos)
+      << result.error;
+  EXPECT_EQ(Snapshot()->version(), 0);
+  EXPECT_EQ(Rows(Snapshot()).size(), 5u);
+  ASSERT_OK_AND_ASSIGN(auto local, storage::OpenObjectStore(table_));
+  ASSERT_OK_AND_ASSIGN(auto listing, local->List("", ""));
+  int parquet = 0;
+  for (const auto& object : listing) parquet += object.path.ends_with(".parquet") ? 1 : 0;
+  EXPECT_EQ(parquet, 1);
+  EXPECT_FALSE(LoadArrow(nullptr, Config()).success);
 }
 
 TEST_F(LoadModesTest, SeedReplaceFlowDeletesEveryRowThenAppends) {

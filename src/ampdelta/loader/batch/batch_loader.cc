@@ -1,10 +1,14 @@
 #include "ampdelta/loader/batch/batch_loader.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <thread>
 
 #include <arrow/record_batch.h>
+#include <arrow/type.h>
 #include <arrow/util/byte_size.h>
 
 #include "ampdelta/amp/server_error.h"
@@ -99,6 +103,70 @@ void ReportBatch(const LoadOptions& options, const std::string& table_name, int6
   options.on_batch(batch);
 }
 
+// Where a batch load's rows come from: a query on a server (rerun on transient
+// failures) or Arrow data handed to the engine (read once).
+struct BatchSource {
+  // Named in telemetry: the server's URL (redacted) or "arrow".
+  std::string origin;
+  std::function<arrow::Result<std::unique_ptr<amp::QueryStream>>(
+      const amp::QueryOptions&)>
+      open;
+  bool rerunnable = false;
+};
+
+BatchSource QuerySource(amp::Client& client, const std::string& sql) {
+  return {RedactUrl(client.url()),
+          [&client, &sql](const amp::QueryOptions& query) {
+            return client.Query(sql, query);
+          },
+          /*rerunnable=*/true};
+}
+
+// Arrow data as a query result without metadata: the batch loader reads it as it reads a
+// server's stream. Cancel() ends it at the next batch.
+class RecordBatchReaderStream : public amp::QueryStream {
+ public:
+  explicit RecordBatchReaderStream(std::shared_ptr<arrow::RecordBatchReader> reader)
+      : reader_(std::move(reader)), schema_(reader_->schema()) {}
+
+  const std::shared_ptr<arrow::Schema>& schema() const override { return schema_; }
+
+  arrow::Result<std::optional<amp::ResponseBatch>> Next() override {
+    if (cancelled_.load())
+      return arrow::Status::Cancelled("the Arrow data was abandoned");
+    ARROW_ASSIGN_OR_RAISE(auto batch, reader_->Next());
+    if (batch == nullptr) return std::nullopt;
+    if (!batch->schema()->Equals(*schema_)) {
+      return InvalidInputError("a batch of the Arrow data has the schema ",
+                               batch->schema()->ToString(), " where the stream declared ",
+                               schema_->ToString());
+    }
+    amp::ResponseBatch message;
+    message.data = std::move(batch);
+    return message;
+  }
+
+  void Cancel() override { cancelled_.store(true); }
+
+ private:
+  const std::shared_ptr<arrow::RecordBatchReader> reader_;
+  const std::shared_ptr<arrow::Schema> schema_;
+  std::atomic<bool> cancelled_{false};
+};
+
+BatchSource ReaderSource(const std::shared_ptr<arrow::RecordBatchReader>& reader) {
+  auto opened = std::make_shared<std::atomic<bool>>(false);
+  return {"arrow",
+          [reader, opened](const amp::QueryOptions&)
+              -> arrow::Result<std::unique_ptr<amp::QueryStream>> {
+            if (opened->exchange(true)) {
+              return arrow::Status::Invalid("Arrow data can be read only once");
+            }
+            return std::make_unique<RecordBatchReaderStream>(reader);
+          },
+          /*rerunnable=*/false};
+}
+
 // One run of the query into the table: its batches written as they arrive (or
 // collected for a merge), committed at the end or every commit_every_rows.
 class BatchRun {
@@ -115,16 +183,16 @@ class BatchRun {
         merge_(IsMerge(options.mode)) {}
 
   // `mid_stream` tells whether a failure came while the result was streaming.
-  arrow::Status Run(amp::Client& client, const std::string& sql,
-                    std::optional<delta::MergeResult>* merged, bool* mid_stream) {
+  arrow::Status Run(const BatchSource& source, std::optional<delta::MergeResult>* merged,
+                    bool* mid_stream) {
     amp::QueryOptions query;
     query.stream = false;
     query.idle_timeout = options_.idle_timeout;
     query.stop = options_.stop;
     query.stop_cancels_reads = true;
-    ARROW_ASSIGN_OR_RAISE(stream_, client.Query(sql, query));
+    ARROW_ASSIGN_OR_RAISE(stream_, source.open(query));
     const ScopedCancellation cancellable(options_.cancellation, stream_.get());
-    telemetry::Connected(RedactUrl(client.url()), table_name_, /*stream=*/false);
+    telemetry::Connected(source.origin, table_name_, /*stream=*/false);
     if (!merge_) {
       ARROW_RETURN_NOT_OK(AbandonOnError(OpenWriter()));
       // mode ignore on an existing table: nothing to read.
@@ -258,9 +326,9 @@ class BatchRun {
   int64_t rows_in_commit_ = 0;
 };
 
-arrow::Status Run(amp::Client& client, const std::string& sql,
-                  const DeltaLakeConfig& config, const LoadOptions& options,
-                  const internal::LoadRecords& records, LoadResult* result) {
+arrow::Status Run(const BatchSource& source, const DeltaLakeConfig& config,
+                  const LoadOptions& options, const internal::LoadRecords& records,
+                  LoadResult* result) {
   if (options.batch_size && *options.batch_size < 1) {
     return InvalidInputError("batch_size must be at least 1 row, got ",
                              *options.batch_size);
@@ -282,13 +350,13 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
     bool mid_stream = false;
     arrow::Status status =
         BatchRun(options, write, store, result->table_name, records, &progress)
-            .Run(client, sql, &merged, &mid_stream);
+            .Run(source, &merged, &mid_stream);
     if (status.ok()) break;
     if (Stopped(options)) return StoppedError();
     // While nothing is committed a rerun is safe; a failure once the result was streaming
     // (ampd reports those as INTERNAL) may pass, a refusal at planning never does.
-    const bool retryable = config.retry.enabled && attempt < config.retry.max_retries &&
-                           progress.commits == 0 &&
+    const bool retryable = source.rerunnable && config.retry.enabled &&
+                           attempt < config.retry.max_retries && progress.commits == 0 &&
                            (amp::IsTransientServerError(status) ||
                             (mid_stream && amp::IsRetryableMidStream(status)));
     if (!retryable) {
@@ -342,6 +410,16 @@ arrow::Status Run(amp::Client& client, const std::string& sql,
   return arrow::Status::OK();
 }
 
+LoadResult LoadFrom(const BatchSource& source, const DeltaLakeConfig& config,
+                    const LoadOptions& options, const internal::LoadRecords& records) {
+  return internal::RunLoad(config, options, [&](LoadResult* result) {
+    arrow::Status status = Run(source, config, options, records, result);
+    if (!status.ok())
+      result->rows_loaded = 0;  // nothing of a failed batch load is committed
+    return status;
+  });
+}
+
 }  // namespace
 
 namespace internal {
@@ -349,12 +427,7 @@ namespace internal {
 LoadResult LoadBatchRecorded(amp::Client& client, const std::string& sql,
                              const DeltaLakeConfig& config, const LoadOptions& options,
                              const LoadRecords& records) {
-  return RunLoad(config, options, [&](LoadResult* result) {
-    arrow::Status status = Run(client, sql, config, options, records, result);
-    if (!status.ok())
-      result->rows_loaded = 0;  // nothing of a failed batch load is committed
-    return status;
-  });
+  return LoadFrom(QuerySource(client, sql), config, options, records);
 }
 
 }  // namespace internal
@@ -362,6 +435,16 @@ LoadResult LoadBatchRecorded(amp::Client& client, const std::string& sql,
 LoadResult LoadBatch(amp::Client& client, const std::string& sql,
                      const DeltaLakeConfig& config, const LoadOptions& options) {
   return internal::LoadBatchRecorded(client, sql, config, options, {});
+}
+
+LoadResult LoadRecordBatches(const std::shared_ptr<arrow::RecordBatchReader>& reader,
+                             const DeltaLakeConfig& config, const LoadOptions& options) {
+  if (reader == nullptr) {
+    return internal::RunLoad(config, options, [](LoadResult*) {
+      return InvalidInputError("no Arrow data to load");
+    });
+  }
+  return LoadFrom(ReaderSource(reader), config, options, {});
 }
 
 }  // namespace ampdelta::loader

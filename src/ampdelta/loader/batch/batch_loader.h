@@ -4,8 +4,10 @@
 /// \brief Run a batch query on Amp and load its result into a Delta table as one commit:
 /// data files stream out as batches arrive, readers see the whole load or nothing.
 
+#include <memory>
 #include <string>
 
+#include <arrow/record_batch.h>
 #include <arrow/result.h>
 
 #include "ampdelta/amp/client.h"
@@ -24,5 +26,13 @@ namespace ampdelta::loader {
 /// commit_every_rows, later failures are reported with the rows already committed).
 LoadResult LoadBatch(amp::Client& client, const std::string& sql,
                      const DeltaLakeConfig& config, const LoadOptions& options);
+
+/// \brief Load Arrow data handed to the engine (a Python table, a DataFrame, a reader of
+/// any size) into the configured table as one commit, in every mode LoadBatch has: the
+/// batches are written as `reader` yields them (a merge collects them first). Read once,
+/// so never retried; a failure or a batch whose schema differs from the reader's commits
+/// nothing. Never throws.
+LoadResult LoadRecordBatches(const std::shared_ptr<arrow::RecordBatchReader>& reader,
+                             const DeltaLakeConfig& config, const LoadOptions& options);
 
 }  // namespace ampdelta::loader
