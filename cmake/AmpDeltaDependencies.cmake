@@ -3,9 +3,12 @@
 # Arrow C++ comes from the pinned pyarrow wheel (docs: ../shared/spec/arrow-sdk.md). The wheel ships
 # headers and versioned shared libraries but no CMake package, so ArrowSdk.cmake creates imported
 # targets named like Arrow's own packages; a system Arrow found through find_package can replace it.
-if(AMPDELTA_BUILD_PYTHON)
-  # The extension links the Arrow of the pyarrow it will be imported with (any 26.x), found
-  # the way pyarrow documents for extensions (python/CMakeLists.txt).
+if(AMPDELTA_BUILD_PYTHON AND NOT AMPDELTA_ARROW_SDK_ROOT
+   AND NOT EXISTS "${CMAKE_SOURCE_DIR}/.deps/pyarrow/pyarrow/include/arrow/api.h")
+  # `pip install .` in a checkout without `make setup`: the Arrow C++ SDK of the pyarrow 26
+  # in the build environment (CPython 3.11+), found the way pyarrow documents for
+  # extensions. Otherwise every build, the wheels' included, uses make setup's SDK. The
+  # wheel carries the libraries either way (python/CMakeLists.txt).
   include(PyarrowSdk)
   ampdelta_find_pyarrow_sdk(AMPDELTA_ARROW_SDK_ROOT)
   set(_ampdelta_arrow_version "26")

@@ -3,7 +3,9 @@
 # create_library_symlinks() (unversioned names for linkers that want them; we link the
 # versioned files, so a read-only site-packages is not an error).
 function(ampdelta_find_pyarrow_sdk out_var)
-  find_package(Python 3.10 COMPONENTS Interpreter Development.Module REQUIRED)
+  # Development.SABIModule (CMake 3.26+): the abi3 extension for CPython 3.12+.
+  find_package(Python 3.10 COMPONENTS Interpreter Development.Module
+               OPTIONAL_COMPONENTS Development.SABIModule REQUIRED)
   execute_process(
     COMMAND "${Python_EXECUTABLE}" -c [=[
 import os, pyarrow

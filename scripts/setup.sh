@@ -45,6 +45,8 @@ APT_PACKAGES=(
 )
 if [[ $MODE != demo ]]; then
   APT_PACKAGES+=(libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev clang-format-14)
+  # ccache: the wheels for each Python ABI (scripts/build_wheel.sh) compile the engine once.
+  APT_PACKAGES+=(ccache)
   if ! command -v java >/dev/null 2>&1; then APT_PACKAGES+=(openjdk-17-jre-headless); fi
 fi
 missing=()

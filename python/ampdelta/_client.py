@@ -17,9 +17,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
-import pyarrow as pa
-
 from . import _native
+from ._arrow import ArrowStream, pyarrow_module, reader_from_capsule
 from ._errors import InvalidInputError, error_from, raise_if_error
 from ._json_text import json_text as _json
 from ._results import LoadMode, LoadResult, result_from
@@ -121,7 +120,7 @@ class Client:
         return QueryBuilder(self, query)
 
     def get_sql(self, query: str, read_all: bool = False):
-        """The SDK's get_sql: a pyarrow.Table (read_all) or an iterator of batches."""
+        """The SDK's get_sql: a table (read_all) or an iterator of batches (pyarrow)."""
         builder = self.sql(query)
         return builder.to_arrow() if read_all else iter(builder.to_reader())
 
@@ -314,6 +313,29 @@ def _with_retry(table_config: Dict[str, Any], kwargs: Dict[str, Any]) -> Dict[st
     return dict(table_config, resilience=resilience)
 
 
+def load_options(table_config: Dict[str, Any], destination: Optional[str], mode: Any,
+                 writer_properties: Any, kwargs: Dict[str, Any], caller: str):
+    """The connection and the engine's load options of one load: its mode, the engine's
+    keywords, the SDK's retry keywords and writer_properties (the SDK's other LoadConfig
+    fields are accepted and need nothing). An unknown keyword is a TypeError, as Python
+    gives for a function."""
+    options: Dict[str, Any] = {"destination": destination or ""}
+    options["mode"] = (mode.value if isinstance(mode, LoadMode) else str(mode)).lower()
+    for key, value in kwargs.items():
+        if key in _ENGINE_KEYWORDS:
+            options[key] = value
+        elif key not in _ACCEPTED_SDK_KEYWORDS and key not in _RETRY_KEYWORDS:
+            raise TypeError(f"{caller} got an unexpected keyword argument '{key}'")
+    table_config = _with_retry(table_config, kwargs)
+    if writer_properties is not None:
+        properties = _writer_properties(writer_properties)
+        if "max_row_group_size" in properties:
+            table_config = dict(table_config,
+                                max_rows_per_group=properties.pop("max_row_group_size"))
+        options.update(properties)
+    return table_config, options
+
+
 class QueryBuilder:
     """A query ready to load (`client.sql(q)`)."""
 
@@ -324,22 +346,30 @@ class QueryBuilder:
     def __repr__(self) -> str:
         return f"QueryBuilder({self.query!r})"
 
-    def to_reader(self) -> pa.RecordBatchReader:
-        """The result as a pyarrow.RecordBatchReader (a batch query), batch by batch."""
-        capsule, error = _native.open_query_stream(self._client.url, self._client.auth_token,
-                                                   self.query)
-        raise_if_error(error)
-        return pa.RecordBatchReader.from_stream(_CStream(capsule))
+    def to_reader(self):
+        """The result (a batch query) batch by batch: a pyarrow.RecordBatchReader when
+        pyarrow is installed, else an ampdelta.ArrowStream (`__arrow_c_stream__`)."""
+        return reader_from_capsule(self._capsule())
 
-    def to_arrow(self) -> pa.Table:
-        """The result as a pyarrow.Table, handed over through the Arrow C stream
-        interface without a copy."""
+    def to_arrow(self):
+        """The whole result, handed over through the Arrow C stream interface without a
+        copy: a pyarrow.Table when pyarrow is installed, else an ampdelta.ArrowTable that
+        Polars (`polars.DataFrame(t)`), DuckDB or arro3 read."""
+        pa = pyarrow_module()
+        if pa is None:
+            return ArrowStream(self._capsule()).read_all()
         reader = self.to_reader()
         try:
             return reader.read_all()
         except pa.ArrowException as error:
             raise error_from({"code": "server_error", "class": "server",
                               "message": str(error)}) from None
+
+    def _capsule(self):
+        capsule, error = _native.open_query_stream(self._client.url, self._client.auth_token,
+                                                   self.query)
+        raise_if_error(error)
+        return capsule
 
     def load(self, connection: Optional[str] = None, destination: Optional[str] = None,
              config: Optional[Dict[str, Any]] = None, label_config: Any = None, *,
@@ -363,24 +393,10 @@ class QueryBuilder:
                                             if k != "loader_type"})
         else:
             table_config = self._client._connection(connection)
-        options: Dict[str, Any] = {"destination": destination or ""}
-        options["mode"] = (mode.value if isinstance(mode, LoadMode) else str(mode)).lower()
+        parallel = {key: kwargs.pop(key) for key in list(kwargs) if key in _PARALLEL_KEYWORDS}
+        table_config, options = load_options(table_config, destination, mode,
+                                             writer_properties, kwargs, "load()")
         options["read_all"] = bool(read_all)
-        parallel: Dict[str, Any] = {}
-        for key, value in kwargs.items():
-            if key in _ENGINE_KEYWORDS:
-                options[key] = value
-            elif key in _PARALLEL_KEYWORDS:
-                parallel[key] = value
-            elif key not in _ACCEPTED_SDK_KEYWORDS and key not in _RETRY_KEYWORDS:
-                raise TypeError(f"load() got an unexpected keyword argument '{key}'")
-        table_config = _with_retry(table_config, kwargs)
-        if writer_properties is not None:
-            properties = _writer_properties(writer_properties)
-            if "max_row_group_size" in properties:
-                table_config = dict(table_config,
-                                    max_rows_per_group=properties.pop("max_row_group_size"))
-            options.update(properties)
         if takeover is not None:
             options["takeover"] = _takeover(takeover)
         if parallel_config is not None:
@@ -419,22 +435,6 @@ class QueryBuilder:
         if not read_all:
             return events.results(kinds=("batch",), hold_last=True)
         return events.final()
-
-
-class _CStream:
-    """The Arrow PyCapsule stream protocol around the extension's ArrowArrayStream capsule
-    (taken once)."""
-
-    def __init__(self, capsule):
-        self._capsule = capsule
-
-    def __arrow_c_stream__(self, requested_schema=None):
-        if requested_schema is not None:
-            raise InvalidInputError("to_reader() returns the query's own schema")
-        capsule, self._capsule = self._capsule, None
-        if capsule is None:
-            raise InvalidInputError("this query result was already read")
-        return capsule
 
 
 def _takeover(value: Any) -> Any:

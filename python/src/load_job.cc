@@ -234,6 +234,33 @@ arrow::Result<std::unique_ptr<LoadJob>> LoadJob::Make(std::string url,
   return job;
 }
 
+arrow::Result<std::unique_ptr<LoadJob>> LoadJob::MakeForData(
+    std::shared_ptr<arrow::RecordBatchReader> data, const std::string& config_json,
+    const std::string& options_json) {
+  std::unique_ptr<LoadJob> job(new LoadJob("", {}, ""));
+  ARROW_RETURN_NOT_OK(ParsePlan(config_json, options_json, job->plan_.get()));
+  if (job->plan_->stream || job->plan_->parallel) {
+    return InvalidInputError(
+        "load_table(): Arrow data is loaded as one batch; streaming and parallel loads "
+        "run a query (Client.sql(...).load)");
+  }
+  job->data_ = std::move(data);
+  return job;
+}
+
+arrow::Result<std::unique_ptr<LoadJob>> LoadJob::MakeForChannel(
+    std::shared_ptr<amp::FedChannel> channel, std::string label,
+    const std::string& config_json, const std::string& options_json) {
+  std::unique_ptr<LoadJob> job(new LoadJob("", {}, std::move(label)));
+  ARROW_RETURN_NOT_OK(ParsePlan(config_json, options_json, job->plan_.get()));
+  if (job->plan_->parallel) {
+    return InvalidInputError("load_stream_continuous(): a parallel load runs a query");
+  }
+  job->plan_->stream = true;
+  job->channel_ = std::move(channel);
+  return job;
+}
+
 LoadJob::~LoadJob() {
   Stop();
   Join();
@@ -294,6 +321,22 @@ void LoadJob::Run() {
     Emit(EventJson(result.is_reorg ? "reorg" : "commit", result), /*wait=*/true);
   };
   loader::LoadResult result;
+  if (data_ != nullptr) {
+    result = loader::LoadRecordBatches(data_, plan.config, options);
+    // The producer's resources (a pyarrow reader's Python objects) are let go here, on
+    // the loader thread, before Python sees the final result.
+    data_.reset();
+    Finish(result);
+    return;
+  }
+  if (channel_ != nullptr) {
+    amp::FedClient fed(channel_, "sdk-stream");
+    result = loader::LoadStream(fed, sql_, plan.config, options);
+    // The producer (Python) sees the end at its next push.
+    channel_->Cancel();
+    Finish(result);
+    return;
+  }
   auto client = amp::Client::Connect(url_, client_options_);
   if (!client.ok()) {
     result.table_name = options.destination;
@@ -307,6 +350,10 @@ void LoadJob::Run() {
   } else {
     result = loader::LoadBatch(**client, sql_, plan.config, options);
   }
+  Finish(result);
+}
+
+void LoadJob::Finish(const loader::LoadResult& result) {
   Emit(EventJson("final", result), /*wait=*/false);
   std::lock_guard<std::mutex> lock(mutex_);
   finished_ = true;

@@ -18,9 +18,11 @@
 #include <string>
 #include <thread>
 
+#include <arrow/record_batch.h>
 #include <arrow/result.h>
 
 #include "ampdelta/amp/client.h"
+#include "ampdelta/amp/fed_stream.h"
 #include "ampdelta/loader/batch/batch_loader.h"
 
 namespace ampdelta::python {
@@ -35,6 +37,18 @@ class LoadJob {
                                                       std::string sql,
                                                       const std::string& config_json,
                                                       const std::string& options_json);
+  /// \brief A batch load of Arrow data handed over from Python (load_table of a table, a
+  /// DataFrame or a reader): `data` is read on the loader thread, once. Stream and
+  /// parallel options are refused: they need a query.
+  static arrow::Result<std::unique_ptr<LoadJob>> MakeForData(
+      std::shared_ptr<arrow::RecordBatchReader> data, const std::string& config_json,
+      const std::string& options_json);
+  /// \brief A stream load of messages another client reads and hands over through
+  /// `channel` (the SDK's load_stream_continuous). `label` stands for the query: it names
+  /// the stream's progress in the table, so a load with the same label resumes it.
+  static arrow::Result<std::unique_ptr<LoadJob>> MakeForChannel(
+      std::shared_ptr<amp::FedChannel> channel, std::string label,
+      const std::string& config_json, const std::string& options_json);
   ~LoadJob();
 
   /// \brief Start the loader thread (once). After RefuseNewLoads it ends the job at once
@@ -62,12 +76,18 @@ class LoadJob {
  private:
   LoadJob(std::string url, amp::ClientOptions client_options, std::string sql);
   void Run();
+  /// Hand Python the final result and mark the job finished.
+  void Finish(const loader::LoadResult& result);
   /// Queue an event; with `wait`, block until Python has acknowledged it (or Stop()).
   void Emit(std::string event, bool wait);
 
   std::string url_;
   amp::ClientOptions client_options_;
   std::string sql_;
+  /// Set for a load of Arrow data (MakeForData), which runs no query.
+  std::shared_ptr<arrow::RecordBatchReader> data_;
+  /// Set for a stream handed over message by message (MakeForChannel).
+  std::shared_ptr<amp::FedChannel> channel_;
   std::unique_ptr<Plan> plan_;
 
   std::mutex mutex_;

@@ -2,28 +2,34 @@
 // JSON text with python/ampdelta/, which builds the SDK's objects and exceptions from it;
 // no C++ exception crosses into Python, errors come back as an error JSON.
 
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 
-#include <arrow/c/abi.h>
-#include <arrow/c/bridge.h>
+#include <arrow/memory_pool.h>
 #include <arrow/util/config.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/amp/block_range.h"
+#include "ampdelta/amp/fed_stream.h"
 #include "ampdelta/amp/query_text.h"
 #include "ampdelta/loader/backfill/coverage.h"
 #include "ampdelta/loader/common/config.h"
 #include "ampdelta/loader/common/load_options.h"
 #include "ampdelta/util/runtime.h"
+#include "ampdelta/util/status.h"
 #include "ampdelta/version.h"
+#include "arrow_data.h"
 #include "events.h"
 #include "load_job.h"
 #include "query_reader.h"
@@ -48,13 +54,23 @@ class PyLoadJob {
  public:
   PyLoadJob(std::string url, std::optional<std::string> auth_token, std::string sql,
             const std::string& config_json, const std::string& options_json) {
-    auto job = LoadJob::Make(std::move(url), ClientOptionsFor(auth_token), std::move(sql),
-                             config_json, options_json);
-    if (job.ok()) {
-      job_ = std::move(*job);
-    } else {
-      error_ = ErrorJson(job.status());
+    Take(LoadJob::Make(std::move(url), ClientOptionsFor(auth_token), std::move(sql),
+                       config_json, options_json));
+  }
+  // A stream load of the messages handed over through `channel`.
+  PyLoadJob(std::shared_ptr<amp::FedChannel> channel, std::string label,
+            const std::string& config_json, const std::string& options_json) {
+    Take(LoadJob::MakeForChannel(std::move(channel), std::move(label), config_json,
+                                 options_json));
+  }
+  // A load of the Arrow data of `data` (a reader imported from a capsule, or why not).
+  PyLoadJob(arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> data,
+            const std::string& config_json, const std::string& options_json) {
+    if (!data.ok()) {
+      error_ = ErrorJson(data.status());
+      return;
     }
+    Take(LoadJob::MakeForData(std::move(*data), config_json, options_json));
   }
 
   const std::optional<std::string>& error() const { return error_; }
@@ -79,6 +95,14 @@ class PyLoadJob {
   }
 
  private:
+  void Take(arrow::Result<std::unique_ptr<LoadJob>> job) {
+    if (job.ok()) {
+      job_ = std::move(*job);
+    } else {
+      error_ = ErrorJson(job.status());
+    }
+  }
+
   std::unique_ptr<LoadJob> job_;
   std::optional<std::string> error_;
 };
@@ -86,7 +110,9 @@ class PyLoadJob {
 // Run `work` without the GIL. A daemon thread that wakes after the interpreter began to
 // finalize must not take the GIL back: Python would end the thread with an unwind through
 // nanobind's noexcept frames (std::terminate, exit 134). It parks instead; the process is
-// exiting.
+// exiting. `g_exiting` is set by an atexit hook, before finalization starts (the stable
+// ABI of 3.12 has no Py_IsFinalizing).
+std::atomic<bool> g_exiting{false};
 // The main thread, which finalizes the interpreter (and so never parks).
 unsigned long g_main_thread = 0;
 
@@ -94,39 +120,141 @@ template <typename Work>
 auto WithoutGil(Work&& work) {
   PyThreadState* state = PyEval_SaveThread();
   auto out = work();
-#if PY_VERSION_HEX >= 0x030D0000
-  const bool finalizing = Py_IsFinalizing() != 0;
-#else
-  const bool finalizing = _Py_IsFinalizing() != 0;
-#endif
-  if (finalizing && PyThread_get_thread_ident() != g_main_thread) {
+  if (g_exiting.load() && PyThread_get_thread_ident() != g_main_thread) {
     while (true) std::this_thread::sleep_for(std::chrono::hours(1));
   }
   PyEval_RestoreThread(state);
   return out;
 }
 
-void ReleaseStreamCapsule(void* pointer) noexcept {
-  auto* stream = static_cast<ArrowArrayStream*>(pointer);
-  if (stream->release != nullptr) stream->release(stream);
-  delete stream;
+// The engine runs markedly faster on jemalloc than on the wheel's default mimalloc
+// (docs/benchmarks.md). The extension's own Arrow picks its allocator at its first
+// allocation, from $ARROW_DEFAULT_MEMORY_POOL: set it for that moment only, so a pyarrow
+// in the same process keeps its own default. A pool the user chose is kept.
+void SelectOwnMemoryPool() {
+  const char* chosen = std::getenv("ARROW_DEFAULT_MEMORY_POOL");
+  if (chosen != nullptr && *chosen != '\0') {
+    arrow::default_memory_pool();
+    return;
+  }
+  const std::optional<std::string> before =
+      chosen == nullptr ? std::nullopt : std::optional<std::string>(chosen);
+  ::setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", /*overwrite=*/1);
+  arrow::default_memory_pool();
+  if (before) {
+    ::setenv("ARROW_DEFAULT_MEMORY_POOL", before->c_str(), /*overwrite=*/1);
+  } else {
+    ::unsetenv("ARROW_DEFAULT_MEMORY_POOL");
+  }
 }
 
+// (value, None) or (None, error JSON): how the extension answers Python.
+using Answer = std::pair<nb::object, std::optional<std::string>>;
+
+template <typename T>
+Answer AnswerOf(arrow::Result<T> result) {
+  if (!result.ok()) return {nb::none(), ErrorJson(result.status())};
+  return {nb::cast(std::move(*result)), std::nullopt};
+}
+
+// A stream another client reads (the SDK's), handed to a load message by message.
+class PyFedChannel {
+ public:
+  explicit PyFedChannel(std::shared_ptr<amp::FedChannel> channel)
+      : channel_(std::move(channel)) {}
+
+  // A channel for the stream whose first message is `capsule` + `metadata_json`.
+  static Answer Open(nb::handle capsule, const std::string& metadata_json) {
+    auto message = Message(capsule, metadata_json);
+    if (!message.ok()) return {nb::none(), ErrorJson(message.status())};
+    PyFedChannel opened(std::make_shared<amp::FedChannel>(message->data->schema()));
+    // Room for the first message: the channel is new.
+    auto pushed =
+        opened.channel_->Push(std::move(*message), std::chrono::milliseconds(0));
+    if (!pushed.ok()) return {nb::none(), ErrorJson(pushed.status())};
+    return {nb::cast(std::move(opened)), std::nullopt};
+  }
+
+  // (True, None) when queued, (False, None) when there was no room within `timeout_s`,
+  // (None, error JSON) when the load ended or the message is bad.
+  Answer Push(nb::handle capsule, const std::string& metadata_json, double timeout_s) {
+    auto message = Message(capsule, metadata_json);
+    if (!message.ok()) return {nb::none(), ErrorJson(message.status())};
+    arrow::Result<bool> pushed = [&] {
+      nb::gil_scoped_release release;
+      return channel_->Push(
+          std::move(*message),
+          std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
+    }();
+    if (!pushed.ok()) return {nb::none(), ErrorJson(pushed.status())};
+    return {nb::bool_(*pushed), std::nullopt};
+  }
+
+  void Close() { channel_->Close(); }
+  void Fail(const std::string& message) {
+    channel_->Fail(ServerError("the stream handed to the loader failed: " + message));
+  }
+  const std::shared_ptr<amp::FedChannel>& channel() const { return channel_; }
+
+ private:
+  static arrow::Status ServerError(const std::string& message) {
+    return MakeError(ErrorCode::kServerError, arrow::StatusCode::IOError, message);
+  }
+
+  // One message: the batch of a stream capsule (its batches combined) and the server's
+  // app_metadata JSON ("" for none).
+  static arrow::Result<amp::ResponseBatch> Message(nb::handle capsule,
+                                                   const std::string& metadata_json) {
+    ARROW_ASSIGN_OR_RAISE(auto reader, ImportStreamCapsule(capsule));
+    amp::ResponseBatch message;
+    {
+      nb::gil_scoped_release release;
+      ARROW_ASSIGN_OR_RAISE(auto table, reader->ToTable());
+      ARROW_ASSIGN_OR_RAISE(message.data, table->CombineChunksToBatch());
+      reader.reset();
+    }
+    if (!metadata_json.empty()) {
+      ARROW_ASSIGN_OR_RAISE(message.metadata, amp::ParseBatchMetadata(metadata_json));
+      message.has_metadata = true;
+    }
+    return message;
+  }
+
+  std::shared_ptr<amp::FedChannel> channel_;
+};
+
 // (capsule "arrow_array_stream", None) or (None, error JSON).
-std::pair<nb::object, std::optional<std::string>> OpenQueryStream(
-    const std::string& url, const std::optional<std::string>& auth_token,
-    const std::string& sql) {
-  auto stream = std::make_unique<ArrowArrayStream>();
-  arrow::Status status;
+Answer OpenQueryStream(const std::string& url,
+                       const std::optional<std::string>& auth_token,
+                       const std::string& sql) {
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> reader;
   {
     nb::gil_scoped_release release;
-    auto reader = OpenQueryReader(url, ClientOptionsFor(auth_token), sql);
-    status = reader.ok() ? arrow::ExportRecordBatchReader(*reader, stream.get())
-                         : reader.status();
+    reader = OpenQueryReader(url, ClientOptionsFor(auth_token), sql);
   }
-  if (!status.ok()) return {nb::none(), ErrorJson(status)};
-  nb::capsule capsule(stream.release(), "arrow_array_stream", &ReleaseStreamCapsule);
-  return {std::move(capsule), std::nullopt};
+  if (!reader.ok()) return {nb::none(), ErrorJson(reader.status())};
+  return AnswerOf(ExportStreamCapsule(*reader));
+}
+
+// A stream capsule read to its end into a table the extension holds: to_arrow() without
+// pyarrow. The GIL is released while reading (the producer takes it if it needs it).
+Answer CollectStream(nb::handle capsule) {
+  auto reader = ImportStreamCapsule(capsule);
+  if (!reader.ok()) return {nb::none(), ErrorJson(reader.status())};
+  auto table = [&reader] {
+    nb::gil_scoped_release release;
+    auto collected = HeldTable::Collect(*reader);
+    reader->reset();
+    return collected;
+  }();
+  return AnswerOf(std::move(table));
+}
+
+// A record batch given as `__arrow_c_array__` capsules, as a stream capsule.
+Answer StreamFromArray(nb::handle schema_capsule, nb::handle array_capsule) {
+  auto reader = ImportArrayCapsules(schema_capsule, array_capsule);
+  if (!reader.ok()) return {nb::none(), ErrorJson(reader.status())};
+  return AnswerOf(ExportStreamCapsule(*reader));
 }
 
 Outcome TableOperation(const std::string& path, const std::string& storage_options_json,
@@ -177,16 +305,39 @@ NB_MODULE(_native, m) {
   // Daemon threads still iterating a load when the interpreter exits keep their jobs:
   // expected, not a leak worth a warning.
   nb::set_leak_warnings(false);
+  ampdelta::python::SelectOwnMemoryPool();
+  m.attr("MEMORY_POOL") = arrow::default_memory_pool()->backend_name();
   // Compute kernels and the TLS CA paths, as every ampdelta program sets them up.
   const arrow::Status runtime = ampdelta::InitializeRuntime();
   m.attr("runtime_error") =
       runtime.ok() ? nb::none() : nb::str(runtime.ToString().c_str());
   m.attr("ARROW_VERSION") = ARROW_VERSION_STRING;
+  // Daemon threads park instead of taking the GIL back from here on (WithoutGil).
+  nb::module_::import_("atexit").attr("register")(
+      nb::cpp_function([] { ampdelta::python::g_exiting.store(true); }));
   nb::class_<PyLoadJob>(m, "LoadJob", nb::is_weak_referenceable())
       .def(nb::init<std::string, std::optional<std::string>, std::string,
                     const std::string&, const std::string&>(),
            nb::arg("url"), nb::arg("auth_token").none(), nb::arg("sql"),
            nb::arg("config_json"), nb::arg("options_json"))
+      .def_static(
+          "for_stream",
+          [](nb::handle capsule, const std::string& config_json,
+             const std::string& options_json) {
+            return new PyLoadJob(ampdelta::python::ImportStreamCapsule(capsule),
+                                 config_json, options_json);
+          },
+          nb::arg("capsule"), nb::arg("config_json"), nb::arg("options_json"),
+          nb::rv_policy::take_ownership)
+      .def_static(
+          "for_channel",
+          [](const ampdelta::python::PyFedChannel& channel, std::string label,
+             const std::string& config_json, const std::string& options_json) {
+            return new PyLoadJob(channel.channel(), std::move(label), config_json,
+                                 options_json);
+          },
+          nb::arg("channel"), nb::arg("label"), nb::arg("config_json"),
+          nb::arg("options_json"), nb::rv_policy::take_ownership)
       .def_prop_ro("error", &PyLoadJob::error)
       .def("start", &PyLoadJob::Start)
       .def(
@@ -211,6 +362,34 @@ NB_MODULE(_native, m) {
       });
   m.def("open_query_stream", &ampdelta::python::OpenQueryStream, nb::arg("url"),
         nb::arg("auth_token").none(), nb::arg("sql"));
+  using ampdelta::python::HeldTable;
+  nb::class_<HeldTable>(m, "HeldTable")
+      .def_prop_ro("num_rows",
+                   [](const HeldTable& held) { return held.table()->num_rows(); })
+      .def_prop_ro("column_names",
+                   [](const HeldTable& held) { return held.table()->ColumnNames(); })
+      .def_prop_ro(
+          "schema_text",
+          [](const HeldTable& held) { return held.table()->schema()->ToString(); })
+      .def("export_stream",
+           [](const HeldTable& held) {
+             return ampdelta::python::AnswerOf(held.ExportStream());
+           })
+      .def("export_schema", [](const HeldTable& held) {
+        return ampdelta::python::AnswerOf(
+            ampdelta::python::ExportSchemaCapsule(*held.table()->schema()));
+      });
+  using ampdelta::python::PyFedChannel;
+  nb::class_<PyFedChannel>(m, "FedChannel")
+      .def_static("open", &PyFedChannel::Open, nb::arg("capsule"),
+                  nb::arg("metadata_json"))
+      .def("push", &PyFedChannel::Push, nb::arg("capsule"), nb::arg("metadata_json"),
+           nb::arg("timeout_s"))
+      .def("close", &PyFedChannel::Close)
+      .def("fail", &PyFedChannel::Fail, nb::arg("message"));
+  m.def("collect_stream", &ampdelta::python::CollectStream, nb::arg("capsule"));
+  m.def("stream_from_array", &ampdelta::python::StreamFromArray,
+        nb::arg("schema_capsule"), nb::arg("array_capsule"));
   m.def("table_operation", &ampdelta::python::TableOperation, nb::arg("path"),
         nb::arg("storage_options_json"), nb::arg("operation"), nb::arg("args_json"),
         nb::call_guard<nb::gil_scoped_release>());

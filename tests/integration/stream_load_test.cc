@@ -8,9 +8,11 @@
 #include <thread>
 
 #include <arrow/array.h>
+#include <arrow/array/util.h>
 #include <arrow/table.h>
 
 #include "ampdelta/amp/client.h"
+#include "ampdelta/amp/fed_stream.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/delta/ops/optimize.h"
@@ -509,6 +511,79 @@ TEST_F(StreamLoadTest, ReorgsOfDepthTwoToFiveAtTheHeadLeaveExactlyTheCanonicalCh
     server_.reset();
     std::filesystem::remove_all(table_);
   }
+}
+
+// The Python SDK's load_stream_continuous: another client reads the stream and hands its
+// messages over (amp::FedClient); the engine detects and undoes the reorgs in them as in
+// a stream it reads itself. A second query (a reconnect) is refused, naming why.
+TEST_F(StreamLoadTest, AStreamReadByAnotherClientAndHandedOverLoadsTheCanonicalChain) {
+  StartLive(/*blocks=*/150, /*reorg_every=*/7, /*depth=*/3);
+  amp::QueryOptions query;
+  query.stream = true;
+  ASSERT_OK_AND_ASSIGN(auto source, amp_->Query(kBlocks, query));
+  auto channel = std::make_shared<amp::FedChannel>(source->schema());
+  std::thread producer([&] {
+    while (true) {
+      auto message = source->Next();
+      if (!message.ok()) return channel->Fail(message.status());
+      if (!message->has_value()) return channel->Close();
+      while (true) {
+        auto pushed = channel->Push(std::move(**message), std::chrono::milliseconds(50));
+        if (!pushed.ok()) return source->Cancel();  // the load is done with the stream
+        if (*pushed) break;
+      }
+    }
+  });
+  amp::FedClient fed(channel, "handed-over");
+  const auto result = Stream(kFirst + 149, &fed);
+  // The live stream waits for blocks that never come: cancel it to end the producer.
+  channel->Cancel();
+  source->Cancel();
+  producer.join();
+  ASSERT_TRUE(result.success) << result.error;
+  EXPECT_GT(Reorgs(), 0);
+  ExpectCanonical(kFirst + 149);
+  auto again = fed.Query(kBlocks, query);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find("cannot be read again"), std::string::npos);
+}
+
+TEST(FedChannelTest, PushWaitsForRoomSplitsRowsFromTheirEndAndFailsOnceCancelled) {
+  auto schema = arrow::schema({arrow::field("n", arrow::int64())});
+  auto channel = std::make_shared<amp::FedChannel>(schema, /*capacity=*/2);
+  auto batch = [](const std::shared_ptr<arrow::Schema>& of, int64_t rows) {
+    amp::ResponseBatch message;
+    message.data = arrow::RecordBatch::Make(
+        of, rows, {*arrow::MakeArrayOfNull(of->field(0)->type(), rows)});
+    return message;
+  };
+  const auto wait = std::chrono::milliseconds(1);
+  ASSERT_OK_AND_ASSIGN(bool queued, channel->Push(batch(schema, 0), wait));
+  EXPECT_TRUE(queued);
+  // Rows on the message that ends their microbatch need room for two: rows, then the end.
+  amp::ResponseBatch rows_and_end = batch(schema, 3);
+  rows_and_end.metadata.ranges_complete = true;
+  ASSERT_OK_AND_ASSIGN(queued, channel->Push(rows_and_end, wait));
+  EXPECT_FALSE(queued);  // no room for both
+  EXPECT_FALSE(
+      channel->Push(batch(arrow::schema({arrow::field("n", arrow::utf8())}), 0), wait)
+          .ok());  // another schema
+  ASSERT_OK_AND_ASSIGN(auto popped, channel->Pop());
+  ASSERT_OK_AND_ASSIGN(queued, channel->Push(rows_and_end, wait));
+  EXPECT_TRUE(queued);
+  ASSERT_OK_AND_ASSIGN(popped, channel->Pop());
+  EXPECT_EQ(popped->data->num_rows(), 3);
+  EXPECT_FALSE(popped->metadata.ranges_complete);
+  ASSERT_OK_AND_ASSIGN(popped, channel->Pop());
+  EXPECT_EQ(popped->data->num_rows(), 0);
+  EXPECT_TRUE(popped->metadata.ranges_complete);
+  channel->Fail(arrow::Status::IOError("the producer failed"));
+  auto failed = channel->Pop();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().message(), "the producer failed");
+  channel->Cancel();
+  EXPECT_TRUE(channel->Pop().status().IsCancelled());
+  EXPECT_TRUE(channel->Push(batch(schema, 0), wait).status().IsCancelled());
 }
 
 TEST_F(StreamLoadTest, AReorgDeeperThanACommitGroupRewritesOnlyTheFilesHoldingIt) {

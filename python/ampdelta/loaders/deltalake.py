@@ -1,0 +1,330 @@
+"""`DeltaLakeLoader`: the SDK's DataLoader contract (amp-protocol.md §3.3-3.5) on the engine.
+
+Every call hands its Arrow data to the engine through the Arrow C stream interface (any
+producer: pyarrow, Polars, DuckDB, arro3) and the engine writes it: one commit per
+load_table, every mode including merge/upsert, overwrite of the whole load, and a failed
+load commits nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any, Dict, Iterable, Iterator, Optional
+
+from .. import _native
+from .._arrow import stream_capsule
+from .._client import _checked_config, _Events, load_options
+from .._errors import Error, InvalidInputError, NotFoundError, raise_if_error
+from .._json_text import json_text as _json
+from .._results import LoadMode, LoadResult, result_from
+from .._table import Table
+
+LOADER_TYPE = "deltalake"
+
+# Keywords the SDK's loaders take that need nothing here: the SDK passes them along.
+_IGNORED_KEYWORDS = {"connection_name", "worker_id"}
+
+
+def _mode(mode: Any) -> LoadMode:
+    if isinstance(mode, LoadMode):
+        return mode
+    try:
+        return LoadMode(str(mode).lower())
+    except ValueError:
+        raise InvalidInputError(
+            f"Unsupported mode {mode!r}: DeltaLakeLoader supports "
+            f"{', '.join(m.value for m in LoadMode)}") from None
+
+
+class DeltaLakeLoader:
+    """The SDK's Delta Lake loader, `DeltaLakeLoader(config)`, with the seed's config dict
+    (table_path, partition_by, storage_options, optimize_after_write, …)."""
+
+    SUPPORTED_MODES = {LoadMode.APPEND, LoadMode.OVERWRITE, LoadMode.UPSERT, LoadMode.MERGE}
+    REQUIRES_SCHEMA_MATCH = False
+    SUPPORTS_TRANSACTIONS = True
+
+    def __init__(self, config: Dict[str, Any], label_manager: Any = None):
+        self.config = _checked_config(config)
+        self.table_path = self.config["table_path"]
+        self.storage_options = self.config.get("storage_options") or {}
+        self.label_manager = label_manager
+        self.logger = logging.getLogger(f"ampdelta.loaders.{type(self).__name__}")
+        self._connected = False
+
+    # --- connection: the table is opened by each load; these keep the SDK's contract ---
+    @property
+    def is_connected(self) -> bool:
+        return self._connected
+
+    def connect(self) -> None:
+        self._connected = True
+
+    def disconnect(self) -> None:
+        self._connected = False
+
+    def close(self) -> None:
+        self.disconnect()
+
+    def __enter__(self) -> "DeltaLakeLoader":
+        self.connect()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.disconnect()
+
+    def health_check(self) -> Dict[str, Any]:
+        return {"healthy": self._connected, "loader_type": type(self).__name__,
+                "table_path": self.table_path}
+
+    # --- loads ---
+    def load_table(self, table: Any, table_name: str, mode: Any = LoadMode.APPEND,
+                   create_table: bool = True, **kwargs) -> LoadResult:
+        """Write `table` (any Arrow data, or a reader of any size, streamed without being
+        materialised) as one commit; a failure comes back as a failed LoadResult."""
+        return self._load(table, table_name, mode, create_table, kwargs, "load_table")
+
+    def load_batch(self, batch: Any, table_name: str, mode: Any = LoadMode.APPEND,
+                   create_table: bool = True, **kwargs) -> LoadResult:
+        """Write one record batch (or any Arrow data) as one commit."""
+        return self._load(batch, table_name, mode, create_table, kwargs, "load_batch")
+
+    def load_stream(self, batch_iterator: Iterable[Any], table_name: str,
+                    mode: Any = LoadMode.APPEND, **kwargs) -> Iterator[LoadResult]:
+        """A LoadResult per batch, each its own commit; the first failure ends the stream.
+        An overwrite replaces the table with the first batch and appends the others."""
+        for index, batch in enumerate(batch_iterator):
+            result = self.load_batch(batch, table_name,
+                                     mode=mode if index == 0 else LoadMode.APPEND, **kwargs)
+            result.metadata.setdefault("batch_index", index)
+            yield result
+            if not result.success:
+                return
+
+    def load_stream_continuous(self, stream_iterator: Iterable[Any], table_name: str,
+                               connection_name: Optional[str] = None, worker_id: int = 0,
+                               **kwargs) -> Iterator[LoadResult]:
+        """The SDK's streaming contract on the engine's stream loader: each item (a
+        ResponseBatch with block ranges) is handed over as the server sent it, and the
+        engine groups microbatches into commits, tags rows with their ranges, undoes a
+        reorg by those tags (never reading the table into memory), and skips microbatches
+        the table already holds, so a restart with the same connection and table loads
+        nothing twice. Yields a result per commit and per reorg, then stops after the
+        last item. The SDK's reorg items carry no rows: the engine finds the reorg in the
+        re-sent batches' ranges itself."""
+        label = f"sdk-stream {connection_name or 'default'} {table_name}"
+        options_keywords = {k: v for k, v in kwargs.items() if k not in _SDK_STREAM_KEYWORDS}
+        mode = _mode(options_keywords.pop("mode", LoadMode.APPEND))
+        try:
+            table_config, options = load_options(
+                self.config, table_name, mode, options_keywords.pop("writer_properties", None),
+                options_keywords, "load_stream_continuous()")
+        except Error as error:
+            yield self._failure(table_name, str(error), time.monotonic(), "load_stream")
+            return
+        if not self._connected:
+            self.connect()
+        yield from _HandedOverStream(self, label, table_config, options, table_name).run(
+            iter(stream_iterator))
+
+    # --- the table ---
+    def get_table_info(self, table_name: Optional[str] = None) -> Dict[str, Any]:
+        table = Table(self.table_path, storage_options=self.storage_options)
+        return {"table_name": table_name, "table_path": self.table_path,
+                "version": table.version(), "exists": True}
+
+    def _table_exists(self) -> bool:
+        try:
+            Table(self.table_path, storage_options=self.storage_options).version()
+        except NotFoundError:
+            return False
+        return True
+
+    def _load(self, data: Any, table_name: str, mode: Any, create_table: bool,
+              kwargs: Dict[str, Any], operation: str) -> LoadResult:
+        started = time.monotonic()
+        try:
+            result = self._write(data, table_name, _mode(mode), create_table, dict(kwargs),
+                                 operation)
+        except Error as error:
+            self.logger.error("%s to %s failed: %s", operation, table_name, error)
+            return self._failure(table_name, str(error), started, operation)
+        result.table_name = table_name
+        result.loader_type = LOADER_TYPE
+        result.metadata["operation"] = operation
+        return result
+
+    def _write(self, data: Any, table_name: str, mode: LoadMode, create_table: bool,
+               kwargs: Dict[str, Any], operation: str) -> LoadResult:
+        if kwargs.pop("label_config", None) is not None:
+            raise InvalidInputError("label_config (label joins) is not supported by ampdelta")
+        if kwargs.pop("block_ranges", None) is not None:
+            raise InvalidInputError(
+                "block_ranges: ampdelta tags rows with their block ranges in its own "
+                "streams (load_stream_continuous, or ampdelta.Client for streams)")
+        for key in _IGNORED_KEYWORDS:
+            kwargs.pop(key, None)
+        writer_properties = kwargs.pop("writer_properties", None)
+        table_config, options = load_options(self.config, table_name, mode,
+                                             writer_properties, kwargs, f"{operation}()")
+        options["read_all"] = True
+        if not self._connected:
+            self.connect()
+        if not create_table and not self._table_exists():
+            raise NotFoundError(
+                f"Delta table {self.table_path} does not exist and create_table=False")
+        job = _native.LoadJob.for_stream(stream_capsule(data, f"{operation}()"),
+                                         _json(table_config, "the configuration"),
+                                         _json(options, "the load options"))
+        raise_if_error(job.error)
+        return _Events(job, None).final()
+
+    @staticmethod
+    def _failure(table_name: str, error: str, started: float, operation: str) -> LoadResult:
+        return LoadResult(rows_loaded=0, duration=time.monotonic() - started,
+                          ops_per_second=0.0, table_name=table_name,
+                          loader_type=LOADER_TYPE, success=False, error=error,
+                          metadata={"operation": operation})
+
+
+# The SDK's LoadConfig fields and streaming keywords load_stream_continuous is given and
+# needs nothing for (its reorg detection and resume are the engine's).
+_SDK_STREAM_KEYWORDS = {"batch_size", "create_table", "schema_evolution", "max_retries",
+                        "retry_delay", "resume", "resume_watermark", "with_reorg_detection",
+                        "label_config"}
+
+
+def _metadata_json(metadata: Any) -> str:
+    """The SDK's BatchMetadata as the server's app_metadata JSON ("" for none)."""
+    if metadata is None:
+        return ""
+    ranges = []
+    for block_range in getattr(metadata, "ranges", None) or []:
+        entry = {"network": block_range.network,
+                 "numbers": {"start": int(block_range.start), "end": int(block_range.end)}}
+        if getattr(block_range, "hash", None):
+            entry["hash"] = block_range.hash
+        if getattr(block_range, "prev_hash", None):
+            entry["prev_hash"] = block_range.prev_hash
+        ranges.append(entry)
+    document = {"ranges": ranges,
+                "ranges_complete": bool(getattr(metadata, "ranges_complete", False))}
+    return json.dumps(document)
+
+
+class _HandedOverStream:
+    """One load_stream_continuous: items pushed into the engine's channel on this
+    thread, the engine's commits and reorgs yielded as they happen."""
+
+    PUSH_WAIT_SECONDS = 0.05
+
+    def __init__(self, loader: DeltaLakeLoader, label: str, table_config, options,
+                 table_name: str):
+        self._loader = loader
+        self._label = label
+        self._config_json = _json(table_config, "the configuration")
+        self._options_json = _json(dict(options, stream=True), "the load options")
+        self._table_name = table_name
+        self._channel = None
+        self._job = None
+
+    def run(self, items) -> Iterator[LoadResult]:
+        started = time.monotonic()
+        try:
+            for item in items:
+                if getattr(item, "is_reorg", False):
+                    continue  # the engine sees the reorg in the re-sent batches' ranges
+                yield from self._hand_over(item)
+                if isinstance(self._job, _FinishedJob):
+                    return  # the load ended (until_block, or a failure it reported)
+            if self._channel is not None:
+                self._channel.close()
+        except Error as error:
+            yield self._loader._failure(self._table_name, str(error), started, "load_stream")
+            return
+        except BaseException as error:
+            if self._channel is not None:
+                self._channel.fail(f"{type(error).__name__}: {error}")
+            if self._job is not None:
+                self._job.stop()
+                self._job.join()
+            raise
+        if self._job is not None:
+            yield from self._drain(until_final=True)
+
+    def _hand_over(self, item) -> Iterator[LoadResult]:
+        data = getattr(item, "data", None)
+        if hasattr(data, "data") and hasattr(data, "metadata"):
+            item, data = data, data.data  # the SDK's older ResponseBatchWithReorg
+        if data is None:
+            return
+        metadata = _metadata_json(getattr(item, "metadata", None))
+        capsule = stream_capsule(data, "load_stream_continuous()")
+        if self._channel is None:
+            channel, error = _native.FedChannel.open(capsule, metadata)
+            raise_if_error(error)
+            self._channel = channel
+            self._job = _native.LoadJob.for_channel(channel, self._label, self._config_json,
+                                                    self._options_json)
+            raise_if_error(self._job.error)
+            self._job.start()
+            return
+        while True:
+            queued, error = self._channel.push(capsule, metadata, self.PUSH_WAIT_SECONDS)
+            if error is not None:
+                # The load ended (until_block reached, or a failure its final result says),
+                # or this message is bad: the load fails with it.
+                self._channel.fail(json.loads(error).get("message", error))
+                yield from self._drain(until_final=True)
+                return
+            if queued:
+                break
+            # No room: the engine may be waiting for a result to be taken.
+            yield from self._drain(until_final=False)
+            capsule = stream_capsule(data, "load_stream_continuous()")
+        yield from self._drain(until_final=False)
+
+    def _drain(self, until_final: bool) -> Iterator[LoadResult]:
+        """The engine's events so far (all of them, to the final one, with until_final)."""
+        while True:
+            event = self._job.next(0.1 if until_final else 0.0)
+            if event is None:
+                if until_final:
+                    continue
+                return
+            if event == "":
+                return
+            event = json.loads(event)
+            result = result_from(event["result"])
+            result.table_name = self._table_name
+            result.loader_type = LOADER_TYPE
+            if event["kind"] == "final":
+                if not result.success:
+                    yield result
+                self._job.join()
+                self._job = _FinishedJob()
+                return
+            yield result
+            self._job.ack()
+
+
+class _FinishedJob:
+    """A job whose final result was taken: nothing more comes."""
+
+    @staticmethod
+    def next(_timeout):
+        return ""
+
+    def ack(self):
+        pass
+
+    def stop(self):
+        pass
+
+    def join(self):
+        pass
+
+
+__all__ = ["DeltaLakeLoader"]
