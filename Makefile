@@ -20,7 +20,7 @@ TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_container_overflo
 
 .PHONY: soak-ops setup setup-build build build-only build-release check-layering check-format \
   check-format-only check-headers check-headers-only test test-fast test-unit test-integration \
-  ctest-only test-interop interop-only test-python python-only wheel wheel-only fuzz fuzz-only \
+  ctest-only test-interop interop-only test-python python-only wheel wheel-only wheel-matrix-only fuzz fuzz-only \
   soak demo bench clean
 
 # Everything: Debian packages, the Arrow SDK, the test venv and the emulators. Through
@@ -113,6 +113,10 @@ wheel-only:
 
 python-only:
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta bash scripts/test_wheel.sh
+
+# The wheels in fresh venvs of other interpreters and Arrow stacks (tests/wheel).
+wheel-matrix-only:
+	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta bash scripts/test_wheel_matrix.sh
 
 # The streaming crash test as a longer soak (kill -9 at 200 random moments; ~6 min).
 soak: setup build

@@ -75,4 +75,6 @@ join "set-up: test venv, Spark jars, emulators"
 beside "wheel: the Python package" nice -n 19 "${MAKE_CMD[@]}" wheel-only
 phase "interop: tests/interop" "${MAKE_CMD[@]}" interop-only
 join "wheel: the Python package"
+beside "wheel matrix: CPython 3.10, 3.12, 3.13" "${MAKE_CMD[@]}" wheel-matrix-only
 phase "python: the wheel in a fresh venv" "${MAKE_CMD[@]}" python-only
+join "wheel matrix: CPython 3.10, 3.12, 3.13"

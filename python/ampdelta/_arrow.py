@@ -117,8 +117,9 @@ def stream_capsule(data: Any, what: str = "load_table()"):
             return stream_capsule(converted, what)
     raise InvalidInputError(
         f"{what} needs Arrow data: an object with __arrow_c_stream__ or __arrow_c_array__ "
-        f"(a pyarrow Table, RecordBatch or RecordBatchReader, a Polars or pandas DataFrame, "
-        f"a DuckDB relation), got {type(data).__module__}.{type(data).__qualname__}")
+        f"(a pyarrow Table, RecordBatch or RecordBatchReader, a Polars DataFrame, a DuckDB "
+        f"relation; a pandas DataFrame with pyarrow installed), got "
+        f"{type(data).__module__}.{type(data).__qualname__}")
 
 
 def _through_pyarrow(pa, data):

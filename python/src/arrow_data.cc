@@ -57,7 +57,14 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ImportStreamCapsule(
   }
   ArrowArrayStream moved;
   ArrowArrayStreamMove(source, &moved);
-  return arrow::ImportRecordBatchReader(&moved);
+  auto reader = arrow::ImportRecordBatchReader(&moved);
+  if (!reader.ok()) {
+    // A stream of a column (a Polars Series) rather than of record batches, most often.
+    return InvalidInputError(
+        "the Arrow data is not a table (a stream of record batches): ",
+        reader.status().message());
+  }
+  return reader;
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ImportArrayCapsules(

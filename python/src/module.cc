@@ -2,13 +2,11 @@
 // JSON text with python/ampdelta/, which builds the SDK's objects and exceptions from it;
 // no C++ exception crosses into Python, errors come back as an error JSON.
 
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include <arrow/memory_pool.h>
@@ -31,6 +29,7 @@
 #include "ampdelta/version.h"
 #include "arrow_data.h"
 #include "events.h"
+#include "gil.h"
 #include "load_job.h"
 #include "query_reader.h"
 #include "table_ops.h"
@@ -107,26 +106,6 @@ class PyLoadJob {
   std::optional<std::string> error_;
 };
 
-// Run `work` without the GIL. A daemon thread that wakes after the interpreter began to
-// finalize must not take the GIL back: Python would end the thread with an unwind through
-// nanobind's noexcept frames (std::terminate, exit 134). It parks instead; the process is
-// exiting. `g_exiting` is set by an atexit hook, before finalization starts (the stable
-// ABI of 3.12 has no Py_IsFinalizing).
-std::atomic<bool> g_exiting{false};
-// The main thread, which finalizes the interpreter (and so never parks).
-unsigned long g_main_thread = 0;
-
-template <typename Work>
-auto WithoutGil(Work&& work) {
-  PyThreadState* state = PyEval_SaveThread();
-  auto out = work();
-  if (g_exiting.load() && PyThread_get_thread_ident() != g_main_thread) {
-    while (true) std::this_thread::sleep_for(std::chrono::hours(1));
-  }
-  PyEval_RestoreThread(state);
-  return out;
-}
-
 // The engine runs markedly faster on jemalloc than on the wheel's default mimalloc
 // (docs/benchmarks.md). The extension's own Arrow picks its allocator at its first
 // allocation, from $ARROW_DEFAULT_MEMORY_POOL: set it for that moment only, so a pyarrow
@@ -181,7 +160,7 @@ class PyFedChannel {
     auto message = Message(capsule, metadata_json);
     if (!message.ok()) return {nb::none(), ErrorJson(message.status())};
     arrow::Result<bool> pushed = [&] {
-      nb::gil_scoped_release release;
+      ReleasedGil release;
       return channel_->Push(
           std::move(*message),
           std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
@@ -208,7 +187,7 @@ class PyFedChannel {
     ARROW_ASSIGN_OR_RAISE(auto reader, ImportStreamCapsule(capsule));
     amp::ResponseBatch message;
     {
-      nb::gil_scoped_release release;
+      ReleasedGil release;
       ARROW_ASSIGN_OR_RAISE(auto table, reader->ToTable());
       ARROW_ASSIGN_OR_RAISE(message.data, table->CombineChunksToBatch());
       reader.reset();
@@ -229,7 +208,7 @@ Answer OpenQueryStream(const std::string& url,
                        const std::string& sql) {
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> reader;
   {
-    nb::gil_scoped_release release;
+    ReleasedGil release;
     reader = OpenQueryReader(url, ClientOptionsFor(auth_token), sql);
   }
   if (!reader.ok()) return {nb::none(), ErrorJson(reader.status())};
@@ -242,7 +221,7 @@ Answer CollectStream(nb::handle capsule) {
   auto reader = ImportStreamCapsule(capsule);
   if (!reader.ok()) return {nb::none(), ErrorJson(reader.status())};
   auto table = [&reader] {
-    nb::gil_scoped_release release;
+    ReleasedGil release;
     auto collected = HeldTable::Collect(*reader);
     reader->reset();
     return collected;
@@ -300,8 +279,8 @@ std::optional<std::string> ValidateConfig(const std::string& config_json) {
 NB_MODULE(_native, m) {
   using ampdelta::python::PyLoadJob;
   m.attr("__version__") = ampdelta::kVersion;
-  ampdelta::python::g_main_thread = nb::cast<unsigned long>(
-      nb::module_::import_("threading").attr("main_thread")().attr("ident"));
+  ampdelta::python::SetMainThread(nb::cast<unsigned long>(
+      nb::module_::import_("threading").attr("main_thread")().attr("ident")));
   // Daemon threads still iterating a load when the interpreter exits keep their jobs:
   // expected, not a leak worth a warning.
   nb::set_leak_warnings(false);
@@ -312,9 +291,10 @@ NB_MODULE(_native, m) {
   m.attr("runtime_error") =
       runtime.ok() ? nb::none() : nb::str(runtime.ToString().c_str());
   m.attr("ARROW_VERSION") = ARROW_VERSION_STRING;
-  // Daemon threads park instead of taking the GIL back from here on (WithoutGil).
+  // Daemon threads park instead of taking the GIL back from here on (gil.h). Registered
+  // before ampdelta's own hook that stops live loads, so it runs after it.
   nb::module_::import_("atexit").attr("register")(
-      nb::cpp_function([] { ampdelta::python::g_exiting.store(true); }));
+      nb::cpp_function([] { ampdelta::python::MarkExiting(); }));
   nb::class_<PyLoadJob>(m, "LoadJob", nb::is_weak_referenceable())
       .def(nb::init<std::string, std::optional<std::string>, std::string,
                     const std::string&, const std::string&>(),
@@ -392,12 +372,12 @@ NB_MODULE(_native, m) {
         nb::arg("schema_capsule"), nb::arg("array_capsule"));
   m.def("table_operation", &ampdelta::python::TableOperation, nb::arg("path"),
         nb::arg("storage_options_json"), nb::arg("operation"), nb::arg("args_json"),
-        nb::call_guard<nb::gil_scoped_release>());
+        nb::call_guard<ampdelta::python::ReleasedGil>());
   m.def("refuse_new_loads", &ampdelta::python::LoadJob::RefuseNewLoads);
   m.def("validate_config", &ampdelta::python::ValidateConfig, nb::arg("config_json"));
   m.def("probe_coverage", &ampdelta::python::ProbeCoverage, nb::arg("url"),
         nb::arg("auth_token").none(), nb::arg("sql"), nb::arg("block_column"),
-        nb::call_guard<nb::gil_scoped_release>());
+        nb::call_guard<ampdelta::python::ReleasedGil>());
   // LoadOptions::stream_reorg_window_blocks: the reorg window when none is given.
   m.attr("DEFAULT_REORG_WINDOW_BLOCKS") =
       ampdelta::loader::LoadOptions{}.stream_reorg_window_blocks;

@@ -131,7 +131,7 @@ def _run_interrupt(tmp_path, server, sql, how, kind, seconds_allowed=10.0):
 
 @pytest.mark.timeout(120)
 def test_ctrl_c_stops_a_batch_load_on_a_stalled_server_promptly(tmp_path):
-    # FAILS today: LoadBatch checks the stop flag only after stream->Next() returns, and the
+    # Once failed: LoadBatch checks the stop flag only after stream->Next() returns, and the
     # Python side joins the loader thread in _Events._pull's finally, so the
     # KeyboardInterrupt waits until the server sends again: forever on a hung connection
     # (a second Ctrl-C does nothing either; the main thread sits in job.join()).
@@ -139,17 +139,17 @@ def test_ctrl_c_stops_a_batch_load_on_a_stalled_server_promptly(tmp_path):
         _run_interrupt(tmp_path, server, TXS, "stall", "batch")
 
 
-@pytest.mark.xfail(strict=False, reason='KNOWN DEFECT, not fixed: a parallel load stopped while the stalled server holds a query still being planned (GetFlightInfo) waits for the plan timeout; the load commits nothing (docs/python.md, "Known limits")')
 @pytest.mark.timeout(120)
 def test_ctrl_c_stops_a_parallel_load_on_a_stalled_server_promptly(tmp_path):
-    # FAILS today, as the batch load above (the partitions' batch loads).
+    # The coverage probe and the partitions' queries are cancelled by the stop, even while
+    # the server still plans them (amp::Client cancels GetFlightInfo).
     with run_dev_server("--blocks", "3000", "--txs-per-block", "17") as server:
         _run_interrupt(tmp_path, server, TXS, "stall", "parallel")
 
 
 @pytest.mark.timeout(150)
 def test_ctrl_c_stops_a_batch_load_while_it_retries_a_dead_server_promptly(tmp_path):
-    # FAILS today: the batch loader's retry loop sleeps its whole backoff (up to ~30 s) and
+    # Once failed: the batch loader's retry loop sleeps its whole backoff (up to ~30 s) and
     # never looks at the stop flag between attempts, so Ctrl-C returns only once all 5
     # retries failed (about 50 s later).
     with run_dev_server("--blocks", "2000", "--txs-per-block", "17") as server:
@@ -215,29 +215,23 @@ def _exit_runs(tmp_path, url, case, runs, timeout=20):
     return outcomes
 
 
-@pytest.mark.xfail(strict=False, reason='KNOWN DEFECT, not fixed: a process whose daemon threads are still in loads when it exits crashes (SIGSEGV) in C-level teardown after Python finalized, in ~40% of runs; the loads are stopped and joined first, so no table is harmed (docs/python.md, "Known limits")')
 @pytest.mark.timeout(300)
 def test_exit_while_a_daemon_thread_streams_is_prompt_and_clean(tmp_path):
-    # FAILS today (hangs in ~5 of 6 runs): the atexit hook _stop_live_jobs() joins the
-    # loader's std::thread while the daemon thread's _Events._pull finally joins the same
-    # thread: LoadJob::Join is not synchronised, two pthread_join calls on one thread, the
-    # main thread then blocks forever in std::thread::join (gdb: atexit_callfuncs ->
-    # std::thread::join, the loader thread already gone).
+    # The atexit hooks stop and join the load; the daemon thread, back from the extension
+    # after that, parks instead of taking the GIL during finalization (python/src/gil.h).
     with run_dev_server("--block-interval-ms", "200", "--microbatch-max-blocks", "10") as server:
-        outcomes = _exit_runs(tmp_path, server.url, "daemon-stream", runs=6)
+        outcomes = _exit_runs(tmp_path, server.url, "daemon-stream", runs=10)
     assert all(code == 0 for code, _ in outcomes), outcomes
 
 
-@pytest.mark.xfail(strict=False, reason='KNOWN DEFECT, not fixed: a process whose daemon threads are still in loads when it exits crashes (SIGSEGV) in C-level teardown after Python finalized, in ~40% of runs; the loads are stopped and joined first, so no table is harmed (docs/python.md, "Known limits")')
 @pytest.mark.timeout(300)
 def test_exit_while_daemon_threads_run_batch_loads_does_not_abort(tmp_path):
-    # FAILS today (exit 134 "terminate called without an active exception" in about half
-    # the runs): a daemon thread waiting in job.next() (GIL released by nb::call_guard)
-    # wakes after finalization began; take_gil() calls PyThread_exit_thread(), whose
-    # forced unwind crosses nanobind's noexcept dispatch frame -> std::terminate. Also
-    # prints "nanobind: leaked 3 instances!" at exit.
+    # A daemon thread that took the GIL back inside the extension after finalization began
+    # was ended by a forced unwind through nanobind's frames (SIGSEGV, or exit 134): the
+    # extension's atexit hook now lets such threads through before finalization, and parks
+    # any that return later (python/src/gil.h).
     with run_dev_server("--blocks", "6000", "--txs-per-block", "17") as server:
-        outcomes = _exit_runs(tmp_path, server.url, "daemon-batches", runs=6)
+        outcomes = _exit_runs(tmp_path, server.url, "daemon-batches", runs=10)
     assert all(code == 0 for code, _ in outcomes), outcomes
 
 
@@ -277,7 +271,7 @@ def _start_server(port: int, *args: str) -> subprocess.Popen:
 
 @pytest.mark.timeout(120)
 def test_batch_iterator_reports_each_row_once_when_the_load_retried(tmp_path):
-    # FAILS today: a mid-stream failure makes LoadBatch run the query again (retry 1/5), and
+    # Once failed: a mid-stream failure makes LoadBatch run the query again (retry 1/5), and
     # the iterator yields the batches of the failed attempt as well as the retry's: the
     # batches' rows_loaded add up to 58,576 for a 34,000-row load (the table is right).
     import ampdelta
