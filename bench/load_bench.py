@@ -249,6 +249,11 @@ def update(h, arr):
         numbers(h, us.cast(pa.int64()).fill_null(0), np.int64)
     elif pa.types.is_date(t):
         numbers(h, arr.cast(pa.date32()).cast(pa.int32()).fill_null(0), np.int32)
+    elif pa.types.is_decimal(t) and t.scale == 0 and t.precision <= 20:
+        # decimal(20,0) is how ampdelta stores a nested uint64 (docs/wide-integers.md): the
+        # same digest as the source's uint64 column.
+        numbers(h, arr.cast(pa.uint64(), safe=False).cast(pa.int64(), safe=False).fill_null(0),
+                np.int64)
     elif pa.types.is_decimal(t):
         update_bytes(h, arr.cast(pa.string()))
     elif (pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t)

@@ -79,7 +79,12 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ImportArrayCapsules(
   // The array is moved out (its capsule released); the schema is only read.
   ArrowArray moved;
   ArrowArrayMove(array, &moved);
-  ARROW_ASSIGN_OR_RAISE(auto type, arrow::ImportType(schema));
+  auto imported = arrow::ImportType(schema);
+  if (!imported.ok()) {
+    ArrowArrayRelease(&moved);
+    return imported.status();
+  }
+  const std::shared_ptr<arrow::DataType>& type = *imported;
   if (type->id() != arrow::Type::STRUCT) {
     ArrowArrayRelease(&moved);
     return InvalidInputError(

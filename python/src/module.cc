@@ -72,6 +72,16 @@ class PyLoadJob {
     Take(LoadJob::MakeForData(std::move(*data), config_json, options_json));
   }
 
+  // The job stops and joins its loader thread: without the GIL, which the thread may
+  // need to free a producer's buffers (numpy-backed pyarrow data).
+  ~PyLoadJob() {
+    if (job_ == nullptr) return;
+    ReleasedGil released;
+    job_.reset();
+  }
+  PyLoadJob(const PyLoadJob&) = delete;
+  PyLoadJob& operator=(const PyLoadJob&) = delete;
+
   const std::optional<std::string>& error() const { return error_; }
   void Start() {
     if (job_) job_->Start();
@@ -154,24 +164,39 @@ class PyFedChannel {
     return {nb::cast(std::move(opened)), std::nullopt};
   }
 
-  // (True, None) when queued, (False, None) when there was no room within `timeout_s`,
-  // (None, error JSON) when the load ended or the message is bad.
+  // (True, None) when queued, (False, None) when there was no room within `timeout_s`
+  // (the message is kept: retry with PushPending, never by exporting the item again,
+  // which a one-shot producer would give as an empty stream), (None, error JSON) when the
+  // load ended or the message is bad.
   Answer Push(nb::handle capsule, const std::string& metadata_json, double timeout_s) {
     auto message = Message(capsule, metadata_json);
     if (!message.ok()) return {nb::none(), ErrorJson(message.status())};
+    pending_ = std::move(*message);
+    return PushPending(timeout_s);
+  }
+
+  // The message a Push could not queue yet, pushed again.
+  Answer PushPending(double timeout_s) {
+    if (!pending_) return {nb::bool_(true), std::nullopt};
     arrow::Result<bool> pushed = [&] {
       ReleasedGil release;
       return channel_->Push(
-          std::move(*message),
-          std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
+          *pending_, std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
     }();
-    if (!pushed.ok()) return {nb::none(), ErrorJson(pushed.status())};
+    if (!pushed.ok()) {
+      pending_.reset();
+      return {nb::none(), ErrorJson(pushed.status())};
+    }
+    if (*pushed) pending_.reset();
     return {nb::bool_(*pushed), std::nullopt};
   }
 
   void Close() { channel_->Close(); }
-  void Fail(const std::string& message) {
-    channel_->Fail(ServerError("the stream handed to the loader failed: " + message));
+  // The producer failed (`bad_item`: an item could not be loaded).
+  void Fail(const std::string& message, bool bad_item) {
+    channel_->Fail(
+        bad_item ? InvalidInputError("a stream item cannot be loaded: ", message)
+                 : ServerError("the stream handed to the loader failed: " + message));
   }
   const std::shared_ptr<amp::FedChannel>& channel() const { return channel_; }
 
@@ -200,6 +225,7 @@ class PyFedChannel {
   }
 
   std::shared_ptr<amp::FedChannel> channel_;
+  std::optional<amp::ResponseBatch> pending_;
 };
 
 // (capsule "arrow_array_stream", None) or (None, error JSON).
@@ -365,8 +391,10 @@ NB_MODULE(_native, m) {
                   nb::arg("metadata_json"))
       .def("push", &PyFedChannel::Push, nb::arg("capsule"), nb::arg("metadata_json"),
            nb::arg("timeout_s"))
-      .def("close", &PyFedChannel::Close)
-      .def("fail", &PyFedChannel::Fail, nb::arg("message"));
+      .def("push_pending", &PyFedChannel::PushPending, nb::arg("timeout_s"))
+      .def("close", &PyFedChannel::Close, nb::call_guard<ampdelta::python::ReleasedGil>())
+      .def("fail", &PyFedChannel::Fail, nb::arg("message"), nb::arg("bad_item"),
+           nb::call_guard<ampdelta::python::ReleasedGil>());
   m.def("collect_stream", &ampdelta::python::CollectStream, nb::arg("capsule"));
   m.def("stream_from_array", &ampdelta::python::StreamFromArray,
         nb::arg("schema_capsule"), nb::arg("array_capsule"));

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import enum
 import decimal
 import json
 import sys
@@ -160,8 +161,9 @@ def test_bad_configuration_mode_and_data_are_named(tmp_path):
         assert not result.success and "needs Arrow data" in result.error
         result = loader.load_table(block_table(1, 3), "t", mode=LoadMode.MERGE)
         assert not result.success and "merge_keys" in result.error
-        with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
-            loader.load_table(block_table(1, 3), "t", colour="red")
+        # As the SDK's loaders, every failure is a failed result, a typo'd keyword too.
+        result = loader.load_table(block_table(1, 3), "t", colour="red")
+        assert not result.success and "unexpected keyword argument 'colour'" in result.error
     assert not (tmp_path / "t").exists()
 
 
@@ -301,3 +303,151 @@ def test_several_networks_and_a_bad_item_end_the_stream_with_a_failure(tmp_path)
 def test_ampdelta_exports_the_loader_api():
     assert ampdelta.loaders.DeltaLakeLoader is DeltaLakeLoader
     assert LoadMode.UPSERT in DeltaLakeLoader.SUPPORTED_MODES
+
+
+# --- what an attacker found (each failed before its fix) ----------------------------------
+
+class SdkLoadMode(enum.Enum):  # the SDK's own amp.loaders.types.LoadMode: another Enum
+    APPEND = "append"
+    OVERWRITE = "overwrite"
+    UPSERT = "upsert"
+    MERGE = "merge"
+
+
+def stream_items(microbatches: int, rows_each: int = 100, reader: bool = False,
+                 numpy_backed: bool = False):
+    """SDK-like items: `microbatches` complete microbatches of `rows_each` rows on "eth",
+    each its own item (rows and its end in one, as the SDK's tests send them)."""
+    for index in range(microbatches):
+        first, last = index * rows_each, (index + 1) * rows_each - 1
+        numbers = list(range(first, last + 1))
+        if numpy_backed:
+            import numpy as np
+            table = pa.table({"block_num": pa.array(np.arange(first, last + 1, dtype=np.uint64))})
+        else:
+            table = pa.table({"block_num": pa.array(numbers, pa.uint64())})
+        data = table.to_reader() if reader else table
+        yield ResponseBatch(data, BatchMetadata(
+            [BlockRange("eth", first, last, f"0x{last + 1:064x}", f"0x{first:064x}")], True))
+
+
+def table_blocks(path) -> dict:
+    return {name: sorted(column(table, "block_num"))
+            for name, table in read_all(path, READERS).items()}
+
+
+def test_the_sdks_own_load_mode_enum_is_understood(tmp_path):
+    with DeltaLakeLoader(config(tmp_path / "t")) as loader:
+        assert loader.load_table(block_table(1, 3), "t", mode=SdkLoadMode.APPEND).success
+        assert loader.load_table(block_table(1, 2), "t", mode=SdkLoadMode.OVERWRITE).success
+    with DeltaLakeLoader(config(tmp_path / "s")) as loader:
+        results = list(loader.load_stream_continuous(
+            stream_items(2), "s", mode=SdkLoadMode.APPEND, batch_size=10000,
+            create_table=True, schema_evolution=False, max_retries=3, retry_delay=1.0))
+    assert results and all(r.success for r in results), [r.error for r in results]
+    readers_agree(tmp_path / "t", [(1, 1), (2, 1)], "block_num", "gas_used")
+
+
+def test_one_shot_readers_under_back_pressure_lose_no_rows(tmp_path):
+    # 60 items through a channel of 4: pushes wait, and a reader cannot be exported twice.
+    with DeltaLakeLoader(config(tmp_path / "t")) as loader:
+        results = list(loader.load_stream_continuous(
+            stream_items(60, reader=True), "s", stream_commit_rows=1))
+    assert all(r.success for r in results), [r.error for r in results]
+    assert sum(r.rows_loaded for r in results) == 6000
+    for reader, blocks in table_blocks(tmp_path / "t").items():
+        assert blocks == list(range(6000)), reader
+
+
+def test_a_stream_ending_inside_a_microbatch_fails_naming_the_rows_left(tmp_path):
+    items = list(stream_items(4))
+    unfinished = items[-1]
+    unfinished.metadata.ranges_complete = False  # its end never comes
+    with DeltaLakeLoader(config(tmp_path / "t")) as loader:
+        results = list(loader.load_stream_continuous(iter(items), "s"))
+    assert results and not results[-1].success
+    assert "ended inside a microbatch" in results[-1].error
+    assert "300 rows of complete microbatches" in results[-1].error
+
+
+def test_a_producer_that_raises_ends_the_stream_with_a_failed_result(tmp_path):
+    def items():
+        yield from stream_items(3)
+        raise ValueError("the source went away")
+
+    with DeltaLakeLoader(config(tmp_path / "t")) as loader:
+        results = list(loader.load_stream_continuous(items(), "s", stream_commit_rows=1))
+    assert not results[-1].success and "the source went away" in results[-1].error
+    # Every microbatch handed over complete before the failure is committed, once.
+    for reader, blocks in table_blocks(tmp_path / "t").items():
+        assert blocks == list(range(300)), reader
+
+
+@pytest.mark.timeout(60)
+def test_a_bad_item_after_numpy_backed_ones_fails_without_hanging(tmp_path):
+    items = list(stream_items(5, numpy_backed=True))
+    items.append(ResponseBatch({"not": "arrow"}, BatchMetadata([BlockRange("eth", 500, 599)],
+                                                               True)))
+    with DeltaLakeLoader(config(tmp_path / "t")) as loader:
+        results = list(loader.load_stream_continuous(iter(items), "s", stream_commit_rows=1))
+    assert not results[-1].success and "needs Arrow data" in results[-1].error
+
+
+def test_load_stream_merges_every_batch_in_a_merge(tmp_path):
+    batches = [block_table(1, 3, gas=1).to_batches()[0], block_table(2, 4, gas=2).to_batches()[0],
+               block_table(4, 5, gas=3).to_batches()[0]]
+    with DeltaLakeLoader(config(tmp_path / "t")) as loader:
+        results = list(loader.load_stream(iter(batches), "t", mode=LoadMode.UPSERT,
+                                          merge_keys=["block_num"]))
+    assert [r.success for r in results] == [True, True, True], [r.error for r in results]
+    readers_agree(tmp_path / "t", [(1, 1), (2, 2), (3, 2), (4, 3), (5, 3)], "block_num",
+                  "gas_used")
+
+
+EXIT_WHILE_STREAMING = """
+import sys, threading, time, dataclasses
+import pyarrow as pa
+from ampdelta.loaders import BlockRange, DeltaLakeLoader
+
+@dataclasses.dataclass
+class Meta:
+    ranges: list
+    ranges_complete: bool = True
+
+@dataclasses.dataclass
+class Item:
+    data: object
+    metadata: Meta
+    is_reorg: bool = False
+
+def items():
+    n = 0
+    while True:
+        yield Item(pa.table({"block_num": pa.array([n], pa.uint64())}),
+                   Meta([BlockRange("eth", n, n, f"0x{n + 1:064x}", f"0x{n:064x}")]))
+        n += 1
+        time.sleep(0.01)
+
+def stream():
+    with DeltaLakeLoader({"table_path": sys.argv[1]}) as loader:
+        for _ in loader.load_stream_continuous(items(), "s"):
+            pass
+
+threading.Thread(target=stream, daemon=True).start()
+time.sleep(1.0)
+print("exiting", flush=True)
+"""
+
+
+@pytest.mark.timeout(300)
+def test_exit_while_a_daemon_thread_streams_handed_over_items_is_clean(tmp_path):
+    import subprocess
+    script = tmp_path / "exit_streaming.py"
+    script.write_text(EXIT_WHILE_STREAMING)
+    outcomes = []
+    for run in range(10):
+        done = subprocess.run([sys.executable, str(script), str(tmp_path / f"t{run}")],
+                              capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+        outcomes.append((done.returncode, done.stderr[-300:]))
+    assert all(code == 0 for code, _ in outcomes), outcomes

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, Iterator, Optional
 
 from .. import _native
 from .._arrow import stream_capsule
-from .._client import _checked_config, _Events, load_options
+from .._client import _LIVE_JOBS, _checked_config, _Events, load_options
 from .._errors import Error, InvalidInputError, NotFoundError, raise_if_error
 from .._json_text import json_text as _json
 from .._results import LoadMode, LoadResult, result_from
@@ -30,6 +30,8 @@ _IGNORED_KEYWORDS = {"connection_name", "worker_id"}
 def _mode(mode: Any) -> LoadMode:
     if isinstance(mode, LoadMode):
         return mode
+    # The SDK's own LoadMode (amp.loaders.types) is another Enum with the same values.
+    mode = getattr(mode, "value", mode)
     try:
         return LoadMode(str(mode).lower())
     except ValueError:
@@ -57,6 +59,10 @@ class DeltaLakeLoader:
     # --- connection: the table is opened by each load; these keep the SDK's contract ---
     @property
     def is_connected(self) -> bool:
+        return self._connected
+
+    @property
+    def _is_connected(self) -> bool:  # the SDK's loaders (and their tests) read this one
         return self._connected
 
     def connect(self) -> None:
@@ -94,10 +100,13 @@ class DeltaLakeLoader:
     def load_stream(self, batch_iterator: Iterable[Any], table_name: str,
                     mode: Any = LoadMode.APPEND, **kwargs) -> Iterator[LoadResult]:
         """A LoadResult per batch, each its own commit; the first failure ends the stream.
-        An overwrite replaces the table with the first batch and appends the others."""
+        An overwrite replaces the table with the first batch and appends the others; a
+        merge or upsert merges each batch."""
         for index, batch in enumerate(batch_iterator):
-            result = self.load_batch(batch, table_name,
-                                     mode=mode if index == 0 else LoadMode.APPEND, **kwargs)
+            # An overwrite replaces the table once; merges and upserts stay what they are.
+            later = LoadMode.APPEND if _mode(mode) == LoadMode.OVERWRITE else mode
+            result = self.load_batch(batch, table_name, mode=mode if index == 0 else later,
+                                     **kwargs)
             result.metadata.setdefault("batch_index", index)
             yield result
             if not result.success:
@@ -116,12 +125,12 @@ class DeltaLakeLoader:
         re-sent batches' ranges itself."""
         label = f"sdk-stream {connection_name or 'default'} {table_name}"
         options_keywords = {k: v for k, v in kwargs.items() if k not in _SDK_STREAM_KEYWORDS}
-        mode = _mode(options_keywords.pop("mode", LoadMode.APPEND))
         try:
+            mode = _mode(options_keywords.pop("mode", LoadMode.APPEND))
             table_config, options = load_options(
                 self.config, table_name, mode, options_keywords.pop("writer_properties", None),
                 options_keywords, "load_stream_continuous()")
-        except Error as error:
+        except (Error, TypeError) as error:
             yield self._failure(table_name, str(error), time.monotonic(), "load_stream")
             return
         if not self._connected:
@@ -148,12 +157,15 @@ class DeltaLakeLoader:
         try:
             result = self._write(data, table_name, _mode(mode), create_table, dict(kwargs),
                                  operation)
-        except Error as error:
+        except Exception as error:  # the SDK reports every failure as a failed result
             self.logger.error("%s to %s failed: %s", operation, table_name, error)
             return self._failure(table_name, str(error), started, operation)
         result.table_name = table_name
         result.loader_type = LOADER_TYPE
+        # The SDK's metadata keys beside the engine's (table_version, files_added, …).
         result.metadata["operation"] = operation
+        result.metadata.setdefault("batches_processed", result.metadata.get("batches", 0))
+        result.metadata["mode"] = _mode(mode).value
         return result
 
     def _write(self, data: Any, table_name: str, mode: LoadMode, create_table: bool,
@@ -229,6 +241,7 @@ class _HandedOverStream:
         self._table_name = table_name
         self._channel = None
         self._job = None
+        self._reorgs = 0
 
     def run(self, items) -> Iterator[LoadResult]:
         started = time.monotonic()
@@ -241,18 +254,33 @@ class _HandedOverStream:
                     return  # the load ended (until_block, or a failure it reported)
             if self._channel is not None:
                 self._channel.close()
-        except Error as error:
-            yield self._loader._failure(self._table_name, str(error), started, "load_stream")
-            return
-        except BaseException as error:
-            if self._channel is not None:
-                self._channel.fail(f"{type(error).__name__}: {error}")
             if self._job is not None:
-                self._job.stop()
-                self._job.join()
+                yield from self._drain(until_final=True)
+        except (KeyboardInterrupt, GeneratorExit):
+            self._abandon("interrupted")
             raise
-        if self._job is not None:
+        except Exception as error:  # the SDK ends a stream with a failed result
+            if self._job is None or isinstance(self._job, _FinishedJob):
+                yield self._loader._failure(self._table_name, str(error), started,
+                                            "load_stream")
+                return
+            # The engine ends the load on the failure: its final result says what stays.
+            self._channel.fail(f"{type(error).__name__}: {error}", False)
             yield from self._drain(until_final=True)
+        finally:
+            self._abandon("ended")
+
+    def _abandon(self, why: str) -> None:
+        """Stop the load if it still runs and wait for it (the GIL released, in slices so
+        that a second Ctrl-C gets through)."""
+        if self._channel is not None:
+            self._channel.fail(f"the stream was {why}", False)
+        job = self._job
+        if job is not None and not isinstance(job, _FinishedJob):
+            job.stop()
+            while not job.join_for(0.25):
+                pass
+            self._job = _FinishedJob()
 
     def _hand_over(self, item) -> Iterator[LoadResult]:
         data = getattr(item, "data", None)
@@ -266,48 +294,81 @@ class _HandedOverStream:
             channel, error = _native.FedChannel.open(capsule, metadata)
             raise_if_error(error)
             self._channel = channel
-            self._job = _native.LoadJob.for_channel(channel, self._label, self._config_json,
-                                                    self._options_json)
-            raise_if_error(self._job.error)
-            self._job.start()
+            job = _native.LoadJob.for_channel(channel, self._label, self._config_json,
+                                              self._options_json)
+            raise_if_error(job.error)
+            _LIVE_JOBS.add(job)  # stopped and joined at exit like every load
+            self._job = job
+            job.start()
             return
-        while True:
-            queued, error = self._channel.push(capsule, metadata, self.PUSH_WAIT_SECONDS)
-            if error is not None:
-                # The load ended (until_block reached, or a failure its final result says),
-                # or this message is bad: the load fails with it.
-                self._channel.fail(json.loads(error).get("message", error))
-                yield from self._drain(until_final=True)
-                return
-            if queued:
-                break
+        # Each item is exported and imported once; a full channel keeps it for the retry.
+        queued, error = self._channel.push(capsule, metadata, self.PUSH_WAIT_SECONDS)
+        while error is None and not queued:
             # No room: the engine may be waiting for a result to be taken.
             yield from self._drain(until_final=False)
-            capsule = stream_capsule(data, "load_stream_continuous()")
+            queued, error = self._channel.push_pending(self.PUSH_WAIT_SECONDS)
+        if error is not None:
+            # The load ended (until_block reached, or a failure its final result says), or
+            # this item cannot be loaded: the load fails naming it.
+            self._channel.fail(json.loads(error).get("message", error), True)
+            yield from self._drain(until_final=True)
+            return
         yield from self._drain(until_final=False)
 
     def _drain(self, until_final: bool) -> Iterator[LoadResult]:
         """The engine's events so far (all of them, to the final one, with until_final)."""
-        while True:
+        while not isinstance(self._job, _FinishedJob):
             event = self._job.next(0.1 if until_final else 0.0)
             if event is None:
                 if until_final:
                     continue
                 return
             if event == "":
+                self._job = _FinishedJob()
                 return
             event = json.loads(event)
-            result = result_from(event["result"])
-            result.table_name = self._table_name
-            result.loader_type = LOADER_TYPE
+            result = self._sdk_result(result_from(event["result"]))
             if event["kind"] == "final":
-                if not result.success:
-                    yield result
                 self._job.join()
                 self._job = _FinishedJob()
+                if not result.success:
+                    yield result
                 return
             yield result
             self._job.ack()
+
+    def _sdk_result(self, result: LoadResult) -> LoadResult:
+        """The engine's result with the SDK's names and metadata keys beside its own."""
+        result.table_name = self._table_name
+        result.loader_type = LOADER_TYPE
+        metadata = result.metadata
+        metadata["is_streaming"] = True
+        if result.is_reorg:
+            self._reorgs += 1
+            metadata["operation"] = "reorg"
+            metadata["invalidation_count"] = len(result.invalidation_ranges or [])
+            metadata["reorg_number"] = self._reorgs
+        elif result.success:
+            metadata.setdefault("operation", "load_batch")
+            metadata["ranges_complete"] = True  # a commit holds complete microbatches
+            metadata["block_ranges"] = _ranges_list(metadata.get("block_ranges"))
+        return result
+
+
+def _ranges_list(text: Any) -> Any:
+    """The engine's "network:start-end,…" as the SDK's [{network, start, end}]."""
+    if not isinstance(text, str):
+        return text
+    ranges = []
+    for span in filter(None, text.split(",")):
+        network, _, blocks = span.rpartition(":")
+        first, _, last = blocks.partition("-")
+        try:
+            ranges.append({"network": network, "start": int(first),
+                           "end": int(last or first)})
+        except ValueError:
+            return text
+    return ranges
 
 
 class _FinishedJob:

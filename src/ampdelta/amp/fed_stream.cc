@@ -32,8 +32,9 @@ class FedQueryStream : public QueryStream {
 FedChannel::FedChannel(std::shared_ptr<arrow::Schema> schema, size_t capacity)
     : schema_(std::move(schema)), capacity_(std::max<size_t>(capacity, 2)) {}
 
-arrow::Result<bool> FedChannel::Push(ResponseBatch message,
+arrow::Result<bool> FedChannel::Push(const ResponseBatch& pushed,
                                      std::chrono::milliseconds timeout) {
+  ResponseBatch message = pushed;
   if (message.data == nullptr) {
     return InvalidInputError(
         "a streamed message needs a record batch (0 rows for markers)");
@@ -93,10 +94,14 @@ arrow::Result<std::optional<ResponseBatch>> FedChannel::Pop() {
 }
 
 void FedChannel::Cancel() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  cancelled_ = true;
-  queue_.clear();
-  changed_.notify_all();
+  std::deque<ResponseBatch> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancelled_ = true;
+    dropped.swap(queue_);
+    changed_.notify_all();
+  }
+  // Freed outside the lock: a producer's buffers may need its runtime (Python's GIL).
 }
 
 FedClient::FedClient(std::shared_ptr<FedChannel> channel, std::string label)

@@ -33,7 +33,9 @@ class FedChannel {
   /// \brief Queue `message`, waiting up to `timeout` for room: true when queued, false on
   /// the timeout; an error once the reader cancelled or the channel was closed, or for a
   /// message of another schema.
-  arrow::Result<bool> Push(ResponseBatch message, std::chrono::milliseconds timeout);
+  /// `message` is copied in only when queued, so the caller may push it again.
+  arrow::Result<bool> Push(const ResponseBatch& message,
+                           std::chrono::milliseconds timeout);
   /// \brief The producer has no more messages: the reader sees the stream's end.
   void Close();
   /// \brief The producer failed: the reader sees `status` after the queued messages.

@@ -422,6 +422,7 @@ class StreamLoad {
     std::optional<amp::ResponseBatch> message = std::move(*popped);
     if (!message) {
       ARROW_RETURN_NOT_OK(CommitIfIdle());
+      if (group_.open_rows() > 0) return EndedInsideMicrobatch();
       return std::optional<Outcome>(Outcome::kEnded);
     }
     const int64_t rows = message->data->num_rows();
@@ -514,6 +515,15 @@ class StreamLoad {
       }
     }
     return false;
+  }
+
+  // The complete microbatches share their files with the unfinished one's rows, so none
+  // can be committed: say so rather than end as if all were loaded.
+  arrow::Status EndedInsideMicrobatch() const {
+    return ProtocolError("the stream ended inside a microbatch: ", group_.rows(),
+                         " rows of complete microbatches and ", group_.open_rows(),
+                         " rows of the unfinished one were not committed (running the "
+                         "stream again loads them)");
   }
 
   arrow::Status StalledInsideMicrobatch() const {
