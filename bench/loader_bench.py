@@ -4,7 +4,8 @@
 
 The data is Amp's evm `transactions` table, fetched once from the dev server into an Arrow
 IPC file (bench/write_bench.py's fetch); every peer streams the same batches from that file
-(a pyarrow RecordBatchReader over the memory-mapped file, never materialised) with Snappy:
+(a pyarrow RecordBatchReader reading the file batch by batch, never materialised) with
+Snappy:
   module     DeltaLakeLoader({'table_path', 'optimize_after_write': False}).load_table(reader)
              timed in its process after its imports (the import shown apart)
   deltalake  write_deltalake(path, reader, mode='append'), timed the same way
@@ -46,7 +47,8 @@ import pyarrow as pa, pyarrow.ipc as ipc
 {imports}
 imported = time.perf_counter()
 src, dst = sys.argv[1:3]
-file = ipc.open_file(pa.memory_map(src))
+# Read, not memory-mapped: a mapped input's pages would count in the peak RSS.
+file = ipc.open_file(pa.OSFile(src))
 reader = pa.RecordBatchReader.from_batches(
     file.schema, (file.get_batch(i) for i in range(file.num_record_batches)))
 {load}
