@@ -20,18 +20,8 @@ log() { printf '[wheel] %s\n' "$*" >&2; }
 
 [[ -f $SDK/include/arrow/api.h ]] || { log "no Arrow SDK in $SDK: run make setup"; exit 1; }
 
-# The interpreter of CPython `version`: on PATH, or in pyenv's versions.
-interpreter() {
-  local version=$1 found
-  for found in "python$version" "$(pyenv root 2>/dev/null)/versions/$version"*/bin/"python$version"; do
-    if command -v "$found" >/dev/null 2>&1 && "$found" -c 'import sys' 2>/dev/null; then
-      command -v "$found"
-      return
-    fi
-  done
-  log "no CPython $version on this machine (PATH or pyenv)"
-  return 1
-}
+# shellcheck source=python_versions.sh
+source "$ROOT/scripts/python_versions.sh"
 
 # A build venv per version that stays put (python/requirements-build.txt), so rebuilds in
 # build/python/<tag> are incremental.

@@ -12,17 +12,8 @@ cd "$ROOT"
 log() { printf '[wheel-matrix] %s\n' "$*" >&2; }
 ENTRIES=(${AMPDELTA_WHEEL_MATRIX:-py312-pyarrow20 py313-newest py310-nopyarrow})
 
-interpreter() {
-  local version=$1 found
-  for found in "python$version" "$(pyenv root 2>/dev/null)/versions/$version"*/bin/"python$version"; do
-    if command -v "$found" >/dev/null 2>&1 && "$found" -c 'import sys' 2>/dev/null; then
-      command -v "$found"
-      return
-    fi
-  done
-  log "no CPython $version on this machine (PATH or pyenv)"
-  return 1
-}
+# shellcheck source=python_versions.sh
+source "$ROOT/scripts/python_versions.sh"
 
 status=0
 for entry in "${ENTRIES[@]}"; do

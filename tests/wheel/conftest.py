@@ -21,35 +21,21 @@ import importlib.util
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-# configure_connection saves connections to $FLIGHT_SQL_CONNECTIONS, else
-# ~/.flight_sql_connections.json: the tests' own go to a file of this session's.
-os.environ["FLIGHT_SQL_CONNECTIONS"] = os.path.join(
-    tempfile.mkdtemp(prefix="ampdelta-wheel-connections-"), "connections.json")
-
 WHEEL_TESTS_DIR = Path(__file__).resolve().parent
 INTEROP_DIR = WHEEL_TESTS_DIR.parent / "interop"
+if str(INTEROP_DIR) not in sys.path:
+    sys.path.insert(0, str(INTEROP_DIR))
 
 
-def _load_interop_conftest():
-    name = "ampdelta_interop_conftest"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, INTEROP_DIR / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from shared_conftest import (  # noqa: E402  (tests/interop)
+    reexport_interop_conftest, use_session_connections_file)
 
-
-_interop = _load_interop_conftest()
-for _name, _value in vars(_interop).items():
-    if not _name.startswith("_") and _name not in ("annotations",):
-        globals().setdefault(_name, _value)
+use_session_connections_file()
+reexport_interop_conftest(globals())
 
 # Named explicitly for readers of this file (they are among the names re-exported above).
 from ampdelta_interop_conftest import (  # noqa: E402
