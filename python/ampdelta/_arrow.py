@@ -45,9 +45,15 @@ class ArrowStream:
         return capsule
 
     def __iter__(self):
-        raise InvalidInputError(
-            "iterating a result batch by batch needs pyarrow (pip install 'ampdelta[pyarrow]'); "
-            "without it, read the stream with Polars or DuckDB, or call read_all()")
+        """The batches, each an ArrowTable (the stream is read as it goes)."""
+        reader, error = _native.read_stream(self.__arrow_c_stream__())
+        raise_if_error(error)
+        while True:
+            held, error = reader.next()
+            raise_if_error(error)
+            if held is None:
+                return
+            yield ArrowTable(held)
 
     def read_all(self) -> "ArrowTable":
         """The rest of the stream, held by the extension as an ArrowTable."""

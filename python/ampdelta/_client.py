@@ -120,7 +120,8 @@ class Client:
         return QueryBuilder(self, query)
 
     def get_sql(self, query: str, read_all: bool = False):
-        """The SDK's get_sql: a table (read_all) or an iterator of batches (pyarrow)."""
+        """The SDK's get_sql: a table (read_all) or an iterator of batches (pyarrow
+        RecordBatches; without pyarrow, ampdelta.ArrowTables of one batch each)."""
         builder = self.sql(query)
         return builder.to_arrow() if read_all else iter(builder.to_reader())
 

@@ -119,4 +119,15 @@ arrow::Result<nb::capsule> HeldTable::ExportStream() const {
   return ExportStreamCapsule(std::make_shared<arrow::TableBatchReader>(table_));
 }
 
+arrow::Result<std::optional<HeldTable>> HeldReader::Next() {
+  if (reader_ == nullptr) return std::nullopt;
+  ARROW_ASSIGN_OR_RAISE(auto batch, reader_->Next());
+  if (batch == nullptr) {
+    reader_.reset();  // the producer's resources go at the end, not with the object
+    return std::nullopt;
+  }
+  ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches({batch}));
+  return HeldTable(std::move(table));
+}
+
 }  // namespace ampdelta::python

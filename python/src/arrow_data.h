@@ -8,6 +8,7 @@
 /// other side.
 
 #include <memory>
+#include <optional>
 
 #include <arrow/record_batch.h>
 #include <arrow/result.h>
@@ -50,6 +51,19 @@ class HeldTable {
 
  private:
   std::shared_ptr<arrow::Table> table_;
+};
+
+/// \brief A stream read batch by batch by the extension (iterating a result without
+/// pyarrow): each batch a HeldTable.
+class HeldReader {
+ public:
+  explicit HeldReader(std::shared_ptr<arrow::RecordBatchReader> reader)
+      : reader_(std::move(reader)) {}
+  /// \brief The next batch, or nullopt at the end (the caller has released the GIL).
+  arrow::Result<std::optional<HeldTable>> Next();
+
+ private:
+  std::shared_ptr<arrow::RecordBatchReader> reader_;
 };
 
 }  // namespace ampdelta::python

@@ -255,6 +255,24 @@ Answer CollectStream(nb::handle capsule) {
   return AnswerOf(std::move(table));
 }
 
+// A stream capsule to read batch by batch (iterating a result without pyarrow).
+Answer ReadStream(nb::handle capsule) {
+  auto reader = ImportStreamCapsule(capsule);
+  if (!reader.ok()) return {nb::none(), ErrorJson(reader.status())};
+  return {nb::cast(HeldReader(std::move(*reader))), std::nullopt};
+}
+
+// (the next batch or None, None) or (None, error JSON).
+Answer NextBatch(HeldReader& reader) {
+  auto next = [&reader] {
+    ReleasedGil release;
+    return reader.Next();
+  }();
+  if (!next.ok()) return {nb::none(), ErrorJson(next.status())};
+  if (!next->has_value()) return {nb::none(), std::nullopt};
+  return {nb::cast(std::move(**next)), std::nullopt};
+}
+
 // A record batch given as `__arrow_c_array__` capsules, as a stream capsule.
 Answer StreamFromArray(nb::handle schema_capsule, nb::handle array_capsule) {
   auto reader = ImportArrayCapsules(schema_capsule, array_capsule);
@@ -395,6 +413,9 @@ NB_MODULE(_native, m) {
       .def("close", &PyFedChannel::Close, nb::call_guard<ampdelta::python::ReleasedGil>())
       .def("fail", &PyFedChannel::Fail, nb::arg("message"), nb::arg("bad_item"),
            nb::call_guard<ampdelta::python::ReleasedGil>());
+  using ampdelta::python::HeldReader;
+  nb::class_<HeldReader>(m, "HeldReader").def("next", &ampdelta::python::NextBatch);
+  m.def("read_stream", &ampdelta::python::ReadStream, nb::arg("capsule"));
   m.def("collect_stream", &ampdelta::python::CollectStream, nb::arg("capsule"));
   m.def("stream_from_array", &ampdelta::python::StreamFromArray,
         nb::arg("schema_capsule"), nb::arg("array_capsule"));

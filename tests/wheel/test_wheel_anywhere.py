@@ -421,3 +421,21 @@ def test_ray_beside_ampdelta(dev_url, tmp_path):
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), describe(proc)
     import polars as pl
     assert pl.read_delta(str(tmp_path / "t")).height == 100
+
+
+def test_get_sql_iterates_batches_with_or_without_pyarrow(dev_url):
+    """The SDK's default get_sql (read_all=False): an iterator of batches, pyarrow
+    RecordBatches or, without pyarrow, ArrowTables any consumer reads."""
+    import ampdelta
+    pl = pytest.importorskip("polars")
+    batches = list(ampdelta.Client(dev_url).get_sql(BLOCKS_SQL))
+    assert batches
+    if installed("pyarrow"):
+        import pyarrow as pa
+        assert all(isinstance(b, pa.RecordBatch) for b in batches)
+        frames = [pl.from_arrow(b) for b in batches]
+    else:
+        assert all(isinstance(b, ampdelta.ArrowTable) for b in batches)
+        frames = [pl.DataFrame(b) for b in batches]
+    numbers = sorted(n for frame in frames for n in frame["block_num"].to_list())
+    assert numbers == QUICKSTART_BLOCK_NUMBERS
