@@ -136,14 +136,13 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
     if (WritableFeatures().count(feature) == 0) refused.push_back(feature);
   }
   // Features ampdelta can carry only while nothing uses them. CHECK constraints are
-  // enforced by the writer (check_constraints.h), which refuses one it cannot evaluate.
+  // enforced by the writer (check_constraints.h), which refuses one it cannot evaluate;
+  // identity columns get their values there too (identity_columns.h).
   if (HasFieldMetadata(schema, "delta.invariants"))
     refused.push_back("invariants (in use)");
   if (HasFieldMetadata(schema, "delta.generationExpression")) {
     refused.push_back("generatedColumns (in use)");
   }
-  if (HasFieldMetadata(schema, "delta.identity."))
-    refused.push_back("identityColumns (in use)");
   if (HasFieldMetadata(schema, "CURRENT_DEFAULT")) {
     refused.push_back("allowColumnDefaults (in use)");
   }

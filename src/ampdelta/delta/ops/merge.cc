@@ -172,6 +172,65 @@ arrow::Result<std::optional<Predicate>> KeyRangePredicate(
   return std::optional<Predicate>(std::move(*parsed));
 }
 
+// An updated row keeps the identity values the table gave it (Spark's UPDATE SET * leaves
+// identity columns alone); a new row keeps those the writer assigned it.
+class KeptIdentity {
+ public:
+  KeptIdentity(const arrow::Schema& schema, const std::vector<std::string>& columns) {
+    for (const auto& name : columns) {
+      const int index = FindFieldIgnoreCase(schema, name);
+      if (index >= 0) indices_.push_back(index);
+    }
+  }
+
+  // Remember the identity values of table row `row`, replaced by the source's `key`.
+  void Remember(const arrow::RecordBatch& rows, int64_t row, const std::string& key) {
+    if (indices_.empty()) return;
+    auto& values = values_[key];
+    values.clear();
+    for (int index : indices_) {
+      const auto& column = static_cast<const arrow::Int64Array&>(*rows.column(index));
+      values.push_back(column.IsNull(row) ? std::nullopt
+                                          : std::optional<int64_t>(column.Value(row)));
+    }
+  }
+
+  // `rows` (the source's, keyed by `keys`) with the remembered values of matched keys.
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Apply(
+      const std::shared_ptr<arrow::RecordBatch>& rows,
+      const std::vector<std::optional<std::string>>& keys) const {
+    if (values_.empty()) return rows;
+    std::shared_ptr<arrow::RecordBatch> out = rows;
+    for (size_t i = 0; i < indices_.size(); ++i) {
+      const int index = indices_[i];
+      const auto& column = static_cast<const arrow::Int64Array&>(*rows->column(index));
+      arrow::Int64Builder builder;
+      ARROW_RETURN_NOT_OK(builder.Reserve(rows->num_rows()));
+      for (int64_t row = 0; row < rows->num_rows(); ++row) {
+        const auto& key = keys[static_cast<size_t>(row)];
+        const auto kept = key ? values_.find(*key) : values_.end();
+        std::optional<int64_t> value = kept != values_.end() ? kept->second[i]
+                                       : column.IsNull(row)
+                                           ? std::nullopt
+                                           : std::optional<int64_t>(column.Value(row));
+        if (value) {
+          builder.UnsafeAppend(*value);
+        } else {
+          builder.UnsafeAppendNull();
+        }
+      }
+      ARROW_ASSIGN_OR_RAISE(auto array, builder.Finish());
+      ARROW_ASSIGN_OR_RAISE(out,
+                            out->SetColumn(index, rows->schema()->field(index), array));
+    }
+    return out;
+  }
+
+ private:
+  std::vector<int> indices_;
+  std::unordered_map<std::string, std::vector<std::optional<int64_t>>> values_;
+};
+
 // Record the merge's surviving source rows in the change data feed: a row whose key
 // matched a table row is its update_postimage, any other an insert.
 arrow::Status RecordSourceChanges(TableWriter* writer,
@@ -249,7 +308,8 @@ arrow::Result<MergeResult> MergeOnce(
   std::unordered_map<std::string, std::pair<size_t, int64_t>> last;
   for (const auto& batch : source) {
     if (batch->num_rows() == 0) continue;
-    ARROW_ASSIGN_OR_RAISE(auto converted, ConformBatch(batch, schema));
+    ARROW_ASSIGN_OR_RAISE(auto with_identity, writer->AssignIdentity(batch));
+    ARROW_ASSIGN_OR_RAISE(auto converted, ConformBatch(with_identity, schema));
     auto keys = KeyEncoder::Encode(*converted, indices);
     for (int64_t row = 0; row < converted->num_rows(); ++row) {
       const auto& key = keys[static_cast<size_t>(row)];
@@ -266,6 +326,7 @@ arrow::Result<MergeResult> MergeOnce(
     return result;  // nothing to merge: no commit
   }
   std::unordered_set<std::string> matched;
+  KeptIdentity kept_identity(*schema, writer->generated_identity_columns());
   if (snapshot != nullptr && !last.empty()) {
     ARROW_ASSIGN_OR_RAISE(auto prune, KeyRangePredicate(conformed, schema, indices));
     std::vector<Remove> removes;
@@ -289,6 +350,7 @@ arrow::Result<MergeResult> MergeOnce(
         if (keys[row] && last.count(*keys[row]) != 0) {
           keep[row] = false;
           matched.insert(*keys[row]);
+          kept_identity.Remember(*rows, static_cast<int64_t>(row), *keys[row]);
           ++replaced;
         }
       }
@@ -336,7 +398,8 @@ arrow::Result<MergeResult> MergeOnce(
       }
     }
     result.source_duplicates += dropped;
-    std::shared_ptr<arrow::RecordBatch> rows = conformed[b];
+    ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::RecordBatch> rows,
+                          kept_identity.Apply(conformed[b], keys));
     if (dropped > 0) {
       ARROW_ASSIGN_OR_RAISE(rows, FilterRows(rows, keep));
     }

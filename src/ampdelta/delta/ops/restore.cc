@@ -12,9 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/column_mapping.h"
+#include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/delta/txn/write_lease.h"
+#include "ampdelta/delta/write/identity_columns.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
@@ -115,6 +117,12 @@ arrow::Result<CommitReport> RestoreOnce(
     restored.configuration[kMaxColumnIdKey] = std::to_string(
         std::max(MaxColumnId(*latest->schema(), latest->metadata().configuration),
                  MaxColumnId(*target->schema(), restored.configuration)));
+  }
+  // Identity values handed out since stay handed out, as Spark's RESTORE keeps them.
+  ARROW_ASSIGN_OR_RAISE(auto marked,
+                        KeepHighWaterMarks(target->schema(), *latest->schema()));
+  if (marked != target->schema()) {
+    ARROW_ASSIGN_OR_RAISE(restored.schema_string, SchemaToJson(*marked));
   }
   if (!(restored == latest->metadata())) txn.SetMetadata(std::move(restored));
   // Domains go back to the target's state too (a stream's cursor, clustering columns).

@@ -18,6 +18,7 @@
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/check_constraints.h"
 #include "ampdelta/delta/write/file_tags.h"
+#include "ampdelta/delta/write/identity_columns.h"
 #include "ampdelta/delta/write/write_plan.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
@@ -77,6 +78,7 @@ class TableWriter::Impl {
   std::optional<Metadata> new_metadata;
   std::optional<Protocol> new_protocol;
   std::unique_ptr<DataFileWriter> writer;
+  IdentityAssigner identity;
   // The change data feed: on when the table (as this commit leaves it) asks for it; the
   // writer opens with the first recorded change.
   bool change_feed = false;
@@ -150,6 +152,8 @@ class TableWriter::Impl {
     partition_columns = std::move(plan.partition_columns);
     new_metadata = std::move(plan.new_metadata);
     new_protocol = std::move(plan.new_protocol);
+    ARROW_ASSIGN_OR_RAISE(identity, IdentityAssigner::Make(*table_schema, *source_schema,
+                                                           options.rewrites_rows));
     if (plan.clustering_domain) options.domains.push_back(*plan.clustering_domain);
     // Vacuum must not take the files for garbage before they are committed.
     lease = options.lease;
@@ -201,6 +205,17 @@ class TableWriter::Impl {
     return arrow::Status::OK();
   }
 
+  // The commit records the identity values handed out: the metadata carries the new
+  // high-water marks (a concurrent writer that read the old ones then conflicts).
+  arrow::Status RecordHighWaterMarks() {
+    if (!identity.assigned()) return arrow::Status::OK();
+    Metadata metadata = new_metadata ? *new_metadata : snapshot->metadata();
+    ARROW_ASSIGN_OR_RAISE(auto schema, identity.AdvanceHighWaterMarks(table_schema));
+    ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*schema));
+    new_metadata = std::move(metadata);
+    return arrow::Status::OK();
+  }
+
   // Delete the files of a write that does not commit, change data included.
   arrow::Status AbortFiles() {
     arrow::Status aborted = writer ? writer->Abort() : arrow::Status::OK();
@@ -240,7 +255,19 @@ int64_t TableWriter::bytes_written() const {
 arrow::Status TableWriter::Write(const std::shared_ptr<arrow::RecordBatch>& batch) {
   if (impl_->skipped) return arrow::Status::OK();
   if (impl_->done) return arrow::Status::Invalid("write after commit");
-  return impl_->writer->Write(batch);
+  if (!impl_->identity.generates()) return impl_->writer->Write(batch);
+  ARROW_ASSIGN_OR_RAISE(auto filled, impl_->identity.Fill(batch));
+  return impl_->writer->Write(filled);
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> TableWriter::AssignIdentity(
+    const std::shared_ptr<arrow::RecordBatch>& batch) {
+  if (impl_->skipped || !impl_->identity.generates()) return batch;
+  return impl_->identity.Fill(batch);
+}
+
+std::vector<std::string> TableWriter::generated_identity_columns() const {
+  return impl_->identity.generated_columns();
 }
 
 bool TableWriter::records_changes() const {
@@ -336,6 +363,7 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   }
   std::vector<Add> adds = std::move(*finished);
   arrow::Status present = impl_->CheckFilesExist(adds);
+  if (present.ok()) present = impl_->RecordHighWaterMarks();
   if (!present.ok()) {
     (void)impl_->AbortFiles();
     impl_->ReleaseLease();

@@ -89,6 +89,9 @@ struct TableWriteOptions {
   std::map<std::string, std::string> operation_parameters;
   /// Serializable isolation (Transaction::ConflictWithConcurrentAppends).
   bool serializable = false;
+  /// The rows written are the table's own (an undo's or a takeover's rewrite): identity
+  /// columns keep the values they hold (identity_columns.h).
+  bool rewrites_rows = false;
   /// The write lease the data files are written under (a stream keeps one across its
   /// commits); when null the writer holds its own until it commits or aborts.
   std::shared_ptr<WriteLease> lease;
@@ -132,6 +135,14 @@ class TableWriter {
   /// \brief Convert and write a batch (values that do not fit fail naming column and
   /// value).
   arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& batch);
+
+  /// \brief Return `batch` with values for the identity columns it lacks (Write does this
+  /// itself; a merge assigns them before it matches rows).
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> AssignIdentity(
+      const std::shared_ptr<arrow::RecordBatch>& batch);
+
+  /// \brief Return the identity columns this write gives values to.
+  std::vector<std::string> generated_identity_columns() const;
 
   /// \brief Remove `files` in the same commit (copy-on-write rewrites), declaring the
   /// table-relative `read_keys` whose content the result depends on.

@@ -237,6 +237,7 @@ class StreamLoad {
     delta::TableWriteOptions write = write_;
     write.mode = delta::SaveMode::kAppend;
     write.read_snapshot = snapshot_;
+    write.rewrites_rows = true;
     write.operation = "DELETE";
     write.transaction_records.push_back(
         delta::SetTransaction{TakeoverAppId(app_id_, networks[0]),
@@ -920,6 +921,7 @@ class StreamLoad {
     }
     write.mode = delta::SaveMode::kAppend;
     write.read_snapshot = snapshot_;
+    write.rewrites_rows = true;
     write.operation = "DELETE";
     write.operation_parameters = {
         {"predicate", "[\"reorg: " + amp::NetworkSpansText(invalidated) + "\"]"}};
