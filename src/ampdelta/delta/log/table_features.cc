@@ -137,12 +137,10 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
   }
   // Features ampdelta can carry only while nothing uses them. CHECK constraints are
   // enforced by the writer (check_constraints.h), which refuses one it cannot evaluate;
-  // identity columns get their values there too (identity_columns.h).
+  // identity and generated columns get their values there too (identity_columns.h,
+  // generated_columns.h, which refuses an expression it cannot evaluate).
   if (HasFieldMetadata(schema, "delta.invariants"))
     refused.push_back("invariants (in use)");
-  if (HasFieldMetadata(schema, "delta.generationExpression")) {
-    refused.push_back("generatedColumns (in use)");
-  }
   if (HasFieldMetadata(schema, "CURRENT_DEFAULT")) {
     refused.push_back("allowColumnDefaults (in use)");
   }

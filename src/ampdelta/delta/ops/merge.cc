@@ -308,8 +308,7 @@ arrow::Result<MergeResult> MergeOnce(
   std::unordered_map<std::string, std::pair<size_t, int64_t>> last;
   for (const auto& batch : source) {
     if (batch->num_rows() == 0) continue;
-    ARROW_ASSIGN_OR_RAISE(auto with_identity, writer->AssignIdentity(batch));
-    ARROW_ASSIGN_OR_RAISE(auto converted, ConformBatch(with_identity, schema));
+    ARROW_ASSIGN_OR_RAISE(auto converted, writer->Conform(batch));
     auto keys = KeyEncoder::Encode(*converted, indices);
     for (int64_t row = 0; row < converted->num_rows(); ++row) {
       const auto& key = keys[static_cast<size_t>(row)];

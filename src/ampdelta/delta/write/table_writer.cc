@@ -18,6 +18,7 @@
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/check_constraints.h"
 #include "ampdelta/delta/write/file_tags.h"
+#include "ampdelta/delta/write/generated_columns.h"
 #include "ampdelta/delta/write/identity_columns.h"
 #include "ampdelta/delta/write/write_plan.h"
 #include "ampdelta/util/ascii.h"
@@ -79,6 +80,7 @@ class TableWriter::Impl {
   std::optional<Protocol> new_protocol;
   std::unique_ptr<DataFileWriter> writer;
   IdentityAssigner identity;
+  std::shared_ptr<const GeneratedColumns> generated;
   // The change data feed: on when the table (as this commit leaves it) asks for it; the
   // writer opens with the first recorded change.
   bool change_feed = false;
@@ -154,6 +156,8 @@ class TableWriter::Impl {
     new_protocol = std::move(plan.new_protocol);
     ARROW_ASSIGN_OR_RAISE(identity, IdentityAssigner::Make(*table_schema, *source_schema,
                                                            options.rewrites_rows));
+    ARROW_ASSIGN_OR_RAISE(generated, GeneratedColumns::Make(table_schema, *source_schema,
+                                                            options.rewrites_rows));
     if (plan.clustering_domain) options.domains.push_back(*plan.clustering_domain);
     // Vacuum must not take the files for garbage before they are committed.
     lease = options.lease;
@@ -180,11 +184,13 @@ class TableWriter::Impl {
             table_schema));
     // Conversion to the table schema runs on the writer threads.
     file_options.prepare =
-        [schema = table_schema,
+        [schema = table_schema, generated = generated,
          checks = std::make_shared<const std::vector<CheckConstraint>>(
              std::move(constraints))](const std::shared_ptr<arrow::RecordBatch>& batch)
         -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
-      ARROW_ASSIGN_OR_RAISE(auto conformed, ConformBatch(batch, schema));
+      ARROW_ASSIGN_OR_RAISE(auto conformed, generated->empty()
+                                                ? ConformBatch(batch, schema)
+                                                : generated->Conform(batch));
       ARROW_RETURN_NOT_OK(CheckRows(*checks, *conformed));
       return conformed;
     };
@@ -260,10 +266,15 @@ arrow::Status TableWriter::Write(const std::shared_ptr<arrow::RecordBatch>& batc
   return impl_->writer->Write(filled);
 }
 
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> TableWriter::AssignIdentity(
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> TableWriter::Conform(
     const std::shared_ptr<arrow::RecordBatch>& batch) {
-  if (impl_->skipped || !impl_->identity.generates()) return batch;
-  return impl_->identity.Fill(batch);
+  if (impl_->skipped) return batch;
+  std::shared_ptr<arrow::RecordBatch> filled = batch;
+  if (impl_->identity.generates()) {
+    ARROW_ASSIGN_OR_RAISE(filled, impl_->identity.Fill(batch));
+  }
+  if (!impl_->generated->empty()) return impl_->generated->Conform(filled);
+  return ConformBatch(filled, impl_->table_schema);
 }
 
 std::vector<std::string> TableWriter::generated_identity_columns() const {

@@ -136,9 +136,10 @@ class TableWriter {
   /// value).
   arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& batch);
 
-  /// \brief Return `batch` with values for the identity columns it lacks (Write does this
-  /// itself; a merge assigns them before it matches rows).
-  arrow::Result<std::shared_ptr<arrow::RecordBatch>> AssignIdentity(
+  /// \brief Return `batch` in the table schema as Write writes it: values for the
+  /// identity columns it lacks, generated columns it lacks computed (a merge conforms its
+  /// source so before it matches rows; Write keeps what such a batch holds).
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Conform(
       const std::shared_ptr<arrow::RecordBatch>& batch);
 
   /// \brief Return the identity columns this write gives values to.

@@ -317,10 +317,17 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
     }
     plan.partition_columns = snapshot->partition_columns();
     // Every load must bring the partition columns: rows without them would all land in
-    // the null partition.
+    // the null partition. A generated one the writer computes (generated_columns.h).
     std::vector<std::string> absent;
+    const auto& table = *snapshot->schema();
     for (const auto& column : plan.partition_columns) {
-      if (FindFieldIgnoreCase(*incoming, column) < 0) absent.push_back(column);
+      const int index = FindFieldIgnoreCase(table, column);
+      const bool generated =
+          index >= 0 &&
+          FieldMetadataValue(*table.field(index), "delta.generationExpression")
+              .has_value();
+      if (!generated && FindFieldIgnoreCase(*incoming, column) < 0)
+        absent.push_back(column);
     }
     if (!absent.empty()) {
       std::vector<std::string> available;
