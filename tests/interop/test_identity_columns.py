@@ -147,6 +147,52 @@ def test_a_restore_keeps_the_mark_of_values_handed_out_since(tmp_path):
     assert dict((name, i) for i, name in rows(table))["e"] > mark
 
 
+def test_a_restore_finds_the_mark_of_a_column_renamed_since(tmp_path):
+    # Column mapping: the restored version names the column `id`, the latest `rid`.
+    table = tmp_path / "renamed"
+    spark = readers.spark_session()
+    spark.sql(f"CREATE TABLE delta.`{table}` (id BIGINT GENERATED ALWAYS AS IDENTITY, "
+              "name STRING) USING delta TBLPROPERTIES ('delta.columnMapping.mode'='name')")
+    spark.sql(f"INSERT INTO delta.`{table}` (name) VALUES ('a')")
+    version = len([p for p in log(table) if p.endswith(".json")]) - 1
+    spark.sql(f"ALTER TABLE delta.`{table}` RENAME COLUMN id TO rid")
+    assert write_names(tmp_path, table, ["b", "c", "d"]).returncode == 0
+    mark = identity_metadata(table, "rid")["delta.identity.highWaterMark"]
+    ok("table", "restore", table, "--version", version)
+    assert identity_metadata(table)["delta.identity.highWaterMark"] == mark
+    spark.sql(f"INSERT INTO delta.`{table}` (name) VALUES ('e')")
+    assert dict((name, i) for i, name in rows(table))["e"] > mark
+
+
+@pytest.mark.parametrize("options", [[], ["--no-merge-schema"]])
+def test_a_not_null_identity_column_is_computed_without_merging_schemas(tmp_path, options):
+    table = tmp_path / "not_null"
+    readers.spark_session().sql(
+        f"CREATE TABLE delta.`{table}` (id BIGINT NOT NULL GENERATED ALWAYS AS IDENTITY, "
+        "name STRING) USING delta")
+    ok("table", "write", table, *options, "--input",
+       arrow_file(tmp_path, pa.table({"name": ["a", "b"]})))
+    assert rows(table) == [(1, "a"), (2, "b")]
+    # A column the data lacks that the table does not compute is still refused.
+    done = run_cli("table", "write", table, "--no-merge-schema", "--input",
+                   arrow_file(tmp_path, pa.table({"id2": [1]})))
+    assert done.returncode == 2 and "missing from the data: ['name']" in done.stderr, done.stderr
+
+
+def test_a_step_as_large_as_a_long_hands_out_what_fits_and_then_refuses(tmp_path):
+    table = tmp_path / "huge"
+    step = 9_000_000_000_000_000_000
+    readers.spark_session().sql(
+        f"CREATE TABLE delta.`{table}` (id BIGINT GENERATED ALWAYS AS IDENTITY "
+        f"(START WITH {-step} INCREMENT BY {step}), name STRING) USING delta")
+    assert write_names(tmp_path, table, ["a", "b", "c"]).returncode == 0
+    assert rows(table) == [(-step, "a"), (0, "b"), (step, "c")]
+    before = log(table)
+    done = write_names(tmp_path, table, ["d"])
+    assert done.returncode == 2 and "ran out of values" in done.stderr, done.stderr
+    assert log(table) == before
+
+
 def test_a_merge_keeps_the_values_of_the_rows_it_updates(tmp_path, quickstart_url):
     from test_change_data_feed import blocks
     from conftest import QUICKSTART_FIRST

@@ -114,6 +114,18 @@ TEST(IdentityColumnsTest, ValuesPastTheRangeOfALongRefuseTheBatch) {
               testing::StatusHasMessage("identity column id ran out of values"));
 }
 
+TEST(IdentityColumnsTest, AStepAsLargeAsTheRangeHandsOutEveryValueThatFitsALong) {
+  // -9e18, 0, 9e18 fit a long although 2 * 9e18 does not.
+  const int64_t step = 9000000000000000000;
+  ASSERT_OK_AND_ASSIGN(auto assigner,
+                       IdentityAssigner::Make(*IdentitySchema(-step, step, {}),
+                                              *Names("[]")->schema(), false));
+  ASSERT_OK_AND_ASSIGN(auto values, assigner.Fill(Names(R"(["a", "b", "c"])")));
+  EXPECT_EQ(Ids(*values), (std::vector<int64_t>{-step, 0, step}));
+  EXPECT_THAT(assigner.Fill(Names(R"(["d"])")),
+              testing::StatusHasMessage("identity column id ran out of values"));
+}
+
 TEST(IdentityColumnsTest, AlwaysRefusesProvidedValuesAndByDefaultKeepsThem) {
   auto provided = IdentitySchema(1, 1, 2);
   EXPECT_THAT(IdentityAssigner::Make(*provided, *provided, false),
@@ -189,6 +201,23 @@ TEST(IdentityColumnsTest, ARestoreKeepsTheMarkOfValuesHandedOutSince) {
   EXPECT_EQ(HighWaterMark(store), 4);
   ASSERT_OK(test_tables::WriteBatches(store, {Names(R"(["e"])")}).status());
   EXPECT_EQ(Rows(store), (std::map<int64_t, std::string>{{1, "a"}, {2, "b"}, {5, "e"}}));
+}
+
+TEST(IdentityColumnsTest, ARestoreFindsTheMarkOfAColumnRenamedSince) {
+  // Column mapping: the restored version calls the column `id`, the latest `rid`; the
+  // physical name is the same column's.
+  auto mapped = [](const std::string& name, int64_t mark) {
+    auto field = IdentitySchema(1, 1, mark)->field(0)->WithName(name);
+    auto metadata = field->metadata()->Copy();
+    metadata->Append("delta.columnMapping.physicalName", R"("col-1")");
+    return arrow::schema({field->WithMetadata(metadata)});
+  };
+  ASSERT_OK_AND_ASSIGN(auto kept, KeepHighWaterMarks(mapped("id", 1), *mapped("rid", 4)));
+  EXPECT_EQ(FieldMetadataValue(*kept->field(0), "delta.identity.highWaterMark"), "4");
+  // Another column of the same name is not the same column.
+  ASSERT_OK_AND_ASSIGN(auto other,
+                       KeepHighWaterMarks(IdentitySchema(1, 1, 1), *mapped("id", 4)));
+  EXPECT_EQ(FieldMetadataValue(*other->field(0), "delta.identity.highWaterMark"), "1");
 }
 
 }  // namespace

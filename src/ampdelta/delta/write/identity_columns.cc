@@ -100,19 +100,25 @@ arrow::Result<std::vector<IdentityColumn>> IdentityColumnsOf(
 
 arrow::Result<std::shared_ptr<arrow::Schema>> KeepHighWaterMarks(
     const std::shared_ptr<arrow::Schema>& schema, const arrow::Schema& kept) {
-  ARROW_ASSIGN_OR_RAISE(auto columns, IdentityColumnsOf(*schema));
-  ARROW_ASSIGN_OR_RAISE(auto kept_columns, IdentityColumnsOf(kept));
   std::shared_ptr<arrow::Schema> out = schema;
-  for (const auto& column : columns) {
+  for (int index = 0; index < schema->num_fields(); ++index) {
+    const auto& field = *schema->field(index);
+    if (!FieldMetadataValue(field, kStart)) continue;
+    // The same column in `kept`: by physical name, which a rename leaves as it was.
+    const auto& kept_fields = kept.fields();
     const auto other =
-        std::find_if(kept_columns.begin(), kept_columns.end(),
-                     [&](const IdentityColumn& c) { return c.name == column.name; });
-    if (other == kept_columns.end() || !other->high_water_mark) continue;
+        std::find_if(kept_fields.begin(), kept_fields.end(), [&](const auto& candidate) {
+          return PhysicalName(*candidate) == PhysicalName(field) &&
+                 FieldMetadataValue(*candidate, kStart);
+        });
+    if (other == kept_fields.end()) continue;
+    ARROW_ASSIGN_OR_RAISE(auto column, ParseIdentity(field));
+    ARROW_ASSIGN_OR_RAISE(auto kept_column, ParseIdentity(**other));
+    if (!kept_column.high_water_mark) continue;
     const int64_t mark =
         column.high_water_mark
-            ? Further(column.step, *column.high_water_mark, *other->high_water_mark)
-            : *other->high_water_mark;
-    const int index = out->GetFieldIndex(column.name);
+            ? Further(column.step, *column.high_water_mark, *kept_column.high_water_mark)
+            : *kept_column.high_water_mark;
     ARROW_ASSIGN_OR_RAISE(
         out, out->SetField(index, WithEntry(out->field(index), kHighWaterMark, mark)));
   }
@@ -157,10 +163,13 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> IdentityAssigner::Fill(
                                " more would pass the range of a long; the table was not "
                                "changed");
     }
+    // Step by step: every value lies between the first and the last, both longs, where
+    // row * step alone may not.
     arrow::Int64Builder values;
     ARROW_RETURN_NOT_OK(values.Reserve(rows));
-    for (int64_t row = 0; row < rows; ++row) {
-      values.UnsafeAppend(*generator.next + row * generator.column.step);
+    __int128 value = rows > 0 ? *generator.next : 0;
+    for (int64_t row = 0; row < rows; ++row, value += generator.column.step) {
+      values.UnsafeAppend(static_cast<int64_t>(value));
     }
     ARROW_ASSIGN_OR_RAISE(auto array, values.Finish());
     if (rows > 0) {
