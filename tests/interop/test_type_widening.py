@@ -2,7 +2,9 @@
 (`ALTER TABLE … ALTER COLUMN … TYPE BIGINT`, recorded in `delta.typeChanges`); ampdelta then
 appends values only the wider type holds, deletes and optimizes, reading the files written
 before the change with the table's type, and keeps the type-change record; Spark reads every
-row back and keeps writing. ampdelta itself never widens a column.
+row back and keeps writing. On a table with `delta.enableTypeWidening=true` a write that merges
+schemas widens a column the data brings in a wider type, and records it as Spark's own schema
+evolution does.
 """
 from __future__ import annotations
 
@@ -61,3 +63,74 @@ def test_ampdelta_writes_into_a_column_spark_widened(tmp_path):
     spark.sql(f"INSERT INTO delta.`{table}` VALUES ({2**41}, 'spark')")
     assert sorted(readers.read_spark(table).column("id").to_pylist()) == \
         [1, 3, 5, 2**40, 2**41]
+
+
+def write_arrow(tmp_path: Path, table: Path, data: pa.Table, *extra) -> subprocess.CompletedProcess:
+    source = tmp_path / f"input-{len(list(tmp_path.glob('input-*')))}.arrow"
+    with ipc.new_file(source, data.schema) as out:
+        out.write_table(data)
+    return run_cli("table", "write", table, "--input", source, *extra)
+
+
+def log_names(table: Path) -> list[str]:
+    return sorted(p.name for p in (table / "_delta_log").iterdir())
+
+
+def test_schema_evolution_widens_a_column_as_spark_records_it(tmp_path):
+    spark = readers.spark_session()
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    for table in (ours, theirs):
+        spark.sql(f"CREATE TABLE delta.`{table}` (id INT, ratio FLOAT, name STRING) USING delta "
+                  "TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+        spark.sql(f"INSERT INTO delta.`{table}` VALUES (1, 0.5, 'a'), (2, 1.5, 'b')")
+    wide = pa.table({"id": pa.array([2**40], pa.int64()), "ratio": pa.array([0.25], pa.float64()),
+                     "name": ["big"]})
+    done = write_arrow(tmp_path, ours, wide)
+    assert done.returncode == 0, done.stderr
+    # Spark's own schema evolution of the same append, the oracle of what gets recorded.
+    spark.createDataFrame([(2**40, 0.25, "big")], "id BIGINT, ratio DOUBLE, name STRING") \
+        .write.format("delta").mode("append") \
+        .option("mergeSchema", "true").save(str(theirs))
+    ours_fields = {f["name"]: f for f in latest_schema(ours)["fields"]}
+    theirs_fields = {f["name"]: f for f in latest_schema(theirs)["fields"]}
+    for column in ("id", "ratio"):
+        assert ours_fields[column]["type"] == theirs_fields[column]["type"], column
+        assert ours_fields[column]["metadata"] == theirs_fields[column]["metadata"], column
+    want = [(1, 0.5, "a"), (2, 1.5, "b"), (2**40, 0.25, "big")]
+    for reader in ("spark", "duckdb"):
+        got = sorted((r["id"], r["ratio"], r["name"])
+                     for r in readers.READERS[reader](ours).to_pylist())
+        assert got == want, reader
+    # ampdelta keeps writing and rewriting the mixed files; Spark after it.
+    ok("table", "delete", ours, "--where", "id = 1")
+    ok("table", "optimize", ours)
+    spark.sql(f"INSERT INTO delta.`{ours}` VALUES ({2**41}, 2.5, 'spark')")
+    assert sorted(readers.read_spark(ours).column("id").to_pylist()) == [2, 2**40, 2**41]
+
+
+def test_without_type_widening_a_wider_column_is_refused_with_the_table_unchanged(tmp_path):
+    table = tmp_path / "plain"
+    spark = readers.spark_session()
+    spark.sql(f"CREATE TABLE delta.`{table}` (id INT, ratio FLOAT) USING delta")
+    spark.sql(f"INSERT INTO delta.`{table}` VALUES (1, 0.5)")
+    before = log_names(table)
+    done = write_arrow(tmp_path, table, pa.table({"id": pa.array([2], pa.int64()),
+                                                  "ratio": pa.array([0.25], pa.float64())}))
+    assert done.returncode == 2, done.stderr
+    assert "ratio (table float, data double)" in done.stderr
+    assert "delta.enableTypeWidening=true" in done.stderr
+    assert log_names(table) == before
+    # With the property set by the same write, it widens and the protocol gets the feature.
+    done = write_arrow(tmp_path, table, pa.table({"id": pa.array([2], pa.int64()),
+                                                  "ratio": pa.array([0.25], pa.float64())}),
+                       "--property", "delta.enableTypeWidening=true")
+    assert done.returncode == 0, done.stderr
+    fields = {f["name"]: f for f in latest_schema(table)["fields"]}
+    assert fields["ratio"]["type"] == "double" and fields["id"]["type"] == "long"
+    protocol = [json.loads(line)["protocol"]
+                for path in sorted((table / "_delta_log").glob("*.json"))
+                for line in path.read_text().splitlines() if '"protocol"' in line][-1]
+    assert "typeWidening" in protocol["readerFeatures"]
+    assert "typeWidening" in protocol["writerFeatures"]
+    got = sorted((r["id"], r["ratio"]) for r in readers.read_spark(table).to_pylist())
+    assert got == [(1, 0.5), (2, 0.25)]

@@ -16,6 +16,7 @@
 #include <arrow/status.h>
 
 #include "ampdelta/delta/log/snapshot.h"
+#include "ampdelta/delta/txn/checkpoint_writer.h"
 #include "ampdelta/storage/object_store.h"
 
 namespace ampdelta::cli {
@@ -44,6 +45,7 @@ struct TableArgs {
   std::optional<int64_t> app_version;
   // maintenance
   int64_t target_size = 128 * 1024 * 1024;
+  delta::CheckpointOptions checkpoint;
   std::optional<double> retention_hours;
   bool dry_run = false;
   bool full = false;

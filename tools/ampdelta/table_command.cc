@@ -158,6 +158,16 @@ CommandRunner AddTableCommand(CLI::App& app) {
       table->add_subcommand("checkpoint", "Write a checkpoint of the latest version");
   checkpoint->add_option("path", args->path, "table path or URI")->required();
   checkpoint->add_option("--storage-option", args->storage_options, kStorageOptionHelp);
+  checkpoint
+      ->add_option("--sidecar-threshold", args->checkpoint.max_inline_file_actions,
+                   "V2 checkpoints: file actions above which they go to sidecars")
+      ->check(IntegerAtLeast(0))
+      ->capture_default_str();
+  checkpoint
+      ->add_option("--sidecar-size", args->checkpoint.file_actions_per_sidecar,
+                   "V2 checkpoints: the most file actions one sidecar holds")
+      ->check(IntegerAtLeast(1))
+      ->capture_default_str();
   CLI::App* scan = table->add_subcommand("scan", "Read rows (pruned by --where)");
   AddReadOptions(scan, args.get(), true);
   scan->add_option("--where", args->where, "predicate");

@@ -45,10 +45,11 @@ arrow::Status Checkpoint(const TableArgs& args) {
   const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
-  ARROW_ASSIGN_OR_RAISE(auto info, delta::WriteCheckpoint(*snapshot, now));
+  ARROW_ASSIGN_OR_RAISE(auto info,
+                        delta::WriteCheckpoint(*snapshot, now, args.checkpoint));
   std::cout << "checkpoint version=" << info.version << " actions=" << info.num_actions
             << " files=" << info.num_add_files << " bytes=" << info.size_in_bytes
-            << std::endl;
+            << " sidecars=" << info.num_sidecars << " path=" << info.path << std::endl;
   return arrow::Status::OK();
 }
 

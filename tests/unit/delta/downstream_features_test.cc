@@ -217,8 +217,7 @@ TEST(TablePropertiesTest, PropertiesAmpdeltaCannotHonourAreRefused) {
   for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
            {"delta.columnMapping.mode", "names"},
            {"delta.enableRowTracking", "true"},
-           {"delta.enableTypeWidening", "TRUE"},
-           {"delta.checkpointPolicy", "v2"},
+           {"delta.checkpointPolicy", "v3"},
            {"delta.constraints.positive", "block_num > 0"},
            {"delta.feature.clustering", "supported"},
            {"delta.minWriterVersion", "7"},
@@ -229,6 +228,8 @@ TEST(TablePropertiesTest, PropertiesAmpdeltaCannotHonourAreRefused) {
   }
   EXPECT_OK(ValidateTableProperties({{"delta.columnMapping.mode", "name"}}));
   EXPECT_OK(ValidateTableProperties({{"delta.columnMapping.mode", "id"}}));
+  EXPECT_OK(ValidateTableProperties({{"delta.checkpointPolicy", "V2"}}));
+  EXPECT_OK(ValidateTableProperties({{"delta.enableTypeWidening", "TRUE"}}));
   EXPECT_OK(ValidateTableProperties({{"delta.columnMapping.mode", "none"},
                                      {"delta.enableChangeDataFeed", "TRUE"},
                                      {"delta.checkpointPolicy", "classic"}}));

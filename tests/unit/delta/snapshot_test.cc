@@ -1,12 +1,16 @@
 #include "ampdelta/delta/log/snapshot.h"
 
 #include <arrow/buffer.h>
+#include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/action_json.h"
+#include "ampdelta/delta/log/checkpoint_reader.h"
 #include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/delta/txn/checkpoint_writer.h"
+#include "ampdelta/delta/txn/transaction.h"
 #include "ampdelta/storage/memory_store.h"
+#include "ampdelta/util/clock.h"
 #include "tests/unit/delta/table_test_util.h"
 
 namespace ampdelta::delta {
@@ -143,6 +147,83 @@ TEST_F(SnapshotTest, TheLastActionOfEachFileWinsWhateverItsPathsSpelling) {
   ASSERT_OK_AND_ASSIGN(auto from_checkpoint, Snapshot::Load(store_));
   ASSERT_TRUE(from_checkpoint->log_segment().checkpoint.has_value());
   expect_final(*from_checkpoint);
+}
+
+// A table with the v2Checkpoint feature gets UUID-named V2 checkpoints: a
+// checkpointMetadata row, its file actions inline or in sidecars, and _last_checkpoint
+// naming the file as Spark writes it; the snapshot read back is the same.
+TEST_F(SnapshotTest, AV2CheckpointTableGetsV2CheckpointsWithSidecarsWhenLarge) {
+  for (const int64_t inline_limit : {100, 2}) {
+    SCOPED_TRACE(inline_limit == 2 ? "sidecars" : "inline");
+    auto store = std::make_shared<storage::MemoryStore>();
+    std::vector<Action> actions = NewTableActions();
+    actions[0] = Protocol{3, 7, std::vector<std::string>{"v2Checkpoint"},
+                          std::vector<std::string>{"v2Checkpoint"}};
+    for (const char* path : {"a.parquet", "b.parquet", "c.parquet", "d.parquet"}) {
+      Add add;
+      add.path = path;
+      add.stats = R"({"numRecords":1})";
+      actions.push_back(add);
+    }
+    Remove removed;
+    removed.path = "a.parquet";
+    removed.deletion_timestamp = 1;
+    for (const auto& commit : {actions, std::vector<Action>{removed}}) {
+      ASSERT_OK_AND_ASSIGN(std::string bytes, EncodeCommit(commit));
+      const Version version = store->Head(CommitPath(0)).ok() ? 1 : 0;
+      ASSERT_OK(store->Put(CommitPath(version), arrow::Buffer::FromString(bytes),
+                           storage::PutMode::kCreateIfAbsent));
+    }
+    ASSERT_OK_AND_ASSIGN(auto replayed, Snapshot::Load(store));
+    CheckpointOptions options;
+    options.max_inline_file_actions = inline_limit;
+    options.file_actions_per_sidecar = 2;
+    ASSERT_OK_AND_ASSIGN(auto info, WriteCheckpoint(*replayed, 0, options));
+    EXPECT_EQ(info.path.rfind("_delta_log/00000000000000000001.checkpoint.", 0), 0u);
+    EXPECT_EQ(info.path.size(), std::string("_delta_log/").size() + 20 + 12 + 36 + 8);
+    EXPECT_EQ(info.num_sidecars, inline_limit == 2 ? 2 : 0);  // 3 files + 1 tombstone
+    EXPECT_EQ(info.num_actions, 3 + 4 + info.num_sidecars);
+    ASSERT_OK_AND_ASSIGN(auto top, ReadParquetActions(*store, info.path));
+    int metadata_rows = 0;
+    for (const auto& action : top) {
+      if (const auto* c = std::get_if<CheckpointMetadata>(&action)) {
+        EXPECT_EQ(c->version, 1);
+        ++metadata_rows;
+      }
+      if (inline_limit == 2) EXPECT_FALSE(std::holds_alternative<Add>(action));
+    }
+    EXPECT_EQ(metadata_rows, 1);
+    ASSERT_OK_AND_ASSIGN(auto sidecars, store->List("_delta_log/_sidecars/", ""));
+    EXPECT_EQ(sidecars.size(), static_cast<size_t>(info.num_sidecars));
+    ASSERT_OK_AND_ASSIGN(auto hint, store->Get(LastCheckpointPath()));
+    const auto last = nlohmann::json::parse(hint->ToString());
+    EXPECT_EQ(last["version"], 1);
+    EXPECT_EQ("_delta_log/" + last["v2Checkpoint"]["path"].get<std::string>(), info.path);
+    EXPECT_EQ(last["v2Checkpoint"]["sidecarFiles"].size(),
+              static_cast<size_t>(info.num_sidecars));
+    for (Version v : {0, 1}) ASSERT_OK(store->Delete(CommitPath(v)));
+    ASSERT_OK_AND_ASSIGN(auto loaded, Snapshot::Load(store));
+    ASSERT_TRUE(loaded->log_segment().checkpoint.has_value());
+    EXPECT_EQ(loaded->files(), replayed->files());
+    EXPECT_EQ(loaded->tombstones().size(), 1u);
+    EXPECT_EQ(loaded->protocol(), replayed->protocol());
+    // Log cleanup past a newer V2 checkpoint takes the older one's sidecars, and only
+    // those.
+    Remove next;
+    next.path = "b.parquet";
+    next.deletion_timestamp = 1;
+    ASSERT_OK_AND_ASSIGN(std::string bytes, EncodeCommit({next}));
+    ASSERT_OK(store->Put(CommitPath(2), arrow::Buffer::FromString(bytes),
+                         storage::PutMode::kCreateIfAbsent));
+    ASSERT_OK_AND_ASSIGN(auto third, Snapshot::Load(store));
+    ASSERT_OK_AND_ASSIGN(auto newer, WriteCheckpoint(*third, 0, options));
+    ASSERT_OK(CleanupExpiredLogs(*store, 0, NowMs() + 60'000).status());
+    ASSERT_OK_AND_ASSIGN(auto left, store->List("_delta_log/_sidecars/", ""));
+    EXPECT_EQ(left.size(), static_cast<size_t>(newer.num_sidecars));
+    EXPECT_FALSE(store->Head(info.path).ok());
+    ASSERT_OK_AND_ASSIGN(auto cleaned, Snapshot::Load(store));
+    EXPECT_EQ(cleaned->files(), third->files());
+  }
 }
 
 TEST_F(SnapshotTest, ACheckpointWrittenInSlicesHoldsEveryFileOnce) {

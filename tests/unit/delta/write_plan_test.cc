@@ -113,6 +113,49 @@ TEST_F(WritePlanTest, AnOverwriteThatReplacesTheSchemaKeepsTheTablesFeatures) {
   EXPECT_EQ(plan.table_schema->field(0)->type()->id(), arrow::Type::STRING);
 }
 
+TEST_F(WritePlanTest, SchemaEvolutionWidensATypeOnlyWhereTheTableAllowsIt) {
+  for (const bool enabled : {true, false}) {
+    SCOPED_TRACE(enabled ? "typeWidening enabled" : "not enabled");
+    auto store = std::make_shared<storage::MemoryStore>();
+    const std::string commit =
+        std::string(
+            R"({"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["typeWidening"],"writerFeatures":["typeWidening"]}})"
+            "\n") +
+        R"({"metaData":{"id":"x","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"a\",\"type\":\"integer\",\"nullable\":true,\"metadata\":{}},{\"name\":\"f\",\"type\":\"float\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":[],"configuration":{"delta.enableTypeWidening":")" +
+        (enabled ? "true" : "false") + R"("},"createdTime":1}})" + "\n";
+    ASSERT_OK(store->Put("_delta_log/00000000000000000000.json",
+                         arrow::Buffer::FromString(commit),
+                         storage::PutMode::kCreateIfAbsent));
+    ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store));
+    // A long where the table has an int (written value by value unless widened), and a
+    // double where it has a float (refused unless widened).
+    auto incoming = arrow::schema(
+        {arrow::field("a", arrow::int64()), arrow::field("f", arrow::float64())});
+    auto fitting = arrow::schema(
+        {arrow::field("a", arrow::int64()), arrow::field("f", arrow::float32())});
+    TableWriteOptions options;
+    if (!enabled) {
+      EXPECT_THAT(PlanWrite(snapshot.get(), *incoming, options, "t"),
+                  testing::StatusHasMessage("column types differ"));
+      ASSERT_OK_AND_ASSIGN(auto plan, PlanWrite(snapshot.get(), *fitting, options, "t"));
+      EXPECT_FALSE(plan.new_metadata.has_value());
+      continue;
+    }
+    ASSERT_OK_AND_ASSIGN(auto plan, PlanWrite(snapshot.get(), *incoming, options, "t"));
+    ASSERT_TRUE(plan.new_metadata.has_value());
+    EXPECT_EQ(plan.table_schema->field(0)->type()->id(), arrow::Type::INT64);
+    EXPECT_EQ(plan.table_schema->field(1)->type()->id(), arrow::Type::DOUBLE);
+    EXPECT_NE(plan.new_metadata->schema_string.find(
+                  R"("delta.typeChanges":[{"fromType":"integer","toType":"long"}])"),
+              std::string::npos)
+        << plan.new_metadata->schema_string;
+    // Without schema merging nothing widens.
+    options.merge_schema = false;
+    ASSERT_OK_AND_ASSIGN(auto kept, PlanWrite(snapshot.get(), *fitting, options, "t"));
+    EXPECT_FALSE(kept.new_metadata.has_value());
+  }
+}
+
 TEST_F(WritePlanTest, PlansFollowTheModeWithoutTouchingTheStore) {
   CreateTable(R"({"protocol":{"minReaderVersion":1,"minWriterVersion":2}})");
   ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store_));

@@ -555,7 +555,7 @@ TEST_F(WriteSafetyTest, CheckpointRefusesATableWithWriterFeaturesAmpdeltaLacks) 
   const std::string commit =
       R"({"commitInfo":{"timestamp":1,"operation":"CREATE TABLE"}})"
       "\n"
-      R"({"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["v2Checkpoint"],"writerFeatures":["v2Checkpoint"]}})"
+      R"({"protocol":{"minReaderVersion":1,"minWriterVersion":7,"writerFeatures":["icebergCompatV2"]}})"
       "\n"
       R"({"metaData":{"id":"x","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"a\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":[],"configuration":{},"createdTime":1}})"
       "\n";

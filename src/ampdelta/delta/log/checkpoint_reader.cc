@@ -409,12 +409,7 @@ arrow::Status VisitCheckpoint(storage::ObjectStore& store,
         return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::IOError,
                          "checkpoint ", file.path, " names a sidecar with an empty path");
       }
-      // Sidecar paths are relative to _delta_log/_sidecars/ unless absolute.
-      const std::string path =
-          sidecar->path.find(':') != std::string::npos || sidecar->path.front() == '/'
-              ? sidecar->path
-              : std::string(kLogDir) + "/_sidecars/" + sidecar->path;
-      return VisitParquetActions(store, path, sink);
+      return VisitParquetActions(store, SidecarPath(sidecar->path), sink);
     };
     if (file.type == LogFileType::kUuidCheckpointJson) {
       ARROW_ASSIGN_OR_RAISE(auto data, store.Get(file.path));

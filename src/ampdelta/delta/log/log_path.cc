@@ -49,6 +49,17 @@ std::string CheckpointPath(Version version) {
   return std::string(kLogDir) + "/" + VersionDigits(version) + ".checkpoint.parquet";
 }
 
+std::string V2CheckpointPath(Version version, const std::string& uuid) {
+  return std::string(kLogDir) + "/" + VersionDigits(version) + ".checkpoint." + uuid +
+         ".parquet";
+}
+
+std::string SidecarPath(const std::string& path) {
+  if (path.find(':') != std::string::npos || (!path.empty() && path.front() == '/'))
+    return path;
+  return std::string(kLogDir) + "/_sidecars/" + path;
+}
+
 std::string LastCheckpointPath() { return std::string(kLogDir) + "/_last_checkpoint"; }
 
 std::optional<ParsedLogPath> ParseLogPath(std::string_view key) {

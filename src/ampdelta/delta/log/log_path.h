@@ -61,6 +61,14 @@ std::string CommitPath(Version version);
 /// \brief Return `_delta_log/<version:020>.checkpoint.parquet`.
 std::string CheckpointPath(Version version);
 
+/// \brief Return `_delta_log/<version:020>.checkpoint.<uuid>.parquet`, a UUID-named V2
+/// checkpoint.
+std::string V2CheckpointPath(Version version, const std::string& uuid);
+
+/// \brief Return where a V2 checkpoint's sidecar named `path` lies: an absolute path as
+/// it is, a relative one under `_delta_log/_sidecars/`.
+std::string SidecarPath(const std::string& path);
+
 /// \brief Return `_delta_log/_last_checkpoint`.
 std::string LastCheckpointPath();
 

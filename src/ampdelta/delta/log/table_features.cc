@@ -9,6 +9,7 @@
 
 #include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/type_widening.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
 
@@ -37,7 +38,9 @@ const std::set<std::string>& WritableFeatures() {
       // the table's (scan.cc) and keeps `delta.typeChanges` with the rest of the schema.
       "typeWidening",
       // Statistics for the clustering columns; optimize clusters (clustering.h).
-      "clustering"};
+      "clustering",
+      // Checkpoints in the V2 layout (checkpoint_writer.h).
+      "v2Checkpoint"};
   return features;
 }
 
@@ -211,6 +214,16 @@ Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
   if (ConfigTrue(configuration, "delta.enableDeletionVectors")) {
     reader.push_back("deletionVectors");
     writer.push_back("deletionVectors");
+  }
+  if (TypeWideningEnabled(configuration) && !HasWriterFeature(existing, "typeWidening") &&
+      !HasWriterFeature(existing, "typeWidening-preview")) {
+    reader.push_back("typeWidening");
+    writer.push_back("typeWidening");
+  }
+  const auto policy = configuration.find("delta.checkpointPolicy");
+  if (policy != configuration.end() && AsciiLower(policy->second) == "v2") {
+    reader.push_back("v2Checkpoint");
+    writer.push_back("v2Checkpoint");
   }
   if (ConfigTrue(configuration, "delta.enableInCommitTimestamps")) {
     writer.push_back("inCommitTimestamp");

@@ -125,11 +125,8 @@ arrow::Status ValidateTableProperties(const std::map<std::string, std::string>& 
     if (key == "delta.enableRowTracking" && lowered == "true") {
       return unwritable(key, value, "row tracking");
     }
-    if (key == "delta.enableTypeWidening" && lowered == "true") {
-      return unwritable(key, value, "type widening");
-    }
-    if (key == "delta.checkpointPolicy" && lowered != "classic") {
-      return unwritable(key, value, "V2 checkpoints");
+    if (key == "delta.checkpointPolicy" && lowered != "classic" && lowered != "v2") {
+      return bad(key, value, "classic or v2");
     }
     if (key.rfind("delta.constraints.", 0) == 0) {
       return unwritable(key, value, "CHECK constraints");

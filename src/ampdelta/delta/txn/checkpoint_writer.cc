@@ -1,6 +1,8 @@
 #include "ampdelta/delta/txn/checkpoint_writer.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include <arrow/array.h>
 #include <arrow/builder.h>
@@ -22,6 +24,7 @@
 #include "ampdelta/util/metrics.h"
 #include "ampdelta/util/redact.h"
 #include "ampdelta/util/utf8.h"
+#include "ampdelta/util/uuid.h"
 
 namespace ampdelta::delta {
 namespace {
@@ -241,7 +244,33 @@ std::shared_ptr<arrow::Schema> CheckpointSchema() {
   return schema;
 }
 
+std::shared_ptr<arrow::Schema> V2CheckpointSchema() {
+  static const auto schema = [] {
+    arrow::FieldVector fields = CheckpointSchema()->fields();
+    fields.push_back(arrow::field("checkpointMetadata",
+                                  arrow::struct_({arrow::field("version", arrow::int64()),
+                                                  arrow::field("tags", StringMap())})));
+    fields.push_back(arrow::field(
+        "sidecar", arrow::struct_({arrow::field("path", arrow::utf8()),
+                                   arrow::field("sizeInBytes", arrow::int64()),
+                                   arrow::field("modificationTime", arrow::int64()),
+                                   arrow::field("tags", StringMap())})));
+    return arrow::schema(std::move(fields));
+  }();
+  return schema;
+}
+
 namespace {
+
+// A sidecar holds file actions only (PROTOCOL.md "Sidecar Files").
+std::shared_ptr<arrow::Schema> SidecarSchema() {
+  static const auto schema = [] {
+    const auto classic = CheckpointSchema();
+    return arrow::schema(
+        {classic->GetFieldByName("add"), classic->GetFieldByName("remove")});
+  }();
+  return schema;
+}
 
 // True when some checkpoint file of `version` exists (any kind: classic, multi-part, V2).
 arrow::Result<bool> CheckpointExists(storage::ObjectStore& store, Version version) {
@@ -251,15 +280,21 @@ arrow::Result<bool> CheckpointExists(storage::ObjectStore& store, Version versio
   return !objects.empty();
 }
 
-// Every action of a checkpoint but the adds: protocol, metadata, app transactions,
-// domains and the tombstones still within the retention.
-std::vector<Action> NonFileActions(const Snapshot& snapshot, int64_t now_ms) {
+// The actions of a checkpoint that are not file actions: protocol, metadata, app
+// transactions and domains.
+std::vector<Action> NonFileActions(const Snapshot& snapshot) {
   std::vector<Action> actions;
   actions.emplace_back(snapshot.protocol());
   actions.emplace_back(snapshot.metadata());
   for (const auto& [app, txn] : snapshot.app_transactions()) actions.emplace_back(txn);
   for (const auto& [name, domain] : snapshot.domain_metadata())
     actions.emplace_back(domain);
+  return actions;
+}
+
+// The tombstones still within the deleted-file retention.
+std::vector<Action> Tombstones(const Snapshot& snapshot, int64_t now_ms) {
+  std::vector<Action> actions;
   const int64_t tombstone_cutoff =
       now_ms - snapshot.properties().deleted_file_retention_ms;
   for (const auto& remove : snapshot.tombstones()) {
@@ -273,10 +308,11 @@ std::vector<Action> NonFileActions(const Snapshot& snapshot, int64_t now_ms) {
   return actions;
 }
 
-// The checkpoint's Parquet file: `actions`, then the snapshot's files.
+// A Parquet file laid out with `schema`: `actions`, then the snapshot's files `first` to
+// `last` (exclusive).
 arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeCheckpoint(
-    const std::vector<Action>& actions, const SharedList<Add>& files) {
-  const auto schema = CheckpointSchema();
+    const std::shared_ptr<arrow::Schema>& schema, const std::vector<Action>& actions,
+    const SharedList<Add>& files, size_t first, size_t last) {
   const int add_column = schema->GetFieldIndex("add");
   ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
   auto properties = parquet::WriterProperties::Builder()
@@ -306,7 +342,8 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeCheckpoint(
     ARROW_RETURN_NOT_OK(flush_if(true));
   }
   auto* add_builder = static_cast<arrow::StructBuilder*>(builder->GetField(add_column));
-  for (const auto& file : files) {
+  for (size_t index = first; index < last; ++index) {
+    const Add& file = files[index];
     if (file.deletion_vector || !AddIsUtf8(file)) {
       ARROW_RETURN_NOT_OK(AppendActionJson(builder.get(), Action(file)));
     } else {
@@ -326,8 +363,9 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeCheckpoint(
 // Point _last_checkpoint at `info`. Never move it backwards when another writer
 // checkpointed later; but a hint naming a checkpoint that does not exist (past the latest
 // version, say) is repaired, or every reader keeps listing the log twice.
+// `v2`: what `_last_checkpoint` says of a V2 checkpoint (null for a classic one).
 arrow::Status UpdateLastCheckpoint(storage::ObjectStore& store,
-                                   const CheckpointInfo& info) {
+                                   const CheckpointInfo& info, const json& v2) {
   auto current = ReadLastCheckpointHint(store);
   bool replace = !current || *current <= info.version;
   if (!replace) {
@@ -343,6 +381,7 @@ arrow::Status UpdateLastCheckpoint(storage::ObjectStore& store,
                {"size", info.num_actions},
                {"sizeInBytes", info.size_in_bytes},
                {"numOfAddFiles", info.num_add_files}};
+  if (!v2.is_null()) last["v2Checkpoint"] = v2;
   return store.Put(LastCheckpointPath(), arrow::Buffer::FromString(last.dump()),
                    storage::PutMode::kOverwrite);
 }
@@ -362,30 +401,149 @@ void ReportCheckpoint(const storage::ObjectStore& store, const CheckpointInfo& i
               {"ms", static_cast<int64_t>(seconds * 1000)}});
 }
 
-}  // namespace
+// Write `bytes` as a new object and return the sidecar action naming it.
+arrow::Result<Sidecar> PutSidecar(storage::ObjectStore& store, const std::string& name,
+                                  const std::shared_ptr<arrow::Buffer>& bytes) {
+  const std::string path = SidecarPath(name);
+  ARROW_RETURN_NOT_OK(store.Put(path, bytes, storage::PutMode::kCreateIfAbsent));
+  ARROW_ASSIGN_OR_RAISE(auto meta, store.Head(path));
+  return Sidecar{name, static_cast<int64_t>(bytes->size()), meta.last_modified_ms};
+}
 
-arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t now_ms) {
-  const auto start = std::chrono::steady_clock::now();
-  // A checkpoint is a write like any other: a table whose writer features ampdelta lacks
-  // (V2 checkpoints among them) must not get one.
-  ARROW_RETURN_NOT_OK(
-      CheckWriteSupported(snapshot.protocol(), snapshot.metadata(), *snapshot.schema()));
-  const std::vector<Action> actions = NonFileActions(snapshot, now_ms);
+// The sidecars of a V2 checkpoint: its tombstones, then its files, `per_sidecar` to a
+// file, named as Spark names them (`<version>.checkpoint.<k>.<n>.<uuid>.parquet`).
+arrow::Result<std::vector<Sidecar>> WriteSidecars(storage::ObjectStore& store,
+                                                  const Snapshot& snapshot,
+                                                  const std::vector<Action>& tombstones,
+                                                  int64_t per_sidecar) {
   const auto& files = snapshot.files();
-  ARROW_ASSIGN_OR_RAISE(auto bytes, EncodeCheckpoint(actions, files));
+  const size_t per = static_cast<size_t>(std::max<int64_t>(per_sidecar, 1));
+  const size_t total = tombstones.size() + files.size();
+  const size_t count = (total + per - 1) / per;
+  std::vector<Sidecar> sidecars;
+  for (size_t k = 0; k < count; ++k) {
+    // Rows [begin, end) of the tombstones followed by the files.
+    const size_t begin = k * per;
+    const size_t end = std::min(total, begin + per);
+    const size_t tombs = tombstones.size();
+    const std::vector<Action> removes(tombstones.begin() + std::min(begin, tombs),
+                                      tombstones.begin() + std::min(end, tombs));
+    ARROW_ASSIGN_OR_RAISE(auto bytes, EncodeCheckpoint(SidecarSchema(), removes, files,
+                                                       std::max(begin, tombs) - tombs,
+                                                       std::max(end, tombs) - tombs));
+    char numbers[32];
+    std::snprintf(numbers, sizeof(numbers), "%010zu.%010zu", k + 1, count);
+    const std::string name = VersionDigits(snapshot.version()) + ".checkpoint." +
+                             numbers + "." + NewUuid() + ".parquet";
+    ARROW_ASSIGN_OR_RAISE(auto sidecar, PutSidecar(store, name, bytes));
+    sidecars.push_back(std::move(sidecar));
+  }
+  return sidecars;
+}
+
+arrow::Result<CheckpointInfo> WriteClassicCheckpoint(const Snapshot& snapshot,
+                                                     int64_t now_ms) {
+  std::vector<Action> actions = NonFileActions(snapshot);
+  const std::vector<Action> tombstones = Tombstones(snapshot, now_ms);
+  actions.insert(actions.end(), tombstones.begin(), tombstones.end());
+  const auto& files = snapshot.files();
+  ARROW_ASSIGN_OR_RAISE(
+      auto bytes, EncodeCheckpoint(CheckpointSchema(), actions, files, 0, files.size()));
   auto store = snapshot.store();
-  // A checkpoint for a version is deterministic in content, so racing writers may
-  // overwrite.
-  ARROW_RETURN_NOT_OK(store->Put(CheckpointPath(snapshot.version()), bytes,
-                                 storage::PutMode::kOverwrite));
   CheckpointInfo info;
   info.version = snapshot.version();
+  info.path = CheckpointPath(snapshot.version());
+  // A checkpoint for a version is deterministic in content, so racing writers may
+  // overwrite.
+  ARROW_RETURN_NOT_OK(store->Put(info.path, bytes, storage::PutMode::kOverwrite));
   info.num_actions = static_cast<int64_t>(actions.size() + files.size());
   info.num_add_files = static_cast<int64_t>(files.size());
   info.size_in_bytes = bytes->size();
-  ARROW_RETURN_NOT_OK(UpdateLastCheckpoint(*store, info));
+  ARROW_RETURN_NOT_OK(UpdateLastCheckpoint(*store, info, json()));
+  return info;
+}
+
+// The non-file actions `_last_checkpoint` repeats, as Spark does for a V2 checkpoint; a
+// table with very many (app transactions, domains) leaves them to the checkpoint.
+json LastCheckpointActions(const std::vector<Action>& actions) {
+  constexpr size_t kMostActions = 100;
+  json out = json::array();
+  if (actions.size() > kMostActions) return out;
+  for (const auto& action : actions) {
+    auto text = ActionToJson(action);
+    if (!text.ok()) return json::array();
+    out.push_back(json_util::ParseJson(*text));
+  }
+  return out;
+}
+
+// A UUID-named V2 checkpoint: the non-file actions and `checkpointMetadata`, the file
+// actions inline or, when there are many, in sidecars written first — so the
+// checkpoint, once it exists, never names a file that does not.
+arrow::Result<CheckpointInfo> WriteV2Checkpoint(const Snapshot& snapshot, int64_t now_ms,
+                                                const CheckpointOptions& options) {
+  auto store = snapshot.store();
+  std::vector<Action> top = NonFileActions(snapshot);
+  top.emplace_back(CheckpointMetadata{snapshot.version()});
+  const json non_file_actions = LastCheckpointActions(top);
+  const std::vector<Action> tombstones = Tombstones(snapshot, now_ms);
+  const auto& files = snapshot.files();
+  const int64_t file_actions = static_cast<int64_t>(tombstones.size() + files.size());
+  std::vector<Sidecar> sidecars;
+  if (file_actions > options.max_inline_file_actions) {
+    ARROW_ASSIGN_OR_RAISE(sidecars, WriteSidecars(*store, snapshot, tombstones,
+                                                  options.file_actions_per_sidecar));
+    for (const auto& sidecar : sidecars) top.emplace_back(sidecar);
+  } else {
+    top.insert(top.end(), tombstones.begin(), tombstones.end());
+  }
+  ARROW_ASSIGN_OR_RAISE(auto bytes,
+                        EncodeCheckpoint(V2CheckpointSchema(), top, files, 0,
+                                         sidecars.empty() ? files.size() : 0));
+  CheckpointInfo info;
+  info.version = snapshot.version();
+  info.path = V2CheckpointPath(snapshot.version(), NewUuid());
+  ARROW_RETURN_NOT_OK(store->Put(info.path, bytes, storage::PutMode::kCreateIfAbsent));
+  ARROW_ASSIGN_OR_RAISE(auto meta, store->Head(info.path));
+  info.num_add_files = static_cast<int64_t>(files.size());
+  info.num_sidecars = static_cast<int64_t>(sidecars.size());
+  info.num_actions =
+      static_cast<int64_t>(top.size() - sidecars.size()) +
+      (sidecars.empty() ? static_cast<int64_t>(files.size()) : file_actions) +
+      static_cast<int64_t>(sidecars.size());
+  info.size_in_bytes = bytes->size();
+  json sidecar_files = json::array();
+  for (const auto& sidecar : sidecars) {
+    info.size_in_bytes += sidecar.size_in_bytes;
+    sidecar_files.push_back({{"path", sidecar.path},
+                             {"sizeInBytes", sidecar.size_in_bytes},
+                             {"modificationTime", sidecar.modification_time}});
+  }
+  json v2 = {{"path", info.path.substr(kLogDir.size() + 1)},
+             {"sizeInBytes", static_cast<int64_t>(bytes->size())},
+             {"modificationTime", meta.last_modified_ms},
+             {"nonFileActions", non_file_actions},
+             {"sidecarFiles", sidecar_files}};
+  ARROW_RETURN_NOT_OK(UpdateLastCheckpoint(*store, info, v2));
+  return info;
+}
+
+}  // namespace
+
+arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t now_ms,
+                                              const CheckpointOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  // A checkpoint is a write like any other: a table whose writer features ampdelta lacks
+  // must not get one.
+  ARROW_RETURN_NOT_OK(
+      CheckWriteSupported(snapshot.protocol(), snapshot.metadata(), *snapshot.schema()));
+  // A table with V2 checkpoints may get no other kind (PROTOCOL.md "V2 Checkpoint Table
+  // Feature").
+  ARROW_ASSIGN_OR_RAISE(auto info, HasWriterFeature(snapshot.protocol(), "v2Checkpoint")
+                                       ? WriteV2Checkpoint(snapshot, now_ms, options)
+                                       : WriteClassicCheckpoint(snapshot, now_ms));
   ReportCheckpoint(
-      *store, info,
+      *snapshot.store(), info,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return info;
 }

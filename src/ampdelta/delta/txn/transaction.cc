@@ -4,11 +4,13 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <arrow/buffer.h>
 
 #include "ampdelta/delta/log/action_json.h"
+#include "ampdelta/delta/log/checkpoint_reader.h"
 #include "ampdelta/delta/log/log_segment.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
@@ -454,6 +456,53 @@ void Transaction::RunPostCommit(const PostCommitWork& work, CommitReport* report
   report->log_files_cleaned = *cleaned;
 }
 
+namespace {
+
+// A checkpoint complete in one file: classic, or UUID-named V2 (whose sidecars are
+// written before it).
+bool IsSingleFileCheckpoint(LogFileType type) {
+  return type == LogFileType::kCheckpoint || type == LogFileType::kUuidCheckpointJson ||
+         type == LogFileType::kUuidCheckpointParquet;
+}
+
+// The sidecars of `objects` older than `cutoff` that no checkpoint outside `doomed`
+// names (PROTOCOL.md "Metadata Cleanup").
+arrow::Result<std::vector<std::string>> UnreferencedSidecars(
+    storage::ObjectStore& store, const std::vector<storage::ObjectMeta>& objects,
+    const std::vector<std::string>& doomed, int64_t cutoff) {
+  const std::string folder = SidecarPath("");
+  std::vector<std::string> expired;
+  for (const auto& object : objects) {
+    if (object.path.rfind(folder, 0) == 0 && object.last_modified_ms <= cutoff)
+      expired.push_back(object.path);
+  }
+  if (expired.empty()) return expired;
+  std::set<std::string> named;
+  const auto collect = [&](Action&& action) {
+    if (const auto* sidecar = std::get_if<Sidecar>(&action))
+      named.insert(SidecarPath(sidecar->path));
+    return arrow::Status::OK();
+  };
+  for (const auto& object : objects) {
+    const auto parsed = ParseLogPath(object.path);
+    if (!parsed || !IsSingleFileCheckpoint(parsed->type) ||
+        std::find(doomed.begin(), doomed.end(), object.path) != doomed.end()) {
+      continue;
+    }
+    if (parsed->type == LogFileType::kUuidCheckpointJson) {
+      ARROW_ASSIGN_OR_RAISE(auto data, store.Get(object.path));
+      ARROW_ASSIGN_OR_RAISE(auto actions, ParseCommit(data->ToString(), object.path));
+      for (auto& action : actions) ARROW_RETURN_NOT_OK(collect(std::move(action)));
+    } else {
+      ARROW_RETURN_NOT_OK(VisitParquetActions(store, object.path, collect));
+    }
+  }
+  std::erase_if(expired, [&](const std::string& path) { return named.count(path) > 0; });
+  return expired;
+}
+
+}  // namespace
+
 arrow::Result<int64_t> CleanupExpiredLogs(storage::ObjectStore& store,
                                           int64_t retention_ms, int64_t now_ms) {
   const int64_t cutoff = now_ms - retention_ms;
@@ -463,7 +512,7 @@ arrow::Result<int64_t> CleanupExpiredLogs(storage::ObjectStore& store,
   std::optional<Version> safe;
   for (const auto& object : objects) {
     auto parsed = ParseLogPath(object.path);
-    if (parsed && parsed->type == LogFileType::kCheckpoint &&
+    if (parsed && IsSingleFileCheckpoint(parsed->type) &&
         object.last_modified_ms <= cutoff) {
       safe = std::max(safe.value_or(-1), parsed->version);
     }
@@ -479,6 +528,9 @@ arrow::Result<int64_t> CleanupExpiredLogs(storage::ObjectStore& store,
       doomed.push_back(object.path);
     }
   }
+  ARROW_ASSIGN_OR_RAISE(auto sidecars,
+                        UnreferencedSidecars(store, objects, doomed, cutoff));
+  doomed.insert(doomed.end(), sidecars.begin(), sidecars.end());
   ARROW_RETURN_NOT_OK(store.DeleteMany(doomed));
   if (!doomed.empty()) {
     AMPDELTA_LOG_INFO("delta log cleanup deleted=", doomed.size(),

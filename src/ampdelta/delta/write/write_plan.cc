@@ -11,6 +11,7 @@
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/log/table_properties.h"
+#include "ampdelta/delta/log/type_widening.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/status.h"
@@ -31,12 +32,24 @@ std::string PythonSet(const std::vector<std::string>& names) {
   return out + "}";
 }
 
-// Reconcile the incoming data's schema with the table's (merge_schema semantics).
+// A column whose values the writer computes when the data leaves it out: an identity
+// column (identity_columns.h) or a generated one (generated_columns.h).
+bool ComputedByWriter(const arrow::Field& field) {
+  return FieldMetadataValue(field, "delta.identity.start").has_value() ||
+         FieldMetadataValue(field, "delta.generationExpression").has_value();
+}
+
+// Reconcile the incoming data's schema with the table's (merge_schema semantics);
+// `widen_types`: a column the data brings in a wider type is widened (type_widening.h).
+// Returns the table's new schema, or null when it stays as it is.
 arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(
-    const arrow::Schema& table, const arrow::Schema& incoming, bool merge_schema) {
+    const arrow::Schema& table, const arrow::Schema& incoming, bool merge_schema,
+    bool widen_types) {
   std::vector<std::string> added;
   std::vector<std::string> missing;
   std::vector<std::string> changed;
+  std::map<int, std::shared_ptr<arrow::DataType>> widened;
+  bool could_widen = false;
   // Delta column names are case-insensitive: a column differing only in case is the same
   // column (the table's spelling stays).
   for (const auto& field : incoming.fields()) {
@@ -44,18 +57,25 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(
     auto existing = index >= 0 ? table.field(index) : nullptr;
     if (existing == nullptr) {
       added.push_back(field->name());
+    } else if (widen_types && WidensAutomatically(*existing->type(), *field->type())) {
+      widened[index] = field->type();
     } else if (!CanWriteInto(*field->type(), *existing->type())) {
+      could_widen = could_widen || WidensAutomatically(*existing->type(), *field->type());
       changed.push_back(field->name() + " (table " + DeltaTypeName(*existing->type()) +
                         ", data " + DeltaTypeName(*field->type()) + ")");
     }
   }
   for (const auto& field : table.fields()) {
-    if (FindFieldIgnoreCase(incoming, field->name()) < 0)
+    if (FindFieldIgnoreCase(incoming, field->name()) < 0 && !ComputedByWriter(*field))
       missing.push_back(field->name());
   }
   if (!changed.empty()) {
-    return InvalidInputError("schema mismatch: column types differ: ",
-                             PythonList(changed));
+    return InvalidInputError(
+        "schema mismatch: column types differ: ", PythonList(changed),
+        could_widen && !widen_types
+            ? "; with the table property delta.enableTypeWidening="
+              "true a write that merges schemas widens them"
+            : "");
   }
   if (!merge_schema && (!added.empty() || !missing.empty())) {
     std::string message = "schema mismatch with merge_schema=false:";
@@ -72,8 +92,11 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(
                                "', which the table requires (not nullable)");
     }
   }
-  if (added.empty()) return std::shared_ptr<arrow::Schema>();
+  if (added.empty() && widened.empty()) return std::shared_ptr<arrow::Schema>();
   arrow::FieldVector fields = table.fields();
+  for (const auto& [index, type] : widened) {
+    ARROW_ASSIGN_OR_RAISE(fields[index], WidenField(fields[index], type));
+  }
   for (const auto& name : added) {
     fields.push_back(
         incoming.field(FindFieldIgnoreCase(incoming, name))->WithNullable(true));
@@ -294,7 +317,8 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
         !SameColumns(plan.partition_by, snapshot->partition_columns());
     replace_schema =
         partitioning_differs ||
-        !ReconcileSchema(*snapshot->schema(), *incoming, options.merge_schema).ok();
+        !ReconcileSchema(*snapshot->schema(), *incoming, options.merge_schema, false)
+             .ok();
   }
   if (snapshot && !replace_schema) {
     if (options.mode == SaveMode::kErrorIfExists) {
@@ -322,11 +346,8 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
     const auto& table = *snapshot->schema();
     for (const auto& column : plan.partition_columns) {
       const int index = FindFieldIgnoreCase(table, column);
-      const bool generated =
-          index >= 0 &&
-          FieldMetadataValue(*table.field(index), "delta.generationExpression")
-              .has_value();
-      if (!generated && FindFieldIgnoreCase(*incoming, column) < 0)
+      const bool computed = index >= 0 && ComputedByWriter(*table.field(index));
+      if (!computed && FindFieldIgnoreCase(*incoming, column) < 0)
         absent.push_back(column);
     }
     if (!absent.empty()) {
@@ -338,11 +359,18 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
                                PythonList(plan.partition_columns),
                                "; available columns: ", PythonList(available));
     }
-    ARROW_ASSIGN_OR_RAISE(auto merged, ReconcileSchema(*snapshot->schema(), *incoming,
-                                                       options.merge_schema));
+    // Schema evolution widens types where the table allows it, or this write does.
+    const bool widen_types = options.merge_schema &&
+                             (TypeWideningEnabled(snapshot->metadata().configuration) ||
+                              TypeWideningEnabled(configuration));
+    ARROW_ASSIGN_OR_RAISE(
+        auto merged, ReconcileSchema(*snapshot->schema(), *incoming, options.merge_schema,
+                                     widen_types));
     plan.table_schema = snapshot->schema();
     if (merged != nullptr) {
-      // New columns: the commit carries the widened metadata.
+      if (widen_types && !HasWriterFeature(snapshot->protocol(), "typeWidening-preview"))
+        writer_features.push_back("typeWidening");
+      // New or widened columns: the commit carries the new metadata.
       Metadata metadata = snapshot->metadata();
       ARROW_ASSIGN_OR_RAISE(merged, MapNewColumns(*merged, snapshot, &metadata));
       ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*merged));

@@ -1,0 +1,33 @@
+#pragma once
+
+/// \file type_widening.h
+/// \brief Type widening on schema evolution (PROTOCOL.md "Type Widening", feature
+/// `typeWidening`): on a table with `delta.enableTypeWidening=true`, a write that merges
+/// schemas and brings a column in a wider type widens the column, as Spark's schema
+/// evolution does, and records the change in the field's `delta.typeChanges`. Files
+/// written before keep their type; readers read them with the table's (scan.cc).
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include <arrow/result.h>
+#include <arrow/type_fwd.h>
+
+namespace ampdelta::delta {
+
+/// \brief Return true when `configuration` has `delta.enableTypeWidening=true`.
+bool TypeWideningEnabled(const std::map<std::string, std::string>& configuration);
+
+/// \brief Return true when schema evolution widens a column of type `from` to `to`
+/// without being asked twice: a wider integer, float to double, date to timestamp without
+/// time zone, or a decimal whose precision, scale and integer digits all grow or stay (the
+/// changes Spark applies automatically; integer to decimal or double it leaves to ALTER).
+bool WidensAutomatically(const arrow::DataType& from, const arrow::DataType& to);
+
+/// \brief Return `field` with type `to` and the change appended to its
+/// `delta.typeChanges` (`{"fromType": …, "toType": …}`, as Spark records it).
+arrow::Result<std::shared_ptr<arrow::Field>> WidenField(
+    const std::shared_ptr<arrow::Field>& field, const std::shared_ptr<arrow::DataType>& to);
+
+}  // namespace ampdelta::delta
