@@ -161,3 +161,63 @@ def test_a_checkpoint_policy_is_classic_or_v2(tmp_path, policy):
     else:
         assert done.returncode == 0, done.stderr
         assert ids(table, "duckdb") == [1]
+
+
+def test_merge_vacuum_and_restore_on_a_v2_checkpoint_table(tmp_path, quickstart_url):
+    from conftest import QUICKSTART_FIRST
+    from test_change_data_feed import blocks
+    table = tmp_path / "ops"
+    readers.spark_session().sql(
+        f"CREATE TABLE delta.`{table}` (block_num BIGINT, hash BINARY, gas_used BIGINT) "
+        "USING delta TBLPROPERTIES ('delta.checkpointPolicy'='v2', "
+        "'delta.checkpointInterval'='2')")
+    middle = QUICKSTART_FIRST + 20
+
+    def load(*extra: str, sql: str) -> None:
+        ok("load", "--server", quickstart_url, "--table", table, "--sql", sql, "--quiet",
+           "--config", '{"optimize_after_write": false}', *extra)
+
+    load(sql=blocks(last=middle))
+    version = max(int(p.name.split(".")[0]) for p in (table / "_delta_log").glob("*.json"))
+    load("--mode", "merge", "--merge-keys", "block_num", sql=blocks(first=middle - 5,
+                                                                     last=middle + 5))
+    numbers = sorted(readers.read_spark(table).column("block_num").to_pylist())
+    assert numbers == list(range(QUICKSTART_FIRST, middle + 6))
+    written = checkpoints(table)
+    assert written and not [c for c in written if c.endswith(".checkpoint.parquet")], written
+    ok("table", "restore", table, "--version", version)
+    ok("table", "vacuum", table, "--retention-hours", "0", "--force")
+    numbers = sorted(readers.read_spark(table).column("block_num").to_pylist())
+    assert numbers == list(range(QUICKSTART_FIRST, middle + 1))
+    assert sorted(readers.read_duckdb(table).column("block_num").to_pylist()) == numbers
+
+
+@pytest.mark.timeout(400)
+def test_a_stream_through_reorgs_into_a_v2_checkpoint_table(tmp_path):
+    import collections
+    from conftest import run_dev_server
+    from test_deletion_vectors import BLOCKS_SQL, check
+    from test_deletion_vectors import run_cli as run_cli_long
+    from test_stream_crash import canonical_hashes, hex_hash, last_quiet_head, live_chain_args
+    table = tmp_path / "stream"
+    readers.spark_session().sql(
+        f"CREATE TABLE delta.`{table}` (block_num BIGINT, hash BINARY, gas_used BIGINT) "
+        "USING delta TBLPROPERTIES ('delta.checkpointPolicy'='v2', "
+        "'delta.checkpointInterval'='3')")
+    max_head = last_quiet_head(60)
+    with run_dev_server(*live_chain_args(max_head), "--await-streams") as server:
+        check(run_cli_long("load", "--server", server.url, "--table", str(table), "--sql",
+                           BLOCKS_SQL, "--stream", "--commit-interval-ms", "50",
+                           "--until-block", str(max_head), "--config",
+                           '{"optimize_after_write": false}', timeout=300))
+        chain = canonical_hashes(server.url)
+    log = (table / "_delta_log")
+    assert [p for p in log.glob("*.json") if '"operation":"DELETE"' in p.read_text()], \
+        "no reorg undo: the test proves nothing"
+    written = checkpoints(table)
+    assert len(written) >= 2 and not [c for c in written if c.endswith(".checkpoint.parquet")]
+    for reader in ("spark", "duckdb"):
+        final = readers.READERS[reader](table)
+        got = collections.Counter(zip(final.column("block_num").to_pylist(),
+                                      (hex_hash(h) for h in final.column("hash").to_pylist())))
+        assert got == collections.Counter(chain.items()), reader

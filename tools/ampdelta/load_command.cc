@@ -54,6 +54,7 @@ struct LoadArgs {
   std::string wide_integers;
   std::string unsigned64;
   std::vector<std::string> properties;
+  std::vector<std::string> readers;
   std::string config;
   std::string compression = "zstd";
   std::optional<int> compression_level;
@@ -455,6 +456,7 @@ arrow::Result<std::string> ConfigJson(const LoadArgs& args) {
     }
   }
   if (!args.cluster_by.empty()) doc["cluster_by"] = args.cluster_by;
+  if (!args.readers.empty()) doc["readers"] = args.readers;
   if (!args.wide_integers.empty()) doc["wide_integers"] = args.wide_integers;
   if (!args.unsigned64.empty()) doc["uint64"] = args.unsigned64;
   if (args.cursor_in_log) {
@@ -586,6 +588,12 @@ CommandRunner AddLoadCommand(CLI::App& app) {
                   "KEY=VALUE table property (delta.*), e.g. "
                   "delta.enableChangeDataFeed=true: a new table is created with it, an "
                   "existing one gets it in the load's first commit; repeatable");
+  cmd->add_option(
+         "--readers", args->readers,
+         "engines that must read the table, e.g. spark,duckdb,polars,deltalake (also "
+         "trino, athena, snowflake, bigquery, powerbi): a write whose table would "
+         "need a feature one of them cannot read is refused")
+      ->delimiter(',');
   cmd->add_option("--partition-by", args->partition_by, "partition columns")
       ->delimiter(',');
   cmd->add_option(

@@ -41,6 +41,7 @@ struct TableArgs {
   int64_t max_rows_per_group = 1'048'576;
   bool no_dictionary = false;
   std::vector<std::string> properties;
+  std::vector<std::string> readers;
   std::string app_id;
   std::optional<int64_t> app_version;
   // maintenance

@@ -143,6 +143,13 @@ CommandRunner AddTableCommand(CLI::App& app) {
       "--property", args->properties,
       "KEY=VALUE table property (delta.*): a new table is created with it, an "
       "existing one gets it in this commit; repeatable");
+  write
+      ->add_option(
+          "--readers", args->readers,
+          "engines that must read the table, e.g. spark,duckdb,polars,deltalake (also "
+          "trino, athena, snowflake, bigquery, powerbi): a write whose table would "
+          "need a feature one of them cannot read is refused")
+      ->delimiter(',');
   write->add_option("--app-id", args->app_id, "commit an application transaction id");
   write
       ->add_option("--app-version", args->app_version,

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/action_json.h"
+#include "ampdelta/delta/log/reader_support.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/read/scan.h"
@@ -56,6 +57,39 @@ int64_t HistoryTime(const delta::HistoryEntry& entry) {
   return entry.timestamp_ms;
 }
 
+// Which known readers read a table with `protocol` (reader_support.h).
+ojson ReadersJson(const delta::Protocol& protocol) {
+  ojson out = ojson::array();
+  for (const auto& reader : delta::KnownReaders()) {
+    const auto unreadable = delta::UnreadableBy(reader.name, protocol);
+    out.push_back({{"name", reader.name},
+                   {"tested", reader.tested},
+                   {"reads", unreadable.empty()},
+                   {"cannot_read", unreadable}});
+  }
+  return out;
+}
+
+std::string ReadersLine(const delta::Protocol& protocol) {
+  std::string reads;
+  std::string not_read;
+  for (const auto& reader : delta::KnownReaders()) {
+    const auto unreadable = delta::UnreadableBy(reader.name, protocol);
+    const std::string name =
+        reader.name + (reader.tested == "documented" ? " (documented)" : "");
+    if (unreadable.empty()) {
+      reads += (reads.empty() ? "" : ", ") + name;
+      continue;
+    }
+    std::string features;
+    for (const auto& f : unreadable) features += (features.empty() ? "" : ", ") + f;
+    not_read += (not_read.empty() ? "" : "; ") + name + ": " + features;
+  }
+  return "read by:    " +
+         (reads.empty() ? std::string("none of the known readers") : reads) +
+         (not_read.empty() ? "" : "\nnot read by: " + not_read);
+}
+
 }  // namespace
 
 arrow::Status Info(const TableArgs& args) {
@@ -88,7 +122,8 @@ arrow::Status Info(const TableArgs& args) {
                  {"size_bytes", snapshot->SumFileSizes()},
                  {"num_records", records ? ojson(*records) : ojson(nullptr)},
                  {"app_transactions", txns},
-                 {"domains", domains}};
+                 {"domains", domains},
+                 {"readers", ReadersJson(snapshot->protocol())}};
     std::cout << out.dump(2) << std::endl;
     return arrow::Status::OK();
   }
@@ -96,6 +131,7 @@ arrow::Status Info(const TableArgs& args) {
             << "version:    " << snapshot->version() << " ("
             << IsoTime(snapshot->timestamp_ms()) << ")\n"
             << "protocol:   " << ProtocolJson(snapshot->protocol()).dump() << "\n"
+            << ReadersLine(snapshot->protocol()) << "\n"
             << "id:         " << metadata.id << "\n"
             << "partitions: " << ojson(metadata.partition_columns).dump() << "\n"
             << "files:      " << snapshot->files().size() << " ("

@@ -9,6 +9,7 @@
 #include <arrow/table.h>
 #include <parquet/arrow/reader.h>
 
+#include "ampdelta/delta/log/reader_support.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "commands.h"
@@ -106,6 +107,7 @@ arrow::Status Write(const TableArgs& args) {
   options.files.max_rows_per_group = args.max_rows_per_group;
   options.files.dictionary = !args.no_dictionary;
   ARROW_ASSIGN_OR_RAISE(options.configuration, ParsePropertyOptions(args.properties));
+  ARROW_ASSIGN_OR_RAISE(options.readers, delta::ParseReaderNames(args.readers));
   if (!args.app_id.empty()) {
     if (!args.app_version) {
       return InvalidInputError("--app-id needs --app-version");

@@ -15,6 +15,7 @@
 
 #include "ampdelta/delta/log/action_json.h"
 #include "ampdelta/delta/log/log_path.h"
+#include "ampdelta/delta/log/reader_support.h"
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/log/table_properties.h"
 #include "ampdelta/delta/ops/delete.h"
@@ -283,6 +284,49 @@ TEST(ChangeDataFeedPlanTest, TwoCreatorsWithDifferentPropertiesConflict) {
   const auto lost = second->Commit().status();
   EXPECT_TRUE(IsError(lost, ErrorCode::kCommitConflict)) << lost.ToString();
   EXPECT_NE(lost.message().find("table properties"), std::string::npos) << lost.message();
+}
+
+}  // namespace
+}  // namespace ampdelta::delta
+
+namespace ampdelta::delta {
+namespace {
+
+Protocol ReaderFeatures(std::vector<std::string> features) {
+  return Protocol{3, 7, features, features};
+}
+
+TEST(ReaderSupportTest, DeclaredReadersAreKnownNamesInAnyCaseEachOnce) {
+  ASSERT_OK_AND_ASSIGN(auto names, ParseReaderNames({"Spark", "duckdb", "SPARK"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"spark", "duckdb"}));
+  EXPECT_THAT(ParseReaderNames({"spark", "presto"}),
+              ::testing::AllOf(testing::HasErrorCode(ErrorCode::kInvalidInput),
+                               testing::StatusHasMessage("unknown reader 'presto'")));
+}
+
+TEST(ReaderSupportTest, AReaderCannotReadTheFeaturesItLacksOrALegacyVersionAboveItsOwn) {
+  EXPECT_TRUE(UnreadableBy("polars", Protocol{1, 2, std::nullopt, std::nullopt}).empty());
+  EXPECT_EQ(UnreadableBy("polars", ReaderFeatures({"deletionVectors", "columnMapping"})),
+            (std::vector<std::string>{"columnMapping"}));
+  EXPECT_TRUE(
+      UnreadableBy("spark", ReaderFeatures({"v2Checkpoint", "typeWidening"})).empty());
+  EXPECT_EQ(UnreadableBy("deltalake", Protocol{2, 5, std::nullopt, std::nullopt}),
+            (std::vector<std::string>{"reader version 2 (column mapping)"}));
+  EXPECT_TRUE(UnreadableBy("duckdb", Protocol{2, 5, std::nullopt, std::nullopt}).empty());
+  // A feature no reader is known to read (a future one) counts as unreadable.
+  EXPECT_EQ(UnreadableBy("spark", ReaderFeatures({"catalogManaged"})),
+            (std::vector<std::string>{"catalogManaged"}));
+}
+
+TEST(ReaderSupportTest, AProtocolADeclaredReaderCannotReadIsRefusedNamingBoth) {
+  const auto protocol = ReaderFeatures({"deletionVectors", "v2Checkpoint"});
+  EXPECT_OK(CheckReaders({"spark", "duckdb"}, protocol));
+  EXPECT_OK(CheckReaders({}, protocol));
+  EXPECT_THAT(CheckReaders({"spark", "deltalake", "polars"}, protocol),
+              ::testing::AllOf(testing::HasErrorCode(ErrorCode::kInvalidInput),
+                               testing::StatusHasMessage(
+                                   "deltalake cannot read deletionVectors, v2Checkpoint; "
+                                   "polars cannot read v2Checkpoint")));
 }
 
 }  // namespace

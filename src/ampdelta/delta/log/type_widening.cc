@@ -71,7 +71,8 @@ arrow::Result<std::shared_ptr<arrow::Field>> WidenField(
       {{"fromType", DeltaTypeName(*field->type())}, {"toType", DeltaTypeName(*to)}});
   auto metadata = field->metadata() ? field->metadata()->Copy()
                                     : std::make_shared<arrow::KeyValueMetadata>();
-  ARROW_ASSIGN_OR_RAISE(const std::string text, json_util::DumpJson(changes, kTypeChanges));
+  ARROW_ASSIGN_OR_RAISE(const std::string text,
+                        json_util::DumpJson(changes, kTypeChanges));
   ARROW_UNUSED(metadata->Set(kTypeChanges, text));
   return field->WithType(to)->WithMetadata(std::move(metadata));
 }

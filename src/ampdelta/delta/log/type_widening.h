@@ -21,13 +21,15 @@ bool TypeWideningEnabled(const std::map<std::string, std::string>& configuration
 
 /// \brief Return true when schema evolution widens a column of type `from` to `to`
 /// without being asked twice: a wider integer, float to double, date to timestamp without
-/// time zone, or a decimal whose precision, scale and integer digits all grow or stay (the
-/// changes Spark applies automatically; integer to decimal or double it leaves to ALTER).
+/// time zone, or a decimal whose precision, scale and integer digits all grow or stay
+/// (the changes Spark applies automatically; integer to decimal or double it leaves to
+/// ALTER).
 bool WidensAutomatically(const arrow::DataType& from, const arrow::DataType& to);
 
 /// \brief Return `field` with type `to` and the change appended to its
 /// `delta.typeChanges` (`{"fromType": …, "toType": …}`, as Spark records it).
 arrow::Result<std::shared_ptr<arrow::Field>> WidenField(
-    const std::shared_ptr<arrow::Field>& field, const std::shared_ptr<arrow::DataType>& to);
+    const std::shared_ptr<arrow::Field>& field,
+    const std::shared_ptr<arrow::DataType>& to);
 
 }  // namespace ampdelta::delta

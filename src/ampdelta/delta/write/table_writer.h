@@ -61,6 +61,9 @@ struct TableWriteOptions {
   std::optional<std::string> description;
   /// Writer features the table must have after this commit (added when missing).
   std::vector<std::string> writer_features;
+  /// The engines that must read the table (reader_support.h): a write whose table would
+  /// need a reader feature one of them cannot read is refused before it writes.
+  std::vector<std::string> readers;
   /// Domain metadata committed with the data (needs writer feature `domainMetadata`).
   std::vector<DomainMetadata> domains;
   /// Liquid clustering (clustering.h): the columns to cluster by, recorded in the table

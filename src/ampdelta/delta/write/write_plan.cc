@@ -8,6 +8,7 @@
 #include "ampdelta/delta/log/clustering.h"
 #include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/partitioning.h"
+#include "ampdelta/delta/log/reader_support.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/log/table_properties.h"
@@ -442,6 +443,10 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
   }
   ARROW_RETURN_NOT_OK(CheckChangeDataColumns(snapshot, plan));
   ARROW_RETURN_NOT_OK(PlanClustering(snapshot, options, &plan));
+  // The declared readers must read the table as this write leaves it.
+  ARROW_ASSIGN_OR_RAISE(const auto readers, ParseReaderNames(options.readers));
+  ARROW_RETURN_NOT_OK(CheckReaders(
+      readers, plan.new_protocol ? *plan.new_protocol : snapshot->protocol()));
   return plan;
 }
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/reader_support.h"
 #include "ampdelta/delta/log/table_properties.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"
@@ -205,6 +206,10 @@ arrow::Status ParseKey(const std::string& key, const json& value,
     ARROW_ASSIGN_OR_RAISE(config->storage_options, StorageOptions(value));
   } else if (key == "table_properties") {
     ARROW_ASSIGN_OR_RAISE(config->table_properties, TableProperties(value));
+  } else if (key == "readers") {
+    if (value.is_null()) return arrow::Status::OK();
+    ARROW_ASSIGN_OR_RAISE(auto names, StringList(value, key));
+    ARROW_ASSIGN_OR_RAISE(config->readers, delta::ParseReaderNames(names));
   } else if (key == "partition_by") {
     if (value.is_null()) return arrow::Status::OK();
     ARROW_ASSIGN_OR_RAISE(config->partition_by, StringList(value, key));

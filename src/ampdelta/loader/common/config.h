@@ -52,6 +52,9 @@ struct DeltaLakeConfig {
   /// `table_properties`: `delta.*` properties of the table (a new table is created with
   /// them; an existing one gets those that differ in the load's first commit).
   std::map<std::string, std::string> table_properties;
+  /// `readers`: engines that must read the table (delta/log/reader_support.h); a load
+  /// whose table would need a feature one of them cannot read is refused.
+  std::vector<std::string> readers;
   bool optimize_after_write = true;
   bool vacuum_after_write = false;
   bool merge_schema = true;

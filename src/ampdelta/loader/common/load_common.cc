@@ -61,6 +61,7 @@ arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& conf
   write.partition_by = config.partition_by;
   write.cluster_by = config.cluster_by;
   write.configuration = config.table_properties;
+  write.readers = config.readers;
   write.merge_schema = config.merge_schema;
   write.types = delta::TypeMapping(config.integer_mapping, config.wide_integers);
   if (config.unsigned64) write.types.unsigned64 = *config.unsigned64;

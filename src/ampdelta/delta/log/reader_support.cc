@@ -1,0 +1,108 @@
+#include "ampdelta/delta/log/reader_support.h"
+
+#include <algorithm>
+
+#include "ampdelta/util/ascii.h"
+#include "ampdelta/util/status.h"
+
+namespace ampdelta::delta {
+
+const std::vector<KnownReader>& KnownReaders() {
+  // Tested: the versions the interop suite installs; each claim is asserted there.
+  static const std::vector<KnownReader> readers = {
+      {"spark",
+       "Spark 4.1 + delta-spark 4.4",
+       {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint",
+        "typeWidening", "vacuumProtocolCheck"},
+       2},
+      {"duckdb",
+       "DuckDB 1.5 + delta extension 1.5",
+       {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint",
+        "typeWidening", "vacuumProtocolCheck"},
+       2},
+      {"polars", "Polars 2.1", {"deletionVectors", "timestampNtz"}, 1},
+      // deltalake opens a table at reader version 2 but reads every column as null.
+      {"deltalake", "deltalake 1.6", {"timestampNtz"}, 1},
+      // Documented: what each one's own documentation says it reads (downstream.md).
+      {"trino",
+       "documented",
+       {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint",
+        "typeWidening", "vacuumProtocolCheck"},
+       2},
+      {"athena", "documented", {"columnMapping", "timestampNtz"}, 2},
+      {"snowflake", "documented", {"deletionVectors", "timestampNtz"}, 1},
+      {"bigquery", "documented", {"columnMapping", "deletionVectors"}, 2},
+      {"powerbi", "documented", {"columnMapping", "deletionVectors"}, 2},
+  };
+  return readers;
+}
+
+namespace {
+
+const KnownReader* FindReader(const std::string& name) {
+  const auto& readers = KnownReaders();
+  const auto it = std::find_if(readers.begin(), readers.end(),
+                               [&](const KnownReader& r) { return r.name == name; });
+  return it == readers.end() ? nullptr : &*it;
+}
+
+std::string KnownNames() {
+  std::string names;
+  for (const auto& reader : KnownReaders())
+    names += (names.empty() ? "" : ", ") + reader.name;
+  return names;
+}
+
+}  // namespace
+
+arrow::Result<std::vector<std::string>> ParseReaderNames(
+    const std::vector<std::string>& given) {
+  std::vector<std::string> names;
+  for (const auto& raw : given) {
+    const std::string name = AsciiLower(raw);
+    if (FindReader(name) == nullptr) {
+      return InvalidInputError("unknown reader '", raw, "'; the known readers are ",
+                               KnownNames());
+    }
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
+}
+
+std::vector<std::string> UnreadableBy(const std::string& name, const Protocol& protocol) {
+  const KnownReader* reader = FindReader(name);
+  if (reader == nullptr) return {"(unknown reader)"};
+  if (protocol.min_reader_version < 3) {
+    if (protocol.min_reader_version <= reader->max_legacy_reader_version) return {};
+    return {"reader version " + std::to_string(protocol.min_reader_version) +
+            " (column mapping)"};
+  }
+  std::vector<std::string> unreadable;
+  for (const auto& feature :
+       protocol.reader_features.value_or(std::vector<std::string>{})) {
+    if (std::find(reader->reads.begin(), reader->reads.end(), feature) ==
+        reader->reads.end())
+      unreadable.push_back(feature);
+  }
+  return unreadable;
+}
+
+arrow::Status CheckReaders(const std::vector<std::string>& readers,
+                           const Protocol& protocol) {
+  std::string refusals;
+  for (const auto& reader : readers) {
+    const auto unreadable = UnreadableBy(reader, protocol);
+    if (unreadable.empty()) continue;
+    std::string features;
+    for (const auto& feature : unreadable)
+      features += (features.empty() ? "" : ", ") + feature;
+    refusals += (refusals.empty() ? "" : "; ") + reader + " cannot read " + features;
+  }
+  if (refusals.empty()) return arrow::Status::OK();
+  return InvalidInputError(
+      "the table would need reader features a declared reader cannot read: ", refusals,
+      "; leave out the property that needs them or the reader from --readers (config "
+      "'readers'); the table was not changed");
+}
+
+}  // namespace ampdelta::delta
