@@ -165,11 +165,19 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
     });
   });
   if (!refused.empty()) {
+    // What the user can do about a feature ampdelta refuses.
+    const bool row_tracking = std::any_of(
+        refused.begin(), refused.end(),
+        [](const std::string& feature) { return feature.rfind("rowTracking", 0) == 0; });
     return MakeError(
         ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
         "ampdelta cannot write this table; it uses writer features ampdelta does "
         "not implement: ",
-        JoinNames(refused));
+        JoinNames(refused),
+        row_tracking ? " (ampdelta does not keep row IDs; Spark's ALTER TABLE … DROP "
+                       "FEATURE rowTracking removes the feature, or load into another "
+                       "table)"
+                     : "");
   }
   return arrow::Status::OK();
 }
