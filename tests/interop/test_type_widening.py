@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
+import pytest
 
 import readers
 from conftest import cli_env, cli_path
@@ -134,3 +135,41 @@ def test_without_type_widening_a_wider_column_is_refused_with_the_table_unchange
     assert "typeWidening" in protocol["writerFeatures"]
     got = sorted((r["id"], r["ratio"]) for r in readers.read_spark(table).to_pylist())
     assert got == [(1, 0.5), (2, 0.25)]
+
+
+def test_statistics_of_files_written_before_a_float_was_widened_never_decide_a_delete(tmp_path):
+    # Spark wrote 0.2f's statistics as 0.2, which as a double is less than the value the
+    # file holds (0.20000000298023224): trusting them drops the whole file.
+    table = tmp_path / "floats"
+    spark = readers.spark_session()
+    spark.sql(f"CREATE TABLE delta.`{table}` (id BIGINT, v FLOAT) USING delta "
+              "TBLPROPERTIES ('delta.enableTypeWidening'='true')")
+    spark.sql(f"INSERT INTO delta.`{table}` VALUES (1, 0.1), (2, 0.2)")
+    spark.sql(f"ALTER TABLE delta.`{table}` ALTER COLUMN v TYPE DOUBLE")
+    found = run_cli("table", "scan", table, "--where", "v = 0.20000000298023224",
+                    "--format", "count")
+    assert found.returncode == 0 and "rows=1 " in found.stdout, found.stdout
+    ok("table", "delete", table, "--where", "v < 0.2000000001")
+    assert [r["id"] for r in readers.read_spark(table).to_pylist()] == [2]
+
+
+@pytest.mark.parametrize("uses", ["g INT GENERATED ALWAYS AS (a)", "CONSTRAINT"])
+def test_a_column_an_expression_uses_is_never_widened_as_in_spark(tmp_path, uses):
+    table = tmp_path / "pinned"
+    spark = readers.spark_session()
+    extra = "" if uses == "CONSTRAINT" else f", {uses}"
+    spark.sql(f"CREATE TABLE delta.`{table}` (a INT{extra}) USING delta "
+              "TBLPROPERTIES ('delta.enableTypeWidening'='true')")
+    if uses == "CONSTRAINT":
+        spark.sql(f"ALTER TABLE delta.`{table}` ADD CONSTRAINT positive CHECK (a > 0)")
+    spark.sql(f"INSERT INTO delta.`{table}` (a) VALUES (1)")
+    # A long that fits is written into the int column, which keeps its type.
+    done = write_arrow(tmp_path, table, pa.table({"a": pa.array([5], pa.int64())}))
+    assert done.returncode == 0, done.stderr
+    assert {f["name"]: f["type"] for f in latest_schema(table)["fields"]}["a"] == "integer"
+    before = log_names(table)
+    done = write_arrow(tmp_path, table, pa.table({"a": pa.array([2**40], pa.int64())}))
+    assert done.returncode == 2, done.stderr
+    assert log_names(table) == before
+    spark.sql(f"INSERT INTO delta.`{table}` (a) VALUES (7)")
+    assert sorted(readers.read_spark(table).column("a").to_pylist()) == [1, 5, 7]

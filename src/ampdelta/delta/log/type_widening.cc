@@ -1,5 +1,7 @@
 #include "ampdelta/delta/log/type_widening.h"
 
+#include <cctype>
+
 #include <arrow/type.h>
 #include <arrow/util/key_value_metadata.h>
 
@@ -33,7 +35,50 @@ bool IsNtzTimestamp(const arrow::DataType& type) {
          static_cast<const arrow::TimestampType&>(type).timezone().empty();
 }
 
+// Every identifier of `expression`, lower case: runs of letters, digits and underscores,
+// and backquoted names (`` ` `` doubled inside).
+void AddIdentifiers(const std::string& expression, std::set<std::string>* out) {
+  std::string current;
+  const auto flush = [&] {
+    if (!current.empty()) out->insert(AsciiLower(current));
+    current.clear();
+  };
+  for (size_t i = 0; i < expression.size(); ++i) {
+    const char c = expression[i];
+    if (c == '`') {
+      flush();
+      for (++i; i < expression.size(); ++i) {
+        if (expression[i] == '`' &&
+            (i + 1 >= expression.size() || expression[i + 1] != '`'))
+          break;
+        if (expression[i] == '`') ++i;
+        current += expression[i];
+      }
+      flush();
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+      current += c;
+    } else {
+      flush();
+    }
+  }
+  flush();
+}
+
 }  // namespace
+
+std::set<std::string> ColumnsExpressionsUse(
+    const arrow::Schema& schema,
+    const std::map<std::string, std::string>& configuration) {
+  std::set<std::string> names;
+  for (const auto& field : schema.fields()) {
+    if (const auto expression = FieldMetadataValue(*field, "delta.generationExpression"))
+      AddIdentifiers(*expression, &names);
+  }
+  for (const auto& [key, value] : configuration) {
+    if (key.rfind("delta.constraints.", 0) == 0) AddIdentifiers(value, &names);
+  }
+  return names;
+}
 
 bool TypeWideningEnabled(const std::map<std::string, std::string>& configuration) {
   const auto it = configuration.find("delta.enableTypeWidening");
@@ -54,6 +99,10 @@ bool WidensAutomatically(const arrow::DataType& from, const arrow::DataType& to)
            b.precision() - b.scale() >= a.precision() - a.scale();
   }
   return false;
+}
+
+bool WasWidened(const arrow::Field& field) {
+  return FieldMetadataValue(field, kTypeChanges).has_value();
 }
 
 arrow::Result<std::shared_ptr<arrow::Field>> WidenField(

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include <arrow/result.h>
@@ -25,6 +26,17 @@ bool TypeWideningEnabled(const std::map<std::string, std::string>& configuration
 /// (the changes Spark applies automatically; integer to decimal or double it leaves to
 /// ALTER).
 bool WidensAutomatically(const arrow::DataType& from, const arrow::DataType& to);
+
+/// \brief Return the names (lower case) of the columns that the table's generated-column
+/// expressions and CHECK constraints (`delta.constraints.*` in `configuration`) mention:
+/// Spark refuses to widen those, since the expression would change type under them.
+/// Every identifier counts, so a column named like a function counts too.
+std::set<std::string> ColumnsExpressionsUse(
+    const arrow::Schema& schema, const std::map<std::string, std::string>& configuration);
+
+/// \brief Return true when `field` was widened (it has a `delta.typeChanges` record):
+/// statistics of files written before hold the narrower type's values.
+bool WasWidened(const arrow::Field& field);
 
 /// \brief Return `field` with type `to` and the change appended to its
 /// `delta.typeChanges` (`{"fromType": …, "toType": …}`, as Spark records it).

@@ -12,6 +12,7 @@
 
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/type_widening.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
 
@@ -166,6 +167,12 @@ std::optional<int> CompareToStat(const arrow::Scalar& value, const json& stat,
 
 }  // namespace
 
+Predicate::Term Predicate::MakeTerm(const arrow::Field& field, std::string function,
+                                    std::shared_ptr<arrow::Scalar> value) {
+  return Term{field.name(),        PhysicalName(field), field.type(),
+              std::move(function), std::move(value),    !WasWidened(field)};
+}
+
 arrow::Result<Predicate> Predicate::Parse(const std::string& text,
                                           const std::shared_ptr<arrow::Schema>& schema) {
   ARROW_ASSIGN_OR_RAISE(auto tokens, Tokenize(text));
@@ -205,8 +212,8 @@ arrow::Result<Predicate> Predicate::Parse(const std::string& text,
         return BadPredicate(text, "expected NULL after IS");
       }
       ++pos;
-      predicate.terms_.push_back({field->name(), PhysicalName(*field), field->type(),
-                                  negated ? "is_valid" : "is_null", nullptr});
+      predicate.terms_.push_back(
+          MakeTerm(*field, negated ? "is_valid" : "is_null", nullptr));
     } else if (next.kind == Token::kWord && AsciiUpper(next.text) == "BETWEEN") {
       ++pos;
       ARROW_ASSIGN_OR_RAISE(auto low, BindLiteral(text, tokens[pos++], *field));
@@ -215,15 +222,12 @@ arrow::Result<Predicate> Predicate::Parse(const std::string& text,
       }
       ++pos;
       ARROW_ASSIGN_OR_RAISE(auto high, BindLiteral(text, tokens[pos++], *field));
-      predicate.terms_.push_back(
-          {field->name(), PhysicalName(*field), field->type(), "greater_equal", low});
-      predicate.terms_.push_back(
-          {field->name(), PhysicalName(*field), field->type(), "less_equal", high});
+      predicate.terms_.push_back(MakeTerm(*field, "greater_equal", low));
+      predicate.terms_.push_back(MakeTerm(*field, "less_equal", high));
     } else if (next.kind == Token::kOp) {
       ++pos;
       ARROW_ASSIGN_OR_RAISE(auto value, BindLiteral(text, tokens[pos++], *field));
-      predicate.terms_.push_back({field->name(), PhysicalName(*field), field->type(),
-                                  FunctionFor(next.text), value});
+      predicate.terms_.push_back(MakeTerm(*field, FunctionFor(next.text), value));
     } else {
       return BadPredicate(text, "expected an operator after '" + field->name() + "'");
     }
@@ -328,7 +332,7 @@ FileMatch Predicate::ClassifyTerm(const Term& term, const Add& file, bool is_par
   const json* max = stats.contains("maxValues") && stats["maxValues"].contains(term.key)
                         ? &stats["maxValues"][term.key]
                         : nullptr;
-  if (min == nullptr || max == nullptr) return FileMatch::kSome;
+  if (min == nullptr || max == nullptr || !term.trusts_min_max) return FileMatch::kSome;
   // c_min = sign(value - min), c_max = sign(value - max)
   auto c_min = CompareToStat(*term.value, *min, *term.type, false);
   auto c_max = CompareToStat(*term.value, *max, *term.type, true);

@@ -62,7 +62,12 @@ class Predicate {
     std::shared_ptr<arrow::DataType> type;
     std::string function;  // "equal", "less", …, "is_null", "is_valid"
     std::shared_ptr<arrow::Scalar> value;
+    // False for a widened column: files written before the widening hold min/max in the
+    // narrower type (a float's 0.2 is not the double 0.2), so only null counts count.
+    bool trusts_min_max = true;
   };
+  static Term MakeTerm(const arrow::Field& field, std::string function,
+                       std::shared_ptr<arrow::Scalar> value);
   FileMatch ClassifyTerm(const Term& term, const Add& file, bool is_partition,
                          const void* stats) const;
 

@@ -273,8 +273,16 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> GeneratedColumns::Conform(
       continue;
     }
     ARROW_ASSIGN_OR_RAISE(auto computed, Evaluate(*column.parsed, *conformed));
-    ARROW_ASSIGN_OR_RAISE(auto typed, cp::Cast(computed, field->type()));
-    columns[static_cast<size_t>(column.index)] = typed.make_array();
+    auto typed = cp::Cast(computed, field->type());
+    if (!typed.ok()) {
+      // A value of the expression the column's type cannot hold (a long past an int).
+      return InvalidInputError(
+          "generated column ", EscapeForMessage(field->name()), " (",
+          EscapeForMessage(column.expression), ") computes a value its type ",
+          DeltaTypeName(*field->type()), " cannot hold: ", typed.status().message(),
+          "; the table was not changed");
+    }
+    columns[static_cast<size_t>(column.index)] = typed->make_array();
   }
   for (const auto& column : columns_) {
     const auto& field = table_schema_->field(column.index);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <arrow/type.h>
 
@@ -40,12 +41,26 @@ bool ComputedByWriter(const arrow::Field& field) {
          FieldMetadataValue(field, "delta.generationExpression").has_value();
 }
 
-// Reconcile the incoming data's schema with the table's (merge_schema semantics);
-// `widen_types`: a column the data brings in a wider type is widened (type_widening.h).
+// What a write may do to the table's columns' types (type_widening.h).
+struct Widening {
+  bool enabled = false;
+  // Columns that expressions use (lower case), which keep their type.
+  std::set<std::string> pinned;
+
+  bool Pinned(const arrow::Field& column) const {
+    return pinned.count(AsciiLower(column.name())) != 0;
+  }
+  bool Widens(const arrow::Field& column, const arrow::DataType& data) const {
+    return enabled && !Pinned(column) && WidensAutomatically(*column.type(), data);
+  }
+};
+
+// Reconcile the incoming data's schema with the table's (merge_schema semantics); a
+// column the data brings in a wider type is widened where `widening` allows.
 // Returns the table's new schema, or null when it stays as it is.
 arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(
     const arrow::Schema& table, const arrow::Schema& incoming, bool merge_schema,
-    bool widen_types) {
+    const Widening& widening) {
   std::vector<std::string> added;
   std::vector<std::string> missing;
   std::vector<std::string> changed;
@@ -58,12 +73,18 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(
     auto existing = index >= 0 ? table.field(index) : nullptr;
     if (existing == nullptr) {
       added.push_back(field->name());
-    } else if (widen_types && WidensAutomatically(*existing->type(), *field->type())) {
+    } else if (widening.Widens(*existing, *field->type())) {
       widened[index] = field->type();
     } else if (!CanWriteInto(*field->type(), *existing->type())) {
-      could_widen = could_widen || WidensAutomatically(*existing->type(), *field->type());
+      const bool pinned = widening.Pinned(*existing);
+      could_widen = could_widen ||
+                    (!pinned && WidensAutomatically(*existing->type(), *field->type()));
       changed.push_back(field->name() + " (table " + DeltaTypeName(*existing->type()) +
-                        ", data " + DeltaTypeName(*field->type()) + ")");
+                        ", data " + DeltaTypeName(*field->type()) +
+                        (pinned ? "; a generated column or CHECK constraint uses it, so "
+                                  "it is never widened"
+                                : "") +
+                        ")");
     }
   }
   for (const auto& field : table.fields()) {
@@ -73,7 +94,7 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(
   if (!changed.empty()) {
     return InvalidInputError(
         "schema mismatch: column types differ: ", PythonList(changed),
-        could_widen && !widen_types
+        could_widen && !widening.enabled
             ? "; with the table property delta.enableTypeWidening="
               "true a write that merges schemas widens them"
             : "");
@@ -318,7 +339,7 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
         !SameColumns(plan.partition_by, snapshot->partition_columns());
     replace_schema =
         partitioning_differs ||
-        !ReconcileSchema(*snapshot->schema(), *incoming, options.merge_schema, false)
+        !ReconcileSchema(*snapshot->schema(), *incoming, options.merge_schema, Widening{})
              .ok();
   }
   if (snapshot && !replace_schema) {
@@ -361,15 +382,18 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
                                "; available columns: ", PythonList(available));
     }
     // Schema evolution widens types where the table allows it, or this write does.
-    const bool widen_types = options.merge_schema &&
-                             (TypeWideningEnabled(snapshot->metadata().configuration) ||
-                              TypeWideningEnabled(configuration));
-    ARROW_ASSIGN_OR_RAISE(
-        auto merged, ReconcileSchema(*snapshot->schema(), *incoming, options.merge_schema,
-                                     widen_types));
+    Widening widening;
+    widening.enabled = options.merge_schema &&
+                       (TypeWideningEnabled(snapshot->metadata().configuration) ||
+                        TypeWideningEnabled(configuration));
+    widening.pinned =
+        ColumnsExpressionsUse(*snapshot->schema(), snapshot->metadata().configuration);
+    ARROW_ASSIGN_OR_RAISE(auto merged, ReconcileSchema(*snapshot->schema(), *incoming,
+                                                       options.merge_schema, widening));
     plan.table_schema = snapshot->schema();
     if (merged != nullptr) {
-      if (widen_types && !HasWriterFeature(snapshot->protocol(), "typeWidening-preview"))
+      if (widening.enabled &&
+          !HasWriterFeature(snapshot->protocol(), "typeWidening-preview"))
         writer_features.push_back("typeWidening");
       // New or widened columns: the commit carries the new metadata.
       Metadata metadata = snapshot->metadata();
