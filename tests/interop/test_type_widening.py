@@ -173,3 +173,24 @@ def test_a_column_an_expression_uses_is_never_widened_as_in_spark(tmp_path, uses
     assert log_names(table) == before
     spark.sql(f"INSERT INTO delta.`{table}` (a) VALUES (7)")
     assert sorted(readers.read_spark(table).column("a").to_pylist()) == [1, 5, 7]
+
+
+def test_a_struct_field_widens_as_spark_widens_it(tmp_path):
+    spark = readers.spark_session()
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    for table in (ours, theirs):
+        spark.sql(f"CREATE TABLE delta.`{table}` (id BIGINT, s STRUCT<a: INT, b: STRING>) "
+                  "USING delta TBLPROPERTIES ('delta.enableTypeWidening'='true')")
+        spark.sql(f"INSERT INTO delta.`{table}` VALUES (1, named_struct('a', 1, 'b', 'x'))")
+    wide = pa.table({"id": pa.array([2], pa.int64()),
+                     "s": pa.array([{"a": 2**40, "b": "y"}],
+                                   pa.struct([("a", pa.int64()), ("b", pa.string())]))})
+    done = write_arrow(tmp_path, ours, wide)
+    assert done.returncode == 0, done.stderr
+    spark.createDataFrame([(2, (2**40, "y"))], "id BIGINT, s STRUCT<a: BIGINT, b: STRING>") \
+        .write.format("delta").mode("append").option("mergeSchema", "true").save(str(theirs))
+    ours_s = {f["name"]: f for f in latest_schema(ours)["fields"]}["s"]
+    theirs_s = {f["name"]: f for f in latest_schema(theirs)["fields"]}["s"]
+    assert ours_s == theirs_s
+    got = sorted((r["id"], r["s"]["a"]) for r in readers.read_spark(ours).to_pylist())
+    assert got == [(1, 1), (2, 2**40)]

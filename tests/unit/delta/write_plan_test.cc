@@ -2,8 +2,11 @@
 
 #include <arrow/buffer.h>
 #include <arrow/type.h>
+#include <arrow/util/key_value_metadata.h>
 
+#include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/type_widening.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/support/test_util.h"
 
@@ -154,6 +157,42 @@ TEST_F(WritePlanTest, SchemaEvolutionWidensATypeOnlyWhereTheTableAllowsIt) {
     ASSERT_OK_AND_ASSIGN(auto kept, PlanWrite(snapshot.get(), *fitting, options, "t"));
     EXPECT_FALSE(kept.new_metadata.has_value());
   }
+}
+
+TEST(TypeWideningTest, AStructWidensWhereItsFieldsDoAndNowhereElse) {
+  auto column = arrow::field("s", arrow::struct_({arrow::field("a", arrow::int32()),
+                                                  arrow::field("b", arrow::utf8())}));
+  ASSERT_OK_AND_ASSIGN(
+      auto wider, WidenedFor(column, arrow::struct_({arrow::field("a", arrow::int64()),
+                                                     arrow::field("b", arrow::utf8())})));
+  ASSERT_NE(wider, nullptr);
+  const auto& a = *wider->type()->field(0);
+  EXPECT_EQ(a.type()->id(), arrow::Type::INT64);
+  EXPECT_EQ(FieldMetadataValue(a, "delta.typeChanges"),
+            R"([{"fromType":"integer","toType":"long"}])");
+  EXPECT_FALSE(WasWidened(*wider->type()->field(1)));
+  // Another field name, a narrower field, or nothing wider: not a widening.
+  for (const auto& data : {arrow::struct_({arrow::field("c", arrow::int64()),
+                                           arrow::field("b", arrow::utf8())}),
+                           arrow::struct_({arrow::field("a", arrow::int8()),
+                                           arrow::field("b", arrow::utf8())}),
+                           arrow::struct_({arrow::field("a", arrow::int32()),
+                                           arrow::field("b", arrow::utf8())})}) {
+    ASSERT_OK_AND_ASSIGN(auto none, WidenedFor(column, data));
+    EXPECT_EQ(none, nullptr) << data->ToString();
+  }
+}
+
+TEST(TypeWideningTest, ColumnsThatExpressionsMentionAreFoundInAnyCaseOrQuoting) {
+  auto schema = arrow::schema(
+      {arrow::field("Day", arrow::date32())
+           ->WithMetadata(arrow::key_value_metadata(
+               {"delta.generationExpression"}, {R"x("CAST(`Block Time` AS DATE)")x"}))});
+  const auto names = ColumnsExpressionsUse(
+      *schema, {{"delta.constraints.positive", "Gas_Used > 0"}, {"other", "x"}});
+  EXPECT_EQ(names.count("block time"), 1u);
+  EXPECT_EQ(names.count("gas_used"), 1u);
+  EXPECT_EQ(names.count("x"), 0u);
 }
 
 TEST_F(WritePlanTest, PlansFollowTheModeWithoutTouchingTheStore) {

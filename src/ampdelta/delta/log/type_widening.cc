@@ -127,3 +127,36 @@ arrow::Result<std::shared_ptr<arrow::Field>> WidenField(
 }
 
 }  // namespace ampdelta::delta
+
+namespace ampdelta::delta {
+
+arrow::Result<std::shared_ptr<arrow::Field>> WidenedFor(
+    const std::shared_ptr<arrow::Field>& column,
+    const std::shared_ptr<arrow::DataType>& data) {
+  if (WidensAutomatically(*column->type(), *data)) return WidenField(column, data);
+  const auto& type = *column->type();
+  if (type.id() != arrow::Type::STRUCT || data->id() != arrow::Type::STRUCT ||
+      type.num_fields() != data->num_fields()) {
+    return nullptr;
+  }
+  arrow::FieldVector children;
+  bool widened = false;
+  for (int i = 0; i < type.num_fields(); ++i) {
+    const auto& child = type.field(i);
+    const auto& given = data->field(i);
+    if (child->name() != given->name()) return nullptr;
+    ARROW_ASSIGN_OR_RAISE(auto wider, WidenedFor(child, given->type()));
+    if (wider != nullptr) {
+      children.push_back(std::move(wider));
+      widened = true;
+    } else if (CanWriteInto(*given->type(), *child->type())) {
+      children.push_back(child);
+    } else {
+      return nullptr;
+    }
+  }
+  if (!widened) return nullptr;
+  return column->WithType(arrow::struct_(std::move(children)));
+}
+
+}  // namespace ampdelta::delta

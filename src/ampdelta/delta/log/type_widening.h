@@ -27,6 +27,14 @@ bool TypeWideningEnabled(const std::map<std::string, std::string>& configuration
 /// ALTER).
 bool WidensAutomatically(const arrow::DataType& from, const arrow::DataType& to);
 
+/// \brief Return `column` widened to take data of type `data`: the column itself when it
+/// widens automatically, or a struct with the same fields (same names, same order) some
+/// of which widen, each recording its own change as Spark records a nested one; null when
+/// `data` does not widen it.
+arrow::Result<std::shared_ptr<arrow::Field>> WidenedFor(
+    const std::shared_ptr<arrow::Field>& column,
+    const std::shared_ptr<arrow::DataType>& data);
+
 /// \brief Return the names (lower case) of the columns that the table's generated-column
 /// expressions and CHECK constraints (`delta.constraints.*` in `configuration`) mention:
 /// Spark refuses to widen those, since the expression would change type under them.

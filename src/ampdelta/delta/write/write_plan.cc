@@ -50,8 +50,12 @@ struct Widening {
   bool Pinned(const arrow::Field& column) const {
     return pinned.count(AsciiLower(column.name())) != 0;
   }
-  bool Widens(const arrow::Field& column, const arrow::DataType& data) const {
-    return enabled && !Pinned(column) && WidensAutomatically(*column.type(), data);
+  // The column widened for `data`, or null.
+  arrow::Result<std::shared_ptr<arrow::Field>> Widened(
+      const std::shared_ptr<arrow::Field>& column,
+      const std::shared_ptr<arrow::DataType>& data) const {
+    if (!enabled || Pinned(*column)) return nullptr;
+    return WidenedFor(column, data);
   }
 };
 
@@ -64,7 +68,7 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(
   std::vector<std::string> added;
   std::vector<std::string> missing;
   std::vector<std::string> changed;
-  std::map<int, std::shared_ptr<arrow::DataType>> widened;
+  std::map<int, std::shared_ptr<arrow::Field>> widened;
   bool could_widen = false;
   // Delta column names are case-insensitive: a column differing only in case is the same
   // column (the table's spelling stays).
@@ -73,12 +77,15 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(
     auto existing = index >= 0 ? table.field(index) : nullptr;
     if (existing == nullptr) {
       added.push_back(field->name());
-    } else if (widening.Widens(*existing, *field->type())) {
-      widened[index] = field->type();
+      continue;
+    }
+    ARROW_ASSIGN_OR_RAISE(auto wider, widening.Widened(existing, field->type()));
+    if (wider != nullptr) {
+      widened[index] = std::move(wider);
     } else if (!CanWriteInto(*field->type(), *existing->type())) {
       const bool pinned = widening.Pinned(*existing);
-      could_widen = could_widen ||
-                    (!pinned && WidensAutomatically(*existing->type(), *field->type()));
+      const auto would = WidenedFor(existing, field->type());
+      could_widen = could_widen || (!pinned && would.ok() && *would != nullptr);
       changed.push_back(field->name() + " (table " + DeltaTypeName(*existing->type()) +
                         ", data " + DeltaTypeName(*field->type()) +
                         (pinned ? "; a generated column or CHECK constraint uses it, so "
@@ -116,9 +123,7 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ReconcileSchema(
   }
   if (added.empty() && widened.empty()) return std::shared_ptr<arrow::Schema>();
   arrow::FieldVector fields = table.fields();
-  for (const auto& [index, type] : widened) {
-    ARROW_ASSIGN_OR_RAISE(fields[index], WidenField(fields[index], type));
-  }
+  for (const auto& [index, wider] : widened) fields[index] = wider;
   for (const auto& name : added) {
     fields.push_back(
         incoming.field(FindFieldIgnoreCase(incoming, name))->WithNullable(true));
