@@ -9,34 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.ipc as ipc
 
 import readers
-from conftest import cli_env, cli_path
+from table_cli import arrow_file, ok, run_cli
 
 UTC = dt.timezone.utc
-
-
-def run_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(cli_path()), *map(str, args)], capture_output=True, text=True,
-                          env=cli_env(), timeout=180, stdin=subprocess.DEVNULL)
-
-
-def ok(*args) -> subprocess.CompletedProcess:
-    done = run_cli(*args)
-    assert done.returncode == 0, f"{args}\nexit {done.returncode}\n{done.stderr}"
-    return done
-
-
-def arrow_file(tmp_path: Path, data: pa.Table) -> Path:
-    path = tmp_path / f"input-{len(list(tmp_path.glob('input-*')))}.arrow"
-    with ipc.new_file(path, data.schema) as out:
-        out.write_table(data)
-    return path
 
 
 def events(numbers: list[int], times: list[dt.datetime | None], **given) -> pa.Table:

@@ -14,28 +14,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-import pyarrow.ipc as ipc
 
 import readers
-from conftest import cli_env, cli_path
-
-
-def run_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(cli_path()), *map(str, args)], capture_output=True, text=True,
-                          env=cli_env(), timeout=180, stdin=subprocess.DEVNULL)
-
-
-def ok(*args) -> subprocess.CompletedProcess:
-    done = run_cli(*args)
-    assert done.returncode == 0, f"{args}\nexit {done.returncode}\n{done.stderr}"
-    return done
-
-
-def arrow_file(tmp_path: Path, data: pa.Table) -> Path:
-    path = tmp_path / f"input-{len(list(tmp_path.glob('input-*')))}.arrow"
-    with ipc.new_file(path, data.schema) as out:
-        out.write_table(data)
-    return path
+from table_cli import arrow_file, ok, run_cli
 
 
 def write_names(tmp_path: Path, table: Path, names: list[str]) -> subprocess.CompletedProcess:
@@ -249,7 +230,7 @@ def test_a_parallel_backfill_numbers_every_row_once(tmp_path, quickstart_url):
 @pytest.mark.timeout(400)
 def test_a_stream_through_reorgs_keeps_the_values_of_the_rows_its_undos_copy(tmp_path):
     import collections
-    from conftest import QUICKSTART_DATASET, run_dev_server
+    from conftest import run_dev_server
     from test_deletion_vectors import BLOCKS_SQL, check
     from test_deletion_vectors import run_cli as run_cli_long
     from test_stream_crash import canonical_hashes, hex_hash, last_quiet_head, live_chain_args

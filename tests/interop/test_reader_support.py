@@ -14,36 +14,13 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.ipc as ipc
 import pytest
 
 import readers
-from conftest import cli_env, cli_path
+from table_cli import ok, run_cli, write_table
 
 TESTED = ("spark", "duckdb", "polars", "deltalake")
 HERE = Path(__file__).resolve().parent
-
-
-def run_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(cli_path()), *map(str, args)], capture_output=True, text=True,
-                          env=cli_env(), timeout=180, stdin=subprocess.DEVNULL)
-
-
-def ok(*args) -> subprocess.CompletedProcess:
-    done = run_cli(*args)
-    assert done.returncode == 0, f"{args}\nexit {done.returncode}\n{done.stderr}"
-    return done
-
-
-def arrow_file(tmp_path: Path, data: pa.Table) -> Path:
-    path = tmp_path / f"input-{len(list(tmp_path.glob('input-*')))}.arrow"
-    with ipc.new_file(path, data.schema) as out:
-        out.write_table(data)
-    return path
-
-
-def write(tmp_path: Path, table: Path, data: pa.Table, *extra) -> subprocess.CompletedProcess:
-    return run_cli("table", "write", table, "--input", arrow_file(tmp_path, data), *extra)
 
 
 def as_text(data: pa.Table) -> list[str]:
@@ -81,26 +58,26 @@ def build_tables(tmp_path: Path) -> dict[str, Path]:
     tables = {name: tmp_path / name for name in
               ("plain", "deletion_vectors", "column_mapping", "timestamp_ntz", "v2_checkpoint",
                "type_widening", "vacuum_protocol_check", "legacy_column_mapping")}
-    assert write(tmp_path, tables["plain"], ids).returncode == 0
+    assert write_table(tmp_path, tables["plain"], ids).returncode == 0
     # A deletion vector in place.
-    assert write(tmp_path, tables["deletion_vectors"], ids, "--property",
+    assert write_table(tmp_path, tables["deletion_vectors"], ids, "--property",
                  "delta.enableDeletionVectors=true").returncode == 0
     ok("table", "delete", tables["deletion_vectors"], "--where", "id = 2")
     # Physical names that differ from the logical ones after a rename.
-    assert write(tmp_path, tables["column_mapping"], ids, "--property",
+    assert write_table(tmp_path, tables["column_mapping"], ids, "--property",
                  "delta.columnMapping.mode=name").returncode == 0
     spark.sql(f"ALTER TABLE delta.`{tables['column_mapping']}` RENAME COLUMN name TO label")
-    assert write(tmp_path, tables["timestamp_ntz"], pa.table(
+    assert write_table(tmp_path, tables["timestamp_ntz"], pa.table(
         {"id": pa.array([1], pa.int64()), "at": pa.array([1_700_000_000_000_000],
                                                            pa.timestamp("us"))})).returncode == 0
-    assert write(tmp_path, tables["v2_checkpoint"], ids, "--property",
+    assert write_table(tmp_path, tables["v2_checkpoint"], ids, "--property",
                  "delta.checkpointPolicy=v2").returncode == 0
     ok("table", "checkpoint", tables["v2_checkpoint"])
     # Files written before the widening next to files of the wider type.
     spark.sql(f"CREATE TABLE delta.`{tables['type_widening']}` (id INT, name STRING) USING delta "
               "TBLPROPERTIES ('delta.enableTypeWidening'='true')")
     spark.sql(f"INSERT INTO delta.`{tables['type_widening']}` VALUES (1, 'a')")
-    assert write(tmp_path, tables["type_widening"], pa.table(
+    assert write_table(tmp_path, tables["type_widening"], pa.table(
         {"id": pa.array([2**40], pa.int64()), "name": ["big"]})).returncode == 0
     spark.sql(f"CREATE TABLE delta.`{tables['vacuum_protocol_check']}` (id BIGINT) USING delta "
               "TBLPROPERTIES ('delta.feature.vacuumProtocolCheck'='supported')")
@@ -142,23 +119,23 @@ def test_what_table_info_claims_of_each_reader_is_what_the_reader_does(tmp_path)
 def test_a_write_is_refused_when_a_declared_reader_cannot_read_the_table(tmp_path):
     data = pa.table({"id": pa.array([1], pa.int64())})
     table = tmp_path / "mapped"
-    done = write(tmp_path, table, data, "--property", "delta.columnMapping.mode=name",
+    done = write_table(tmp_path, table, data, "--property", "delta.columnMapping.mode=name",
                  "--readers", "spark,Polars,deltalake")
     assert done.returncode == 2, done.stderr
     assert "polars cannot read columnMapping" in done.stderr
     assert "deltalake cannot read columnMapping" in done.stderr
     assert not table.exists() or not list((table / "_delta_log").glob("*.json"))
-    assert write(tmp_path, table, data, "--property", "delta.columnMapping.mode=name",
+    assert write_table(tmp_path, table, data, "--property", "delta.columnMapping.mode=name",
                  "--readers", "spark,duckdb").returncode == 0
     # Into an existing table a reader cannot read: refused, the table unchanged.
     log = sorted(p.name for p in (table / "_delta_log").iterdir())
-    done = write(tmp_path, table, data, "--readers", "polars")
+    done = write_table(tmp_path, table, data, "--readers", "polars")
     assert done.returncode == 2 and "polars cannot read columnMapping" in done.stderr
     assert sorted(p.name for p in (table / "_delta_log").iterdir()) == log
     # A property this write would enable.
     plain = tmp_path / "plain"
-    assert write(tmp_path, plain, data).returncode == 0
-    done = write(tmp_path, plain, data, "--property", "delta.enableDeletionVectors=true",
+    assert write_table(tmp_path, plain, data).returncode == 0
+    done = write_table(tmp_path, plain, data, "--property", "delta.enableDeletionVectors=true",
                  "--readers", "deltalake")
     assert done.returncode == 2 and "deltalake cannot read deletionVectors" in done.stderr
     assert claims(plain)["deltalake"]
@@ -166,7 +143,7 @@ def test_a_write_is_refused_when_a_declared_reader_cannot_read_the_table(tmp_pat
 
 @pytest.mark.parametrize("readers_option", ["nosuch", "spark,nosuch", ""])
 def test_an_unknown_reader_is_refused_naming_the_known_ones(tmp_path, readers_option):
-    done = write(tmp_path, tmp_path / "t", pa.table({"id": pa.array([1], pa.int64())}),
+    done = write_table(tmp_path, tmp_path / "t", pa.table({"id": pa.array([1], pa.int64())}),
                  "--readers", readers_option)
     assert done.returncode == 2, done.stderr
     assert "known readers are spark, duckdb, polars, deltalake, trino" in done.stderr

@@ -8,13 +8,13 @@ that `ampdelta table info` says reads the table gives the same rows
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import readers
-from conftest import QUICKSTART_FIRST, cli_env, cli_path
+from table_cli import ok, run_cli
+from conftest import QUICKSTART_FIRST
 from test_change_data_feed import blocks
 
 BASE = "block_num BIGINT, hash BINARY, gas_used BIGINT"
@@ -44,17 +44,6 @@ FEATURES = {
         []),
     "clustering_mapping": ("", "'delta.columnMapping.mode'='name'", ["CLUSTER"]),
 }
-
-
-def run_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(cli_path()), *map(str, args)], capture_output=True, text=True,
-                          env=cli_env(), timeout=300, stdin=subprocess.DEVNULL)
-
-
-def ok(*args) -> subprocess.CompletedProcess:
-    done = run_cli(*args)
-    assert done.returncode == 0, f"{args}\nexit {done.returncode}\n{done.stderr}"
-    return done
 
 
 def spark_table(table: Path, feature: str) -> None:

@@ -9,32 +9,13 @@ evolution does.
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
 import readers
-from conftest import cli_env, cli_path
-
-
-def run_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(cli_path()), *map(str, args)], capture_output=True, text=True,
-                          env=cli_env(), timeout=180, stdin=subprocess.DEVNULL)
-
-
-def ok(*args) -> None:
-    done = run_cli(*args)
-    assert done.returncode == 0, f"{args}\nexit {done.returncode}\n{done.stderr}"
-
-
-def latest_schema(table: Path) -> dict:
-    schemas = [json.loads(line)["metaData"]["schemaString"]
-               for path in sorted((table / "_delta_log").glob("*.json"))
-               for line in path.read_text().splitlines() if '"metaData"' in line]
-    return json.loads(schemas[-1])
+from table_cli import latest_schema, log_names, ok, run_cli, write_table
 
 
 def test_ampdelta_writes_into_a_column_spark_widened(tmp_path):
@@ -66,17 +47,6 @@ def test_ampdelta_writes_into_a_column_spark_widened(tmp_path):
         [1, 3, 5, 2**40, 2**41]
 
 
-def write_arrow(tmp_path: Path, table: Path, data: pa.Table, *extra) -> subprocess.CompletedProcess:
-    source = tmp_path / f"input-{len(list(tmp_path.glob('input-*')))}.arrow"
-    with ipc.new_file(source, data.schema) as out:
-        out.write_table(data)
-    return run_cli("table", "write", table, "--input", source, *extra)
-
-
-def log_names(table: Path) -> list[str]:
-    return sorted(p.name for p in (table / "_delta_log").iterdir())
-
-
 def test_schema_evolution_widens_a_column_as_spark_records_it(tmp_path):
     spark = readers.spark_session()
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
@@ -86,7 +56,7 @@ def test_schema_evolution_widens_a_column_as_spark_records_it(tmp_path):
         spark.sql(f"INSERT INTO delta.`{table}` VALUES (1, 0.5, 'a'), (2, 1.5, 'b')")
     wide = pa.table({"id": pa.array([2**40], pa.int64()), "ratio": pa.array([0.25], pa.float64()),
                      "name": ["big"]})
-    done = write_arrow(tmp_path, ours, wide)
+    done = write_table(tmp_path, ours, wide)
     assert done.returncode == 0, done.stderr
     # Spark's own schema evolution of the same append, the oracle of what gets recorded.
     spark.createDataFrame([(2**40, 0.25, "big")], "id BIGINT, ratio DOUBLE, name STRING") \
@@ -115,14 +85,14 @@ def test_without_type_widening_a_wider_column_is_refused_with_the_table_unchange
     spark.sql(f"CREATE TABLE delta.`{table}` (id INT, ratio FLOAT) USING delta")
     spark.sql(f"INSERT INTO delta.`{table}` VALUES (1, 0.5)")
     before = log_names(table)
-    done = write_arrow(tmp_path, table, pa.table({"id": pa.array([2], pa.int64()),
+    done = write_table(tmp_path, table, pa.table({"id": pa.array([2], pa.int64()),
                                                   "ratio": pa.array([0.25], pa.float64())}))
     assert done.returncode == 2, done.stderr
     assert "ratio (table float, data double)" in done.stderr
     assert "delta.enableTypeWidening=true" in done.stderr
     assert log_names(table) == before
     # With the property set by the same write, it widens and the protocol gets the feature.
-    done = write_arrow(tmp_path, table, pa.table({"id": pa.array([2], pa.int64()),
+    done = write_table(tmp_path, table, pa.table({"id": pa.array([2], pa.int64()),
                                                   "ratio": pa.array([0.25], pa.float64())}),
                        "--property", "delta.enableTypeWidening=true")
     assert done.returncode == 0, done.stderr
@@ -164,11 +134,11 @@ def test_a_column_an_expression_uses_is_never_widened_as_in_spark(tmp_path, uses
         spark.sql(f"ALTER TABLE delta.`{table}` ADD CONSTRAINT positive CHECK (a > 0)")
     spark.sql(f"INSERT INTO delta.`{table}` (a) VALUES (1)")
     # A long that fits is written into the int column, which keeps its type.
-    done = write_arrow(tmp_path, table, pa.table({"a": pa.array([5], pa.int64())}))
+    done = write_table(tmp_path, table, pa.table({"a": pa.array([5], pa.int64())}))
     assert done.returncode == 0, done.stderr
     assert {f["name"]: f["type"] for f in latest_schema(table)["fields"]}["a"] == "integer"
     before = log_names(table)
-    done = write_arrow(tmp_path, table, pa.table({"a": pa.array([2**40], pa.int64())}))
+    done = write_table(tmp_path, table, pa.table({"a": pa.array([2**40], pa.int64())}))
     assert done.returncode == 2, done.stderr
     assert log_names(table) == before
     spark.sql(f"INSERT INTO delta.`{table}` (a) VALUES (7)")
@@ -185,7 +155,7 @@ def test_a_struct_field_widens_as_spark_widens_it(tmp_path):
     wide = pa.table({"id": pa.array([2], pa.int64()),
                      "s": pa.array([{"a": 2**40, "b": "y"}],
                                    pa.struct([("a", pa.int64()), ("b", pa.string())]))})
-    done = write_arrow(tmp_path, ours, wide)
+    done = write_table(tmp_path, ours, wide)
     assert done.returncode == 0, done.stderr
     spark.createDataFrame([(2, (2**40, "y"))], "id BIGINT, s STRUCT<a: BIGINT, b: STRING>") \
         .write.format("delta").mode("append").option("mergeSchema", "true").save(str(theirs))

@@ -18,25 +18,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import readers
-from conftest import cli_env, cli_path
-
-
-def run_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(cli_path()), *map(str, args)], capture_output=True, text=True,
-                          env=cli_env(), timeout=180, stdin=subprocess.DEVNULL)
-
-
-def ok(*args) -> subprocess.CompletedProcess:
-    done = run_cli(*args)
-    assert done.returncode == 0, f"{args}\nexit {done.returncode}\n{done.stderr}"
-    return done
+from table_cli import ok, run_cli, write_table
 
 
 def write(tmp_path: Path, table: Path, data: pa.Table, *extra) -> None:
-    path = tmp_path / f"input-{len(list(tmp_path.glob('input-*')))}.arrow"
-    with ipc.new_file(path, data.schema) as out:
-        out.write_table(data)
-    ok("table", "write", table, "--input", path, *extra)
+    done = write_table(tmp_path, table, data, *extra)
+    assert done.returncode == 0, done.stderr
 
 
 def ids(table: Path, reader: str = "spark") -> list[int]:
