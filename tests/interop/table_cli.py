@@ -46,3 +46,31 @@ def latest_schema(table: Path) -> dict:
 
 def log_names(table: Path) -> list[str]:
     return sorted(p.name for p in (table / "_delta_log").iterdir())
+
+
+def stream_through_reorgs(table: Path) -> dict:
+    """Stream the blocks of a dev server whose chain reorganises into `table` (made by the
+    caller) until its head; return the canonical chain at the end, {block_num: hex hash}.
+    Fails when no reorg was undone: the caller's test would prove nothing."""
+    from conftest import run_dev_server
+    from test_deletion_vectors import BLOCKS_SQL, check
+    from test_deletion_vectors import run_cli as run_cli_long
+    from test_stream_crash import canonical_hashes, last_quiet_head, live_chain_args
+    max_head = last_quiet_head(60)
+    with run_dev_server(*live_chain_args(max_head), "--await-streams") as server:
+        check(run_cli_long("load", "--server", server.url, "--table", str(table), "--sql",
+                           BLOCKS_SQL, "--stream", "--commit-interval-ms", "50",
+                           "--until-block", str(max_head), "--config",
+                           '{"optimize_after_write": false}', timeout=300))
+        chain = canonical_hashes(server.url)
+    assert [p for p in (table / "_delta_log").glob("*.json")
+            if '"operation":"DELETE"' in p.read_text()], "no reorg undo: the test proves nothing"
+    return chain
+
+
+def blocks_of(data: pa.Table):
+    """The (block_num, hex hash) pairs of `data`, counted."""
+    import collections
+    from test_stream_crash import hex_hash
+    return collections.Counter(zip(data.column("block_num").to_pylist(),
+                                   (hex_hash(h) for h in data.column("hash").to_pylist())))

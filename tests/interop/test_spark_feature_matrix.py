@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import readers
-from table_cli import ok, run_cli
+from table_cli import blocks_of, ok, run_cli, stream_through_reorgs
 from conftest import QUICKSTART_FIRST
 from test_change_data_feed import blocks
 
@@ -132,27 +132,12 @@ def test_a_stream_through_reorgs_into_a_spark_table_with_the_feature(tmp_path, f
     # The other features' streams: test_column_mapping, test_identity_columns,
     # test_v2_checkpoints, test_deletion_vectors, test_change_data_feed, test_clustering.
     import collections
-    from conftest import run_dev_server
-    from test_deletion_vectors import BLOCKS_SQL, check
-    from test_deletion_vectors import run_cli as run_cli_long
-    from test_stream_crash import canonical_hashes, hex_hash, last_quiet_head, live_chain_args
     table = tmp_path / feature
     spark_table(table, feature)
     # A stream starts on a table no other writer holds rows in (or takes it over).
     readers.spark_session().sql(f"DELETE FROM delta.`{table}`")
-    max_head = last_quiet_head(60)
-    with run_dev_server(*live_chain_args(max_head), "--await-streams") as server:
-        check(run_cli_long("load", "--server", server.url, "--table", str(table), "--sql",
-                           BLOCKS_SQL, "--stream", "--commit-interval-ms", "50",
-                           "--until-block", str(max_head), "--config",
-                           '{"optimize_after_write": false}', timeout=300))
-        chain = canonical_hashes(server.url)
-    assert [p for p in (table / "_delta_log").glob("*.json")
-            if '"operation":"DELETE"' in p.read_text()], "no reorg undo: the test proves nothing"
-    final = readers.read_spark(table)
-    got = collections.Counter(zip(final.column("block_num").to_pylist(),
-                                  (hex_hash(h) for h in final.column("hash").to_pylist())))
-    assert got == collections.Counter(chain.items())
+    chain = stream_through_reorgs(table)
+    assert blocks_of(readers.read_spark(table)) == collections.Counter(chain.items())
     check_feature_columns(table, feature)
 
 
