@@ -57,7 +57,8 @@ def build_tables(tmp_path: Path) -> dict[str, Path]:
     ids = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["a", "b", "c"]})
     tables = {name: tmp_path / name for name in
               ("plain", "deletion_vectors", "column_mapping", "timestamp_ntz", "v2_checkpoint",
-               "type_widening", "vacuum_protocol_check", "legacy_column_mapping")}
+               "type_widening", "type_widening_preview", "vacuum_protocol_check",
+              "legacy_column_mapping", "legacy_reader_version_2")}
     assert write_table(tmp_path, tables["plain"], ids).returncode == 0
     # A deletion vector in place.
     assert write_table(tmp_path, tables["deletion_vectors"], ids, "--property",
@@ -79,6 +80,16 @@ def build_tables(tmp_path: Path) -> dict[str, Path]:
     spark.sql(f"INSERT INTO delta.`{tables['type_widening']}` VALUES (1, 'a')")
     assert write_table(tmp_path, tables["type_widening"], pa.table(
         {"id": pa.array([2**40], pa.int64()), "name": ["big"]})).returncode == 0
+    spark.sql(f"CREATE TABLE delta.`{tables['type_widening_preview']}` (id INT) USING delta "
+              "TBLPROPERTIES ('delta.feature.typeWidening-preview'='supported', "
+              "'delta.enableTypeWidening'='true')")
+    spark.sql(f"INSERT INTO delta.`{tables['type_widening_preview']}` VALUES (1)")
+    spark.sql(f"ALTER TABLE delta.`{tables['type_widening_preview']}` ALTER COLUMN id TYPE BIGINT")
+    spark.sql(f"INSERT INTO delta.`{tables['type_widening_preview']}` VALUES ({2**40})")
+    # Reader version 2 without column mapping on: deltalake reads it, Polars refuses it.
+    spark.sql(f"CREATE TABLE delta.`{tables['legacy_reader_version_2']}` (id BIGINT) USING delta "
+              "TBLPROPERTIES ('delta.minReaderVersion'='2', 'delta.minWriterVersion'='5')")
+    spark.sql(f"INSERT INTO delta.`{tables['legacy_reader_version_2']}` VALUES (1)")
     spark.sql(f"CREATE TABLE delta.`{tables['vacuum_protocol_check']}` (id BIGINT) USING delta "
               "TBLPROPERTIES ('delta.feature.vacuumProtocolCheck'='supported')")
     spark.sql(f"INSERT INTO delta.`{tables['vacuum_protocol_check']}` VALUES (1)")
@@ -114,6 +125,9 @@ def test_what_table_info_claims_of_each_reader_is_what_the_reader_does(tmp_path)
     assert not claims(tables["deletion_vectors"])["deltalake"]
     assert claims(tables["deletion_vectors"])["polars"]
     assert all(claims(tables["plain"])[reader] for reader in TESTED)
+    assert claims(tables["legacy_reader_version_2"])["deltalake"]
+    assert not claims(tables["legacy_column_mapping"])["deltalake"]
+    assert claims(tables["type_widening_preview"])["spark"]
 
 
 def test_a_write_is_refused_when_a_declared_reader_cannot_read_the_table(tmp_path):

@@ -164,3 +164,59 @@ def test_a_struct_field_widens_as_spark_widens_it(tmp_path):
     assert ours_s == theirs_s
     got = sorted((r["id"], r["s"]["a"]) for r in readers.read_spark(ours).to_pylist())
     assert got == [(1, 1), (2, 2**40)]
+
+
+def test_a_struct_field_widens_beside_a_narrower_one(tmp_path):
+    table = tmp_path / "nested"
+    spark = readers.spark_session()
+    spark.sql(f"CREATE TABLE delta.`{table}` (id BIGINT, s STRUCT<a: INT, b: INT>) USING delta "
+              "TBLPROPERTIES ('delta.enableTypeWidening'='true')")
+    spark.sql(f"INSERT INTO delta.`{table}` VALUES (1, named_struct('a', 1, 'b', 1))")
+    # s.a arrives wider, s.b narrower: a widens, b keeps its type and takes the value.
+    data = pa.table({"id": pa.array([2], pa.int64()),
+                     "s": pa.array([{"a": 2**40, "b": 2}],
+                                   pa.struct([("a", pa.int64()), ("b", pa.int16())]))})
+    done = write_table(tmp_path, table, data)
+    assert done.returncode == 0, done.stderr
+    s_type = {f["name"]: f for f in latest_schema(table)["fields"]}["s"]["type"]
+    assert [(f["name"], f["type"]) for f in s_type["fields"]] == [("a", "long"), ("b", "integer")]
+    got = sorted((r["id"], r["s"]["a"], r["s"]["b"]) for r in readers.read_spark(table).to_pylist())
+    assert got == [(1, 1, 1), (2, 2**40, 2)]
+
+
+def amp_dataset(folder: Path, table: str, data: pa.Table, block: int) -> Path:
+    """`data` as one Parquet file of an Amp snapshot (`<dir>/<table>/<revision>/`), with the
+    `nozzle_metadata` block range Amp writes."""
+    import pyarrow.parquet as pq
+    revision = folder / table / "1"
+    revision.mkdir(parents=True)
+    nozzle = {"table": table, "ranges": [{
+        "numbers": {"start": block, "end": block}, "network": "mainnet",
+        "hash": "0x" + "ab" * 32, "prev_hash": "0x" + "cd" * 32}]}
+    pq.write_table(data.replace_schema_metadata({"nozzle_metadata": json.dumps(nozzle)}),
+                   revision / f"{block:09d}-0000000000000001.parquet")
+    return folder
+
+
+def test_a_merge_widens_a_struct_field_and_rewrites_rows_written_before(tmp_path):
+    from conftest import run_dev_server
+    table = tmp_path / "merged"
+    spark = readers.spark_session()
+    spark.sql(f"CREATE TABLE delta.`{table}` (block_num BIGINT, id BIGINT, "
+              "s STRUCT<a: INT, b: STRING>) USING delta "
+              "TBLPROPERTIES ('delta.enableTypeWidening'='true')")
+    spark.sql(f"INSERT INTO delta.`{table}` SELECT 1, id, named_struct('a', CAST(id AS INT), "
+              "'b', 'old') FROM range(6)")
+    struct = pa.struct([("a", pa.int64()), ("b", pa.string())])
+    data = pa.table({"block_num": pa.array([2] * 10, pa.uint64()),
+                     "id": pa.array(range(10), pa.int64()),
+                     "s": pa.array([{"a": 2**40 + i, "b": "new"} for i in range(10)], struct)})
+    source = amp_dataset(tmp_path / "amp", "things", data, 2)
+    with run_dev_server("--no-synthetic", "--dataset", f"acme/wide={source}") as server:
+        ok("load", "--server", server.url, "--table", table, "--sql",
+           'SELECT block_num, id, s FROM "acme/wide".things', "--mode", "merge",
+           "--merge-keys", "id", "--quiet", "--config", '{"optimize_after_write": false}')
+    got = sorted((r["id"], r["s"]["a"], r["s"]["b"]) for r in readers.read_spark(table).to_pylist())
+    assert got == [(i, 2**40 + i, "new") for i in range(10)]
+    s_field = {f["name"]: f for f in latest_schema(table)["fields"]}["s"]
+    assert s_field["type"]["fields"][0]["type"] == "long"

@@ -58,10 +58,11 @@ int64_t HistoryTime(const delta::HistoryEntry& entry) {
 }
 
 // Which known readers read a table with `protocol` (reader_support.h).
-ojson ReadersJson(const delta::Protocol& protocol) {
+ojson ReadersJson(const delta::Protocol& protocol,
+                  const std::map<std::string, std::string>& configuration) {
   ojson out = ojson::array();
   for (const auto& reader : delta::KnownReaders()) {
-    const auto unreadable = delta::UnreadableBy(reader.name, protocol);
+    const auto unreadable = delta::UnreadableBy(reader.name, protocol, configuration);
     out.push_back({{"name", reader.name},
                    {"tested", reader.tested},
                    {"reads", unreadable.empty()},
@@ -70,11 +71,12 @@ ojson ReadersJson(const delta::Protocol& protocol) {
   return out;
 }
 
-std::string ReadersLine(const delta::Protocol& protocol) {
+std::string ReadersLine(const delta::Protocol& protocol,
+                        const std::map<std::string, std::string>& configuration) {
   std::string reads;
   std::string not_read;
   for (const auto& reader : delta::KnownReaders()) {
-    const auto unreadable = delta::UnreadableBy(reader.name, protocol);
+    const auto unreadable = delta::UnreadableBy(reader.name, protocol, configuration);
     const std::string name =
         reader.name + (reader.tested == "documented" ? " (documented)" : "");
     if (unreadable.empty()) {
@@ -123,7 +125,7 @@ arrow::Status Info(const TableArgs& args) {
                  {"num_records", records ? ojson(*records) : ojson(nullptr)},
                  {"app_transactions", txns},
                  {"domains", domains},
-                 {"readers", ReadersJson(snapshot->protocol())}};
+                 {"readers", ReadersJson(snapshot->protocol(), metadata.configuration)}};
     std::cout << out.dump(2) << std::endl;
     return arrow::Status::OK();
   }
@@ -131,7 +133,7 @@ arrow::Status Info(const TableArgs& args) {
             << "version:    " << snapshot->version() << " ("
             << IsoTime(snapshot->timestamp_ms()) << ")\n"
             << "protocol:   " << ProtocolJson(snapshot->protocol()).dump() << "\n"
-            << ReadersLine(snapshot->protocol()) << "\n"
+            << ReadersLine(snapshot->protocol(), metadata.configuration) << "\n"
             << "id:         " << metadata.id << "\n"
             << "partitions: " << ojson(metadata.partition_columns).dump() << "\n"
             << "files:      " << snapshot->files().size() << " ("

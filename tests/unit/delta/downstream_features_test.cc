@@ -305,24 +305,36 @@ TEST(ReaderSupportTest, DeclaredReadersAreKnownNamesInAnyCaseEachOnce) {
 }
 
 TEST(ReaderSupportTest, AReaderCannotReadTheFeaturesItLacksOrALegacyVersionAboveItsOwn) {
-  EXPECT_TRUE(UnreadableBy("polars", Protocol{1, 2, std::nullopt, std::nullopt}).empty());
-  EXPECT_EQ(UnreadableBy("polars", ReaderFeatures({"deletionVectors", "columnMapping"})),
-            (std::vector<std::string>{"columnMapping"}));
+  const std::map<std::string, std::string> none;
+  const std::map<std::string, std::string> mapped = {
+      {"delta.columnMapping.mode", "name"}};
+  const Protocol legacy{2, 5, std::nullopt, std::nullopt};
   EXPECT_TRUE(
-      UnreadableBy("spark", ReaderFeatures({"v2Checkpoint", "typeWidening"})).empty());
-  EXPECT_EQ(UnreadableBy("deltalake", Protocol{2, 5, std::nullopt, std::nullopt}),
-            (std::vector<std::string>{"reader version 2 (column mapping)"}));
-  EXPECT_TRUE(UnreadableBy("duckdb", Protocol{2, 5, std::nullopt, std::nullopt}).empty());
+      UnreadableBy("polars", Protocol{1, 2, std::nullopt, std::nullopt}, none).empty());
+  EXPECT_EQ(
+      UnreadableBy("polars", ReaderFeatures({"deletionVectors", "columnMapping"}), none),
+      (std::vector<std::string>{"columnMapping"}));
+  EXPECT_TRUE(UnreadableBy("spark",
+                           ReaderFeatures({"v2Checkpoint", "typeWidening-preview"}), none)
+                  .empty());
+  // Reader version 2: Polars refuses the protocol; deltalake opens it and misreads only
+  // a table whose column mapping is on.
+  EXPECT_EQ(UnreadableBy("polars", legacy, none),
+            (std::vector<std::string>{"reader version 2"}));
+  EXPECT_TRUE(UnreadableBy("deltalake", legacy, none).empty());
+  EXPECT_EQ(UnreadableBy("deltalake", legacy, mapped),
+            (std::vector<std::string>{"columnMapping (reader version 2)"}));
+  EXPECT_TRUE(UnreadableBy("duckdb", legacy, mapped).empty());
   // A feature no reader is known to read (a future one) counts as unreadable.
-  EXPECT_EQ(UnreadableBy("spark", ReaderFeatures({"catalogManaged"})),
+  EXPECT_EQ(UnreadableBy("spark", ReaderFeatures({"catalogManaged"}), none),
             (std::vector<std::string>{"catalogManaged"}));
 }
 
 TEST(ReaderSupportTest, AProtocolADeclaredReaderCannotReadIsRefusedNamingBoth) {
   const auto protocol = ReaderFeatures({"deletionVectors", "v2Checkpoint"});
-  EXPECT_OK(CheckReaders({"spark", "duckdb"}, protocol));
-  EXPECT_OK(CheckReaders({}, protocol));
-  EXPECT_THAT(CheckReaders({"spark", "deltalake", "polars"}, protocol),
+  EXPECT_OK(CheckReaders({"spark", "duckdb"}, protocol, {}));
+  EXPECT_OK(CheckReaders({}, protocol, {}));
+  EXPECT_THAT(CheckReaders({"spark", "deltalake", "polars"}, protocol, {}),
               ::testing::AllOf(testing::HasErrorCode(ErrorCode::kInvalidInput),
                                testing::StatusHasMessage(
                                    "deltalake cannot read deletionVectors, v2Checkpoint; "

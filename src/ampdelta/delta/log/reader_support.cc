@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
 
@@ -13,16 +14,18 @@ const std::vector<KnownReader>& KnownReaders() {
       {"spark",
        "Spark 4.1 + delta-spark 4.4",
        {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint",
-        "typeWidening", "vacuumProtocolCheck"},
+        "typeWidening", "typeWidening-preview", "vacuumProtocolCheck"},
        2},
       {"duckdb",
        "DuckDB 1.5 + delta extension 1.5",
        {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint",
-        "typeWidening", "vacuumProtocolCheck"},
+        "typeWidening", "typeWidening-preview", "vacuumProtocolCheck"},
        2},
+      // Polars refuses a table at reader version 2, column mapping on or not.
       {"polars", "Polars 2.1", {"deletionVectors", "timestampNtz"}, 1},
-      // deltalake opens a table at reader version 2 but reads every column as null.
-      {"deltalake", "deltalake 1.6", {"timestampNtz"}, 1},
+      // deltalake opens a table at reader version 2, and with column mapping on reads
+      // every column as null.
+      {"deltalake", "deltalake 1.6", {"timestampNtz"}, 2},
       // Documented: what each one's own documentation says it reads (downstream.md).
       {"trino",
        "documented",
@@ -69,29 +72,42 @@ arrow::Result<std::vector<std::string>> ParseReaderNames(
   return names;
 }
 
-std::vector<std::string> UnreadableBy(const std::string& name, const Protocol& protocol) {
+std::vector<std::string> UnreadableBy(
+    const std::string& name, const Protocol& protocol,
+    const std::map<std::string, std::string>& configuration) {
   const KnownReader* reader = FindReader(name);
   if (reader == nullptr) return {"(unknown reader)"};
+  const auto reads = [&](const std::string& feature) {
+    return std::find(reader->reads.begin(), reader->reads.end(), feature) !=
+           reader->reads.end();
+  };
   if (protocol.min_reader_version < 3) {
-    if (protocol.min_reader_version <= reader->max_legacy_reader_version) return {};
-    return {"reader version " + std::to_string(protocol.min_reader_version) +
-            " (column mapping)"};
+    if (protocol.min_reader_version > reader->max_legacy_reader_version) {
+      return {"reader version " + std::to_string(protocol.min_reader_version)};
+    }
+    // Reader version 2 is column mapping; a reader that lacks it misreads a table that
+    // uses it.
+    const bool mapped =
+        ColumnMappingModeOf(configuration).ValueOr(ColumnMappingMode::kNone) !=
+        ColumnMappingMode::kNone;
+    if (protocol.min_reader_version == 2 && mapped && !reads("columnMapping"))
+      return {"columnMapping (reader version 2)"};
+    return {};
   }
   std::vector<std::string> unreadable;
   for (const auto& feature :
        protocol.reader_features.value_or(std::vector<std::string>{})) {
-    if (std::find(reader->reads.begin(), reader->reads.end(), feature) ==
-        reader->reads.end())
-      unreadable.push_back(feature);
+    if (!reads(feature)) unreadable.push_back(feature);
   }
   return unreadable;
 }
 
 arrow::Status CheckReaders(const std::vector<std::string>& readers,
-                           const Protocol& protocol) {
+                           const Protocol& protocol,
+                           const std::map<std::string, std::string>& configuration) {
   std::string refusals;
   for (const auto& reader : readers) {
-    const auto unreadable = UnreadableBy(reader, protocol);
+    const auto unreadable = UnreadableBy(reader, protocol, configuration);
     if (unreadable.empty()) continue;
     std::string features;
     for (const auto& feature : unreadable)

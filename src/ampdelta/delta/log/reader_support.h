@@ -8,6 +8,7 @@
 /// declares its readers (`--readers`, config `readers`) is refused when the table it
 /// would leave needs a feature one of them cannot read (docs/downstream.md "Readers").
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,8 @@ struct KnownReader {
   std::string tested;
   /// The reader features it reads (PROTOCOL.md names); any other it cannot.
   std::vector<std::string> reads;
-  /// The highest legacy reader version it reads (2: column mapping without features).
+  /// The highest legacy reader version it opens (2: column mapping without features,
+  /// read right only when `reads` has columnMapping).
   int max_legacy_reader_version = 2;
 };
 
@@ -37,14 +39,18 @@ const std::vector<KnownReader>& KnownReaders();
 arrow::Result<std::vector<std::string>> ParseReaderNames(
     const std::vector<std::string>& given);
 
-/// \brief Return what of `protocol` the reader named `reader` cannot read: reader
-/// features, or "reader version 2 (column mapping)"; empty when it reads the table.
-std::vector<std::string> UnreadableBy(const std::string& reader,
-                                      const Protocol& protocol);
+/// \brief Return what the reader named `reader` cannot read of a table with `protocol`
+/// and table properties `configuration`: reader features, a legacy reader version, or
+/// column mapping at reader version 2; empty when it reads the table.
+std::vector<std::string> UnreadableBy(
+    const std::string& reader, const Protocol& protocol,
+    const std::map<std::string, std::string>& configuration);
 
-/// \brief Refuse a table with `protocol` when one of `readers` cannot read it.
+/// \brief Refuse a table with `protocol` and `configuration` when one of `readers`
+/// cannot read it.
 /// \return InvalidInput naming each reader and the features it cannot read
 arrow::Status CheckReaders(const std::vector<std::string>& readers,
-                           const Protocol& protocol);
+                           const Protocol& protocol,
+                           const std::map<std::string, std::string>& configuration);
 
 }  // namespace ampdelta::delta

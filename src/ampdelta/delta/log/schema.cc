@@ -632,6 +632,22 @@ bool SameDeltaType(const arrow::DataType& a, const arrow::DataType& b) {
 
 bool CanWriteInto(const arrow::DataType& data, const arrow::DataType& column) {
   if (SameDeltaType(data, column)) return true;
+  if (data.id() == arrow::Type::STRUCT && column.id() == arrow::Type::STRUCT) {
+    // Field by field (a struct a widening changed, rows written before it).
+    if (data.num_fields() != column.num_fields()) return false;
+    for (int i = 0; i < data.num_fields(); ++i) {
+      if (!EqualsIgnoreAsciiCase(data.field(i)->name(), column.field(i)->name()) ||
+          !CanWriteInto(*data.field(i)->type(), *column.field(i)->type())) {
+        return false;
+      }
+    }
+    return true;
+  }
+  // A date is midnight of a timestamp without time zone (a widened column).
+  if (data.id() == arrow::Type::DATE32 && column.id() == arrow::Type::TIMESTAMP &&
+      static_cast<const arrow::TimestampType&>(column).timezone().empty()) {
+    return true;
+  }
   if (IsInteger(data) && IsInteger(column)) return true;
   if (data.id() == arrow::Type::FLOAT && column.id() == arrow::Type::DOUBLE) return true;
   if (data.id() == arrow::Type::DECIMAL128 && column.id() == arrow::Type::DECIMAL128) {

@@ -106,9 +106,10 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ToTableSchemaInto(
     const arrow::Schema& source, const TypeMapping& mapping, const arrow::Schema& table);
 
 /// \brief Return true when data of (table) type `data` may be written into a column of
-/// type `column`: the same type, a narrower float (always fits), or integers of any
-/// width and decimals of any precision and of the same or a larger scale (converted
-/// value by value: one that does not fit fails the write, naming it).
+/// type `column`: the same type, a narrower float (always fits), a date into a
+/// timestamp without time zone, integers of any width and decimals of any precision and
+/// of the same or a larger scale (converted value by value: one that does not fit fails
+/// the write, naming it), and structs whose fields may each be written so.
 bool CanWriteInto(const arrow::DataType& data, const arrow::DataType& column);
 
 /// \brief Convert a batch to `table_schema` (same column names, in the table's order;

@@ -155,7 +155,8 @@ arrow::Status ValidateTableProperties(const std::map<std::string, std::string>& 
     } else if (key == "delta.appendOnly" || key == "delta.enableExpiredLogCleanup" ||
                key == "delta.enableChangeDataFeed" ||
                key == "delta.enableDeletionVectors" ||
-               key == "delta.enableInCommitTimestamps") {
+               key == "delta.enableInCommitTimestamps" ||
+               key == "delta.enableTypeWidening") {
       if (lowered != "true" && lowered != "false")
         return bad(key, value, "true or false");
     }

@@ -474,8 +474,11 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
   ARROW_RETURN_NOT_OK(PlanClustering(snapshot, options, &plan));
   // The declared readers must read the table as this write leaves it.
   ARROW_ASSIGN_OR_RAISE(const auto readers, ParseReaderNames(options.readers));
-  ARROW_RETURN_NOT_OK(CheckReaders(
-      readers, plan.new_protocol ? *plan.new_protocol : snapshot->protocol()));
+  const Metadata& metadata =
+      plan.new_metadata ? *plan.new_metadata : snapshot->metadata();
+  ARROW_RETURN_NOT_OK(
+      CheckReaders(readers, plan.new_protocol ? *plan.new_protocol : snapshot->protocol(),
+                   metadata.configuration));
   return plan;
 }
 
