@@ -219,6 +219,7 @@ TEST(TablePropertiesTest, PropertiesAmpdeltaCannotHonourAreRefused) {
            {"delta.columnMapping.mode", "names"},
            {"delta.enableRowTracking", "true"},
            {"delta.checkpointPolicy", "v3"},
+           {"delta.enableTypeWidening", "1"},
            {"delta.constraints.positive", "block_num > 0"},
            {"delta.feature.clustering", "supported"},
            {"delta.minWriterVersion", "7"},
