@@ -49,6 +49,12 @@ struct ParsedLogPath {
            type == LogFileType::kUuidCheckpointJson ||
            type == LogFileType::kUuidCheckpointParquet;
   }
+
+  /// \brief Return true for a checkpoint complete in one file: classic, or UUID-named V2
+  /// (whose sidecars are written before it).
+  bool is_single_file_checkpoint() const {
+    return is_checkpoint() && type != LogFileType::kMultiPartCheckpoint;
+  }
 };
 
 /// \brief Parse a key under `_delta_log/`; nullopt for files that are not log entries

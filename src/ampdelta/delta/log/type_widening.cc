@@ -126,10 +126,6 @@ arrow::Result<std::shared_ptr<arrow::Field>> WidenField(
   return field->WithType(to)->WithMetadata(std::move(metadata));
 }
 
-}  // namespace ampdelta::delta
-
-namespace ampdelta::delta {
-
 arrow::Result<std::shared_ptr<arrow::Field>> WidenedFor(
     const std::shared_ptr<arrow::Field>& column,
     const std::shared_ptr<arrow::DataType>& data) {

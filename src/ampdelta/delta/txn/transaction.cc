@@ -458,18 +458,12 @@ void Transaction::RunPostCommit(const PostCommitWork& work, CommitReport* report
 
 namespace {
 
-// A checkpoint complete in one file: classic, or UUID-named V2 (whose sidecars are
-// written before it).
-bool IsSingleFileCheckpoint(LogFileType type) {
-  return type == LogFileType::kCheckpoint || type == LogFileType::kUuidCheckpointJson ||
-         type == LogFileType::kUuidCheckpointParquet;
-}
-
 // The sidecars of `objects` older than `cutoff` that no checkpoint outside `doomed`
 // names (PROTOCOL.md "Metadata Cleanup").
 arrow::Result<std::vector<std::string>> UnreferencedSidecars(
     storage::ObjectStore& store, const std::vector<storage::ObjectMeta>& objects,
-    const std::vector<std::string>& doomed, int64_t cutoff) {
+    const std::vector<std::string>& doomed_list, int64_t cutoff) {
+  const std::set<std::string> doomed(doomed_list.begin(), doomed_list.end());
   const std::string folder = SidecarPath("");
   std::vector<std::string> expired;
   for (const auto& object : objects) {
@@ -485,8 +479,8 @@ arrow::Result<std::vector<std::string>> UnreferencedSidecars(
   };
   for (const auto& object : objects) {
     const auto parsed = ParseLogPath(object.path);
-    if (!parsed || !IsSingleFileCheckpoint(parsed->type) ||
-        std::find(doomed.begin(), doomed.end(), object.path) != doomed.end()) {
+    if (!parsed || !parsed->is_single_file_checkpoint() ||
+        doomed.count(object.path) != 0) {
       continue;
     }
     if (parsed->type == LogFileType::kUuidCheckpointJson) {
@@ -512,7 +506,7 @@ arrow::Result<int64_t> CleanupExpiredLogs(storage::ObjectStore& store,
   std::optional<Version> safe;
   for (const auto& object : objects) {
     auto parsed = ParseLogPath(object.path);
-    if (parsed && IsSingleFileCheckpoint(parsed->type) &&
+    if (parsed && parsed->is_single_file_checkpoint() &&
         object.last_modified_ms <= cutoff) {
       safe = std::max(safe.value_or(-1), parsed->version);
     }
