@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import readers
-from table_cli import blocks_of, ok, run_cli, stream_through_reorgs
+from table_cli import blocks_of, ok, stream_through_reorgs
 from conftest import QUICKSTART_FIRST
 from test_change_data_feed import blocks
 
@@ -43,6 +43,10 @@ FEATURES = {
             "'delta.enableChangeDataFeed'='true', 'delta.enableInCommitTimestamps'='true'",
         []),
     "clustering_mapping": ("", "'delta.columnMapping.mode'='name'", ["CLUSTER"]),
+    "row_tracking_mapping_dv": (
+        ", note STRING", "'delta.enableRowTracking'='true', 'delta.columnMapping.mode'='name', "
+                         "'delta.enableDeletionVectors'='true'",
+        ["ALTER TABLE {t} RENAME COLUMN note TO memo"]),
 }
 
 
@@ -139,26 +143,3 @@ def test_a_stream_through_reorgs_into_a_spark_table_with_the_feature(tmp_path, f
     chain = stream_through_reorgs(table)
     assert blocks_of(readers.read_spark(table)) == collections.Counter(chain.items())
     check_feature_columns(table, feature)
-
-
-def test_row_tracking_is_refused_saying_how_to_drop_it_and_then_the_table_is_written(
-        tmp_path):
-    import pyarrow as pa
-    import pyarrow.ipc as ipc
-    table = tmp_path / "rows"
-    spark = readers.spark_session()
-    spark.sql(f"CREATE TABLE delta.`{table}` (id BIGINT) USING delta "
-              "TBLPROPERTIES ('delta.enableRowTracking'='true')")
-    spark.sql(f"INSERT INTO delta.`{table}` VALUES (1)")
-    source = tmp_path / "rows.arrow"
-    data = pa.table({"id": pa.array([2], pa.int64())})
-    with ipc.new_file(source, data.schema) as out:
-        out.write_table(data)
-    before = sorted(p.name for p in (table / "_delta_log").iterdir())
-    done = run_cli("table", "write", table, "--input", source)
-    assert done.returncode == 6, done.stderr
-    assert "rowTracking" in done.stderr and "DROP FEATURE rowTracking" in done.stderr
-    assert sorted(p.name for p in (table / "_delta_log").iterdir()) == before
-    spark.sql(f"ALTER TABLE delta.`{table}` DROP FEATURE rowTracking")
-    ok("table", "write", table, "--input", source)
-    assert sorted(readers.read_spark(table).column("id").to_pylist()) == [1, 2]

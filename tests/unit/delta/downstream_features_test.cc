@@ -217,7 +217,8 @@ TEST(UpgradeProtocolTest, EachPropertyGetsTheFeaturesItNeedsAndNothingIsDropped)
 TEST(TablePropertiesTest, PropertiesAmpdeltaCannotHonourAreRefused) {
   for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
            {"delta.columnMapping.mode", "names"},
-           {"delta.enableRowTracking", "true"},
+           {"delta.enableRowTracking", "yes"},
+           {"delta.rowTracking.materializedRowIdColumnName", "_row_id"},
            {"delta.checkpointPolicy", "v3"},
            {"delta.enableTypeWidening", "1"},
            {"delta.constraints.positive", "block_num > 0"},
@@ -232,6 +233,7 @@ TEST(TablePropertiesTest, PropertiesAmpdeltaCannotHonourAreRefused) {
   EXPECT_OK(ValidateTableProperties({{"delta.columnMapping.mode", "id"}}));
   EXPECT_OK(ValidateTableProperties({{"delta.checkpointPolicy", "V2"}}));
   EXPECT_OK(ValidateTableProperties({{"delta.enableTypeWidening", "TRUE"}}));
+  EXPECT_OK(ValidateTableProperties({{"delta.enableRowTracking", "true"}}));
   EXPECT_OK(ValidateTableProperties({{"delta.columnMapping.mode", "none"},
                                      {"delta.enableChangeDataFeed", "TRUE"},
                                      {"delta.checkpointPolicy", "classic"}}));

@@ -427,8 +427,8 @@ TEST_F(TransactionTest, TablesWithUnknownWriterFeaturesAreRefused) {
   auto read = Latest();
   Transaction upgrade(store_, read);
   upgrade.SetProtocol(Protocol{1, 7, std::nullopt,
-                               std::vector<std::string>{"rowTracking", "appendOnly"}});
-  EXPECT_THAT(upgrade.Commit(), testing::StatusHasMessage("rowTracking"));
+                               std::vector<std::string>{"variantType", "appendOnly"}});
+  EXPECT_THAT(upgrade.Commit(), testing::StatusHasMessage("variantType"));
 }
 
 }  // namespace

@@ -336,6 +336,10 @@ arrow::Result<Action> ActionFromJson(const std::string& name, const json& body,
     }
     ARROW_ASSIGN_OR_RAISE(info.operation_parameters, r.StringMap("operationParameters"));
     ARROW_ASSIGN_OR_RAISE(info.operation_metrics, r.StringMap("operationMetrics"));
+    // commitInfo is free-form: tags of another shape are not ours to refuse.
+    if (body.contains("tags") && body["tags"].is_object()) {
+      ARROW_ASSIGN_OR_RAISE(info.tags, r.StringMap("tags"));
+    }
     return info;
   }
   if (name == kCdc) {
@@ -448,6 +452,7 @@ struct ToJsonVisitor {
       out["operationMetrics"] = StringMapToJson(c.operation_metrics);
     if (!c.engine_info.empty()) out["engineInfo"] = c.engine_info;
     if (!c.txn_id.empty()) out["txnId"] = c.txn_id;
+    if (!c.tags.empty()) out["tags"] = StringMapToJson(c.tags);
     return ojson{{kCommitInfo, out}};
   }
   ojson operator()(const Cdc& c) const {

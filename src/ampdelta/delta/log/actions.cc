@@ -16,6 +16,9 @@ Remove RemoveFor(const Add& add, bool data_change) {
   // The tags say what the file held (a stream's block ranges): a concurrent writer that
   // sees the remove can tell whose progress it takes back.
   remove.tags = add.tags;
+  // PROTOCOL.md "Row Tracking": a remove names the row IDs its add gave.
+  remove.base_row_id = add.base_row_id;
+  remove.default_row_commit_version = add.default_row_commit_version;
   return remove;
 }
 

@@ -144,6 +144,8 @@ struct CommitInfo {
   std::string engine_info;
   std::string txn_id;
   std::map<std::string, std::string> operation_metrics;
+  /// Facts about the commit for other engines (`delta.rowTracking.preserved`).
+  std::map<std::string, std::string> tags;
   /// The object exactly as read (empty for commitInfos built here).
   std::string raw_json;
 

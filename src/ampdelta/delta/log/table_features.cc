@@ -8,6 +8,7 @@
 #include <arrow/util/key_value_metadata.h>
 
 #include "ampdelta/delta/log/column_mapping.h"
+#include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/type_widening.h"
 #include "ampdelta/util/ascii.h"
@@ -40,7 +41,9 @@ const std::set<std::string>& WritableFeatures() {
       // Statistics for the clustering columns; optimize clusters (clustering.h).
       "clustering",
       // Checkpoints in the V2 layout (checkpoint_writer.h).
-      "v2Checkpoint"};
+      "v2Checkpoint",
+      // Fresh row IDs at commit (transaction.cc), kept through rewrites (row_tracking.h).
+      "rowTracking"};
   return features;
 }
 
@@ -80,10 +83,6 @@ bool ConfigTrue(const std::map<std::string, std::string>& configuration,
   auto it = configuration.find(key);
   if (it == configuration.end()) return false;
   return AsciiLower(it->second) == "true";
-}
-
-bool ConfigTrue(const Metadata& metadata, const std::string& key) {
-  return ConfigTrue(metadata.configuration, key);
 }
 
 }  // namespace
@@ -154,8 +153,8 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
   } else if (*mapping != ColumnMappingMode::kNone) {
     ARROW_RETURN_NOT_OK(CheckColumnMapping(schema));
   }
-  if (ConfigTrue(metadata, "delta.enableRowTracking"))
-    refused.push_back("rowTracking (enabled)");
+  // A table that tracks rows must say where its rewrites keep the IDs.
+  ARROW_RETURN_NOT_OK(MaterializedColumns(metadata.configuration, schema).status());
   std::sort(refused.begin(), refused.end());
   refused.erase(std::unique(refused.begin(), refused.end()), refused.end());
   // A feature named with how it is used ("columnMapping (mode name)") once, not twice.
@@ -165,19 +164,10 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
     });
   });
   if (!refused.empty()) {
-    // What the user can do about a feature ampdelta refuses.
-    const bool row_tracking = std::any_of(
-        refused.begin(), refused.end(),
-        [](const std::string& feature) { return feature.rfind("rowTracking", 0) == 0; });
-    return MakeError(
-        ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
-        "ampdelta cannot write this table; it uses writer features ampdelta does "
-        "not implement: ",
-        JoinNames(refused),
-        row_tracking ? " (ampdelta does not keep row IDs; Spark's ALTER TABLE … DROP "
-                       "FEATURE rowTracking removes the feature, or load into another "
-                       "table)"
-                     : "");
+    return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
+                     "ampdelta cannot write this table; it uses writer features ampdelta "
+                     "does not implement: ",
+                     JoinNames(refused));
   }
   return arrow::Status::OK();
 }
@@ -235,6 +225,11 @@ Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
   }
   if (ConfigTrue(configuration, "delta.enableInCommitTimestamps")) {
     writer.push_back("inCommitTimestamp");
+  }
+  if (RowTrackingEnabled(configuration) &&
+      !HasWriterFeature(existing, kRowTrackingFeature)) {
+    writer.push_back(kDomainMetadataFeature);
+    writer.push_back(kRowTrackingFeature);
   }
   if (ColumnMappingModeOf(configuration).ValueOr(ColumnMappingMode::kNone) !=
           ColumnMappingMode::kNone &&

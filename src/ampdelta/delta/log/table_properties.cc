@@ -122,8 +122,10 @@ arrow::Status ValidateTableProperties(const std::map<std::string, std::string>& 
         lowered != "id") {
       return bad(key, value, "none, name or id");
     }
-    if (key == "delta.enableRowTracking" && lowered == "true") {
-      return unwritable(key, value, "row tracking");
+    if (key.rfind("delta.rowTracking.", 0) == 0) {
+      return InvalidInputError("table property ", key,
+                               " is row tracking's own: the writer that enables "
+                               "delta.enableRowTracking names its columns");
     }
     if (key == "delta.checkpointPolicy" && lowered != "classic" && lowered != "v2") {
       return bad(key, value, "classic or v2");
@@ -156,7 +158,7 @@ arrow::Status ValidateTableProperties(const std::map<std::string, std::string>& 
                key == "delta.enableChangeDataFeed" ||
                key == "delta.enableDeletionVectors" ||
                key == "delta.enableInCommitTimestamps" ||
-               key == "delta.enableTypeWidening") {
+               key == "delta.enableTypeWidening" || key == "delta.enableRowTracking") {
       if (lowered != "true" && lowered != "false")
         return bad(key, value, "true or false");
     }

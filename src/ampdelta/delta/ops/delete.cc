@@ -109,12 +109,13 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
       }
       continue;
     }
-    // Rewrite the file without the matching rows, or mark them (which, without a change
-    // feed to record them in, needs only the predicate's columns).
-    ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, file,
-                                                   deletion_vectors && !changes
-                                                       ? predicate->columns()
-                                                       : std::vector<std::string>{}));
+    // Rewrite the file without the matching rows, keeping their row IDs, or mark them
+    // (which, without a change feed to record them in, needs only the predicate's
+    // columns).
+    ARROW_ASSIGN_OR_RAISE(auto table,
+                          deletion_vectors && !changes
+                              ? ReadDataFile(*snapshot, file, predicate->columns())
+                              : ReadDataFileWithRowIds(*snapshot, file));
     ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch());
     ARROW_ASSIGN_OR_RAISE(auto matches, predicate->Evaluate(*batch));
     ARROW_ASSIGN_OR_RAISE(arrow::Datum keep,

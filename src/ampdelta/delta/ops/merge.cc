@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/partitioning.h"
+#include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/read/predicate.h"
 #include "ampdelta/delta/read/scan.h"
@@ -231,6 +232,64 @@ class KeptIdentity {
   std::unordered_map<std::string, std::vector<std::optional<int64_t>>> values_;
 };
 
+// The row IDs of the table rows the merge replaces (row tracking, row_tracking.h): an
+// updated row keeps its ID and takes the merge's commit version.
+class KeptRowIds {
+ public:
+  explicit KeptRowIds(std::optional<MaterializedRowColumns> columns)
+      : columns_(std::move(columns)) {}
+
+  // Remember the row ID of table row `row` of `read` (a file's rows with their IDs),
+  // replaced by the source's `key`.
+  void Remember(const arrow::RecordBatch& read, int64_t row, const std::string& key) {
+    if (!columns_) return;
+    const auto& ids =
+        static_cast<const arrow::Int64Array&>(*read.GetColumnByName(columns_->row_id));
+    ids_[key] = ids.Value(row);
+  }
+
+  // `rows` (the source's, keyed by `keys`) with the materialized columns: the
+  // remembered IDs of matched keys, nulls (fresh IDs) for the rest.
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Apply(
+      const std::shared_ptr<arrow::RecordBatch>& rows,
+      const std::vector<std::optional<std::string>>& keys) const {
+    if (!columns_) return rows;
+    arrow::Int64Builder builder;
+    ARROW_RETURN_NOT_OK(builder.Reserve(rows->num_rows()));
+    for (int64_t row = 0; row < rows->num_rows(); ++row) {
+      const auto& key = keys[static_cast<size_t>(row)];
+      const auto kept = key ? ids_.find(*key) : ids_.end();
+      if (kept != ids_.end()) {
+        builder.UnsafeAppend(kept->second);
+      } else {
+        builder.UnsafeAppendNull();
+      }
+    }
+    ARROW_ASSIGN_OR_RAISE(auto ids, builder.Finish());
+    const auto carried = arrow::RecordBatch::Make(
+        arrow::schema({arrow::field(columns_->row_id, arrow::int64())}), rows->num_rows(),
+        {std::move(ids)});
+    return WithMaterializedColumns(rows, carried, *columns_);
+  }
+
+  // `rows` (a file's, in the table schema) with the IDs and commit versions `read`
+  // carries: copied rows keep both.
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Carry(
+      const std::shared_ptr<arrow::RecordBatch>& rows,
+      const std::shared_ptr<arrow::RecordBatch>& read) const {
+    if (!columns_) return rows;
+    return WithMaterializedColumns(rows, read, *columns_);
+  }
+
+  std::vector<std::string> names() const {
+    return columns_ ? columns_->names() : std::vector<std::string>{};
+  }
+
+ private:
+  std::optional<MaterializedRowColumns> columns_;
+  std::unordered_map<std::string, int64_t> ids_;
+};
+
 // Record the merge's surviving source rows in the change data feed: a row whose key
 // matched a table row is its update_postimage, any other an insert.
 arrow::Status RecordSourceChanges(TableWriter* writer,
@@ -326,6 +385,12 @@ arrow::Result<MergeResult> MergeOnce(
   }
   std::unordered_set<std::string> matched;
   KeptIdentity kept_identity(*schema, writer->generated_identity_columns());
+  std::optional<MaterializedRowColumns> tracked;
+  if (snapshot != nullptr) {
+    ARROW_ASSIGN_OR_RAISE(tracked, MaterializedColumns(snapshot->metadata().configuration,
+                                                       *snapshot->schema()));
+  }
+  KeptRowIds kept_row_ids(std::move(tracked));
   if (snapshot != nullptr && !last.empty()) {
     ARROW_ASSIGN_OR_RAISE(auto prune, KeyRangePredicate(conformed, schema, indices));
     std::vector<Remove> removes;
@@ -339,8 +404,9 @@ arrow::Result<MergeResult> MergeOnce(
       }
       ++result.files_read;
       read.push_back(snapshot->FileKey(file.path));
-      ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, file));
-      ARROW_ASSIGN_OR_RAISE(auto rows, table->CombineChunksToBatch());
+      ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFileWithRowIds(*snapshot, file));
+      ARROW_ASSIGN_OR_RAISE(auto read_rows, table->CombineChunksToBatch());
+      ARROW_ASSIGN_OR_RAISE(auto rows, WithoutColumns(read_rows, kept_row_ids.names()));
       ARROW_ASSIGN_OR_RAISE(rows, ConformBatch(rows, schema));
       auto keys = KeyEncoder::Encode(*rows, indices);
       std::vector<bool> keep(keys.size(), true);
@@ -350,6 +416,7 @@ arrow::Result<MergeResult> MergeOnce(
           keep[row] = false;
           matched.insert(*keys[row]);
           kept_identity.Remember(*rows, static_cast<int64_t>(row), *keys[row]);
+          kept_row_ids.Remember(*read_rows, static_cast<int64_t>(row), *keys[row]);
           ++replaced;
         }
       }
@@ -373,7 +440,8 @@ arrow::Result<MergeResult> MergeOnce(
       }
       ++result.files_rewritten;
       if (replaced < rows->num_rows()) {
-        ARROW_ASSIGN_OR_RAISE(auto remaining, FilterRows(rows, keep));
+        ARROW_ASSIGN_OR_RAISE(auto carried, kept_row_ids.Carry(rows, read_rows));
+        ARROW_ASSIGN_OR_RAISE(auto remaining, FilterRows(carried, keep));
         result.rows_copied += remaining->num_rows();
         ARROW_RETURN_NOT_OK(writer->Write(remaining));
       }
@@ -399,6 +467,7 @@ arrow::Result<MergeResult> MergeOnce(
     result.source_duplicates += dropped;
     ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::RecordBatch> rows,
                           kept_identity.Apply(conformed[b], keys));
+    ARROW_ASSIGN_OR_RAISE(rows, kept_row_ids.Apply(rows, keys));
     if (dropped > 0) {
       ARROW_ASSIGN_OR_RAISE(rows, FilterRows(rows, keep));
     }

@@ -263,7 +263,8 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<const Snapshot> snapshot,
                                             snapshot->partition_columns(), bin_options));
       std::vector<std::shared_ptr<arrow::Table>> tables;
       for (const Add* file : bin) {
-        ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFile(*snapshot, *file));
+        // Rows keep their row IDs (row_tracking.h) in the files they move to.
+        ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFileWithRowIds(*snapshot, *file));
         removes.push_back(RemoveFor(*file, /*data_change=*/false));
         read.push_back(snapshot->FileKey(file->path));
         if (!clustering.empty()) {

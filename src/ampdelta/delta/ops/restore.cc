@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/column_mapping.h"
+#include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/read/deletion_vector.h"
@@ -125,14 +126,17 @@ arrow::Result<CommitReport> RestoreOnce(
     ARROW_ASSIGN_OR_RAISE(restored.schema_string, SchemaToJson(*marked));
   }
   if (!(restored == latest->metadata())) txn.SetMetadata(std::move(restored));
-  // Domains go back to the target's state too (a stream's cursor, clustering columns).
+  // Domains go back to the target's state too (a stream's cursor, clustering columns),
+  // all but the row ID high-water mark: IDs handed out since stay handed out.
   for (const auto& [name, domain] : latest->domain_metadata()) {
+    if (name == kRowTrackingDomain) continue;
     auto then = target->domain_metadata().find(name);
     if (then == target->domain_metadata().end()) {
       txn.SetDomainMetadata(DomainMetadata{name, domain.configuration, /*removed=*/true});
     }
   }
   for (const auto& [name, domain] : target->domain_metadata()) {
+    if (name == kRowTrackingDomain) continue;
     auto now = latest->domain_metadata().find(name);
     if (now == latest->domain_metadata().end() || !(now->second == domain)) {
       txn.SetDomainMetadata(domain);

@@ -1,8 +1,10 @@
 #include "ampdelta/delta/read/scan.h"
 
 #include <algorithm>
+#include <functional>
 
 #include <arrow/array.h>
+#include <arrow/builder.h>
 #include <arrow/compute/api.h>
 #include <arrow/io/interfaces.h>
 #include <arrow/record_batch.h>
@@ -16,6 +18,7 @@
 
 #include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/partitioning.h"
+#include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/util/status.h"
@@ -38,14 +41,31 @@ void CollectLeaves(const parquet::arrow::SchemaField& field, std::vector<int>* l
 class FileReader {
  public:
   // `columns`: the table columns to read, in table order (empty: all of them).
+  // `tracked`: also return each row's stable row ID and commit version, after the
+  // table columns (row_tracking.h).
   static arrow::Result<std::unique_ptr<FileReader>> Open(
-      const Snapshot& snapshot, const Add& file, const std::vector<int>& columns = {}) {
+      const Snapshot& snapshot, const Add& file, const std::vector<int>& columns = {},
+      std::optional<MaterializedRowColumns> tracked = std::nullopt) {
     auto reader = std::unique_ptr<FileReader>(new FileReader());
-    reader->schema_ = snapshot.schema();
+    reader->table_schema_ = snapshot.schema();
     if (!columns.empty()) {
       arrow::FieldVector fields;
       for (int index : columns) fields.push_back(snapshot.schema()->field(index));
+      reader->table_schema_ = arrow::schema(std::move(fields));
+    }
+    reader->schema_ = reader->table_schema_;
+    if (tracked) {
+      if (!file.base_row_id || !file.default_row_commit_version) {
+        return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid, "data file ",
+                         file.path,
+                         " of a table that tracks rows has no baseRowId or "
+                         "defaultRowCommitVersion");
+      }
+      arrow::FieldVector fields = reader->schema_->fields();
+      for (const auto& name : tracked->names())
+        fields.push_back(arrow::field(name, arrow::int64()));
       reader->schema_ = arrow::schema(std::move(fields));
+      reader->tracked_ = std::move(tracked);
     }
     reader->partition_columns_ = snapshot.partition_columns();
     reader->by_id_ = ColumnMappingModeOf(snapshot.metadata().configuration)
@@ -75,6 +95,7 @@ class FileReader {
     std::vector<int> top_level;
     for (const auto& field :
          columns.empty() ? arrow::FieldVector{} : reader->schema_->fields()) {
+      // (The materialized columns, unmapped, are found by their own names.)
       arrow::FieldVector file_fields;
       for (const auto& schema_field : manifest.schema_fields) {
         file_fields.push_back(schema_field.field);
@@ -113,6 +134,9 @@ class FileReader {
       const int64_t offset = row_offset_;
       row_offset_ += raw->num_rows();
       ARROW_ASSIGN_OR_RAISE(auto batch, ToTableSchema(*raw));
+      if (tracked_) {
+        ARROW_ASSIGN_OR_RAISE(batch, WithStableRowIds(*raw, offset, batch));
+      }
       if (deleted_ != nullptr) {
         ARROW_ASSIGN_OR_RAISE(auto keep, deleted_->KeepMask(offset, batch->num_rows()));
         ARROW_ASSIGN_OR_RAISE(arrow::Datum filtered, cp::Filter(batch, keep));
@@ -125,10 +149,48 @@ class FileReader {
  private:
   FileReader() = default;
 
+  // `batch` with the stable row IDs and commit versions of the rows of `raw`, which
+  // start at physical row `offset` (PROTOCOL.md "Row Tracking": the materialized value
+  // where the file has one, else baseRowId + position and defaultRowCommitVersion).
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> WithStableRowIds(
+      const arrow::RecordBatch& raw, int64_t offset,
+      const std::shared_ptr<arrow::RecordBatch>& batch) const {
+    const auto stable = [&](const std::string& name,
+                            const std::function<int64_t(int64_t)>& fresh)
+        -> arrow::Result<std::shared_ptr<arrow::Array>> {
+      const auto materialized = raw.GetColumnByName(name);
+      if (materialized != nullptr && materialized->type_id() != arrow::Type::INT64) {
+        return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid,
+                         "materialized row tracking column ", name, " of ", file_.path,
+                         " is ", materialized->type()->ToString(), ", not long");
+      }
+      const auto* values = static_cast<const arrow::Int64Array*>(materialized.get());
+      arrow::Int64Builder builder;
+      ARROW_RETURN_NOT_OK(builder.Reserve(raw.num_rows()));
+      for (int64_t row = 0; row < raw.num_rows(); ++row) {
+        builder.UnsafeAppend(values != nullptr && values->IsValid(row)
+                                 ? values->Value(row)
+                                 : fresh(offset + row));
+      }
+      return builder.Finish();
+    };
+    const int64_t base = *file_.base_row_id;
+    const int64_t version = *file_.default_row_commit_version;
+    ARROW_ASSIGN_OR_RAISE(auto ids, stable(tracked_->row_id, [base](int64_t position) {
+                            return base + position;
+                          }));
+    ARROW_ASSIGN_OR_RAISE(auto versions, stable(tracked_->row_commit_version,
+                                                [version](int64_t) { return version; }));
+    std::vector<std::shared_ptr<arrow::Array>> columns = batch->columns();
+    columns.push_back(std::move(ids));
+    columns.push_back(std::move(versions));
+    return arrow::RecordBatch::Make(schema_, batch->num_rows(), std::move(columns));
+  }
+
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> ToTableSchema(
       const arrow::RecordBatch& raw) {
     std::vector<std::shared_ptr<arrow::Array>> columns;
-    for (const auto& field : schema_->fields()) {
+    for (const auto& field : table_schema_->fields()) {
       if (IsPartitionColumn(partition_columns_, field->name())) {
         const std::optional<std::string> value =
             FindPartitionValue(file_.partition_values, *field);
@@ -150,7 +212,7 @@ class FileReader {
       ARROW_ASSIGN_OR_RAISE(auto logical, ToLogical(column, *field->type(), by_id_));
       columns.push_back(std::move(logical));
     }
-    return arrow::RecordBatch::Make(schema_, raw.num_rows(), std::move(columns));
+    return arrow::RecordBatch::Make(table_schema_, raw.num_rows(), std::move(columns));
   }
 
   // The index of the file field holding the table field `field`: by physical name, or in
@@ -234,7 +296,9 @@ class FileReader {
     return *cast;
   }
 
-  std::shared_ptr<arrow::Schema> schema_;
+  std::shared_ptr<arrow::Schema> table_schema_;  // the table columns read
+  std::shared_ptr<arrow::Schema> schema_;        // of the batches returned
+  std::optional<MaterializedRowColumns> tracked_;
   std::vector<std::string> partition_columns_;
   bool by_id_ = false;  // column mapping mode `id`
   Add file_;
@@ -340,6 +404,30 @@ arrow::Result<std::shared_ptr<arrow::Table>> TableScan::ToTable() {
   return arrow::Table::FromRecordBatches(impl_->output_schema, batches);
 }
 
+namespace {
+
+arrow::Result<std::shared_ptr<arrow::Table>> ReadAll(FileReader* reader) {
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
+  while (true) {
+    ARROW_ASSIGN_OR_RAISE(auto batch, reader->Next());
+    if (batch == nullptr) break;
+    batches.push_back(std::move(batch));
+  }
+  return arrow::Table::FromRecordBatches(reader->schema(), batches);
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::Table>> ReadDataFileWithRowIds(
+    const Snapshot& snapshot, const Add& file) {
+  ARROW_ASSIGN_OR_RAISE(
+      auto tracked,
+      MaterializedColumns(snapshot.metadata().configuration, *snapshot.schema()));
+  ARROW_ASSIGN_OR_RAISE(auto reader,
+                        FileReader::Open(snapshot, file, {}, std::move(tracked)));
+  return ReadAll(reader.get());
+}
+
 arrow::Result<std::shared_ptr<arrow::Table>> ReadDataFile(
     const Snapshot& snapshot, const Add& file, const std::vector<std::string>& columns) {
   std::vector<int> indices;
@@ -353,13 +441,7 @@ arrow::Result<std::shared_ptr<arrow::Table>> ReadDataFile(
   }
   std::sort(indices.begin(), indices.end());
   ARROW_ASSIGN_OR_RAISE(auto reader, FileReader::Open(snapshot, file, indices));
-  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
-  while (true) {
-    ARROW_ASSIGN_OR_RAISE(auto batch, reader->Next());
-    if (batch == nullptr) break;
-    batches.push_back(std::move(batch));
-  }
-  return arrow::Table::FromRecordBatches(reader->schema(), batches);
+  return ReadAll(reader.get());
 }
 
 }  // namespace ampdelta::delta

@@ -58,4 +58,13 @@ arrow::Result<std::shared_ptr<arrow::Table>> ReadDataFile(
     const Snapshot& snapshot, const Add& file,
     const std::vector<std::string>& columns = {});
 
+/// \brief ReadDataFile with, when the table tracks rows (row_tracking.h), each live
+/// row's stable row ID and row commit version after the table columns, under the names
+/// of the table's materialized columns: the rows as a rewrite that keeps them writes
+/// them.
+///
+/// Errors: kCorruptLog when the file has no baseRowId or defaultRowCommitVersion.
+arrow::Result<std::shared_ptr<arrow::Table>> ReadDataFileWithRowIds(
+    const Snapshot& snapshot, const Add& file);
+
 }  // namespace ampdelta::delta

@@ -12,6 +12,7 @@
 #include "ampdelta/delta/log/action_json.h"
 #include "ampdelta/delta/log/checkpoint_reader.h"
 #include "ampdelta/delta/log/log_segment.h"
+#include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/log/table_properties.h"
@@ -100,6 +101,10 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
   info.operation_metrics = metrics_;
   info.engine_info = std::string("ampdelta/") + kVersion;
   info.txn_id = txn_id_;
+  if (!removes_.empty() && RowTrackingEnabled(LeftMetadata().configuration)) {
+    // Rows this commit copies or updates keep their row IDs (row_tracking.h).
+    info.tags["delta.rowTracking.preserved"] = "true";
+  }
   if (InCommitTimestamps()) {
     // Strictly after the previous commit's, whatever this machine's clock says.
     int64_t timestamp = now_ms;
@@ -133,20 +138,40 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
     }
   }
   for (const auto& domain : domains_) actions.emplace_back(domain);
+  std::vector<Add> adds = adds_;
+  ARROW_ASSIGN_OR_RAISE(auto row_ids, AssignRowIds(version, &adds));
+  if (row_ids) actions.emplace_back(std::move(*row_ids));
   for (const auto& remove : removes_) {
     Remove tombstone = remove;
     if (!tombstone.deletion_timestamp) tombstone.deletion_timestamp = now_ms;
     tombstone.data_change = data_change_;
     actions.emplace_back(std::move(tombstone));
   }
-  for (const auto& add : adds_) {
-    Add file = add;
-    file.data_change = data_change_ && add.data_change;  // a re-tag is no data change
+  for (auto& file : adds) {
+    file.data_change = data_change_ && file.data_change;  // a re-tag is no data change
     actions.emplace_back(std::move(file));
   }
   for (const auto& change : changes_) actions.emplace_back(change);
-  (void)version;
   return actions;
+}
+
+arrow::Result<std::optional<DomainMetadata>> Transaction::AssignRowIds(
+    Version version, std::vector<Add>* adds) const {
+  if (!HasWriterFeature(LeftProtocol(), kRowTrackingFeature)) return std::nullopt;
+  // Fresh IDs go above every ID handed out: the read snapshot's and the winners'
+  // since, so an attempt rebased over a concurrent commit never reuses theirs.
+  int64_t high_water_mark = winners_row_id_high_water_mark_;
+  if (read_snapshot_) {
+    ARROW_ASSIGN_OR_RAISE(const int64_t read,
+                          RowIdHighWaterMark(read_snapshot_->domain_metadata()));
+    high_water_mark = std::max(high_water_mark, read);
+  }
+  std::vector<Add*> files;
+  for (auto& add : *adds) files.push_back(&add);
+  ARROW_ASSIGN_OR_RAISE(const int64_t raised,
+                        AssignFreshRowIds(high_water_mark, version, std::move(files)));
+  if (raised == high_water_mark) return std::nullopt;
+  return RowIdHighWaterMarkDomain(raised);
 }
 
 bool Transaction::InCommitTimestamps() const {
@@ -185,6 +210,13 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner,
   for (const auto& action : winner) {
     if (const auto* txn = std::get_if<SetTransaction>(&action)) {
       ARROW_RETURN_NOT_OK(CheckClaim(txn->app_id));
+    }
+    if (const auto* domain = std::get_if<DomainMetadata>(&action)) {
+      ARROW_ASSIGN_OR_RAISE(const auto mark, RowIdHighWaterMarkIn(*domain));
+      if (mark) {
+        winners_row_id_high_water_mark_ =
+            std::max(winners_row_id_high_water_mark_, *mark);
+      }
     }
     const auto* add = std::get_if<Add>(&action);
     if (add != nullptr && add->data_change && claimed_adds_ && claimed_adds_(*add)) {

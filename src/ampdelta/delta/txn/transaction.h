@@ -191,6 +191,11 @@ class Transaction {
 
  private:
   arrow::Result<std::vector<Action>> BuildActions(Version version, int64_t now_ms) const;
+  // On a table with row tracking, give the new files of `adds` fresh row IDs and
+  // `version` as their commit version; return the domain that records the raised
+  // high-water mark (nullopt: none raised).
+  arrow::Result<std::optional<DomainMetadata>> AssignRowIds(Version version,
+                                                            std::vector<Add>* adds) const;
   // delta.enableInCommitTimestamps on the table as this commit leaves it.
   bool InCommitTimestamps() const;
   // The inCommitTimestamp of a committed version (nullopt: none, or no such file).
@@ -252,6 +257,8 @@ class Transaction {
   bool data_change_ = true;
   Watch watch_;
   bool watched_tagged_files_ = false;  // the read snapshot's tagged files are in watch_
+  // The highest row ID high-water mark the winners this commit rebased over recorded.
+  int64_t winners_row_id_high_water_mark_ = -1;
   std::string txn_id_;
   bool committed_ = false;
 };

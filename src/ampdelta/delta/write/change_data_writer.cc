@@ -7,6 +7,7 @@
 #include <arrow/scalar.h>
 #include <arrow/type.h>
 
+#include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
 
 namespace ampdelta::delta {
@@ -45,20 +46,25 @@ arrow::Result<std::unique_ptr<ChangeDataWriter>> ChangeDataWriter::Make(
   options.directory = kChangeDataFolder;
   options.file_prefix = "cdc";
   options.prepare = nullptr;
+  std::vector<std::string> row_tracking_columns = std::move(options.row_tracking_columns);
+  options.row_tracking_columns.clear();
   // Change data is read whole by change feed readers: no statistics to skip by.
   options.stats.num_indexed_cols = 0;
   options.stats.stats_columns.reset();
   ARROW_ASSIGN_OR_RAISE(
       auto files, DataFileWriter::Make(std::move(store), file_schema,
                                        std::move(partition_columns), std::move(options)));
-  return std::unique_ptr<ChangeDataWriter>(new ChangeDataWriter(
+  auto writer = std::unique_ptr<ChangeDataWriter>(new ChangeDataWriter(
       std::move(table_schema), std::move(file_schema), std::move(files)));
+  writer->row_tracking_columns_ = std::move(row_tracking_columns);
+  return writer;
 }
 
 arrow::Status ChangeDataWriter::Write(const std::shared_ptr<arrow::RecordBatch>& rows,
                                       ChangeType type) {
   if (rows->num_rows() == 0) return arrow::Status::OK();
-  ARROW_ASSIGN_OR_RAISE(auto conformed, ConformBatch(rows, table_schema_));
+  ARROW_ASSIGN_OR_RAISE(auto table_rows, WithoutColumns(rows, row_tracking_columns_));
+  ARROW_ASSIGN_OR_RAISE(auto conformed, ConformBatch(table_rows, table_schema_));
   ARROW_ASSIGN_OR_RAISE(
       auto change, arrow::MakeArrayFromScalar(arrow::StringScalar(ChangeTypeName(type)),
                                               conformed->num_rows()));

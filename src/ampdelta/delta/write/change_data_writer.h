@@ -47,7 +47,9 @@ class ChangeDataWriter {
 
   ~ChangeDataWriter();
 
-  /// \brief Record `rows` (in the table's schema, or convertible to it) as changed.
+  /// \brief Record `rows` (in the table's schema, or convertible to it) as changed; the
+  /// materialized row tracking columns they may carry (options.row_tracking_columns) are
+  /// left out (change data has no row IDs).
   arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& rows, ChangeType type);
 
   /// \brief Close the files and return them as `cdc` actions (dataChange = false).
@@ -67,6 +69,7 @@ class ChangeDataWriter {
   std::shared_ptr<arrow::Schema> table_schema_;
   std::shared_ptr<arrow::Schema> file_schema_;
   std::unique_ptr<DataFileWriter> files_;
+  std::vector<std::string> row_tracking_columns_;
 };
 
 }  // namespace ampdelta::delta

@@ -60,6 +60,10 @@ struct DataFileOptions {
   /// Carried in every file name: the token of the write lease that keeps VACUUM away from
   /// the files until their commit (write_lease.h); empty for none.
   std::string file_token;
+  /// Columns the batches carry after the table's: row tracking's materialized row IDs
+  /// and row commit versions (row_tracking.h), int64, written as they are, outside the
+  /// table schema and its statistics.
+  std::vector<std::string> row_tracking_columns;
   /// Applied to every batch on the writing thread before it is written (e.g. conversion
   /// to the table schema), so that work is spread over the threads too.
   std::function<arrow::Result<std::shared_ptr<arrow::RecordBatch>>(
@@ -74,6 +78,7 @@ class DataFileWriter {
  public:
   /// \param[in] store the table's store
   /// \param[in] table_schema the table schema; batches passed to Write() must have it
+  ///   (followed by options.row_tracking_columns)
   /// \param[in] partition_columns partition columns (not stored in the files)
   static arrow::Result<std::unique_ptr<DataFileWriter>> Make(
       std::shared_ptr<storage::ObjectStore> store,

@@ -100,6 +100,13 @@ class PartitionFileSet::Impl {
         }
       }
     }
+    stats_schema_ = arrow::schema(data_fields);
+    arrow::FieldVector expected = table_schema_->fields();
+    for (const auto& name : options_.row_tracking_columns) {
+      data_fields.push_back(arrow::field(name, arrow::int64()));
+      expected.push_back(data_fields.back());
+    }
+    expected_schema_ = arrow::schema(std::move(expected));
     data_schema_ = arrow::schema(std::move(data_fields));
     // Statistics are keyed by physical name too.
     if (options_.stats.stats_columns) {
@@ -127,10 +134,10 @@ class PartitionFileSet::Impl {
     if (options_.prepare) {
       ARROW_ASSIGN_OR_RAISE(batch, options_.prepare(input));
     }
-    if (!batch->schema()->Equals(*table_schema_, /*check_metadata=*/false)) {
+    if (!batch->schema()->Equals(*expected_schema_, /*check_metadata=*/false)) {
       return arrow::Status::Invalid("batch schema ", batch->schema()->ToString(),
                                     " differs from the table schema ",
-                                    table_schema_->ToString());
+                                    expected_schema_->ToString());
     }
     if (partition_indices_.empty()) return WriteToPartition({}, batch);
     // Group rows by their partition values.
@@ -244,9 +251,18 @@ class PartitionFileSet::Impl {
     ARROW_ASSIGN_OR_RAISE(file.writer, parquet::arrow::FileWriter::Open(
                                            *data_schema_, arrow::default_memory_pool(),
                                            file.sink, properties, arrow_properties_));
-    file.stats = std::make_unique<StatsCollector>(data_schema_, options_.stats);
+    file.stats = std::make_unique<StatsCollector>(stats_schema_, options_.stats);
     recency_.push_back(folder);
     return open_.emplace(folder, std::move(file)).first;
+  }
+
+  // The columns of `data` that get statistics: all but the materialized ones.
+  std::shared_ptr<arrow::RecordBatch> StatsColumns(
+      const std::shared_ptr<arrow::RecordBatch>& data) const {
+    if (stats_schema_->num_fields() == data->num_columns()) return data;
+    std::vector<std::shared_ptr<arrow::Array>> columns(
+        data->columns().begin(), data->columns().begin() + stats_schema_->num_fields());
+    return arrow::RecordBatch::Make(stats_schema_, data->num_rows(), std::move(columns));
   }
 
   void Touch(const std::string& folder) {
@@ -262,6 +278,9 @@ class PartitionFileSet::Impl {
       columns.push_back(ViewAs(batch->column(data_indices_[i]),
                                data_schema_->field(static_cast<int>(i))->type()));
     }
+    for (int i = table_schema_->num_fields(); i < batch->num_columns(); ++i) {
+      columns.push_back(batch->column(i));  // materialized row tracking columns
+    }
     std::shared_ptr<arrow::RecordBatch> data =
         arrow::RecordBatch::Make(data_schema_, batch->num_rows(), std::move(columns));
     int64_t offset = 0;
@@ -275,7 +294,7 @@ class PartitionFileSet::Impl {
       std::shared_ptr<arrow::RecordBatch> slice =
           offset == 0 && take == data->num_rows() ? data : data->Slice(offset, take);
       ARROW_RETURN_NOT_OK(file.writer->WriteRecordBatch(*slice));
-      ARROW_RETURN_NOT_OK(file.stats->Update(*slice));
+      ARROW_RETURN_NOT_OK(file.stats->Update(*StatsColumns(slice)));
       file.rows += take;
       file.buffered_rows += take;
       file.buffered_bytes += arrow::util::TotalBufferSize(*slice);
@@ -334,6 +353,8 @@ class PartitionFileSet::Impl {
   std::vector<std::string> partition_logical_;  // as partition_columns_ spells them
   std::vector<int> data_indices_;
   std::shared_ptr<arrow::Schema> data_schema_;
+  std::shared_ptr<arrow::Schema> stats_schema_;     // data_schema_ but row tracking's
+  std::shared_ptr<arrow::Schema> expected_schema_;  // of batches: table + row tracking
   std::shared_ptr<parquet::WriterProperties> properties_;
   std::shared_ptr<parquet::ArrowWriterProperties> arrow_properties_;
   OpenFiles open_;

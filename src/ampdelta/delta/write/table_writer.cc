@@ -12,6 +12,7 @@
 
 #include "ampdelta/delta/log/clustering.h"
 #include "ampdelta/delta/log/partitioning.h"
+#include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/read/predicate.h"
@@ -65,6 +66,13 @@ DataFileOptions FileOptionsForTable(const Snapshot* snapshot, DataFileOptions ba
   // clustering domain that does not parse is reported by whoever needs its columns.
   if (auto clustering = ClusteringColumns(*snapshot); clustering.ok()) {
     base.stats.always_indexed = *clustering;
+  }
+  // A table that tracks rows: rewrites carry the rows' IDs in its materialized columns
+  // (a table whose names are missing is refused by CheckWriteSupported first).
+  if (auto tracked =
+          MaterializedColumns(snapshot->metadata().configuration, *snapshot->schema());
+      tracked.ok() && *tracked) {
+    base.row_tracking_columns = (*tracked)->names();
   }
   return ApplyTableProperties(snapshot->properties(), std::move(base));
 }
@@ -182,16 +190,29 @@ class TableWriter::Impl {
         TableConstraints(
             metadata ? metadata->configuration : std::map<std::string, std::string>{},
             table_schema));
+    // A table that tracks rows keeps the IDs of the rows a rewrite copies in its
+    // materialized columns (rows without them are new).
+    ARROW_ASSIGN_OR_RAISE(
+        auto tracked, MaterializedColumns(metadata ? metadata->configuration
+                                                   : std::map<std::string, std::string>{},
+                                          *table_schema));
+    file_options.row_tracking_columns =
+        tracked ? tracked->names() : std::vector<std::string>{};
     // Conversion to the table schema runs on the writer threads.
     file_options.prepare =
-        [schema = table_schema, generated = generated,
+        [schema = table_schema, generated = generated, tracked,
          checks = std::make_shared<const std::vector<CheckConstraint>>(
              std::move(constraints))](const std::shared_ptr<arrow::RecordBatch>& batch)
         -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
+      std::shared_ptr<arrow::RecordBatch> rows = batch;
+      if (tracked) {
+        ARROW_ASSIGN_OR_RAISE(rows, WithoutColumns(batch, tracked->names()));
+      }
       ARROW_ASSIGN_OR_RAISE(auto conformed, generated->empty()
-                                                ? ConformBatch(batch, schema)
-                                                : generated->Conform(batch));
+                                                ? ConformBatch(rows, schema)
+                                                : generated->Conform(rows));
       ARROW_RETURN_NOT_OK(CheckRows(*checks, *conformed));
+      if (tracked) return WithMaterializedColumns(conformed, batch, *tracked);
       return conformed;
     };
     if (new_metadata) {

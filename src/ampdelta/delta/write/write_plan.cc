@@ -10,6 +10,7 @@
 #include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/reader_support.h"
+#include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/log/table_properties.h"
@@ -211,6 +212,17 @@ arrow::Result<std::shared_ptr<arrow::Schema>> MapNewColumns(const arrow::Schema&
   return mapped;
 }
 
+// Row tracking switched on for an existing table: the rows it has need row IDs
+// (PROTOCOL.md), which ampdelta does not backfill; an empty table needs none.
+arrow::Status CheckRowTrackingCanStart(const Snapshot& snapshot) {
+  if (snapshot.files().empty()) return arrow::Status::OK();
+  return InvalidInputError(
+      kEnableRowTrackingKey,
+      "=true on an existing table needs row IDs for the rows it has, which ampdelta "
+      "does not backfill (Spark's ALTER TABLE … SET TBLPROPERTIES ('",
+      kEnableRowTrackingKey, "'='true') does); or set it when the table is created");
+}
+
 // The table properties a write sets: those that differ from the table's go into the
 // commit's metadata, with the protocol they need.
 arrow::Status ApplyProperties(const Snapshot* snapshot,
@@ -243,6 +255,11 @@ arrow::Status ApplyProperties(const Snapshot* snapshot,
   }
   Metadata metadata = current;
   for (const auto& [key, value] : changed) metadata.configuration[key] = value;
+  if (RowTrackingEnabled(metadata.configuration) &&
+      !RowTrackingEnabled(current.configuration)) {
+    ARROW_RETURN_NOT_OK(CheckRowTrackingCanStart(*snapshot));
+    NameMaterializedColumns(&metadata.configuration);
+  }
   *protocol = UpgradeProtocol(*protocol, *plan->table_schema, metadata.configuration);
   plan->new_metadata = std::move(metadata);
   return arrow::Status::OK();
@@ -453,6 +470,8 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
     metadata.partition_columns = plan.partition_columns;
     metadata.configuration =
         snapshot ? snapshot->metadata().configuration : configuration;
+    if (RowTrackingEnabled(metadata.configuration))
+      NameMaterializedColumns(&metadata.configuration);
     ARROW_ASSIGN_OR_RAISE(plan.table_schema,
                           MapNewColumns(*plan.table_schema, snapshot, &metadata));
     ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*plan.table_schema));
@@ -471,6 +490,12 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
     plan.new_protocol = protocol;
   }
   ARROW_RETURN_NOT_OK(CheckChangeDataColumns(snapshot, plan));
+  // No column may take the names row tracking keeps row IDs in.
+  ARROW_RETURN_NOT_OK(MaterializedColumns(plan.new_metadata
+                                              ? plan.new_metadata->configuration
+                                              : snapshot->metadata().configuration,
+                                          *plan.table_schema)
+                          .status());
   ARROW_RETURN_NOT_OK(PlanClustering(snapshot, options, &plan));
   // The declared readers must read the table as this write leaves it.
   ARROW_ASSIGN_OR_RAISE(const auto readers, ParseReaderNames(options.readers));

@@ -261,10 +261,10 @@ arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
     // Marking rows (without a change feed to record them in) needs the block column only.
     const bool marks_only =
         writer->deletion_vectors() != nullptr && !writer->records_changes();
-    ARROW_ASSIGN_OR_RAISE(
-        auto table, delta::ReadDataFile(snapshot, file,
-                                        marks_only ? std::vector<std::string>{column}
-                                                   : std::vector<std::string>{}));
+    // Rows copied keep their row IDs (row_tracking.h).
+    ARROW_ASSIGN_OR_RAISE(auto table,
+                          marks_only ? delta::ReadDataFile(snapshot, file, {column})
+                                     : delta::ReadDataFileWithRowIds(snapshot, file));
     ARROW_ASSIGN_OR_RAISE(auto values, BlockValues(*table, column));
     ARROW_ASSIGN_OR_RAISE(arrow::Datum keep, arrow::compute::CallFunction(
                                                  "less", {values, arrow::Datum(bound)}));

@@ -175,8 +175,11 @@ class FileUndo {
       (valid(span) ? remaining.spans : invalid_spans).push_back(span);
     }
     read_.push_back(snapshot_.FileKey(file.path));
+    // Rows copied keep their row IDs (row_tracking.h).
     ARROW_ASSIGN_OR_RAISE(auto table,
-                          delta::ReadDataFile(snapshot_, file, marking_columns_));
+                          marking_columns_.empty()
+                              ? delta::ReadDataFileWithRowIds(snapshot_, file)
+                              : delta::ReadDataFile(snapshot_, file, marking_columns_));
     ARROW_ASSIGN_OR_RAISE(auto rows, table->CombineChunksToBatch());
     ARROW_ASSIGN_OR_RAISE(auto keep,
                           KeepMask(*rows, undo_.batch_ids, invalid_spans, block_column_));
