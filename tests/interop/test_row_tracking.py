@@ -162,6 +162,9 @@ def test_a_stream_undoing_reorgs_keeps_the_row_ids_of_the_rows_it_copies(tmp_pat
     # it had in the commit that inserted it.
     undos = {v for v in range(latest_version(table) + 1)
              if '"operation":"DELETE"' in (table / "_delta_log" / f"{v:020d}.json").read_text()}
+    rewrites = [v for v in undos
+                if '"add"' in (table / "_delta_log" / f"{v:020d}.json").read_text()]
+    assert rewrites, "no undo copied rows: the test proves nothing"
     assert not {r["v"] for r in rows} & undos
     by_version = collections.defaultdict(list)
     for r in rows:

@@ -220,3 +220,36 @@ def test_a_merge_widens_a_struct_field_and_rewrites_rows_written_before(tmp_path
     assert got == [(i, 2**40 + i, "new") for i in range(10)]
     s_field = {f["name"]: f for f in latest_schema(table)["fields"]}["s"]
     assert s_field["type"]["fields"][0]["type"] == "long"
+
+
+def test_a_preview_type_widening_table_is_written_as_spark_writes_it(tmp_path):
+    # `typeWidening-preview` (Delta 3.x tables): each type change records the table version
+    # it happened at, and new files the version that added them.
+    spark = readers.spark_session()
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    for table in (ours, theirs):
+        spark.sql(f"CREATE TABLE delta.`{table}` (id INT, name STRING) USING delta "
+                  "TBLPROPERTIES ('delta.feature.typeWidening-preview'='supported', "
+                  "'delta.enableTypeWidening'='true')")
+        spark.sql(f"INSERT INTO delta.`{table}` VALUES (1, 'a'), (2, 'b')")
+    wide = pa.table({"id": pa.array([2**40], pa.int64()), "name": ["big"]})
+    done = write_table(tmp_path, ours, wide)
+    assert done.returncode == 0, done.stderr
+    spark.createDataFrame([(2**40, "big")], "id BIGINT, name STRING").write.format("delta") \
+        .mode("append").option("mergeSchema", "true").save(str(theirs))
+    version = max(int(name.split(".")[0]) for name in log_names(ours) if name.endswith(".json"))
+    ours_id, theirs_id = latest_schema(ours)["fields"][0], latest_schema(theirs)["fields"][0]
+    assert ours_id["type"] == theirs_id["type"] == "long"
+    assert ours_id["metadata"] == theirs_id["metadata"]
+    assert ours_id["metadata"]["delta.typeChanges"][0]["tableVersion"] == version
+    commit = (ours / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
+    adds = [json.loads(line)["add"] for line in commit if '"add"' in line]
+    assert adds and all(add["defaultRowCommitVersion"] == version for add in adds)
+    # Every operation, then Spark writing after ampdelta.
+    ok("table", "delete", ours, "--where", "id = 1")
+    ok("table", "optimize", ours)
+    ok("table", "checkpoint", ours)
+    spark.sql(f"INSERT INTO delta.`{ours}` VALUES ({2**41}, 'spark')")
+    want = [(2, "b"), (2**40, "big"), (2**41, "spark")]
+    assert sorted((r["id"], r["name"]) for r in readers.read_spark(ours).to_pylist()) == want
+    assert latest_schema(ours)["fields"][0]["metadata"] == theirs_id["metadata"]

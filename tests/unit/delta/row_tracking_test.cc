@@ -8,6 +8,7 @@
 #include <arrow/table.h>
 
 #include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/type_widening.h"
 #include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/delta/ops/merge.h"
 #include "ampdelta/delta/ops/optimize.h"
@@ -189,6 +190,24 @@ TEST(RowTrackingDomainTest, AHighWaterMarkThatDoesNotParseIsACorruptLog) {
   EXPECT_EQ(*RowIdHighWaterMarkIn(DomainMetadata{"delta.clustering", "{}"}),
             std::nullopt);
   EXPECT_EQ(*RowIdHighWaterMarkIn(RowIdHighWaterMarkDomain(41)), 41);
+}
+
+TEST(TypeWideningPreviewTest, TypeChangesWithoutAVersionTakeTheCommits) {
+  const std::string schema =
+      R"({"type":"struct","fields":[{"name":"id","type":"long","nullable":true,)"
+      R"("metadata":{"delta.typeChanges":[{"toType":"long","fromType":"integer",)"
+      R"("tableVersion":2}]}},{"name":"s","type":{"type":"struct","fields":[{"name":)"
+      R"("a","type":"long","nullable":true,"metadata":{"delta.typeChanges":[{"fromType":)"
+      R"("integer","toType":"long"}]}}]},"nullable":true,"metadata":{}}]})";
+  ASSERT_OK_AND_ASSIGN(auto stamped, StampTypeChangeVersions(schema, 7));
+  EXPECT_NE(stamped.find(R"("tableVersion":2)"), std::string::npos) << stamped;
+  EXPECT_NE(stamped.find(R"({"fromType":"integer","toType":"long","tableVersion":7})"),
+            std::string::npos)
+      << stamped;
+  // Nothing to stamp: the schema as it was.
+  ASSERT_OK_AND_ASSIGN(auto again, StampTypeChangeVersions(stamped, 8));
+  EXPECT_EQ(again, stamped);
+  EXPECT_TRUE(IsError(StampTypeChangeVersions("{", 1).status(), ErrorCode::kCorruptLog));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"
@@ -87,8 +88,19 @@ DomainMetadata RowIdHighWaterMarkDomain(int64_t high_water_mark) {
   return DomainMetadata{kRowTrackingDomain, config.dump(), /*removed=*/false};
 }
 
-arrow::Result<int64_t> AssignFreshRowIds(int64_t high_water_mark, int64_t version,
-                                         std::vector<Add*> files) {
+bool KeepsRowCommitVersions(const Protocol& protocol) {
+  return HasWriterFeature(protocol, kRowTrackingFeature) ||
+         HasWriterFeature(protocol, "typeWidening-preview");
+}
+
+void AssignCommitVersions(int64_t version, const std::vector<Add*>& files) {
+  for (Add* file : files) {
+    if (!file->default_row_commit_version) file->default_row_commit_version = version;
+  }
+}
+
+arrow::Result<int64_t> AssignFreshRowIds(int64_t high_water_mark,
+                                         const std::vector<Add*>& files) {
   for (Add* file : files) {
     if (file->base_row_id) continue;
     const auto rows = StatsNumRecords(*file);
@@ -98,7 +110,6 @@ arrow::Result<int64_t> AssignFreshRowIds(int64_t high_water_mark, int64_t versio
                                "tracking needs one to give its rows IDs");
     }
     file->base_row_id = high_water_mark + 1;
-    file->default_row_commit_version = version;
     high_water_mark += *rows;
   }
   return high_water_mark;

@@ -69,15 +69,22 @@ arrow::Result<std::optional<int64_t>> RowIdHighWaterMarkIn(const DomainMetadata&
 /// `domainName` Spark writes beside it).
 DomainMetadata RowIdHighWaterMarkDomain(int64_t high_water_mark);
 
+/// \brief Return true when the table's files carry the version that added them
+/// (`defaultRowCommitVersion`): row tracking, and the preview of type widening
+/// (`typeWidening-preview`), whose readers tell files written before a type change by it.
+bool KeepsRowCommitVersions(const Protocol& protocol);
+
+/// \brief Give every file of `files` without a `defaultRowCommitVersion` `version`, the
+/// commit's; files that have one (re-added with a deletion vector, or restored) keep it.
+void AssignCommitVersions(int64_t version, const std::vector<Add*>& files);
+
 /// \brief Give every file of `files` without a `baseRowId` fresh row IDs above
-/// `high_water_mark` and `version` as its `defaultRowCommitVersion`; files that have one
-/// (a file re-added with a deletion vector, or restored) keep theirs. Return the new
-/// high-water mark.
+/// `high_water_mark`; files that have one keep theirs. Return the new high-water mark.
 ///
 /// Errors: kInvalidInput when such a file's statistics lack numRecords (its row count
 /// is what its IDs span).
-arrow::Result<int64_t> AssignFreshRowIds(int64_t high_water_mark, int64_t version,
-                                         std::vector<Add*> files);
+arrow::Result<int64_t> AssignFreshRowIds(int64_t high_water_mark,
+                                         const std::vector<Add*>& files);
 
 /// \brief Return `batch` without the columns named in `names` (materialized columns a
 /// rewrite's rows carry), sharing its arrays.

@@ -43,7 +43,10 @@ const std::set<std::string>& WritableFeatures() {
       // Checkpoints in the V2 layout (checkpoint_writer.h).
       "v2Checkpoint",
       // Fresh row IDs at commit (transaction.cc), kept through rewrites (row_tracking.h).
-      "rowTracking"};
+      "rowTracking",
+      // Type widening's preview: commit versions on new files and in each type change
+      // record (row_tracking.h, type_widening.h).
+      "typeWidening-preview"};
   return features;
 }
 

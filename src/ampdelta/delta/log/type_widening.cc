@@ -126,6 +126,62 @@ arrow::Result<std::shared_ptr<arrow::Field>> WidenField(
   return field->WithType(to)->WithMetadata(std::move(metadata));
 }
 
+namespace {
+
+// Stamp the typeChanges records in `node` and everything under it; true when one was.
+arrow::Result<bool> StampRecords(nlohmann::ordered_json* node, int64_t version) {
+  bool stamped = false;
+  if (node->is_array()) {
+    for (auto& item : *node) {
+      ARROW_ASSIGN_OR_RAISE(const bool inner, StampRecords(&item, version));
+      stamped = stamped || inner;
+    }
+    return stamped;
+  }
+  if (!node->is_object()) return false;
+  auto metadata = node->find("metadata");
+  if (metadata != node->end() && metadata->is_object() &&
+      metadata->contains(kTypeChanges)) {
+    auto& records = (*metadata)[kTypeChanges];
+    // Spark keeps the records as a JSON array; a string holding one is read alike.
+    nlohmann::ordered_json parsed =
+        records.is_string()
+            ? json_util::ParseJson<nlohmann::ordered_json>(records.get<std::string>())
+            : records;
+    if (!parsed.is_array()) {
+      return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid, kTypeChanges,
+                       " is not a JSON array: ", json_util::DumpJsonLossy(records));
+    }
+    for (auto& record : parsed) {
+      if (record.is_object() && !record.contains("tableVersion")) {
+        record["tableVersion"] = version;
+        stamped = true;
+      }
+    }
+    if (stamped) records = parsed;
+  }
+  for (auto& [key, child] : node->items()) {
+    if (key == "metadata") continue;
+    ARROW_ASSIGN_OR_RAISE(const bool inner, StampRecords(&child, version));
+    stamped = stamped || inner;
+  }
+  return stamped;
+}
+
+}  // namespace
+
+arrow::Result<std::string> StampTypeChangeVersions(const std::string& schema_json,
+                                                   int64_t version) {
+  auto schema = json_util::ParseJson<nlohmann::ordered_json>(schema_json);
+  if (schema.is_discarded()) {
+    return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid,
+                     "the schema is not JSON");
+  }
+  ARROW_ASSIGN_OR_RAISE(const bool stamped, StampRecords(&schema, version));
+  if (!stamped) return schema_json;
+  return json_util::DumpJson(schema, "schema");
+}
+
 arrow::Result<std::shared_ptr<arrow::Field>> WidenedFor(
     const std::shared_ptr<arrow::Field>& column,
     const std::shared_ptr<arrow::DataType>& data) {

@@ -52,4 +52,13 @@ arrow::Result<std::shared_ptr<arrow::Field>> WidenField(
     const std::shared_ptr<arrow::Field>& field,
     const std::shared_ptr<arrow::DataType>& to);
 
+/// \brief Return `schema_json` (a schemaString) with `version` as the `tableVersion` of
+/// every `delta.typeChanges` record that has none: the preview feature
+/// `typeWidening-preview` records the version of each change, known only as the commit
+/// lands.
+///
+/// Errors: kCorruptLog when the schema or a record does not parse.
+arrow::Result<std::string> StampTypeChangeVersions(const std::string& schema_json,
+                                                   int64_t version);
+
 }  // namespace ampdelta::delta

@@ -16,6 +16,7 @@
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/log/table_properties.h"
+#include "ampdelta/delta/log/type_widening.h"
 #include "ampdelta/delta/txn/checkpoint_writer.h"
 #include "ampdelta/delta/txn/committer.h"
 #include "ampdelta/delta/txn/conflict_checker.h"
@@ -116,7 +117,15 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
   }
   actions.emplace_back(std::move(info));
   if (protocol_) actions.emplace_back(*protocol_);
-  if (metadata_) actions.emplace_back(*metadata_);
+  if (metadata_) {
+    Metadata metadata = *metadata_;
+    if (HasWriterFeature(LeftProtocol(), "typeWidening-preview")) {
+      // The preview records the version of each type change: this commit's.
+      ARROW_ASSIGN_OR_RAISE(metadata.schema_string,
+                            StampTypeChangeVersions(metadata.schema_string, version));
+    }
+    actions.emplace_back(std::move(metadata));
+  }
   if (txn_) {
     SetTransaction txn = *txn_;
     if (!txn.last_updated) txn.last_updated = now_ms;
@@ -157,6 +166,9 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
 
 arrow::Result<std::optional<DomainMetadata>> Transaction::AssignRowIds(
     Version version, std::vector<Add>* adds) const {
+  std::vector<Add*> files;
+  for (auto& add : *adds) files.push_back(&add);
+  if (KeepsRowCommitVersions(LeftProtocol())) AssignCommitVersions(version, files);
   if (!HasWriterFeature(LeftProtocol(), kRowTrackingFeature)) return std::nullopt;
   // Fresh IDs go above every ID handed out: the read snapshot's and the winners'
   // since, so an attempt rebased over a concurrent commit never reuses theirs.
@@ -166,10 +178,7 @@ arrow::Result<std::optional<DomainMetadata>> Transaction::AssignRowIds(
                           RowIdHighWaterMark(read_snapshot_->domain_metadata()));
     high_water_mark = std::max(high_water_mark, read);
   }
-  std::vector<Add*> files;
-  for (auto& add : *adds) files.push_back(&add);
-  ARROW_ASSIGN_OR_RAISE(const int64_t raised,
-                        AssignFreshRowIds(high_water_mark, version, std::move(files)));
+  ARROW_ASSIGN_OR_RAISE(const int64_t raised, AssignFreshRowIds(high_water_mark, files));
   if (raised == high_water_mark) return std::nullopt;
   return RowIdHighWaterMarkDomain(raised);
 }
