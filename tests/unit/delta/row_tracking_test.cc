@@ -181,6 +181,65 @@ TEST_F(RowTrackingTest, AColumnNamedLikeTheMaterializedOnesIsRefused) {
   EXPECT_EQ((*Snapshot::Load(store_))->version(), 2);
 }
 
+TEST_F(RowTrackingTest, TurningItOnLosesToAConcurrentAppendWithoutRowIds) {
+  auto plain = std::make_shared<storage::MemoryStore>();
+  ASSERT_OK(WriteBatches(plain, {Blocks(0, 3)}).status());
+  ASSERT_OK(DeleteAllRows(plain).status());  // empty: row tracking may start
+  TableWriteOptions enable;
+  enable.configuration = {{kEnableRowTrackingKey, "true"}};
+  ASSERT_OK_AND_ASSIGN(auto starting,
+                       TableWriter::Open(plain, Blocks(0, 1)->schema(), enable));
+  ASSERT_OK(starting->Write(Blocks(10, 12)));
+  ASSERT_OK(WriteBatches(plain, {Blocks(3, 4)}).status());  // lands first, without IDs
+  EXPECT_TRUE(IsError(starting->Commit().status(), ErrorCode::kCommitConflict));
+  auto snapshot = *Snapshot::Load(plain);
+  EXPECT_FALSE(RowTrackingEnabled(snapshot->metadata().configuration));
+}
+
+TEST_F(RowTrackingTest, WritersCreatingTheSameTableAtOnceAllCommitWithDistinctIds) {
+  auto fresh = std::make_shared<storage::MemoryStore>();
+  TableWriteOptions create;
+  create.configuration = {{kEnableRowTrackingKey, "true"}};
+  create.expect_new_table = false;
+  ASSERT_OK_AND_ASSIGN(auto first,
+                       TableWriter::Open(fresh, Blocks(0, 1)->schema(), create));
+  ASSERT_OK_AND_ASSIGN(auto second,
+                       TableWriter::Open(fresh, Blocks(0, 1)->schema(), create));
+  ASSERT_OK(first->Write(Blocks(0, 3)));
+  ASSERT_OK(second->Write(Blocks(3, 5)));
+  ASSERT_OK(first->Commit().status());
+  ASSERT_OK(second->Commit().status());  // joins the table the first created
+  StableIds expected;
+  for (int64_t block = 0; block < 5; ++block)
+    expected[block] = {block, block < 3 ? 0 : 1};
+  EXPECT_EQ(ReadStableIds(fresh), expected);
+}
+
+TEST_F(RowTrackingTest, IdsPastTheRangeOfALongAreRefusedNotWrapped) {
+  Transaction mark(store_, *Snapshot::Load(store_));
+  mark.SetDomainMetadata(RowIdHighWaterMarkDomain(INT64_MAX - 3));
+  ASSERT_OK(mark.Commit().status());
+  auto refused = WriteBatches(store_, {Blocks(10, 15)});
+  EXPECT_TRUE(IsError(refused.status(), ErrorCode::kInvalidInput));
+  EXPECT_THAT(refused.status(), testing::StatusHasMessage("range of a long"));
+  EXPECT_EQ((*Snapshot::Load(store_))->version(), 3);
+}
+
+TEST_F(RowTrackingTest, FilesWrittenWhileSparkSuspendsItGetNoRowIds) {
+  auto snapshot = *Snapshot::Load(store_);
+  Metadata metadata = snapshot->metadata();
+  metadata.configuration[kEnableRowTrackingKey] = "false";
+  metadata.configuration["delta.rowTrackingSuspended"] = "true";
+  Transaction suspend(store_, snapshot);
+  suspend.SetMetadata(metadata);
+  ASSERT_OK(suspend.Commit().status());
+  ASSERT_OK_AND_ASSIGN(auto written, WriteBatches(store_, {Blocks(10, 12)}));
+  const auto added = ActionsOf<Add>(CommitOf(*store_, written.commit.version));
+  ASSERT_EQ(added.size(), 1u);
+  EXPECT_FALSE(added[0].base_row_id);
+  EXPECT_EQ(HighWaterMark(store_), 9);
+}
+
 TEST(RowTrackingDomainTest, AHighWaterMarkThatDoesNotParseIsACorruptLog) {
   for (const char* config : {"{}", R"({"rowIdHighWaterMark":"x"})", "nonsense",
                              R"({"rowIdHighWaterMark":-5})"}) {

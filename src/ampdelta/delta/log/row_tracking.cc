@@ -1,6 +1,7 @@
 #include "ampdelta/delta/log/row_tracking.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <arrow/array.h>
 #include <arrow/record_batch.h>
@@ -22,9 +23,21 @@ constexpr const char* kHighWaterMarkKey = "rowIdHighWaterMark";
 
 }  // namespace
 
-bool RowTrackingEnabled(const std::map<std::string, std::string>& configuration) {
-  const auto it = configuration.find(kEnableRowTrackingKey);
+namespace {
+
+bool IsTrue(const std::map<std::string, std::string>& configuration, const char* key) {
+  const auto it = configuration.find(key);
   return it != configuration.end() && AsciiLower(it->second) == "true";
+}
+
+}  // namespace
+
+bool RowTrackingEnabled(const std::map<std::string, std::string>& configuration) {
+  return IsTrue(configuration, kEnableRowTrackingKey);
+}
+
+bool RowTrackingSuspended(const std::map<std::string, std::string>& configuration) {
+  return IsTrue(configuration, "delta.rowTrackingSuspended");
 }
 
 arrow::Result<std::optional<MaterializedRowColumns>> MaterializedColumns(
@@ -108,6 +121,11 @@ arrow::Result<int64_t> AssignFreshRowIds(int64_t high_water_mark,
       return InvalidInputError("file ", file->path,
                                " has no row count (numRecords) in its statistics; row "
                                "tracking needs one to give its rows IDs");
+    }
+    if (high_water_mark > std::numeric_limits<int64_t>::max() - 1 - *rows) {
+      return InvalidInputError("row IDs past ", high_water_mark, " for the ", *rows,
+                               " rows of file ", file->path,
+                               " would pass the range of a long; nothing was committed");
     }
     file->base_row_id = high_water_mark + 1;
     high_water_mark += *rows;

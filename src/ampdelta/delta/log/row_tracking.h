@@ -44,6 +44,10 @@ struct MaterializedRowColumns {
 /// \brief Return true when `configuration` has `delta.enableRowTracking=true`.
 bool RowTrackingEnabled(const std::map<std::string, std::string>& configuration);
 
+/// \brief Return true when `configuration` has `delta.rowTrackingSuspended=true`, which
+/// Spark's DROP FEATURE rowTracking sets while it takes the IDs away: new files get none.
+bool RowTrackingSuspended(const std::map<std::string, std::string>& configuration);
+
 /// \brief Return the materialized columns of a table with row tracking enabled, nullopt
 /// when it is off.
 ///

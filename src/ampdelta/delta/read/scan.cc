@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 #include <arrow/array.h>
 #include <arrow/builder.h>
@@ -176,6 +177,12 @@ class FileReader {
     };
     const int64_t base = *file_.base_row_id;
     const int64_t version = *file_.default_row_commit_version;
+    if (base < 0 ||
+        base > std::numeric_limits<int64_t>::max() - offset - raw.num_rows()) {
+      return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid, "data file ",
+                       file_.path, " has baseRowId ", base,
+                       ", whose rows' IDs are outside the range of a long");
+    }
     ARROW_ASSIGN_OR_RAISE(auto ids, stable(tracked_->row_id, [base](int64_t position) {
                             return base + position;
                           }));

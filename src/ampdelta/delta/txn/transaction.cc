@@ -164,8 +164,20 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
   return actions;
 }
 
+bool Transaction::StartsRowTracking() const {
+  const bool had_feature =
+      read_snapshot_ && HasWriterFeature(read_snapshot_->protocol(), kRowTrackingFeature);
+  const bool had_enabled =
+      read_snapshot_ && RowTrackingEnabled(read_snapshot_->metadata().configuration);
+  return (protocol_ && !had_feature &&
+          HasWriterFeature(*protocol_, kRowTrackingFeature)) ||
+         (metadata_ && !had_enabled && RowTrackingEnabled(metadata_->configuration));
+}
+
 arrow::Result<std::optional<DomainMetadata>> Transaction::AssignRowIds(
     Version version, std::vector<Add>* adds) const {
+  // Spark's DROP FEATURE rowTracking suspends it first: its files get no IDs then.
+  if (RowTrackingSuspended(LeftMetadata().configuration)) return std::nullopt;
   std::vector<Add*> files;
   for (auto& add : *adds) files.push_back(&add);
   if (KeepsRowCommitVersions(LeftProtocol())) AssignCommitVersions(version, files);
@@ -228,6 +240,12 @@ arrow::Status Transaction::CheckConflicts(const std::vector<Action>& winner,
       }
     }
     const auto* add = std::get_if<Add>(&action);
+    if (add != nullptr && !add->base_row_id && StartsRowTracking()) {
+      return CommitConflictError(
+          "a concurrent commit added ", add->path,
+          " without row IDs while this commit turns row tracking on; nothing was "
+          "committed");
+    }
     if (add != nullptr && add->data_change && claimed_adds_ && claimed_adds_(*add)) {
       return CommitConflictError("a concurrent commit added ", add->path,
                                  ", which holds work this commit does too")
@@ -378,6 +396,20 @@ arrow::Result<Transaction::NextAttempt> Transaction::JoinConcurrentCreation() {
   return NextAttempt{existing->version() + 1, false};
 }
 
+namespace {
+
+// Table properties without those each writer picks for itself (the names of row
+// tracking's materialized columns, random): two creators asking for the same table differ
+// only there.
+std::map<std::string, std::string> WithoutWriterChosenKeys(
+    std::map<std::string, std::string> configuration) {
+  configuration.erase(kMaterializedRowIdKey);
+  configuration.erase(kMaterializedRowCommitVersionKey);
+  return configuration;
+}
+
+}  // namespace
+
 arrow::Status Transaction::CheckSameTableCreated(const Snapshot& existing) const {
   const Metadata& metadata = *metadata_;
   if (existing.metadata().schema_string != metadata.schema_string ||
@@ -385,7 +417,8 @@ arrow::Status Transaction::CheckSameTableCreated(const Snapshot& existing) const
     return CommitConflictError(
         "the table was created concurrently with a different schema or partitioning");
   }
-  if (existing.metadata().configuration != metadata.configuration) {
+  if (WithoutWriterChosenKeys(existing.metadata().configuration) !=
+      WithoutWriterChosenKeys(metadata.configuration)) {
     // Appending would drop this write's table properties without a word.
     return CommitConflictError(
         "the table was created concurrently with different table properties; "

@@ -196,6 +196,9 @@ class Transaction {
   // high-water mark (nullopt: none raised).
   arrow::Result<std::optional<DomainMetadata>> AssignRowIds(Version version,
                                                             std::vector<Add>* adds) const;
+  // This commit adds the rowTracking feature or enables it: every file the table has
+  // must then have row IDs, a concurrent commit's too.
+  bool StartsRowTracking() const;
   // delta.enableInCommitTimestamps on the table as this commit leaves it.
   bool InCommitTimestamps() const;
   // The inCommitTimestamp of a committed version (nullopt: none, or no such file).
