@@ -154,6 +154,15 @@ CommandRunner AddDevServerCommand(CLI::App& app) {
                   "rows per record batch (ampd: DataFusion's 8192)")
       ->check(IntegerAtLeast(1))
       ->capture_default_str();
+  cmd->add_option("--scan-threads", options.stream.scan_threads,
+                  "threads making a query's rows ahead of the client (0: one per core, "
+                  "at most 8)")
+      ->check(IntegerAtLeast(0))
+      ->capture_default_str();
+  cmd->add_option("--scan-piece-blocks", options.stream.scan_piece_blocks,
+                  "blocks each scan thread makes at a time")
+      ->check(UnsignedAtLeast(1))
+      ->capture_default_str();
   cmd->add_option("--microbatch-max-blocks", options.stream.max_microbatch_blocks,
                   "largest streaming microbatch in blocks")
       ->check(UnsignedAtLeast(1))

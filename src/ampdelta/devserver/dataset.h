@@ -3,6 +3,7 @@
 /// \file dataset.h
 /// \brief What the dev server serves: datasets of block-indexed tables on one network.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -90,6 +91,26 @@ class Dataset {
   /// order.
   virtual arrow::Result<std::unique_ptr<BatchIterator>> Scan(
       const std::string& table, const ScanRange& range) const = 0;
+
+  /// \brief Cut `range` into consecutive, disjoint pieces that scans of `table` can make
+  /// independently (read_ahead.h): by default of `piece_blocks` blocks each; a dataset
+  /// whose scans have a natural unit (a file) cuts there instead.
+  virtual std::vector<ScanRange> ScanPieces(const std::string& table,
+                                            const ScanRange& range,
+                                            uint64_t piece_blocks) const {
+    (void)table;
+    std::vector<ScanRange> pieces;
+    const uint64_t step = std::max<uint64_t>(piece_blocks, 1);
+    for (uint64_t start = range.range.start; start <= range.range.end; start += step) {
+      const bool last = range.range.end - start < step;
+      ScanRange piece = range;
+      piece.range.start = start;
+      piece.range.end = last ? range.range.end : start + step - 1;
+      pieces.push_back(std::move(piece));
+      if (last) break;
+    }
+    return pieces;
+  }
 };
 
 }  // namespace ampdelta::devserver

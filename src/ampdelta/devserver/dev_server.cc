@@ -17,6 +17,7 @@
 
 #include "ampdelta/devserver/parquet_dataset.h"
 #include "ampdelta/devserver/query.h"
+#include "ampdelta/devserver/read_ahead.h"
 #include "ampdelta/devserver/sql.h"
 #include "ampdelta/devserver/statement_command.h"
 #include "ampdelta/devserver/stream_pacer.h"
@@ -176,6 +177,22 @@ class QueryDataStream : public flight::FlightDataStream {
     return table->CombineChunksToBatch();
   }
 
+  // The query's rows for `range`, made and transformed ahead on the scan threads.
+  std::unique_ptr<BatchIterator> OpenScan(const ScanRange& range) const {
+    ReadAheadOptions read_ahead;
+    read_ahead.threads =
+        options_.scan_threads > 0
+            ? options_.scan_threads
+            : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+    read_ahead.piece_blocks = options_.scan_piece_blocks;
+    return ReadAhead(
+        *query_->dataset(), query_->table(), range,
+        [query = query_](const std::shared_ptr<arrow::RecordBatch>& source) {
+          return query->Transform(source);
+        },
+        read_ahead);
+  }
+
   arrow::Status CheckStillWanted() const {
     if (stopping_->load()) {
       return flight::MakeFlightError(flight::FlightStatusCode::Unavailable,
@@ -200,12 +217,11 @@ class QueryDataStream : public flight::FlightDataStream {
         scan.range.end = std::min(scan.range.end, bounds->second);
         if (scan.range.start > scan.range.end) return FinishBatch();
       }
-      ARROW_ASSIGN_OR_RAISE(iterator_, dataset.Scan(query_->table(), scan));
+      iterator_ = OpenScan(scan);
     }
     ARROW_RETURN_NOT_OK(CheckStillWanted());
-    ARROW_ASSIGN_OR_RAISE(auto source, iterator_->Next());
-    if (source == nullptr) return FinishBatch();
-    ARROW_ASSIGN_OR_RAISE(auto batch, query_->Transform(source));
+    ARROW_ASSIGN_OR_RAISE(auto batch, iterator_->Next());
+    if (batch == nullptr) return FinishBatch();
     if (query_->is_aggregate()) return aggregator_.Consume(batch);
     if (query_->is_grouped()) {
       grouped_rows_.push_back(std::move(batch));
@@ -300,7 +316,7 @@ class QueryDataStream : public flight::FlightDataStream {
     metadata_ = RangesMetadata(dataset.network(), &current_->range, /*complete=*/false);
     if (options_.keepalive_at_microbatch_start) ARROW_RETURN_NOT_OK(PushEmpty(metadata_));
     last_sent_ = std::chrono::steady_clock::now();
-    ARROW_ASSIGN_OR_RAISE(iterator_, dataset.Scan(query_->table(), *current_));
+    iterator_ = OpenScan(*current_);
     return arrow::Status::OK();
   }
 
@@ -308,8 +324,8 @@ class QueryDataStream : public flight::FlightDataStream {
     const Dataset& dataset = *query_->dataset();
     if (iterator_ == nullptr) return StartMicrobatch();
     ARROW_RETURN_NOT_OK(CheckStillWanted());
-    ARROW_ASSIGN_OR_RAISE(auto source, iterator_->Next());
-    if (source == nullptr) {
+    ARROW_ASSIGN_OR_RAISE(auto batch, iterator_->Next());
+    if (batch == nullptr) {
       if (query_->is_grouped()) {
         // Grouped by _block_num first: a microbatch's groups are complete at its end.
         ARROW_ASSIGN_OR_RAISE(auto result, query_->Group(grouped_rows_));
@@ -323,7 +339,6 @@ class QueryDataStream : public flight::FlightDataStream {
       iterator_.reset();
       return arrow::Status::OK();
     }
-    ARROW_ASSIGN_OR_RAISE(auto batch, query_->Transform(source));
     const auto now = std::chrono::steady_clock::now();
     if (now - last_sent_ >= options_.keepalive_interval) {
       ARROW_RETURN_NOT_OK(PushEmpty(metadata_));  // a long microbatch: ampd's timer fires

@@ -47,6 +47,10 @@ struct StreamOptions {
   /// batch size, which ampd keeps (the last batch of a result or microbatch holds the
   /// rest); each is then split near 2 MiB per message.
   int64_t batch_rows = 8192;
+  /// Threads that make a query's rows ahead of the client (read_ahead.h), in pieces of
+  /// `scan_piece_blocks` blocks; 0: one per core, at most 8.
+  int scan_threads = 0;
+  uint64_t scan_piece_blocks = 256;
 };
 
 /// \brief How the synthetic chain moves on its own.

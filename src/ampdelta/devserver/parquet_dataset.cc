@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -355,6 +356,29 @@ void ParquetDataset::WaitForChange(uint64_t seen,
                                    std::chrono::milliseconds timeout) const {
   (void)seen;  // the files never change
   std::this_thread::sleep_for(timeout);
+}
+
+std::vector<ScanRange> ParquetDataset::ScanPieces(const std::string& table,
+                                                  const ScanRange& range,
+                                                  uint64_t piece_blocks) const {
+  (void)piece_blocks;
+  std::set<uint64_t> cuts = {range.range.start};
+  auto it = tables_.find(table);
+  if (it != tables_.end()) {
+    for (const auto& file : it->second.files) {
+      if (file.range.start > range.range.start && file.range.start <= range.range.end)
+        cuts.insert(file.range.start);
+    }
+  }
+  std::vector<ScanRange> pieces;
+  for (auto cut = cuts.begin(); cut != cuts.end(); ++cut) {
+    ScanRange piece = range;
+    piece.range.start = *cut;
+    const auto next = std::next(cut);
+    piece.range.end = next == cuts.end() ? range.range.end : *next - 1;
+    pieces.push_back(std::move(piece));
+  }
+  return pieces;
 }
 
 arrow::Result<std::unique_ptr<BatchIterator>> ParquetDataset::Scan(

@@ -34,6 +34,11 @@ class ParquetDataset : public Dataset {
                                           uint64_t max_blocks) const override;
   uint64_t change_counter() const override { return 0; }
   void WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const override;
+  /// \brief Pieces that start where the table's files do: each piece reads only the files
+  /// it overlaps, once (files that overlap one another are read by each of their pieces,
+  /// filtered to its blocks).
+  std::vector<ScanRange> ScanPieces(const std::string& table, const ScanRange& range,
+                                    uint64_t piece_blocks) const override;
   arrow::Result<std::unique_ptr<BatchIterator>> Scan(
       const std::string& table, const ScanRange& range) const override;
 

@@ -68,6 +68,30 @@ TEST_F(ParquetDatasetTest, ScansEveryRowOfATable) {
   EXPECT_EQ(rows, 719);
 }
 
+TEST_F(ParquetDatasetTest, ScanPiecesStartWhereFilesDoAndCoverTheRangeOnce) {
+  ASSERT_OK_AND_ASSIGN(auto dataset,
+                       ParquetDataset::Open("eth_rpc", FixtureDir("eth_rpc")));
+  ScanRange range = *dataset->Synced();
+  range.range.start = 14'999'990;
+  range.range.end = 15'000'010;
+  const auto pieces = dataset->ScanPieces("logs", range, 1);
+  ASSERT_EQ(pieces.size(), 2u);
+  EXPECT_EQ(pieces[0].range.start, 14'999'990u);
+  EXPECT_EQ(pieces[0].range.end, 14'999'999u);
+  EXPECT_EQ(pieces[1].range.start, 15'000'000u);
+  EXPECT_EQ(pieces[1].range.end, 15'000'010u);
+  int64_t rows = 0;
+  for (const auto& piece : pieces) {
+    ASSERT_OK_AND_ASSIGN(auto iterator, dataset->Scan("logs", piece));
+    while (true) {
+      ASSERT_OK_AND_ASSIGN(auto batch, iterator->Next());
+      if (batch == nullptr) break;
+      rows += batch->num_rows();
+    }
+  }
+  EXPECT_EQ(rows, 719);
+}
+
 TEST_F(ParquetDatasetTest, ServesTheNewestRevision) {
   // eth_firehose holds two revisions of transactions with 333 and 348 rows.
   ASSERT_OK_AND_ASSIGN(auto dataset,
