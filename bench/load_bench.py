@@ -18,11 +18,21 @@ Snappy Parquet to local disk:
             whole table with WriterProperties(compression="SNAPPY").
   c         pyarrow's ParquetWriter fed the stream chunk by chunk (one file, one thread).
   drain     the source's limit: a bare DoGet of the same query, every chunk read and dropped.
+  drain_single  the same drain from a second dev server making rows on one thread
+            (`--scan-threads 1`, no cache: the server before read_ahead.h), the old source.
+            The first server makes rows on every core and keeps them (`--cache-mib`,
+            --server-cache-mib: enough for the rows by default), so every peer after the
+            capture is served from memory.
+  drain_memory  the same drain from a plain pyarrow Flight server that serves the captured batches
+            (and their app_metadata) from memory: what a Flight stream carries on this machine.
+            drain over drain_memory is how far the dev server is from it.
   encoder   the encoder's limit: bench/parquet_limit writes the same Arrow stream (captured once into
             an IPC file before the rounds) to Parquet with Arrow's writer, one file per core, the
             dictionary choice that suits the data (--dictionary auto), every file fsync'ed.
 
-The limit of a load is the slower of drain and encoder. Times: Python peers report perf_counter and
+The limit of a load is the slower of drain and encoder; the report names it ("limited_by").
+`--server-cpus` and `--loader-cpus` (taskset lists, e.g. 0-3 and 4-15) pin the servers and the
+peers to their own cores on a machine of any size. Times: Python peers report perf_counter and
 CPU (getrusage) from after their imports (the headline); every peer's process wall time, CPU
 seconds (user+sys of the process, from wait4) and peak RSS (ru_maxrss) are beside it, and the dev
 server's CPU seconds during each peer. ampdelta's and the encoder's process start-up is a few ms.
@@ -32,6 +42,7 @@ tables, pyarrow for files, in a subprocess): the rows in key order and a SHA-256
 must equal the source's (CONTENT below). Every peer runs on Arrow's jemalloc pool (peer_env).
 
 Usage: bench/load_bench.py [--rows 2000000] [--rounds 5] [--peers ampdelta,a,s,b,c,drain,encoder]
+                           [--server-cpus LIST] [--loader-cpus LIST]
                            [--sdk-default-max-rows 200000] [--workdir DIR] [--json-out FILE]
 """
 import argparse
@@ -53,7 +64,8 @@ CLI = ROOT / "build/release/tools/ampdelta/ampdelta"
 PARQUET_LIMIT = ROOT / "build/release/bench/parquet_limit"
 PYTHON = sys.executable
 SQL = 'SELECT * FROM "acme/eth_mainnet".transactions'
-PEERS = ("ampdelta", "a", "s", "b", "c", "drain", "encoder")
+PEERS = ("ampdelta", "a", "s", "b", "c", "drain", "drain_single", "drain_memory", "encoder")
+DRAINS = ("drain", "drain_single", "drain_memory")
 DELTA_PEERS = ("ampdelta", "a", "s", "b")
 SDK_BATCH_SIZE = 10_000  # amp.loaders.types.LoadConfig.batch_size default
 
@@ -193,14 +205,49 @@ begin()
 reader = do_get(url, sql)
 rows = 0
 if capture:
+    # The batches, and beside them the app_metadata of the first (the memory server's).
+    metadata = None
     with pa.OSFile(capture, "wb") as sink, pa.ipc.new_file(sink, reader.schema) as writer:
-        for batch in chunks(reader):
-            writer.write_batch(batch)
-            rows += batch.num_rows
+        while True:
+            try:
+                chunk = reader.read_chunk()
+            except StopIteration:
+                break
+            if metadata is None and chunk.app_metadata is not None:
+                metadata = chunk.app_metadata.to_pybytes().decode()
+            if chunk.data is not None and chunk.data.num_rows:
+                writer.write_batch(chunk.data)
+                rows += chunk.data.num_rows
+    with open(capture + ".metadata", "w") as out:
+        out.write(metadata or "")
 else:
     for batch in chunks(reader):
         rows += batch.num_rows
 finish({"rows": rows})
+"""
+
+# (drain_memory) A Flight server holding the captured batches in memory, each sent with the
+# captured app_metadata, for any query: prints its URL, serves until killed.
+MEMORY_SERVER = r"""
+import sys
+import pyarrow as pa
+import pyarrow.flight as flight
+capture = sys.argv[1]
+table = pa.ipc.open_file(pa.memory_map(capture)).read_all()
+batches = table.to_batches()
+metadata = pa.py_buffer(open(capture + ".metadata", "rb").read())
+
+class Server(flight.FlightServerBase):
+    def get_flight_info(self, context, descriptor):
+        endpoint = flight.FlightEndpoint(b"all", [])
+        return flight.FlightInfo(table.schema, descriptor, [endpoint], table.num_rows, -1)
+
+    def do_get(self, context, ticket):
+        return flight.GeneratorStream(table.schema, ((b, metadata) for b in batches))
+
+server = Server("grpc://127.0.0.1:0")
+print(f"serving grpc://127.0.0.1:{server.port}", flush=True)
+server.serve()
 """
 
 # The content check, run in a subprocess (deltalake can abort the interpreter at exit): the
@@ -441,6 +488,12 @@ def main() -> int:
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--json-out", default=None, help="also write the report here")
     parser.add_argument("--keep", action="store_true", help="keep the written tables")
+    parser.add_argument("--server-cache-mib", type=int, default=None,
+                        help="the dev server's --cache-mib (default: 1 KiB per row; 0: none)")
+    parser.add_argument("--server-cpus", default=None,
+                        help="taskset CPU list for the servers (e.g. 0-3); default: any")
+    parser.add_argument("--loader-cpus", default=None,
+                        help="taskset CPU list for the peers (e.g. 4-15); default: any")
     args = parser.parse_args()
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
     unknown = [p for p in peers if p not in PEERS]
@@ -453,16 +506,28 @@ def main() -> int:
     rows = blocks * args.txs_per_block
     sdk_cap = min(args.sdk_default_max_rows, rows)
 
-    server = subprocess.Popen([str(CLI), "dev-server", "--port", "0", "--blocks", str(blocks),
-                               "--txs-per-block", str(args.txs_per_block)],
-                              stdout=subprocess.PIPE, text=True)
+    def pinned(cmd: list, cpus: str | None) -> list:
+        return ["taskset", "-c", cpus, *cmd] if cpus else cmd
+
+    def start(cmd: list) -> tuple[subprocess.Popen, str]:
+        """A server on the server cores, and its URL (the last word of its first line)."""
+        proc = subprocess.Popen(pinned(cmd, args.server_cpus), stdout=subprocess.PIPE, text=True)
+        url = proc.stdout.readline().split()[-1]
+        # Keep draining the server's stdout so it can never block on a full pipe.
+        threading.Thread(target=proc.stdout.read, daemon=True).start()
+        extra.append(proc)
+        return proc, url
+
+    dev_server = [str(CLI), "dev-server", "--port", "0", "--blocks", str(blocks),
+                  "--txs-per-block", str(args.txs_per_block)]
+    cache_mib = args.server_cache_mib if args.server_cache_mib is not None else -(-rows // 1024)
     capture = work / "stream.arrow"
     runs = {p: [] for p in peers}
     sizes = {}
+    extra = []
     try:
-        url = server.stdout.readline().split()[-1]
-        # Keep draining the server's stdout so it can never block on a full pipe.
-        threading.Thread(target=server.stdout.read, daemon=True).start()
+        server, url = start(dev_server + ["--cache-mib", str(cache_mib)])
+        urls = {"drain": url}
         print(f"dev server {url}: {blocks} blocks x {args.txs_per_block} txs = {rows} rows; "
               f"workdir {work}", file=sys.stderr)
         log_dir = work / "log-capture"
@@ -473,6 +538,13 @@ def main() -> int:
             raise RuntimeError(f"the server sent {expected['rows']} rows, expected {rows}")
         print(f"source: {expected['rows']} rows, {len(expected['columns'])} columns",
               file=sys.stderr)
+        servers = {"drain": server}
+        if "drain_single" in peers:
+            servers["drain_single"], urls["drain_single"] = start(
+                dev_server + ["--scan-threads", "1"])
+        if "drain_memory" in peers:
+            servers["drain_memory"], urls["drain_memory"] = start(
+                [PYTHON, "-c", MEMORY_SERVER, str(capture)])
 
         for round_index in range(args.rounds):
             for name in peers:
@@ -496,13 +568,15 @@ def main() -> int:
                 elif name == "c":
                     target.mkdir(parents=True)
                     cmd = [PYTHON, "-c", PARQUET, url, SQL, str(target / "data.parquet")]
-                elif name == "drain":
-                    cmd = [PYTHON, "-c", DRAIN, url, SQL]
+                elif name in DRAINS:
+                    cmd = [PYTHON, "-c", DRAIN, urls[name], SQL]
                 else:
                     target.mkdir(parents=True)
                     cmd = [str(PARQUET_LIMIT), "--input", str(capture), "--output", str(target),
                            "--codec", "snappy", "--dictionary", "auto"]
-                run = timed(cmd, log_dir, None if name == "encoder" else server.pid)
+                source = None if name == "encoder" else servers.get(name, server)
+                run = timed(pinned(cmd, args.loader_cpus), log_dir,
+                            source.pid if source else None)
                 out = run.pop("stdout")
                 run["seconds"], run["load_cpu"] = run["wall"], run["cpu"]
                 if name == "ampdelta":
@@ -526,7 +600,7 @@ def main() -> int:
                     if name == "s":
                         run["versions"] = info["versions"]
                 wanted = sdk_cap if name == "a" else rows
-                if name != "drain":
+                if name not in DRAINS:
                     written = rows_in(target, name in DELTA_PEERS)
                     if written != wanted:
                         raise RuntimeError(f"{name} wrote {written} rows, expected {wanted}")
@@ -535,7 +609,7 @@ def main() -> int:
                                                     else "parquet"), expected)
                     sizes[name] = du(target)
                 elif run["reported_rows"] != rows:
-                    raise RuntimeError(f"drain read {run['reported_rows']} rows, expected {rows}")
+                    raise RuntimeError(f"{name} read {run['reported_rows']} rows, expected {rows}")
                 runs[name].append(run)
                 print(f"round {round_index + 1} {name}: {run['seconds']:.2f}s "
                       f"(process wall {run['wall']:.2f}s), {run['load_cpu']:.2f} CPU-s, "
@@ -544,12 +618,17 @@ def main() -> int:
                 if not args.keep:
                     shutil.rmtree(target, ignore_errors=True)
     finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait()
+        for proc in extra:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait()
         capture.unlink(missing_ok=True)
+        pathlib.Path(str(capture) + ".metadata").unlink(missing_ok=True)
 
     million = rows / 1e6
     report = {"rows": rows, "rounds": args.rounds, "codec": "snappy", "query": SQL,
+              "cores": os.cpu_count(), "server_cpus": args.server_cpus,
+              "server_cache_mib": cache_mib,
+              "loader_cpus": args.loader_cpus,
               "data": "calibrated synthetic chain (bench/chain_stats.py)", "peers": {}}
     for name, peer_runs in runs.items():
         entry = {
@@ -591,16 +670,23 @@ def main() -> int:
                 / cores, 3)
             ratios["ampdelta_seconds_over_shared_machine_floor"] = round(
                 base / report["shared_machine_floor_seconds"], 3)
-        limits = [p[n]["seconds_median"] for n in ("drain", "encoder") if n in p]
+        limits = {n: p[n]["seconds_median"] for n in ("drain", "encoder") if n in p}
         if limits:
-            report["limit_seconds"] = max(limits)
-            ratios["ampdelta_seconds_over_limit"] = round(base / max(limits), 3)
+            report["limit_seconds"] = max(limits.values())
+            report["limited_by"] = {"drain": "source", "encoder": "encoder"}[
+                max(limits, key=limits.get)]
+            ratios["ampdelta_seconds_over_limit"] = round(base / max(limits.values()), 3)
         for name in ("drain", "encoder"):
             if name in p:
                 ratios[f"ampdelta_seconds_over_{name}"] = round(base / p[name]["seconds_median"], 3)
         if "encoder" in p:
             ratios["ampdelta_cpu_over_encoder_cpu"] = round(
                 p["ampdelta"]["cpu_seconds_per_million_rows"] / p["encoder"]["cpu_seconds_per_million_rows"], 3)
+    if "drain" in p:
+        for name in ("drain_single", "drain_memory"):
+            if name in p:
+                ratios[f"drain_seconds_over_{name}"] = round(
+                    p["drain"]["seconds_median"] / p[name]["seconds_median"], 3)
     report["ratios"] = ratios
     emit_report(report, args.json_out)
     return 0

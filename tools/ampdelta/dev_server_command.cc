@@ -18,6 +18,7 @@ struct DevServerArgs {
   devserver::DevServerOptions options;
   uint64_t block_interval_ms = 0;
   uint64_t keepalive_interval_ms = 30000;
+  uint64_t cache_mib = 0;
   std::vector<std::string> reorg_at;
   std::vector<std::string> datasets;
   bool no_synthetic = false;
@@ -41,6 +42,11 @@ int RunDevServer(DevServerArgs& args) {
   options.live.block_interval = std::chrono::milliseconds(args.block_interval_ms);
   options.stream.keepalive_interval =
       std::chrono::milliseconds(args.keepalive_interval_ms);
+  if (args.cache_mib > (uint64_t{1} << 40)) {
+    PrintError("--cache-mib " + std::to_string(args.cache_mib) + " is too large");
+    return kExitUsage;
+  }
+  options.stream.cache_bytes = static_cast<int64_t>(args.cache_mib) << 20;
   for (const auto& item : args.reorg_at) {
     uint64_t block = 0;
     uint64_t depth = 0;
@@ -162,6 +168,11 @@ CommandRunner AddDevServerCommand(CLI::App& app) {
   cmd->add_option("--scan-piece-blocks", options.stream.scan_piece_blocks,
                   "blocks each scan thread makes at a time")
       ->check(UnsignedAtLeast(1))
+      ->capture_default_str();
+  cmd->add_option("--cache-mib", args->cache_mib,
+                  "keep up to this many MiB of made rows and serve repeated queries from "
+                  "memory (benchmarks; 0: none)")
+      ->check(UnsignedAtLeast(0))
       ->capture_default_str();
   cmd->add_option("--microbatch-max-blocks", options.stream.max_microbatch_blocks,
                   "largest streaming microbatch in blocks")

@@ -33,6 +33,9 @@ struct ServedRange {
 class ChainView {
  public:
   virtual ~ChainView() = default;
+  /// \brief Views of one dataset with the same version show the same rows (a synthetic
+  /// chain counts its reorgs; a static dataset has one version).
+  virtual uint64_t version() const { return 0; }
 };
 
 /// \brief A range to serve, with the view its rows must be generated from.

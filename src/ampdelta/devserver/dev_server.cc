@@ -74,7 +74,7 @@ class QueryDataStream : public flight::FlightDataStream {
                   std::optional<ChainPosition> resume, StreamOptions options,
                   const flight::ServerCallContext* context,
                   const std::atomic<bool>* stopping, std::atomic<uint64_t>* failures,
-                  StreamPacer* pacer)
+                  StreamPacer* pacer, PieceCache* cache)
       : query_(std::move(query)),
         streaming_(streaming),
         previous_(std::move(resume)),
@@ -83,6 +83,7 @@ class QueryDataStream : public flight::FlightDataStream {
         stopping_(stopping),
         failures_(failures),
         pace_(streaming ? pacer->Open() : nullptr),
+        cache_(cache),
         aggregator_(query_.get()) {}
 
   std::shared_ptr<arrow::Schema> schema() override { return query_->output_schema(); }
@@ -185,6 +186,7 @@ class QueryDataStream : public flight::FlightDataStream {
             ? options_.scan_threads
             : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
     read_ahead.piece_blocks = options_.scan_piece_blocks;
+    read_ahead.cache = cache_;
     return ReadAhead(
         *query_->dataset(), query_->table(), range,
         [query = query_](const std::shared_ptr<arrow::RecordBatch>& source) {
@@ -360,6 +362,7 @@ class QueryDataStream : public flight::FlightDataStream {
   const std::atomic<bool>* stopping_;
   std::atomic<uint64_t>* failures_;
   std::unique_ptr<StreamPacer::Stream> pace_;
+  PieceCache* cache_;
   uint64_t served_ = 0;
   std::chrono::steady_clock::time_point last_sent_;
   arrow::ipc::IpcWriteOptions ipc_options_ = arrow::ipc::IpcWriteOptions::Defaults();
@@ -386,7 +389,9 @@ class AmpFlightService : public flight::FlightServerBase {
                    std::optional<std::string> required_token)
       : catalog_(std::move(catalog)),
         stream_(stream),
-        required_token_(std::move(required_token)) {}
+        required_token_(std::move(required_token)),
+        cache_(stream.cache_bytes > 0 ? std::make_unique<PieceCache>(stream.cache_bytes)
+                                      : nullptr) {}
 
   const StreamPacer& pacer() const { return pacer_; }
 
@@ -449,9 +454,9 @@ class AmpFlightService : public flight::FlightServerBase {
                                                 query->dataset()->network()));
       }
     }
-    *stream = std::make_unique<QueryDataStream>(std::move(query), ticket.streaming,
-                                                std::move(resume), stream_, &context,
-                                                &stopping_, &failures_, &pacer_);
+    *stream = std::make_unique<QueryDataStream>(
+        std::move(query), ticket.streaming, std::move(resume), stream_, &context,
+        &stopping_, &failures_, &pacer_, cache_.get());
     return arrow::Status::OK();
   }
 
@@ -528,6 +533,7 @@ class AmpFlightService : public flight::FlightServerBase {
   Catalog catalog_;
   StreamOptions stream_;
   std::optional<std::string> required_token_;
+  std::unique_ptr<PieceCache> cache_;  // shared by every stream
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> failures_{0};
   StreamPacer pacer_;

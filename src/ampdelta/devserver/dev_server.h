@@ -51,6 +51,9 @@ struct StreamOptions {
   /// `scan_piece_blocks` blocks; 0: one per core, at most 8.
   int scan_threads = 0;
   uint64_t scan_piece_blocks = 256;
+  /// Keep up to this many bytes of made rows in memory and serve repeated queries from
+  /// them (PieceCache; benchmarks); 0 keeps none.
+  int64_t cache_bytes = 0;
 };
 
 /// \brief How the synthetic chain moves on its own.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <arrow/record_batch.h>
+#include <arrow/util/byte_size.h>
 
 namespace ampdelta::devserver {
 namespace {
@@ -29,7 +30,8 @@ class ReadAheadIterator : public BatchIterator {
         transform_(std::move(transform)),
         parts_(dataset.ScanPieces(table_, range_, options.piece_blocks)),
         ahead_(static_cast<uint64_t>(std::max(options.threads, 1)) *
-               static_cast<uint64_t>(std::max(options.pieces_per_thread, 1))) {
+               static_cast<uint64_t>(std::max(options.pieces_per_thread, 1))),
+        cache_(options.cache) {
     pieces_ = parts_.size();
     const int threads =
         static_cast<int>(std::min<uint64_t>(std::max(options.threads, 1), pieces_));
@@ -85,6 +87,20 @@ class ReadAheadIterator : public BatchIterator {
 
   Piece Make(uint64_t piece) const {
     Piece out;
+    if (cache_ != nullptr) {
+      if (auto kept = cache_->Find(dataset_, table_, parts_[piece])) {
+        for (const auto& batch : *kept) {
+          auto transformed = transform_(batch);
+          if (!transformed.ok()) {
+            out.status = transformed.status();
+            return out;
+          }
+          out.batches.push_back(std::move(*transformed));
+        }
+        return out;
+      }
+    }
+    PieceCache::Batches made;
     auto scan = dataset_.Scan(table_, parts_[piece]);
     if (!scan.ok()) {
       out.status = scan.status();
@@ -96,7 +112,11 @@ class ReadAheadIterator : public BatchIterator {
         out.status = batch.status();
         return out;
       }
-      if (*batch == nullptr) return out;
+      if (*batch == nullptr) {
+        if (cache_ != nullptr) cache_->Put(dataset_, table_, parts_[piece], made);
+        return out;
+      }
+      if (cache_ != nullptr) made.push_back(*batch);
       auto transformed = transform_(*batch);
       if (!transformed.ok()) {
         out.status = transformed.status();
@@ -112,6 +132,7 @@ class ReadAheadIterator : public BatchIterator {
   const BatchTransform transform_;
   const std::vector<ScanRange> parts_;
   const uint64_t ahead_;
+  PieceCache* const cache_;
   uint64_t pieces_ = 0;
 
   std::mutex mutex_;
@@ -127,6 +148,35 @@ class ReadAheadIterator : public BatchIterator {
 };
 
 }  // namespace
+
+PieceCache::Key PieceCache::KeyOf(const Dataset& dataset, const std::string& table,
+                                  const ScanRange& piece) {
+  return Key{&dataset, table, piece.range.start, piece.range.end,
+             piece.view ? piece.view->version() : 0};
+}
+
+std::optional<PieceCache::Batches> PieceCache::Find(const Dataset& dataset,
+                                                    const std::string& table,
+                                                    const ScanRange& piece) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = entries_.find(KeyOf(dataset, table, piece));
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
+}
+
+void PieceCache::Put(const Dataset& dataset, const std::string& table,
+                     const ScanRange& piece, const Batches& batches) {
+  int64_t size = 0;
+  for (const auto& batch : batches) size += arrow::util::TotalBufferSize(*batch);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (bytes_ + size > budget_bytes_) return;
+  if (entries_.emplace(KeyOf(dataset, table, piece), batches).second) bytes_ += size;
+}
+
+int64_t PieceCache::bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return bytes_;
+}
 
 std::unique_ptr<BatchIterator> ReadAhead(const Dataset& dataset, std::string table,
                                          ScanRange range, BatchTransform transform,

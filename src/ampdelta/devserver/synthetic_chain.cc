@@ -79,6 +79,9 @@ class SyntheticChain::View : public ChainView {
   View(const SyntheticChainOptions* options, std::vector<uint64_t> sorted_forks)
       : options_(options), sorted_forks_(std::move(sorted_forks)) {}
 
+  // The reorg history only grows: as many forks, the same forks.
+  uint64_t version() const override { return sorted_forks_.size(); }
+
   uint64_t Generation(uint64_t number) const {
     return static_cast<uint64_t>(
         std::upper_bound(sorted_forks_.begin(), sorted_forks_.end(), number) -

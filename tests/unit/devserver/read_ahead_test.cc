@@ -102,5 +102,53 @@ TEST(ReadAheadTest, AScanLeftHalfwayStopsItsWorkers) {
   scan.reset();  // joins the workers; a hang here fails the test by its timeout
 }
 
+TEST(ReadAheadTest, ACachedPieceIsServedAgainFromMemoryWithinItsBudget) {
+  const auto owned = Chain();
+  const SyntheticChain& chain = *owned;
+  const ScanRange synced = *chain.Synced();
+  ASSERT_OK_AND_ASSIGN(auto plain, chain.Scan("transactions", synced));
+  ASSERT_OK_AND_ASSIGN(auto expected, Drain(plain.get()));
+  const auto identity = [](const std::shared_ptr<arrow::RecordBatch>& batch) {
+    return arrow::Result<std::shared_ptr<arrow::RecordBatch>>(batch);
+  };
+  PieceCache cache(int64_t{1} << 30);
+  ReadAheadOptions options{2, 100, 2, &cache};
+  auto first = ReadAhead(chain, "transactions", synced, identity, options);
+  ASSERT_OK_AND_ASSIGN(auto made, Drain(first.get()));
+  first.reset();
+  const int64_t held = cache.bytes();
+  EXPECT_GT(held, 0);
+  auto again = ReadAhead(chain, "transactions", synced, identity, options);
+  ASSERT_OK_AND_ASSIGN(auto served, Drain(again.get()));
+  EXPECT_TRUE(made->Equals(*expected));
+  EXPECT_TRUE(served->Equals(*expected));
+  EXPECT_EQ(cache.bytes(), held) << "the second scan made nothing new";
+  // Another view of the chain (here: another range's pieces) is never served from it.
+  ScanRange other = synced;
+  other.range.start += 1;
+  auto shifted = ReadAhead(chain, "transactions", other, identity, options);
+  ASSERT_OK_AND_ASSIGN(auto rows, Drain(shifted.get()));
+  EXPECT_EQ(rows->num_rows(), 999 * 7);
+  // After a reorg the chain's rows differ: nothing kept before is served.
+  auto reorged = Chain();
+  PieceCache before_reorg(int64_t{1} << 30);
+  ReadAheadOptions kept{2, 100, 2, &before_reorg};
+  auto warm = ReadAhead(*reorged, "transactions", *reorged->Synced(), identity, kept);
+  ASSERT_OK(Drain(warm.get()).status());
+  warm.reset();
+  ASSERT_OK(reorged->Reorg(5));
+  ASSERT_OK_AND_ASSIGN(auto fresh, reorged->Scan("transactions", *reorged->Synced()));
+  ASSERT_OK_AND_ASSIGN(auto want, Drain(fresh.get()));
+  auto after = ReadAhead(*reorged, "transactions", *reorged->Synced(), identity, kept);
+  ASSERT_OK_AND_ASSIGN(auto got, Drain(after.get()));
+  EXPECT_TRUE(got->Equals(*want));
+  // A budget too small keeps nothing.
+  PieceCache tiny(1);
+  ReadAheadOptions small{2, 100, 2, &tiny};
+  auto scan = ReadAhead(chain, "transactions", synced, identity, small);
+  ASSERT_OK(Drain(scan.get()).status());
+  EXPECT_EQ(tiny.bytes(), 0);
+}
+
 }  // namespace
 }  // namespace ampdelta::devserver
