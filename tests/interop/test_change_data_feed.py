@@ -34,6 +34,7 @@ CLUSTER = "cluster by block_num"  # --cluster-by block_num, not a property
 MAP = "delta.columnMapping.mode=name"
 V2 = "delta.checkpointPolicy=v2"
 WIDEN = "delta.enableTypeWidening=true"
+ROWS = "delta.enableRowTracking=true"
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -154,13 +155,21 @@ PROTOCOLS = [
     ((V2, WIDEN, CLUSTER), 3, 7, {"v2Checkpoint", "typeWidening"},
      {"v2Checkpoint", "typeWidening", "clustering", "domainMetadata", "appendOnly",
       "invariants"}),
+    # Row tracking is a writer feature: the reader version stays, as Spark leaves it.
+    ((ROWS,), 1, 7, None, {"rowTracking", "domainMetadata", "appendOnly", "invariants"}),
+    ((ROWS, CLUSTER), 1, 7, None,
+     {"rowTracking", "domainMetadata", "clustering", "appendOnly", "invariants"}),
+    ((ROWS, MAP, DV, CDF, ICT), 3, 7, {"columnMapping", "deletionVectors"},
+     {"rowTracking", "domainMetadata", "columnMapping", "deletionVectors", "inCommitTimestamp",
+      "changeDataFeed", "appendOnly", "invariants"}),
 ]
 
 
 @pytest.mark.parametrize("properties,reader,writer,reader_features,writer_features", PROTOCOLS,
                          ids=["none", "cdf", "ict", "cdf+ict", "dv", "cdf+ict+dv",
                               "cdf+cluster", "dv+ict+cluster", "map", "v2", "widen",
-                              "map+dv+cdf+ict", "v2+widen+cluster"])
+                              "map+dv+cdf+ict", "v2+widen+cluster", "rows", "rows+cluster",
+                              "rows+map+dv+cdf+ict"])
 def test_each_combination_of_properties_gets_its_protocol_and_every_reader_reads_it(
         tmp_path, quickstart_url, properties, reader, writer, reader_features,
         writer_features):
@@ -193,6 +202,11 @@ def test_each_combination_of_properties_gets_its_protocol_and_every_reader_reads
         # The delete marked the rows in a deletion vector.
         assert any("add" in a and a["add"].get("deletionVector")
                    for a in commit_actions(table, 1)), commit_actions(table, 1)
+    if ROWS in properties:
+        # Spark reads a row ID for every row, each once.
+        ids = [r["id"] for r in readers.spark_session().sql(
+            f"SELECT _metadata.row_id AS id FROM delta.`{table}`").collect()]
+        assert len(ids) == 90 and len(set(ids)) == 90 and None not in ids
     if CDF in properties:
         assert list(cdc_actions(table)) == [1], cdc_actions(table)
     else:
