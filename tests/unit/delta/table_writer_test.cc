@@ -3,6 +3,7 @@
 #include <atomic>
 #include <thread>
 
+#include <arrow/io/memory.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
@@ -307,6 +308,45 @@ TEST(TableWriterConcurrencyTest, ConcurrentAppendsAllLandExactlyOnce) {
   EXPECT_EQ(rows, expected);
   ASSERT_OK_AND_ASSIGN(auto snapshot, Snapshot::Load(store));
   EXPECT_EQ(snapshot->version(), kWriters - 1);
+}
+
+// The row groups of every file of the table, by file.
+std::vector<int> RowGroupsPerFile(const std::shared_ptr<storage::ObjectStore>& store) {
+  std::vector<int> out;
+  auto snapshot = *Snapshot::Load(store);
+  for (const auto& file : snapshot->files()) {
+    auto data = *store->Get(snapshot->FileKey(file.path));
+    auto reader = parquet::ParquetFileReader::Open(
+        std::make_shared<arrow::io::BufferReader>(std::move(data)));
+    out.push_back(reader->metadata()->num_row_groups());
+  }
+  return out;
+}
+
+TEST(WriterMemoryBudgetTest, RowGroupsOfManyOpenPartitionsAreFlushedToStayWithinIt) {
+  // Eight partitions open at once, their rows interleaved: each file's row group grows
+  // until the budget, shared by them all, makes the writer flush the largest.
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
+  for (int round = 0; round < 40; ++round) {
+    for (int partition = 0; partition < 8; ++partition) {
+      batches.push_back(Blocks(0, 4000, "net" + std::to_string(partition)));
+    }
+  }
+  const auto write = [&](int64_t budget) {
+    auto store = std::make_shared<storage::MemoryStore>();
+    TableWriteOptions options;
+    options.partition_by = {"network"};
+    options.files.num_threads = 1;
+    options.files.memory_budget_bytes = budget;
+    EXPECT_OK(WriteBatches(store, batches, options).status());
+    return RowGroupsPerFile(store);
+  };
+  const auto roomy = write(int64_t{1} << 30);
+  ASSERT_EQ(roomy.size(), 8u);
+  for (int groups : roomy) EXPECT_EQ(groups, 1);
+  const auto tight = write(int64_t{1} << 20);
+  ASSERT_EQ(tight.size(), 8u);
+  for (int groups : tight) EXPECT_GE(groups, 2) << "1 MiB over 8 files of ~1.3 MiB each";
 }
 
 }  // namespace

@@ -37,6 +37,16 @@ TEST(DeltaLakeConfigTest, EveryKeyIsRead) {
   EXPECT_TRUE(config.vacuum_after_write);
   EXPECT_EQ(config.file_size_hint, std::optional<int64_t>(1048576));
   EXPECT_EQ(config.max_rows_per_group, std::optional<int64_t>(100));
+  EXPECT_FALSE(config.memory_budget_mib.has_value());
+  ASSERT_OK_AND_ASSIGN(
+      auto budget, ParseDeltaLakeConfig(R"({"table_path":"t","memory_budget_mib":64})"));
+  EXPECT_EQ(budget.memory_budget_mib, std::optional<int64_t>(64));
+  for (const char* bad : {"0", "-1", "\"64\"", "1099511627776"}) {
+    EXPECT_FALSE(ParseDeltaLakeConfig(
+                     std::string(R"({"table_path":"t","memory_budget_mib":)") + bad + "}")
+                     .ok())
+        << bad;
+  }
   EXPECT_FALSE(config.state.enabled);
   EXPECT_EQ(config.retry.max_retries, 2);
   EXPECT_EQ(config.integer_mapping, delta::IntegerMapping::kSameWidth);

@@ -80,6 +80,9 @@ class DataFileWriter::Impl {
     threads_ = std::max(1, std::min(threads, 8));
     if (threads_ > 1) options_.parallel_encoding = false;  // our threads replace Arrow's
     threshold_ = options_.parallel_threshold_bytes;
+    // Each worker's file set gets its share of the budget.
+    options_.memory_budget_bytes =
+        std::max<int64_t>(options_.memory_budget_bytes / threads_, 1 << 20);
   }
 
   ~Impl() { StopWorkers(); }

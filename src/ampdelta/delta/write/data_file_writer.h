@@ -50,6 +50,13 @@ struct DataFileOptions {
   /// Files written concurrently, each by its own thread (0: one per core). Writes smaller
   /// than a few tens of MiB still produce a single file.
   int num_threads = 0;
+  /// What the row groups being built may hold in all (Arrow bytes of the rows not yet
+  /// flushed), whatever the core count or the number of partitions open: split evenly
+  /// between the writing threads, and a thread past its share flushes its largest row
+  /// group. With the queues, bounded too, it is what bounds the writer's memory: 128 MiB
+  /// keeps a load on 8 writer threads near 400 MiB (docs/benchmarks.md), row groups at
+  /// least 16 MiB.
+  int64_t memory_budget_bytes = 128 * 1024 * 1024;
   /// Bytes written by one thread before the others join in.
   int64_t parallel_threshold_bytes = 32 * 1024 * 1024;
   /// Where under the table root the files go (before any partition folders), e.g.

@@ -300,29 +300,60 @@ class PartitionFileSet::Impl {
       file.buffered_bytes += arrow::util::TotalBufferSize(*slice);
       rows_written_ += take;
       offset += take;
+      buffered_bytes_ += arrow::util::TotalBufferSize(*slice);
       // Flush the row group when it grows large in memory, then roll by size.
       if (file.buffered_rows >= options_.max_rows_per_group ||
-          file.buffered_bytes >=
-              std::min(kMaxBufferedRowGroupBytes,
-                       std::max<int64_t>(options_.target_file_size, 1 << 20))) {
-        ARROW_RETURN_NOT_OK(file.writer->NewBufferedRowGroup());
-        file.buffered_rows = 0;
-        file.buffered_bytes = 0;
-        ARROW_ASSIGN_OR_RAISE(int64_t size, file.sink->Tell());
-        if (size >= options_.target_file_size) {
-          ARROW_RETURN_NOT_OK(CloseFile(it));
-          continue;
-        }
+          file.buffered_bytes >= RowGroupBytes()) {
+        ARROW_ASSIGN_OR_RAISE(const bool closed, FlushRowGroup(it));
+        if (closed) continue;
       }
       if (options_.max_rows_per_file > 0 && file.rows >= options_.max_rows_per_file) {
         ARROW_RETURN_NOT_OK(CloseFile(it));
       }
+      ARROW_RETURN_NOT_OK(KeepWithinBudget());
+    }
+    return arrow::Status::OK();
+  }
+
+  // A row group's size in memory before it is flushed: 64 MiB, less for small target
+  // files, never more than the budget.
+  int64_t RowGroupBytes() const {
+    return std::min({kMaxBufferedRowGroupBytes,
+                     std::max<int64_t>(options_.target_file_size, 1 << 20),
+                     std::max<int64_t>(options_.memory_budget_bytes, 1 << 20)});
+  }
+
+  // Flush the row group of the file at `it`, then close the file once it reached its
+  // target size; return true when it was closed.
+  arrow::Result<bool> FlushRowGroup(OpenFiles::iterator it) {
+    OpenFile& file = it->second;
+    ARROW_RETURN_NOT_OK(file.writer->NewBufferedRowGroup());
+    buffered_bytes_ -= file.buffered_bytes;
+    file.buffered_rows = 0;
+    file.buffered_bytes = 0;
+    ARROW_ASSIGN_OR_RAISE(int64_t size, file.sink->Tell());
+    if (size < options_.target_file_size) return false;
+    ARROW_RETURN_NOT_OK(CloseFile(it));
+    return true;
+  }
+
+  // Row groups open in many partitions at once may not hold more than the budget: the
+  // largest is flushed until they fit.
+  arrow::Status KeepWithinBudget() {
+    while (buffered_bytes_ > options_.memory_budget_bytes && !open_.empty()) {
+      auto largest =
+          std::max_element(open_.begin(), open_.end(), [](const auto& a, const auto& b) {
+            return a.second.buffered_bytes < b.second.buffered_bytes;
+          });
+      if (largest->second.buffered_bytes == 0) break;
+      ARROW_RETURN_NOT_OK(FlushRowGroup(largest).status());
     }
     return arrow::Status::OK();
   }
 
   arrow::Status CloseFile(OpenFiles::iterator it) {
     OpenFile file = std::move(it->second);
+    buffered_bytes_ -= file.buffered_bytes;
     recency_.remove(it->first);
     open_.erase(it);
     ARROW_RETURN_NOT_OK(file.writer->Close());
@@ -364,6 +395,7 @@ class PartitionFileSet::Impl {
   int64_t file_step_ = 1;
   int64_t bytes_written_ = 0;
   int64_t rows_written_ = 0;
+  int64_t buffered_bytes_ = 0;  // of the row groups of every open file
   bool finished_ = false;
 };
 

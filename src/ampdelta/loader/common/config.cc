@@ -236,6 +236,20 @@ arrow::Status ParseKey(const std::string& key, const json& value,
     return OptionalPositive(value, key, &config->max_rows_per_file);
   } else if (key == "max_rows_per_group") {
     return OptionalPositive(value, key, &config->max_rows_per_group);
+  } else if (key == "writer_threads") {
+    ARROW_RETURN_NOT_OK(OptionalPositive(value, key, &config->writer_threads));
+    if (config->writer_threads && *config->writer_threads > 64) {
+      return arrow::Status::Invalid("Invalid DeltaLakeLoader configuration: ", key, "=",
+                                    *config->writer_threads, " is more than 64");
+    }
+    return arrow::Status::OK();
+  } else if (key == "memory_budget_mib") {
+    ARROW_RETURN_NOT_OK(OptionalPositive(value, key, &config->memory_budget_mib));
+    if (config->memory_budget_mib && *config->memory_budget_mib > (int64_t{1} << 30)) {
+      return arrow::Status::Invalid("Invalid DeltaLakeLoader configuration: ", key, "=",
+                                    *config->memory_budget_mib, " is too large");
+    }
+    return arrow::Status::OK();
   } else if (key == "state") {
     return ParseState(value, &config->state);
   } else if (key == "resilience") {

@@ -72,6 +72,12 @@ struct DeltaLakeConfig {
   std::optional<int64_t> file_size_hint;
   std::optional<int64_t> max_rows_per_file;
   std::optional<int64_t> max_rows_per_group;
+  /// `memory_budget_mib`: what the row groups being written may hold in all
+  /// (DataFileOptions::memory_budget_bytes); unset: 128 MiB.
+  std::optional<int64_t> memory_budget_mib;
+  /// `writer_threads`: files written at once (DataFileOptions::num_threads); unset: one
+  /// per core, at most 8.
+  std::optional<int64_t> writer_threads;
   StateConfig state;
   RetryConfig retry;
 };

@@ -74,6 +74,10 @@ arrow::Result<delta::TableWriteOptions> WriteOptions(const DeltaLakeConfig& conf
   if (config.max_rows_per_file) write.files.max_rows_per_file = *config.max_rows_per_file;
   if (config.max_rows_per_group)
     write.files.max_rows_per_group = *config.max_rows_per_group;
+  if (config.writer_threads)
+    write.files.num_threads = static_cast<int>(*config.writer_threads);
+  if (config.memory_budget_mib)
+    write.files.memory_budget_bytes = *config.memory_budget_mib << 20;
   return write;
 }
 
