@@ -21,10 +21,6 @@ namespace {
 // Spark's key in the domain's configuration (PROTOCOL.md calls it the high-water mark).
 constexpr const char* kHighWaterMarkKey = "rowIdHighWaterMark";
 
-}  // namespace
-
-namespace {
-
 bool IsTrue(const std::map<std::string, std::string>& configuration, const char* key) {
   const auto it = configuration.find(key);
   return it != configuration.end() && AsciiLower(it->second) == "true";

@@ -297,10 +297,11 @@ class PartitionFileSet::Impl {
       ARROW_RETURN_NOT_OK(file.stats->Update(*StatsColumns(slice)));
       file.rows += take;
       file.buffered_rows += take;
-      file.buffered_bytes += arrow::util::TotalBufferSize(*slice);
+      const int64_t bytes = arrow::util::TotalBufferSize(*slice);
+      file.buffered_bytes += bytes;
+      buffered_bytes_ += bytes;
       rows_written_ += take;
       offset += take;
-      buffered_bytes_ += arrow::util::TotalBufferSize(*slice);
       // Flush the row group when it grows large in memory, then roll by size.
       if (file.buffered_rows >= options_.max_rows_per_group ||
           file.buffered_bytes >= RowGroupBytes()) {
