@@ -517,7 +517,16 @@ TEST_F(StreamLoadTest, ReorgsOfDepthTwoToFiveAtTheHeadLeaveExactlyTheCanonicalCh
 // messages over (amp::FedClient); the engine detects and undoes the reorgs in them as in
 // a stream it reads itself. A second query (a reconnect) is refused, naming why.
 TEST_F(StreamLoadTest, AStreamReadByAnotherClientAndHandedOverLoadsTheCanonicalChain) {
-  StartLive(/*blocks=*/150, /*reorg_every=*/7, /*depth=*/3);
+  // Microbatches of one block, so a reorg never cuts a range in two (a partial reorg
+  // needs a query, which a handed-over stream refuses), and blocks slow enough for a
+  // stream on a busy machine to see reorgs rather than only the chain they left.
+  devserver::DevServerOptions options;
+  options.live.block_interval = std::chrono::milliseconds(25);
+  options.live.max_head = kFirst + 149;
+  options.live.reorg_every = 7;
+  options.live.reorg_depth = 3;
+  options.stream.max_microbatch_blocks = 1;
+  Start(std::move(options));
   amp::QueryOptions query;
   query.stream = true;
   ASSERT_OK_AND_ASSIGN(auto source, amp_->Query(kBlocks, query));
