@@ -1,6 +1,7 @@
 #include <thread>
 
 #include <arrow/buffer.h>
+#include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/delta/ops/delete.h"
@@ -45,6 +46,71 @@ TEST_F(MaintenanceTest, OptimizePacksSmallFilesWithoutChangingData) {
   EXPECT_EQ(commit->ToString().find("\"dataChange\":true"), std::string::npos);
   ASSERT_OK_AND_ASSIGN(auto again, Optimize(store_));
   EXPECT_FALSE(again.version.has_value());
+}
+
+TEST_F(MaintenanceTest, OptimizeStitchesFilesOfLargeRowGroupsWithMergedStatistics) {
+  // Four files of 40,000 rows, one row group each: copied, not rewritten.
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_OK(WriteBatches(store_, {Blocks(i * 40000, (i + 1) * 40000)}).status());
+  }
+  ASSERT_OK_AND_ASSIGN(auto result, Optimize(store_));
+  ASSERT_TRUE(result.version.has_value());
+  EXPECT_EQ(result.files_removed, 4);
+  EXPECT_EQ(result.files_stitched, 4);
+  EXPECT_EQ(result.files_added, 1);
+  EXPECT_EQ(result.rows, 160000);
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(0, 160000));
+  ASSERT_OK_AND_ASSIGN(auto after, Snapshot::Load(store_));
+  ASSERT_EQ(after->files().size(), 1u);
+  const Add& stitched = after->files().front();
+  EXPECT_NE(stitched.path.find(".zstd.parquet"), std::string::npos) << stitched.path;
+  const auto stats = nlohmann::json::parse(*stitched.stats);
+  EXPECT_EQ(stats["numRecords"], 160000);
+  EXPECT_EQ(stats["minValues"]["block_num"], 0);
+  EXPECT_EQ(stats["maxValues"]["block_num"], 159999);
+  EXPECT_EQ(stats["nullCount"]["network"], 0);
+  ASSERT_OK_AND_ASSIGN(auto size, store_->Head(after->FileKey(stitched.path)));
+  EXPECT_EQ(size.size, stitched.size);
+}
+
+TEST_F(MaintenanceTest, OptimizeRewritesFilesOfSmallRowGroups) {
+  for (int i = 0; i < 4; ++i)
+    ASSERT_OK(WriteBatches(store_, {Blocks(i * 100, (i + 1) * 100)}).status());
+  ASSERT_OK_AND_ASSIGN(auto result, Optimize(store_));
+  EXPECT_EQ(result.files_removed, 4);
+  EXPECT_EQ(result.files_stitched, 0);
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(0, 400));
+}
+
+TEST_F(MaintenanceTest, OptimizeAskedForAnotherCodecRewritesEvenLargeRowGroups) {
+  TableWriteOptions snappy;
+  snappy.files.codec = Codec::kSnappy;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK(
+        WriteBatches(store_, {Blocks(i * 40000, (i + 1) * 40000)}, snappy).status());
+  }
+  OptimizeOptions zstd;
+  zstd.files.codec = Codec::kZstd;
+  ASSERT_OK_AND_ASSIGN(auto result, Optimize(store_, zstd));
+  EXPECT_EQ(result.files_removed, 2);
+  EXPECT_EQ(result.files_stitched, 0);
+  ASSERT_OK_AND_ASSIGN(auto after, Snapshot::Load(store_));
+  EXPECT_NE(after->files().front().path.find(".zstd.parquet"), std::string::npos);
+}
+
+TEST_F(MaintenanceTest, OptimizePurgingDeletedRowsRewritesEvenLargeRowGroups) {
+  TableWriteOptions dv;
+  dv.configuration["delta.enableDeletionVectors"] = "true";
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 40000)}, dv).status());
+  ASSERT_OK(WriteBatches(store_, {Blocks(40000, 80000)}).status());
+  ASSERT_OK_AND_ASSIGN(auto deleted, DeleteRows(store_, "block_num < 10"));
+  ASSERT_EQ(deleted.rows_deleted, 10);
+  ASSERT_OK_AND_ASSIGN(auto result, Optimize(store_));
+  EXPECT_EQ(result.files_stitched, 0);
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(10, 80000));
 }
 
 TEST_F(MaintenanceTest, CompactionCommitsDoNotConflictWithConcurrentAppends) {

@@ -169,5 +169,81 @@ TEST(StatsUtf8Test, EmptyAndMaximalStrings) {
   EXPECT_FALSE(out["maxValues"].contains("s"));
 }
 
+std::shared_ptr<arrow::Schema> MergedSchema() {
+  return arrow::schema(
+      {arrow::field("block_num", arrow::int64()), arrow::field("name", arrow::utf8()),
+       arrow::field("at", arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")),
+       arrow::field("amount", arrow::decimal128(38, 0)),
+       arrow::field("s", arrow::struct_({arrow::field("x", arrow::float64())}))});
+}
+
+TEST(MergeStatsTest, BoundsAreTheLeastAndGreatestOfThePartsAndNullCountsAdd) {
+  const std::string a =
+      R"({"numRecords":3,"minValues":{"block_num":10,"name":"b","at":"2020-01-02T00:00:00.000Z","amount":5,"s":{"x":1.5}},)"
+      R"("maxValues":{"block_num":19,"name":"k","at":"2020-01-03T00:00:00.000Z","amount":9,"s":{"x":2.5}},)"
+      R"("nullCount":{"block_num":0,"name":1,"at":0,"amount":0,"s":{"x":0}}})";
+  const std::string b =
+      R"({"numRecords":2,"minValues":{"block_num":3,"name":"c","at":"2020-01-01T00:00:00.000Z","amount":1,"s":{"x":-4.0}},)"
+      R"("maxValues":{"block_num":7,"name":"z","at":"2020-01-01T12:00:00.000Z","amount":99,"s":{"x":0.5}},)"
+      R"("nullCount":{"block_num":0,"name":0,"at":1,"amount":0,"s":{"x":0}}})";
+  const json merged = json::parse(MergeStats({a, b}, *MergedSchema(), 5));
+  EXPECT_EQ(merged["numRecords"], 5);
+  EXPECT_EQ(merged["minValues"]["block_num"], 3);
+  EXPECT_EQ(merged["maxValues"]["block_num"], 19);
+  EXPECT_EQ(merged["minValues"]["name"], "b");
+  EXPECT_EQ(merged["maxValues"]["name"], "z");
+  EXPECT_EQ(merged["minValues"]["at"], "2020-01-01T00:00:00.000Z");
+  EXPECT_EQ(merged["maxValues"]["at"], "2020-01-03T00:00:00.000Z");
+  EXPECT_EQ(merged["minValues"]["s"]["x"], -4.0);
+  EXPECT_EQ(merged["maxValues"]["s"]["x"], 2.5);
+  EXPECT_EQ(merged["nullCount"]["name"], 1);
+  EXPECT_EQ(merged["nullCount"]["at"], 1);
+  // Decimals' digits would round through the JSON library's doubles: no bounds.
+  EXPECT_FALSE(merged["minValues"].contains("amount"));
+  EXPECT_EQ(merged["nullCount"]["amount"], 0);
+}
+
+TEST(MergeStatsTest, ColumnLosesBoundsWhenAPartWithValuesHasNone) {
+  // b has values in `name` but no bound for it (not collected): no bound is safe.
+  const std::string a =
+      R"({"numRecords":2,"minValues":{"block_num":1,"name":"a"},"maxValues":{"block_num":2,"name":"b"},"nullCount":{"block_num":0,"name":0}})";
+  const std::string b =
+      R"({"numRecords":2,"minValues":{"block_num":5},"maxValues":{"block_num":6},"nullCount":{"block_num":0,"name":0}})";
+  const json merged = json::parse(MergeStats({a, b}, *MergedSchema(), 4));
+  EXPECT_FALSE(merged["minValues"].contains("name"));
+  EXPECT_FALSE(merged["maxValues"].contains("name"));
+  EXPECT_EQ(merged["maxValues"]["block_num"], 6);
+}
+
+TEST(MergeStatsTest, PartWithOnlyNullsAddsNoBound) {
+  const std::string a =
+      R"({"numRecords":2,"minValues":{"name":"m"},"maxValues":{"name":"n"},"nullCount":{"name":0}})";
+  const std::string b =
+      R"({"numRecords":3,"minValues":{},"maxValues":{},"nullCount":{"name":3}})";
+  const json merged = json::parse(MergeStats({a, b}, *MergedSchema(), 5));
+  EXPECT_EQ(merged["minValues"]["name"], "m");
+  EXPECT_EQ(merged["maxValues"]["name"], "n");
+  EXPECT_EQ(merged["nullCount"]["name"], 3);
+}
+
+TEST(MergeStatsTest, PartWithoutStatisticsLeavesOnlyTheRowCount) {
+  const std::string a =
+      R"({"numRecords":2,"minValues":{"block_num":1},"maxValues":{"block_num":2},"nullCount":{"block_num":0}})";
+  const json missing = json::parse(MergeStats({a, std::nullopt}, *MergedSchema(), 7));
+  EXPECT_EQ(missing, json::parse(R"({"numRecords":7})"));
+  const json garbage =
+      json::parse(MergeStats({a, std::string("{not json")}, *MergedSchema(), 7));
+  EXPECT_EQ(garbage, json::parse(R"({"numRecords":7})"));
+}
+
+TEST(MergeStatsTest, TimestampsInDifferentFormatsLoseTheirBounds) {
+  const std::string a =
+      R"({"numRecords":1,"minValues":{"at":"2020-01-01T00:00:00.000Z"},"maxValues":{"at":"2020-01-01T00:00:00.000Z"},"nullCount":{"at":0}})";
+  const std::string b =
+      R"({"numRecords":1,"minValues":{"at":"2020-01-01T01:00:00.000+01:00"},"maxValues":{"at":"2020-01-01T01:00:00.000+01:00"},"nullCount":{"at":0}})";
+  const json merged = json::parse(MergeStats({a, b}, *MergedSchema(), 2));
+  EXPECT_FALSE(merged["minValues"].contains("at"));
+}
+
 }  // namespace
 }  // namespace ampdelta::delta

@@ -15,11 +15,15 @@
 #include "ampdelta/delta/log/clustering.h"
 #include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/partitioning.h"
+#include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/txn/write_lease.h"
+#include "ampdelta/delta/write/column_plan.h"
 #include "ampdelta/delta/write/file_tags.h"
+#include "ampdelta/delta/write/parquet_stitch.h"
+#include "ampdelta/delta/write/stats.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
@@ -164,6 +168,90 @@ arrow::Result<int64_t> WriteRows(const arrow::Table& table, DataFileWriter* writ
   }
 }
 
+// True when every column chunk of `footer` is compressed with `codec` (or left
+// uncompressed, as the writer leaves columns compression does not shrink).
+bool CompressedWith(const parquet::FileMetaData& footer, Codec codec) {
+  const auto wanted = ToParquetCompression(codec);
+  for (int r = 0; r < footer.num_row_groups(); ++r) {
+    auto group = footer.RowGroup(r);
+    for (int c = 0; c < group->num_columns(); ++c) {
+      const auto compression = group->ColumnChunk(c)->compression();
+      if (compression != wanted && compression != parquet::Compression::UNCOMPRESSED)
+        return false;
+    }
+  }
+  return true;
+}
+
+// The files of `bin`, opened, when stitching them is worth it and keeps what a rewrite
+// would: no deleted rows to purge, no row IDs to keep (a table tracking them keeps them
+// in columns a rewrite adds), the codec asked for, at most an eighth of the rows in
+// small row groups, one schema. nullopt otherwise.
+arrow::Result<std::optional<std::vector<StitchInput>>> StitchInputs(
+    const Snapshot& snapshot, const std::vector<const Add*>& bin,
+    int64_t min_rows_per_group, Codec codec) {
+  if (min_rows_per_group <= 0 || RowTrackingEnabled(snapshot.metadata().configuration))
+    return std::nullopt;
+  if (std::any_of(bin.begin(), bin.end(),
+                  [](const Add* file) { return file->deletion_vector.has_value(); })) {
+    return std::nullopt;
+  }
+  std::vector<StitchInput> inputs;
+  int64_t rows = 0;
+  int64_t rows_in_small_groups = 0;
+  for (const Add* file : bin) {
+    StitchInput input;
+    ARROW_ASSIGN_OR_RAISE(input.file,
+                          snapshot.store()->OpenInputFile(snapshot.FileKey(file->path)));
+    ARROW_ASSIGN_OR_RAISE(input.footer, ReadParquetFooter(input.file));
+    if (!CompressedWith(*input.footer, codec)) return std::nullopt;
+    for (int r = 0; r < input.footer->num_row_groups(); ++r) {
+      const int64_t group_rows = input.footer->RowGroup(r)->num_rows();
+      rows += group_rows;
+      if (group_rows < min_rows_per_group) rows_in_small_groups += group_rows;
+    }
+    inputs.push_back(std::move(input));
+  }
+  if (rows == 0 || rows_in_small_groups * 8 > rows) return std::nullopt;
+  const arrow::Status stitchable = CheckStitchable(inputs);
+  if (stitchable.IsNotImplemented()) {
+    AMPDELTA_LOG_DEBUG("optimize rewrites a bin: ", stitchable.message());
+    return std::nullopt;
+  }
+  ARROW_RETURN_NOT_OK(stitchable);
+  return inputs;
+}
+
+// One new file holding the row groups of `bin`'s files, with statistics merged from
+// theirs; NotImplemented (nothing left behind) when the files cannot be stitched after
+// all.
+arrow::Result<Add> StitchBin(const Snapshot& snapshot, const std::vector<const Add*>& bin,
+                             const std::vector<StitchInput>& inputs,
+                             const DataFileOptions& file_options,
+                             const std::vector<std::string>& partition_keys) {
+  const auto& store = snapshot.store();
+  const std::string key = NewDataFileKey(
+      file_options, PartitionFolder(partition_keys, bin.front()->partition_values), 0);
+  ARROW_ASSIGN_OR_RAISE(auto sink, store->OpenOutputStream(key));
+  auto stitched = StitchParquetFiles(inputs, sink.get());
+  arrow::Status closed = sink->Close();
+  if (stitched.ok() && !closed.ok()) stitched = closed;
+  if (!stitched.ok()) {
+    (void)store->Delete(key);
+    return stitched.status();
+  }
+  Add add;
+  add.path = EncodeLogPath(key);
+  add.partition_values = bin.front()->partition_values;
+  add.size = stitched->bytes;
+  add.modification_time = NowMs();
+  add.data_change = true;
+  std::vector<std::optional<std::string>> stats;
+  for (const Add* file : bin) stats.push_back(file->stats);
+  add.stats = MergeStats(stats, *PhysicalSchema(*snapshot.schema()), stitched->rows);
+  return add;
+}
+
 }  // namespace
 
 arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> store,
@@ -238,8 +326,38 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<const Snapshot> snapshot,
     (void)store->DeleteMany(written);
     return status;
   };
+  auto bin_tags = [&](const std::vector<const Add*>& bin)
+      -> arrow::Result<std::optional<NullableStringMap>> {
+    if (options.merge_tags) return options.merge_tags(bin);
+    return MergeFileTags(bin);
+  };
   arrow::Status compacted = [&]() -> arrow::Status {
     for (const auto& bin : bins) {
+      std::optional<std::vector<StitchInput>> stitchable;
+      if (clustering.empty()) {
+        ARROW_ASSIGN_OR_RAISE(
+            stitchable, StitchInputs(*snapshot, bin, options.stitch_min_rows_per_group,
+                                     file_options.codec));
+      }
+      if (stitchable) {
+        auto stitched =
+            StitchBin(*snapshot, bin, *stitchable, file_options, partition_keys);
+        if (stitched.ok()) {
+          for (const Add* file : bin) {
+            removes.push_back(RemoveFor(*file, /*data_change=*/false));
+            read.push_back(snapshot->FileKey(file->path));
+          }
+          ARROW_ASSIGN_OR_RAISE(stitched->tags, bin_tags(bin));
+          result.rows += StatsNumRecords(*stitched).value_or(0);
+          result.files_stitched += static_cast<int64_t>(bin.size());
+          adds.push_back(std::move(*stitched));
+          partitions.insert(
+              PartitionFolder(partition_keys, bin.front()->partition_values));
+          continue;
+        }
+        if (!stitched.status().IsNotImplemented()) return stitched.status();
+        AMPDELTA_LOG_DEBUG("optimize rewrites a bin: ", stitched.status().message());
+      }
       DataFileOptions bin_options = file_options;
       if (!clustering.empty()) {
         // Sorted rows go to files of about the target size, however small: a file per
@@ -283,12 +401,7 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<const Snapshot> snapshot,
         ARROW_ASSIGN_OR_RAISE(const int64_t sorted_rows, WriteRows(*rows, writer.get()));
         result.rows += sorted_rows;
       }
-      std::optional<NullableStringMap> tags;
-      if (options.merge_tags) {
-        ARROW_ASSIGN_OR_RAISE(tags, options.merge_tags(bin));
-      } else {
-        tags = MergeFileTags(bin);
-      }
+      ARROW_ASSIGN_OR_RAISE(std::optional<NullableStringMap> tags, bin_tags(bin));
       if (writer->rows_written() == 0 && tags && !tags->empty()) {
         // Only 0-row files (what a delete leaves to hold a stream's ranges): one keeps
         // them.

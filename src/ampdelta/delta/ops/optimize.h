@@ -28,6 +28,13 @@ struct OptimizeOptions {
   std::function<arrow::Result<std::optional<NullableStringMap>>(
       const std::vector<const Add*>&)>
       merge_tags;
+  /// A bin whose rows lie in large row groups (at most an eighth of them in row groups
+  /// of fewer rows than this) is stitched (parquet_stitch.h): its files' encoded row
+  /// groups copied into the new file rather than decoded and encoded again, a parallel
+  /// backfill's partitions merged for the cost of a copy. Bins with deleted rows to
+  /// purge, of a table that tracks row IDs, or of files with different schemas are
+  /// rewritten. 0: every bin is rewritten.
+  int64_t stitch_min_rows_per_group = 32 * 1024;
   DataFileOptions files;
   CommitOptions commit;
 };
@@ -39,14 +46,15 @@ struct OptimizeResult {
   int64_t files_added = 0;
   int64_t partitions_optimized = 0;
   int64_t rows = 0;
+  int64_t files_stitched = 0;  // of files_removed, those whose row groups were copied
 };
 
-/// \brief Bin-pack the small files of each partition into files of about the target size,
-/// in one commit whose actions have dataChange = false: readers see the same rows, and
-/// concurrent appends never conflict with it. Deletion vectors are applied while
-/// rewriting; the new files' tags are merged from the old ones (options.merge_tags).
-/// Operates on the table as `snapshot` holds it (a commit made since it is a conflict
-/// only where it touched the same files).
+/// \brief Bin-pack the small files of each partition into files of about the target size
+/// (rewritten, or stitched where their row groups are large), in one commit whose actions
+/// have dataChange = false: readers see the same rows, and concurrent appends never
+/// conflict with it. Deletion vectors are applied while rewriting; the new files' tags
+/// are merged from the old ones (options.merge_tags). Operates on the table as `snapshot`
+/// holds it (a commit made since it is a conflict only where it touched the same files).
 arrow::Result<OptimizeResult> Optimize(std::shared_ptr<const Snapshot> snapshot,
                                        const OptimizeOptions& options = {});
 

@@ -62,6 +62,17 @@ const char* CodecName(Codec codec) {
   return "zstd";
 }
 
+std::string NewDataFileKey(const DataFileOptions& options,
+                           const std::string& partition_folder, int64_t number) {
+  const std::string token = options.file_token.empty() ? "" : options.file_token + "-";
+  const std::string name = options.file_prefix + "-" +
+                           std::to_string(100000 + number).substr(1) + "-" + NewUuid() +
+                           "-" + token + "c000." + CodecName(options.codec) + ".parquet";
+  std::string key = partition_folder.empty() ? name : partition_folder + "/" + name;
+  if (!options.directory.empty()) key = options.directory + "/" + key;
+  return key;
+}
+
 // Fans batches out to worker threads, each with its own PartitionFileSet (own files, own
 // statistics), so encoding, compression and fsync use every core. Small writes stay on
 // one worker and produce one file; queues are bounded, so memory stays bounded.

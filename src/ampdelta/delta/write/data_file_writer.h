@@ -78,6 +78,11 @@ struct DataFileOptions {
       prepare;
 };
 
+/// \brief The key of a new data file in `partition_folder` (empty: none):
+/// `[directory/][folder/]<prefix>-<number>-<uuid>-[<lease token>-]c000.<codec>.parquet`.
+std::string NewDataFileKey(const DataFileOptions& options,
+                           const std::string& partition_folder, int64_t number);
+
 /// \brief Writes data files and describes them as `add` actions. Files are visible in
 /// storage as they close, but belong to the table only once a commit references them.
 /// Thread-compatible.

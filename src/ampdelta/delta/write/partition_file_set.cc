@@ -31,7 +31,6 @@
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
-#include "ampdelta/util/uuid.h"
 
 namespace ampdelta::delta {
 namespace {
@@ -236,13 +235,7 @@ class PartitionFileSet::Impl {
     OpenFile file;
     const int64_t number = file_counter_;
     file_counter_ += file_step_;
-    const std::string token =
-        options_.file_token.empty() ? "" : options_.file_token + "-";
-    const std::string name =
-        options_.file_prefix + "-" + std::to_string(100000 + number).substr(1) + "-" +
-        NewUuid() + "-" + token + "c000." + CodecName(options_.codec) + ".parquet";
-    file.key = folder.empty() ? name : folder + "/" + name;
-    if (!options_.directory.empty()) file.key = options_.directory + "/" + file.key;
+    file.key = NewDataFileKey(options_, folder, number);
     file.partition_values = values;
     ARROW_ASSIGN_OR_RAISE(auto plan, PlanColumns(sample, options_));
     const auto properties =

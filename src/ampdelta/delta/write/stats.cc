@@ -219,7 +219,136 @@ std::optional<std::string> StringMaxBound(const std::string& max, size_t prefix)
   return bound;
 }
 
+using ojson = nlohmann::ordered_json;
+
+// Set `value` at `path` (struct fields nested as objects) under `root`.
+void PlaceAt(ojson* root, const std::vector<std::string>& path, ojson value) {
+  ojson* node = root;
+  for (size_t i = 0; i + 1 < path.size(); ++i) {
+    if (!node->contains(path[i])) (*node)[path[i]] = ojson::object();
+    node = &(*node)[path[i]];
+  }
+  (*node)[path.back()] = std::move(value);
+}
+
+// The value at `path` under `section` of `stats`, or nullptr.
+const ojson* FindAt(const ojson& stats, const char* section,
+                    const std::vector<std::string>& path) {
+  const ojson* node = &stats;
+  auto found = node->find(section);
+  if (found == node->end()) return nullptr;
+  node = &*found;
+  for (const auto& part : path) {
+    if (!node->is_object()) return nullptr;
+    found = node->find(part);
+    if (found == node->end()) return nullptr;
+    node = &*found;
+  }
+  return node;
+}
+
+void CollectLeafPaths(const arrow::Field& field, std::vector<std::string> path,
+                      std::vector<std::pair<std::vector<std::string>, Kind>>* leaves) {
+  path.push_back(field.name());
+  if (field.type()->id() == arrow::Type::STRUCT) {
+    for (const auto& child : field.type()->fields())
+      CollectLeafPaths(*child, path, leaves);
+    return;
+  }
+  leaves->emplace_back(std::move(path), KindOf(*field.type()));
+}
+
+// A bound of the parts' statistics as JSON orders it: numbers as numbers, the strings
+// Spark's formats give dates and timestamps (one length, one zone marker) as bytes.
+bool Comparable(Kind kind, const ojson& a, const ojson& b) {
+  switch (kind) {
+    case Kind::kInt:
+      return a.is_number_integer() && b.is_number_integer();
+    case Kind::kDouble:
+      return a.is_number() && b.is_number();
+    case Kind::kString:
+      return a.is_string() && b.is_string();
+    case Kind::kDate:
+    case Kind::kTimestamp: {
+      if (!a.is_string() || !b.is_string()) return false;
+      const auto& x = a.get_ref<const std::string&>();
+      const auto& y = b.get_ref<const std::string&>();
+      return x.size() == y.size() && !x.empty() && x.back() == y.back();
+    }
+    case Kind::kDecimal:  // exact digits the JSON library would round through a double
+    case Kind::kNone:
+      break;
+  }
+  return false;
+}
+
+// The least (or greatest) bound of a leaf over the parts; nullopt when a part without a
+// bound has values (its bound was not collected) or the bounds do not compare.
+std::optional<ojson> MergedBound(const std::vector<ojson>& parts, const char* section,
+                                 const std::vector<std::string>& path, Kind kind,
+                                 bool least) {
+  std::optional<ojson> best;
+  for (const ojson& part : parts) {
+    const ojson* bound = FindAt(part, section, path);
+    if (bound == nullptr || bound->is_null()) {
+      const ojson* nulls = FindAt(part, "nullCount", path);
+      const auto records = part.find("numRecords");
+      const bool only_nulls = nulls != nullptr && nulls->is_number_integer() &&
+                              records != part.end() && *nulls == *records;
+      if (!only_nulls) return std::nullopt;
+      continue;
+    }
+    if (!best) {
+      if (!Comparable(kind, *bound, *bound)) return std::nullopt;
+      best = *bound;
+      continue;
+    }
+    if (!Comparable(kind, *best, *bound)) return std::nullopt;
+    if (least ? *bound < *best : *best < *bound) best = *bound;
+  }
+  return best;
+}
+
 }  // namespace
+
+std::string MergeStats(const std::vector<std::optional<std::string>>& parts,
+                       const arrow::Schema& schema, int64_t num_records) {
+  std::vector<ojson> parsed;
+  for (const auto& part : parts) {
+    if (!part) return ojson{{"numRecords", num_records}}.dump();
+    parsed.push_back(ojson::parse(*part, nullptr, false));
+    if (!parsed.back().is_object()) return ojson{{"numRecords", num_records}}.dump();
+  }
+  std::vector<std::pair<std::vector<std::string>, Kind>> leaves;
+  for (const auto& field : schema.fields()) CollectLeafPaths(*field, {}, &leaves);
+  ojson min_values = ojson::object();
+  ojson max_values = ojson::object();
+  ojson null_count = ojson::object();
+  for (const auto& leaf : leaves) {
+    const std::vector<std::string>& path = leaf.first;
+    const Kind kind = leaf.second;
+    int64_t nulls = 0;
+    const bool counted =
+        std::all_of(parsed.begin(), parsed.end(), [&](const ojson& part) {
+          const ojson* count = FindAt(part, "nullCount", path);
+          if (count == nullptr || !count->is_number_integer()) return false;
+          nulls += count->get<int64_t>();
+          return true;
+        });
+    if (counted) PlaceAt(&null_count, path, nulls);
+    auto low = MergedBound(parsed, "minValues", path, kind, /*least=*/true);
+    auto high = MergedBound(parsed, "maxValues", path, kind, /*least=*/false);
+    if (low && high) {
+      PlaceAt(&min_values, path, std::move(*low));
+      PlaceAt(&max_values, path, std::move(*high));
+    }
+  }
+  ojson out = {{"numRecords", num_records},
+               {"minValues", std::move(min_values)},
+               {"maxValues", std::move(max_values)},
+               {"nullCount", std::move(null_count)}};
+  return json_util::DumpJsonLossy(out);
+}
 
 std::string FormatStatsTimestamp(int64_t micros, bool utc) {
   int64_t seconds = 0;
@@ -329,19 +458,11 @@ arrow::Status StatsCollector::Update(const arrow::RecordBatch& batch) {
 }
 
 std::string StatsCollector::ToJson() const {
-  using ojson = nlohmann::ordered_json;
   std::vector<std::pair<std::string, std::string>> decimals;  // placeholder -> digits
   ojson min_values = ojson::object();
   ojson max_values = ojson::object();
   ojson null_count = ojson::object();
-  auto place = [](ojson* root, const std::vector<std::string>& path, ojson value) {
-    ojson* node = root;
-    for (size_t i = 0; i + 1 < path.size(); ++i) {
-      if (!node->contains(path[i])) (*node)[path[i]] = ojson::object();
-      node = &(*node)[path[i]];
-    }
-    (*node)[path.back()] = std::move(value);
-  };
+  const auto place = PlaceAt;
   const size_t prefix =
       static_cast<size_t>(std::max(1, impl_->options.string_prefix_length));
   for (const Leaf& leaf : impl_->leaves) {

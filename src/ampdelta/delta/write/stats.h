@@ -53,6 +53,15 @@ class StatsCollector {
   std::unique_ptr<Impl> impl_;
 };
 
+/// \brief The statistics of a file holding the rows of files whose statistics are
+/// `parts` (their `add.stats`; `schema` names columns as the statistics do, physically):
+/// `num_records`, null counts summed, and the least minimum and greatest maximum of each
+/// column whose bounds order as JSON numbers or as Spark's date, timestamp and string
+/// formats. A column loses its bounds when a part with values has none for it; every
+/// column loses them when a part has no statistics.
+std::string MergeStats(const std::vector<std::optional<std::string>>& parts,
+                       const arrow::Schema& schema, int64_t num_records);
+
 /// \brief Format a timestamp (µs since epoch) as Spark writes it in stats:
 /// `2000-01-01T00:00:00.000Z` (UTC) or without `Z` for timestamp_ntz; milliseconds kept.
 std::string FormatStatsTimestamp(int64_t micros, bool utc);

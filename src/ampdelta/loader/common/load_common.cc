@@ -129,6 +129,8 @@ void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
         result->metadata["optimize_version"] = static_cast<int64_t>(*compacted->version);
         result->metadata["optimize_files_removed"] =
             static_cast<int64_t>(compacted->files_removed);
+        result->metadata["optimize_files_stitched"] =
+            static_cast<int64_t>(compacted->files_stitched);
       }
     } else {
       result->metadata["optimize_error"] = compacted.status().message();
