@@ -65,6 +65,7 @@ arrow::Status Optimize(const TableArgs& args) {
   }
   std::cout << "version=" << *result.version << " files_removed=" << result.files_removed
             << " files_added=" << result.files_added
+            << " files_stitched=" << result.files_stitched
             << " partitions_optimized=" << result.partitions_optimized
             << " rows=" << result.rows << std::endl;
   return arrow::Status::OK();
