@@ -2,18 +2,21 @@
 independent readers: every block's rows exactly once for 1, 2, 4 and 8 workers on a new
 and an existing table, re-runs that overlap, a worker killed with SIGKILL and the command
 re-run, the hand-off to a live stream while blocks arrive and the head reorgs, the seed's
-parallel scenario (17,153 transactions, 4 workers) by all four readers, and shard
-processes writing one table on the S3 emulator, one of them killed and re-run.
+parallel scenario (17,153 transactions, 4 workers) by all four readers, shard
+processes writing one table on the S3 emulator, one of them killed and re-run, and the
+final compaction stitching the partitions' row groups into a file every reader reads.
 """
 from __future__ import annotations
 
 import collections
+import json
 import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 import emulator_s3
@@ -301,3 +304,38 @@ def test_bad_parallel_options_fail_with_a_clear_error_and_write_nothing(tmp_path
         env=cli_env(), capture_output=True, text=True, timeout=60)
     assert limited.returncode != 0 and "LIMIT" in limited.stderr, describe(limited)
     assert not table.exists()
+
+
+def test_a_backfills_final_compaction_stitches_its_partitions_for_every_reader(tmp_path):
+    # Four partitions of 40,000 rows, one row group each: the compaction after the last
+    # copies their row groups into one file (no decode, no encode) that every reader
+    # reads, Spark with a filter that its statistics and column indexes prune by.
+    txs = 400
+    last = QUICKSTART_FIRST + 399
+    with run_dev_server("--blocks", "440", "--txs-per-block", str(txs)) as server:
+        table = tmp_path / "txs"
+        done = load(server.url, table, "--workers", "4", "--partition-size", "100",
+                    "--max-block", str(last), *BUFFER)
+        assert done.returncode == 0, describe(done)
+        assert "optimize_files_stitched=4" in done.stderr, describe(done)
+    from deltalake import DeltaTable
+    files = DeltaTable(str(table)).file_uris()
+    assert len(files) == 1, files
+    footer = pq.ParquetFile(files[0]).metadata
+    assert [footer.row_group(i).num_rows for i in range(footer.num_row_groups)] == [40_000] * 4
+    adds = [json.loads(line)["add"] for line in
+            sorted((table / "_delta_log").glob("*.json"))[-1].read_text().splitlines()
+            if '"add"' in line]
+    stats = json.loads(adds[0]["stats"])
+    assert stats["numRecords"] == 160_000
+    assert (stats["minValues"]["block_num"], stats["maxValues"]["block_num"]) == (
+        QUICKSTART_FIRST, last)
+    assert stats["nullCount"]["block_num"] == 0
+    for name in ("deltalake", "duckdb", "polars", "spark"):
+        check_exactly_once(readers.READERS[name](table), QUICKSTART_FIRST, last,
+                           f"{table} read by {name}", txs_per_block=txs)
+    spark = readers.spark_session()
+    low, high = QUICKSTART_FIRST + 150, QUICKSTART_FIRST + 160
+    picked = spark.read.format("delta").load(str(table)).where(
+        f"block_num BETWEEN {low} AND {high}").toArrow()
+    check_exactly_once(picked, low, high, "Spark's filtered read", txs_per_block=txs)

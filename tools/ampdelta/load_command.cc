@@ -340,9 +340,11 @@ int RunParallel(amp::Client& client, const LoadArgs& args,
   loader::LoadResult result =
       loader::LoadParallel(client, args.sql, config, options, parallel);
   std::cout << result << std::endl;
-  PrintSummary(result, {"table_version", "partitions", "partitions_loaded",
-                        "partitions_skipped", "partitions_failed", "partitions_stopped",
-                        "missing_ranges", "stale_records", "handoff_block", "shard"});
+  PrintSummary(result,
+               {"table_version", "partitions", "partitions_loaded", "partitions_skipped",
+                "partitions_failed", "partitions_stopped", "missing_ranges",
+                "stale_records", "handoff_block", "shard", "optimize_version",
+                "optimize_files_removed", "optimize_files_stitched", "optimize_error"});
   auto missing = result.metadata.find("missing_ranges");
   if (missing != result.metadata.end()) {
     const log::Fields none;
@@ -560,8 +562,10 @@ int RunLoad(const LoadArgs& args) {
   // The result line is the SDK's; the error line is the CLI's, with the exit code's
   // class.
   if (result.success) {
-    PrintSummary(result, {"table_version", "files_added", "bytes_written", "commits",
-                          "rows_inserted", "rows_updated", "retries"});
+    PrintSummary(result,
+                 {"table_version", "files_added", "bytes_written", "commits",
+                  "rows_inserted", "rows_updated", "retries", "optimize_version",
+                  "optimize_files_removed", "optimize_files_stitched", "optimize_error"});
   }
   return Stopped(result, ExitCodeOf(result));
 }
