@@ -2,7 +2,8 @@
 """End-to-end load throughput, in one run: `ampdelta load` vs the Python SDK's Delta Lake paths,
 against the limits of the load (the source and the encoder).
 
-Every peer runs the same query, SELECT * FROM "acme/eth_mainnet".transactions, against one ampdelta
+Every peer runs the same query, SELECT * FROM "acme/eth_mainnet".transactions (or, with
+--dataset logs, .logs), against one ampdelta
 dev server (the calibrated synthetic chain, bench/chain_stats.py) started once per run, and writes
 Snappy Parquet to local disk:
 
@@ -485,6 +486,10 @@ def main() -> int:
                              "(the SDK's default load_stream; default); rechunk = exact 10,000-row batches "
                              "(fewer, larger writes than the SDK does)")
     parser.add_argument("--txs-per-block", type=int, default=100)
+    parser.add_argument("--dataset", choices=("transactions", "logs"), default="transactions",
+                        help="the table every peer loads (SELECT * of it)")
+    parser.add_argument("--logs-per-tx", type=int, default=2,
+                        help="the dev server's logs per transaction (the logs dataset)")
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--json-out", default=None, help="also write the report here")
     parser.add_argument("--keep", action="store_true", help="keep the written tables")
@@ -502,8 +507,11 @@ def main() -> int:
 
     work = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="ampdelta-load-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    blocks = -(-args.rows // args.txs_per_block)
-    rows = blocks * args.txs_per_block
+    global SQL
+    SQL = f'SELECT * FROM "acme/eth_mainnet".{args.dataset}'
+    per_block = args.txs_per_block * (args.logs_per_tx if args.dataset == "logs" else 1)
+    blocks = -(-args.rows // per_block)
+    rows = blocks * per_block
     sdk_cap = min(args.sdk_default_max_rows, rows)
 
     def pinned(cmd: list, cpus: str | None) -> list:
@@ -519,7 +527,8 @@ def main() -> int:
         return proc, url
 
     dev_server = [str(CLI), "dev-server", "--port", "0", "--blocks", str(blocks),
-                  "--txs-per-block", str(args.txs_per_block)]
+                  "--txs-per-block", str(args.txs_per_block),
+                  "--logs-per-tx", str(args.logs_per_tx)]
     cache_mib = args.server_cache_mib if args.server_cache_mib is not None else -(-rows // 1024)
     capture = work / "stream.arrow"
     runs = {p: [] for p in peers}
@@ -528,7 +537,7 @@ def main() -> int:
     try:
         server, url = start(dev_server + ["--cache-mib", str(cache_mib)])
         urls = {"drain": url}
-        print(f"dev server {url}: {blocks} blocks x {args.txs_per_block} txs = {rows} rows; "
+        print(f"dev server {url}: {blocks} blocks = {rows} rows of {args.dataset}; "
               f"workdir {work}", file=sys.stderr)
         log_dir = work / "log-capture"
         log_dir.mkdir(exist_ok=True)

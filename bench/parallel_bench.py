@@ -26,6 +26,7 @@ read back by deltalake and compared, every column, with the rows the server send
 server and the emulator share the machine's cores with the loaders.
 
 Usage: bench/parallel_bench.py [--rows 1000000] [--rounds 3] [--sdk-rows 100000] [--no-s3]
+                               [--no-sdk] [--json-out FILE]
 """
 import argparse
 import json
@@ -161,6 +162,8 @@ def main() -> int:
     parser.add_argument("--sdk-rows", type=int, default=100_000)
     parser.add_argument("--txs-per-block", type=int, default=100)
     parser.add_argument("--no-s3", action="store_true")
+    parser.add_argument("--no-sdk", action="store_true", help="leave the SDK's peers out")
+    parser.add_argument("--json-out", default=None)
     args = parser.parse_args()
     if not CLI.is_file():
         sys.exit(f"{CLI} not built: make build-release")
@@ -187,8 +190,8 @@ def main() -> int:
               f"peak RSS {rss:.0f} MiB {extra or ''}", file=sys.stderr)
 
     def run_ampdelta(name: str, table: str, options: dict, *extra: str) -> None:
-        seconds, rss, out, _ = timed([str(CLI), "load", "--server", url, "--table", table,
-                                      "--sql", SQL, *option_args(options), *extra])
+        seconds, rss, out, err = timed([str(CLI), "load", "--server", url, "--table", table,
+                                        "--sql", SQL, *option_args(options), *extra])
         loaded = int(re.search(r"Loaded (\d+) rows", out).group(1))
         written = count_rows(table, options)
         if loaded != rows or written != rows:
@@ -197,7 +200,9 @@ def main() -> int:
             load_bench.check_content(name, load_bench.content(table, "delta", options), source,
                                      own_columns=(load_bench.BATCH_TAG,))
             checked.add(name)
-        record(name, seconds, rss, rows)
+        # Files the final compaction copied rather than rewrote (optimize.h).
+        stitched = re.search(r"optimize_files_stitched=(\d+)", err)
+        record(name, seconds, rss, rows, files_stitched=int(stitched.group(1)) if stitched else 0)
 
     checked: set[str] = set()
     source: dict = {}  # the rows the server sends (load_bench.content)
@@ -245,7 +250,8 @@ def main() -> int:
                         run_ampdelta(f"local/workers-{workers}-no-optimize",
                                      table(f"w{workers}-n"), options, "--workers",
                                      str(workers), *no_optimize)
-                for workers in (WORKERS if store_name == "local" else (4,)):
+                for workers in (() if args.no_sdk else
+                                WORKERS if store_name == "local" else (4,)):
                     run_sdk(f"{store_name}/sdk-{workers}", table(f"sdk{workers}"), options,
                             workers)
         if emulator is not None:
@@ -281,6 +287,8 @@ def main() -> int:
                 w["rows_per_s"] / one["rows_per_s"], 2)
     report["ratios_rows_per_s"] = ratios
     print(json.dumps(report, indent=2))
+    if args.json_out:
+        pathlib.Path(args.json_out).write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
 

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Draw a bench/scale_cores.py report (or several, one line each) as the scaling curves
+docs/benchmarks.md shows: load time against loader cores (ampdelta, the Python stack at its
+best, the source's drain, the encoder's limit), peak RSS against loader cores, and
+parallel-backfill throughput against workers beside linear scaling from one worker.
+
+Usage: bench/plot_scaling.py REPORT.json [REPORT.json ...] --out-dir docs/img
+                             [--label "2-core VM" ...]
+"""
+import argparse
+import json
+import pathlib
+
+PEERS = {"ampdelta": "ampdelta load", "b": "Python at its best", "drain": "source (bare drain)",
+         "encoder": "encoder limit (parquet_limit)"}
+
+
+def load_points(report: dict, peer: str, key: str) -> tuple[list, list]:
+    cores, values = [], []
+    for count, bench in sorted(report["load"].items(), key=lambda item: int(item[0])):
+        entry = bench["peers"].get(peer)
+        if entry is not None:
+            cores.append(int(count))
+            values.append(entry[key])
+    return cores, values
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("reports", nargs="+")
+    parser.add_argument("--out-dir", required=True)
+    parser.add_argument("--label", action="append", default=[],
+                        help="a name per report (default: its machine's core count)")
+    args = parser.parse_args()
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    reports = [json.loads(pathlib.Path(p).read_text()) for p in args.reports]
+    labels = args.label + [f"{r['machine']['cpus']} cores" for r in reports[len(args.label):]]
+    out = pathlib.Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    styles = ["-", "--", ":"]
+
+    fig, axis = plt.subplots(figsize=(6, 4))
+    for report, label, style in zip(reports, labels, styles):
+        for peer, name in PEERS.items():
+            cores, seconds = load_points(report, peer, "seconds_median")
+            if cores:
+                axis.plot(cores, seconds, style, marker="o", label=f"{name} ({label})")
+    axis.set_xlabel("loader cores")
+    axis.set_ylabel(f"seconds for {reports[0]['rows']:,} rows (median)")
+    axis.set_ylim(bottom=0)
+    axis.legend(fontsize=7)
+    axis.set_title("One load against loader cores")
+    fig.tight_layout()
+    fig.savefig(out / "load_vs_cores.png", dpi=110)
+
+    fig, axis = plt.subplots(figsize=(6, 4))
+    for report, label, style in zip(reports, labels, styles):
+        for peer in ("ampdelta", "b"):
+            cores, rss = load_points(report, peer, "peak_rss_mib_median")
+            if cores:
+                axis.plot(cores, rss, style, marker="o", label=f"{PEERS[peer]} ({label})")
+    axis.axhline(512, color="grey", linewidth=0.8)
+    axis.text(0.02, 512, "512 MiB goal", fontsize=7, va="bottom",
+              transform=axis.get_yaxis_transform())
+    axis.set_xlabel("loader cores")
+    axis.set_ylabel("peak RSS, MiB (median)")
+    axis.set_ylim(bottom=0)
+    axis.legend(fontsize=7)
+    axis.set_title("Peak memory against loader cores")
+    fig.tight_layout()
+    fig.savefig(out / "rss_vs_cores.png", dpi=110)
+
+    fig, axis = plt.subplots(figsize=(6, 4))
+    for report, label, style in zip(reports, labels, styles):
+        runs = (report.get("workers") or {}).get("runs") or {}
+        if not runs:
+            continue
+        workers = sorted(int(w) for w in runs)
+        rate = [runs[str(w)]["rows_per_second"] / 1e6 for w in workers]
+        axis.plot(workers, rate, style, marker="o", label=f"--workers N ({label})")
+        axis.plot(workers, [rate[0] * w / workers[0] for w in workers], style, color="grey",
+                  linewidth=0.8, label=f"linear from {workers[0]} ({label})")
+    axis.set_xlabel("workers")
+    axis.set_ylabel("million rows per second (median)")
+    axis.set_ylim(bottom=0)
+    axis.legend(fontsize=7)
+    axis.set_title("Parallel backfill, final compaction included")
+    fig.tight_layout()
+    fig.savefig(out / "workers_vs_throughput.png", dpi=110)
+    for name in ("load_vs_cores", "rss_vs_cores", "workers_vs_throughput"):
+        print(out / f"{name}.png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
