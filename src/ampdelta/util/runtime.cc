@@ -1,7 +1,11 @@
 #include "ampdelta/util/runtime.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 
 #include <arrow/compute/initialize.h>
 #include <arrow/filesystem/filesystem.h>
@@ -28,6 +32,15 @@ void SelectDefaultMemoryPool() {
   if (chosen == nullptr || *chosen == '\0') {
     ::setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", /*overwrite=*/1);
   }
+}
+
+int UsableCores() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) > 0) {
+    return CPU_COUNT(&cpus);
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace ampdelta

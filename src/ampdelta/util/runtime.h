@@ -17,4 +17,9 @@ arrow::Status InitializeRuntime();
 /// (docs/benchmarks.md). Call first thing in main(), before Arrow's first allocation.
 void SelectDefaultMemoryPool();
 
+/// \brief Return the cores this process may run on (its CPU affinity: what `taskset` or a
+/// container's cpuset leaves it), at least 1. std::thread::hardware_concurrency() counts
+/// every core of the machine instead.
+int UsableCores();
+
 }  // namespace ampdelta

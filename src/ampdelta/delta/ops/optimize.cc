@@ -33,6 +33,10 @@
 namespace ampdelta::delta {
 namespace {
 
+// A row group this large is kept as it is by a stitch, however few its rows (a wide
+// table's).
+constexpr int64_t kStitchMinGroupBytes = 4 * 1024 * 1024;
+
 // A file's lowest and highest value of `column`, from its statistics.
 std::optional<std::pair<nlohmann::json, nlohmann::json>> StatsRange(
     const Add& file, const std::string& column) {
@@ -206,9 +210,12 @@ arrow::Result<std::optional<std::vector<StitchInput>>> StitchInputs(
     ARROW_ASSIGN_OR_RAISE(input.footer, ReadParquetFooter(input.file));
     if (!CompressedWith(*input.footer, codec)) return std::nullopt;
     for (int r = 0; r < input.footer->num_row_groups(); ++r) {
-      const int64_t group_rows = input.footer->RowGroup(r)->num_rows();
-      rows += group_rows;
-      if (group_rows < min_rows_per_group) rows_in_small_groups += group_rows;
+      auto group = input.footer->RowGroup(r);
+      rows += group->num_rows();
+      if (group->num_rows() < min_rows_per_group &&
+          group->total_compressed_size() < kStitchMinGroupBytes) {
+        rows_in_small_groups += group->num_rows();
+      }
     }
     inputs.push_back(std::move(input));
   }

@@ -27,6 +27,7 @@
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
+#include "ampdelta/util/runtime.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/uuid.h"
 
@@ -85,9 +86,7 @@ class DataFileWriter::Impl {
         table_schema_(std::move(table_schema)),
         partition_columns_(std::move(partition_columns)),
         options_(std::move(options)) {
-    int threads = options_.num_threads > 0
-                      ? options_.num_threads
-                      : static_cast<int>(std::thread::hardware_concurrency());
+    int threads = options_.num_threads > 0 ? options_.num_threads : UsableCores();
     threads_ = std::max(1, std::min(threads, 8));
     if (threads_ > 1) options_.parallel_encoding = false;  // our threads replace Arrow's
     threshold_ = options_.parallel_threshold_bytes;

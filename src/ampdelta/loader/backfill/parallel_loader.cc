@@ -16,6 +16,7 @@
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/txn/conflict_checker.h"
+#include "ampdelta/delta/write/data_file_writer.h"
 #include "ampdelta/delta/write/write_plan.h"
 #include "ampdelta/loader/backfill/coverage.h"
 #include "ampdelta/loader/batch/recorded_load.h"
@@ -26,6 +27,7 @@
 #include "ampdelta/loader/state/takeover.h"
 #include "ampdelta/loader/stream/stream_loader.h"
 #include "ampdelta/util/logging.h"
+#include "ampdelta/util/runtime.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::loader {
@@ -35,6 +37,9 @@ using internal::Backoff;
 
 constexpr uint64_t kMaxDefaultPartitionBlocks = 1'000'000;
 constexpr int kPartitionsPerWorker = 4;
+// Row groups a partition flushes at its share of the memory budget stay large enough to
+// stitch (optimize.h) at this share.
+constexpr int64_t kMinPartitionBudgetMib = 16;
 // A partition re-plans after losing a race for its blocks at most this often.
 constexpr int kMaxReplans = 16;
 
@@ -59,6 +64,23 @@ std::vector<Partition> PlanPartitions(const std::vector<BlockSpan>& missing,
     }
   }
   return partitions;
+}
+
+// A partition's load: no compaction (the backfill compacts once, at its end), and its
+// share of the load's writer memory budget and cores, which the partitions loading at
+// once split rather than each taking the whole (at least kMinPartitionBudgetMib each).
+DeltaLakeConfig PartitionConfig(const DeltaLakeConfig& config, int workers) {
+  DeltaLakeConfig partition = config;
+  partition.optimize_after_write = false;
+  partition.vacuum_after_write = false;
+  const int64_t shares = std::max(1, workers);
+  const int64_t budget_mib = config.memory_budget_mib.value_or(
+      delta::DataFileOptions{}.memory_budget_bytes >> 20);
+  partition.memory_budget_mib = std::max(kMinPartitionBudgetMib, budget_mib / shares);
+  if (!config.writer_threads) {
+    partition.writer_threads = std::max<int64_t>(1, UsableCores() / shares);
+  }
+  return partition;
 }
 
 arrow::Result<std::shared_ptr<const delta::Snapshot>> LoadSnapshot(
@@ -99,10 +121,7 @@ class ParallelLoad {
         options_(options),
         parallel_(parallel),
         result_(result) {
-    // Partitions never compact; the backfill does once, at its end.
-    partition_config_ = config;
-    partition_config_.optimize_after_write = false;
-    partition_config_.vacuum_after_write = false;
+    partition_config_ = PartitionConfig(config, parallel.num_workers);
   }
 
   arrow::Status Run() {
