@@ -24,7 +24,8 @@ std::shared_ptr<arrow::Table> Rows(int64_t from, int64_t n) {
   arrow::Int64Builder ids;
   arrow::StringBuilder names;
   arrow::Int32Builder inner;
-  arrow::ListBuilder lists(arrow::default_memory_pool(), std::make_shared<arrow::Int32Builder>());
+  arrow::ListBuilder lists(arrow::default_memory_pool(),
+                           std::make_shared<arrow::Int32Builder>());
   arrow::DoubleBuilder values;
   for (int64_t i = from; i < from + n; ++i) {
     if (i % 7 == 0) {
@@ -40,7 +41,8 @@ std::shared_ptr<arrow::Table> Rows(int64_t from, int64_t n) {
     (void)values.Append(static_cast<double>(i) / 4);
   }
   auto inner_array = *inner.Finish();
-  auto structs = *arrow::StructArray::Make({inner_array}, {arrow::field("x", arrow::int32())});
+  auto structs =
+      *arrow::StructArray::Make({inner_array}, {arrow::field("x", arrow::int32())});
   auto schema = arrow::schema({arrow::field("id", arrow::int64()),
                                arrow::field("name", arrow::utf8()),
                                arrow::field("nested", structs->type()),
@@ -67,7 +69,8 @@ std::shared_ptr<arrow::Buffer> ParquetBytes(
     const arrow::Table& table,
     std::shared_ptr<parquet::WriterProperties> properties = Properties()) {
   auto sink = *arrow::io::BufferOutputStream::Create();
-  auto arrow_properties = parquet::ArrowWriterProperties::Builder().store_schema()->build();
+  auto arrow_properties =
+      parquet::ArrowWriterProperties::Builder().store_schema()->build();
   EXPECT_OK(parquet::arrow::WriteTable(table, arrow::default_memory_pool(), sink, 3000,
                                        properties, arrow_properties));
   return *sink->Finish();
@@ -81,15 +84,15 @@ StitchInput InputOf(const std::shared_ptr<arrow::Buffer>& bytes) {
 }
 
 std::shared_ptr<arrow::Table> ReadAll(const std::shared_ptr<arrow::Buffer>& bytes) {
-  auto reader = *parquet::arrow::OpenFile(std::make_shared<arrow::io::BufferReader>(bytes),
-                                          arrow::default_memory_pool());
+  auto reader = *parquet::arrow::OpenFile(
+      std::make_shared<arrow::io::BufferReader>(bytes), arrow::default_memory_pool());
   auto table = reader->ReadTable();
   EXPECT_OK(table.status());
   return table.ok() ? *table : nullptr;
 }
 
-arrow::Result<std::shared_ptr<arrow::Buffer>> Stitch(const std::vector<StitchInput>& inputs,
-                                                     StitchedFile* stitched = nullptr) {
+arrow::Result<std::shared_ptr<arrow::Buffer>> Stitch(
+    const std::vector<StitchInput>& inputs, StitchedFile* stitched = nullptr) {
   ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
   ARROW_ASSIGN_OR_RAISE(auto result, StitchParquetFiles(inputs, sink.get()));
   if (stitched != nullptr) *stitched = result;
@@ -120,7 +123,8 @@ TEST(ParquetStitchTest, StitchedFileKeepsStatisticsAndMovesPageIndexesWithThePag
   std::vector<StitchInput> inputs = {InputOf(ParquetBytes(*Rows(0, 5000))),
                                      InputOf(ParquetBytes(*Rows(5000, 5000)))};
   ASSERT_OK_AND_ASSIGN(auto bytes, Stitch(inputs));
-  auto reader = parquet::ParquetFileReader::Open(std::make_shared<arrow::io::BufferReader>(bytes));
+  auto reader =
+      parquet::ParquetFileReader::Open(std::make_shared<arrow::io::BufferReader>(bytes));
   auto footer = reader->metadata();
   auto page_index = reader->GetPageIndexReader();
   ASSERT_NE(page_index, nullptr);
@@ -152,7 +156,8 @@ TEST(ParquetStitchTest, StitchedFileKeepsStatisticsAndMovesPageIndexesWithThePag
         ASSERT_EQ(pages.size(), source_pages.size());
         ASSERT_GT(pages.size(), 0u);
         EXPECT_EQ(pages.front().offset, chunk->data_page_offset());
-        const int64_t shift = chunk->data_page_offset() - source_chunk->data_page_offset();
+        const int64_t shift =
+            chunk->data_page_offset() - source_chunk->data_page_offset();
         for (size_t p = 0; p < pages.size(); ++p) {
           EXPECT_EQ(pages[p].offset, source_pages[p].offset + shift);
           EXPECT_EQ(pages[p].compressed_page_size, source_pages[p].compressed_page_size);
@@ -180,15 +185,18 @@ TEST(ParquetStitchTest, StitchedFileKeepsStatisticsAndMovesPageIndexesWithThePag
 
 TEST(ParquetStitchTest, ColumnsCompressedDifferentlyInEachFileKeepTheirCodecs) {
   auto snappy = ParquetBytes(*Rows(0, 4000));
-  auto plain = ParquetBytes(*Rows(4000, 4000), Properties(parquet::Compression::UNCOMPRESSED));
+  auto plain =
+      ParquetBytes(*Rows(4000, 4000), Properties(parquet::Compression::UNCOMPRESSED));
   ASSERT_OK_AND_ASSIGN(auto bytes, Stitch({InputOf(snappy), InputOf(plain)}));
-  auto reader = parquet::ParquetFileReader::Open(std::make_shared<arrow::io::BufferReader>(bytes));
+  auto reader =
+      parquet::ParquetFileReader::Open(std::make_shared<arrow::io::BufferReader>(bytes));
   const int last = reader->metadata()->num_row_groups() - 1;
   EXPECT_EQ(reader->metadata()->RowGroup(0)->ColumnChunk(1)->compression(),
             parquet::Compression::SNAPPY);
   EXPECT_EQ(reader->metadata()->RowGroup(last)->ColumnChunk(1)->compression(),
             parquet::Compression::UNCOMPRESSED);
-  ASSERT_OK_AND_ASSIGN(auto expected, arrow::ConcatenateTables({Rows(0, 4000), Rows(4000, 4000)}));
+  ASSERT_OK_AND_ASSIGN(auto expected,
+                       arrow::ConcatenateTables({Rows(0, 4000), Rows(4000, 4000)}));
   EXPECT_TRUE(ReadAll(bytes)->Equals(*expected));
 }
 
@@ -227,7 +235,8 @@ TEST(ParquetStitchTest, TruncatedInputFailsWithoutStitching) {
   auto bytes = ParquetBytes(*Rows(0, 5000));
   StitchInput input = InputOf(bytes);
   // The footer of the whole file, the bytes cut after the first kilobyte.
-  input.file = std::make_shared<arrow::io::BufferReader>(arrow::SliceBuffer(bytes, 0, 1024));
+  input.file =
+      std::make_shared<arrow::io::BufferReader>(arrow::SliceBuffer(bytes, 0, 1024));
   auto sink = *arrow::io::BufferOutputStream::Create();
   EXPECT_FALSE(StitchParquetFiles({input}, sink.get()).ok());
 }

@@ -29,10 +29,10 @@ struct OptimizeOptions {
       const std::vector<const Add*>&)>
       merge_tags;
   /// A bin whose rows lie in large row groups (at most an eighth of them in row groups
-  /// of fewer rows than this and under 4 MiB) is stitched (parquet_stitch.h): its files' encoded row
-  /// groups copied into the new file rather than decoded and encoded again, a parallel
-  /// backfill's partitions merged for the cost of a copy. Bins with deleted rows to
-  /// purge, of a table that tracks row IDs, or of files with different schemas are
+  /// of fewer rows than this and under 4 MiB) is stitched (parquet_stitch.h): its files'
+  /// encoded row groups copied into the new file rather than decoded and encoded again, a
+  /// parallel backfill's partitions merged for the cost of a copy. Bins with deleted rows
+  /// to purge, of a table that tracks row IDs, or of files with different schemas are
   /// rewritten. 0: every bin is rewritten.
   int64_t stitch_min_rows_per_group = 32 * 1024;
   DataFileOptions files;

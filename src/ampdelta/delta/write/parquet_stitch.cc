@@ -63,7 +63,8 @@ arrow::Result<ByteRange> RowGroupBytes(const parquet::RowGroupMetaData& row_grou
 arrow::Status CheckColumnChunk(const parquet::ColumnChunkMetaData& chunk, size_t input) {
   if (chunk.crypto_metadata() != nullptr) return CannotStitch(input, "it is encrypted");
   if (chunk.bloom_filter_offset()) return CannotStitch(input, "it has bloom filters");
-  if (chunk.is_geo_stats_set()) return CannotStitch(input, "it has geospatial statistics");
+  if (chunk.is_geo_stats_set())
+    return CannotStitch(input, "it has geospatial statistics");
   if (chunk.key_value_metadata() != nullptr && chunk.key_value_metadata()->size() > 0)
     return CannotStitch(input, "its column chunks carry metadata");
   if (chunk.encoding_stats().empty())
@@ -101,16 +102,19 @@ void DescribeColumnChunk(const parquet::ColumnChunkMetaData& chunk, int64_t shif
                          parquet::ColumnChunkMetaDataBuilder* out) {
   if (auto stats = chunk.encoded_statistics(); chunk.is_stats_set() && stats != nullptr)
     out->SetStatistics(*stats);
-  if (auto sizes = chunk.size_statistics(); sizes != nullptr) out->SetSizeStatistics(*sizes);
+  if (auto sizes = chunk.size_statistics(); sizes != nullptr)
+    out->SetSizeStatistics(*sizes);
   std::map<parquet::Encoding::type, int32_t> dictionary_pages;
   std::map<parquet::Encoding::type, int32_t> data_pages;
   for (const auto& stat : chunk.encoding_stats()) {
-    auto& pages =
-        stat.page_type == parquet::PageType::DICTIONARY_PAGE ? dictionary_pages : data_pages;
+    auto& pages = stat.page_type == parquet::PageType::DICTIONARY_PAGE ? dictionary_pages
+                                                                       : data_pages;
     pages[stat.encoding] += stat.count;
   }
-  const bool has_dictionary = chunk.has_dictionary_page() && chunk.dictionary_page_offset() > 0;
-  out->Finish(chunk.num_values(), has_dictionary ? chunk.dictionary_page_offset() + shift : 0,
+  const bool has_dictionary =
+      chunk.has_dictionary_page() && chunk.dictionary_page_offset() > 0;
+  out->Finish(chunk.num_values(),
+              has_dictionary ? chunk.dictionary_page_offset() + shift : 0,
               chunk.has_index_page() ? chunk.index_page_offset() + shift : -1,
               chunk.data_page_offset() + shift, chunk.total_compressed_size(),
               chunk.total_uncompressed_size(), has_dictionary,
@@ -157,8 +161,10 @@ class Stitcher {
     for (size_t i = 0; i < inputs_.size(); ++i) {
       const auto& footer = *inputs_[i].footer;
       for (int r = 0; r < footer.num_row_groups(); ++r) {
-        ARROW_ASSIGN_OR_RAISE(const ByteRange range, RowGroupBytes(*footer.RowGroup(r), i));
-        ARROW_ASSIGN_OR_RAISE(auto bytes, inputs_[i].file->ReadAt(range.offset, range.length));
+        ARROW_ASSIGN_OR_RAISE(const ByteRange range,
+                              RowGroupBytes(*footer.RowGroup(r), i));
+        ARROW_ASSIGN_OR_RAISE(auto bytes,
+                              inputs_[i].file->ReadAt(range.offset, range.length));
         if (bytes->size() != range.length)
           return CannotStitch(i, "it is shorter than its footer says");
         placed_.push_back({i, r, position_ - range.offset});
@@ -253,11 +259,11 @@ class Stitcher {
     }
     if (footer == nullptr) {
       // Only files without rows: a footer without row groups.
-      footer = parquet::FileMetaDataBuilder::Make(
-                   first.schema(), parquet::WriterProperties::Builder()
-                                       .version(first.version())
-                                       ->created_by(first.created_by())
-                                       ->build())
+      footer = parquet::FileMetaDataBuilder::Make(first.schema(),
+                                                  parquet::WriterProperties::Builder()
+                                                      .version(first.version())
+                                                      ->created_by(first.created_by())
+                                                      ->build())
                    ->Finish(first.key_value_metadata());
     }
     parquet::WriteFileMetaData(*footer, sink_);
@@ -280,8 +286,8 @@ class Stitcher {
           a->num_values() != b->num_values() || a->is_stats_set() != b->is_stats_set() ||
           a->total_compressed_size() != b->total_compressed_size()) {
         return arrow::Status::NotImplemented(
-            "cannot stitch Parquet files: column chunk '", a->path_in_schema()->ToDotString(),
-            "' would not be described as it is");
+            "cannot stitch Parquet files: column chunk '",
+            a->path_in_schema()->ToDotString(), "' would not be described as it is");
       }
     }
     return arrow::Status::OK();
