@@ -44,8 +44,7 @@ std::optional<std::string> Header(const flight::ServerCallContext& context,
   return std::string(it->second);
 }
 
-// app_metadata exactly as Amp writes it (serde_json without preserve_order: keys
-// sorted).
+// app_metadata exactly as Amp writes it (serde_json without preserve_order: keys sorted).
 std::string RangesMetadata(const std::string& network, const ServedRange* range,
                            bool complete) {
   json ranges = json::array();
@@ -68,8 +67,8 @@ arrow::Status NonIncremental(const std::string& operation) {
       operation);
 }
 
-// Streams a query's results as Flight payloads, generating them on demand so memory
-// stays bounded however long the range is.
+// Streams a query's results as Flight payloads, generating them on demand so memory stays
+// bounded however long the range is.
 class QueryDataStream : public flight::FlightDataStream {
  public:
   QueryDataStream(std::shared_ptr<const BoundQuery> query, bool streaming,
@@ -266,9 +265,9 @@ class QueryDataStream : public flight::FlightDataStream {
     return arrow::Status::OK();
   }
 
-  // Failures of a running stream reach the client as ampd sends them: INTERNAL, the
-  // cause behind "streaming query execution error | Caused by:" (the client's
-  // cancellation and the server's shutdown keep their own codes).
+  // Failures of a running stream reach the client as ampd sends them: INTERNAL, the cause
+  // behind "streaming query execution error | Caused by:" (the client's cancellation and
+  // the server's shutdown keep their own codes).
   static arrow::Status AsStreamingError(const arrow::Status& status) {
     if (status.ok() || status.IsCancelled() ||
         flight::FlightStatusDetail::UnwrapStatus(status)) {
@@ -416,8 +415,8 @@ class AmpFlightService : public flight::FlightServerBase {
       if (value == "false" || value == "0") ticket.streaming = false;
     }
     if (auto header = Header(context, "amp-resume")) {
-      // ampd drops a cursor that does not deserialise (not JSON, wrong types, a hash
-      // that is not 32 bytes) and streams from its earliest block.
+      // ampd drops a cursor that does not deserialise (not JSON, wrong types, a hash that
+      // is not 32 bytes) and streams from its earliest block.
       const json cursor = json_util::ParseJson(*header);
       if (IsWellFormedCursor(cursor)) {
         ticket.cursor = json_util::DumpJsonLossy(cursor);
@@ -557,8 +556,8 @@ class DevServer::Impl {
       return arrow::Status::Invalid("the synthetic chain is not served");
     const LiveOptions& live = options.live;
     for (uint64_t i = 0; i < blocks; ++i) {
-      // The new block and the reorgs it brings land together, as on a node that
-      // switched forks: nobody reads the new head on the fork it replaces.
+      // The new block and the reorgs it brings land together, as on a node that switched
+      // forks: nobody reads the new head on the fork it replaces.
       const uint64_t head = chain->head() + 1;
       std::vector<uint64_t> depths;
       auto scripted = live.reorg_at.find(head);
