@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <thread>
 
 #include <arrow/buffer.h>
@@ -72,6 +73,32 @@ TEST_F(MaintenanceTest, OptimizeStitchesFilesOfLargeRowGroupsWithMergedStatistic
   EXPECT_EQ(stats["nullCount"]["network"], 0);
   ASSERT_OK_AND_ASSIGN(auto size, store_->Head(after->FileKey(stitched.path)));
   EXPECT_EQ(size.size, stitched.size);
+}
+
+TEST_F(MaintenanceTest, OptimizeOrderedByAColumnPacksEachFileWithOneRunOfIt) {
+  // Files committed out of block order, packed two to a bin.
+  for (int start : {300, 0, 200, 100}) {
+    ASSERT_OK(WriteBatches(store_, {Blocks(start, start + 100)}).status());
+  }
+  ASSERT_OK_AND_ASSIGN(auto before, Snapshot::Load(store_));
+  int64_t largest = 0;
+  for (const auto& add : before->files()) largest = std::max(largest, add.size);
+  OptimizeOptions options;
+  options.target_size = 2 * largest + 1;
+  options.order_by = "block_num";
+  ASSERT_OK_AND_ASSIGN(auto result, Optimize(before, options));
+  EXPECT_EQ(result.files_added, 2);
+  ASSERT_OK_AND_ASSIGN(auto after, Snapshot::Load(store_));
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (const auto& add : after->files()) {
+    const auto stats = nlohmann::json::parse(*add.stats);
+    ranges.emplace_back(stats["minValues"]["block_num"], stats["maxValues"]["block_num"]);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  const std::vector<std::pair<int64_t, int64_t>> runs = {{0, 199}, {200, 399}};
+  EXPECT_EQ(ranges, runs);
+  ASSERT_OK_AND_ASSIGN(auto rows, BlockNumbers(store_));
+  EXPECT_EQ(rows, Range(0, 400));
 }
 
 TEST_F(MaintenanceTest, OptimizeRewritesFilesOfSmallRowGroups) {

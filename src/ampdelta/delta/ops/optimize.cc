@@ -60,6 +60,22 @@ std::optional<std::pair<nlohmann::json, nlohmann::json>> StatsRange(
   return std::make_pair(std::move(*low), std::move(*high));
 }
 
+// `files` in the order of their least value of `column`; files without one last, in the
+// order they came.
+void OrderByLeast(std::vector<const Add*>* files, const std::string& column) {
+  std::vector<std::pair<std::optional<nlohmann::json>, const Add*>> keyed;
+  for (const Add* file : *files) {
+    auto range = StatsRange(*file, column);
+    keyed.emplace_back(range ? std::optional(std::move(range->first)) : std::nullopt,
+                       file);
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    if (!a.first || !b.first) return a.first.has_value() && !b.first.has_value();
+    return *a.first < *b.first;
+  });
+  for (size_t i = 0; i < keyed.size(); ++i) (*files)[i] = keyed[i].second;
+}
+
 // Close `bin`: kept when rewriting it gains something (several files, or deleted rows to
 // purge).
 void FlushBin(std::vector<const Add*>* bin, int64_t* bytes,
@@ -304,6 +320,9 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<const Snapshot> snapshot,
         bins.push_back(std::move(bin));
       }
       continue;
+    }
+    if (options.order_by) {
+      OrderByLeast(&files, PhysicalColumnName(*snapshot->schema(), *options.order_by));
     }
     std::vector<const Add*> bin;
     int64_t bytes = 0;

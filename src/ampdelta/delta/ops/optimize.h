@@ -35,6 +35,10 @@ struct OptimizeOptions {
   /// to purge, of a table that tracks row IDs, or of files with different schemas are
   /// rewritten. 0: every bin is rewritten.
   int64_t stitch_min_rows_per_group = 32 * 1024;
+  /// Files are packed in the order of this column's least value (their statistics), so
+  /// each new file holds one run of it (a load's block column: files that data skipping
+  /// can tell apart); unset: the log's order.
+  std::optional<std::string> order_by;
   DataFileOptions files;
   CommitOptions commit;
 };

@@ -693,7 +693,8 @@ class ParallelLoad {
     if (missing.empty()) {
       if (loaded_ > 0 && parallel_.shard_count == 1) {
         ARROW_ASSIGN_OR_RAISE(auto write, internal::WriteOptions(config_, options_));
-        internal::RunMaintenance(store_, snapshot, config_, write, result_);
+        internal::RunMaintenance(store_, snapshot, config_, write, options_.block_column,
+                                 result_);
       }
       return arrow::Status::OK();
     }

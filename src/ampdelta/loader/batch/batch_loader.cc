@@ -406,7 +406,7 @@ arrow::Status Run(const BatchSource& source, const DeltaLakeConfig& config,
     result->metadata["files_skipped"] = static_cast<int64_t>(merged->files_skipped);
   }
   if (progress.commits > 0)
-    RunMaintenance(store, progress.snapshot, config, write, result);
+    RunMaintenance(store, progress.snapshot, config, write, options.block_column, result);
   return arrow::Status::OK();
 }
 

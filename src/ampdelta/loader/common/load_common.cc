@@ -103,7 +103,7 @@ std::chrono::milliseconds Backoff(const RetryConfig& retry, int attempt) {
 void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
                     const std::shared_ptr<const delta::Snapshot>& committed,
                     const DeltaLakeConfig& config, const delta::TableWriteOptions& write,
-                    LoadResult* result) {
+                    const std::string& block_column, LoadResult* result) {
   // Once per load, after the commit: a failure is reported, the load stands.
   if (!config.optimize_after_write && !config.vacuum_after_write) return;
   // The snapshot the load committed on, brought up to date (its commits since: one
@@ -121,6 +121,7 @@ void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
     delta::OptimizeOptions optimize;
     if (config.file_size_hint) optimize.target_size = *config.file_size_hint;
     optimize.files.codec = write.files.codec;
+    optimize.order_by = block_column;
     auto compacted = delta::Optimize(snapshot, optimize);
     if (compacted.ok()) {
       if (compacted->version) {

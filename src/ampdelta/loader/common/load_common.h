@@ -37,10 +37,12 @@ std::chrono::milliseconds Backoff(const RetryConfig& retry, int attempt);
 /// \brief optimize_after_write / vacuum_after_write, once, after a load's commit, on
 /// `committed` (the table at or before that commit; null: read it from `store`) brought
 /// up to date; failures are reported in the result's metadata and never undo the load.
+/// Compaction packs files in `block_column` order, so each new file holds a run of
+/// blocks.
 void RunMaintenance(const std::shared_ptr<storage::ObjectStore>& store,
                     const std::shared_ptr<const delta::Snapshot>& committed,
                     const DeltaLakeConfig& config, const delta::TableWriteOptions& write,
-                    LoadResult* result);
+                    const std::string& block_column, LoadResult* result);
 
 /// \brief The store a load writes to: `options.store`, else the one `table_path` names;
 /// warns (log and result metadata) when cloud credentials are missing.
