@@ -127,6 +127,20 @@ TEST_F(MaintenanceTest, OptimizeAskedForAnotherCodecRewritesEvenLargeRowGroups) 
   EXPECT_NE(after->files().front().path.find(".zstd.parquet"), std::string::npos);
 }
 
+TEST_F(MaintenanceTest, OptimizeCompressesUncompressedFilesRatherThanStitchThem) {
+  TableWriteOptions uncompressed;
+  uncompressed.files.codec = Codec::kUncompressed;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK(WriteBatches(store_, {Blocks(i * 40000, (i + 1) * 40000)}, uncompressed)
+                  .status());
+  }
+  OptimizeOptions zstd;
+  zstd.files.codec = Codec::kZstd;
+  ASSERT_OK_AND_ASSIGN(auto result, Optimize(store_, zstd));
+  EXPECT_EQ(result.files_removed, 2);
+  EXPECT_EQ(result.files_stitched, 0);
+}
+
 TEST_F(MaintenanceTest, OptimizePurgingDeletedRowsRewritesEvenLargeRowGroups) {
   TableWriteOptions dv;
   dv.configuration["delta.enableDeletionVectors"] = "true";

@@ -67,10 +67,12 @@ std::shared_ptr<parquet::WriterProperties> Properties(
 
 std::shared_ptr<arrow::Buffer> ParquetBytes(
     const arrow::Table& table,
-    std::shared_ptr<parquet::WriterProperties> properties = Properties()) {
+    std::shared_ptr<parquet::WriterProperties> properties = Properties(),
+    bool store_schema = true) {
   auto sink = *arrow::io::BufferOutputStream::Create();
-  auto arrow_properties =
-      parquet::ArrowWriterProperties::Builder().store_schema()->build();
+  parquet::ArrowWriterProperties::Builder arrow_builder;
+  if (store_schema) arrow_builder.store_schema();
+  auto arrow_properties = arrow_builder.build();
   EXPECT_OK(parquet::arrow::WriteTable(table, arrow::default_memory_pool(), sink, 3000,
                                        properties, arrow_properties));
   return *sink->Finish();
@@ -210,6 +212,17 @@ TEST(ParquetStitchTest, FilesWithDifferentColumnsAreRefusedBeforeAnythingIsWritt
   ASSERT_TRUE(stitched.status().IsNotImplemented()) << stitched.status().ToString();
   EXPECT_NE(stitched.status().message().find("columns differ"), std::string::npos);
   EXPECT_EQ(*sink->Tell(), 0);
+}
+
+TEST(ParquetStitchTest, StructsNamedDifferentlyAreRefused) {
+  auto rows = Rows(0, 100);
+  auto renamed = rows->RenameColumns({"id", "name", "other", "items", "value"});
+  ASSERT_OK(renamed.status());
+  // Without the Arrow schema in the footers, only the Parquet schema tells them apart.
+  std::vector<StitchInput> inputs = {
+      InputOf(ParquetBytes(*rows, Properties(), /*store_schema=*/false)),
+      InputOf(ParquetBytes(**renamed, Properties(), /*store_schema=*/false))};
+  EXPECT_TRUE(CheckStitchable(inputs).IsNotImplemented());
 }
 
 TEST(ParquetStitchTest, FilesFromAnotherWriterAreRefused) {

@@ -236,6 +236,17 @@ TEST(MergeStatsTest, PartWithoutStatisticsLeavesOnlyTheRowCount) {
   EXPECT_EQ(garbage, json::parse(R"({"numRecords":7})"));
 }
 
+TEST(MergeStatsTest, DatesBeforeYearOneLoseTheirBounds) {
+  // Byte order reverses for negative years: -0999 sorts after -0100.
+  const std::string a =
+      R"({"numRecords":1,"minValues":{"at":"-999-01-01T00:00:00.000Z"},"maxValues":{"at":"-999-01-01T00:00:00.000Z"},"nullCount":{"at":0}})";
+  const std::string b =
+      R"({"numRecords":1,"minValues":{"at":"-100-01-01T00:00:00.000Z"},"maxValues":{"at":"-100-01-01T00:00:00.000Z"},"nullCount":{"at":0}})";
+  const json merged = json::parse(MergeStats({a, b}, *MergedSchema(), 2));
+  EXPECT_FALSE(merged["minValues"].contains("at"));
+  EXPECT_FALSE(merged["maxValues"].contains("at"));
+}
+
 TEST(MergeStatsTest, TimestampsInDifferentFormatsLoseTheirBounds) {
   const std::string a =
       R"({"numRecords":1,"minValues":{"at":"2020-01-01T00:00:00.000Z"},"maxValues":{"at":"2020-01-01T00:00:00.000Z"},"nullCount":{"at":0}})";

@@ -188,19 +188,24 @@ arrow::Result<int64_t> WriteRows(const arrow::Table& table, DataFileWriter* writ
   }
 }
 
-// True when every column chunk of `footer` is compressed with `codec` (or left
-// uncompressed, as the writer leaves columns compression does not shrink).
+// True when `footer`'s column chunks are compressed with `codec`: all of them, but for
+// columns left uncompressed (as the writer leaves those compression does not shrink)
+// beside at least one compressed with it.
 bool CompressedWith(const parquet::FileMetaData& footer, Codec codec) {
   const auto wanted = ToParquetCompression(codec);
+  bool any_wanted = footer.num_row_groups() == 0;
   for (int r = 0; r < footer.num_row_groups(); ++r) {
     auto group = footer.RowGroup(r);
     for (int c = 0; c < group->num_columns(); ++c) {
       const auto compression = group->ColumnChunk(c)->compression();
-      if (compression != wanted && compression != parquet::Compression::UNCOMPRESSED)
+      if (compression == wanted) {
+        any_wanted = true;
+      } else if (compression != parquet::Compression::UNCOMPRESSED) {
         return false;
+      }
     }
   }
-  return true;
+  return any_wanted;
 }
 
 // The files of `bin`, opened, when stitching them is worth it and keeps what a rewrite

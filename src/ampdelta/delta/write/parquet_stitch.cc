@@ -100,8 +100,12 @@ std::shared_ptr<parquet::WriterProperties> PropertiesOf(
 // Describe a copied column chunk, its pages `shift` bytes later than they were.
 void DescribeColumnChunk(const parquet::ColumnChunkMetaData& chunk, int64_t shift,
                          parquet::ColumnChunkMetaDataBuilder* out) {
-  if (auto stats = chunk.encoded_statistics(); chunk.is_stats_set() && stats != nullptr)
-    out->SetStatistics(*stats);
+  if (auto stats = chunk.encoded_statistics(); chunk.is_stats_set() && stats != nullptr) {
+    // The deprecated min/max too, where a writer sets them (signed orders).
+    parquet::EncodedStatistics copy = *stats;
+    copy.set_is_signed(out->descr()->sort_order() == parquet::SortOrder::SIGNED);
+    out->SetStatistics(copy);
+  }
   if (auto sizes = chunk.size_statistics(); sizes != nullptr)
     out->SetSizeStatistics(*sizes);
   std::map<parquet::Encoding::type, int32_t> dictionary_pages;
@@ -318,8 +322,11 @@ arrow::Status CheckStitchable(const std::vector<StitchInput>& inputs) {
   int64_t row_groups = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const parquet::FileMetaData& footer = *inputs[i].footer;
-    if (!footer.schema()->Equals(*first.schema()))
+    // Leaves and the groups above them (names of structs too).
+    if (!footer.schema()->Equals(*first.schema()) ||
+        !footer.schema()->group_node()->Equals(first.schema()->group_node())) {
       return CannotStitch(i, "its columns differ from the first file's");
+    }
     if (!SameMetadata(footer.key_value_metadata(), first.key_value_metadata()))
       return CannotStitch(i, "its schema metadata differs from the first file's");
     if (footer.version() != first.version() || footer.created_by() != first.created_by())

@@ -271,9 +271,14 @@ bool Comparable(Kind kind, const ojson& a, const ojson& b) {
     case Kind::kDate:
     case Kind::kTimestamp: {
       if (!a.is_string() || !b.is_string()) return false;
+      // Signed years (`-0044-03-15`) order against their bytes.
       const auto& x = a.get_ref<const std::string&>();
       const auto& y = b.get_ref<const std::string&>();
-      return x.size() == y.size() && !x.empty() && x.back() == y.back();
+      const auto signed_year = [](const std::string& text) {
+        return text.front() == '-' || text.front() == '+';
+      };
+      return x.size() == y.size() && !x.empty() && x.back() == y.back() &&
+             !signed_year(x) && !signed_year(y);
     }
     case Kind::kDecimal:  // exact digits the JSON library would round through a double
     case Kind::kNone:
