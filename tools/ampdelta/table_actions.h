@@ -46,6 +46,7 @@ struct TableArgs {
   std::optional<int64_t> app_version;
   // maintenance
   int64_t target_size = 128 * 1024 * 1024;
+  bool rewrite = false;  // optimize: no stitching
   delta::CheckpointOptions checkpoint;
   std::optional<double> retention_hours;
   bool dry_run = false;

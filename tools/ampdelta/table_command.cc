@@ -190,6 +190,9 @@ CommandRunner AddTableCommand(CLI::App& app) {
       ->capture_default_str();
   optimize->add_option("--compression", args->compression, "Parquet codec")
       ->capture_default_str();
+  optimize->add_flag("--rewrite", args->rewrite,
+                     "decode and encode every file, never copy row groups as they are "
+                     "(stitching)");
   CLI::App* vacuum = table->add_subcommand(
       "vacuum", "Delete files no version within the retention reads");
   vacuum->add_option("path", args->path, "table path or URI")->required();

@@ -57,6 +57,7 @@ arrow::Status Optimize(const TableArgs& args) {
   ARROW_ASSIGN_OR_RAISE(auto store, OpenTableStore(args));
   delta::OptimizeOptions options;
   options.target_size = args.target_size;
+  if (args.rewrite) options.stitch_min_rows_per_group = 0;
   ARROW_ASSIGN_OR_RAISE(options.files.codec, delta::ParseCodec(args.compression));
   ARROW_ASSIGN_OR_RAISE(auto result, delta::Optimize(store, options));
   if (!result.version) {

@@ -1,9 +1,11 @@
 #include "ampdelta/delta/write/parquet_stitch.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <arrow/buffer.h>
 #include <arrow/io/memory.h>
@@ -156,6 +158,23 @@ class Stitcher {
     return arrow::Status::OK();
   }
 
+  // Copy `range` of input `i` to the sink through one reused buffer (fresh buffers the
+  // size of row groups would cost the kernel more in page faults than the copy itself).
+  arrow::Status Copy(size_t i, const ByteRange& range) {
+    constexpr int64_t kSlice = 4 * 1024 * 1024;
+    if (copy_buffer_.empty()) copy_buffer_.resize(kSlice);
+    for (int64_t done = 0; done < range.length;) {
+      const int64_t want = std::min(kSlice, range.length - done);
+      ARROW_ASSIGN_OR_RAISE(
+          const int64_t got,
+          inputs_[i].file->ReadAt(range.offset + done, want, copy_buffer_.data()));
+      if (got != want) return CannotStitch(i, "it is shorter than its footer says");
+      ARROW_RETURN_NOT_OK(Write(copy_buffer_.data(), got));
+      done += got;
+    }
+    return arrow::Status::OK();
+  }
+
   std::unique_ptr<parquet::ColumnChunkMetaData> Chunk(const PlacedRowGroup& placed,
                                                       int column) const {
     return inputs_[placed.input].footer->RowGroup(placed.row_group)->ColumnChunk(column);
@@ -167,12 +186,8 @@ class Stitcher {
       for (int r = 0; r < footer.num_row_groups(); ++r) {
         ARROW_ASSIGN_OR_RAISE(const ByteRange range,
                               RowGroupBytes(*footer.RowGroup(r), i));
-        ARROW_ASSIGN_OR_RAISE(auto bytes,
-                              inputs_[i].file->ReadAt(range.offset, range.length));
-        if (bytes->size() != range.length)
-          return CannotStitch(i, "it is shorter than its footer says");
         placed_.push_back({i, r, position_ - range.offset});
-        ARROW_RETURN_NOT_OK(Write(bytes->data(), bytes->size()));
+        ARROW_RETURN_NOT_OK(Copy(i, range));
         result_.rows += footer.RowGroup(r)->num_rows();
       }
     }
@@ -303,6 +318,7 @@ class Stitcher {
   std::vector<PlacedRowGroup> placed_;
   std::vector<parquet::IndexLocations> column_indexes_;
   std::vector<parquet::IndexLocations> offset_indexes_;
+  std::vector<uint8_t> copy_buffer_;
   StitchedFile result_;
 };
 
