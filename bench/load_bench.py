@@ -30,6 +30,9 @@ Snappy Parquet to local disk:
   encoder   the encoder's limit: bench/parquet_limit writes the same Arrow stream (captured once into
             an IPC file before the rounds) to Parquet with Arrow's writer, one file per core, the
             dictionary choice that suits the data (--dictionary auto), every file fsync'ed.
+  encoder_same  the same, encoding as ampdelta's writer does (--dictionary ampdelta: its
+            column plan), so writing the same Parquet: what ampdelta adds beyond it is the
+            load's own cost (statistics, the log, type conversion, the stream).
 
 The limit of a load is the slower of drain and encoder; the report names it ("limited_by").
 `--server-cpus` and `--loader-cpus` (taskset lists, e.g. 0-3 and 4-15) pin the servers and the
@@ -65,7 +68,9 @@ CLI = ROOT / "build/release/tools/ampdelta/ampdelta"
 PARQUET_LIMIT = ROOT / "build/release/bench/parquet_limit"
 PYTHON = sys.executable
 SQL = 'SELECT * FROM "acme/eth_mainnet".transactions'
-PEERS = ("ampdelta", "a", "s", "b", "c", "drain", "drain_single", "drain_memory", "encoder")
+PEERS = ("ampdelta", "a", "s", "b", "c", "drain", "drain_single", "drain_memory", "encoder",
+         "encoder_same")
+ENCODERS = {"encoder": "auto", "encoder_same": "ampdelta"}
 DRAINS = ("drain", "drain_single", "drain_memory")
 DELTA_PEERS = ("ampdelta", "a", "s", "b")
 SDK_BATCH_SIZE = 10_000  # amp.loaders.types.LoadConfig.batch_size default
@@ -582,8 +587,8 @@ def main() -> int:
                 else:
                     target.mkdir(parents=True)
                     cmd = [str(PARQUET_LIMIT), "--input", str(capture), "--output", str(target),
-                           "--codec", "snappy", "--dictionary", "auto"]
-                source = None if name == "encoder" else servers.get(name, server)
+                           "--codec", "snappy", "--dictionary", ENCODERS[name]]
+                source = None if name in ENCODERS else servers.get(name, server)
                 run = timed(pinned(cmd, args.loader_cpus), log_dir,
                             source.pid if source else None)
                 out = run.pop("stdout")
@@ -592,7 +597,7 @@ def main() -> int:
                     match = re.search(r"Loaded (\d+) rows", out)
                     if not match or int(match.group(1)) != rows:
                         raise RuntimeError(f"ampdelta load printed {out.strip()!r}, expected {rows} rows")
-                elif name == "encoder":
+                elif name in ENCODERS:
                     info = last_json(out)
                     run["seconds"], run["load_cpu"] = info["seconds"], info["cpu_seconds"]
                     run["reported_rows"] = info["rows"]
@@ -688,6 +693,13 @@ def main() -> int:
         for name in ("drain", "encoder"):
             if name in p:
                 ratios[f"ampdelta_seconds_over_{name}"] = round(base / p[name]["seconds_median"], 3)
+        if "encoder_same" in p:
+            # The encoder writing the Parquet ampdelta writes (its column plan).
+            ratios["ampdelta_seconds_over_encoder_same"] = round(
+                base / p["encoder_same"]["seconds_median"], 3)
+            ratios["ampdelta_cpu_over_encoder_same_cpu"] = round(
+                p["ampdelta"]["cpu_seconds_per_million_rows"]
+                / p["encoder_same"]["cpu_seconds_per_million_rows"], 3)
         if "encoder" in p:
             ratios["ampdelta_cpu_over_encoder_cpu"] = round(
                 p["ampdelta"]["cpu_seconds_per_million_rows"] / p["encoder"]["cpu_seconds_per_million_rows"], 3)

@@ -4,15 +4,19 @@
 // no type conversion and no statistics of ours.
 //
 //   parquet_limit --input stream.arrow --output DIR [--threads 0] [--codec snappy]
-//                 [--dictionary auto|all|none]
+//                 [--dictionary auto|all|none|ampdelta]
 //
 // The input is an Arrow IPC file (memory-mapped, so its pages count towards the peak
 // RSS). Each thread takes the next batch from the file and appends it to its own Parquet
 // file (1,048,576-row row groups); every file is fsync'ed before it counts as written, as
 // a commit requires. `--dictionary auto` turns dictionaries off for binary columns of 20
 // bytes or more (hashes, addresses, calldata), where they cost time and rarely shrink
-// anything. Arrow's pool is jemalloc, as in the ampdelta tool. Prints one JSON object:
-// rows, files, bytes, seconds, cpu_seconds, memory_pool.
+// anything. `--dictionary ampdelta` encodes as ampdelta's writer does (its column plan
+// from the first batch: dictionaries kept for columns that repeat, none for
+// mostly-distinct ones, incompressible columns stored uncompressed, its statistics and
+// page indexes): the same Parquet, so the limit of a load that writes it. Arrow's pool is
+// jemalloc, as in the ampdelta tool. Prints one JSON object: rows, files, bytes, seconds,
+// cpu_seconds, memory_pool.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -31,6 +35,7 @@
 #include <parquet/arrow/writer.h>
 #include <sys/resource.h>
 
+#include "ampdelta/delta/write/column_plan.h"
 #include "ampdelta/util/runtime.h"
 
 namespace {
@@ -62,7 +67,14 @@ bool IsWideBinary(const arrow::DataType& type) {
 }
 
 arrow::Result<std::shared_ptr<parquet::WriterProperties>> Properties(
-    const Options& options, const arrow::Schema& schema) {
+    const Options& options, const arrow::Schema& schema,
+    const arrow::RecordBatch& sample) {
+  if (options.dictionary == "ampdelta") {
+    ampdelta::delta::DataFileOptions files;
+    ARROW_ASSIGN_OR_RAISE(files.codec, ampdelta::delta::ParseCodec(options.codec));
+    ARROW_ASSIGN_OR_RAISE(auto plan, ampdelta::delta::PlanColumns(sample, files));
+    return ampdelta::delta::MakeWriterProperties(plan, files, schema);
+  }
   ARROW_ASSIGN_OR_RAISE(auto codec,
                         arrow::util::Codec::GetCompressionType(options.codec));
   parquet::WriterProperties::Builder builder;
@@ -74,8 +86,9 @@ arrow::Result<std::shared_ptr<parquet::WriterProperties>> Properties(
       if (IsWideBinary(*field->type())) builder.disable_dictionary(field->name());
     }
   } else if (options.dictionary != "all") {
-    return arrow::Status::Invalid("--dictionary must be auto, all or none, got '",
-                                  options.dictionary, "'");
+    return arrow::Status::Invalid(
+        "--dictionary must be auto, all, none or ampdelta, got '", options.dictionary,
+        "'");
   }
   return builder.build();
 }
@@ -123,11 +136,7 @@ arrow::Status Run(const Options& options, nlohmann::json* out) {
   ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::MemoryMappedFile::Open(
                                        options.input, arrow::io::FileMode::READ));
   ARROW_ASSIGN_OR_RAISE(auto reader, arrow::ipc::RecordBatchFileReader::Open(file));
-  ARROW_ASSIGN_OR_RAISE(auto properties, Properties(options, *reader->schema()));
-  const int threads =
-      options.threads > 0
-          ? options.threads
-          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = options.threads > 0 ? options.threads : ampdelta::UsableCores();
 
   // The reader is not meant for concurrent use: the batches (zero-copy views of the
   // mapping) are read before the clock starts.
@@ -136,6 +145,9 @@ arrow::Status Run(const Options& options, nlohmann::json* out) {
     ARROW_ASSIGN_OR_RAISE(auto batch, reader->ReadRecordBatch(i));
     batches.push_back(std::move(batch));
   }
+  if (batches.empty()) return arrow::Status::Invalid("no batches in ", options.input);
+  ARROW_ASSIGN_OR_RAISE(auto properties,
+                        Properties(options, *reader->schema(), *batches.front()));
   const double cpu_start = CpuSeconds();
   const auto start = Clock::now();
   std::atomic<size_t> next_batch{0};
@@ -176,7 +188,7 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--threads", options.threads, "files written at once (0: one per core)");
   app.add_option("--codec", options.codec, "Parquet codec");
-  app.add_option("--dictionary", options.dictionary, "auto, all or none");
+  app.add_option("--dictionary", options.dictionary, "auto, all, none or ampdelta");
   CLI11_PARSE(app, argc, argv);
   nlohmann::json out;
   if (const auto status = Run(options, &out); !status.ok()) {
