@@ -25,6 +25,18 @@ def load_points(report: dict, peer: str, key: str) -> tuple[list, list]:
     return cores, values
 
 
+def shared_point(report: dict, peer: str, key: str):
+    """(cores, value) of the run with the server on the loader's cores too, if any."""
+    shared = report.get("shared")
+    if not shared or peer not in shared["peers"]:
+        return None
+    cores = 0
+    for part in shared["loader_cpus"].split(","):
+        low, _, high = part.partition("-")
+        cores += int(high or low) - int(low) + 1
+    return cores, shared["peers"][peer][key]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("reports", nargs="+")
@@ -45,8 +57,15 @@ def main() -> int:
     for report, label, style in zip(reports, labels, styles):
         for peer, name in PEERS.items():
             cores, seconds = load_points(report, peer, "seconds_median")
+            line = None
             if cores:
-                axis.plot(cores, seconds, style, marker="o", label=f"{name} ({label})")
+                (line,) = axis.plot(cores, seconds, style, marker="o", label=f"{name} ({label})")
+            shared = shared_point(report, peer, "seconds_median")
+            if shared:
+                axis.plot(*shared, marker="s", fillstyle="none", linestyle="none",
+                          color=line.get_color() if line else None,
+                          label=f"{name}, server on the same cores ({label})")
+    axis.set_xlim(left=0)
     axis.set_xlabel("loader cores")
     axis.set_ylabel(f"seconds for {reports[0]['rows']:,} rows (median)")
     axis.set_ylim(bottom=0)
@@ -59,8 +78,14 @@ def main() -> int:
     for report, label, style in zip(reports, labels, styles):
         for peer in ("ampdelta", "b"):
             cores, rss = load_points(report, peer, "peak_rss_mib_median")
+            line = None
             if cores:
-                axis.plot(cores, rss, style, marker="o", label=f"{PEERS[peer]} ({label})")
+                (line,) = axis.plot(cores, rss, style, marker="o", label=f"{PEERS[peer]} ({label})")
+            shared = shared_point(report, peer, "peak_rss_mib_median")
+            if shared:
+                axis.plot(*shared, marker="s", fillstyle="none", linestyle="none",
+                          color=line.get_color() if line else None,
+                          label=f"{PEERS[peer]}, server on the same cores ({label})")
     axis.axhline(512, color="grey", linewidth=0.8)
     axis.text(0.02, 512, "512 MiB goal", fontsize=7, va="bottom",
               transform=axis.get_yaxis_transform())
