@@ -50,6 +50,24 @@ def test_optimize_compacts_and_every_reader_sees_the_same_rows(tmp_path):
     assert ids(table, "deltalake", version=5) == list(range(60))
 
 
+@pytest.mark.timeout(240)
+def test_optimize_stitches_large_row_groups_and_rewrites_when_asked(tmp_path):
+    # Three writes of 80,000 rows in two partitions: files of 40,000 rows, one row group
+    # each, which compaction copies as they are unless told to rewrite.
+    stitched, rewritten = tmp_path / "s", tmp_path / "r"
+    for table in (stitched, rewritten):
+        for start in range(0, 240_000, 80_000):
+            write(tmp_path, table, list(range(start, start + 80_000)), "--partition-by",
+                  "network", "--compression", "zstd")
+    assert "files_removed=6 files_added=2 files_stitched=6" in ampdelta(
+        "table", "optimize", stitched)
+    assert "files_removed=6 files_added=2 files_stitched=0" in ampdelta(
+        "table", "optimize", rewritten, "--rewrite")
+    for name in ("deltalake", "duckdb", "polars", "spark"):
+        for table in (stitched, rewritten):
+            assert ids(table, name) == list(range(240_000)), (name, table)
+
+
 @pytest.mark.timeout(180)
 def test_vacuum_really_deletes_unreferenced_files_and_readers_still_work(tmp_path):
     table = tmp_path / "t"
