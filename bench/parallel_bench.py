@@ -43,7 +43,6 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "interop"))
 sys.path.insert(0, str(ROOT / "bench"))
-import emulator_s3  # noqa: E402
 import load_bench  # noqa: E402  (the content check)
 
 CLI = ROOT / "build" / "release" / "tools" / "ampdelta" / "ampdelta"
@@ -221,6 +220,7 @@ def main() -> int:
         stores = [("local", None)]
         emulator = None
         if not args.no_s3:
+            import emulator_s3  # tests/interop: the S3 emulator, only when loading to it
             emulator = emulator_s3.start_s3_emulator()
             s3 = emulator.__enter__()
             s3.create_bucket("bench")

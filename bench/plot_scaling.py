@@ -53,49 +53,44 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     styles = ["-", "--", ":"]
 
-    fig, axis = plt.subplots(figsize=(6, 4))
-    for report, label, style in zip(reports, labels, styles):
-        for peer, name in PEERS.items():
-            cores, seconds = load_points(report, peer, "seconds_median")
-            line = None
-            if cores:
-                (line,) = axis.plot(cores, seconds, style, marker="o", label=f"{name} ({label})")
-            shared = shared_point(report, peer, "seconds_median")
-            if shared:
-                axis.plot(*shared, marker="s", fillstyle="none", linestyle="none",
-                          color=line.get_color() if line else None,
-                          label=f"{name}, server on the same cores ({label})")
-    axis.set_xlim(left=0)
-    axis.set_xlabel("loader cores")
-    axis.set_ylabel(f"seconds for {reports[0]['rows']:,} rows (median)")
-    axis.set_ylim(bottom=0)
-    axis.legend(fontsize=7)
-    axis.set_title("One load against loader cores")
-    fig.tight_layout()
-    fig.savefig(out / "load_vs_cores.png", dpi=110)
+    def plot_peers(axis, peers, key):
+        for report, label, style in zip(reports, labels, styles):
+            for peer in peers:
+                cores, values = load_points(report, peer, key)
+                line = None
+                if cores:
+                    (line,) = axis.plot(cores, values, style, marker="o",
+                                        label=f"{PEERS[peer]} ({label})")
+                shared = shared_point(report, peer, key)
+                if shared:
+                    axis.plot(*shared, marker="s", fillstyle="none", linestyle="none",
+                              color=line.get_color() if line else None,
+                              label=f"{PEERS[peer]}, server on the same cores ({label})")
+
+    def finish(fig, axis, xlabel: str, ylabel: str, title: str, name: str) -> None:
+        axis.set_xlabel(xlabel)
+        axis.set_ylabel(ylabel)
+        axis.set_ylim(bottom=0)
+        axis.legend(fontsize=7)
+        axis.set_title(title)
+        fig.tight_layout()
+        fig.savefig(out / f"{name}.png", dpi=110)
+        print(out / f"{name}.png")
 
     fig, axis = plt.subplots(figsize=(6, 4))
-    for report, label, style in zip(reports, labels, styles):
-        for peer in ("ampdelta", "b"):
-            cores, rss = load_points(report, peer, "peak_rss_mib_median")
-            line = None
-            if cores:
-                (line,) = axis.plot(cores, rss, style, marker="o", label=f"{PEERS[peer]} ({label})")
-            shared = shared_point(report, peer, "peak_rss_mib_median")
-            if shared:
-                axis.plot(*shared, marker="s", fillstyle="none", linestyle="none",
-                          color=line.get_color() if line else None,
-                          label=f"{PEERS[peer]}, server on the same cores ({label})")
+    plot_peers(axis, PEERS, "seconds_median")
+    axis.set_xlim(left=0)
+    finish(fig, axis, "loader cores", f"seconds for {reports[0]['rows']:,} rows (median)",
+           "One load against loader cores", "load_vs_cores")
+
+    fig, axis = plt.subplots(figsize=(6, 4))
+    plot_peers(axis, ("ampdelta", "b"), "peak_rss_mib_median")
     axis.axhline(512, color="grey", linewidth=0.8)
     axis.text(0.02, 512, "512 MiB goal", fontsize=7, va="bottom",
               transform=axis.get_yaxis_transform())
-    axis.set_xlabel("loader cores")
-    axis.set_ylabel("peak RSS, MiB (median)")
-    axis.set_ylim(bottom=0)
-    axis.legend(fontsize=7)
-    axis.set_title("Peak memory against loader cores")
-    fig.tight_layout()
-    fig.savefig(out / "rss_vs_cores.png", dpi=110)
+    axis.set_xlim(left=0)
+    finish(fig, axis, "loader cores", "peak RSS, MiB (median)",
+           "Peak memory against loader cores", "rss_vs_cores")
 
     fig, axis = plt.subplots(figsize=(6, 4))
     for report, label, style in zip(reports, labels, styles):
@@ -107,15 +102,8 @@ def main() -> int:
         axis.plot(workers, rate, style, marker="o", label=f"--workers N ({label})")
         axis.plot(workers, [rate[0] * w / workers[0] for w in workers], style, color="grey",
                   linewidth=0.8, label=f"linear from {workers[0]} ({label})")
-    axis.set_xlabel("workers")
-    axis.set_ylabel("million rows per second (median)")
-    axis.set_ylim(bottom=0)
-    axis.legend(fontsize=7)
-    axis.set_title("Parallel backfill, final compaction included")
-    fig.tight_layout()
-    fig.savefig(out / "workers_vs_throughput.png", dpi=110)
-    for name in ("load_vs_cores", "rss_vs_cores", "workers_vs_throughput"):
-        print(out / f"{name}.png")
+    finish(fig, axis, "workers", "million rows per second (median)",
+           "Parallel backfill, final compaction included", "workers_vs_throughput")
     return 0
 
 

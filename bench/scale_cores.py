@@ -29,11 +29,11 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import load_bench  # noqa: E402  (the CLI's path, row counting)
+import load_bench  # noqa: E402  (the CLI's path)
+import parallel_bench  # noqa: E402  (timed runs with their peak RSS)
 
 
 def cpu_list(spec: str) -> list[int]:
@@ -74,22 +74,8 @@ def run_load_bench(args, loader_cpus: str, work: pathlib.Path) -> dict:
 
 def timed_load(cmd: list, cpus: str) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MiB, stderr) of an `ampdelta load` pinned to `cpus`."""
-    os.sync()
-    start = time.perf_counter()
-    proc = subprocess.Popen(["taskset", "-c", cpus, *cmd], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    chunks = {"out": [], "err": []}
-    readers = [threading.Thread(target=lambda s, k: chunks[k].append(s.read()), args=(p, k))
-               for p, k in ((proc.stdout, "out"), (proc.stderr, "err"))]
-    for reader in readers:
-        reader.start()
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    for reader in readers:
-        reader.join()
-    if status != 0:
-        raise RuntimeError(f"{cmd[:2]} failed ({status}): {''.join(chunks['err'])[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024.0, "".join(chunks["err"])
+    seconds, rss, _, err = parallel_bench.timed(["taskset", "-c", cpus, *cmd])
+    return seconds, rss, err
 
 
 def footer_rows(table: pathlib.Path) -> int:
@@ -156,7 +142,7 @@ def main() -> int:
     parser.add_argument("--shared-cpus", default=None,
                         help="one more load_bench point with server and loader on these cores")
     parser.add_argument("--workers", default="1,2,4,8")
-    parser.add_argument("--peers", default="ampdelta,b,drain,encoder")
+    parser.add_argument("--peers", default="ampdelta,b,drain,encoder,encoder_same")
     parser.add_argument("--dataset", choices=("transactions", "logs"), default="transactions")
     parser.add_argument("--json-out", default=None)
     args = parser.parse_args()

@@ -32,7 +32,7 @@ python3 $B/scale_cores.py --rows "$ROWS" --rounds "$ROUNDS" --server-cpus "$SERV
 echo "scale rc=$?"; tail -5 "$OUT/scale.err"
 step "logs"
 python3 $B/load_bench.py --rows "$ROWS" --rounds "$ROUNDS" --dataset logs \
-  --peers ampdelta,b,drain,encoder --server-cpus "$SERVER" --loader-cpus "$LOADER" \
+  --peers ampdelta,b,drain,encoder,encoder_same --server-cpus "$SERVER" --loader-cpus "$LOADER" \
   --json-out "$OUT/logs.json" > /dev/null 2> "$OUT/logs.err"
 echo "logs rc=$?"; tail -3 "$OUT/logs.err"
 step "decoded events"
