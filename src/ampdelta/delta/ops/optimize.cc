@@ -280,6 +280,25 @@ arrow::Result<Add> StitchBin(const Snapshot& snapshot, const std::vector<const A
   return add;
 }
 
+// `bin` stitched into one new file when that is worth it and possible, else nullopt (the
+// caller rewrites it).
+arrow::Result<std::optional<Add>> TryStitch(
+    const Snapshot& snapshot, const std::vector<const Add*>& bin,
+    const OptimizeOptions& options, const DataFileOptions& file_options,
+    const std::vector<std::string>& partition_keys) {
+  ARROW_ASSIGN_OR_RAISE(
+      auto inputs,
+      StitchInputs(snapshot, bin, options.stitch_min_rows_per_group, file_options.codec));
+  if (!inputs) return std::nullopt;
+  auto stitched = StitchBin(snapshot, bin, *inputs, file_options, partition_keys);
+  if (stitched.status().IsNotImplemented()) {
+    AMPDELTA_LOG_DEBUG("optimize rewrites a bin: ", stitched.status().message());
+    return std::nullopt;
+  }
+  ARROW_RETURN_NOT_OK(stitched.status());
+  return std::move(*stitched);
+}
+
 }  // namespace
 
 arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> store,
@@ -364,21 +383,17 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<const Snapshot> snapshot,
   };
   arrow::Status compacted = [&]() -> arrow::Status {
     for (const auto& bin : bins) {
-      std::optional<std::vector<StitchInput>> stitchable;
+      ARROW_ASSIGN_OR_RAISE(std::optional<NullableStringMap> tags, bin_tags(bin));
       if (clustering.empty()) {
         ARROW_ASSIGN_OR_RAISE(
-            stitchable, StitchInputs(*snapshot, bin, options.stitch_min_rows_per_group,
-                                     file_options.codec));
-      }
-      if (stitchable) {
-        auto stitched =
-            StitchBin(*snapshot, bin, *stitchable, file_options, partition_keys);
-        if (stitched.ok()) {
+            std::optional<Add> stitched,
+            TryStitch(*snapshot, bin, options, file_options, partition_keys));
+        if (stitched) {
           for (const Add* file : bin) {
             removes.push_back(RemoveFor(*file, /*data_change=*/false));
             read.push_back(snapshot->FileKey(file->path));
           }
-          ARROW_ASSIGN_OR_RAISE(stitched->tags, bin_tags(bin));
+          stitched->tags = tags;
           result.rows += StatsNumRecords(*stitched).value_or(0);
           result.files_stitched += static_cast<int64_t>(bin.size());
           adds.push_back(std::move(*stitched));
@@ -386,8 +401,6 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<const Snapshot> snapshot,
               PartitionFolder(partition_keys, bin.front()->partition_values));
           continue;
         }
-        if (!stitched.status().IsNotImplemented()) return stitched.status();
-        AMPDELTA_LOG_DEBUG("optimize rewrites a bin: ", stitched.status().message());
       }
       DataFileOptions bin_options = file_options;
       if (!clustering.empty()) {
@@ -432,7 +445,6 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<const Snapshot> snapshot,
         ARROW_ASSIGN_OR_RAISE(const int64_t sorted_rows, WriteRows(*rows, writer.get()));
         result.rows += sorted_rows;
       }
-      ARROW_ASSIGN_OR_RAISE(std::optional<NullableStringMap> tags, bin_tags(bin));
       if (writer->rows_written() == 0 && tags && !tags->empty()) {
         // Only 0-row files (what a delete leaves to hold a stream's ranges): one keeps
         // them.
