@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -128,6 +129,26 @@ void DescribeColumnChunk(const parquet::ColumnChunkMetaData& chunk, int64_t shif
               dictionary_pages, data_pages);
 }
 
+// An offset index (each page's place in the file) with every page `shift` bytes later.
+arrow::Result<std::shared_ptr<arrow::Buffer>> MovedOffsetIndex(
+    const std::shared_ptr<arrow::Buffer>& bytes, int64_t shift) {
+  auto index = parquet::OffsetIndex::Make(bytes->data(), bytes->size(),
+                                          parquet::default_reader_properties());
+  auto moved = parquet::OffsetIndexBuilder::Make();
+  const auto& pages = index->page_locations();
+  const auto& unencoded = index->unencoded_byte_array_data_bytes();
+  for (size_t page = 0; page < pages.size(); ++page) {
+    std::optional<int64_t> unencoded_bytes;
+    if (page < unencoded.size()) unencoded_bytes = unencoded[page];
+    moved->AddPage(pages[page].offset + shift, pages[page].compressed_page_size,
+                   pages[page].first_row_index, unencoded_bytes);
+  }
+  moved->Finish(0);
+  ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
+  moved->WriteTo(sink.get());
+  return sink->Finish();
+}
+
 // A row group's place in the output.
 struct PlacedRowGroup {
   size_t input = 0;
@@ -144,8 +165,14 @@ class Stitcher {
     ARROW_RETURN_NOT_OK(CheckStitchable(inputs_));
     ARROW_RETURN_NOT_OK(Write(kMagic, kMagicSize));
     ARROW_RETURN_NOT_OK(CopyRowGroups());
-    ARROW_RETURN_NOT_OK(CopyColumnIndexes());
-    ARROW_RETURN_NOT_OK(MoveOffsetIndexes());
+    // Column indexes hold page statistics, no offsets: copied as they are.
+    ARROW_RETURN_NOT_OK(WriteIndexes(
+        parquet::IndexKind::kColumnIndex, &column_indexes_,
+        [](std::shared_ptr<arrow::Buffer> bytes, int64_t) {
+          return arrow::Result<std::shared_ptr<arrow::Buffer>>(std::move(bytes));
+        }));
+    ARROW_RETURN_NOT_OK(WriteIndexes(parquet::IndexKind::kOffsetIndex, &offset_indexes_,
+                                     MovedOffsetIndex));
     ARROW_RETURN_NOT_OK(WriteFooter());
     ARROW_ASSIGN_OR_RAISE(result_.bytes, sink_->Tell());
     return result_;
@@ -195,54 +222,27 @@ class Stitcher {
     return arrow::Status::OK();
   }
 
-  // Column indexes hold page statistics, no offsets: copied as they are.
-  arrow::Status CopyColumnIndexes() {
-    column_indexes_.resize(placed_.size());
+  // Write one kind of page index for every placed column chunk, as `rewrite` makes it
+  // from the input's bytes and the row group's shift, recording where each went.
+  template <typename Rewrite>
+  arrow::Status WriteIndexes(parquet::IndexKind kind,
+                             std::vector<parquet::IndexLocations>* locations,
+                             Rewrite rewrite) {
+    locations->resize(placed_.size());
     for (size_t p = 0; p < placed_.size(); ++p) {
-      const auto& footer = *inputs_[placed_[p].input].footer;
-      for (int c = 0; c < footer.num_columns(); ++c) {
-        auto location = Chunk(placed_[p], c)->GetColumnIndexLocation();
+      const auto& input = inputs_[placed_[p].input];
+      for (int c = 0; c < input.footer->num_columns(); ++c) {
+        auto chunk = Chunk(placed_[p], c);
+        auto location = kind == parquet::IndexKind::kColumnIndex
+                            ? chunk->GetColumnIndexLocation()
+                            : chunk->GetOffsetIndexLocation();
         if (!location) continue;
-        ARROW_ASSIGN_OR_RAISE(auto bytes, inputs_[placed_[p].input].file->ReadAt(
-                                              location->offset, location->length));
-        column_indexes_[p].push_back(
-            {{0, c}, {position_, static_cast<int32_t>(bytes->size())}});
-        ARROW_RETURN_NOT_OK(Write(bytes->data(), bytes->size()));
-      }
-    }
-    return arrow::Status::OK();
-  }
-
-  // Offset indexes name each page's offset in the file: rebuilt with the row group's
-  // shift.
-  arrow::Status MoveOffsetIndexes() {
-    offset_indexes_.resize(placed_.size());
-    const parquet::ReaderProperties properties = parquet::default_reader_properties();
-    for (size_t p = 0; p < placed_.size(); ++p) {
-      const auto& footer = *inputs_[placed_[p].input].footer;
-      for (int c = 0; c < footer.num_columns(); ++c) {
-        auto location = Chunk(placed_[p], c)->GetOffsetIndexLocation();
-        if (!location) continue;
-        ARROW_ASSIGN_OR_RAISE(auto bytes, inputs_[placed_[p].input].file->ReadAt(
-                                              location->offset, location->length));
-        auto index = parquet::OffsetIndex::Make(bytes->data(), bytes->size(), properties);
-        auto moved = parquet::OffsetIndexBuilder::Make();
-        const auto& pages = index->page_locations();
-        const auto& unencoded = index->unencoded_byte_array_data_bytes();
-        for (size_t page = 0; page < pages.size(); ++page) {
-          std::optional<int64_t> unencoded_bytes;
-          if (page < unencoded.size()) unencoded_bytes = unencoded[page];
-          moved->AddPage(pages[page].offset + placed_[p].shift,
-                         pages[page].compressed_page_size, pages[page].first_row_index,
-                         unencoded_bytes);
-        }
-        moved->Finish(0);
-        ARROW_ASSIGN_OR_RAISE(auto buffer, arrow::io::BufferOutputStream::Create());
-        moved->WriteTo(buffer.get());
-        ARROW_ASSIGN_OR_RAISE(auto serialized, buffer->Finish());
-        offset_indexes_[p].push_back(
-            {{0, c}, {position_, static_cast<int32_t>(serialized->size())}});
-        ARROW_RETURN_NOT_OK(Write(serialized->data(), serialized->size()));
+        ARROW_ASSIGN_OR_RAISE(auto bytes,
+                              input.file->ReadAt(location->offset, location->length));
+        ARROW_ASSIGN_OR_RAISE(auto written, rewrite(bytes, placed_[p].shift));
+        (*locations)[p].push_back(
+            {{0, c}, {position_, static_cast<int32_t>(written->size())}});
+        ARROW_RETURN_NOT_OK(Write(written->data(), written->size()));
       }
     }
     return arrow::Status::OK();
