@@ -6,15 +6,12 @@
 #include <arrow/type.h>
 
 #include "ampdelta/devserver/functions.h"
+#include "ampdelta/devserver/query_error.h"
 
 namespace ampdelta::devserver {
 namespace {
 
 namespace cp = arrow::compute;
-
-arrow::Status Invalid(const std::string& what) {
-  return arrow::Status::Invalid("invalid query: ", what);
-}
 
 std::shared_ptr<arrow::DataType> LiteralType(const sql::Literal& literal) {
   switch (literal.kind) {
@@ -77,7 +74,8 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> LiteralValue(const sql::Literal& l
       return arrow::MakeNullScalar(arrow::null());
     default: {
       auto value = arrow::Scalar::Parse(LiteralType(literal), literal.text);
-      if (!value.ok()) return Invalid("the number " + literal.text + " is out of range");
+      if (!value.ok())
+        return InvalidQuery("the number " + literal.text + " is out of range");
       return value;
     }
   }
@@ -130,7 +128,7 @@ arrow::Result<int> FindField(const arrow::Schema& input, const std::string& name
                              const std::string& source_name) {
   const int index = input.GetFieldIndex(name);
   if (index < 0) {
-    return Invalid("column '" + name + "' not found in " + source_name);
+    return InvalidQuery("column '" + name + "' not found in " + source_name);
   }
   return index;
 }
@@ -168,20 +166,20 @@ arrow::Result<std::shared_ptr<const BoundExpression>> BindExpression(
                             BindExpression(expression.args[0], input, source_name));
       const auto& type = *parent->field()->type();
       if (type.id() != arrow::Type::STRUCT) {
-        return Invalid("cannot take field '" + expression.name + "' of " +
-                       parent->field()->name() + ", which is " + type.ToString() +
-                       ", not a struct");
+        return InvalidQuery("cannot take field '" + expression.name + "' of " +
+                            parent->field()->name() + ", which is " + type.ToString() +
+                            ", not a struct");
       }
       const int index =
           static_cast<const arrow::StructType&>(type).GetFieldIndex(expression.name);
       if (index < 0) {
-        return Invalid("field '" + expression.name + "' not found (or not unique) in " +
-                       type.ToString());
+        return InvalidQuery("field '" + expression.name +
+                            "' not found (or not unique) in " + type.ToString());
       }
       return std::make_shared<FieldExpression>(std::move(parent), index, name);
     }
   }
-  return Invalid("unknown expression");
+  return InvalidQuery("unknown expression");
 }
 
 arrow::Result<std::shared_ptr<arrow::Scalar>> EvaluateConstant(
@@ -191,7 +189,7 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> EvaluateConstant(
   ARROW_ASSIGN_OR_RAISE(auto value, expression.Evaluate(*empty));
   if (value.is_scalar()) return value.scalar();
   if (value.is_array() && value.length() == 1) return value.make_array()->GetScalar(0);
-  return Invalid(
+  return InvalidQuery(
       "the right side of a comparison must be a literal or a function of "
       "literals");
 }

@@ -13,6 +13,7 @@
 #include <arrow/table.h>
 #include <arrow/type.h>
 
+#include "ampdelta/devserver/query_error.h"
 #include "ampdelta/util/hex.h"
 #include "ampdelta/util/numbers.h"
 
@@ -21,10 +22,6 @@ namespace {
 
 namespace cp = arrow::compute;
 namespace acero = arrow::acero;
-
-arrow::Status Invalid(const std::string& what) {
-  return arrow::Status::Invalid("invalid query: ", what);
-}
 
 const char* ComparisonFunction(sql::CompareOp op) {
   switch (op) {
@@ -62,8 +59,9 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> TypeLiteral(const sql::Literal& li
                                                           const arrow::Field& field) {
   const auto& type = field.type();
   auto mismatch = [&](const std::string& why) {
-    return Invalid("cannot compare column '" + field.name() + "' (" + type->ToString() +
-                   ") with " + Describe(literal) + (why.empty() ? "" : ": " + why));
+    return InvalidQuery("cannot compare column '" + field.name() + "' (" +
+                        type->ToString() + ") with " + Describe(literal) +
+                        (why.empty() ? "" : ": " + why));
   };
   std::shared_ptr<arrow::Scalar> raw;
   switch (literal.kind) {
@@ -156,8 +154,8 @@ arrow::Result<int> FindColumn(const arrow::Schema& schema, const std::string& na
     if (!available.empty()) available += ", ";
     available += field->name();
   }
-  return Invalid("column '" + name + "' not found in " + source_name +
-                 " (available: " + available + ")");
+  return InvalidQuery("column '" + name + "' not found in " + source_name +
+                      " (available: " + available + ")");
 }
 
 }  // namespace
@@ -177,7 +175,8 @@ arrow::Result<std::shared_ptr<Dataset>> Catalog::Find(const std::string& name) c
   for (const auto& [full, dataset] : datasets_) {
     const size_t slash = full.find('/');
     if (slash != std::string::npos && full.substr(slash + 1) == key) {
-      if (match != nullptr) return Invalid("dataset name '" + name + "' is ambiguous");
+      if (match != nullptr)
+        return InvalidQuery("dataset name '" + name + "' is ambiguous");
       match = dataset;
     }
   }
@@ -185,8 +184,8 @@ arrow::Result<std::shared_ptr<Dataset>> Catalog::Find(const std::string& name) c
   std::string known;
   for (const auto& [full, dataset] : datasets_)
     known += (known.empty() ? "" : ", ") + full;
-  return Invalid("table reference resolution failed: dataset '" + name +
-                 "' not found (known: " + known + ")");
+  return InvalidQuery("table reference resolution failed: dataset '" + name +
+                      "' not found (known: " + known + ")");
 }
 
 arrow::Result<std::shared_ptr<arrow::Field>> BoundQuery::BindAggregate(
@@ -219,7 +218,7 @@ arrow::Status BoundQuery::BindGrouping(const sql::SelectStatement& statement,
   grouping.first_row_per_key = !statement.distinct_on.empty();
   grouping.distinct_all = statement.distinct;
   if (!statement.group_by.empty() && (statement.distinct || grouping.first_row_per_key)) {
-    return Invalid("unsupported SQL construct: DISTINCT with GROUP BY");
+    return InvalidQuery("unsupported SQL construct: DISTINCT with GROUP BY");
   }
   const auto& key_names =
       grouping.first_row_per_key ? statement.distinct_on : statement.group_by;
@@ -248,12 +247,12 @@ arrow::Status BoundQuery::BindGrouping(const sql::SelectStatement& statement,
         break;
       }
       case sql::SelectItem::Kind::kExpression:
-        return Invalid(
+        return InvalidQuery(
             "unsupported SQL construct: a function call in a GROUP BY or DISTINCT query; "
             "call it in a subquery");
       case sql::SelectItem::Kind::kAggregate: {
         if (statement.group_by.empty()) {
-          return Invalid("unsupported SQL construct: aggregates with DISTINCT");
+          return InvalidQuery("unsupported SQL construct: aggregates with DISTINCT");
         }
         ARROW_ASSIGN_OR_RAISE(auto field,
                               BindAggregate(item, *input, source_name, query));
@@ -274,8 +273,9 @@ arrow::Status BoundQuery::BindGrouping(const sql::SelectStatement& statement,
     for (const auto& output : grouping.outputs) {
       if (output.column >= 0 && std::find(grouping.keys.begin(), grouping.keys.end(),
                                           output.column) == grouping.keys.end()) {
-        return Invalid("column '" + input->field(output.column)->name() +
-                       "' must appear in GROUP BY or be used in an aggregate function");
+        return InvalidQuery(
+            "column '" + input->field(output.column)->name() +
+            "' must appear in GROUP BY or be used in an aggregate function");
       }
     }
   }
@@ -296,10 +296,10 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> BoundQuery::ComparisonValue(
   if (value->type->Equals(*column.type())) return value;
   auto cast = value->CastTo(column.type());
   if (!cast.ok()) {
-    return Invalid("cannot compare column '" + column.name() + "' (" +
-                   column.type()->ToString() + ") with " +
-                   comparison.computed->DisplayName() + " (" + value->type->ToString() +
-                   ")");
+    return InvalidQuery("cannot compare column '" + column.name() + "' (" +
+                        column.type()->ToString() + ") with " +
+                        comparison.computed->DisplayName() + " (" +
+                        value->type->ToString() + ")");
   }
   return *cast;
 }
@@ -361,7 +361,8 @@ arrow::Status BoundQuery::BindStage(const sql::SelectStatement& statement,
     }
   }
   if (any_aggregate && any_plain) {
-    return Invalid("unsupported SQL construct: columns mixed with aggregates (GROUP BY)");
+    return InvalidQuery(
+        "unsupported SQL construct: columns mixed with aggregates (GROUP BY)");
   }
   if (any_aggregate) {
     // Aggregation happens after the last stage's filters; the stage passes every column.
@@ -395,7 +396,8 @@ arrow::Result<std::shared_ptr<const BoundQuery>> BoundQuery::Bind(
   ARROW_ASSIGN_OR_RAISE(query->dataset_, catalog.Find(table_name.dataset));
   auto schema = query->dataset_->TableSchema(table_name.table);
   if (!schema.ok()) {
-    return Invalid("table reference resolution failed: " + schema.status().message());
+    return InvalidQuery("table reference resolution failed: " +
+                        schema.status().message());
   }
   query->table_ = table_name.table;
   std::shared_ptr<arrow::Schema> input = *schema;
@@ -403,17 +405,18 @@ arrow::Result<std::shared_ptr<const BoundQuery>> BoundQuery::Bind(
   for (size_t i = chain.size(); i-- > 0;) {
     const sql::SelectStatement* stage = chain[i];
     if (i > 0) {
-      if (stage->limit) return Invalid("unsupported SQL construct: LIMIT in a subquery");
+      if (stage->limit)
+        return InvalidQuery("unsupported SQL construct: LIMIT in a subquery");
       for (const auto& item : stage->items) {
         if (item.kind == sql::SelectItem::Kind::kAggregate) {
-          return Invalid("unsupported SQL construct: aggregate in a subquery");
+          return InvalidQuery("unsupported SQL construct: aggregate in a subquery");
         }
       }
       if (!stage->group_by.empty()) {
-        return Invalid("unsupported SQL construct: GROUP BY in a subquery");
+        return InvalidQuery("unsupported SQL construct: GROUP BY in a subquery");
       }
       if (stage->distinct || !stage->distinct_on.empty()) {
-        return Invalid("unsupported SQL construct: DISTINCT in a subquery");
+        return InvalidQuery("unsupported SQL construct: DISTINCT in a subquery");
       }
     }
     ARROW_RETURN_NOT_OK(BindStage(*stage, input, source_name, query.get()));
@@ -425,9 +428,9 @@ arrow::Result<std::shared_ptr<const BoundQuery>> BoundQuery::Bind(
   for (size_t i = 0; i < fields.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (fields[i]->name() == fields[j]->name()) {
-        return Invalid("the result has two columns named '" + fields[i]->name() +
-                       "' (positions " + std::to_string(j) + " and " + std::to_string(i) +
-                       "); give one an alias (AS)");
+        return InvalidQuery("the result has two columns named '" + fields[i]->name() +
+                            "' (positions " + std::to_string(j) + " and " +
+                            std::to_string(i) + "); give one an alias (AS)");
       }
     }
   }

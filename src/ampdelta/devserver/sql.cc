@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ampdelta/devserver/functions.h"
+#include "ampdelta/devserver/query_error.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/hex.h"
 #include "ampdelta/util/numbers.h"
@@ -29,10 +30,6 @@ struct Token {
   size_t offset;
 };
 
-arrow::Status Invalid(const std::string& what) {
-  return arrow::Status::Invalid("invalid query: ", what);
-}
-
 arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
   std::vector<Token> tokens;
   size_t i = 0;
@@ -50,7 +47,7 @@ arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
     const size_t start = i;
     if ((c == 'x' || c == 'X') && i + 1 < n && text[i + 1] == '\'') {
       size_t close = text.find('\'', i + 2);
-      if (close == std::string::npos) return Invalid("unterminated hex literal");
+      if (close == std::string::npos) return InvalidQuery("unterminated hex literal");
       tokens.push_back({TokenKind::kHex, text.substr(i + 2, close - i - 2), start});
       i = close + 1;
       continue;
@@ -69,8 +66,8 @@ arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
              (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
         if (text[i] == '.') {
           if (is_float) {
-            return Invalid("malformed number near '" + text.substr(start, i - start + 1) +
-                           "'");
+            return InvalidQuery("malformed number near '" +
+                                text.substr(start, i - start + 1) + "'");
           }
           is_float = true;
         }
@@ -78,8 +75,8 @@ arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
       }
       if (i < n &&
           (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_')) {
-        return Invalid("malformed number near '" + text.substr(start, i - start + 1) +
-                       "'");
+        return InvalidQuery("malformed number near '" +
+                            text.substr(start, i - start + 1) + "'");
       }
       tokens.push_back({is_float ? TokenKind::kFloat : TokenKind::kInteger,
                         text.substr(start, i - start), start});
@@ -103,8 +100,8 @@ arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
         value.push_back(text[i++]);
       }
       if (!closed) {
-        return Invalid(std::string("unterminated ") +
-                       (c == '\'' ? "string literal" : "quoted identifier"));
+        return InvalidQuery(std::string("unterminated ") +
+                            (c == '\'' ? "string literal" : "quoted identifier"));
       }
       tokens.push_back(
           {c == '\'' ? TokenKind::kString : TokenKind::kQuoted, value, start});
@@ -126,7 +123,7 @@ arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
       ++i;
       continue;
     }
-    return Invalid(std::string("unexpected character '") + c + "'");
+    return InvalidQuery(std::string("unexpected character '") + c + "'");
   }
   tokens.push_back({TokenKind::kEnd, "", n});
   return tokens;
@@ -187,19 +184,19 @@ class Parser {
 
   arrow::Status UnexpectedHere() const {
     const Token& token = Peek();
-    if (token.kind == TokenKind::kEnd) return Invalid("unexpected end of query");
+    if (token.kind == TokenKind::kEnd) return InvalidQuery("unexpected end of query");
     if (token.kind == TokenKind::kIdentifier) {
       if (auto clause = UnsupportedClause(AsciiUpper(token.text))) {
-        return Invalid("unsupported SQL construct: " + *clause);
+        return InvalidQuery("unsupported SQL construct: " + *clause);
       }
     }
     if (token.kind == TokenKind::kSymbol &&
         std::string("+-/%||").find(token.text) != std::string::npos) {
-      return Invalid("unsupported SQL construct: arithmetic operator '" + token.text +
-                     "'");
+      return InvalidQuery("unsupported SQL construct: arithmetic operator '" +
+                          token.text + "'");
     }
-    return Invalid("unexpected '" + token.text + "' at offset " +
-                   std::to_string(token.offset));
+    return InvalidQuery("unexpected '" + token.text + "' at offset " +
+                        std::to_string(token.offset));
   }
 
   arrow::Status Expect(const char* symbol) {
@@ -230,10 +227,10 @@ class Parser {
     }
     if (token.kind == TokenKind::kIdentifier) {
       if (auto clause = UnsupportedClause(AsciiUpper(token.text))) {
-        return Invalid("unsupported SQL construct: " + *clause);
+        return InvalidQuery("unsupported SQL construct: " + *clause);
       }
     }
-    return Invalid(std::string("expected ") + what + ", found '" + token.text + "'");
+    return InvalidQuery(std::string("expected ") + what + ", found '" + token.text + "'");
   }
 
   // A column reference: `name` or `qualifier.name`.
@@ -297,12 +294,13 @@ class Parser {
       } else if (function == "COUNT") {
         item.function = AggregateFn::kCount;
       } else {
-        return Invalid("unsupported SQL construct: function " + function + "()");
+        return InvalidQuery("unsupported SQL construct: function " + function + "()");
       }
-      if (IsKeyword("DISTINCT")) return Invalid("unsupported SQL construct: DISTINCT");
+      if (IsKeyword("DISTINCT"))
+        return InvalidQuery("unsupported SQL construct: DISTINCT");
       if (IsSymbol("*")) {
         if (item.function != AggregateFn::kCount) {
-          return Invalid(function + "(*) is not valid; name a column");
+          return InvalidQuery(function + "(*) is not valid; name a column");
         }
         Advance();
       } else {
@@ -321,7 +319,7 @@ class Parser {
     }
     if (token.kind == TokenKind::kInteger || token.kind == TokenKind::kString ||
         token.kind == TokenKind::kFloat) {
-      return Invalid("unsupported SQL construct: literal in select list");
+      return InvalidQuery("unsupported SQL construct: literal in select list");
     }
     if (IsSymbol("[", 1) || (IsSymbol(".", 1) && IsSymbol("[", 3))) {
       return ParseExpressionItem();
@@ -329,8 +327,8 @@ class Parser {
     ARROW_ASSIGN_OR_RAISE(item.column, ParseColumnRef());
     if (Peek().kind == TokenKind::kSymbol &&
         std::string("+-/%||*").find(Peek().text) != std::string::npos && !IsSymbol(",")) {
-      return Invalid("unsupported SQL construct: arithmetic operator '" + Peek().text +
-                     "'");
+      return InvalidQuery("unsupported SQL construct: arithmetic operator '" +
+                          Peek().text + "'");
     }
     ARROW_ASSIGN_OR_RAISE(item.alias, ParseOptionalAlias());
     return item;
@@ -357,7 +355,8 @@ class Parser {
     while (IsSymbol("[")) {
       Advance();
       if (Peek().kind != TokenKind::kString) {
-        return Invalid("a struct field is named by a string literal, e.g. ['value']");
+        return InvalidQuery(
+            "a struct field is named by a string literal, e.g. ['value']");
       }
       Expression field;
       field.kind = Expression::Kind::kField;
@@ -375,12 +374,12 @@ class Parser {
     const Token& token = Peek();
     if (token.kind == TokenKind::kIdentifier && IsSymbol("(", 1)) {
       if (!IsScalarFunction(AsciiLower(token.text)) && !IsAggregate(token.text)) {
-        return Invalid("unsupported SQL construct: function " + AsciiUpper(token.text) +
-                       "()");
+        return InvalidQuery("unsupported SQL construct: function " +
+                            AsciiUpper(token.text) + "()");
       }
       if (IsAggregate(token.text)) {
-        return Invalid("unsupported SQL construct: aggregate " + AsciiUpper(token.text) +
-                       "() inside an expression");
+        return InvalidQuery("unsupported SQL construct: aggregate " +
+                            AsciiUpper(token.text) + "() inside an expression");
       }
       expression.kind = Expression::Kind::kCall;
       expression.name = AsciiLower(Advance().text);
@@ -428,14 +427,14 @@ class Parser {
         literal.text = (negative ? "-" : "") + token.text;
         break;
       case TokenKind::kString:
-        if (negative) return Invalid("'-' before a string literal");
+        if (negative) return InvalidQuery("'-' before a string literal");
         literal.kind = Literal::Kind::kString;
         literal.text = token.text;
         break;
       case TokenKind::kHex: {
-        if (negative) return Invalid("'-' before a hex literal");
+        if (negative) return InvalidQuery("'-' before a hex literal");
         auto bytes = FromHex(token.text);
-        if (!bytes.ok()) return Invalid("bad hex literal x'" + token.text + "'");
+        if (!bytes.ok()) return InvalidQuery("bad hex literal x'" + token.text + "'");
         literal.kind = Literal::Kind::kHexBytes;
         literal.text = *bytes;
         break;
@@ -448,10 +447,11 @@ class Parser {
           break;
         }
         if (!negative && word == "NULL") {
-          return Invalid("unsupported SQL construct: comparison with NULL");
+          return InvalidQuery("unsupported SQL construct: comparison with NULL");
         }
-        return Invalid("unsupported SQL construct: comparison between columns or with '" +
-                       token.text + "'");
+        return InvalidQuery(
+            "unsupported SQL construct: comparison between columns or with '" +
+            token.text + "'");
       }
       default:
         return UnexpectedHere();
@@ -468,7 +468,7 @@ class Parser {
       --depth_;
       return Expect(")");
     }
-    if (IsKeyword("NOT")) return Invalid("unsupported SQL construct: NOT");
+    if (IsKeyword("NOT")) return InvalidQuery("unsupported SQL construct: NOT");
     ARROW_ASSIGN_OR_RAISE(std::string column, ParseColumnRef());
     if (IsKeyword("BETWEEN")) {
       Advance();
@@ -506,7 +506,7 @@ class Parser {
       Advance();
       ARROW_RETURN_NOT_OK(ParseCondition(out));
     }
-    if (IsKeyword("OR")) return Invalid("unsupported SQL construct: OR");
+    if (IsKeyword("OR")) return InvalidQuery("unsupported SQL construct: OR");
     return arrow::Status::OK();
   }
 
@@ -521,7 +521,7 @@ class Parser {
       parts.push_back(part);
     }
     if (parts.size() != 2) {
-      return Invalid(
+      return InvalidQuery(
           "table reference must be <dataset>.<table>, e.g. "
           "\"acme/eth_mainnet\".blocks");
     }
@@ -532,10 +532,10 @@ class Parser {
 
   arrow::Result<SelectStatement> ParseSelect(bool nested) {
     SelectStatement statement;
-    if (IsKeyword("WITH")) return Invalid("unsupported SQL construct: WITH");
+    if (IsKeyword("WITH")) return InvalidQuery("unsupported SQL construct: WITH");
     if (!IsKeyword("SELECT")) {
-      if (Peek().kind == TokenKind::kEnd) return Invalid("query is empty");
-      return Invalid("expected SELECT, found '" + Peek().text + "'");
+      if (Peek().kind == TokenKind::kEnd) return InvalidQuery("query is empty");
+      return InvalidQuery("expected SELECT, found '" + Peek().text + "'");
     }
     Advance();
     if (IsKeyword("DISTINCT")) {
@@ -556,7 +556,7 @@ class Parser {
     } while (IsSymbol(","));
     if (!IsKeyword("FROM")) {
       if (Peek().kind == TokenKind::kEnd) {
-        return Invalid("unsupported SQL construct: SELECT without FROM");
+        return InvalidQuery("unsupported SQL construct: SELECT without FROM");
       }
       return UnexpectedHere();
     }
@@ -576,7 +576,7 @@ class Parser {
       ARROW_ASSIGN_OR_RAISE(statement.from, ParseTableName());
     }
     ARROW_ASSIGN_OR_RAISE(statement.from_alias, ParseOptionalAlias());
-    if (IsSymbol(",")) return Invalid("unsupported SQL construct: JOIN");
+    if (IsSymbol(",")) return InvalidQuery("unsupported SQL construct: JOIN");
     if (IsKeyword("WHERE")) {
       Advance();
       ARROW_RETURN_NOT_OK(ParseConjunction(&statement.where));
@@ -588,13 +588,14 @@ class Parser {
     }
     if (IsKeyword("LIMIT")) {
       Advance();
-      if (Peek().kind != TokenKind::kInteger) return Invalid("LIMIT needs an integer");
+      if (Peek().kind != TokenKind::kInteger)
+        return InvalidQuery("LIMIT needs an integer");
       const std::string& digits = Advance().text;
       statement.limit = ParseUint64(digits);
-      if (!statement.limit) return Invalid("LIMIT " + digits + " is out of range");
+      if (!statement.limit) return InvalidQuery("LIMIT " + digits + " is out of range");
     }
     if (IsKeyword("SETTINGS")) {
-      if (nested) return Invalid("SETTINGS is only allowed on the outermost query");
+      if (nested) return InvalidQuery("SETTINGS is only allowed on the outermost query");
       Advance();
       do {
         if (!statement.settings.empty()) Advance();  // the comma
@@ -602,7 +603,7 @@ class Parser {
         ARROW_RETURN_NOT_OK(Expect("="));
         const Token& value = Advance();
         if (value.kind == TokenKind::kEnd)
-          return Invalid("setting '" + key + "' has no value");
+          return InvalidQuery("setting '" + key + "' has no value");
         // A string keeps its quotes: `stream = 'true'` is not the Boolean ampd requires.
         statement.settings[key] =
             value.kind == TokenKind::kIdentifier ? AsciiLower(value.text)
@@ -614,7 +615,7 @@ class Parser {
       if (qualifier != statement.from_alias &&
           !(std::holds_alternative<TableName>(statement.from) &&
             qualifier == std::get<TableName>(statement.from).table)) {
-        return Invalid("unknown table qualifier '" + qualifier + "'");
+        return InvalidQuery("unknown table qualifier '" + qualifier + "'");
       }
     }
     qualifiers_.clear();
@@ -628,8 +629,8 @@ class Parser {
   // successful paths step back out.
   arrow::Status Nest() {
     if (++depth_ > kMaxNesting) {
-      return Invalid("the query nests deeper than " + std::to_string(kMaxNesting) +
-                     " levels of parentheses");
+      return InvalidQuery("the query nests deeper than " + std::to_string(kMaxNesting) +
+                          " levels of parentheses");
     }
     return arrow::Status::OK();
   }

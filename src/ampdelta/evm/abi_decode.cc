@@ -10,12 +10,12 @@
 #include <arrow/array/builder_primitive.h>
 #include <arrow/util/decimal.h>
 
+#include "ampdelta/evm/abi_word.h"
 #include "ampdelta/util/utf8.h"
 
 namespace ampdelta::evm {
 namespace {
 
-constexpr size_t kWord = 32;
 // Values (and words of bytes copied) a decode may produce per word of input, plus a
 // floor: well-formed encodings need at most one per word; offsets that alias one region
 // many times are refused instead of multiplying it.
@@ -24,19 +24,10 @@ constexpr size_t kMinValueBudget = 4096;
 
 using Kind = SolType::Kind;
 
-// The low `bytes` bytes of a word as an unsigned number.
-uint64_t Low(std::string_view word, size_t bytes) {
-  uint64_t value = 0;
-  for (size_t i = word.size() - bytes; i < word.size(); ++i) {
-    value = (value << 8) | static_cast<uint8_t>(word[i]);
-  }
-  return value;
-}
-
 class Decoder {
  public:
   explicit Decoder(std::string_view data)
-      : budget_(kMinValueBudget + kValuesPerWord * (data.size() / kWord)) {}
+      : budget_(kMinValueBudget + kValuesPerWord * (data.size() / kAbiWordBytes)) {}
 
   // The tuple of `types` whose encoding starts at `area`'s first byte.
   arrow::Result<std::vector<SolValue>> Tuple(const std::vector<const SolType*>& types,
@@ -69,11 +60,11 @@ class Decoder {
   }
 
   static arrow::Result<std::string_view> Word(std::string_view area, size_t at) {
-    if (at > area.size() || area.size() - at < kWord) {
+    if (at > area.size() || area.size() - at < kAbiWordBytes) {
       return arrow::Status::Invalid("a word at byte ", at, " is past the end (",
                                     area.size(), " bytes)");
     }
-    return area.substr(at, kWord);
+    return area.substr(at, kAbiWordBytes);
   }
 
   // A word read as an offset or a length: it must be a small number.
@@ -82,7 +73,7 @@ class Decoder {
     if (std::any_of(word.begin(), word.end() - 8, [](char c) { return c != 0; })) {
       return arrow::Status::Invalid("an offset or length at byte ", at, " is too large");
     }
-    const uint64_t value = Low(word, 8);
+    const uint64_t value = LowBytes(word, 8);
     if (value > area.size()) {
       return arrow::Status::Invalid("an offset or length at byte ", at, " (", value,
                                     ") is past the end (", area.size(), " bytes)");
@@ -119,24 +110,24 @@ class Decoder {
       case Kind::kBytes:
       case Kind::kString: {
         ARROW_ASSIGN_OR_RAISE(const size_t length, Number(area, 0));
-        if (area.size() - kWord < length) {
+        if (area.size() - kAbiWordBytes < length) {
           return arrow::Status::Invalid("bytes of length ", length, " are past the end");
         }
         // Copies are paid for by the word: items that all point at one large blob would
         // otherwise copy it once per item.
-        ARROW_RETURN_NOT_OK(Spend(length / kWord));
-        value.bytes = std::string(area.substr(kWord, length));
+        ARROW_RETURN_NOT_OK(Spend(length / kAbiWordBytes));
+        value.bytes = std::string(area.substr(kAbiWordBytes, length));
         return value;
       }
       case Kind::kArray: {
         ARROW_ASSIGN_OR_RAISE(const size_t count, Number(area, 0));
         // Each item's head takes at least a word: a count the data cannot hold is bad.
-        if (count > (area.size() - kWord) / kWord) {
+        if (count > (area.size() - kAbiWordBytes) / kAbiWordBytes) {
           return arrow::Status::Invalid("an array of ", count, " items is past the end");
         }
         ARROW_RETURN_NOT_OK(Spend(count));
-        ARROW_ASSIGN_OR_RAISE(
-            value.items, Tuple(Repeat(type.components[0], count), area.substr(kWord)));
+        ARROW_ASSIGN_OR_RAISE(value.items, Tuple(Repeat(type.components[0], count),
+                                                 area.substr(kAbiWordBytes)));
         return value;
       }
       case Kind::kFixedArray: {
@@ -162,15 +153,6 @@ class Decoder {
   size_t budget_;
 };
 
-// The word as four 64-bit limbs, least significant first.
-std::array<uint64_t, 4> Limbs(std::string_view word) {
-  std::array<uint64_t, 4> limbs{};
-  for (size_t limb = 0; limb < 4; ++limb) {
-    limbs[limb] = Low(word.substr(0, kWord - 8 * limb), 8);
-  }
-  return limbs;
-}
-
 template <typename Builder, typename Native>
 arrow::Status AppendInteger(arrow::ArrayBuilder* builder, uint64_t low) {
   return static_cast<Builder*>(builder)->Append(static_cast<Native>(low));
@@ -182,7 +164,7 @@ std::string Truncated(std::string_view word, int bits, bool is_signed) {
   const size_t keep = static_cast<size_t>(bits) / 8;
   std::string out(word);
   const bool negative =
-      is_signed && (static_cast<uint8_t>(word[kWord - keep]) & 0x80) != 0;
+      is_signed && (static_cast<uint8_t>(word[kAbiWordBytes - keep]) & 0x80) != 0;
   std::fill(out.begin(), out.end() - static_cast<std::ptrdiff_t>(keep),
             negative ? '\xff' : '\0');
   return out;
@@ -194,33 +176,37 @@ arrow::Status AppendIntegerWord(const SolType& type, std::string_view full_word,
   const int bits = type.bits;
   const std::string word = Truncated(full_word, bits, is_signed);
   if (bits <= 8) {
-    return is_signed ? AppendInteger<arrow::Int8Builder, int8_t>(builder, Low(word, 1))
-                     : AppendInteger<arrow::UInt8Builder, uint8_t>(builder, Low(word, 1));
+    return is_signed
+               ? AppendInteger<arrow::Int8Builder, int8_t>(builder, LowBytes(word, 1))
+               : AppendInteger<arrow::UInt8Builder, uint8_t>(builder, LowBytes(word, 1));
   }
   if (bits <= 16) {
     return is_signed
-               ? AppendInteger<arrow::Int16Builder, int16_t>(builder, Low(word, 2))
-               : AppendInteger<arrow::UInt16Builder, uint16_t>(builder, Low(word, 2));
+               ? AppendInteger<arrow::Int16Builder, int16_t>(builder, LowBytes(word, 2))
+               : AppendInteger<arrow::UInt16Builder, uint16_t>(builder,
+                                                               LowBytes(word, 2));
   }
   if (bits <= 32) {
     return is_signed
-               ? AppendInteger<arrow::Int32Builder, int32_t>(builder, Low(word, 4))
-               : AppendInteger<arrow::UInt32Builder, uint32_t>(builder, Low(word, 4));
+               ? AppendInteger<arrow::Int32Builder, int32_t>(builder, LowBytes(word, 4))
+               : AppendInteger<arrow::UInt32Builder, uint32_t>(builder,
+                                                               LowBytes(word, 4));
   }
   if (bits <= 64) {
     return is_signed
-               ? AppendInteger<arrow::Int64Builder, int64_t>(builder, Low(word, 8))
-               : AppendInteger<arrow::UInt64Builder, uint64_t>(builder, Low(word, 8));
+               ? AppendInteger<arrow::Int64Builder, int64_t>(builder, LowBytes(word, 8))
+               : AppendInteger<arrow::UInt64Builder, uint64_t>(builder,
+                                                               LowBytes(word, 8));
   }
   if (bits <= 125) {
     // The low 16 bytes as a signed 128-bit number: a well-formed word's value fits.
-    const arrow::Decimal128 value(static_cast<int64_t>(Low(word.substr(0, 24), 8)),
-                                  Low(word, 8));
+    const arrow::Decimal128 value(static_cast<int64_t>(LowBytes(word.substr(0, 24), 8)),
+                                  LowBytes(word, 8));
     return static_cast<arrow::Decimal128Builder*>(builder)->Append(value);
   }
   if (bits <= 251) {
     const arrow::Decimal256 value(
-        arrow::BasicDecimal256(arrow::BasicDecimal256::LittleEndianArray, Limbs(word)));
+        arrow::BasicDecimal256(arrow::BasicDecimal256::LittleEndianArray, LimbsOf(word)));
     return static_cast<arrow::Decimal256Builder*>(builder)->Append(value);
   }
   return static_cast<arrow::StringBuilder*>(builder)->Append(
@@ -242,7 +228,7 @@ arrow::Result<std::vector<SolValue>> DecodeSequence(
 }
 
 std::string WordToDecimal(std::string_view word, bool is_signed) {
-  auto limbs = Limbs(word);
+  auto limbs = LimbsOf(word);
   const bool negative = is_signed && (limbs[3] >> 63) != 0;
   if (negative) {  // two's complement: invert and add one
     bool carry = true;
@@ -281,7 +267,7 @@ arrow::Status AppendValue(const SolType& type, const SolValue& value,
     case Kind::kBool:
       // Byte 31 alone, as Amp's vectorized decoder reads it.
       return static_cast<arrow::BooleanBuilder*>(builder)->Append(
-          value.bytes[kWord - 1] != 0);
+          value.bytes[kAbiWordBytes - 1] != 0);
     case Kind::kInt:
     case Kind::kUint:
       return AppendIntegerWord(type, value.bytes, builder);
@@ -324,7 +310,7 @@ arrow::Status AppendValue(const SolType& type, const SolValue& value,
 
 arrow::Status AppendTopic(const SolType& type, std::string_view word,
                           arrow::ArrayBuilder* builder) {
-  if (word.size() != kWord) return arrow::Status::Invalid("a topic is 32 bytes");
+  if (word.size() != kAbiWordBytes) return arrow::Status::Invalid("a topic is 32 bytes");
   if (type.IsValueType())
     return AppendValue(type, SolValue{std::string(word), {}}, builder);
   return static_cast<arrow::FixedSizeBinaryBuilder*>(builder)->Append(word);

@@ -8,23 +8,12 @@
 #include <arrow/type.h>
 #include <arrow/util/decimal.h>
 
+#include "ampdelta/evm/abi_word.h"
+
 namespace ampdelta::evm {
 namespace {
 
-constexpr size_t kWord = 32;
 using Kind = SolType::Kind;
-// A 256-bit two's complement number, least significant limb first.
-using Limbs = std::array<uint64_t, 4>;
-
-std::string WordOf(const Limbs& limbs) {
-  std::string word(kWord, '\0');
-  for (size_t limb = 0; limb < 4; ++limb) {
-    for (size_t byte = 0; byte < 8; ++byte) {
-      word[kWord - 1 - 8 * limb - byte] = static_cast<char>(limbs[limb] >> (8 * byte));
-    }
-  }
-  return word;
-}
 
 Limbs SignExtended(int64_t value) {
   const uint64_t fill = value < 0 ? ~uint64_t{0} : 0;
@@ -127,7 +116,7 @@ arrow::Result<SolValue> DecimalValue(const SolType& type, const arrow::Array& ar
 }
 
 SolValue Padded(std::string_view bytes) {
-  std::string word(kWord, '\0');
+  std::string word(kAbiWordBytes, '\0');
   std::memcpy(word.data(), bytes.data(), bytes.size());
   return SolValue{std::move(word), {}};
 }
@@ -221,7 +210,8 @@ std::string Encode(const SolType& type, const SolValue& value) {
       std::string out;
       AppendWord(value.bytes.size(), &out);
       out.append(value.bytes);
-      out.append((kWord - value.bytes.size() % kWord) % kWord, '\0');
+      out.append((kAbiWordBytes - value.bytes.size() % kAbiWordBytes) % kAbiWordBytes,
+                 '\0');
       return out;
     }
     case Kind::kArray: {
