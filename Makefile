@@ -20,7 +20,8 @@ TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_container_overflo
 
 .PHONY: soak-ops setup setup-build build build-only build-release check-layering check-format \
   check-format-only check-headers check-headers-only test test-fast test-unit test-integration \
-  ctest-only test-interop interop-only test-python python-only wheel wheel-only wheel-matrix-only fuzz fuzz-only \
+  ctest-only test-interop interop-only test-python python-only test-docs docs-only wheel wheel-only \
+  wheel-matrix-only fuzz fuzz-only \
   soak demo bench clean
 
 # Everything: Debian packages, the Arrow SDK, the test venv and the emulators. Through
@@ -83,6 +84,10 @@ wheel: setup
 test-python: wheel build
 	@$(MAKE) --no-print-directory python-only
 
+# The docs' commands and snippets (tests/docs), against the wheel and the test build's CLI.
+test-docs: test-python
+	@$(MAKE) --no-print-directory docs-only
+
 # The steps alone, without their set-up and build (scripts/make_test.sh orders them).
 # A build directory configured with another compiler (the test build was gcc's) is
 # configured afresh: CMake would otherwise drop the preset's cache variables with it.
@@ -113,6 +118,12 @@ wheel-only:
 
 python-only:
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta bash scripts/test_wheel.sh
+
+# Every command and snippet README.md and docs/*.md show, run as a reader would, in the
+# wheel's venv that python-only made (tests/docs, docs/testing.md).
+docs-only:
+	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta \
+	  build/wheel-venv/bin/python -m pytest -q -p no:cacheprovider --durations=10 tests/docs
 
 # The wheels in fresh venvs of other interpreters and Arrow stacks (tests/wheel).
 wheel-matrix-only:

@@ -13,7 +13,7 @@ if (($#)); then
   files=("$@")
 else
   mapfile -t files < <(git ls-files 'src/*.h' 'src/*.cc' 'tools/*.h' 'tools/*.cc' \
-                                    'tests/*.h' 'tests/*.cc' 'bench/*.h' 'bench/*.cc' \
+                                    'tests/*.h' 'tests/*.cc' 'bench/*.h' 'bench/*.cc' 'examples/*.cc' \
                                     'python/*.h' 'python/*.cc')
 fi
 if ! "$FORMAT" --dry-run --Werror "${files[@]}" 2>/tmp/format-check.$$; then

@@ -189,6 +189,8 @@ arrow::Status ParsePlan(const std::string& config_json, const std::string& optio
   ARROW_RETURN_NOT_OK(
       fields.Optional("compression_level", -1000000, &options.compression_level));
   ARROW_RETURN_NOT_OK(fields.Bool("read_all", &options.read_all));
+  // Messages that name an option name it as Python's keyword.
+  options.option_spelling = loader::OptionSpelling::kPython;
   ARROW_RETURN_NOT_OK(fields.Bool("stream", &plan->stream));
   ARROW_RETURN_NOT_OK(fields.Bool("with_reorg_detection", &options.with_reorg_detection));
   if (const json* takeover = fields.Find("takeover")) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <arrow/result.h>
 #include <arrow/status.h>
 
 #include "ampdelta/util/status.h"

@@ -36,6 +36,7 @@
 #include "commands.h"
 #include "ops_endpoint.h"
 #include "progress_reporter.h"
+#include "stop_signals.h"
 
 namespace ampdelta::cli {
 namespace {
@@ -99,14 +100,6 @@ struct LoadArgs {
   }
 };
 
-std::atomic<bool> g_stop{false};
-std::atomic<int> g_signal{0};  // the signal that asked for the stop
-
-extern "C" void RequestStop(int signal) {
-  g_signal.store(signal);
-  g_stop.store(true);
-}
-
 // `--takeover after-table-max` or `from-block:N`; false for anything else.
 bool ParseTakeover(const std::string& text, loader::TakeoverMode* mode, uint64_t* block) {
   if (text.empty()) {
@@ -156,28 +149,18 @@ void PrintSummary(const loader::LoadResult& result,
 // stopped it (a stream after its last commit, a batch load before its commit), else its
 // error's class. A failure prints its error line either way.
 int ExitCodeOf(const loader::LoadResult& result) {
-  const int signal = g_signal.load();
   if (!result.success) {
     const int code = Fail(result.status);
-    if (signal == 0) return code;
+    if (!StopRequested()) return code;
   }
-  switch (signal) {
-    case SIGINT:
-      return kExitInterrupted;
-    case SIGTERM:
-      return kExitTerminated;
-    case SIGPIPE:
-      return kExitBrokenPipe;
-    default:
-      return kExitOk;
-  }
+  return StopExitCode(kExitOk);
 }
 
 // The `stop` event: why the load ended, what it did, and its exit code.
 int Stopped(const loader::LoadResult& result, int exit_code) {
-  const char* reason = g_signal.load() != 0 ? "signal"
-                       : !result.success    ? "failed"
-                                            : "completed";
+  const char* reason = StopRequested()   ? "signal"
+                       : !result.success ? "failed"
+                                         : "completed";
   telemetry::Stopped(result.table_name, reason, result.rows_loaded,
                      loader::MetadataInt(result.metadata, "commits").value_or(0),
                      exit_code);
@@ -193,24 +176,7 @@ ProgressReporter::Options ProgressOptions(const LoadArgs& args) {
   return options;
 }
 
-// SIGINT and SIGTERM stop a load (after its last commit), from the moment `load` starts:
-// the server may take minutes to plan a query, and a stop must not wait for it. A
-// closed stdout (`| head`) stops a stream too, instead of killing the process (SIGPIPE).
-void InstallStopHandlers() {
-  std::signal(SIGINT, RequestStop);
-  std::signal(SIGTERM, RequestStop);
-  std::signal(SIGPIPE, SIG_IGN);
-}
-
-void StopOnSignals(loader::LoadOptions* options) { options->stop = &g_stop; }
-
-// Stop the load when stdout was closed (its reader went away).
-void StopIfStdoutClosed() {
-  if (std::cout.fail()) {
-    g_signal.store(SIGPIPE);
-    g_stop.store(true);
-  }
-}
+void StopOnSignals(loader::LoadOptions* options) { options->stop = StopFlag(); }
 
 // Streams: one result line per commit and per reorg on stdout; progress (head, lag,
 // rows/s, commits, reorgs) on stderr; SIGINT/SIGTERM stop after the current commit.
@@ -361,7 +327,7 @@ int RunParallel(amp::Client& client, const LoadArgs& args,
 std::optional<int64_t> CountRows(amp::Client& client, const std::string& sql) {
   auto counted = [&]() -> arrow::Result<std::optional<int64_t>> {
     amp::QueryOptions query;
-    query.stop = &g_stop;
+    query.stop = StopFlag();
     query.stop_cancels_reads = true;
     ARROW_ASSIGN_OR_RAISE(auto stream,
                           client.Query("SELECT COUNT(*) FROM (" + sql + ")", query));

@@ -1,6 +1,5 @@
 // `ampdelta query`: run SQL on an Amp server and print what came back.
 
-#include <csignal>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -10,6 +9,7 @@
 #include "ampdelta/amp/client.h"
 #include "ampdelta/amp/stream_interpreter.h"
 #include "commands.h"
+#include "stop_signals.h"
 #include "table_format.h"
 
 namespace ampdelta::cli {
@@ -36,6 +36,15 @@ std::string ShownRanges(const std::vector<amp::BlockRange>& ranges) {
   return out;
 }
 
+// The next message; std::nullopt at the end of the stream or once a signal stopped it
+// (the summary of what was read still prints).
+arrow::Result<std::optional<amp::ResponseBatch>> NextUnlessStopped(
+    amp::QueryStream& stream) {
+  auto message = stream.Next();
+  if (!message.ok() && StopRequested()) return std::nullopt;
+  return message;
+}
+
 arrow::Status RunBatch(amp::QueryStream& stream, const QueryArgs& args) {
   int64_t rows = 0;
   int64_t messages = 0;
@@ -45,7 +54,7 @@ arrow::Status RunBatch(amp::QueryStream& stream, const QueryArgs& args) {
   // CSV (RFC 4180): the header, then one record per row; stdout holds nothing else.
   if (args.format == "csv") std::cout << CsvHeader(*stream.schema());
   while (true) {
-    ARROW_ASSIGN_OR_RAISE(auto message, stream.Next());
+    ARROW_ASSIGN_OR_RAISE(auto message, NextUnlessStopped(stream));
     if (!message) break;
     ++messages;
     const arrow::RecordBatch& batch = *message->data;
@@ -82,7 +91,7 @@ arrow::Status RunStream(amp::QueryStream& stream, const QueryArgs& args,
   uint64_t completed = 0;
   int64_t microbatch_rows = 0;
   while (args.max_microbatches == 0 || completed < args.max_microbatches) {
-    ARROW_ASSIGN_OR_RAISE(auto message, stream.Next());
+    ARROW_ASSIGN_OR_RAISE(auto message, NextUnlessStopped(stream));
     if (!message) break;
     ARROW_ASSIGN_OR_RAISE(
         amp::StreamEvent event,
@@ -112,6 +121,7 @@ arrow::Status RunStream(amp::QueryStream& stream, const QueryArgs& args,
 }
 
 int RunQuery(const QueryArgs& args) {
+  InstallStopHandlers();
   amp::ClientOptions options;
   if (!args.token.empty()) options.auth_token = args.token;
   options.plan_timeout = args.plan_timeout;
@@ -128,23 +138,18 @@ int RunQuery(const QueryArgs& args) {
     }
     query_options.resume = *cursor;
   }
+  // SIGINT/SIGTERM cancel the call (a batch read as well as a stream): the reader ends,
+  // what was read is summed up, and the exit code says which signal stopped it.
+  query_options.stop = StopFlag();
+  query_options.stop_cancels_reads = true;
   auto stream = (*client)->Query(args.sql, query_options);
-  if (!stream.ok()) return Fail(stream.status());
-  // Ctrl-C cancels the stream; the reader then ends and the summary still prints.
-  std::unique_ptr<amp::QueryStream> owned = std::move(*stream);
-  amp::QueryStream* raw = owned.get();
-  static std::atomic<amp::QueryStream*> active{nullptr};
-  active.store(raw);
-  std::signal(SIGINT, [](int) {
-    // Cancel() only flags the call in gRPC, which is safe enough for an interactive stop.
-    if (auto* s = active.load()) s->Cancel();
-  });
+  if (!stream.ok())
+    return StopRequested() ? StopExitCode(kExitOk) : Fail(stream.status());
   arrow::Status status = args.stream || args.max_microbatches > 0
-                             ? RunStream(*raw, args, query_options.resume)
-                             : RunBatch(*raw, args);
-  active.store(nullptr);
-  if (!status.ok()) return Fail(status);
-  return kExitOk;
+                             ? RunStream(**stream, args, query_options.resume)
+                             : RunBatch(**stream, args);
+  if (!status.ok() && !StopRequested()) return Fail(status);
+  return StopExitCode(kExitOk);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "ampdelta/loader/batch/batch_loader.h"
 #include "ampdelta/loader/common/config.h"
 #include "ampdelta/util/json_internal.h"
+#include "ampdelta/util/runtime.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta {
@@ -42,6 +43,9 @@ arrow::Status Client::ConfigureConnection(
 
 arrow::Result<amp::Client*> Client::Connection() const {
   if (client_ == nullptr) {
+    // Loads need Arrow's compute kernels registered; a program using the C++ API need not
+    // know that (InitializeRuntime is idempotent).
+    ARROW_RETURN_NOT_OK(InitializeRuntime());
     ARROW_ASSIGN_OR_RAISE(client_, amp::Client::Connect(url_, options_));
   }
   return client_.get();

@@ -19,6 +19,7 @@
 
 #include "ampdelta/amp/client.h"
 #include "ampdelta/loader/common/load_result.h"
+#include "ampdelta/loader/common/option_spelling.h"
 #include "ampdelta/storage/object_store.h"
 #include "ampdelta/util/backoff.h"
 
@@ -131,6 +132,8 @@ struct LoadOptions {
   /// What a stream does in a table holding rows no stream of its query loaded
   /// (takeover.h): refuse (the default), or continue after the table's highest block…
   TakeoverMode takeover = TakeoverMode::kRefuse;
+  /// How the caller writes options, for messages that name one (option_spelling.h).
+  OptionSpelling option_spelling = OptionSpelling::kCli;
   /// …or (kFromBlock) at this block.
   uint64_t takeover_block = 0;
   /// The column holding each row's block number (the SDK's `block_column`).

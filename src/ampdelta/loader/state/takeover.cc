@@ -332,18 +332,4 @@ arrow::Result<std::vector<std::string>> ProbeNetworks(amp::Client& client,
   }
 }
 
-arrow::Status TakeoverRefusal(const std::string& table, int64_t rows,
-                              const std::string& block_column) {
-  return InvalidInputError(
-      "table ", table, " already holds ", rows,
-      " rows that no ampdelta stream of this query loaded (the Python SDK, a batch load "
-      "or another engine wrote them): streaming from the dataset's first block would "
-      "load them again. Continue after its highest ",
-      block_column,
-      " with --takeover after-table-max (the last blocks of the reorg window are "
-      "loaded again, so rows no longer canonical go), start at a block with "
-      "--takeover from-block:N (rows from N on are replaced), or stream into an empty "
-      "table");
-}
-
 }  // namespace ampdelta::loader

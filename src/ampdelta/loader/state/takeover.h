@@ -102,8 +102,4 @@ arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
 arrow::Result<std::vector<std::string>> ProbeNetworks(
     amp::Client& client, const std::string& sql, const std::atomic<bool>* stop = nullptr);
 
-/// \brief The refusal when a stream finds `rows` foreign rows and no takeover was asked.
-arrow::Status TakeoverRefusal(const std::string& table, int64_t rows,
-                              const std::string& block_column);
-
 }  // namespace ampdelta::loader

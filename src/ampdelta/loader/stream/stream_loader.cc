@@ -26,6 +26,7 @@
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/loader/common/load_common.h"
+#include "ampdelta/loader/common/option_spelling.h"
 #include "ampdelta/loader/common/telemetry.h"
 #include "ampdelta/loader/state/backfill_state.h"
 #include "ampdelta/loader/state/stream_cursor_log.h"
@@ -42,6 +43,23 @@ namespace ampdelta::loader {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The refusal when a stream finds `rows` foreign rows and no takeover was asked, naming
+// the option as the caller writes it.
+arrow::Status TakeoverRefusal(const std::string& table, int64_t rows,
+                              const std::string& block_column, OptionSpelling spelling) {
+  return InvalidInputError(
+      "table ", table, " already holds ", rows,
+      " rows that no ampdelta stream of this query loaded (the Python SDK, a batch load "
+      "or another engine wrote them): streaming from the dataset's first block would "
+      "load them again. Continue after its highest ",
+      block_column, " with ",
+      SpellOption(spelling, "takeover", {"after-table-max", "'after-table-max'"}),
+      " (the last blocks of the reorg window are loaded again, so rows no longer "
+      "canonical go), start at a block with ",
+      SpellOption(spelling, "takeover", {"from-block:N", "('from-block', N)"}),
+      " (rows from N on are replaced), or stream into an empty table");
+}
 
 // Completed ranges per network the interpreter is seeded with on (re)connect: enough to
 // place any reorg the server can report inside what the table holds.
@@ -152,7 +170,7 @@ class StreamLoad {
       // A query the server refuses is reported as the server's error, not as this.
       ARROW_RETURN_NOT_OK(ProbeNetworks(client_, sql_, options_.stop).status());
       return TakeoverRefusal(snapshot_->store()->root_uri(), foreign,
-                             options_.block_column);
+                             options_.block_column, options_.option_spelling);
     }
     ARROW_ASSIGN_OR_RAISE(const ForeignSpan span,
                           ForeignBlockSpan(*snapshot_, options_.block_column));
