@@ -144,8 +144,9 @@ def inline_commands(path: Path) -> list[InlineCommand]:
 
 
 def command_lines(text: str) -> list[tuple[int, str]]:
-    """The commands of a shell block: (line offset within the block, command), with
-    backslash continuations joined and blank lines left out."""
+    """The commands of a shell block: (line offset within the block, command). A command
+    goes on past its line after a backslash, or while a quote it opened is unclosed (shlex,
+    the shell's own quoting rules, says which); blank lines are left out."""
     out = []
     pending = ""
     start = 0
@@ -157,12 +158,23 @@ def command_lines(text: str) -> list[tuple[int, str]]:
             pending += line[:-1] + " "
             continue
         pending += line
+        if _unclosed_quote(pending):
+            pending += "\n"
+            continue
         if pending.strip():
             out.append((start, pending.strip()))
         pending = ""
     if pending.strip():
         out.append((start, pending.strip()))
     return out
+
+
+def _unclosed_quote(command: str) -> bool:
+    try:
+        split_command(command)
+    except ValueError as error:
+        return "closing quotation" in str(error)
+    return False
 
 
 def split_command(command: str) -> list[str]:

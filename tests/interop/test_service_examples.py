@@ -9,11 +9,11 @@ completion index, load every block exactly once.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -21,16 +21,19 @@ import pytest
 import yaml
 
 import readers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs"))
+import doc_blocks  # noqa: E402  (tests/docs: the docs' code blocks, with markdown-it-py)
 from conftest import QUICKSTART_DATASET, QUICKSTART_FIRST, cli_env, cli_path, run_dev_server
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
-FENCE_RE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 DOC_DATASET = "edgeandnode/ethereum_mainnet"
 
 
 def example(name: str) -> str:
-    """The fenced block of docs/operations.md whose first line is `# …name`."""
-    for _, body in FENCE_RE.findall(DOC.read_text()):
+    """The fenced block of docs/operations.md whose first line is `# …name` (found by the
+    doc tests' CommonMark reader, tests/docs/doc_blocks.py)."""
+    for block in doc_blocks.blocks(DOC):
+        body = block.text
         first = body.splitlines()[0]
         if first.startswith("#") and first.rstrip().endswith(name):
             return body

@@ -128,6 +128,22 @@ def test_bad_sql_raises_with_the_servers_message_and_leaves_the_table(client, tm
     assert table_state(path) == before
 
 
+def test_a_stream_into_a_batch_loaded_table_names_pythons_takeover_keyword(client, tmp_path):
+    """The refusal tells a Python user what to type in Python (issue 50), not the CLI flag."""
+    path = tmp_path / "t"
+    client.configure_connection("taken", "deltalake", delta_config(path))
+    client.sql(BLOCKS_SQL).load(connection="taken", destination="t", read_all=True)
+    before = table_state(path)
+    with pytest.raises(ampdelta.InvalidInputError) as info:
+        for _ in client.sql(BLOCKS_SQL).load(connection="taken", destination="t", stream=True):
+            pass
+    message = str(info.value)
+    assert "takeover='after-table-max'" in message, message
+    assert "takeover=('from-block', N)" in message, message
+    assert "--takeover" not in message, message
+    assert table_state(path) == before
+
+
 # --- Exceptions from Python code during a load --------------------------------------------
 
 @pytest.mark.timeout(60)
