@@ -232,16 +232,21 @@ def world(request):
 
 def tree_digest(root: Path) -> dict[str, str]:
     """Relative path -> sha256 (or symlink target) of every file under root, _delta_log
-    included. Directories themselves are not part of a table's bytes."""
+    included, and "folder" for every folder (root included): a refused write leaves no
+    stray folder either, not even the path of a table it did not create."""
     out = {}
     if root.is_symlink() or root.is_file():
         return {".": _entry_digest(root)}
     if not root.exists():
         return out
+    out["."] = "folder"
     for dirpath, dirnames, filenames in os.walk(root):
         for name in sorted(filenames + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]):
             path = Path(dirpath) / name
             out[str(path.relative_to(root))] = _entry_digest(path)
+        for name in dirnames:
+            if not (Path(dirpath) / name).is_symlink():
+                out[str((Path(dirpath) / name).relative_to(root))] = "folder"
     return out
 
 
@@ -654,6 +659,10 @@ def run_case_in(ctx: Context) -> None:
                     baseline[key] = after_actor[key]
                 else:
                     baseline.pop(key, None)
+        # The table's folder is the actor's once its steps made a table there (the paused
+        # loader may have made the folder first).
+        if "." in after_actor and (Path(ctx.table) / "_delta_log").is_dir():
+            baseline["."] = after_actor["."]
         before["digest"] = baseline
 
     env = cli_env()

@@ -1,8 +1,9 @@
 #pragma once
 
 // How the CLI's long-running commands (`load`, `query`) stop: SIGINT and SIGTERM set one
-// flag that the engine polls (a stream stops after its last commit, a batch load before its
-// commit, a query's DoGet is cancelled), and the command exits with the signal's code.
+// flag that the engine polls (a stream stops after its last commit, a batch load before
+// its commit, a query's DoGet is cancelled), and the command exits with the signal's
+// code.
 
 #include <atomic>
 

@@ -81,6 +81,9 @@ class FaultStore : public ObjectStore {
   arrow::Status Put(const std::string& path, const std::shared_ptr<arrow::Buffer>& data,
                     PutMode mode) override;
   arrow::Status Delete(const std::string& path) override;
+  void RemoveFolderIfEmpty(const std::string& path) override {
+    inner_->RemoveFolderIfEmpty(path);
+  }
   arrow::Result<std::shared_ptr<arrow::io::OutputStream>> OpenOutputStream(
       const std::string& path) override;
   arrow::Result<std::vector<StagingObject>> ListStaging(

@@ -70,10 +70,29 @@ arrow::Status SyncDirectory(const std::string& full) {
   return arrow::Status::OK();
 }
 
-// Write `data` to a new file at `path` and fsync it.
-arrow::Status WriteSynced(const std::string& path, const arrow::Buffer& data) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("create", path, errno);
+// Create the staging file `temp` for `full` with `create` (an errno-setting open: -1 on
+// failure), its folders first. A folder an empty-folder cleanup (RemoveFolderIfEmpty)
+// removed between the two is created again.
+template <typename Create>
+arrow::Result<int> CreateStaged(const std::string& full, const std::string& temp,
+                                Create create) {
+  for (int attempt = 0;; ++attempt) {
+    ARROW_RETURN_NOT_OK(EnsureParent(full));
+    const int fd = create(temp);
+    if (fd >= 0 || errno != ENOENT || attempt == 2) {
+      if (fd < 0) return ErrnoError("create", temp, errno);
+      return fd;
+    }
+  }
+}
+
+// Write `data` to a new file at `path` (for `full`) and fsync it.
+arrow::Status WriteSynced(const std::string& full, const std::string& path,
+                          const arrow::Buffer& data) {
+  ARROW_ASSIGN_OR_RAISE(const int fd, CreateStaged(full, path, [](const std::string& p) {
+                          return ::open(p.c_str(),
+                                        O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+                        }));
   const uint8_t* bytes = data.data();
   int64_t left = data.size();
   while (left > 0) {
@@ -136,10 +155,17 @@ arrow::Status Publish(const std::string& temp, const std::string& full, PutMode 
 class LocalOutputStream : public arrow::io::OutputStream {
  public:
   static arrow::Result<std::shared_ptr<LocalOutputStream>> Open(std::string full) {
-    ARROW_RETURN_NOT_OK(EnsureParent(full));
     std::string temp = TempPathFor(full);
-    auto file = arrow::io::FileOutputStream::Open(temp);
-    if (!file.ok()) return FileError(file.status(), "create", full);
+    ARROW_ASSIGN_OR_RAISE(
+        const int fd, CreateStaged(full, temp, [](const std::string& p) {
+          return ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        }));
+    auto file = arrow::io::FileOutputStream::Open(fd);
+    if (!file.ok()) {
+      ::close(fd);
+      ::unlink(temp.c_str());
+      return FileError(file.status(), "create", full);
+    }
     return std::shared_ptr<LocalOutputStream>(
         new LocalOutputStream(std::move(full), std::move(temp), std::move(*file)));
   }
@@ -234,9 +260,11 @@ arrow::Result<std::shared_ptr<LocalStore>> LocalStore::Make(const std::string& r
   if (!error && fs::exists(status) && !fs::is_directory(normalized, error)) {
     return InvalidInputError("table path ", normalized, " is a file, not a folder");
   }
+  std::vector<std::string> missing_parents;
   for (fs::path parent = fs::path(normalized).parent_path(); !parent.empty();
        parent = parent.parent_path()) {
     std::error_code ignored;
+    if (!fs::exists(parent, ignored)) missing_parents.push_back(parent.string());
     if (fs::exists(parent, ignored)) {
       if (!fs::is_directory(parent, ignored)) {
         return InvalidInputError("table path ", normalized,
@@ -247,7 +275,10 @@ arrow::Result<std::shared_ptr<LocalStore>> LocalStore::Make(const std::string& r
     }
     if (parent == parent.root_path()) break;
   }
-  return std::shared_ptr<LocalStore>(new LocalStore(std::move(normalized)));
+  std::error_code ignored;
+  const bool root_existed = fs::exists(normalized, ignored);
+  return std::shared_ptr<LocalStore>(
+      new LocalStore(std::move(normalized), root_existed, std::move(missing_parents)));
 }
 
 std::string LocalStore::root_uri() const { return "file://" + root_; }
@@ -379,9 +410,8 @@ arrow::Result<std::vector<StagingObject>> LocalStore::ListStaging(
 arrow::Status LocalStore::Put(const std::string& path,
                               const std::shared_ptr<arrow::Buffer>& data, PutMode mode) {
   ARROW_ASSIGN_OR_RAISE(std::string full, FullPath(path));
-  ARROW_RETURN_NOT_OK(EnsureParent(full));
   const std::string temp = TempPathFor(full);
-  arrow::Status written = WriteSynced(temp, *data);
+  arrow::Status written = WriteSynced(full, temp, *data);
   if (!written.ok()) {
     ::unlink(temp.c_str());
     return written;
@@ -394,6 +424,21 @@ arrow::Status LocalStore::Delete(const std::string& path) {
   if (::unlink(full.c_str()) != 0 && errno != ENOENT)
     return ErrnoError("delete", full, errno);
   return arrow::Status::OK();
+}
+
+void LocalStore::RemoveFolderIfEmpty(const std::string& path) {
+  // rmdir(2) removes only an empty folder, atomically: a writer that creates a file in it
+  // meanwhile either wins (the folder stays) or finds it gone and creates it again
+  // (CreateStaged).
+  if (!path.empty()) {
+    auto full = FullPath(path);
+    if (full.ok()) ::rmdir(full->c_str());
+    return;
+  }
+  if (root_existed_ || ::rmdir(root_.c_str()) != 0) return;
+  for (const auto& parent : missing_parents_) {
+    if (::rmdir(parent.c_str()) != 0) return;
+  }
 }
 
 arrow::Result<std::shared_ptr<arrow::io::OutputStream>> LocalStore::OpenOutputStream(

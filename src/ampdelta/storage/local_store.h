@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ampdelta/storage/object_store.h"
 
@@ -35,6 +36,7 @@ class LocalStore : public ObjectStore {
   arrow::Status Put(const std::string& path, const std::shared_ptr<arrow::Buffer>& data,
                     PutMode mode) override;
   arrow::Status Delete(const std::string& path) override;
+  void RemoveFolderIfEmpty(const std::string& path) override;
   arrow::Result<std::shared_ptr<arrow::io::OutputStream>> OpenOutputStream(
       const std::string& path) override;
   /// \brief List hidden temporary files (`.ampdelta-tmp-<process>-<name>.<uuid>`).
@@ -45,7 +47,11 @@ class LocalStore : public ObjectStore {
   const std::string& root() const { return root_; }
 
  private:
-  explicit LocalStore(std::string root) : root_(std::move(root)) {}
+  LocalStore(std::string root, bool root_existed,
+             std::vector<std::string> missing_parents)
+      : root_(std::move(root)),
+        root_existed_(root_existed),
+        missing_parents_(std::move(missing_parents)) {}
   arrow::Result<std::string> FullPath(const std::string& path) const;
   // Regular files under `prefix`: published ones, or (staging) temporary ones only.
   arrow::Result<std::vector<ObjectMeta>> Walk(const std::string& prefix,
@@ -53,6 +59,11 @@ class LocalStore : public ObjectStore {
                                               bool staging) const;
 
   std::string root_;
+  // Whether the root folder existed when the store was opened (RemoveFolderIfEmpty("")
+  // removes only one it did not find), and its parent folders that did not, deepest
+  // first: a write creates them, and RemoveFolderIfEmpty("") removes them again.
+  bool root_existed_;
+  std::vector<std::string> missing_parents_;
 };
 
 }  // namespace ampdelta::storage

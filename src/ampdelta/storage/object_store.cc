@@ -1,6 +1,7 @@
 #include "ampdelta/storage/object_store.h"
 
 #include <filesystem>
+#include <set>
 
 #include <arrow/util/uri.h>
 
@@ -13,6 +14,23 @@ arrow::Status ObjectStore::DeleteMany(const std::vector<std::string>& paths) {
     if (!status.ok() && first.ok()) first = status;
   }
   return first;
+}
+
+arrow::Status ObjectStore::DeleteWithFolders(const std::vector<std::string>& paths,
+                                             const std::vector<std::string>& folders) {
+  arrow::Status deleted = DeleteMany(paths);
+  std::set<std::string> parents;
+  for (const auto* keys : {&paths, &folders}) {
+    for (const auto& key : *keys) {
+      for (size_t slash = key.rfind('/'); slash != std::string::npos && slash > 0;
+           slash = key.rfind('/', slash - 1)) {
+        parents.insert(key.substr(0, slash));
+      }
+    }
+  }
+  // Deepest first: a folder is empty only once the folders in it are gone.
+  for (auto it = parents.rbegin(); it != parents.rend(); ++it) RemoveFolderIfEmpty(*it);
+  return deleted;
 }
 
 arrow::Result<std::vector<StagingObject>> ObjectStore::ListStaging(const std::string&) {

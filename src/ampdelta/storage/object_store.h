@@ -101,6 +101,12 @@ class ObjectStore {
   /// \brief Delete an object; deleting a missing object succeeds.
   virtual arrow::Status Delete(const std::string& path) = 0;
 
+  /// \brief Remove the folder `path` (a key prefix without its `/`; "" is the root, with
+  /// the parent folders the store created for it) when it holds nothing. Only a file
+  /// system has folders, so that a write that left nothing leaves no trace either; an
+  /// object store has none (the default does nothing).
+  virtual void RemoveFolderIfEmpty(const std::string& path) { (void)path; }
+
   /// \brief Open a streaming writer for a large object. The object becomes visible,
   /// whole, when the stream is closed successfully; an abandoned stream leaves nothing
   /// behind.
@@ -110,6 +116,13 @@ class ObjectStore {
   /// \brief Delete several objects; the default deletes them one by one and returns the
   /// first error after trying all.
   virtual arrow::Status DeleteMany(const std::vector<std::string>& paths);
+
+  /// \brief Delete what an abandoned write made: the objects at `paths` (as DeleteMany),
+  /// then the folders they leave empty up to the root (RemoveFolderIfEmpty), so that a
+  /// failed write leaves no partition folder behind; `folders` are keys of objects that
+  /// were staged but never published, whose folders are removed the same way.
+  arrow::Status DeleteWithFolders(const std::vector<std::string>& paths,
+                                  const std::vector<std::string>& folders = {});
 
   /// \brief List the temporary objects under `prefix` that writes stage before they
   /// publish (a local store's hidden temporary files): those of writes in flight and

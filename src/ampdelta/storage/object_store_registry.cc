@@ -55,6 +55,12 @@ std::string UriScheme(const std::string& uri) {
 
 arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     const std::string& uri, const std::map<std::string, std::string>& options) {
+  // No file system or object store names a path with a NUL; a C API would cut it there
+  // and write somewhere else.
+  if (const size_t nul = uri.find('\0'); nul != std::string::npos) {
+    return InvalidInputError("table path '", RedactUrl(uri.substr(0, nul)),
+                             "\\0…' contains a NUL byte");
+  }
   // A table inside another table's log would put data files among commit files.
   size_t begin = 0;
   while (begin <= uri.size()) {

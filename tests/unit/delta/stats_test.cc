@@ -247,13 +247,48 @@ TEST(MergeStatsTest, DatesBeforeYearOneLoseTheirBounds) {
   EXPECT_FALSE(merged["maxValues"].contains("at"));
 }
 
-TEST(MergeStatsTest, TimestampsInDifferentFormatsLoseTheirBounds) {
+std::string OneBound(const std::string& column, const std::string& bound) {
+  return R"({"numRecords":1,"minValues":{")" + column + R"(":")" + bound +
+         R"("},"maxValues":{")" + column + R"(":")" + bound + R"("},"nullCount":{")" +
+         column + R"(":0}})";
+}
+
+TEST(MergeStatsTest, ZonedTimestampsMergeAsInstantsWhateverTheirOffset) {
+  // Spark writes bounds in its session's zone: 01:00+01:00 is midnight UTC, 19:10-05:00
+  // is 00:10 UTC the next day; byte order would pick the wrong ones.
+  const std::string a = OneBound("at", "2020-01-01T00:30:00.000Z");
+  const std::string b = OneBound("at", "2020-01-01T01:00:00.000+01:00");
+  const std::string c = OneBound("at", "2020-01-01T19:10:00.000-05:00");
+  const json merged = json::parse(MergeStats({a, b, c}, *MergedSchema(), 3));
+  EXPECT_EQ(merged["minValues"]["at"], "2020-01-01T01:00:00.000+01:00");
+  EXPECT_EQ(merged["maxValues"]["at"], "2020-01-01T19:10:00.000-05:00");
+}
+
+TEST(MergeStatsTest, DatesAndNtzTimestampsMergeWhateverTheirLastDigit) {
+  const auto schema =
+      arrow::schema({arrow::field("day", arrow::date32()),
+                     arrow::field("local", arrow::timestamp(arrow::TimeUnit::MICRO))});
   const std::string a =
-      R"({"numRecords":1,"minValues":{"at":"2020-01-01T00:00:00.000Z"},"maxValues":{"at":"2020-01-01T00:00:00.000Z"},"nullCount":{"at":0}})";
+      R"({"numRecords":1,"minValues":{"day":"2020-01-09","local":"2020-01-09T23:59:59.999"},)"
+      R"("maxValues":{"day":"2020-01-09","local":"2020-01-09T23:59:59.999"},)"
+      R"("nullCount":{"day":0,"local":0}})";
   const std::string b =
-      R"({"numRecords":1,"minValues":{"at":"2020-01-01T01:00:00.000+01:00"},"maxValues":{"at":"2020-01-01T01:00:00.000+01:00"},"nullCount":{"at":0}})";
+      R"({"numRecords":1,"minValues":{"day":"2020-01-10","local":"2020-01-10T00:00:00.000"},)"
+      R"("maxValues":{"day":"2021-03-12","local":"2020-01-10T08:00:00.120"},)"
+      R"("nullCount":{"day":0,"local":0}})";
+  const json merged = json::parse(MergeStats({a, b}, *schema, 2));
+  EXPECT_EQ(merged["minValues"]["day"], "2020-01-09");
+  EXPECT_EQ(merged["maxValues"]["day"], "2021-03-12");
+  EXPECT_EQ(merged["minValues"]["local"], "2020-01-09T23:59:59.999");
+  EXPECT_EQ(merged["maxValues"]["local"], "2020-01-10T08:00:00.120");
+}
+
+TEST(MergeStatsTest, ATimestampBoundThatIsNotOneLosesTheBounds) {
+  const std::string a = OneBound("at", "2020-01-01T00:00:00.000Z");
+  const std::string b = OneBound("at", "yesterday");
   const json merged = json::parse(MergeStats({a, b}, *MergedSchema(), 2));
   EXPECT_FALSE(merged["minValues"].contains("at"));
+  EXPECT_FALSE(merged["maxValues"].contains("at"));
 }
 
 }  // namespace

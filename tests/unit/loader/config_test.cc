@@ -88,6 +88,8 @@ TEST(DeltaLakeConfigTest, HostileValuesAreErrorsNotExceptions) {
        "must be a positive integer, got \"10\""},
       {R"({"table_path":"t","merge_schema":[true]})", "must be a boolean, got [true]"},
       {R"({"table_path":""})", "'table_path' must be a non-empty string"},
+      // A C API would cut the path at the NUL and write somewhere else.
+      {R"({"table_path":"a\u0000b"})", "'table_path' contains a NUL byte"},
       {"", "must be a JSON object"},
       {"{\"table_path\":\"\xff\"}", "must be a JSON object"},
   };

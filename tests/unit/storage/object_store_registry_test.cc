@@ -1,5 +1,6 @@
 #include "ampdelta/storage/object_store_registry.h"
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,35 @@ TEST(ObjectStoreRegistryTest, PlainPathsAndFileUrisOpenLocalStores) {
     EXPECT_TRUE(store->Head("x").ok()) << uri;
     EXPECT_EQ(store->root_uri(), "file://" + dir.path() + "/t");
   }
+}
+
+TEST(ObjectStoreRegistryTest, APathWithANulIsRefusedAndNothingIsCreated) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/a" + std::string(1, '\0') + "b";
+  EXPECT_THAT(OpenObjectStore(path), testing::StatusHasMessage("contains a NUL byte"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/a"));
+}
+
+TEST(ObjectStoreRegistryTest, AnEmptyNewTableFolderIsRemovedWithTheParentsMadeForIt) {
+  testing::TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto store, OpenObjectStore(dir.path() + "/new/deep/t"));
+  ASSERT_OK(store->Put("_ampdelta_leases/l.json", arrow::Buffer::FromString("{}"),
+                       PutMode::kCreateIfAbsent));
+  ASSERT_OK(store->Delete("_ampdelta_leases/l.json"));
+  store->RemoveFolderIfEmpty("_ampdelta_leases");
+  store->RemoveFolderIfEmpty("");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/new"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path()));
+  // A folder that holds something stays, and so do the parents above it.
+  ASSERT_OK(store->Put("_delta_log/0.json", arrow::Buffer::FromString("{}"),
+                       PutMode::kCreateIfAbsent));
+  store->RemoveFolderIfEmpty("");
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/new/deep/t/_delta_log/0.json"));
+  // A folder that was there before the store opened it is the user's, empty or not.
+  std::filesystem::create_directories(dir.path() + "/mine");
+  ASSERT_OK_AND_ASSIGN(auto existing, OpenObjectStore(dir.path() + "/mine"));
+  existing->RemoveFolderIfEmpty("");
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/mine"));
 }
 
 TEST(ObjectStoreRegistryTest, MemoryStoresAreSharedByName) {

@@ -105,6 +105,18 @@ struct WriteLease::State {
 WriteLease::WriteLease(std::unique_ptr<State> state, std::string token)
     : state_(std::move(state)), token_(std::move(token)) {}
 
+namespace {
+
+// A write leaves no folder of its own behind: the lease folder once no lease is in it,
+// and the table's folder (with the parents made for it) when nothing was committed to a
+// new table (a refused write leaves the path as it was).
+void RemoveLeaseFolders(storage::ObjectStore& store) {
+  store.RemoveFolderIfEmpty(kLeaseDir);
+  store.RemoveFolderIfEmpty("");
+}
+
+}  // namespace
+
 arrow::Result<std::shared_ptr<WriteLease>> WriteLease::Acquire(
     std::shared_ptr<storage::ObjectStore> store, LeaseKind kind,
     std::vector<std::string> paths, std::chrono::milliseconds heartbeat) {
@@ -119,12 +131,14 @@ arrow::Result<std::shared_ptr<WriteLease>> WriteLease::Acquire(
               {"created", NowMs()},
               {"paths", paths}};
   state->body = doc.dump(-1, ' ', false, json::error_handler_t::replace);
-  ARROW_ASSIGN_OR_RAISE(auto created,
-                        CreateIfAbsent(*state->store, state->key, state->body));
-  if (created.state != CreateOutcome::State::kCreated) {
+  auto created = CreateIfAbsent(*state->store, state->key, state->body);
+  if (!created.ok() || created->state != CreateOutcome::State::kCreated) {
+    // A full disk, say: the folders made for the lease go with it.
+    RemoveLeaseFolders(*state->store);
+    if (!created.ok()) return created.status();
     // The key holds a fresh random token, so only a transient failure leaves it free.
-    return created.failure.WithMessage("write lease ", state->key,
-                                       " not created: ", created.failure.message());
+    return created->failure.WithMessage("write lease ", state->key,
+                                        " not created: ", created->failure.message());
   }
   State* raw = state.get();
   state->heartbeat = std::thread([raw] { raw->Beat(); });
@@ -158,7 +172,9 @@ arrow::Status WriteLease::Release() {
   }
   state_->wake.notify_all();
   if (state_->heartbeat.joinable()) state_->heartbeat.join();
-  return state_->store->Delete(state_->key);
+  ARROW_RETURN_NOT_OK(state_->store->Delete(state_->key));
+  RemoveLeaseFolders(*state_->store);
+  return arrow::Status::OK();
 }
 
 bool Leases::Protects(const std::string& key) const {

@@ -98,7 +98,7 @@ arrow::Result<Add> DeletionVectorWriter::MarkDeleted(const Add& file,
 }
 
 arrow::Status DeletionVectorWriter::Abort() {
-  arrow::Status status = store_->DeleteMany(files_);
+  arrow::Status status = store_->DeleteWithFolders(files_);
   files_.clear();
   return status;
 }

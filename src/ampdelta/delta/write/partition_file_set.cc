@@ -190,15 +190,17 @@ class PartitionFileSet::Impl {
   }
 
   arrow::Status Abort() {
+    std::vector<std::string> staged;
     for (auto& [key, file] : open_) {
       if (file.writer) (void)file.writer->Close();
       (void)file.sink->Abort();
+      staged.push_back(file.key);
     }
     open_.clear();
     std::vector<std::string> paths;
     for (const auto& add : added_) paths.push_back(DecodeLogPath(add.path));
     added_.clear();
-    return store_->DeleteMany(paths);
+    return store_->DeleteWithFolders(paths, staged);
   }
 
   int64_t bytes_written() const { return bytes_written_; }

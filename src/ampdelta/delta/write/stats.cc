@@ -1,6 +1,7 @@
 #include "ampdelta/delta/write/stats.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -15,6 +16,7 @@
 #include <arrow/scalar.h>
 #include <arrow/type.h>
 #include <arrow/util/decimal.h>
+#include <arrow/util/value_parsing.h>
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/util/ascii.h"
@@ -258,8 +260,31 @@ void CollectLeafPaths(const arrow::Field& field, std::vector<std::string> path,
   leaves->emplace_back(std::move(path), KindOf(*field.type()));
 }
 
-// A bound of the parts' statistics as JSON orders it: numbers as numbers, the strings
-// Spark's formats give dates and timestamps (one length, one zone marker) as bytes.
+// A date or timestamp bound as a number that orders as the value does: days since the
+// epoch for a date, microseconds of the instant for a timestamp (its zone offset applied:
+// Spark writes bounds in its session's zone, `…+01:00`; a timestamp_ntz bound has none
+// and orders as its wall time). nullopt for text that is not such a bound, or one of a
+// signed year (`-0044-03-15`), which Arrow's ISO 8601 parser does not read.
+std::optional<int64_t> TemporalOrder(Kind kind, const ojson& bound) {
+  if (!bound.is_string()) return std::nullopt;
+  const auto& text = bound.get_ref<const std::string&>();
+  if (kind == Kind::kDate) {
+    std::chrono::duration<int32_t, std::ratio<86400>> days{};
+    if (text.size() != 10 || !arrow::internal::ParseYYYY_MM_DD(text.data(), &days)) {
+      return std::nullopt;
+    }
+    return days.count();
+  }
+  int64_t micros = 0;
+  if (!arrow::internal::ParseTimestampISO8601(text.data(), text.size(),
+                                              arrow::TimeUnit::MICRO, &micros)) {
+    return std::nullopt;
+  }
+  return micros;
+}
+
+// Whether two bounds of the parts' statistics order against each other: numbers as
+// numbers, strings as bytes, dates and timestamps as the values they write.
 bool Comparable(Kind kind, const ojson& a, const ojson& b) {
   switch (kind) {
     case Kind::kInt:
@@ -269,22 +294,21 @@ bool Comparable(Kind kind, const ojson& a, const ojson& b) {
     case Kind::kString:
       return a.is_string() && b.is_string();
     case Kind::kDate:
-    case Kind::kTimestamp: {
-      if (!a.is_string() || !b.is_string()) return false;
-      // Signed years (`-0044-03-15`) order against their bytes.
-      const auto& x = a.get_ref<const std::string&>();
-      const auto& y = b.get_ref<const std::string&>();
-      const auto signed_year = [](const std::string& text) {
-        return text.front() == '-' || text.front() == '+';
-      };
-      return x.size() == y.size() && !x.empty() && x.back() == y.back() &&
-             !signed_year(x) && !signed_year(y);
-    }
+    case Kind::kTimestamp:
+      return TemporalOrder(kind, a).has_value() && TemporalOrder(kind, b).has_value();
     case Kind::kDecimal:  // exact digits the JSON library would round through a double
     case Kind::kNone:
       break;
   }
   return false;
+}
+
+// a < b for two Comparable bounds.
+bool Less(Kind kind, const ojson& a, const ojson& b) {
+  if (kind == Kind::kDate || kind == Kind::kTimestamp) {
+    return *TemporalOrder(kind, a) < *TemporalOrder(kind, b);
+  }
+  return a < b;
 }
 
 // The least (or greatest) bound of a leaf over the parts; nullopt when a part without a
@@ -309,7 +333,7 @@ std::optional<ojson> MergedBound(const std::vector<ojson>& parts, const char* se
       continue;
     }
     if (!Comparable(kind, *best, *bound)) return std::nullopt;
-    if (least ? *bound < *best : *best < *bound) best = *bound;
+    if (least ? Less(kind, *bound, *best) : Less(kind, *best, *bound)) best = *bound;
   }
   return best;
 }

@@ -201,6 +201,9 @@ arrow::Status ParseKey(const std::string& key, const json& value,
     if (!value.is_string() || value.get<std::string>().empty()) {
       return ConfigError("'table_path' must be a non-empty string");
     }
+    if (value.get<std::string>().find('\0') != std::string::npos) {
+      return ConfigError("'table_path' contains a NUL byte");
+    }
     config->table_path = value.get<std::string>();
   } else if (key == "storage_options") {
     ARROW_ASSIGN_OR_RAISE(config->storage_options, StorageOptions(value));
