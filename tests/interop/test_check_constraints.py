@@ -74,3 +74,44 @@ def test_a_constraint_ampdelta_cannot_evaluate_stops_writes_but_not_maintenance(
     assert run_cli("table", "delete", table, "--where", "id = 4").returncode == 0
     assert run_cli("table", "optimize", table).returncode == 0
     assert spark_ids(table) == [2, 6]
+
+
+def test_constraints_as_spark_prints_them_are_enforced_not_refused(tmp_path):
+    """Spark records `CHECK (tick >= -887272)` as `tick >= - 887272` and compares a SMALLINT
+    with 40000 as INTs (issue 51): ampdelta writes under such constraints, and refuses only
+    the rows Spark would refuse."""
+    table = tmp_path / "ticks"
+    spark = readers.spark_session()
+    spark.sql(f"CREATE TABLE delta.`{table}` (id BIGINT, tick INT, n SMALLINT, name STRING) "
+              "USING delta")
+    for name, check in [("tick_low", "tick >= -887272"), ("n_small", "n < 40000"),
+                        ("either", "(id BETWEEN -5 AND 5) OR name IN ('x', 'y')"),
+                        ("not_three", "NOT (id = 3)")]:
+        spark.sql(f"ALTER TABLE delta.`{table}` ADD CONSTRAINT {name} CHECK ({check})")
+    stored = {row[0]: row[1] for row in spark.sql(f"SHOW TBLPROPERTIES delta.`{table}`")
+              .collect() if row[0].startswith("delta.constraints.")}
+    assert stored["delta.constraints.tick_low"] == "tick >= - 887272", stored
+
+    def rows(ids, ticks, names):
+        source = tmp_path / f"input-{len(list(tmp_path.glob('input-*')))}.arrow"
+        data = pa.table({"id": pa.array(ids, pa.int64()), "tick": pa.array(ticks, pa.int32()),
+                         "n": pa.array([32767] * len(ids), pa.int16()),
+                         "name": pa.array(names, pa.utf8())})
+        with ipc.new_file(source, data.schema) as out:
+            out.write_table(data)
+        return run_cli("table", "write", table, "--input", source)
+
+    written = rows([-5, 5, 100], [-887272, 887272, 0], ["a", "b", "x"])
+    assert written.returncode == 0, written.stderr
+    before = log(table)
+    low = rows([1], [-887273], ["a"])
+    assert low.returncode == 2 and "CHECK constraint tick_low" in low.stderr, low.stderr
+    outside = rows([100], [0], ["z"])
+    assert outside.returncode == 2 and "CHECK constraint either" in outside.stderr
+    three = rows([3], [0], ["a"])
+    assert three.returncode == 2 and "CHECK constraint not_three" in three.stderr
+    assert log(table) == before
+    assert spark_ids(table) == [-5, 5, 100]
+    scanned = run_cli("table", "scan", table, "--where", "id > - 5", "--format", "csv")
+    assert scanned.returncode == 0, scanned.stderr
+    assert scanned.stdout.splitlines()[1:] == ["5,887272,32767,b", "100,0,32767,x"], scanned.stdout

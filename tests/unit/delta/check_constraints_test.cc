@@ -1,9 +1,11 @@
 #include "ampdelta/delta/write/check_constraints.h"
 
+#include <arrow/array.h>
 #include <arrow/json/from_string.h>
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
 
+#include "ampdelta/delta/read/predicate.h"
 #include "ampdelta/delta/txn/transaction.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/unit/delta/table_test_util.h"
@@ -70,6 +72,83 @@ TEST(CheckConstraintsTest, WhereSparkCouldDisagreeTheConstraintIsRefusedAndDecim
                                    schema->field(3)->type(), R"(["0.50", "0.49"])")});
   EXPECT_THAT(CheckRows(amounts, *batch),
               testing::StatusHasMessage("row 1 of the batch: amount=0.49"));
+}
+
+// What each row of `batch` makes of `expression`: "t", "f" or "null".
+std::vector<std::string> Outcomes(const std::string& expression,
+                                  const std::shared_ptr<arrow::RecordBatch>& batch) {
+  auto predicate = Predicate::Parse(expression, batch->schema());
+  EXPECT_TRUE(predicate.ok()) << expression << ": " << predicate.status().ToString();
+  if (!predicate.ok()) return {};
+  auto result = predicate->EvaluateKleene(*batch);
+  EXPECT_TRUE(result.ok()) << expression << ": " << result.status().ToString();
+  if (!result.ok()) return {};
+  const auto& values = static_cast<const arrow::BooleanArray&>(**result);
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < values.length(); ++i) {
+    out.push_back(values.IsNull(i) ? "null" : values.Value(i) ? "t" : "f");
+  }
+  return out;
+}
+
+TEST(CheckConstraintsTest, ConstraintsAsSparkPrintsThemEvaluateAsSparkDoes) {
+  // Spark stores a CHECK constraint's text as its tokens joined by spaces: a negative
+  // number is `- 887272`, parentheses stand apart.
+  const auto schema = arrow::schema(
+      {arrow::field("tick", arrow::int32()), arrow::field("n", arrow::int16()),
+       arrow::field("b", arrow::int8()), arrow::field("x", arrow::int64()),
+       arrow::field("name", arrow::utf8())});
+  auto batch = arrow::RecordBatch::Make(
+      schema, 4,
+      {*arrow::json::ArrayFromJSONString(arrow::int32(), "[-887272, -887273, 0, null]"),
+       *arrow::json::ArrayFromJSONString(arrow::int16(), "[32767, -32768, 0, null]"),
+       *arrow::json::ArrayFromJSONString(arrow::int8(), "[-128, 127, 0, null]"),
+       *arrow::json::ArrayFromJSONString(arrow::int64(), "[-5, 6, 3, null]"),
+       *arrow::json::ArrayFromJSONString(arrow::utf8(), R"(["a", "c", "b", null])")});
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Outcomes("tick >= - 887272", batch), (V{"t", "f", "t", "null"}));
+  EXPECT_EQ(Outcomes("tick >= - 887272 AND tick <= 887272", batch),
+            (V{"t", "f", "t", "null"}));
+  // Literals wider than the column: Spark compares in the wider type.
+  EXPECT_EQ(Outcomes("n < 40000", batch), (V{"t", "t", "t", "null"}));
+  EXPECT_EQ(Outcomes("n < 40000.5", batch), (V{"t", "t", "t", "null"}));
+  EXPECT_EQ(Outcomes("n > - 40000", batch), (V{"t", "t", "t", "null"}));
+  EXPECT_EQ(Outcomes("b > - 129", batch), (V{"t", "t", "t", "null"}));
+  EXPECT_EQ(Outcomes("( x BETWEEN - 5 AND 5 ) OR x IS NULL", batch),
+            (V{"t", "f", "t", "t"}));
+  EXPECT_EQ(Outcomes("x NOT BETWEEN - 5 AND 5", batch), (V{"f", "t", "f", "null"}));
+  EXPECT_EQ(Outcomes("name IN ( 'a' , 'b' )", batch), (V{"t", "f", "t", "null"}));
+  EXPECT_EQ(Outcomes("name NOT IN ( 'a' , 'b' )", batch), (V{"f", "t", "f", "null"}));
+  EXPECT_EQ(Outcomes("NOT ( x = 3 )", batch), (V{"t", "t", "f", "null"}));
+  EXPECT_EQ(Outcomes("x <> - 1", batch), (V{"t", "t", "t", "null"}));
+  EXPECT_EQ(Outcomes("0 < x", batch), (V{"f", "t", "t", "null"}));
+}
+
+TEST(CheckConstraintsTest, AMinusThatIsNoSignAndUnbalancedParenthesesAreNamed) {
+  const auto schema = arrow::schema({arrow::field("x", arrow::int64())});
+  EXPECT_THAT(Predicate::Parse("x > - y", schema),
+              testing::StatusHasMessage("a '-' must be a number's sign"));
+  EXPECT_THAT(Predicate::Parse("( x > 1", schema),
+              testing::StatusHasMessage("missing ')'"));
+  EXPECT_THAT(Predicate::Parse("x > 1 )", schema),
+              testing::StatusHasMessage("unexpected ')'"));
+}
+
+TEST(CheckConstraintsTest, AnOrBesideTheComparisonsNeverClassifiesAFileAsAllMatching) {
+  const auto schema = arrow::schema({arrow::field("x", arrow::int64())});
+  Add file;
+  file.path = "f.parquet";
+  file.stats =
+      R"({"numRecords":2,"minValues":{"x":10},"maxValues":{"x":20},"nullCount":{"x":0}})";
+  ASSERT_OK_AND_ASSIGN(auto plain, Predicate::Parse("x >= 10", schema));
+  EXPECT_EQ(plain.Classify(file, {}), FileMatch::kAll);
+  ASSERT_OK_AND_ASSIGN(auto with_or,
+                       Predicate::Parse("x >= 10 AND ( x = 1 OR x = 2 )", schema));
+  EXPECT_EQ(with_or.Classify(file, {}), FileMatch::kSome);
+  // A comparison beside it still excludes a file.
+  ASSERT_OK_AND_ASSIGN(auto excluded,
+                       Predicate::Parse("x > 30 AND ( x = 1 OR x = 2 )", schema));
+  EXPECT_EQ(excluded.Classify(file, {}), FileMatch::kNone);
 }
 
 TEST(CheckConstraintsTest, AWriteIntoAConstrainedTableAddsNothingWhenOneRowViolates) {

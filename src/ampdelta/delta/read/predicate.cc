@@ -27,7 +27,7 @@ arrow::Status BadPredicate(const std::string& text, const std::string& why) {
 }
 
 struct Token {
-  enum Kind { kWord, kQuoted, kNumber, kString, kOp, kEnd } kind;
+  enum Kind { kWord, kQuoted, kNumber, kString, kOp, kPunct, kEnd } kind;
   std::string text;
 };
 
@@ -45,15 +45,28 @@ arrow::Result<std::vector<Token>> Tokenize(const std::string& text) {
         ++j;
       tokens.push_back({Token::kWord, text.substr(i, j - i)});
       i = j;
-    } else if (std::isdigit(static_cast<unsigned char>(c)) ||
-               (c == '-' && i + 1 < text.size() &&
-                std::isdigit(static_cast<unsigned char>(text[i + 1])))) {
-      size_t j = i + 1;
+    } else if (std::isdigit(static_cast<unsigned char>(c)) || c == '-') {
+      // A minus is a number's sign, with or without spaces after it: Spark stores
+      // `tick >= -887272` as `tick >= - 887272` (its tokens joined by spaces).
+      std::string number;
+      size_t j = i;
+      if (c == '-') {
+        number = "-";
+        ++j;
+        while (j < text.size() && std::isspace(static_cast<unsigned char>(text[j]))) ++j;
+        if (j == text.size() || !std::isdigit(static_cast<unsigned char>(text[j]))) {
+          return BadPredicate(text, "a '-' must be a number's sign");
+        }
+      }
+      const size_t digits = j;
       while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) ||
                                  text[j] == '.' || text[j] == 'e' || text[j] == 'E'))
         ++j;
-      tokens.push_back({Token::kNumber, text.substr(i, j - i)});
+      tokens.push_back({Token::kNumber, number + text.substr(digits, j - digits)});
       i = j;
+    } else if (c == '(' || c == ')' || c == ',') {
+      tokens.push_back({Token::kPunct, std::string(1, c)});
+      ++i;
     } else if (c == '\'' || c == '"' || c == '`') {
       std::string value;
       size_t j = i + 1;
@@ -126,11 +139,29 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> BindLiteral(const std::string& tex
                             "' is binary: a number never matches it (quote the value)");
   }
   auto parsed = ParsePartitionValue(token.text, type);
-  if (!parsed.ok()) {
-    return BadPredicate(text, "'" + token.text + "' is not a valid " + type->ToString() +
-                                  " for column '" + field.name() + "'");
+  if (parsed.ok()) return *parsed;
+  if (token.kind == Token::kNumber &&
+      (arrow::is_integer(type->id()) || arrow::is_decimal(type->id()))) {
+    // A number its column's type cannot hold is compared in a wider type, as Spark's type
+    // coercion widens the column (`n < 40000` on a SMALLINT, `n < 0.5` on an INT): a
+    // whole number as a 64-bit integer, any other as the decimal it writes.
+    if (token.text.find_first_of(".eE") == std::string::npos) {
+      auto wide = ParsePartitionValue(token.text, arrow::int64());
+      if (wide.ok()) return *wide;
+    }
+    arrow::Decimal128 value;
+    int32_t precision = 0;
+    int32_t scale = 0;
+    if (arrow::Decimal128::FromString(token.text, &value, &precision, &scale).ok() &&
+        scale >= 0) {
+      ARROW_ASSIGN_OR_RAISE(
+          auto decimal_type,
+          arrow::Decimal128Type::Make(std::max(precision, scale + 1), scale));
+      return std::make_shared<arrow::Decimal128Scalar>(value, decimal_type);
+    }
   }
-  return *parsed;
+  return BadPredicate(text, "'" + token.text + "' is not a valid " + type->ToString() +
+                                " for column '" + field.name() + "'");
 }
 
 // Compare a scalar with a stats JSON value of the same column; nullopt when unknown.
@@ -173,83 +204,213 @@ Predicate::Term Predicate::MakeTerm(const arrow::Field& field, std::string funct
               std::move(function), std::move(value),    !WasWidened(field)};
 }
 
+// Recursive descent over Spark's boolean grammar, lowest precedence first:
+// OR, AND, NOT, then a parenthesised condition or one comparison.
+class Predicate::Parser {
+ public:
+  // A condition as the parser builds it: its row expression and, when it is a comparison
+  // or a conjunction of them, the comparisons (for file skipping).
+  struct Parsed {
+    cp::Expression expression;
+    std::vector<Predicate::Term> terms;
+    // Some part of it is no comparison (an OR, a NOT): it classifies no file by itself.
+    bool opaque = false;
+  };
+
+  Parser(const std::string& text, std::vector<Token> tokens,
+         const std::shared_ptr<arrow::Schema>& schema)
+      : text_(text), tokens_(std::move(tokens)), schema_(schema) {}
+
+  arrow::Result<Parsed> Condition() {
+    if (Peek().kind == Token::kEnd) return BadPredicate(text_, "empty condition");
+    ARROW_ASSIGN_OR_RAISE(Parsed parsed, Or());
+    if (Peek().kind != Token::kEnd) {
+      return BadPredicate(text_, "unexpected '" + Peek().text + "'");
+    }
+    return parsed;
+  }
+
+  std::vector<std::string> columns() const { return columns_; }
+
+ private:
+  const Token& Peek() const { return tokens_[pos_]; }
+  bool PeekWord(const char* word) const {
+    return Peek().kind == Token::kWord && AsciiUpper(Peek().text) == word;
+  }
+  bool TakeWord(const char* word) {
+    if (!PeekWord(word)) return false;
+    ++pos_;
+    return true;
+  }
+  bool TakePunct(const char* punct) {
+    if (Peek().kind != Token::kPunct || Peek().text != punct) return false;
+    ++pos_;
+    return true;
+  }
+
+  arrow::Result<Parsed> Or() {
+    ARROW_ASSIGN_OR_RAISE(Parsed left, And());
+    while (TakeWord("OR")) {
+      ARROW_ASSIGN_OR_RAISE(Parsed right, And());
+      left = Parsed{cp::call("or_kleene", {left.expression, right.expression}), {}, true};
+    }
+    return left;
+  }
+
+  arrow::Result<Parsed> And() {
+    ARROW_ASSIGN_OR_RAISE(Parsed left, Not());
+    while (TakeWord("AND")) {
+      ARROW_ASSIGN_OR_RAISE(Parsed right, Not());
+      left.expression = cp::call("and_kleene", {left.expression, right.expression});
+      left.terms.insert(left.terms.end(), right.terms.begin(), right.terms.end());
+      left.opaque = left.opaque || right.opaque;
+    }
+    return left;
+  }
+
+  arrow::Result<Parsed> Not() {
+    if (TakeWord("NOT")) {
+      ARROW_ASSIGN_OR_RAISE(Parsed inner, Not());
+      return Parsed{cp::call("invert", {inner.expression}), {}, true};
+    }
+    if (TakePunct("(")) {
+      ARROW_ASSIGN_OR_RAISE(Parsed inner, Or());
+      if (!TakePunct(")")) return BadPredicate(text_, "missing ')'");
+      return inner;
+    }
+    return Comparison();
+  }
+
+  arrow::Result<std::shared_ptr<arrow::Field>> Column() {
+    const Token& token = Peek();
+    if (token.kind != Token::kWord && token.kind != Token::kQuoted) {
+      return BadPredicate(text_, "expected a column name, found '" + token.text + "'");
+    }
+    ++pos_;
+    // Column names are case-insensitive in Delta.
+    const int index = FindFieldIgnoreCase(*schema_, token.text);
+    if (index < 0) {
+      std::string names;
+      for (const auto& f : schema_->fields())
+        names += (names.empty() ? "" : ", ") + f->name();
+      return BadPredicate(text_,
+                          "no column '" + token.text + "' (columns: " + names + ")");
+    }
+    auto field = schema_->field(index);
+    if (std::find(columns_.begin(), columns_.end(), field->name()) == columns_.end()) {
+      columns_.push_back(field->name());
+    }
+    return field;
+  }
+
+  arrow::Result<std::shared_ptr<arrow::Scalar>> Literal(const arrow::Field& field) {
+    return BindLiteral(text_, tokens_[pos_++], field);
+  }
+
+  static bool IsLiteral(const Token& token) {
+    return token.kind == Token::kNumber || token.kind == Token::kString ||
+           (token.kind == Token::kWord &&
+            (AsciiUpper(token.text) == "TRUE" || AsciiUpper(token.text) == "FALSE"));
+  }
+
+  // One term as a row expression and a file-skipping term.
+  static Parsed Compare(const arrow::Field& field, const std::string& function,
+                        std::shared_ptr<arrow::Scalar> value) {
+    Parsed parsed;
+    std::vector<cp::Expression> args{cp::field_ref(field.name())};
+    if (value != nullptr) args.push_back(cp::literal(value));
+    parsed.expression = cp::call(function, std::move(args));
+    parsed.terms.push_back(MakeTerm(field, function, std::move(value)));
+    return parsed;
+  }
+
+  static Parsed Both(Parsed low, Parsed high) {
+    low.expression = cp::call("and_kleene", {low.expression, high.expression});
+    low.terms.insert(low.terms.end(), high.terms.begin(), high.terms.end());
+    return low;
+  }
+
+  static Parsed Negated(Parsed inner) {
+    return Parsed{cp::call("invert", {inner.expression}), {}, true};
+  }
+
+  arrow::Result<Parsed> Comparison() {
+    // `literal <op> column` reads as `column <reversed op> literal`.
+    if (IsLiteral(Peek()) && tokens_[pos_ + 1].kind == Token::kOp) {
+      const size_t literal = pos_;
+      pos_ += 2;
+      ARROW_ASSIGN_OR_RAISE(auto field, Column());
+      ARROW_ASSIGN_OR_RAISE(auto value, BindLiteral(text_, tokens_[literal], *field));
+      return Compare(*field, FunctionFor(Reversed(tokens_[literal + 1].text)), value);
+    }
+    ARROW_ASSIGN_OR_RAISE(auto field, Column());
+    if (TakeWord("IS")) {
+      const bool negated = TakeWord("NOT");
+      if (!TakeWord("NULL")) return BadPredicate(text_, "expected NULL after IS");
+      return Compare(*field, negated ? "is_valid" : "is_null", nullptr);
+    }
+    const bool negated = TakeWord("NOT");
+    if (TakeWord("BETWEEN")) {
+      ARROW_ASSIGN_OR_RAISE(auto low, Literal(*field));
+      if (!TakeWord("AND")) return BadPredicate(text_, "expected AND in BETWEEN");
+      ARROW_ASSIGN_OR_RAISE(auto high, Literal(*field));
+      Parsed between = Both(Compare(*field, "greater_equal", low),
+                            Compare(*field, "less_equal", high));
+      return negated ? Negated(std::move(between)) : between;
+    }
+    if (TakeWord("IN")) {
+      if (!TakePunct("(")) return BadPredicate(text_, "expected '(' after IN");
+      // x IN (a, b) is x = a OR x = b, nulls included (SQL's three values).
+      std::optional<cp::Expression> any;
+      do {
+        ARROW_ASSIGN_OR_RAISE(auto value, Literal(*field));
+        cp::Expression equal =
+            cp::call("equal", {cp::field_ref(field->name()), cp::literal(value)});
+        any = any ? cp::call("or_kleene", {*any, equal}) : equal;
+      } while (TakePunct(","));
+      if (!TakePunct(")")) return BadPredicate(text_, "missing ')' after the IN list");
+      Parsed in{*any, {}, true};
+      return negated ? Negated(std::move(in)) : in;
+    }
+    if (negated) return BadPredicate(text_, "expected BETWEEN or IN after NOT");
+    if (Peek().kind != Token::kOp) {
+      return BadPredicate(text_, "expected an operator after '" + field->name() + "'");
+    }
+    const std::string op = tokens_[pos_++].text;
+    ARROW_ASSIGN_OR_RAISE(auto value, Literal(*field));
+    return Compare(*field, FunctionFor(op), value);
+  }
+
+  static std::string Reversed(const std::string& op) {
+    if (op == "<") return ">";
+    if (op == "<=") return ">=";
+    if (op == ">") return "<";
+    if (op == ">=") return "<=";
+    return op;
+  }
+
+  const std::string& text_;
+  std::vector<Token> tokens_;
+  std::shared_ptr<arrow::Schema> schema_;
+  size_t pos_ = 0;
+  std::vector<std::string> columns_;
+};
+
 arrow::Result<Predicate> Predicate::Parse(const std::string& text,
                                           const std::shared_ptr<arrow::Schema>& schema) {
   ARROW_ASSIGN_OR_RAISE(auto tokens, Tokenize(text));
+  Parser parser(text, std::move(tokens), schema);
+  ARROW_ASSIGN_OR_RAISE(Parser::Parsed parsed, parser.Condition());
   Predicate predicate;
   predicate.text_ = text;
-  size_t pos = 0;
-  auto column = [&]() -> arrow::Result<std::shared_ptr<arrow::Field>> {
-    const Token& token = tokens[pos];
-    if (token.kind != Token::kWord && token.kind != Token::kQuoted) {
-      return BadPredicate(text, "expected a column name, found '" + token.text + "'");
-    }
-    ++pos;
-    // Column names are case-insensitive in Delta.
-    const int index = FindFieldIgnoreCase(*schema, token.text);
-    auto field = index >= 0 ? schema->field(index) : nullptr;
-    if (field == nullptr) {
-      std::string names;
-      for (const auto& f : schema->fields())
-        names += (names.empty() ? "" : ", ") + f->name();
-      return BadPredicate(text,
-                          "no column '" + token.text + "' (columns: " + names + ")");
-    }
-    return field;
-  };
-  while (true) {
-    if (tokens[pos].kind == Token::kEnd) return BadPredicate(text, "empty condition");
-    ARROW_ASSIGN_OR_RAISE(auto field, column());
-    const Token& next = tokens[pos];
-    if (next.kind == Token::kWord && AsciiUpper(next.text) == "IS") {
-      ++pos;
-      bool negated = false;
-      if (tokens[pos].kind == Token::kWord && AsciiUpper(tokens[pos].text) == "NOT") {
-        negated = true;
-        ++pos;
-      }
-      if (tokens[pos].kind != Token::kWord || AsciiUpper(tokens[pos].text) != "NULL") {
-        return BadPredicate(text, "expected NULL after IS");
-      }
-      ++pos;
-      predicate.terms_.push_back(
-          MakeTerm(*field, negated ? "is_valid" : "is_null", nullptr));
-    } else if (next.kind == Token::kWord && AsciiUpper(next.text) == "BETWEEN") {
-      ++pos;
-      ARROW_ASSIGN_OR_RAISE(auto low, BindLiteral(text, tokens[pos++], *field));
-      if (tokens[pos].kind != Token::kWord || AsciiUpper(tokens[pos].text) != "AND") {
-        return BadPredicate(text, "expected AND in BETWEEN");
-      }
-      ++pos;
-      ARROW_ASSIGN_OR_RAISE(auto high, BindLiteral(text, tokens[pos++], *field));
-      predicate.terms_.push_back(MakeTerm(*field, "greater_equal", low));
-      predicate.terms_.push_back(MakeTerm(*field, "less_equal", high));
-    } else if (next.kind == Token::kOp) {
-      ++pos;
-      ARROW_ASSIGN_OR_RAISE(auto value, BindLiteral(text, tokens[pos++], *field));
-      predicate.terms_.push_back(MakeTerm(*field, FunctionFor(next.text), value));
-    } else {
-      return BadPredicate(text, "expected an operator after '" + field->name() + "'");
-    }
-    if (tokens[pos].kind == Token::kEnd) break;
-    if (tokens[pos].kind == Token::kWord && AsciiUpper(tokens[pos].text) == "AND") {
-      ++pos;
-      continue;
-    }
-    return BadPredicate(text, "only AND is supported between conditions, found '" +
-                                  tokens[pos].text + "'");
-  }
+  predicate.expression_ = std::move(parsed.expression);
+  predicate.terms_ = std::move(parsed.terms);
+  predicate.opaque_ = parsed.opaque;
+  predicate.columns_ = parser.columns();
   return predicate;
 }
 
-std::vector<std::string> Predicate::columns() const {
-  std::vector<std::string> out;
-  for (const auto& term : terms_) {
-    if (std::find(out.begin(), out.end(), term.column) == out.end())
-      out.push_back(term.column);
-  }
-  return out;
-}
+std::vector<std::string> Predicate::columns() const { return columns_; }
 
 arrow::Result<std::shared_ptr<arrow::Array>> Predicate::Evaluate(
     const arrow::RecordBatch& batch) const {
@@ -263,24 +424,16 @@ arrow::Result<std::shared_ptr<arrow::Array>> Predicate::Evaluate(
 
 arrow::Result<std::shared_ptr<arrow::Array>> Predicate::EvaluateKleene(
     const arrow::RecordBatch& batch) const {
-  arrow::Datum mask;
-  for (const auto& term : terms_) {
-    auto column = batch.GetColumnByName(term.column);
-    if (column == nullptr)
-      return arrow::Status::Invalid("batch has no column '", term.column, "'");
-    arrow::Datum part;
-    if (term.value == nullptr) {
-      ARROW_ASSIGN_OR_RAISE(part, cp::CallFunction(term.function, {column}));
-    } else {
-      ARROW_ASSIGN_OR_RAISE(
-          part, cp::CallFunction(term.function, {column, arrow::Datum(term.value)}));
-    }
-    if (mask.is_value()) {
-      ARROW_ASSIGN_OR_RAISE(mask, cp::CallFunction("and_kleene", {mask, part}));
-    } else {
-      mask = part;
-    }
+  for (const auto& column : columns_) {
+    if (batch.GetColumnByName(column) == nullptr)
+      return arrow::Status::Invalid("batch has no column '", column, "'");
   }
+  ARROW_ASSIGN_OR_RAISE(auto bound, expression_.Bind(*batch.schema()));
+  const auto input =
+      arrow::RecordBatch::Make(batch.schema(), batch.num_rows(), batch.columns());
+  ARROW_ASSIGN_OR_RAISE(
+      arrow::Datum mask,
+      cp::ExecuteScalarExpression(bound, *batch.schema(), arrow::Datum(input)));
   if (mask.is_scalar()) {
     ARROW_ASSIGN_OR_RAISE(auto repeated,
                           arrow::MakeArrayFromScalar(*mask.scalar(), batch.num_rows()));
@@ -373,7 +526,8 @@ FileMatch Predicate::Classify(const Add& file,
                               const std::vector<std::string>& partition_columns) const {
   json stats = file.stats ? json::parse(*file.stats, nullptr, false) : json();
   if (file.deletion_vector) stats = json();  // deleted rows make bounds loose
-  FileMatch overall = FileMatch::kAll;
+  // A condition ANDed beside the terms may exclude rows the terms keep: never all.
+  FileMatch overall = opaque_ ? FileMatch::kSome : FileMatch::kAll;
   for (const auto& term : terms_) {
     const bool is_partition = IsPartitionColumn(partition_columns, term.column);
     const FileMatch match = ClassifyTerm(term, file, is_partition, &stats);

@@ -27,13 +27,18 @@ enum class FileMatch : uint8_t {
   kSome,
 };
 
-/// \brief A conjunction of comparisons bound to a table schema. Immutable.
+/// \brief A boolean condition on a table's columns, bound to its schema. Immutable.
 class Predicate {
  public:
-  /// \brief Parse `col <op> literal [AND …]`, `col BETWEEN a AND b`, `col IS [NOT] NULL`
-  /// (ops `= != <> < <= > >=`; literals: numbers, 'strings', true/false) and bind it to
-  /// `schema`. Column names may be quoted with "" or ``.
-  /// \return Invalid naming an unknown column, a bad literal or unsupported syntax
+  /// \brief Parse a condition and bind it to `schema`: comparisons of a column with a
+  /// literal (`= != <> < <= > >=`, either side), `[NOT] BETWEEN a AND b`, `IS [NOT]
+  /// NULL`,
+  /// `[NOT] IN (a, b, …)`, joined by AND, OR, NOT and parentheses, as Spark writes CHECK
+  /// constraints (`( x BETWEEN - 5 AND 5 ) OR x IS NULL`). Literals: numbers (a `-` may
+  /// stand apart: `- 5`), 'strings', true/false; a number wider than its column's type is
+  /// compared in the wider type, as Spark widens it (`n < 40000` for a SMALLINT n).
+  /// Column names may be quoted with "" or ``. \return Invalid naming an unknown column,
+  /// a bad literal or unsupported syntax
   static arrow::Result<Predicate> Parse(const std::string& text,
                                         const std::shared_ptr<arrow::Schema>& schema);
 
@@ -56,6 +61,7 @@ class Predicate {
   std::vector<std::string> columns() const;
 
  private:
+  class Parser;
   struct Term {
     std::string column;
     std::string key;  // of statistics and partition values: the physical name
@@ -72,7 +78,14 @@ class Predicate {
                          const void* stats) const;
 
   std::string text_;
+  // The whole condition, evaluated on rows (SQL's three values: and_kleene, or_kleene).
+  arrow::compute::Expression expression_;
+  // The comparisons ANDed at its top level, which classify files from statistics; with
+  // `opaque_` some other condition (an OR, a NOT) is ANDed too: a file no term excludes
+  // must be read.
   std::vector<Term> terms_;
+  bool opaque_ = false;
+  std::vector<std::string> columns_;
 };
 
 }  // namespace ampdelta::delta
