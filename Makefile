@@ -20,7 +20,8 @@ TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_container_overflo
 
 .PHONY: soak-ops setup setup-build build build-only build-release check-layering check-format \
   check-format-only check-headers check-headers-only test test-fast test-unit test-integration \
-  ctest-only test-interop interop-only test-python python-only test-docs docs-only wheel wheel-only \
+  ctest-only test-interop interop-only test-python python-only test-docs docs-only sdk-only wheel \
+  wheel-only \
   wheel-matrix-only fuzz fuzz-only \
   soak demo bench clean
 
@@ -118,6 +119,13 @@ wheel-only:
 
 python-only:
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta bash scripts/test_wheel.sh
+
+# ampdelta through the real Amp Python SDK (../shared/vendor/amp-python) in a CPython 3.12
+# venv with the abi3 wheel (scripts/sdk_venv.sh; tests/sdk).
+sdk-only:
+	@bash scripts/sdk_venv.sh
+	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta \
+	  build/sdk-venv/bin/python -m pytest -q -p no:cacheprovider --durations=10 tests/sdk
 
 # Every command and snippet README.md and docs/*.md show, run as a reader would, in the
 # wheel's venv that python-only made (tests/docs, docs/testing.md).

@@ -77,5 +77,6 @@ phase "interop: tests/interop" "${MAKE_CMD[@]}" interop-only
 join "wheel: the Python package"
 beside "wheel matrix: CPython 3.10, 3.12, 3.13" "${MAKE_CMD[@]}" wheel-matrix-only
 phase "python: the wheel in a fresh venv" "${MAKE_CMD[@]}" python-only
+phase "sdk: the real Amp SDK (CPython 3.12)" "${MAKE_CMD[@]}" sdk-only
 phase "docs: every command README.md and docs/ show" "${MAKE_CMD[@]}" docs-only
 join "wheel matrix: CPython 3.10, 3.12, 3.13"

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/amp/query_text.h"
 #include "ampdelta/loader/backfill/parallel_loader.h"
 #include "ampdelta/loader/batch/batch_loader.h"
 #include "ampdelta/loader/common/config.h"
@@ -253,12 +254,18 @@ arrow::Result<std::unique_ptr<LoadJob>> LoadJob::MakeForData(
 arrow::Result<std::unique_ptr<LoadJob>> LoadJob::MakeForChannel(
     std::shared_ptr<amp::FedChannel> channel, std::string label,
     const std::string& config_json, const std::string& options_json) {
-  std::unique_ptr<LoadJob> job(new LoadJob("", {}, std::move(label)));
+  // The label is the stream's query (its progress is the query's in the table), without
+  // the SDK's `SETTINGS stream = true`: the same query streamed by ampdelta.Client is the
+  // same stream.
+  std::unique_ptr<LoadJob> job(new LoadJob("", {}, amp::WithoutStreamSetting(label)));
   ARROW_RETURN_NOT_OK(ParsePlan(config_json, options_json, job->plan_.get()));
   if (job->plan_->parallel) {
     return InvalidInputError("load_stream_continuous(): a parallel load runs a query");
   }
   job->plan_->stream = true;
+  // The SDK starts every stream from the dataset's first block: what it sends again of
+  // the table's blocks is a replay, checked against their hashes.
+  job->plan_->options.stream_replays_from_start = true;
   job->channel_ = std::move(channel);
   return job;
 }

@@ -15,9 +15,10 @@ How a block runs (its directive, doc_blocks.py, can say otherwise):
   `--until-block`, `--then-stream`): it is sent Ctrl-C (SIGINT) once it printed its first line
   (or after a few seconds of silence) and must then exit with the code the README documents
   (130; the dev server 0).
-- A Python block runs as a script in that folder with the wheel's interpreter
-  (`continues`: after the document's Python block before it); `until-interrupted`: it is
-  sent Ctrl-C once it printed a line and must end as Python does on Ctrl-C.
+- A Python block runs as a script in that folder with the wheel's interpreter (`python=sdk`:
+  the Amp SDK's venv) (`continues`: after the document's Python block before it);
+  `until-interrupted`: it is sent Ctrl-C once it printed a line and must end as Python does
+  on Ctrl-C.
 - A C++ block is the text of a program in the repository (`source=PATH`), built by the test
   build, and runs against the server.
 - A skipped block (`skip; needs …; covered by …`) names a test file that exists; each of its
@@ -444,6 +445,20 @@ def python_source(block: Block, run: DocumentRun, url: str) -> str:
     return f"{before}print({BLOCK_START!r}, flush=True)\n{own}"
 
 
+# `python=sdk`: the block uses the Amp SDK, which runs in its own venv (CPython 3.12,
+# scripts/sdk_venv.sh, made by `make test`'s sdk phase before this one).
+SDK_PYTHON = REPO_ROOT / "build" / "sdk-venv" / "bin" / "python"
+
+
+def python_for(block: Block) -> Path:
+    if block.directive.get("python") == "sdk":
+        if not SDK_PYTHON.exists():
+            pytest.fail(f"{block.where}: the block needs the SDK's venv, {SDK_PYTHON}: run "
+                        "scripts/sdk_venv.sh (make sdk-only)", pytrace=False)
+        return SDK_PYTHON
+    return Path(sys.executable)
+
+
 def run_python_block(block: Block, run: DocumentRun) -> None:
     server_args = block.directive.get("server")
     with contextlib.ExitStack() as stack:
@@ -453,7 +468,7 @@ def run_python_block(block: Block, run: DocumentRun) -> None:
             url = run.server_url()
         script = run.workdir / f"block_{block.line}.py"
         script.write_text(python_source(block, run, url))
-        args = [sys.executable, str(script)]
+        args = [str(python_for(block)), str(script)]
         env = run.python_env()
         if block.directive.has("until-interrupted"):
             code, out, err = run_until_first_line_then_interrupt(args, run.workdir, env,

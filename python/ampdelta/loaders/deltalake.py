@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from typing import Any, Dict, Iterable, Iterator, Optional
 
@@ -23,8 +24,12 @@ from .._table import Table
 
 LOADER_TYPE = "deltalake"
 
-# Keywords the SDK's loaders take that need nothing here: the SDK passes them along.
-_IGNORED_KEYWORDS = {"connection_name", "worker_id"}
+# Keywords the SDK's loaders take that need nothing here: the SDK passes them along (its
+# parallel load gives every partition's batches `block_ranges`, a Snowflake channel suffix
+# and offset token; the partition's rows are what it loads, as the SDK's deltalake loader
+# writes them, and ampdelta's streams record their ranges in the table themselves).
+_IGNORED_KEYWORDS = {"connection_name", "worker_id", "block_ranges", "channel_suffix",
+                     "offset_token"}
 
 
 def _mode(mode: Any) -> LoadMode:
@@ -55,6 +60,8 @@ class DeltaLakeLoader:
         self.label_manager = label_manager
         self.logger = logging.getLogger(f"ampdelta.loaders.{type(self).__name__}")
         self._connected = False
+        # The SDK's DataLoader keeps the tables it created here (its parallel load adds to it).
+        self._created_tables: set = set()
 
     # --- connection: the table is opened by each load; these keep the SDK's contract ---
     @property
@@ -114,16 +121,23 @@ class DeltaLakeLoader:
 
     def load_stream_continuous(self, stream_iterator: Iterable[Any], table_name: str,
                                connection_name: Optional[str] = None, worker_id: int = 0,
+                               query: Optional[str] = None,
                                **kwargs) -> Iterator[LoadResult]:
         """The SDK's streaming contract on the engine's stream loader: each item (a
         ResponseBatch with block ranges) is handed over as the server sent it, and the
         engine groups microbatches into commits, tags rows with their ranges, undoes a
-        reorg by those tags (never reading the table into memory), and skips microbatches
-        the table already holds, so a restart with the same connection and table loads
-        nothing twice. Yields a result per commit and per reorg, then stops after the
-        last item. The SDK's reorg items carry no rows: the engine finds the reorg in the
-        re-sent batches' ranges itself."""
-        label = f"sdk-stream {connection_name or 'default'} {table_name}"
+        reorg by those tags (never reading the table into memory), and skips what the
+        table already holds: the SDK starts every stream from its first block, and a
+        microbatch the table holds with the same hash is skipped (one it cannot check is
+        replaced in one commit). Yields a result per commit and per reorg, then stops
+        after the last item. The SDK's reorg items carry no rows: the engine finds the
+        reorg in the re-sent batches' ranges itself.
+
+        The stream's progress belongs to the table and the query (`query`, the SQL the
+        items answer; the SDK's client passes it through ampdelta.sdk), as
+        ampdelta.Client's streams' does; the connection and table names only label it.
+        Without a query, a table holds one handed-over stream."""
+        label = query if query else _HANDED_OVER_STREAM
         options_keywords = {k: v for k, v in kwargs.items() if k not in _SDK_STREAM_KEYWORDS}
         try:
             mode = _mode(options_keywords.pop("mode", LoadMode.APPEND))
@@ -137,6 +151,18 @@ class DeltaLakeLoader:
             self.connect()
         yield from _HandedOverStream(self, label, table_config, options, table_name).run(
             iter(stream_iterator))
+
+    def _create_table_from_schema(self, schema: Any, table_name: str) -> None:
+        """The SDK's hook its parallel load calls once before its partitions (which then
+        run with create_table=False): the table, with `schema` and no rows, unless one is
+        there already."""
+        if self._table_exists():
+            return
+        empty = schema.empty_table() if hasattr(schema, "empty_table") else schema
+        result = self.load_table(empty, table_name, mode=LoadMode.APPEND)
+        if not result.success:
+            raise Error(f"cannot create the Delta table {self.table_path}: {result.error}")
+        self._created_tables.add(table_name)
 
     # --- the table ---
     def get_table_info(self, table_name: Optional[str] = None) -> Dict[str, Any]:
@@ -172,10 +198,6 @@ class DeltaLakeLoader:
                kwargs: Dict[str, Any], operation: str) -> LoadResult:
         if kwargs.pop("label_config", None) is not None:
             raise InvalidInputError("label_config (label joins) is not supported by ampdelta")
-        if kwargs.pop("block_ranges", None) is not None:
-            raise InvalidInputError(
-                "block_ranges: ampdelta tags rows with their block ranges in its own "
-                "streams (load_stream_continuous, or ampdelta.Client for streams)")
         for key in _IGNORED_KEYWORDS:
             kwargs.pop(key, None)
         writer_properties = kwargs.pop("writer_properties", None)
@@ -201,11 +223,53 @@ class DeltaLakeLoader:
                           metadata={"operation": operation})
 
 
+# What names a handed-over stream whose query is not known (the engine's app id is made of
+# it): one such stream per table.
+_HANDED_OVER_STREAM = "sdk-stream"
+
 # The SDK's LoadConfig fields and streaming keywords load_stream_continuous is given and
 # needs nothing for (its reorg detection and resume are the engine's).
 _SDK_STREAM_KEYWORDS = {"batch_size", "create_table", "schema_evolution", "max_retries",
                         "retry_delay", "resume", "resume_watermark", "with_reorg_detection",
                         "label_config"}
+
+
+def _next_message(items) -> Optional[tuple]:
+    """The next item the engine loads, as (stream capsule, app_metadata JSON); None at the
+    end. The SDK's reorg items carry no rows: the engine sees the reorg in the re-sent
+    batches' ranges."""
+    for item in items:
+        if getattr(item, "is_reorg", False):
+            continue
+        data = getattr(item, "data", None)
+        if hasattr(data, "data") and hasattr(data, "metadata"):
+            item, data = data, data.data  # the SDK's older ResponseBatchWithReorg
+        if data is None:
+            continue
+        metadata = _metadata_json(getattr(item, "metadata", None))
+        return stream_capsule(data, "load_stream_continuous()"), metadata
+    return None
+
+
+def _items_closed(items) -> bool:
+    """Whether the SDK's iterator was closed (its SIGINT handler closes it on Ctrl-C)."""
+    for target in (items, getattr(items, "stream_iterator", None)):
+        if getattr(target, "_closed", False) is True:
+            return True
+    return False
+
+
+def _close_items(items) -> None:
+    """Let the items' producer go (the SDK's iterator cancels its Flight stream), so that
+    a feeder waiting on it ends."""
+    for target in (items, getattr(items, "stream_iterator", None)):
+        close = getattr(target, "close", None)
+        if close is None:
+            continue
+        try:
+            close()
+        except Exception:  # noqa: BLE001 (a generator running in the feeder refuses)
+            pass
 
 
 def _metadata_json(metadata: Any) -> str:
@@ -227,8 +291,11 @@ def _metadata_json(metadata: Any) -> str:
 
 
 class _HandedOverStream:
-    """One load_stream_continuous: items pushed into the engine's channel on this
-    thread, the engine's commits and reorgs yielded as they happen."""
+    """One load_stream_continuous: the items fed into the engine's channel by a thread of
+    their own, the engine's commits and reorgs yielded here as they happen. The items'
+    iterator (the SDK's, on the network) may block for as long as the server is silent: a
+    commit or a reorg the engine made meanwhile is yielded at once, not when the next item
+    comes."""
 
     PUSH_WAIT_SECONDS = 0.05
 
@@ -242,37 +309,79 @@ class _HandedOverStream:
         self._channel = None
         self._job = None
         self._reorgs = 0
+        self._stop_feeding = threading.Event()
 
     def run(self, items) -> Iterator[LoadResult]:
         started = time.monotonic()
+        items = iter(items)
+        feeder = None
         try:
-            for item in items:
-                if getattr(item, "is_reorg", False):
-                    continue  # the engine sees the reorg in the re-sent batches' ranges
-                yield from self._hand_over(item)
-                if isinstance(self._job, _FinishedJob):
-                    return  # the load ended (until_block, or a failure it reported)
-            if self._channel is not None:
-                self._channel.close()
-            if self._job is not None:
-                yield from self._drain(until_final=True)
-        except (KeyboardInterrupt, GeneratorExit):
-            self._abandon("interrupted")
-            raise
-        except Exception as error:  # the SDK ends a stream with a failed result
-            if self._job is None or isinstance(self._job, _FinishedJob):
+            try:
+                first = _next_message(items)
+                if first is None:
+                    return  # no item: nothing to load
+                self._open(*first)
+            except (KeyboardInterrupt, GeneratorExit):
+                raise
+            except Exception as error:  # the SDK ends a stream with a failed result
                 yield self._loader._failure(self._table_name, str(error), started,
                                             "load_stream")
                 return
-            # The engine ends the load on the failure: its final result says what stays.
-            self._channel.fail(f"{type(error).__name__}: {error}", False)
-            yield from self._drain(until_final=True)
+            feeder = threading.Thread(target=self._feed, args=(items,),
+                                      name="ampdelta-stream-feeder", daemon=True)
+            feeder.start()
+            yield from self._drain()
+        except (KeyboardInterrupt, GeneratorExit):
+            self._abandon("interrupted")
+            raise
         finally:
             self._abandon("ended")
+            if feeder is not None:
+                _close_items(items)
+
+    def _open(self, capsule, metadata: str) -> None:
+        channel, error = _native.FedChannel.open(capsule, metadata)
+        raise_if_error(error)
+        self._channel = channel
+        job = _native.LoadJob.for_channel(channel, self._label, self._config_json,
+                                          self._options_json)
+        raise_if_error(job.error)
+        _LIVE_JOBS.add(job)  # stopped and joined at exit like every load
+        self._job = job
+        job.start()
+
+    def _feed(self, items) -> None:
+        """Hand every item to the engine, then close the channel; an exception of the
+        items' iterator (the SDK's on a network failure) fails it, and the engine commits
+        what is complete before reporting it."""
+        channel = self._channel
+        try:
+            while not self._stop_feeding.is_set():
+                message = _next_message(items)
+                if message is None:
+                    channel.close()
+                    return
+                # Each item is exported and imported once; a full channel keeps it.
+                queued, error = channel.push(*message, self.PUSH_WAIT_SECONDS)
+                while error is None and not queued and not self._stop_feeding.is_set():
+                    queued, error = channel.push_pending(self.PUSH_WAIT_SECONDS)
+                if error is not None:
+                    # The load ended (until_block reached, or a failure its final result
+                    # says), or this item cannot be loaded: the load fails naming it.
+                    channel.fail(json.loads(error).get("message", error), True)
+                    return
+        except BaseException as error:  # noqa: BLE001 (the engine reports it)
+            if _items_closed(items):
+                # The SDK's Ctrl-C closes its Flight stream, and its iterator then fails:
+                # the user stopped the stream (the load stops after its last commit).
+                self._job.stop()
+                return
+            channel.fail(f"{type(error).__name__}: {error}", False)
 
     def _abandon(self, why: str) -> None:
         """Stop the load if it still runs and wait for it (the GIL released, in slices so
         that a second Ctrl-C gets through)."""
+        self._stop_feeding.set()
         if self._channel is not None:
             self._channel.fail(f"the stream was {why}", False)
         job = self._job
@@ -282,47 +391,12 @@ class _HandedOverStream:
                 pass
             self._job = _FinishedJob()
 
-    def _hand_over(self, item) -> Iterator[LoadResult]:
-        data = getattr(item, "data", None)
-        if hasattr(data, "data") and hasattr(data, "metadata"):
-            item, data = data, data.data  # the SDK's older ResponseBatchWithReorg
-        if data is None:
-            return
-        metadata = _metadata_json(getattr(item, "metadata", None))
-        capsule = stream_capsule(data, "load_stream_continuous()")
-        if self._channel is None:
-            channel, error = _native.FedChannel.open(capsule, metadata)
-            raise_if_error(error)
-            self._channel = channel
-            job = _native.LoadJob.for_channel(channel, self._label, self._config_json,
-                                              self._options_json)
-            raise_if_error(job.error)
-            _LIVE_JOBS.add(job)  # stopped and joined at exit like every load
-            self._job = job
-            job.start()
-            return
-        # Each item is exported and imported once; a full channel keeps it for the retry.
-        queued, error = self._channel.push(capsule, metadata, self.PUSH_WAIT_SECONDS)
-        while error is None and not queued:
-            # No room: the engine may be waiting for a result to be taken.
-            yield from self._drain(until_final=False)
-            queued, error = self._channel.push_pending(self.PUSH_WAIT_SECONDS)
-        if error is not None:
-            # The load ended (until_block reached, or a failure its final result says), or
-            # this item cannot be loaded: the load fails naming it.
-            self._channel.fail(json.loads(error).get("message", error), True)
-            yield from self._drain(until_final=True)
-            return
-        yield from self._drain(until_final=False)
-
-    def _drain(self, until_final: bool) -> Iterator[LoadResult]:
-        """The engine's events so far (all of them, to the final one, with until_final)."""
+    def _drain(self) -> Iterator[LoadResult]:
+        """The engine's events as they come, to the final one."""
         while not isinstance(self._job, _FinishedJob):
-            event = self._job.next(0.1 if until_final else 0.0)
+            event = self._job.next(0.1)
             if event is None:
-                if until_final:
-                    continue
-                return
+                continue
             if event == "":
                 self._job = _FinishedJob()
                 return

@@ -1,6 +1,8 @@
 #include "ampdelta/amp/stream_interpreter.h"
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
 
 #include "ampdelta/util/status.h"
 
@@ -21,9 +23,56 @@ void StreamInterpreter::SeedCursor(const Cursor& cursor) {
   }
 }
 
+void StreamInterpreter::SeedHistory(const std::vector<BlockRange>& ranges) {
+  for (const auto& range : ranges) networks_[range.network].history[range.start] = range;
+}
+
+namespace {
+
+using History = std::map<uint64_t, BlockRange>;
+
+// The hash of `block` as the history knows it: a range's end hash, or the prev_hash of
+// the range after it.
+std::optional<std::string> HashAt(const History& history, uint64_t block) {
+  auto after = history.upper_bound(block);
+  if (after != history.begin()) {
+    const BlockRange& range = std::prev(after)->second;
+    if (range.end == block && !range.hash.empty()) return range.hash;
+  }
+  if (after != history.end() && after->first == block + 1 &&
+      !after->second.prev_hash.empty())
+    return after->second.prev_hash;
+  return std::nullopt;
+}
+
+// A hash of `range` (its end's, or its parent's) differs from the history's.
+bool Contradicts(const History& history, const BlockRange& range) {
+  const auto end = HashAt(history, range.end);
+  if (end && !range.hash.empty() && *end != range.hash) return true;
+  if (range.start == 0 || range.prev_hash.empty()) return false;
+  const auto parent = HashAt(history, range.start - 1);
+  return parent && *parent != range.prev_hash;
+}
+
+// `range` ends at a block whose hash the history holds, with that hash.
+bool Verified(const History& history, const BlockRange& range) {
+  const auto end = HashAt(history, range.end);
+  return end && !range.hash.empty() && *end == range.hash;
+}
+
+// `start` begins a range of the history (or lies outside it): replacing the history from
+// there removes no row before it.
+bool Aligned(const History& history, uint64_t start) {
+  return history.empty() || history.count(start) != 0 || start < history.begin()->first ||
+         start > history.rbegin()->second.end;
+}
+
+}  // namespace
+
 void StreamInterpreter::Complete(NetworkState* state, const BlockRange& range) {
   state->open.reset();
-  state->open_is_replay = false;
+  // A replayed microbatch is history already: it does not complete again.
+  if (std::exchange(state->open_is_replay, false)) return;
   if (!state->completed.empty() && state->completed.back() == range) return;
   state->completed.push_back(range);
   while (state->completed.size() > options_.history_limit) state->completed.pop_front();
@@ -61,8 +110,10 @@ arrow::Status StreamInterpreter::AcceptRange(const BlockRange& range,
                          state.open->ToString(),
                          " was still open (no ranges_complete marker)");
   }
+  if (state.replaying) return AcceptReplayed(&state, range, event);
   if (state.completed.empty()) {
     state.open = range;
+    state.moved_forward = true;
     return arrow::Status::OK();
   }
   const BlockRange& last = state.completed.back();
@@ -80,6 +131,7 @@ arrow::Status StreamInterpreter::AcceptRange(const BlockRange& range,
                            last.hash);
     }
     state.open = range;
+    state.moved_forward = true;
     return arrow::Status::OK();
   }
   if (range.start > last.end + 1) {
@@ -87,7 +139,59 @@ arrow::Status StreamInterpreter::AcceptRange(const BlockRange& range,
                          last.ToString(), " (blocks ", last.end + 1, "..",
                          range.start - 1, " missing)");
   }
+  if (options_.replays_from_start && !state.moved_forward && !state.history.empty()) {
+    state.replaying = true;
+    return AcceptReplayed(&state, range, event);
+  }
   return HandleBackwards(&state, range, event);
+}
+
+arrow::Status StreamInterpreter::AcceptReplayed(NetworkState* state,
+                                                const BlockRange& range,
+                                                StreamEvent* event) {
+  const uint64_t history_end = state->history.rbegin()->second.end;
+  if (range.start > history_end) {
+    // Past the history: the stream goes on from its last range, as any other.
+    state->replaying = false;
+    return AcceptRange(range, event);
+  }
+  const bool continues =
+      !state->replayed_to || range.start == state->replayed_to->end + 1;
+  if (!continues || Contradicts(state->history, range)) {
+    // A jump or a rewind inside the replay, or a hash the history holds contradicted: a
+    // reorg (or a gap) as on any stream.
+    state->replaying = false;
+    state->moved_forward = true;
+    if (state->replayed_to && range.start > state->replayed_to->end + 1) {
+      return ProtocolError("gap in stream: ", range.ToString(), " follows ",
+                           state->replayed_to->ToString());
+    }
+    return HandleBackwards(state, range, event);
+  }
+  if (range.end <= history_end && Verified(state->history, range)) {
+    event->replayed = true;
+    state->open = range;
+    state->open_is_replay = true;
+    state->replayed_to = range;
+    return arrow::Status::OK();
+  }
+  state->replaying = false;
+  state->moved_forward = true;
+  if (!Aligned(state->history, range.start)) {
+    // Replacing from inside a range would lose its rows before `start`, which the server
+    // does not send again: only a reconnect can (a partial reorg).
+    return HandleBackwards(state, range, event);
+  }
+  BlockRange replaced;
+  replaced.network = range.network;
+  replaced.start = range.start;
+  replaced.end = history_end;
+  event->replaces.push_back(replaced);
+  std::erase_if(state->completed,
+                [&](const BlockRange& done) { return done.end >= range.start; });
+  state->moved_forward = true;
+  state->open = range;
+  return arrow::Status::OK();
 }
 
 arrow::Status StreamInterpreter::HandleBackwards(NetworkState* state,

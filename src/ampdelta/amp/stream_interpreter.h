@@ -52,6 +52,13 @@ struct StreamEvent {
   /// True when the message belongs to a microbatch that already completed and is sent
   /// again (each of its messages, its marker included): a consumer skips it.
   bool replayed = false;
+  /// A replay (Options::replays_from_start) that re-sends completed history without a
+  /// hash to check it by (its end is no boundary the history knows, or it runs past the
+  /// history's end): the history's ranges from `start` to `end` are to be replaced by
+  /// what the stream sends from this message on. A consumer removes their rows in the
+  /// commit that adds the replacement's rows up to `end`, so no reader ever sees them
+  /// missing. Not a reorg: no hash the history holds was contradicted.
+  std::vector<BlockRange> replaces;
 
   /// \brief Return true when this message reveals a reorg.
   bool is_reorg() const { return !invalidated.empty(); }
@@ -64,6 +71,13 @@ class StreamInterpreter {
   struct Options {
     /// Completed ranges kept per network to locate partial reorgs.
     size_t history_limit = 4096;
+    /// The client starts every stream from the dataset's first block whatever the table
+    /// holds (the Python SDK's streams, handed over: `amp-resume` is not theirs to send).
+    /// A rewind into the history before the stream moved forward is then a replay: a
+    /// microbatch whose end hash the history knows is skipped, one that contradicts a
+    /// hash it knows is a reorg, and one it cannot check replaces the history from its
+    /// start (StreamEvent::replaces).
+    bool replays_from_start = false;
   };
 
   StreamInterpreter() : StreamInterpreter(Options{}) {}
@@ -75,6 +89,10 @@ class StreamInterpreter {
   /// \brief Seed with a resume cursor: each entry acts as a completed one-block range, so
   /// a server rewind below it shows up as a reorg.
   void SeedCursor(const Cursor& cursor);
+
+  /// \brief With Options::replays_from_start: every range the table holds, in order, to
+  /// check a replay against (beyond the `history_limit` ranges SeedCompleted keeps).
+  void SeedHistory(const std::vector<BlockRange>& ranges);
 
   /// \brief Interpret one message.
   ///
@@ -96,9 +114,18 @@ class StreamInterpreter {
     std::optional<BlockRange> open;
     // The open microbatch repeats the last completed one.
     bool open_is_replay = false;
+    // A range of this stream completed after the history: a rewind is a reorg now.
+    bool moved_forward = false;
+    // SeedHistory's ranges by start, and whether a replay of them is being checked, up to
+    // which of its ranges.
+    std::map<uint64_t, BlockRange> history;
+    bool replaying = false;
+    std::optional<BlockRange> replayed_to;
   };
 
   arrow::Status AcceptRange(const BlockRange& range, StreamEvent* event);
+  arrow::Status AcceptReplayed(NetworkState* state, const BlockRange& range,
+                               StreamEvent* event);
   arrow::Status HandleBackwards(NetworkState* state, const BlockRange& range,
                                 StreamEvent* event);
   void Complete(NetworkState* state, const BlockRange& range);

@@ -273,5 +273,85 @@ TEST_F(StreamInterpreterTest, EmptyRangesAreNotAnError) {
   EXPECT_TRUE(interpreter_.CompletedCursor().empty());
 }
 
+// A stream handed over from a client that starts every stream at the first block (the
+// Python SDK), on a table that holds `held`.
+StreamInterpreter ReplayingFrom(const std::vector<BlockRange>& held) {
+  StreamInterpreter::Options options;
+  options.replays_from_start = true;
+  StreamInterpreter interpreter(options);
+  interpreter.SeedCompleted(held);
+  interpreter.SeedHistory(held);
+  return interpreter;
+}
+
+// What a microbatch's two messages made of it: "replayed", "replaces a-b", "reorg a-b" or
+// "new".
+std::string Outcome(StreamInterpreter& interpreter, const BlockRange& range) {
+  auto data = interpreter.Accept(Data(range), 10);
+  if (!data.ok()) return data.status().message();
+  if (data->is_reorg()) {
+    // (After a partial reorg the consumer reconnects: the rest is not sent.)
+    return "reorg " + std::to_string(data->invalidated[0].start) + "-" +
+           std::to_string(data->invalidated[0].end);
+  }
+  auto end = interpreter.Accept(Marker(range), 0);
+  if (!end.ok()) return end.status().message();
+  if (!data->replaces.empty()) {
+    return "replaces " + std::to_string(data->replaces[0].start) + "-" +
+           std::to_string(data->replaces[0].end);
+  }
+  return data->replayed && end->replayed ? "replayed" : "new";
+}
+
+TEST_F(StreamInterpreterTest, AReplayFromTheFirstBlockIsSkippedWhereItsHashesAgree) {
+  // Three microbatches committed together; the SDK restarts at block 0.
+  auto interpreter = ReplayingFrom(
+      {chain_.Range(0, 99), chain_.Range(100, 199), chain_.Range(200, 299)});
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(0, 99)), "replayed");
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(100, 199)), "replayed");
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(200, 299)), "replayed");
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(300, 310)), "new");
+  EXPECT_EQ(interpreter.CompletedCursor().at("eth").number, 310u);
+}
+
+TEST_F(StreamInterpreterTest, AReplayCutDifferentlyIsSkippedWhereItEndsOnAKnownBlock) {
+  // Live one-block microbatches held; the replay comes in bigger ones.
+  std::vector<BlockRange> held{chain_.Range(0, 9)};
+  for (uint64_t block = 10; block < 20; ++block)
+    held.push_back(chain_.Range(block, block));
+  auto interpreter = ReplayingFrom(held);
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(0, 14)), "replayed");
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(15, 19)), "replayed");
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(20, 25)), "new");
+}
+
+TEST_F(StreamInterpreterTest, AReplayRunningPastTheHistoryReplacesItsUncheckedBlocks) {
+  auto interpreter = ReplayingFrom({chain_.Range(0, 9), chain_.Range(10, 19)});
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(0, 9)), "replayed");
+  // 10..25: no hash of 19 in it: 10..19 are replaced by what the server sends now.
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(10, 25)), "replaces 10-19");
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(26, 30)), "new");
+  EXPECT_EQ(interpreter.CompletedCursor().at("eth").number, 30u);
+}
+
+TEST_F(StreamInterpreterTest, AReplayThatContradictsAHeldHashIsAReorg) {
+  auto interpreter = ReplayingFrom({chain_.Range(0, 9), chain_.Range(10, 19)});
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(0, 9)), "replayed");
+  chain_.Fork(15);  // while the client was down
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(10, 19)), "reorg 10-19");
+}
+
+TEST_F(StreamInterpreterTest, ARewindAfterTheStreamMovedOnIsAReorgAsEver) {
+  auto interpreter = ReplayingFrom({chain_.Range(0, 9)});
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(10, 19)), "new");
+  chain_.Fork(18);
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(18, 25)), "reorg 10-25");
+}
+
+TEST_F(StreamInterpreterTest, WithoutReplaysFromStartARewindIntoTheHistoryIsAReorg) {
+  interpreter_.SeedCompleted({chain_.Range(0, 99), chain_.Range(100, 199)});
+  EXPECT_EQ(Outcome(interpreter_, chain_.Range(0, 99)), "reorg 0-199");
+}
+
 }  // namespace
 }  // namespace ampdelta::amp

@@ -147,6 +147,12 @@ struct LoadOptions {
   int64_t stream_compact_every_commits = 100;
   /// …where finalised means all of a file's ranges end this many blocks below the head.
   uint64_t stream_reorg_window_blocks = 256;
+  /// The stream's client starts every stream from the dataset's first block whatever the
+  /// table holds (a stream handed over from the Python SDK): what it sends again of the
+  /// table's blocks is checked against their hashes and skipped, or replaced in one
+  /// commit where nothing can be checked, never undone as a reorg (StreamInterpreter's
+  /// `replays_from_start`).
+  bool stream_replays_from_start = false;
   /// Warn (log, result metadata `stalls`) when a stream resumed with a cursor hears
   /// nothing for this long; zero never warns.
   std::chrono::milliseconds stream_stall_warning{std::chrono::minutes(5)};

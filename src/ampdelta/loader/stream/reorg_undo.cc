@@ -223,7 +223,10 @@ class FileUndo {
   }
 
   // Stage what every file's undo decided: rewritten files carry the ranges they keep.
-  void Finish(const UndoStaged& staged) {
+  void Finish(UndoStaged* staged_out) {
+    const UndoStaged& staged = *staged_out;
+    staged_out->kept_ranges = kept_.ranges;
+    staged_out->kept_spans = kept_.spans;
     delta::NullableStringMap kept_tags;
     SetTag(&kept_tags, RangesTagKey(app_id_), kept_.ranges);
     SetTag(&kept_tags, SpansTagKey(app_id_), kept_.spans);
@@ -284,7 +287,7 @@ arrow::Result<UndoStaged> StageUndo(const delta::Snapshot& snapshot,
   for (const delta::Add* file : affected) {
     ARROW_RETURN_NOT_OK(file_undo.Stage(*file, &staged));
   }
-  file_undo.Finish(staged);
+  file_undo.Finish(&staged);
   staged.surviving = SurvivingRanges(state, undo);
   return staged;
 }

@@ -49,6 +49,11 @@ struct UndoStaged {
   /// The newest surviving recorded range per network: what the table must still record
   /// after the undo commits.
   std::vector<amp::BlockRange> surviving;
+  /// The ranges and spans the rewritten files keep: the writer's file tags name them. A
+  /// commit that also adds new rows (a replacement) writes them into the same files,
+  /// whose tags then name both.
+  std::vector<amp::BlockRange> kept_ranges;
+  std::vector<amp::BlockRange> kept_spans;
 };
 
 /// \brief Stage in `writer` (an append opened on `snapshot`) the undo of `undo`: a file

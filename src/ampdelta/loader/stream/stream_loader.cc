@@ -334,6 +334,7 @@ class StreamLoad {
   // stream ends, stops or has to reconnect.
   arrow::Result<Outcome> Connect() {
     Connection connection;
+    connection.interpreter = amp::StreamInterpreter(InterpreterOptions());
     connection.query = ResumeQuery(&connection.interpreter);
     if (AlreadyReachedUntil(connection.query)) return Outcome::kStopped;
     ARROW_ASSIGN_OR_RAISE(auto stream, client_.Query(sql_, connection.query));
@@ -390,7 +391,15 @@ class StreamLoad {
       const size_t skip = ranges.size() > kSeedRanges ? ranges.size() - kSeedRanges : 0;
       interpreter->SeedCompleted(
           {ranges.begin() + static_cast<std::ptrdiff_t>(skip), ranges.end()});
+      // A replay from the first block is checked against every range the table holds.
+      if (options_.stream_replays_from_start) interpreter->SeedHistory(ranges);
     }
+  }
+
+  amp::StreamInterpreter::Options InterpreterOptions() const {
+    amp::StreamInterpreter::Options options;
+    options.replays_from_start = options_.stream_replays_from_start;
+    return options;
   }
 
   bool AlreadyReachedUntil(const amp::QueryOptions& query) const {
@@ -436,11 +445,15 @@ class StreamLoad {
     telemetry::Heard();
     if (!popped.ok()) {
       failed_mid_stream_ = true;  // the query was planned: a failure now may pass
-      return popped.status();
+      // The complete microbatches are committed before the failure is reported (unless
+      // an unfinished one shares their files).
+      ARROW_RETURN_NOT_OK(CommitIfIdle());
+      return WithProgress(popped.status());
     }
     std::optional<amp::ResponseBatch> message = std::move(*popped);
     if (!message) {
-      ARROW_RETURN_NOT_OK(CommitIfIdle());
+      // The server has no more: a replacement ends where its blocks do.
+      ARROW_RETURN_NOT_OK(CommitIfIdle(/*stream_ended=*/true));
       if (group_.open_rows() > 0) return EndedInsideMicrobatch();
       return std::optional<Outcome>(Outcome::kEnded);
     }
@@ -454,6 +467,7 @@ class StreamLoad {
                             OnReorg(*message, rows, connection, &event));
       if (reconnect) return std::optional<Outcome>(Outcome::kReconnect);
     }
+    if (!event.replaces.empty()) ARROW_RETURN_NOT_OK(OnReplace(event.replaces));
     // A microbatch the table already has: every message of it is skipped.
     if (event.replayed) return std::optional<Outcome>();
     if (event.kind == amp::StreamEvent::Kind::kData && rows > 0) {
@@ -483,7 +497,7 @@ class StreamLoad {
     if (event->partial_reorg) {
       // Nothing is undone: go on with what arrives. The interpreter gave up the
       // straddling range, so restart it at the fork's parent and read this message again.
-      connection->interpreter = amp::StreamInterpreter();
+      connection->interpreter = amp::StreamInterpreter(InterpreterOptions());
       connection->interpreter.SeedCompleted(ForkParents(event->ranges));
       ARROW_ASSIGN_OR_RAISE(*event,
                             connection->interpreter.Accept(message.metadata, rows));
@@ -534,6 +548,49 @@ class StreamLoad {
       }
     }
     return false;
+  }
+
+  // A replay re-sends blocks the table holds without a hash to check them by: they are
+  // loaded again, and their old rows go in the commit that reaches their end.
+  arrow::Status OnReplace(const std::vector<amp::BlockRange>& replaced) {
+    ARROW_RETURN_NOT_OK(CommitIfIdle());
+    for (const auto& range : replaced) {
+      AMPDELTA_LOG_INFO("stream into ", result_->table_name, ": the server sends blocks ",
+                        range.network, ":", range.start, "-", range.end,
+                        " the table holds again, without hashes to check them by: they "
+                        "replace the table's in one commit");
+      pending_replace_.push_back(range);
+    }
+    return arrow::Status::OK();
+  }
+
+  // Whether the group has reached the end of every range a replacement replaces (or the
+  // stream ended: the server has no more of them).
+  bool ReplacementReached(bool stream_ended) const {
+    if (stream_ended) return true;
+    for (const auto& replaced : pending_replace_) {
+      const bool reached = std::any_of(
+          group_.ranges().begin(), group_.ranges().end(), [&](const amp::BlockRange& r) {
+            return r.network == replaced.network && r.end >= replaced.end;
+          });
+      if (!reached) return false;
+    }
+    return true;
+  }
+
+  // A failure, with what the stream committed and what it leaves out.
+  arrow::Status WithProgress(const arrow::Status& status) const {
+    const int64_t left_out = group_.rows() + group_.open_rows();
+    if (left_out == 0 && rows_loaded_ == 0) return status;
+    std::string progress = "; " + std::to_string(rows_loaded_) + " rows were committed";
+    if (left_out > 0) {
+      progress +=
+          ", " + std::to_string(left_out) +
+          " rows of microbatches not yet complete (or not reaching the end of the "
+          "blocks they replace) were left out (running the stream again loads them)";
+    }
+    result_->metadata["rows_left_out"] = left_out;
+    return status.WithMessage(status.message(), progress);
   }
 
   // The complete microbatches share their files with the unfinished one's rows, so none
@@ -607,6 +664,8 @@ class StreamLoad {
       write.expect_new_table = snapshot_ == nullptr;  // the state said: no table yet
       write.operation = "STREAMING UPDATE";
       write.operation_parameters = {{"outputMode", "Append"}, {"queryId", app_id_}};
+      // A replacement's commit removes the old rows of the blocks it loads again.
+      write.rewrites_rows = !pending_replace_.empty();
       // A stream with nothing in the table yet starts at the dataset's first block: a
       // backfill of its query committing meanwhile makes that a conflict (the restart
       // then takes over after the backfill, or refuses while it runs).
@@ -642,14 +701,35 @@ class StreamLoad {
     return arrow::Status::OK();
   }
 
-  // Commit the complete microbatches written so far (never a partial one).
-  arrow::Status CommitIfIdle() {
+  // Commit the complete microbatches written so far (never a partial one). A group that
+  // replaces blocks of the table commits once it reaches their end (or the stream ended),
+  // with their old rows removed in the same commit.
+  arrow::Status CommitIfIdle(bool stream_ended = false) {
     if (!group_.Committable()) return arrow::Status::OK();
+    if (!ReplacementReached(stream_ended)) return arrow::Status::OK();
     const std::vector<amp::BlockRange> committed = group_.ranges();
-    writer_->SetFileTags({{RangesTagKey(app_id_), RangesToTag(committed)}});
+    CursorLog cursor_log = state_.cursor_log;
+    int64_t rows_replaced = 0;
+    std::vector<amp::BlockRange> tagged = committed;
+    std::vector<amp::BlockRange> kept_spans;
+    if (!pending_replace_.empty()) {
+      ARROW_ASSIGN_OR_RAISE(const UndoPlan plan, PlanUndo(pending_replace_));
+      ARROW_ASSIGN_OR_RAISE(const UndoStaged staged,
+                            StageUndoInto(writer_.get(), plan, pending_replace_));
+      cursor_log = CursorLogAfterUndo(staged, plan.undo_from);
+      rows_replaced = staged.rows_removed;
+      // The rows the rewritten files keep share the commit's files with the new ones:
+      // the tags name both.
+      tagged.insert(tagged.begin(), staged.kept_ranges.begin(), staged.kept_ranges.end());
+      kept_spans = staged.kept_spans;
+    }
+    // Set after the undo, which sets the tags of the files it rewrites.
+    delta::NullableStringMap tags{{RangesTagKey(app_id_), RangesToTag(tagged)}};
+    if (!kept_spans.empty()) tags[SpansTagKey(app_id_)] = RangesToTag(kept_spans);
+    writer_->SetFileTags(std::move(tags));
     const auto commit_start = Clock::now();
-    ARROW_RETURN_NOT_OK(Finish(writer_.get(), &committed,
-                               AdvanceCursorLog(state_.cursor_log, committed)));
+    ARROW_RETURN_NOT_OK(
+        Finish(writer_.get(), &committed, AdvanceCursorLog(cursor_log, committed)));
     const double commit_ms =
         std::chrono::duration<double, std::milli>(Clock::now() - commit_start).count();
     const int64_t rows = group_.rows();
@@ -665,6 +745,13 @@ class StreamLoad {
     // Closing the files, the commit and reading it back: what a live microbatch waits
     // for.
     commit.metadata["commit_ms"] = commit_ms;
+    if (!pending_replace_.empty()) {
+      commit.metadata["rows_replaced"] = rows_replaced;
+      commit.metadata["blocks_replaced"] = amp::NetworkSpansText(pending_replace_);
+      pending_replace_.clear();
+      // The replaced files changed under the stream's state: read it again.
+      ARROW_RETURN_NOT_OK(Refresh());
+    }
     if (committed.back().timestamp) {
       commit.progress.end_timestamp = static_cast<int64_t>(*committed.back().timestamp);
       commit.metadata["end_timestamp"] =
@@ -946,19 +1033,29 @@ class StreamLoad {
     ARROW_ASSIGN_OR_RAISE(auto writer,
                           delta::TableWriter::Open(store_, snapshot_->schema(), write));
     ARROW_ASSIGN_OR_RAISE(UndoStaged staged,
+                          StageUndoInto(writer.get(), plan, invalidated));
+    ARROW_RETURN_NOT_OK(Finish(writer.get(), &staged.surviving,
+                               CursorLogAfterUndo(staged, plan.undo_from)));
+    return staged;
+  }
+
+  // Stage in `writer` (opened on snapshot_, rewriting rows) the removal of what `plan`
+  // names: the stream's microbatches and spans, and its rows without tags.
+  arrow::Result<UndoStaged> StageUndoInto(
+      delta::TableWriter* writer, const UndoPlan& plan,
+      const std::vector<amp::BlockRange>& invalidated) {
+    ARROW_ASSIGN_OR_RAISE(UndoStaged staged,
                           StageUndo(*snapshot_, app_id_, state_, invalidated, plan.undo,
-                                    options_.block_column, writer.get()));
+                                    options_.block_column, writer));
     std::vector<uint64_t> foreign_from;
     for (const auto& fork : plan.foreign_forks) foreign_from.push_back(fork.start);
     for (const auto& [network, from] : plan.untagged_undo) foreign_from.push_back(from);
     for (const uint64_t from : foreign_from) {
       ARROW_ASSIGN_OR_RAISE(
           const int64_t removed,
-          StageForeignUndo(*snapshot_, options_.block_column, from, writer.get()));
+          StageForeignUndo(*snapshot_, options_.block_column, from, writer));
       staged.rows_removed += removed;
     }
-    ARROW_RETURN_NOT_OK(Finish(writer.get(), &staged.surviving,
-                               CursorLogAfterUndo(staged, plan.undo_from)));
     return staged;
   }
 
@@ -1058,6 +1155,8 @@ class StreamLoad {
     writer_.reset();
     reached_.clear();  // what the next connection completes, not what this one saw
     group_.Clear();
+    // The table keeps its rows of blocks a replacement did not get to commit.
+    pending_replace_.clear();
   }
 
  public:
@@ -1108,6 +1207,9 @@ class StreamLoad {
   bool stall_warned_ = false;
   int64_t stalls_ = 0;
   int64_t compactions_ = 0;
+  // Blocks of the table a replay sends again unchecked (OnReplace): their rows go in the
+  // commit that reaches their end.
+  std::vector<amp::BlockRange> pending_replace_;
   delta::TableWriteResult last_written_;  // the last commit Finish() made
 };
 

@@ -1,0 +1,184 @@
+"""The stream path `ampdelta.sdk.register()` opens, driven only through the real Amp SDK
+(issue 51): every block exactly once whatever names the SDK's user gives the load, a restart
+(the SDK starts every stream from its first block) that skips what the table holds without
+a version emptier than its neighbours, complete microbatches committed before a failure is
+reported, the SDK's parallel load, and reorgs found by the loader with the SDK's own
+detection off.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import pyarrow as pa
+import pytest
+
+import ampdelta.sdk
+from amp.loaders.registry import create_loader
+from amp.streaming.types import BatchMetadata, BlockRange, ResponseBatch
+from conftest import (QUICKSTART_DATASET, QUICKSTART_FIRST, QUICKSTART_LAST, cli_env, cli_path,
+                      run_dev_server)
+from sdk_harness import (SdkStream, assert_every_block_once,
+                         assert_no_version_emptier_outside_reorgs, block_numbers, canonical_chain,
+                         table_chain, versions)
+
+BLOCKS = f'SELECT block_num, hash FROM "{QUICKSTART_DATASET}".blocks'
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registered():
+    ampdelta.sdk.register()
+
+
+def highest_committed(table) -> int:
+    """The highest block the table holds; -1 before its first commit."""
+    if not any((table / "_delta_log").glob("*.json")):
+        return -1
+    blocks = block_numbers(table)
+    return blocks[-1] if blocks else -1
+
+
+@pytest.mark.timeout(300)
+def test_renamed_destinations_connections_and_restarts_load_every_block_once(tmp_path):
+    """The destination only names the load, and so does the connection: the same query into
+    the same table_path under other names, or restarted, loads nothing twice; and the
+    restart's replay of what a commit of several microbatches holds is skipped, never
+    undone (no DELETE, no version emptier than its neighbours)."""
+    table = tmp_path / "blocks"
+    with run_dev_server("--block-interval-ms", "200", "--microbatch-max-blocks", "10") as server:
+        for destination, connection in [("blocks", "lake"), ("eth_blocks", "lake"),
+                                        ("blocks", "other_lake"), ("eth_blocks", "lake")]:
+            start = highest_committed(table) if (table / "_delta_log").exists() else 0
+            with SdkStream(server.url, table, destination, connection, BLOCKS) as stream:
+                # New blocks committed: the replay of the old ones is behind the stream.
+                stream.wait_for(lambda results: bool(results) and table.exists() and
+                                highest_committed(table) > max(start, QUICKSTART_LAST) + 2,
+                                90, f"new blocks loaded into {destination} via {connection}")
+                assert stream.interrupt() == 0, stream.stderr_tail()
+            assert not [r for r in stream.results if not r["success"]], stream.results
+            assert not [r for r in stream.results if r["is_reorg"]], stream.results
+            assert_every_block_once(table)
+    history = assert_no_version_emptier_outside_reorgs(table)
+    assert not [c for c in history if c["operation"] == "DELETE"], history
+
+
+def sdk_items(ranges: list[tuple[int, int]], fail_after: int | None = None):
+    """The SDK's ResponseBatches of microbatches `ranges` (a data batch and its
+    ranges_complete marker each), hashes chained; ConnectionError (what the SDK's
+    StreamingResultIterator raises on a network failure) after `fail_after` of them."""
+    def hash_of(block):
+        return "0x" + hashlib.sha256(str(block).encode()).hexdigest()
+    for index, (start, end) in enumerate(ranges):
+        if fail_after is not None and index == fail_after:
+            raise ConnectionError("Flight stream read failed: connection reset by peer")
+        block_range = BlockRange("mainnet", start, end, hash=hash_of(end),
+                                 prev_hash=hash_of(start - 1))
+        data = pa.record_batch({"block_num": pa.array(range(start, end + 1), pa.int64()),
+                                "value": pa.array([7] * (end - start + 1), pa.int64())})
+        yield ResponseBatch(data=data, metadata=BatchMetadata(ranges=[block_range]))
+        yield ResponseBatch(data=data.slice(0, 0),
+                            metadata=BatchMetadata(ranges=[block_range], ranges_complete=True))
+
+
+def sdk_loader(table):
+    return create_loader("ampdelta", {"table_path": str(table)})
+
+
+def test_load_stream_continuous_again_loads_nothing_twice_and_undoes_nothing(tmp_path):
+    """The issue's case: three microbatches of 100 rows in one commit, the same items handed
+    over three times (other connection names each time): 300 rows, one commit of them,
+    no reorg, no DELETE."""
+    table = tmp_path / "t"
+    microbatches = [(0, 99), (100, 199), (200, 299)]
+    for run in range(3):
+        with sdk_loader(table) as loader:
+            results = list(loader.load_stream_continuous(
+                sdk_items(microbatches), "blocks", connection_name=f"connection-{run}"))
+        assert all(r.success for r in results), results
+        assert not [r for r in results if r.is_reorg], results
+        assert sum(r.rows_loaded for r in results) == (300 if run == 0 else 0), results
+    assert block_numbers(table) == list(range(300))
+    history = versions(table)
+    assert [c["operation"] for c in history] == ["STREAMING UPDATE"], history
+
+
+def test_a_replay_that_runs_past_the_table_replaces_its_last_blocks_in_one_commit(tmp_path):
+    """A restart whose first microbatch runs past what the table holds (cut differently
+    than before): the blocks it re-sends unchecked are replaced in the commit that adds
+    the new ones; every version holds at least what the one before it did."""
+    table = tmp_path / "t"
+    with sdk_loader(table) as loader:
+        assert all(r.success for r in loader.load_stream_continuous(
+            sdk_items([(0, 99), (100, 149)]), "blocks"))
+    with sdk_loader(table) as loader:
+        results = list(loader.load_stream_continuous(
+            sdk_items([(0, 99), (100, 199)]), "blocks"))
+    assert all(r.success for r in results) and not [r for r in results if r.is_reorg], results
+    assert [r.metadata.get("rows_replaced") for r in results] == [50], results
+    assert block_numbers(table) == list(range(200))
+    # The replacement recorded what it loaded: the next restart checks it and goes on.
+    with sdk_loader(table) as loader:
+        results = list(loader.load_stream_continuous(
+            sdk_items([(0, 99), (100, 199), (200, 249)]), "blocks"))
+    assert [(r.rows_loaded, r.is_reorg, r.metadata.get("rows_replaced")) for r in results] \
+        == [(50, False, None)], results
+    assert block_numbers(table) == list(range(250))
+    history = versions(table)
+    assert [c["rows"] for c in history] == [150, 200, 250], history
+
+
+def test_complete_microbatches_are_committed_before_a_failure_is_reported(tmp_path):
+    """With the options the SDK's client passes (no stream_commit_rows), five complete
+    microbatches, then the items' iterator fails: the five are in the table, and the failed
+    result says so."""
+    table = tmp_path / "t"
+    microbatches = [(start, start + 99) for start in range(0, 800, 100)]
+    with sdk_loader(table) as loader:
+        results = list(loader.load_stream_continuous(
+            sdk_items(microbatches, fail_after=5), "blocks", connection_name="lake",
+            batch_size=10000, mode="append", create_table=True, schema_evolution=False))
+    failed = [r for r in results if not r.success]
+    assert len(failed) == 1, results
+    assert "connection reset by peer" in failed[0].error, failed[0].error
+    assert "500 rows were committed" in failed[0].error, failed[0].error
+    assert block_numbers(table) == list(range(500))
+
+
+@pytest.mark.timeout(300)
+def test_the_sdks_parallel_load_loads_every_block_once(tmp_path):
+    """parallel_config through the registered loader: the SDK's partitions, each with its
+    block_ranges, channel_suffix and offset_token keywords, every block once."""
+    table = tmp_path / "blocks"
+    with run_dev_server() as server:
+        with SdkStream(server.url, table, "blocks", "lake", BLOCKS, parallel_config={
+                "num_workers": 2, "table_name": "blocks", "min_block": QUICKSTART_FIRST,
+                "max_block": QUICKSTART_LAST + 1, "partition_size": 25}) as stream:
+            assert stream._finish(240) == 0, stream.stderr_tail()
+    assert all(r["success"] for r in stream.results), stream.results
+    assert len(stream.results) == 4, stream.results
+    assert block_numbers(table) == list(range(QUICKSTART_FIRST, QUICKSTART_LAST + 1))
+
+
+@pytest.mark.timeout(300)
+def test_with_the_sdks_reorg_detection_off_the_loader_undoes_every_reorg(tmp_path):
+    """The SDK's ReorgAwareStream drops the batch after each of its reorg items (and all of
+    a reorg that opens with a keep-alive, as ampd's do): with it off
+    (`with_reorg_detection=False`, docs/sdk-loaders.md), the loader finds each reorg in the
+    re-sent ranges and the table ends equal to the canonical chain."""
+    reorg_every, head = 5, QUICKSTART_LAST + 40
+    while (head - QUICKSTART_LAST) % reorg_every == 0:
+        head += 1
+    table = tmp_path / "blocks"
+    with run_dev_server("--block-interval-ms", "200", "--max-head", str(head),
+                        "--reorg-every", str(reorg_every), "--reorg-depth", "3",
+                        ) as server:
+        with SdkStream(server.url, table, "blocks", "lake", BLOCKS,
+                       with_reorg_detection=False) as stream:
+            stream.wait_for(lambda results: table.exists() and
+                            highest_committed(table) == head, 200,
+                            f"the chain's final head {head} loaded")
+            assert stream.interrupt() == 0, stream.stderr_tail()
+        chain = canonical_chain(cli_path(), cli_env(), server.url, QUICKSTART_DATASET)
+    reorgs = [r for r in stream.results if r["is_reorg"]]
+    assert len(reorgs) >= 6, stream.results
+    assert table_chain(table) == {block: chain[block] for block in range(QUICKSTART_FIRST,
+                                                                         head + 1)}
