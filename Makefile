@@ -23,7 +23,7 @@ TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_container_overflo
   ctest-only test-interop interop-only test-python python-only test-docs docs-only sdk-only wheel \
   wheel-only \
   wheel-matrix-only fuzz fuzz-only \
-  soak demo bench clean
+  soak soak-sdk demo bench clean
 
 # Everything: Debian packages, the Arrow SDK, the test venv and the emulators. Through
 # setup-build, so that `make -j` never runs two set-ups (two apt-gets) at once.
@@ -141,6 +141,13 @@ wheel-matrix-only:
 soak: setup build
 	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta AMPDELTA_CRASH_TRIALS=200 \
 	  $(VENV_PY) -m pytest -q -p no:cacheprovider tests/interop/test_stream_crash.py --timeout 1800
+
+# The SDK soak (tests/sdk/test_sdk_soak.py): an SDK stream through reorgs, killed -9 five
+# times, for 30 minutes (`make test` runs a compressed 60 s).
+soak-sdk: setup build wheel
+	@bash scripts/sdk_venv.sh
+	@$(TEST_ENV) AMPDELTA_CLI=$(CURDIR)/$(ASAN_BUILD)/tools/ampdelta/ampdelta AMPDELTA_SDK_SOAK_S=1800 \
+	  build/sdk-venv/bin/python -m pytest -q -s -p no:cacheprovider tests/sdk/test_sdk_soak.py
 
 # The operations soak (docs/operations.md): a watched stream with reorgs, storage faults and
 # an outage for 30 minutes, /metrics scraped every 5 s (`make test` runs a compressed 45 s).

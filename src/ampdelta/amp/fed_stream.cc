@@ -113,8 +113,10 @@ arrow::Result<std::unique_ptr<QueryStream>> FedClient::Query(const std::string&,
     return MakeError(
         ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
         "the stream handed to the loader cannot be read again from a position (a "
-        "reconnect after a failure or a partial reorg needs a query: load streams with "
-        "ampdelta.Client)");
+        "reconnect after a failure, or a reorg that began inside a committed microbatch, "
+        "needs the server again): run the stream again (the SDK starts from the first "
+        "block; the loader skips what the table holds and loads what it lacks), or load "
+        "streams with ampdelta.Client, which reconnects itself");
   }
   return std::make_unique<FedQueryStream>(channel_);
 }
