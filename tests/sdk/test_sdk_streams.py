@@ -182,3 +182,21 @@ def test_with_the_sdks_reorg_detection_off_the_loader_undoes_every_reorg(tmp_pat
     assert len(reorgs) >= 6, stream.results
     assert table_chain(table) == {block: chain[block] for block in range(QUICKSTART_FIRST,
                                                                          head + 1)}
+
+
+def test_a_restart_shows_change_data_readers_no_row_deleted_or_inserted_again(tmp_path):
+    """With the change data feed on, a restart whose replay the table holds records no
+    change: a CDF reader (deltalake's load_cdf) sees each row inserted once, none deleted."""
+    table = tmp_path / "t"
+    config = {"table_path": str(table),
+              "table_properties": {"delta.enableChangeDataFeed": "true"}}
+    for run in range(2):
+        with create_loader("ampdelta", config) as loader:
+            assert all(r.success for r in loader.load_stream_continuous(
+                sdk_items([(0, 99), (100, 199), (200, 299)][:2 + run]), "blocks"))
+    from deltalake import DeltaTable
+
+    changes = DeltaTable(str(table)).load_cdf(starting_version=0).read_all()
+    kinds = changes.column("_change_type").to_pylist()
+    assert set(kinds) == {"insert"}, sorted(set(kinds))
+    assert sorted(changes.column("block_num").to_pylist()) == list(range(300))
