@@ -144,26 +144,14 @@ arrow::Status ParsePlan(const std::string& config_json, const std::string& optio
   ARROW_ASSIGN_OR_RAISE(plan->config, loader::ParseDeltaLakeConfig(config_json));
   const json doc = json_util::ParseJson(options_json);
   if (!doc.is_object()) return Bad("options", "must be an object");
-  static const char* const kKnown[] = {"destination",
-                                       "mode",
-                                       "merge_keys",
-                                       "batch_size",
-                                       "commit_every_rows",
-                                       "compression",
-                                       "compression_level",
-                                       "read_all",
-                                       "stream",
-                                       "with_reorg_detection",
-                                       "takeover",
-                                       "until_block",
-                                       "block_column",
-                                       "idle_timeout",
-                                       "stream_commit_rows",
-                                       "stream_commit_interval",
-                                       "reorg_window",
-                                       "stall_warning",
-                                       "parallel",
-                                       "batch_events"};
+  static const char* const kKnown[] = {
+      "destination", "mode", "merge_keys", "batch_size", "commit_every_rows",
+      "compression", "compression_level", "read_all", "stream", "with_reorg_detection",
+      "takeover",
+      // set by load_stream_continuous from its first item
+      "takeover_network", "until_block", "block_column", "idle_timeout",
+      "stream_commit_rows", "stream_commit_interval", "reorg_window", "stall_warning",
+      "parallel", "batch_events"};
   for (const auto& [key, value] : doc.items()) {
     if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
       return Bad(key, "is not a load option");
@@ -197,6 +185,7 @@ arrow::Status ParsePlan(const std::string& config_json, const std::string& optio
   if (const json* takeover = fields.Find("takeover")) {
     ARROW_RETURN_NOT_OK(ParseTakeover(*takeover, &options));
   }
+  ARROW_RETURN_NOT_OK(fields.String("takeover_network", &options.takeover_network));
   ARROW_RETURN_NOT_OK(fields.Optional("until_block", 0, &options.until_block));
   ARROW_RETURN_NOT_OK(fields.String("block_column", &options.block_column));
   ARROW_RETURN_NOT_OK(fields.Seconds("idle_timeout", &options.idle_timeout));

@@ -253,6 +253,14 @@ class DocumentRun:
                            check=True, env=dict(self.env, HOME=str(home)), timeout=120)
         return dict(self.env, HOME=str(home), PYTHONUNBUFFERED="1")
 
+    def server_for(self, block: Block, stack: contextlib.ExitStack) -> str:
+        """The URL of the block's server: one of its own (`server=ARGS`), held by `stack`,
+        else the document's."""
+        server_args = block.directive.get("server")
+        if server_args is not None:
+            return stack.enter_context(run_dev_server(*shlex.split(server_args))).url
+        return self.server_url()
+
     def server_url(self) -> str:
         if self._server is None:
             self._server = self._stack.enter_context(run_dev_server())
@@ -369,12 +377,8 @@ def run_until_first_line_then_interrupt(args: list[str], cwd: Path, env: dict,
 
 
 def run_shell_block(block: Block, run: DocumentRun) -> None:
-    server_args = block.directive.get("server")
     with contextlib.ExitStack() as stack:
-        if server_args is not None:
-            url = stack.enter_context(run_dev_server(*shlex.split(server_args))).url
-        else:
-            url = run.server_url()
+        url = run.server_for(block, stack)
         for fixture in filter(None, (block.directive.get("fixture") or "").split(",")):
             write_fixture(run.workdir / fixture.strip())
         expected_exit = int(block.directive.get("exit", "0"))
@@ -460,12 +464,8 @@ def python_for(block: Block) -> Path:
 
 
 def run_python_block(block: Block, run: DocumentRun) -> None:
-    server_args = block.directive.get("server")
     with contextlib.ExitStack() as stack:
-        if server_args is not None:
-            url = stack.enter_context(run_dev_server(*shlex.split(server_args))).url
-        else:
-            url = run.server_url()
+        url = run.server_for(block, stack)
         script = run.workdir / f"block_{block.line}.py"
         script.write_text(python_source(block, run, url))
         args = [str(python_for(block)), str(script)]

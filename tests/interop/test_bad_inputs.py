@@ -42,6 +42,8 @@ SQL = {
     "BLOCKS": 'SELECT block_num, timestamp, hash, gas_used FROM "acme/eth_mainnet".blocks',
     "TXS": 'SELECT block_num, tx_index, gas_used FROM "acme/eth_mainnet".transactions',
     "LOGS": 'SELECT block_num, log_index, address FROM "acme/eth_mainnet".logs',
+    # A condition nested 5,000 levels deep (the predicate parser stops at 100).
+    "DEEP_NOT": "NOT " * 5000,
 }
 
 CASE_KEYS = {

@@ -88,3 +88,23 @@ def test_a_batch_query_on_a_stalled_server_stops_on_a_signal(script, sig):
     with ScriptedFlightServer(rows(500), script) as server:
         interrupt(["--server", server.url, "--sql", "SELECT block_num, hash FROM t"], sig,
                   after_stdout=None, wait_s=1.0)
+
+
+def test_a_stream_whose_reader_went_away_stops_with_141():
+    """`ampdelta query --stream … | head -1`: once the reader closes the pipe the stream
+    stops, also while it waits for blocks, instead of running for ever."""
+    with run_dev_server() as server:
+        proc = subprocess.Popen([str(cli_path()), "query", "--server", server.url, "--stream",
+                                 "--sql", LOGS_SQL], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=cli_env())
+        first = proc.stdout.readline()
+        assert first.startswith("microbatch "), first
+        proc.stdout.close()
+        try:
+            code = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail("query --stream went on after its reader closed the pipe")
+        proc.stderr.close()
+    assert code == 141, code

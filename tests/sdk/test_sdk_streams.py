@@ -15,8 +15,8 @@ import pytest
 import ampdelta.sdk
 from amp.loaders.registry import create_loader
 from amp.streaming.types import BatchMetadata, BlockRange, ResponseBatch
-from conftest import (QUICKSTART_DATASET, QUICKSTART_FIRST, QUICKSTART_LAST, cli_env, cli_path,
-                      run_dev_server)
+from conftest import (QUICKSTART_DATASET, QUICKSTART_FIRST, QUICKSTART_LAST, both_servers,
+                      cli_env, cli_path, run_dev_server)
 from sdk_harness import (SdkStream, assert_every_block_once,
                          assert_no_version_emptier_outside_reorgs, block_numbers, canonical_chain,
                          table_chain, versions)
@@ -38,13 +38,16 @@ def highest_committed(table) -> int:
 
 
 @pytest.mark.timeout(300)
-def test_renamed_destinations_connections_and_restarts_load_every_block_once(tmp_path):
+@both_servers()
+def test_renamed_destinations_connections_and_restarts_load_every_block_once(tmp_path,
+                                                                             server_kind):
     """The destination only names the load, and so does the connection: the same query into
     the same table_path under other names, or restarted, loads nothing twice; and the
     restart's replay of what a commit of several microbatches holds is skipped, never
     undone (no DELETE, no version emptier than its neighbours)."""
     table = tmp_path / "blocks"
-    with run_dev_server("--block-interval-ms", "200", "--microbatch-max-blocks", "10") as server:
+    with run_dev_server("--block-interval-ms", "200", "--microbatch-max-blocks", "10",
+                        kind=server_kind) as server:
         for destination, connection in [("blocks", "lake"), ("eth_blocks", "lake"),
                                         ("blocks", "other_lake"), ("eth_blocks", "lake")]:
             start = highest_committed(table) if (table / "_delta_log").exists() else 0
@@ -200,3 +203,31 @@ def test_a_restart_shows_change_data_readers_no_row_deleted_or_inserted_again(tm
     kinds = changes.column("_change_type").to_pylist()
     assert set(kinds) == {"insert"}, sorted(set(kinds))
     assert sorted(changes.column("block_num").to_pylist()) == list(range(300))
+
+
+@pytest.mark.timeout(300)
+def test_the_sdks_hybrid_parallel_load_then_stream_loads_every_block_once(tmp_path):
+    """parallel_config without max_block: the SDK loads its partitions up to the head it
+    detects, then streams from that head less its reorg buffer into the same table. The
+    stream takes the table over from its first block: the buffer's blocks are not loaded
+    twice."""
+    table = tmp_path / "blocks"
+    with run_dev_server("--block-interval-ms", "300") as server:
+        with SdkStream(server.url, table, "blocks", "lake", BLOCKS, parallel_config={
+                "num_workers": 2, "table_name": f'"{QUICKSTART_DATASET}".blocks',
+                "min_block": QUICKSTART_FIRST, "partition_size": 25,
+                "reorg_buffer": 10}) as stream:
+            stream.wait_for(lambda results: highest_committed(table) > QUICKSTART_LAST + 15,
+                            120, "the stream after the partitions")
+            assert stream.interrupt() == 0, stream.stderr_tail()
+    assert all(r["success"] for r in stream.results), stream.results
+    assert_every_block_once(table)
+
+
+def test_a_table_path_with_a_nul_is_refused_up_front_and_creates_nothing(tmp_path):
+    """A NUL cuts a path for the operating system: the loader refuses it before anything
+    is written, rather than failing later with a folder left at the cut."""
+    path = str(tmp_path / "lake") + "\0evil"
+    with pytest.raises(ValueError, match="contains a NUL byte"):
+        create_loader("ampdelta", {"table_path": path})
+    assert not (tmp_path / "lake").exists()

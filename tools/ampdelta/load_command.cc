@@ -206,6 +206,7 @@ loader::LoadResult RunStream(amp::Client& client, const LoadArgs& args,
                              const loader::DeltaLakeConfig& config,
                              loader::LoadOptions options) {
   ConfigureStream(args, &options);
+  WatchStdoutReader();  // a stream waiting for blocks stops once `| head` went away
   loader::LoadResult result = loader::LoadStream(client, args.sql, config, options);
   if (!args.quiet && ::isatty(STDERR_FILENO) != 0) std::fprintf(stderr, "\n");
   return result;

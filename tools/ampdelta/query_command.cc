@@ -68,8 +68,10 @@ arrow::Status RunBatch(amp::QueryStream& stream, const QueryArgs& args) {
       auto formatted = FormatRows(batch, {i});
       shown.push_back(std::move(formatted.front()));
     }
-    if (args.format == "csv") std::cout << CsvRecords(batch);
+    if (args.format == "csv") std::cout << CsvRecords(batch) << std::flush;
     rows += batch.num_rows();
+    StopIfStdoutClosed();
+    if (StopRequested()) break;
   }
   if (args.format == "table") std::cout << FormatTable(stream.schema(), shown);
   if (args.format == "table" && rows > static_cast<int64_t>(shown.size())) {
@@ -113,6 +115,9 @@ arrow::Status RunStream(amp::QueryStream& stream, const QueryArgs& args,
       std::cout << std::endl;
       microbatch_rows = 0;
     }
+    // A reader that went away (`| head`) ends the stream: 141, as for `load`.
+    StopIfStdoutClosed();
+    if (StopRequested()) break;
   }
   std::cout << "microbatches=" << completed
             << " cursor=" << amp::CursorToJson(interpreter.CompletedCursor())
@@ -122,6 +127,7 @@ arrow::Status RunStream(amp::QueryStream& stream, const QueryArgs& args,
 
 int RunQuery(const QueryArgs& args) {
   InstallStopHandlers();
+  WatchStdoutReader();
   amp::ClientOptions options;
   if (!args.token.empty()) options.auth_token = args.token;
   options.plan_timeout = args.plan_timeout;

@@ -1,7 +1,11 @@
 #include "stop_signals.h"
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <iostream>
+#include <thread>
 
 #include "commands.h"
 
@@ -29,6 +33,20 @@ std::atomic<bool>* StopFlag() { return &g_stop; }
 
 void StopIfStdoutClosed() {
   if (std::cout.fail()) RequestStop(SIGPIPE);
+}
+
+void WatchStdoutReader() {
+  // A pipe whose reader closed reports POLLERR on its write end (a file or a terminal
+  // reports nothing): the stop comes within a poll, with nothing written.
+  std::thread([] {
+    while (!g_stop.load()) {
+      pollfd out{STDOUT_FILENO, 0, 0};
+      if (::poll(&out, 1, 200) > 0 && (out.revents & (POLLERR | POLLHUP)) != 0) {
+        RequestStop(SIGPIPE);
+        return;
+      }
+    }
+  }).detach();
 }
 
 bool StopRequested() { return g_signal.load() != 0; }

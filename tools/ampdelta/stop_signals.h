@@ -21,6 +21,10 @@ std::atomic<bool>* StopFlag();
 /// \brief Stop as if by SIGPIPE when stdout was closed (its reader went away).
 void StopIfStdoutClosed();
 
+/// \brief Watch stdout in the background and stop as if by SIGPIPE once its reader went
+/// away (`| head`), also while nothing is being printed (a stream waiting for blocks).
+void WatchStdoutReader();
+
 /// \brief Whether a signal (or a closed stdout) asked for the stop.
 bool StopRequested();
 

@@ -251,6 +251,22 @@ def _next_message(items) -> Optional[tuple]:
     return None
 
 
+def _takeover_from_first_block(options_json: str, metadata: str) -> str:
+    """A table holding rows this stream did not load (the SDK's parallel load fills the
+    table, then streams from its last blocks less a reorg buffer; or a batch load did) is
+    taken over from the stream's first block: its rows from there on are replaced by the
+    stream's, those below stay. The SDK passes no takeover keyword, and a stream it sends
+    cannot be asked where to start. Nothing happens when the table holds none."""
+    options = json.loads(options_json)
+    ranges = json.loads(metadata).get("ranges", []) if metadata else []
+    if "takeover" in options or not ranges:
+        return options_json
+    first = ranges[0]
+    options["takeover"] = {"from_block": int(first["numbers"]["start"])}
+    options["takeover_network"] = first["network"]
+    return json.dumps(options)
+
+
 def _items_closed(items) -> bool:
     """Whether the SDK's iterator was closed (its SIGINT handler closes it on Ctrl-C)."""
     for target in (items, getattr(items, "stream_iterator", None)):
@@ -344,7 +360,8 @@ class _HandedOverStream:
         raise_if_error(error)
         self._channel = channel
         job = _native.LoadJob.for_channel(channel, self._label, self._config_json,
-                                          self._options_json)
+                                          _takeover_from_first_block(self._options_json,
+                                                                     metadata))
         raise_if_error(job.error)
         _LIVE_JOBS.add(job)  # stopped and joined at exit like every load
         self._job = job

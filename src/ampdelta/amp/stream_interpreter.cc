@@ -92,6 +92,7 @@ arrow::Result<StreamEvent> StreamInterpreter::Accept(const BatchMetadata& metada
   for (const auto& range : metadata.ranges) {
     ARROW_RETURN_NOT_OK(AcceptRange(range, &event));
   }
+  ARROW_RETURN_NOT_OK(ReconcileReplays(metadata.ranges, &event));
   if (metadata.ranges_complete && !event.partial_reorg) {
     for (const auto& range : metadata.ranges) Complete(&networks_[range.network], range);
   }
@@ -146,6 +147,51 @@ arrow::Status StreamInterpreter::AcceptRange(const BlockRange& range,
   return HandleBackwards(&state, range, event);
 }
 
+arrow::Status StreamInterpreter::ReconcileReplays(const std::vector<BlockRange>& ranges,
+                                                  StreamEvent* event) {
+  // A message is skipped only whole: when one network's range is new, replaced or
+  // reorged, the rows of the others' ranges it repeats are loaded again too, replacing
+  // what the table holds of them (skipping the message would drop the first network's
+  // rows).
+  if (!event->replayed || ranges.size() < 2) return arrow::Status::OK();
+  const bool all_replayed = std::all_of(ranges.begin(), ranges.end(), [&](const auto& r) {
+    return networks_[r.network].open_is_replay;
+  });
+  if (all_replayed && event->replaces.empty() && !event->is_reorg()) {
+    return arrow::Status::OK();
+  }
+  event->replayed = false;
+  for (const auto& range : ranges) {
+    NetworkState& state = networks_[range.network];
+    if (!state.open_is_replay) continue;
+    uint64_t end = range.end;
+    if (!state.completed.empty()) end = std::max(end, state.completed.back().end);
+    if (!state.history.empty()) end = std::max(end, state.history.rbegin()->second.end);
+    const bool inside = std::any_of(
+        state.completed.begin(), state.completed.end(), [&](const BlockRange& done) {
+          return done.start < range.start && done.end >= range.start;
+        });
+    if (!Aligned(state.history, range.start) || inside) {
+      return ProtocolError(
+          "the stream sends ", range.ToString(),
+          " again beside another network's new blocks, from inside a "
+          "microbatch the table holds: its rows cannot be replaced exactly "
+          "(the table is left as it is)");
+    }
+    state.open_is_replay = false;
+    state.replaying = false;
+    state.moved_forward = true;
+    std::erase_if(state.completed,
+                  [&](const BlockRange& done) { return done.end >= range.start; });
+    BlockRange replaced;
+    replaced.network = range.network;
+    replaced.start = range.start;
+    replaced.end = end;
+    event->replaces.push_back(replaced);
+  }
+  return arrow::Status::OK();
+}
+
 arrow::Status StreamInterpreter::AcceptReplayed(NetworkState* state,
                                                 const BlockRange& range,
                                                 StreamEvent* event) {
@@ -154,6 +200,13 @@ arrow::Status StreamInterpreter::AcceptReplayed(NetworkState* state,
     // Past the history: the stream goes on from its last range, as any other.
     state->replaying = false;
     return AcceptRange(range, event);
+  }
+  if (state->replayed_to && range == *state->replayed_to) {
+    // The same microbatch (or its marker) again: still skipped.
+    event->replayed = true;
+    state->open = range;
+    state->open_is_replay = true;
+    return arrow::Status::OK();
   }
   const bool continues =
       !state->replayed_to || range.start == state->replayed_to->end + 1;
@@ -179,8 +232,14 @@ arrow::Status StreamInterpreter::AcceptReplayed(NetworkState* state,
   state->moved_forward = true;
   if (!Aligned(state->history, range.start)) {
     // Replacing from inside a range would lose its rows before `start`, which the server
-    // does not send again: only a reconnect can (a partial reorg).
-    return HandleBackwards(state, range, event);
+    // does not send again; nothing contradicts them either. The table stays as it is.
+    return ProtocolError(
+        "the stream sends ", range.ToString(),
+        " again from inside a microbatch the table holds, and no hash the table recorded "
+        "checks it: it can be neither skipped nor replaced exactly, so the table is left "
+        "as it is (a stream that resumes after the table's cursor, ampdelta.Client's, "
+        "has "
+        "no such replay)");
   }
   BlockRange replaced;
   replaced.network = range.network;

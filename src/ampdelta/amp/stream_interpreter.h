@@ -126,6 +126,8 @@ class StreamInterpreter {
   arrow::Status AcceptRange(const BlockRange& range, StreamEvent* event);
   arrow::Status AcceptReplayed(NetworkState* state, const BlockRange& range,
                                StreamEvent* event);
+  arrow::Status ReconcileReplays(const std::vector<BlockRange>& ranges,
+                                 StreamEvent* event);
   arrow::Status HandleBackwards(NetworkState* state, const BlockRange& range,
                                 StreamEvent* event);
   void Complete(NetworkState* state, const BlockRange& range);

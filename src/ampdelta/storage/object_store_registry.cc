@@ -97,7 +97,12 @@ arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     // file:///abs, file://localhost/abs and file:/abs all name /abs.
     if (path.rfind("//localhost/", 0) == 0) path = path.substr(11);
     while (path.rfind("//", 0) == 0) path = path.substr(1);
-    ARROW_ASSIGN_OR_RAISE(auto store, LocalStore::Make(UriDecode(path)));
+    const std::string decoded = UriDecode(path);
+    if (decoded.find('\0') != std::string::npos) {
+      return InvalidInputError("table URL '", RedactUrl(uri),
+                               "' names a path with a NUL byte");
+    }
+    ARROW_ASSIGN_OR_RAISE(auto store, LocalStore::Make(decoded));
     return store;
   }
   if (scheme == "memory") return SharedMemoryStore(uri.substr(9));

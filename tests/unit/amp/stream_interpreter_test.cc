@@ -353,5 +353,38 @@ TEST_F(StreamInterpreterTest, WithoutReplaysFromStartARewindIntoTheHistoryIsAReo
   EXPECT_EQ(Outcome(interpreter_, chain_.Range(0, 99)), "reorg 0-199");
 }
 
+TEST_F(StreamInterpreterTest, AMarkerSentTwiceInAReplayIsStillAReplay) {
+  auto interpreter = ReplayingFrom({chain_.Range(0, 9), chain_.Range(10, 19)});
+  const BlockRange range = chain_.Range(0, 9);
+  ASSERT_OK_AND_ASSIGN(StreamEvent data, interpreter.Accept(Data(range), 10));
+  ASSERT_OK_AND_ASSIGN(StreamEvent end, interpreter.Accept(Marker(range), 0));
+  ASSERT_OK_AND_ASSIGN(StreamEvent again, interpreter.Accept(Marker(range), 0));
+  EXPECT_TRUE(data.replayed && end.replayed && again.replayed);
+  EXPECT_FALSE(again.is_reorg());
+  EXPECT_EQ(Outcome(interpreter, chain_.Range(10, 19)), "replayed");
+}
+
+TEST_F(StreamInterpreterTest, AnUncheckedReplayFromInsideAHeldRangeIsRefusedNotUndone) {
+  auto interpreter = ReplayingFrom({chain_.Range(0, 9), chain_.Range(10, 19)});
+  auto event = interpreter.Accept(Data(chain_.Range(5, 14)), 10);
+  EXPECT_THAT(event,
+              testing::StatusHasMessage("from inside a microbatch the table holds"));
+}
+
+TEST_F(StreamInterpreterTest, AReplayedNetworkBesideANewOneIsReplacedNotSkipped) {
+  // Each microbatch names two networks; only "base" goes past what the table holds.
+  auto interpreter =
+      ReplayingFrom({chain_.Range(0, 9, "eth"), chain_.Range(100, 109, "base")});
+  const BlockRange eth = chain_.Range(0, 9, "eth");
+  const BlockRange base = chain_.Range(100, 115, "base");
+  ASSERT_OK_AND_ASSIGN(StreamEvent data,
+                       interpreter.Accept(BatchMetadata{{eth, base}, false, ""}, 10));
+  EXPECT_FALSE(data.replayed);
+  ASSERT_EQ(data.replaces.size(), 2u);
+  std::vector<std::string> replaced;
+  for (const auto& range : data.replaces) replaced.push_back(range.ToString());
+  EXPECT_THAT(replaced, ::testing::UnorderedElementsAre("eth[0..9]", "base[100..109]"));
+}
+
 }  // namespace
 }  // namespace ampdelta::amp

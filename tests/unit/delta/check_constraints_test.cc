@@ -151,6 +151,33 @@ TEST(CheckConstraintsTest, AnOrBesideTheComparisonsNeverClassifiesAFileAsAllMatc
   EXPECT_EQ(excluded.Classify(file, {}), FileMatch::kNone);
 }
 
+TEST(CheckConstraintsTest, HostileConditionsAreRefusedOrEvaluatedNeverACrash) {
+  const auto schema = arrow::schema({arrow::field("x", arrow::int64())});
+  std::string deep;
+  for (int i = 0; i < 5000; ++i) deep += "NOT ";
+  EXPECT_THAT(Predicate::Parse(deep + "x > 1", schema),
+              testing::StatusHasMessage("nested more than 100 levels"));
+  std::string parens = std::string(5000, '(') + "x > 1" + std::string(5000, ')');
+  EXPECT_THAT(Predicate::Parse(parens, schema),
+              testing::StatusHasMessage("nested more than 100 levels"));
+  std::string many = "x = 0";
+  for (int i = 1; i < 2000; ++i) many += " OR x = " + std::to_string(i);
+  EXPECT_THAT(Predicate::Parse(many, schema),
+              testing::StatusHasMessage("more than 1000"));
+  // '' is no number: it would match nothing in silence.
+  EXPECT_THAT(Predicate::Parse("x = ''", schema), testing::StatusHasMessage("'' is not"));
+  // A long IN list is one set lookup.
+  std::string in = "x IN (";
+  for (int i = 0; i < 20000; ++i) in += (i ? ", " : "") + std::to_string(i * 2);
+  in += ")";
+  auto batch = arrow::RecordBatch::Make(
+      schema, 4,
+      {*arrow::json::ArrayFromJSONString(arrow::int64(), "[4, 5, null, 39998]")});
+  EXPECT_EQ(Outcomes(in, batch), (std::vector<std::string>{"t", "f", "null", "t"}));
+  EXPECT_EQ(Outcomes("x NOT IN (4, 99999999999999999999)", batch),
+            (std::vector<std::string>{"f", "t", "null", "t"}));
+}
+
 TEST(CheckConstraintsTest, AWriteIntoAConstrainedTableAddsNothingWhenOneRowViolates) {
   auto store = std::make_shared<storage::MemoryStore>();
   ASSERT_OK(WriteBatches(store, {Blocks(0, 5)}).status());

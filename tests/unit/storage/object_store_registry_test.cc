@@ -33,6 +33,10 @@ TEST(ObjectStoreRegistryTest, APathWithANulIsRefusedAndNothingIsCreated) {
   const std::string path = dir.path() + "/a" + std::string(1, '\0') + "b";
   EXPECT_THAT(OpenObjectStore(path), testing::StatusHasMessage("contains a NUL byte"));
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/a"));
+  // Percent-encoded in a file:// URL, the same NUL.
+  EXPECT_THAT(OpenObjectStore("file://" + dir.path() + "/n1/n2%00zz/t"),
+              testing::StatusHasMessage("NUL byte"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/n1"));
 }
 
 TEST(ObjectStoreRegistryTest, AnEmptyNewTableFolderIsRemovedWithTheParentsMadeForIt) {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include <arrow/array.h>
+#include <arrow/builder.h>
 #include <arrow/record_batch.h>
 #include <arrow/scalar.h>
 #include <arrow/type.h>
@@ -138,6 +139,12 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> BindLiteral(const std::string& tex
                         "column '" + field.name() +
                             "' is binary: a number never matches it (quote the value)");
   }
+  if (token.kind == Token::kString && token.text.empty() &&
+      type->id() != arrow::Type::STRING && type->id() != arrow::Type::BINARY) {
+    // '' is a partition value's null: it would compare as unknown and match no row.
+    return BadPredicate(
+        text, "'' is not a " + type->ToString() + " (column '" + field.name() + "')");
+  }
   auto parsed = ParsePartitionValue(token.text, type);
   if (parsed.ok()) return *parsed;
   if (token.kind == Token::kNumber &&
@@ -153,7 +160,8 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> BindLiteral(const std::string& tex
     int32_t precision = 0;
     int32_t scale = 0;
     if (arrow::Decimal128::FromString(token.text, &value, &precision, &scale).ok() &&
-        scale >= 0) {
+        scale >= 0 &&
+        std::max(precision, scale + 1) <= arrow::Decimal128Type::kMaxPrecision) {
       ARROW_ASSIGN_OR_RAISE(
           auto decimal_type,
           arrow::Decimal128Type::Make(std::max(precision, scale + 1), scale));
@@ -269,6 +277,18 @@ class Predicate::Parser {
   }
 
   arrow::Result<Parsed> Not() {
+    // Each NOT and parenthesis nests the parser and the expression one level deeper: a
+    // bound keeps a hostile condition from exhausting the stack.
+    if (++depth_ > kMaxDepth) {
+      return BadPredicate(text_, "nested more than " + std::to_string(kMaxDepth) +
+                                     " levels deep (NOT and parentheses)");
+    }
+    arrow::Result<Parsed> parsed = Nested();
+    --depth_;
+    return parsed;
+  }
+
+  arrow::Result<Parsed> Nested() {
     if (TakeWord("NOT")) {
       ARROW_ASSIGN_OR_RAISE(Parsed inner, Not());
       return Parsed{cp::call("invert", {inner.expression}), {}, true};
@@ -278,7 +298,35 @@ class Predicate::Parser {
       if (!TakePunct(")")) return BadPredicate(text_, "missing ')'");
       return inner;
     }
+    if (++comparisons_ > kMaxComparisons) {
+      return BadPredicate(text_, "more than " + std::to_string(kMaxComparisons) +
+                                     " comparisons (an IN list counts as one)");
+    }
     return Comparison();
+  }
+
+  // x IN (a, b, …): SQL's three values (null when x is null, else whether a value equals
+  // it), as one set lookup however long the list. A literal the column's type cannot hold
+  // can equal none of its values.
+  arrow::Result<Parsed> InList(const arrow::Field& field) {
+    std::unique_ptr<arrow::ArrayBuilder> builder;
+    ARROW_RETURN_NOT_OK(
+        arrow::MakeBuilder(arrow::default_memory_pool(), field.type(), &builder));
+    do {
+      ARROW_ASSIGN_OR_RAISE(auto value, Literal(field));
+      auto cast =
+          value->type->Equals(*field.type()) ? value : value->CastTo(field.type());
+      if (cast.ok()) ARROW_RETURN_NOT_OK(builder->AppendScalar(**cast));
+    } while (TakePunct(","));
+    ARROW_ASSIGN_OR_RAISE(auto values, builder->Finish());
+    const cp::Expression column = cp::field_ref(field.name());
+    const cp::Expression found =
+        cp::call("is_in", {column}, cp::SetLookupOptions(arrow::Datum(values)));
+    return Parsed{cp::call("if_else",
+                           {cp::call("is_null", {column}),
+                            cp::literal(arrow::MakeNullScalar(arrow::boolean())), found}),
+                  {},
+                  true};
   }
 
   arrow::Result<std::shared_ptr<arrow::Field>> Column() {
@@ -360,16 +408,8 @@ class Predicate::Parser {
     }
     if (TakeWord("IN")) {
       if (!TakePunct("(")) return BadPredicate(text_, "expected '(' after IN");
-      // x IN (a, b) is x = a OR x = b, nulls included (SQL's three values).
-      std::optional<cp::Expression> any;
-      do {
-        ARROW_ASSIGN_OR_RAISE(auto value, Literal(*field));
-        cp::Expression equal =
-            cp::call("equal", {cp::field_ref(field->name()), cp::literal(value)});
-        any = any ? cp::call("or_kleene", {*any, equal}) : equal;
-      } while (TakePunct(","));
+      ARROW_ASSIGN_OR_RAISE(Parsed in, InList(*field));
       if (!TakePunct(")")) return BadPredicate(text_, "missing ')' after the IN list");
-      Parsed in{*any, {}, true};
       return negated ? Negated(std::move(in)) : in;
     }
     if (negated) return BadPredicate(text_, "expected BETWEEN or IN after NOT");
@@ -394,6 +434,10 @@ class Predicate::Parser {
   std::shared_ptr<arrow::Schema> schema_;
   size_t pos_ = 0;
   std::vector<std::string> columns_;
+  static constexpr int kMaxDepth = 100;
+  static constexpr int kMaxComparisons = 1000;
+  int depth_ = 0;
+  int comparisons_ = 0;
 };
 
 arrow::Result<Predicate> Predicate::Parse(const std::string& text,

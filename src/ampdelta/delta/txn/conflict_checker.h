@@ -24,6 +24,9 @@ inline constexpr const char* kRolledBack = "rolled_back";
 /// The ErrorDetail subcode of a kCommitConflict with a concurrent commit of the same
 /// application id (`txn`): another writer runs the same stream or job.
 inline constexpr const char* kConcurrentApp = "concurrent_app";
+/// The ErrorDetail subcode of a kCommitConflict of a commit that creates a table or
+/// nothing (Transaction::CreateOnly) when another writer created it meanwhile.
+inline constexpr const char* kTableCreatedConcurrently = "table_created_concurrently";
 
 /// \brief Return a kCommitConflict error whose message is `args`.
 template <typename... Args>

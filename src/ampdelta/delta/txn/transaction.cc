@@ -411,6 +411,13 @@ std::map<std::string, std::string> WithoutWriterChosenKeys(
 }  // namespace
 
 arrow::Status Transaction::CheckSameTableCreated(const Snapshot& existing) const {
+  if (create_only_) {
+    return CommitConflictError(
+               "the table was created concurrently; this write creates a "
+               "table or nothing")
+        .WithDetail(std::make_shared<ErrorDetail>(ErrorCode::kCommitConflict,
+                                                  kTableCreatedConcurrently));
+  }
   const Metadata& metadata = *metadata_;
   if (existing.metadata().schema_string != metadata.schema_string ||
       existing.metadata().partition_columns != metadata.partition_columns) {

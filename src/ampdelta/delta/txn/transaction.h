@@ -158,6 +158,9 @@ class Transaction {
   /// \brief Replace the whole table: files that concurrent commits added are removed too
   /// when the commit is rebased.
   void ReplaceWholeTable() { replace_whole_table_ = true; }
+  /// \brief The commit creates the table or nothing (write modes error and ignore): a
+  /// table another writer created meanwhile fails it with kTableCreatedConcurrently.
+  void CreateOnly() { create_only_ = true; }
   /// \brief Serializable isolation: any concurrent data change conflicts, blind appends
   /// included (a merge must not miss rows another writer added with the same keys).
   void ConflictWithConcurrentAppends() { isolation_ = IsolationLevel::kSerializable; }
@@ -257,6 +260,7 @@ class Transaction {
   IsolationLevel isolation_ = IsolationLevel::kWriteSerializable;
   ReadSet read_;
   bool replace_whole_table_ = false;
+  bool create_only_ = false;
   bool data_change_ = true;
   Watch watch_;
   bool watched_tagged_files_ = false;  // the read snapshot's tagged files are in watch_

@@ -406,6 +406,12 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   }
   for (auto& add : impl_->staged_adds) adds.push_back(std::move(add));
   Transaction txn(impl_->store, impl_->snapshot, impl_->options.commit);
+  // Modes error and ignore create a table or write nothing: another writer's table, made
+  // meanwhile, is not appended to.
+  const bool create_only =
+      impl_->snapshot == nullptr && (impl_->options.mode == SaveMode::kErrorIfExists ||
+                                     impl_->options.mode == SaveMode::kIgnore);
+  if (create_only) txn.CreateOnly();
   if (impl_->new_protocol) txn.SetProtocol(*impl_->new_protocol);
   if (impl_->new_metadata) txn.SetMetadata(*impl_->new_metadata);
   std::vector<Remove> removes = std::move(impl_->staged_removes);
@@ -463,6 +469,16 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
     // Nothing references the files: remove them so the table stays exactly as it was.
     (void)impl_->AbortFiles();
     impl_->ReleaseLease();
+    const ErrorDetail* detail = GetErrorDetail(committed.status());
+    if (create_only && detail != nullptr &&
+        detail->subcode() == kTableCreatedConcurrently) {
+      if (impl_->options.mode == SaveMode::kIgnore) {
+        impl_->skipped = true;  // as if the table had been there: nothing written
+        return result;
+      }
+      return InvalidInputError("table already exists at ", impl_->store->root_uri(),
+                               " (mode error; another writer created it meanwhile)");
+    }
     return committed.status();
   }
   impl_->ReleaseLease();

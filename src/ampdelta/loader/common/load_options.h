@@ -153,6 +153,9 @@ struct LoadOptions {
   /// commit where nothing can be checked, never undone as a reorg (StreamInterpreter's
   /// `replays_from_start`).
   bool stream_replays_from_start = false;
+  /// The network a takeover is of, when the caller knows it (a handed-over stream's first
+  /// message names it): the server is not asked (ProbeNetworks).
+  std::string takeover_network;
   /// Warn (log, result metadata `stalls`) when a stream resumed with a cursor hears
   /// nothing for this long; zero never warns.
   std::chrono::milliseconds stream_stall_warning{std::chrono::minutes(5)};

@@ -247,7 +247,10 @@ class StreamLoad {
     // the stream starts where the server does (a cursor below the dataset's first block
     // would wait for ever), and loads no block twice.
     const bool rows_below = span && span->first < static_cast<int64_t>(from);
-    ARROW_ASSIGN_OR_RAISE(auto networks, ProbeNetworks(client_, sql_, options_.stop));
+    std::vector<std::string> networks{options_.takeover_network};
+    if (options_.takeover_network.empty()) {
+      ARROW_ASSIGN_OR_RAISE(networks, ProbeNetworks(client_, sql_, options_.stop));
+    }
     if (networks.size() != 1) {
       return InvalidInputError(
           "a takeover needs a query over one network; this one covers ", networks.size());
@@ -452,8 +455,8 @@ class StreamLoad {
     }
     std::optional<amp::ResponseBatch> message = std::move(*popped);
     if (!message) {
-      // The server has no more: a replacement ends where its blocks do.
-      ARROW_RETURN_NOT_OK(CommitIfIdle(/*stream_ended=*/true));
+      ARROW_RETURN_NOT_OK(CommitIfIdle());
+      if (!pending_replace_.empty()) return EndedInsideReplacement();
       if (group_.open_rows() > 0) return EndedInsideMicrobatch();
       return std::optional<Outcome>(Outcome::kEnded);
     }
@@ -564,10 +567,8 @@ class StreamLoad {
     return arrow::Status::OK();
   }
 
-  // Whether the group has reached the end of every range a replacement replaces (or the
-  // stream ended: the server has no more of them).
-  bool ReplacementReached(bool stream_ended) const {
-    if (stream_ended) return true;
+  // Whether the group has reached the end of every range a replacement replaces.
+  bool ReplacementReached() const {
     for (const auto& replaced : pending_replace_) {
       const bool reached = std::any_of(
           group_.ranges().begin(), group_.ranges().end(), [&](const amp::BlockRange& r) {
@@ -591,6 +592,19 @@ class StreamLoad {
     }
     result_->metadata["rows_left_out"] = left_out;
     return status.WithMessage(status.message(), progress);
+  }
+
+  // A replacement commits only once it holds every block it replaces: a reader never sees
+  // the table emptier. A stream that ends short of them leaves the table as it was.
+  arrow::Status EndedInsideReplacement() const {
+    return ProtocolError(
+        "the stream ended before reaching the end of the blocks it sent "
+        "again unchecked (",
+        amp::NetworkSpansText(pending_replace_),
+        "): the table keeps its own rows of them, and the ",
+        group_.rows() + group_.open_rows(),
+        " rows sent since were not committed (running the stream again "
+        "loads them)");
   }
 
   // The complete microbatches share their files with the unfinished one's rows, so none
@@ -702,11 +716,11 @@ class StreamLoad {
   }
 
   // Commit the complete microbatches written so far (never a partial one). A group that
-  // replaces blocks of the table commits once it reaches their end (or the stream ended),
-  // with their old rows removed in the same commit.
-  arrow::Status CommitIfIdle(bool stream_ended = false) {
+  // replaces blocks of the table commits once it reaches their end, with their old rows
+  // removed in the same commit.
+  arrow::Status CommitIfIdle() {
     if (!group_.Committable()) return arrow::Status::OK();
-    if (!ReplacementReached(stream_ended)) return arrow::Status::OK();
+    if (!ReplacementReached()) return arrow::Status::OK();
     const std::vector<amp::BlockRange> committed = group_.ranges();
     CursorLog cursor_log = state_.cursor_log;
     int64_t rows_replaced = 0;
