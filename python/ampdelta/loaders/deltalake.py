@@ -234,9 +234,9 @@ _SDK_STREAM_KEYWORDS = {"batch_size", "create_table", "schema_evolution", "max_r
                         "label_config"}
 
 
-def _next_message(items) -> Optional[tuple]:
-    """The next item the engine loads, as (stream capsule, app_metadata JSON); None at the
-    end. The SDK's reorg items carry no rows: the engine sees the reorg in the re-sent
+def _next_item(items) -> Optional[tuple]:
+    """The next item the engine loads, as (its Arrow data, app_metadata JSON); None at
+    the end. The SDK's reorg items carry no rows: the engine sees the reorg in the re-sent
     batches' ranges."""
     for item in items:
         if getattr(item, "is_reorg", False):
@@ -246,24 +246,49 @@ def _next_message(items) -> Optional[tuple]:
             item, data = data, data.data  # the SDK's older ResponseBatchWithReorg
         if data is None:
             continue
-        metadata = _metadata_json(getattr(item, "metadata", None))
-        return stream_capsule(data, "load_stream_continuous()"), metadata
+        return data, _metadata_json(getattr(item, "metadata", None))
     return None
 
 
-def _takeover_from_first_block(options_json: str, metadata: str) -> str:
+def _leading_items(items) -> list:
+    """The items up to and including the first that has rows (or all, if none has)."""
+    leading = []
+    while True:
+        item = _next_item(items)
+        if item is None:
+            return leading
+        leading.append(item)
+        if (getattr(item[0], "num_rows", 1) or 0) > 0:
+            return leading
+
+
+def _export(data):
+    return stream_capsule(data, "load_stream_continuous()")
+
+
+def _takeover_from_first_row(options_json: str, data: Any, metadata: str) -> str:
     """A table holding rows this stream did not load (the SDK's parallel load fills the
-    table, then streams from its last blocks less a reorg buffer; or a batch load did) is
-    taken over from the stream's first block: its rows from there on are replaced by the
-    stream's, those below stay. The SDK passes no takeover keyword, and a stream it sends
-    cannot be asked where to start. Nothing happens when the table holds none."""
+    table, then streams from its head less a reorg buffer; or a batch load did) is taken
+    over from the stream's first row: the table's rows from that block on are replaced by
+    the stream's, those below stay. The SDK passes no takeover keyword, and the server
+    cannot be asked where its stream starts (its ranges name the blocks scanned, not the
+    rows: a filtered stream's first range may start long before its first row). Nothing
+    happens when the table holds no such rows; without pyarrow to read the first row's
+    block, none is taken over (a table with another writer's rows is refused)."""
     options = json.loads(options_json)
     ranges = json.loads(metadata).get("ranges", []) if metadata else []
-    if "takeover" in options or not ranges:
+    if "takeover" in options or not ranges or not (getattr(data, "num_rows", 0) or 0):
         return options_json
-    first = ranges[0]
-    options["takeover"] = {"from_block": int(first["numbers"]["start"])}
-    options["takeover_network"] = first["network"]
+    try:
+        import pyarrow.compute as pc
+
+        first_block = pc.min(data.column(options.get("block_column") or "block_num")).as_py()
+    except Exception:  # noqa: BLE001 (no pyarrow, no such column: no takeover)
+        return options_json
+    if not isinstance(first_block, int) or first_block < 0:
+        return options_json
+    options["takeover"] = {"from_block": first_block}
+    options["takeover_network"] = ranges[0]["network"]
     return json.dumps(options)
 
 
@@ -333,17 +358,19 @@ class _HandedOverStream:
         feeder = None
         try:
             try:
-                first = _next_message(items)
-                if first is None:
+                # The items up to the first with rows (keep-alives come before): the first
+                # opens the channel, the first rows say where a takeover starts.
+                leading = _leading_items(items)
+                if not leading:
                     return  # no item: nothing to load
-                self._open(*first)
+                self._open(leading[0], leading[-1])
             except (KeyboardInterrupt, GeneratorExit):
                 raise
             except Exception as error:  # the SDK ends a stream with a failed result
                 yield self._loader._failure(self._table_name, str(error), started,
                                             "load_stream")
                 return
-            feeder = threading.Thread(target=self._feed, args=(items,),
+            feeder = threading.Thread(target=self._feed, args=(leading[1:], items),
                                       name="ampdelta-stream-feeder", daemon=True)
             feeder.start()
             yield from self._drain()
@@ -355,31 +382,32 @@ class _HandedOverStream:
             if feeder is not None:
                 _close_items(items)
 
-    def _open(self, capsule, metadata: str) -> None:
-        channel, error = _native.FedChannel.open(capsule, metadata)
+    def _open(self, first, first_with_rows) -> None:
+        channel, error = _native.FedChannel.open(_export(first[0]), first[1])
         raise_if_error(error)
         self._channel = channel
-        job = _native.LoadJob.for_channel(channel, self._label, self._config_json,
-                                          _takeover_from_first_block(self._options_json,
-                                                                     metadata))
+        job = _native.LoadJob.for_channel(
+            channel, self._label, self._config_json,
+            _takeover_from_first_row(self._options_json, *first_with_rows))
         raise_if_error(job.error)
         _LIVE_JOBS.add(job)  # stopped and joined at exit like every load
         self._job = job
         job.start()
 
-    def _feed(self, items) -> None:
+    def _feed(self, pending, items) -> None:
         """Hand every item to the engine, then close the channel; an exception of the
         items' iterator (the SDK's on a network failure) fails it, and the engine commits
         what is complete before reporting it."""
         channel = self._channel
         try:
             while not self._stop_feeding.is_set():
-                message = _next_message(items)
-                if message is None:
+                item = pending.pop(0) if pending else _next_item(items)
+                if item is None:
                     channel.close()
                     return
                 # Each item is exported and imported once; a full channel keeps it.
-                queued, error = channel.push(*message, self.PUSH_WAIT_SECONDS)
+                queued, error = channel.push(_export(item[0]), item[1],
+                                             self.PUSH_WAIT_SECONDS)
                 while error is None and not queued and not self._stop_feeding.is_set():
                     queued, error = channel.push_pending(self.PUSH_WAIT_SECONDS)
                 if error is not None:
