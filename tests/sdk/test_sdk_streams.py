@@ -231,3 +231,18 @@ def test_a_table_path_with_a_nul_is_refused_up_front_and_creates_nothing(tmp_pat
     with pytest.raises(ValueError, match="contains a NUL byte"):
         create_loader("ampdelta", {"table_path": path})
     assert not (tmp_path / "lake").exists()
+
+
+@pytest.mark.parametrize("read_all", [True, False], ids=["load_table", "load_stream"])
+def test_the_sdks_batch_load_through_the_registered_loader(tmp_path, quickstart_url, read_all):
+    """`client.sql(q).load(connection, destination)`: the SDK hands the registered loader the
+    whole result (read_all=True: load_table) or its batches (load_stream); every block once."""
+    from amp.client import Client
+
+    client = Client(quickstart_url)
+    client.configure_connection("lake", "ampdelta", {"table_path": str(tmp_path / "t")})
+    outcome = client.sql(BLOCKS).load("lake", "blocks", read_all=read_all)
+    results = [outcome] if read_all else list(outcome)
+    assert results and all(r.success for r in results), results
+    assert sum(r.rows_loaded for r in results) == QUICKSTART_LAST - QUICKSTART_FIRST + 1
+    assert block_numbers(tmp_path / "t") == list(range(QUICKSTART_FIRST, QUICKSTART_LAST + 1))
