@@ -56,27 +56,28 @@ def wait_for_handlers(proc: subprocess.Popen) -> None:
     pytest.fail(f"the CLI did not install its signal handlers within 60 s (exit {proc.poll()})")
 
 
-def stop_at(args: list[str], table: Path, sig: signal.Signals, wait_s: float,
-            ready: str | None = None) -> tuple[subprocess.CompletedProcess, float]:
-    """Run the CLI, send `sig` `wait_s` seconds after start (or after a stderr line holding
-    `ready`), and return its outcome and how long it took to exit after the signal."""
-    before = log_files(table)
+def signal_cli(args: list[str], sig: signal.Signals, wait_s: float, ready: str | None = None,
+               ready_on: str = "stderr") -> tuple[subprocess.CompletedProcess, float]:
+    """Run the CLI, send `sig` `wait_s` seconds after its handlers are in (or after a line of
+    `ready_on` holding `ready`), check it exits within EXIT_WITHIN_S with the signal's code,
+    and return its outcome and how long it took to exit after the signal."""
     proc = subprocess.Popen([str(cli_path()), *args], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=cli_env())
     wait_for_handlers(proc)
     seen = []
     if ready is not None:
+        pipe = proc.stderr if ready_on == "stderr" else proc.stdout
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            line = proc.stderr.readline()
+            line = pipe.readline()
             if not line:
                 break
             seen.append(line)
             if ready in line:
                 break
     time.sleep(wait_s)
-    assert proc.poll() is None, f"ended before the signal: {proc.communicate()}"
+    assert proc.poll() is None, f"ended before the signal: {''.join(seen)}{proc.communicate()}"
     sent = time.monotonic()
     proc.send_signal(sig)
     try:
@@ -86,12 +87,23 @@ def stop_at(args: list[str], table: Path, sig: signal.Signals, wait_s: float,
         out, err = proc.communicate()
         pytest.fail(f"{args}: no exit within 30 s of {sig.name}\n{''.join(seen)}{err}")
     waited = time.monotonic() - sent
-    done = subprocess.CompletedProcess(args, proc.returncode, out, "".join(seen) + err)
+    if ready_on == "stderr":
+        err = "".join(seen) + err
+    else:
+        out = "".join(seen) + out
+    done = subprocess.CompletedProcess(args, proc.returncode, out, err)
     assert done.returncode == EXIT_CODES[sig], describe(done, sig)
     assert waited < EXIT_WITHIN_S, f"exited {waited:.2f} s after {sig.name}\n{describe(done, sig)}"
     assert "internal error" not in done.stderr, describe(done, sig)
     assert "ERROR: AddressSanitizer" not in done.stderr, describe(done, sig)
-    # A stopped batch load commits nothing.
+    return done, waited
+
+
+def stop_at(args: list[str], table: Path, sig: signal.Signals, wait_s: float,
+            ready: str | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    """signal_cli for a load into `table`; a stopped batch load commits nothing."""
+    before = log_files(table)
+    done, waited = signal_cli(args, sig, wait_s, ready)
     if "--workers" not in args:
         assert log_files(table) == before, describe(done, sig)
     return done, waited
