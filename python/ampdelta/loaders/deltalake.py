@@ -250,16 +250,18 @@ def _next_item(items) -> Optional[tuple]:
     return None
 
 
-def _leading_items(items) -> list:
-    """The items up to and including the first that has rows (or all, if none has)."""
+def _leading_items(items, most: int = 1000) -> list:
+    """The items up to and including the first that has rows (or all, if none has; at
+    most `most`: a server that keeps sending keep-alives is not waited for)."""
     leading = []
-    while True:
+    while len(leading) < most:
         item = _next_item(items)
         if item is None:
             return leading
         leading.append(item)
         if (getattr(item[0], "num_rows", 1) or 0) > 0:
             return leading
+    return leading
 
 
 def _export(data):
