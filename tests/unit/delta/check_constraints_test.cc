@@ -176,6 +176,17 @@ TEST(CheckConstraintsTest, HostileConditionsAreRefusedOrEvaluatedNeverACrash) {
   EXPECT_EQ(Outcomes(in, batch), (std::vector<std::string>{"t", "f", "null", "t"}));
   EXPECT_EQ(Outcomes("x NOT IN (4, 99999999999999999999)", batch),
             (std::vector<std::string>{"f", "t", "null", "t"}));
+  // A value the column's type cannot hold matches nothing (never a wrapped one), and a
+  // whole decimal matches its integer.
+  const auto narrow = arrow::schema({arrow::field("n", arrow::int16())});
+  auto shorts = arrow::RecordBatch::Make(
+      narrow, 3, {*arrow::json::ArrayFromJSONString(arrow::int16(), "[0, -32768, 5]")});
+  EXPECT_EQ(Outcomes("n IN (65536, 32768)", shorts),
+            (std::vector<std::string>{"f", "f", "f"}));
+  EXPECT_EQ(Outcomes("n NOT IN (32768)", shorts),
+            (std::vector<std::string>{"t", "t", "t"}));
+  EXPECT_EQ(Outcomes("n IN (5.0, 0.5)", shorts),
+            (std::vector<std::string>{"f", "f", "t"}));
 }
 
 TEST(CheckConstraintsTest, AWriteIntoAConstrainedTableAddsNothingWhenOneRowViolates) {

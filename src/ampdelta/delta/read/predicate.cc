@@ -314,9 +314,11 @@ class Predicate::Parser {
         arrow::MakeBuilder(arrow::default_memory_pool(), field.type(), &builder));
     do {
       ARROW_ASSIGN_OR_RAISE(auto value, Literal(field));
-      auto cast =
-          value->type->Equals(*field.type()) ? value : value->CastTo(field.type());
-      if (cast.ok()) ARROW_RETURN_NOT_OK(builder->AppendScalar(**cast));
+      // A checked cast: a value the column's type cannot hold exactly (65536 for a
+      // SMALLINT, 5.5 for an INT) equals none of its values; a wrapping cast would match
+      // another.
+      auto cast = cp::Cast(arrow::Datum(value), field.type(), cp::CastOptions::Safe());
+      if (cast.ok()) ARROW_RETURN_NOT_OK(builder->AppendScalar(*cast->scalar()));
     } while (TakePunct(","));
     ARROW_ASSIGN_OR_RAISE(auto values, builder->Finish());
     const cp::Expression column = cp::field_ref(field.name());
