@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/amp/query_text.h"
+#include "ampdelta/loader/backfill/block_replacement.h"
 #include "ampdelta/loader/backfill/parallel_loader.h"
 #include "ampdelta/loader/batch/batch_loader.h"
 #include "ampdelta/loader/common/config.h"
@@ -25,6 +26,10 @@ struct LoadJob::Plan {
   bool stream = false;
   /// Report each batch of a batch load (an iterator, or a progress callback).
   bool batch_events = false;
+  /// A load of Arrow data that replaces the table's rows of these blocks (first, last)
+  /// that no stream recorded, in its commit: a partition of the SDK's parallel load,
+  /// loaded again, replaces itself.
+  std::optional<loader::BlockSpan> replace_blocks;
 };
 
 namespace {
@@ -139,6 +144,28 @@ arrow::Status ParseTakeover(const json& value, loader::LoadOptions* options) {
   return Bad("takeover", "must be 'after-table-max' or ('from-block', N)");
 }
 
+// {"from": first, "to": last}: the blocks a partition of the SDK's parallel load holds.
+arrow::Status ParseReplaceBlocks(const json& value, LoadJob::Plan* plan) {
+  if (!value.is_object() || !value.contains("from") || !value.contains("to") ||
+      !value["from"].is_number_unsigned() || !value["to"].is_number_unsigned() ||
+      value["from"].get<uint64_t>() > value["to"].get<uint64_t>() ||
+      value["to"].get<uint64_t>() > uint64_t{INT64_MAX}) {
+    return Bad("replace_blocks", "must be {'from': first block, 'to': last block}");
+  }
+  plan->replace_blocks =
+      loader::BlockSpan{value["from"].get<uint64_t>(), value["to"].get<uint64_t>()};
+  return arrow::Status::OK();
+}
+
+// A replacement of blocks is a load of Arrow data (a partition the SDK's parallel load
+// fetched): a query or a stream records its own blocks.
+arrow::Status OnlyForData(const LoadJob::Plan& plan) {
+  if (plan.replace_blocks) {
+    return Bad("replace_blocks", "replaces blocks with Arrow data only (load_stream)");
+  }
+  return arrow::Status::OK();
+}
+
 arrow::Status ParsePlan(const std::string& config_json, const std::string& options_json,
                         LoadJob::Plan* plan) {
   ARROW_ASSIGN_OR_RAISE(plan->config, loader::ParseDeltaLakeConfig(config_json));
@@ -151,7 +178,9 @@ arrow::Status ParsePlan(const std::string& config_json, const std::string& optio
       // set by load_stream_continuous from its first item
       "takeover_network", "until_block", "block_column", "idle_timeout",
       "stream_commit_rows", "stream_commit_interval", "reorg_window", "stall_warning",
-      "parallel", "batch_events"};
+      "parallel", "batch_events",
+      // set by the SDK loader's load_stream for a partition of its parallel load
+      "replace_blocks"};
   for (const auto& [key, value] : doc.items()) {
     if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
       return Bad(key, "is not a load option");
@@ -197,6 +226,9 @@ arrow::Status ParsePlan(const std::string& config_json, const std::string& optio
       fields.Integer("reorg_window", 0, &options.stream_reorg_window_blocks));
   ARROW_RETURN_NOT_OK(fields.Seconds("stall_warning", &options.stream_stall_warning));
   ARROW_RETURN_NOT_OK(fields.Bool("batch_events", &plan->batch_events));
+  if (const json* blocks = fields.Find("replace_blocks")) {
+    ARROW_RETURN_NOT_OK(ParseReplaceBlocks(*blocks, plan));
+  }
   if (const json* parallel = fields.Find("parallel")) {
     plan->parallel.emplace();
     ARROW_RETURN_NOT_OK(ParseParallel(*parallel, &*plan->parallel));
@@ -223,6 +255,7 @@ arrow::Result<std::unique_ptr<LoadJob>> LoadJob::Make(std::string url,
   std::unique_ptr<LoadJob> job(
       new LoadJob(std::move(url), std::move(client_options), std::move(sql)));
   ARROW_RETURN_NOT_OK(ParsePlan(config_json, options_json, job->plan_.get()));
+  ARROW_RETURN_NOT_OK(OnlyForData(*job->plan_));
   return job;
 }
 
@@ -251,6 +284,7 @@ arrow::Result<std::unique_ptr<LoadJob>> LoadJob::MakeForChannel(
   if (job->plan_->parallel) {
     return InvalidInputError("load_stream_continuous(): a parallel load runs a query");
   }
+  ARROW_RETURN_NOT_OK(OnlyForData(*job->plan_));
   job->plan_->stream = true;
   // The SDK starts every stream from the dataset's first block: what it sends again of
   // the table's blocks is a replay, checked against their hashes.
@@ -320,7 +354,9 @@ void LoadJob::Run() {
   };
   loader::LoadResult result;
   if (data_ != nullptr) {
-    result = loader::LoadRecordBatches(data_, plan.config, options);
+    result = plan.replace_blocks ? loader::LoadReplacingBlocks(
+                                       data_, plan.config, options, *plan.replace_blocks)
+                                 : loader::LoadRecordBatches(data_, plan.config, options);
     // The producer's resources (a pyarrow reader's Python objects) are let go here, on
     // the loader thread, before Python sees the final result.
     data_.reset();

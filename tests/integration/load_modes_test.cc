@@ -3,6 +3,8 @@
 // store failures mid-load, and the seed page's examples.
 
 #include <chrono>
+#include <filesystem>
+#include <functional>
 #include <vector>
 
 #include <arrow/array/builder_primitive.h>
@@ -18,6 +20,7 @@
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/devserver/dev_server.h"
+#include "ampdelta/loader/backfill/block_replacement.h"
 #include "ampdelta/loader/batch/batch_loader.h"
 #include "ampdelta/loader/client/client.h"
 #include "ampdelta/storage/fault_store.h"
@@ -433,6 +436,113 @@ TEST_F(LoadModesTest, ArrowDataThatFailsOrChangesSchemaCommitsNothingAndIsNotRer
   for (const auto& object : listing) parquet += object.path.ends_with(".parquet") ? 1 : 0;
   EXPECT_EQ(parquet, 1);
   EXPECT_FALSE(LoadArrow(nullptr, Config()).success);
+}
+
+TEST_F(LoadModesTest, PartitionsReplacingBlocksOfOneFileRetryOnTheWinnersTable) {
+  // A first run left blocks 0..99 in one file (a compaction packs partitions so). Run
+  // again, partition 0..49 commits while partition 50..99 is about to: both remove that
+  // file, the second conflicts, plans its removal again on the first's table and commits.
+  auto once = [](int64_t from, int64_t to, int64_t gas) {
+    return std::make_shared<BatchesReader>(
+        std::vector<std::shared_ptr<arrow::RecordBatch>>{BlockGas(from, to, gas)});
+  };
+  ASSERT_TRUE(LoadArrow(once(0, 100, 1), Config()).success);
+  ASSERT_OK_AND_ASSIGN(auto local, storage::OpenObjectStore(table_));
+  auto faulty = std::make_shared<storage::FaultStore>(local);
+  loader::LoadResult first;
+  storage::FaultRule rule;
+  rule.op = storage::StoreOp::kPut;
+  rule.path_contains = "_delta_log/00000000000000000001.json";
+  rule.fail = false;
+  rule.before = [&] {
+    loader::LoadOptions options;
+    options.destination = "blocks";
+    first = loader::LoadReplacingBlocks(once(0, 50, 2), Config(), options, {0, 49});
+  };
+  faulty->AddRule(rule);
+  loader::LoadOptions options;
+  options.destination = "blocks";
+  options.store = faulty;
+  int sleeps = 0;
+  options.sleep = [&sleeps](std::chrono::milliseconds) { ++sleeps; };
+  const auto second =
+      loader::LoadReplacingBlocks(once(50, 100, 2), Config(), options, {50, 99});
+  ASSERT_TRUE(first.success) << first.error;
+  ASSERT_TRUE(second.success) << second.error;
+  EXPECT_EQ(faulty->faults_fired(), 1);
+  EXPECT_EQ(sleeps, 1);  // one conflict, one retry
+  auto rows = Rows(Snapshot());
+  ASSERT_EQ(rows.size(), 100u);
+  for (const auto& row : rows) EXPECT_TRUE(row.ends_with(":2")) << row;
+  // No version holds a block twice or misses one.
+  for (int64_t version = 0; version <= Snapshot()->version(); ++version) {
+    EXPECT_EQ(Rows(Snapshot(version)).size(), 100u) << "version " << version;
+  }
+  // The conflicted attempt left no data file behind.
+  ASSERT_OK_AND_ASSIGN(auto listing, local->List("", ""));
+  int parquet = 0;
+  for (const auto& object : listing) parquet += object.path.ends_with(".parquet") ? 1 : 0;
+  // The first run's, then one per partition (its rows and the rows it kept of the file it
+  // replaced in); the removed ones stay for readers of older versions until a vacuum.
+  EXPECT_EQ(parquet, 3);
+}
+
+TEST_F(LoadModesTest, AReplacingLoadThatCannotReplaceItsBlocksIsRefusedAndWritesNothing) {
+  struct Case {
+    std::string what;
+    loader::BlockSpan blocks;
+    int64_t from, to;  // the rows' blocks
+    std::function<void(loader::LoadOptions*)> set;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {"commit_every_rows",
+       {0, 49},
+       0,
+       50,
+       [](loader::LoadOptions* o) { o->commit_every_rows = 10; },
+       "commit_every_rows"},
+      {"merge",
+       {0, 49},
+       0,
+       50,
+       [](loader::LoadOptions* o) {
+         o->mode = loader::LoadMode::kMerge;
+         o->merge_keys = {"block_num"};
+       },
+       "mode merge"},
+      {"a row past the span",
+       {0, 48},
+       0,
+       50,
+       [](loader::LoadOptions*) {},
+       "rows of blocks 0..49 lie outside the blocks they replace, 0..48"},
+      {"a span past INT64_MAX",
+       {0, uint64_t{1} << 63},
+       0,
+       50,
+       [](loader::LoadOptions*) {},
+       "no span of block numbers"},
+      {"no such block column",
+       {0, 49},
+       0,
+       50,
+       [](loader::LoadOptions* o) { o->block_column = "nope"; },
+       "no block column 'nope'"},
+  };
+  for (const auto& c : cases) {
+    loader::LoadOptions options;
+    options.destination = "blocks";
+    c.set(&options);
+    const auto result = loader::LoadReplacingBlocks(
+        std::make_shared<BatchesReader>(
+            std::vector<std::shared_ptr<arrow::RecordBatch>>{BlockGas(c.from, c.to, 2)}),
+        Config(), options, c.blocks);
+    EXPECT_FALSE(result.success) << c.what;
+    EXPECT_NE(result.error.find(c.error), std::string::npos)
+        << c.what << ": " << result.error;
+    EXPECT_FALSE(std::filesystem::exists(table_)) << c.what;
+  }
 }
 
 TEST_F(LoadModesTest, SeedReplaceFlowDeletesEveryRowThenAppends) {

@@ -8,6 +8,7 @@ load commits nothing.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -108,7 +109,16 @@ class DeltaLakeLoader:
                     mode: Any = LoadMode.APPEND, **kwargs) -> Iterator[LoadResult]:
         """A LoadResult per batch, each its own commit; the first failure ends the stream.
         An overwrite replaces the table with the first batch and appends the others; a
-        merge or upsert merges each batch."""
+        merge or upsert merges each batch.
+
+        The SDK's parallel load names each partition's blocks (`block_ranges`): the
+        partition is then one commit that replaces the table's rows of those blocks
+        (another run's, or a failed run's), so running the load again loads every block
+        once."""
+        blocks = _partition_blocks(kwargs.get("block_ranges"))
+        if blocks is not None and _mode(mode) == LoadMode.APPEND:
+            yield from self._load_partition(batch_iterator, table_name, blocks, kwargs)
+            return
         for index, batch in enumerate(batch_iterator):
             # An overwrite replaces the table once; merges and upserts stay what they are.
             later = LoadMode.APPEND if _mode(mode) == LoadMode.OVERWRITE else mode
@@ -177,12 +187,35 @@ class DeltaLakeLoader:
             return False
         return True
 
+    def _load_partition(self, batches: Iterable[Any], table_name: str, blocks: tuple,
+                        kwargs: Dict[str, Any]) -> Iterator[LoadResult]:
+        batches = iter(batches)
+        first = next(batches, None)
+        if first is None:
+            return
+        try:
+            import pyarrow as pa
+
+            reader = pa.RecordBatchReader.from_batches(
+                first.schema, itertools.chain([first], batches))
+        except Exception:  # noqa: BLE001 (not pyarrow batches: one commit each, as before)
+            for batch in itertools.chain([first], batches):
+                result = self.load_batch(batch, table_name, **kwargs)
+                yield result
+                if not result.success:
+                    return
+            return
+        create_table = kwargs.pop("create_table", True)
+        yield self._load(reader, table_name, LoadMode.APPEND, create_table, kwargs,
+                         "load_stream", replace_blocks=blocks)
+
     def _load(self, data: Any, table_name: str, mode: Any, create_table: bool,
-              kwargs: Dict[str, Any], operation: str) -> LoadResult:
+              kwargs: Dict[str, Any], operation: str,
+              replace_blocks: Optional[tuple] = None) -> LoadResult:
         started = time.monotonic()
         try:
             result = self._write(data, table_name, _mode(mode), create_table, dict(kwargs),
-                                 operation)
+                                 operation, replace_blocks)
         except Exception as error:  # the SDK reports every failure as a failed result
             self.logger.error("%s to %s failed: %s", operation, table_name, error)
             return self._failure(table_name, str(error), started, operation)
@@ -195,7 +228,8 @@ class DeltaLakeLoader:
         return result
 
     def _write(self, data: Any, table_name: str, mode: LoadMode, create_table: bool,
-               kwargs: Dict[str, Any], operation: str) -> LoadResult:
+               kwargs: Dict[str, Any], operation: str,
+               replace_blocks: Optional[tuple] = None) -> LoadResult:
         if kwargs.pop("label_config", None) is not None:
             raise InvalidInputError("label_config (label joins) is not supported by ampdelta")
         for key in _IGNORED_KEYWORDS:
@@ -204,6 +238,8 @@ class DeltaLakeLoader:
         table_config, options = load_options(self.config, table_name, mode,
                                              writer_properties, kwargs, f"{operation}()")
         options["read_all"] = True
+        if replace_blocks is not None:
+            options["replace_blocks"] = {"from": replace_blocks[0], "to": replace_blocks[1]}
         if not self._connected:
             self.connect()
         if not create_table and not self._table_exists():
@@ -234,6 +270,20 @@ _SDK_STREAM_KEYWORDS = {"batch_size", "create_table", "schema_evolution", "max_r
                         "label_config"}
 
 
+def _partition_blocks(block_ranges: Any) -> Optional[tuple]:
+    """The blocks (first, last) the SDK's parallel load gives a partition: its one
+    `block_ranges` entry (end exclusive, as its partition's `block_num < end` filter).
+    Several ranges (other networks, gaps) name no one span to replace: None."""
+    if not block_ranges or len(block_ranges) != 1:
+        return None
+    try:
+        first = int(block_ranges[0].start)
+        last = int(block_ranges[0].end) - 1
+    except (AttributeError, TypeError, ValueError, IndexError):
+        return None
+    return (first, last) if first >= 0 and last >= first else None
+
+
 def _next_item(items) -> Optional[tuple]:
     """The next item the engine loads, as (its Arrow data, app_metadata JSON); None at
     the end. The SDK's reorg items carry no rows: the engine sees the reorg in the re-sent
@@ -251,40 +301,59 @@ def _next_item(items) -> Optional[tuple]:
 
 
 def _leading_items(items, most: int = 1000) -> list:
-    """The items up to and including the first that has rows (or all, if none has; at
-    most `most`: a server that keeps sending keep-alives is not waited for)."""
+    """The items up to the end of the first microbatch that has rows (its
+    `ranges_complete` marker: its rows may come in any order over several messages), or
+    all, if none has; at most `most` (a server that keeps sending keep-alives is not
+    waited for)."""
     leading = []
+    rows_seen = False
     while len(leading) < most:
         item = _next_item(items)
         if item is None:
             return leading
         leading.append(item)
-        if (getattr(item[0], "num_rows", 1) or 0) > 0:
+        rows_seen = rows_seen or (getattr(item[0], "num_rows", 1) or 0) > 0
+        if rows_seen and _completes_microbatch(item[1]):
             return leading
     return leading
+
+
+def _completes_microbatch(metadata: str) -> bool:
+    try:
+        document = json.loads(metadata) if metadata else {}
+    except ValueError:  # the engine refuses such an item itself
+        return True
+    return isinstance(document, dict) and bool(document.get("ranges_complete"))
 
 
 def _export(data):
     return stream_capsule(data, "load_stream_continuous()")
 
 
-def _takeover_from_first_row(options_json: str, data: Any, metadata: str) -> str:
+def _takeover_from_first_row(options_json: str, leading: list) -> str:
     """A table holding rows this stream did not load (the SDK's parallel load fills the
     table, then streams from its head less a reorg buffer; or a batch load did) is taken
     over from the stream's first row: the table's rows from that block on are replaced by
-    the stream's, those below stay. The SDK passes no takeover keyword, and the server
-    cannot be asked where its stream starts (its ranges name the blocks scanned, not the
-    rows: a filtered stream's first range may start long before its first row). Nothing
-    happens when the table holds no such rows; without pyarrow to read the first row's
-    block, none is taken over (a table with another writer's rows is refused)."""
+    the stream's, those below stay. The first row is the lowest block of the first
+    microbatch with rows (`leading`, as _leading_items reads it). The SDK passes no
+    takeover keyword, and the server cannot be asked where its stream starts (its ranges
+    name the blocks scanned, not the rows: a filtered stream's first range may start long
+    before its first row). Nothing happens when the table holds no such rows; without
+    pyarrow to read the first rows' blocks, none is taken over (a table with another
+    writer's rows is refused)."""
     options = json.loads(options_json)
-    ranges = json.loads(metadata).get("ranges", []) if metadata else []
-    if "takeover" in options or not ranges or not (getattr(data, "num_rows", 0) or 0):
+    with_rows = [(data, metadata) for data, metadata in leading
+                 if (getattr(data, "num_rows", 0) or 0) > 0]
+    if "takeover" in options or not with_rows:
+        return options_json
+    ranges = json.loads(with_rows[0][1]).get("ranges", []) if with_rows[0][1] else []
+    if not ranges:
         return options_json
     try:
         import pyarrow.compute as pc
 
-        first_block = pc.min(data.column(options.get("block_column") or "block_num")).as_py()
+        column = options.get("block_column") or "block_num"
+        first_block = min(pc.min(data.column(column)).as_py() for data, _ in with_rows)
     except Exception:  # noqa: BLE001 (no pyarrow, no such column: no takeover)
         return options_json
     if not isinstance(first_block, int) or first_block < 0:
@@ -365,7 +434,7 @@ class _HandedOverStream:
                 leading = _leading_items(items)
                 if not leading:
                     return  # no item: nothing to load
-                self._open(leading[0], leading[-1])
+                self._open(leading)
             except (KeyboardInterrupt, GeneratorExit):
                 raise
             except Exception as error:  # the SDK ends a stream with a failed result
@@ -384,13 +453,13 @@ class _HandedOverStream:
             if feeder is not None:
                 _close_items(items)
 
-    def _open(self, first, first_with_rows) -> None:
-        channel, error = _native.FedChannel.open(_export(first[0]), first[1])
+    def _open(self, leading) -> None:
+        options_json = _takeover_from_first_row(self._options_json, leading)
+        channel, error = _native.FedChannel.open(_export(leading[0][0]), leading[0][1])
         raise_if_error(error)
         self._channel = channel
-        job = _native.LoadJob.for_channel(
-            channel, self._label, self._config_json,
-            _takeover_from_first_row(self._options_json, *first_with_rows))
+        job = _native.LoadJob.for_channel(channel, self._label, self._config_json,
+                                          options_json)
         raise_if_error(job.error)
         _LIVE_JOBS.add(job)  # stopped and joined at exit like every load
         self._job = job

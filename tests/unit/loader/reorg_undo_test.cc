@@ -1,6 +1,7 @@
 #include "ampdelta/loader/stream/reorg_undo.h"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <set>
 
@@ -164,6 +165,45 @@ TEST_F(ReorgUndoTest, WithDeletionVectorsUntaggedRowsFromTheForkOnAreMarked) {
   EXPECT_EQ(Blocks(), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
   ASSERT_EQ(Snapshot()->files().size(), 1u);
   EXPECT_EQ(Snapshot()->files().front().deletion_vector->cardinality, 4);
+}
+
+TEST_F(ReorgUndoTest, AnUndoBoundedAboveRemovesOnlyTheUntaggedRowsInItsBlocks) {
+  // A partition of the SDK's parallel load, run again, replaces blocks 3..6 only: the
+  // file holding 0..9 is rewritten with the others, the file holding 20..29 is not read.
+  auto schema = arrow::schema({arrow::field("block_num", arrow::int64())});
+  for (const int64_t first : {int64_t{0}, int64_t{20}}) {
+    arrow::Int64Builder numbers;
+    for (int64_t block = first; block < first + 10; ++block) {
+      ASSERT_OK(numbers.Append(block));
+    }
+    auto batch = arrow::RecordBatch::Make(schema, 10, {*numbers.Finish()});
+    auto snapshot = first == 0 ? nullptr : Snapshot();
+    delta::TableWriteOptions options = create_;
+    options.read_snapshot = snapshot;
+    ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store_, schema, options));
+    ASSERT_OK(writer->Write(batch));
+    ASSERT_OK(writer->Commit().status());
+  }
+  auto snapshot = Snapshot();
+  delta::TableWriteOptions options;
+  options.read_snapshot = snapshot;
+  auto undo = *delta::TableWriter::Open(store_, snapshot->schema(), options);
+  ASSERT_OK_AND_ASSIGN(const int64_t removed,
+                       StageForeignUndo(*snapshot, "block_num", 3, undo.get(), 6));
+  ASSERT_OK(undo->Commit().status());
+  EXPECT_EQ(removed, 4);
+  std::vector<int64_t> expected = {0, 1, 2, 7, 8, 9};
+  for (int64_t block = 20; block < 30; ++block) expected.push_back(block);
+  EXPECT_EQ(Blocks(), expected);
+  // The file wholly above the bound is the same file.
+  std::set<std::string> before_paths, after_paths;
+  for (const auto& file : snapshot->files()) before_paths.insert(file.path);
+  const auto after = Snapshot();
+  for (const auto& file : after->files()) after_paths.insert(file.path);
+  std::vector<std::string> kept;
+  std::set_intersection(before_paths.begin(), before_paths.end(), after_paths.begin(),
+                        after_paths.end(), std::back_inserter(kept));
+  EXPECT_EQ(kept.size(), 1u);
 }
 
 TEST_F(ReorgUndoTest,

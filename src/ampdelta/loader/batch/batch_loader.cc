@@ -430,6 +430,18 @@ LoadResult LoadBatchRecorded(amp::Client& client, const std::string& sql,
   return LoadFrom(QuerySource(client, sql), config, options, records);
 }
 
+LoadResult LoadRecordBatchesRecorded(
+    const std::shared_ptr<arrow::RecordBatchReader>& reader,
+    const DeltaLakeConfig& config, const LoadOptions& options,
+    const LoadRecords& records) {
+  if (reader == nullptr) {
+    return RunLoad(config, options, [](LoadResult*) {
+      return InvalidInputError("no Arrow data to load");
+    });
+  }
+  return LoadFrom(ReaderSource(reader), config, options, records);
+}
+
 }  // namespace internal
 
 LoadResult LoadBatch(amp::Client& client, const std::string& sql,
@@ -439,12 +451,7 @@ LoadResult LoadBatch(amp::Client& client, const std::string& sql,
 
 LoadResult LoadRecordBatches(const std::shared_ptr<arrow::RecordBatchReader>& reader,
                              const DeltaLakeConfig& config, const LoadOptions& options) {
-  if (reader == nullptr) {
-    return internal::RunLoad(config, options, [](LoadResult*) {
-      return InvalidInputError("no Arrow data to load");
-    });
-  }
-  return LoadFrom(ReaderSource(reader), config, options, {});
+  return internal::LoadRecordBatchesRecorded(reader, config, options, {});
 }
 
 }  // namespace ampdelta::loader

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <arrow/record_batch.h>
 #include <arrow/status.h>
 
 #include "ampdelta/amp/client.h"
@@ -47,5 +48,11 @@ struct LoadRecords {
 LoadResult LoadBatchRecorded(amp::Client& client, const std::string& sql,
                              const DeltaLakeConfig& config, const LoadOptions& options,
                              const LoadRecords& records);
+
+/// \brief LoadRecordBatches, committing `records` with the rows.
+LoadResult LoadRecordBatchesRecorded(
+    const std::shared_ptr<arrow::RecordBatchReader>& reader,
+    const DeltaLakeConfig& config, const LoadOptions& options,
+    const LoadRecords& records);
 
 }  // namespace ampdelta::loader::internal

@@ -247,8 +247,9 @@ arrow::Result<std::vector<int64_t>> RowsIn(
 
 arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
                                         const std::string& column, uint64_t from,
-                                        delta::TableWriter* writer) {
-  const auto bound = static_cast<int64_t>(from);
+                                        delta::TableWriter* writer, uint64_t to) {
+  const auto bound = static_cast<int64_t>(std::min<uint64_t>(from, INT64_MAX));
+  const auto last = static_cast<int64_t>(std::min<uint64_t>(to, INT64_MAX));
   int64_t removed_rows = 0;
   std::vector<delta::Remove> removes;
   std::vector<delta::Add> marked_files;
@@ -257,7 +258,8 @@ arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
     if (!IsForeignFile(file)) continue;
     const auto stats =
         StatsSpan(file, delta::PhysicalColumnName(*snapshot.schema(), column));
-    if (stats && stats->second < bound) continue;  // wholly below: kept
+    // Wholly outside [from, to]: kept.
+    if (stats && (stats->second < bound || stats->first > last)) continue;
     // Marking rows (without a change feed to record them in) needs the block column only.
     const bool marks_only =
         writer->deletion_vectors() != nullptr && !writer->records_changes();
@@ -266,8 +268,13 @@ arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
                           marks_only ? delta::ReadDataFile(snapshot, file, {column})
                                      : delta::ReadDataFileWithRowIds(snapshot, file));
     ARROW_ASSIGN_OR_RAISE(auto values, BlockValues(*table, column));
-    ARROW_ASSIGN_OR_RAISE(arrow::Datum keep, arrow::compute::CallFunction(
-                                                 "less", {values, arrow::Datum(bound)}));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum below, arrow::compute::CallFunction(
+                                                  "less", {values, arrow::Datum(bound)}));
+    ARROW_ASSIGN_OR_RAISE(
+        arrow::Datum above,
+        arrow::compute::CallFunction("greater", {values, arrow::Datum(last)}));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum keep,
+                          arrow::compute::CallFunction("or", {below, above}));
     // Rows with a null block stay (they are in no block a stream could re-send).
     ARROW_ASSIGN_OR_RAISE(arrow::Datum nulls,
                           arrow::compute::CallFunction("is_null", {values}));

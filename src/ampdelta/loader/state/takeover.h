@@ -89,13 +89,14 @@ arrow::Result<std::vector<int64_t>> ForeignRowsIn(
 std::optional<std::pair<int64_t, int64_t>> StatsBlockSpan(const delta::Add& file,
                                                           const std::string& column);
 
-/// \brief Stage in `writer` the removal of foreign rows whose `column` is at least
-/// `from`: files wholly at or above it are removed, files straddling it rewritten with
-/// their lower rows (or, on tables with deletion vectors, kept with the others marked).
+/// \brief Stage in `writer` the removal of foreign rows whose `column` lies in
+/// [`from`, `to`]: files wholly inside are removed, files straddling a bound rewritten
+/// with their other rows (or, on tables with deletion vectors, kept with these marked).
 /// \return the number of rows removed
 arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
                                         const std::string& column, uint64_t from,
-                                        delta::TableWriter* writer);
+                                        delta::TableWriter* writer,
+                                        uint64_t to = UINT64_MAX);
 
 /// \brief Learn the networks a streaming query covers from its first message that
 /// names block ranges, then cancel it; `stop` turning true cancels the wait.
