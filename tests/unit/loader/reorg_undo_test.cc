@@ -91,6 +91,35 @@ class ReorgUndoTest : public ::testing::Test {
     return staged.ok() ? *staged : UndoStaged{};
   }
 
+  // Blocks first..first+count-1 written without stream tags (another engine's rows).
+  void WriteUntagged(int64_t first, int64_t count) {
+    auto schema = arrow::schema({arrow::field("block_num", arrow::int64())});
+    arrow::Int64Builder numbers;
+    for (int64_t block = first; block < first + count; ++block) {
+      ASSERT_OK(numbers.Append(block));
+    }
+    auto batch = arrow::RecordBatch::Make(schema, count, {*numbers.Finish()});
+    delta::TableWriteOptions options = create_;
+    if (store_->Head("_delta_log/00000000000000000000.json").ok()) {
+      options.read_snapshot = Snapshot();
+    }
+    ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store_, schema, options));
+    ASSERT_OK(writer->Write(batch));
+    ASSERT_OK(writer->Commit().status());
+  }
+
+  // StageForeignUndo of blocks from..to, committed; the rows it removed.
+  int64_t UndoForeign(uint64_t from, uint64_t to = UINT64_MAX) {
+    auto snapshot = Snapshot();
+    delta::TableWriteOptions options;
+    options.read_snapshot = snapshot;
+    auto undo = *delta::TableWriter::Open(store_, snapshot->schema(), options);
+    auto removed = StageForeignUndo(*snapshot, "block_num", from, undo.get(), to);
+    EXPECT_OK(removed.status());
+    EXPECT_OK(undo->Commit().status());
+    return removed.ok() ? *removed : -1;
+  }
+
   std::shared_ptr<storage::MemoryStore> store_ = std::make_shared<storage::MemoryStore>();
   // How Commit() writes (and creates) the table.
   delta::TableWriteOptions create_;
@@ -147,20 +176,8 @@ TEST_F(ReorgUndoTest, WithDeletionVectorsTheUndoMarksRowsAndTheFileKeepsItsValid
 TEST_F(ReorgUndoTest, WithDeletionVectorsUntaggedRowsFromTheForkOnAreMarked) {
   // Another engine's compaction left the rows without tags.
   create_.configuration = {{"delta.enableDeletionVectors", "true"}};
-  auto schema = arrow::schema({arrow::field("block_num", arrow::int64())});
-  arrow::Int64Builder numbers;
-  for (int64_t block = 0; block < 10; ++block) ASSERT_OK(numbers.Append(block));
-  auto batch = arrow::RecordBatch::Make(schema, 10, {*numbers.Finish()});
-  ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store_, schema, create_));
-  ASSERT_OK(writer->Write(batch));
-  ASSERT_OK(writer->Commit().status());
-  auto snapshot = Snapshot();
-  delta::TableWriteOptions options;
-  options.read_snapshot = snapshot;
-  auto undo = *delta::TableWriter::Open(store_, snapshot->schema(), options);
-  ASSERT_OK_AND_ASSIGN(const int64_t removed,
-                       StageForeignUndo(*snapshot, "block_num", 6, undo.get()));
-  ASSERT_OK(undo->Commit().status());
+  WriteUntagged(0, 10);
+  const int64_t removed = UndoForeign(6);
   EXPECT_EQ(removed, 4);
   EXPECT_EQ(Blocks(), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
   ASSERT_EQ(Snapshot()->files().size(), 1u);
@@ -170,27 +187,10 @@ TEST_F(ReorgUndoTest, WithDeletionVectorsUntaggedRowsFromTheForkOnAreMarked) {
 TEST_F(ReorgUndoTest, AnUndoBoundedAboveRemovesOnlyTheUntaggedRowsInItsBlocks) {
   // A partition of the SDK's parallel load, run again, replaces blocks 3..6 only: the
   // file holding 0..9 is rewritten with the others, the file holding 20..29 is not read.
-  auto schema = arrow::schema({arrow::field("block_num", arrow::int64())});
-  for (const int64_t first : {int64_t{0}, int64_t{20}}) {
-    arrow::Int64Builder numbers;
-    for (int64_t block = first; block < first + 10; ++block) {
-      ASSERT_OK(numbers.Append(block));
-    }
-    auto batch = arrow::RecordBatch::Make(schema, 10, {*numbers.Finish()});
-    auto snapshot = first == 0 ? nullptr : Snapshot();
-    delta::TableWriteOptions options = create_;
-    options.read_snapshot = snapshot;
-    ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store_, schema, options));
-    ASSERT_OK(writer->Write(batch));
-    ASSERT_OK(writer->Commit().status());
-  }
+  WriteUntagged(0, 10);
+  WriteUntagged(20, 10);
   auto snapshot = Snapshot();
-  delta::TableWriteOptions options;
-  options.read_snapshot = snapshot;
-  auto undo = *delta::TableWriter::Open(store_, snapshot->schema(), options);
-  ASSERT_OK_AND_ASSIGN(const int64_t removed,
-                       StageForeignUndo(*snapshot, "block_num", 3, undo.get(), 6));
-  ASSERT_OK(undo->Commit().status());
+  const int64_t removed = UndoForeign(3, 6);
   EXPECT_EQ(removed, 4);
   std::vector<int64_t> expected = {0, 1, 2, 7, 8, 9};
   for (int64_t block = 20; block < 30; ++block) expected.push_back(block);
