@@ -13,14 +13,9 @@
 #include "ampdelta/loader/common/config.h"
 #include "ampdelta/loader/common/load_options.h"
 #include "ampdelta/loader/common/load_result.h"
+#include "ampdelta/loader/state/backfill_state.h"
 
 namespace ampdelta::loader {
-
-/// \brief The blocks a load replaces, first and last included.
-struct BlockSpan {
-  uint64_t first = 0;
-  uint64_t last = 0;
-};
 
 /// \brief Append `reader` in one commit that also removes the table's rows of `blocks`
 /// (by `options.block_column`) that no stream recorded: a stream's rows are the
