@@ -137,9 +137,12 @@ def inline_commands(path: Path) -> list[InlineCommand]:
     for token in _parser().parse(path.read_text()):
         if token.type != "inline" or not token.children:
             continue
+        breaks = 0  # the line breaks before a span: its line within the paragraph
         for child in token.children:
-            if child.type == "code_inline" and child.content.startswith("ampdelta "):
-                out.append(InlineCommand(rel, token.map[0] + 1, child.content))
+            if child.type in ("softbreak", "hardbreak"):
+                breaks += 1
+            elif child.type == "code_inline" and child.content.startswith("ampdelta "):
+                out.append(InlineCommand(rel, token.map[0] + 1 + breaks, child.content))
     return out
 
 

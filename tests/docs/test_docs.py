@@ -551,3 +551,12 @@ def test_every_document_parses_with_its_directives():
     for path in doc_blocks.documents():
         doc_blocks.blocks(path)
     assert RUN_BLOCKS, "no block runs: the collection is broken"
+
+
+def test_an_inline_command_is_reported_at_its_own_line(tmp_path, monkeypatch):
+    """A command in the third line of a paragraph is named at that line, so a reader finds it."""
+    monkeypatch.setattr(doc_blocks, "REPO_ROOT", tmp_path)
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\nFirst line of text,\nsecond line,\nthird: `ampdelta demo --overwrote`.\n")
+    [command] = doc_blocks.inline_commands(page)
+    assert (command.where, command.text) == ("page.md:5", "ampdelta demo --overwrote")
