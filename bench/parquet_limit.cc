@@ -36,6 +36,7 @@
 #include <sys/resource.h>
 
 #include "ampdelta/delta/write/column_plan.h"
+#include "ampdelta/delta/write/data_file_options.h"
 #include "ampdelta/util/runtime.h"
 
 namespace {

@@ -6,7 +6,9 @@ The layers (docs/architecture.md): util <- storage <- delta; util <- amp; util <
 loader, common <- batch <- backfill, {common, state} <- stream <- backfill, state <- verify,
 batch <- client. A module
 may include its own headers, the modules below it and the generated `ampdelta/version.h`. The dev server never includes the amp client, so the
-two sides of the wire protocol stay independent.
+two sides of the wire protocol stay independent. No two units of src/ include each other,
+directly or around a loop (a unit: a header with its .cc and _internal.h; a loop means one
+of them holds what both need, which belongs in a header of its own).
 
     scripts/check_layering.py [ROOT]    check ROOT (default: the repository)
     scripts/check_layering.py --self-test
@@ -88,6 +90,72 @@ def violations(root: pathlib.Path) -> list[str]:
     return found
 
 
+def unit_of(path: str) -> str:
+    """`ampdelta/delta/log/schema` for schema.h, schema.cc and schema_internal.h."""
+    return str(pathlib.PurePosixPath(path).with_suffix("")).removesuffix("_internal")
+
+
+def include_cycles(root: pathlib.Path) -> list[str]:
+    """Each set of units of src/ that include each other around a loop, with the includes
+    that close it."""
+    edges: dict[str, dict[str, str]] = {}
+    src = root / "src"
+    for pattern in SOURCES:
+        for path in sorted(src.rglob(pattern)):
+            unit = unit_of(path.relative_to(src).as_posix())
+            text = path.read_text(encoding="utf-8", errors="replace")
+            for match in INCLUDE.finditer(text):
+                target = unit_of(match.group(0).split('"')[1])
+                if target != unit:
+                    line = text.count("\n", 0, match.start()) + 1
+                    edges.setdefault(unit, {}).setdefault(
+                        target, f"{path.relative_to(root)}:{line}")
+    # Tarjan's strongly connected components, iteratively.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    loops = []
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges.get(start, {}))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            unit, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, {})))))
+                elif child in on_stack:
+                    low[unit] = min(low[unit], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[unit])
+            if low[unit] == index[unit]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == unit:
+                        break
+                if len(component) > 1:
+                    loops.append(sorted(component))
+    found = []
+    for loop in loops:
+        closing = [f"{edges[a][b]} includes {b}" for a in loop for b in loop
+                   if b in edges.get(a, {})]
+        found.append(f"include cycle between {', '.join(loop)}: " + "; ".join(closing))
+    return found
+
+
 def room_violation(root: pathlib.Path, module_dir: pathlib.Path, path: pathlib.Path,
                    included: str, line: int) -> list[str]:
     """An include from one room of a module into a room it may not use."""
@@ -125,8 +193,22 @@ def self_test() -> int:
         (root / "src/ampdelta/loader/backfill/b.cc").write_text(
             '#include "ampdelta/amp/c.h"\n#include "ampdelta/delta/ops/m.h"\n'
             '#include "ampdelta/loader/stream/s.h"\n#include "ampdelta/loader/common/o.h"\n')
-        if violations(root):
-            print(f"self-test: a clean tree was refused: {violations(root)}", file=sys.stderr)
+        (root / "src/ampdelta/delta/log/k.h").write_text('#include "ampdelta/delta/log/l.h"\n')
+        (root / "src/ampdelta/delta/log/l_internal.h").write_text('#include "ampdelta/util/u.h"\n')
+        if violations(root) or include_cycles(root):
+            print(f"self-test: a clean tree was refused: {violations(root)}"
+                  f"{include_cycles(root)}", file=sys.stderr)
+            return 1
+        # l.cc closes a loop k -> l -> k; m -> n -> o -> m is a longer one.
+        (root / "src/ampdelta/delta/log/l.cc").write_text('#include "ampdelta/delta/log/k.h"\n')
+        (root / "src/ampdelta/util/m.h").write_text('#include "ampdelta/util/n.h"\n')
+        (root / "src/ampdelta/util/n.cc").write_text('#include "ampdelta/util/o.h"\n')
+        (root / "src/ampdelta/util/o_internal.h").write_text('#include "ampdelta/util/m.h"\n')
+        cycles = include_cycles(root)
+        if (len(cycles) != 2 or not any("delta/log/k, ampdelta/delta/log/l:" in c for c in cycles)
+                or not any("util/m, ampdelta/util/n, ampdelta/util/o:" in c for c in cycles)):
+            print(f"self-test: include cycles not reported as expected: {cycles}",
+                  file=sys.stderr)
             return 1
         (root / "src/ampdelta/devserver/d.cc").write_text('\n#include "ampdelta/amp/client.h"\n')
         (root / "src/ampdelta/storage/e.h").write_text('# include "ampdelta/delta/log/s.h"\n')
@@ -151,11 +233,12 @@ def main(argv: list[str]) -> int:
     if argv[1:] == ["--self-test"]:
         return self_test()
     root = pathlib.Path(argv[1]) if len(argv) > 1 else pathlib.Path(__file__).resolve().parents[1]
-    found = violations(root)
+    found = violations(root) + include_cycles(root)
     for line in found:
         print(line, file=sys.stderr)
     if found:
-        print(f"layering: {len(found)} include(s) against the layers", file=sys.stderr)
+        print(f"layering: {len(found)} include(s) against the layers or in a cycle",
+              file=sys.stderr)
         return 1
     print("layering: ok")
     return 0

@@ -12,6 +12,7 @@
 #include "ampdelta/delta/ops/restore.h"
 #include "ampdelta/delta/ops/vacuum.h"
 #include "ampdelta/delta/txn/checkpoint_writer.h"
+#include "ampdelta/delta/write/data_file_options.h"
 #include "ampdelta/storage/object_store_registry.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"

@@ -6,6 +6,7 @@
 
 #include <arrow/type.h>
 
+#include "ampdelta/delta/log/delta_types.h"
 #include "ampdelta/delta/log/schema.h"
 #include "tests/fuzz/fuzz_support.h"
 

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/action_json.h"
+#include "ampdelta/delta/log/delta_types.h"
 #include "ampdelta/delta/log/reader_support.h"
-#include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/util/time_format.h"

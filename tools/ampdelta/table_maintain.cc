@@ -10,6 +10,7 @@
 #include "ampdelta/delta/ops/restore.h"
 #include "ampdelta/delta/ops/vacuum.h"
 #include "ampdelta/delta/txn/checkpoint_writer.h"
+#include "ampdelta/delta/write/data_file_options.h"
 #include "commands.h"
 #include "table_actions.h"
 

@@ -11,6 +11,8 @@
 
 #include "ampdelta/delta/log/reader_support.h"
 #include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/write/data_file_options.h"
+#include "ampdelta/delta/write/table_write_options.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "commands.h"
 #include "table_actions.h"

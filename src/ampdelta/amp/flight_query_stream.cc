@@ -12,6 +12,7 @@
 #include <arrow/ipc/api.h>
 #include <arrow/record_batch.h>
 
+#include "ampdelta/amp/block_range.h"
 #include "ampdelta/amp/server_error.h"
 #include "ampdelta/util/status.h"
 

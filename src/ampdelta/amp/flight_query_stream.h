@@ -17,7 +17,7 @@
 #include <arrow/flight/types.h>
 #include <arrow/result.h>
 
-#include "ampdelta/amp/client.h"
+#include "ampdelta/amp/query_stream.h"
 
 namespace ampdelta::amp {
 

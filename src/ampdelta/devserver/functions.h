@@ -15,7 +15,7 @@
 #include <arrow/result.h>
 #include <arrow/type_fwd.h>
 
-#include "ampdelta/devserver/sql.h"
+#include "ampdelta/devserver/sql_literal.h"
 
 namespace ampdelta::devserver {
 

@@ -22,17 +22,9 @@
 
 #include <arrow/result.h>
 
-namespace ampdelta::devserver::sql {
+#include "ampdelta/devserver/sql_literal.h"
 
-/// \brief A literal value in a predicate.
-struct Literal {
-  enum class Kind : uint8_t { kInteger, kFloat, kString, kBoolean, kHexBytes, kNull };
-  Kind kind = Kind::kNull;
-  /// Decimal digits (with sign) for integers, the text for floats and strings, the raw
-  /// bytes for hex literals.
-  std::string text;
-  bool boolean = false;
-};
+namespace ampdelta::devserver::sql {
 
 /// \brief A scalar expression: a column, a literal, a function call (`evm_topic('…')`) or
 /// a field of a struct (`expr['name']`).

@@ -209,4 +209,12 @@ arrow::Result<std::vector<SolParam>> SolParser::Params(bool allow_indexed) {
   return params;
 }
 
+// Declared in sol_type.h, defined here so the type's unit need not include its parser.
+arrow::Result<SolType> ParseSolType(std::string_view text) {
+  SolParser parser(text);
+  ARROW_ASSIGN_OR_RAISE(auto type, parser.Type());
+  ARROW_RETURN_NOT_OK(parser.ExpectEnd());
+  return type;
+}
+
 }  // namespace ampdelta::evm

@@ -2,8 +2,6 @@
 
 #include <arrow/type.h>
 
-#include "ampdelta/evm/sol_parser.h"
-
 namespace ampdelta::evm {
 namespace {
 
@@ -98,13 +96,6 @@ bool SolType::IsValueType() const {
     default:
       return false;
   }
-}
-
-arrow::Result<SolType> ParseSolType(std::string_view text) {
-  SolParser parser(text);
-  ARROW_ASSIGN_OR_RAISE(auto type, parser.Type());
-  ARROW_RETURN_NOT_OK(parser.ExpectEnd());
-  return type;
 }
 
 arrow::Result<std::shared_ptr<arrow::DataType>> ArrowTypeOf(const SolType& type) {

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 
-#include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/storage/location.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
 

@@ -14,7 +14,7 @@
 #include <arrow/util/uri.h>
 #include <sys/stat.h>
 
-#include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/storage/location.h"
 #include "ampdelta/util/process_identity.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/uuid.h"

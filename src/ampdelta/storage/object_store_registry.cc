@@ -1,17 +1,15 @@
 #include "ampdelta/storage/object_store_registry.h"
 
 #include <algorithm>
-#include <cctype>
 #include <mutex>
 
 #include "ampdelta/storage/azure_store.h"
 #include "ampdelta/storage/gcs_store.h"
 #include "ampdelta/storage/http_client.h"
 #include "ampdelta/storage/local_store.h"
+#include "ampdelta/storage/location.h"
 #include "ampdelta/storage/memory_store.h"
 #include "ampdelta/storage/s3_store.h"
-#include "ampdelta/util/ascii.h"
-#include "ampdelta/util/percent_encoding.h"
 #include "ampdelta/util/redact.h"
 #include "ampdelta/util/status.h"
 
@@ -28,30 +26,6 @@ std::shared_ptr<ObjectStore> SharedMemoryStore(const std::string& name) {
 }
 
 }  // namespace
-
-std::string CanonicalLocation(const std::string& location) {
-  if (UriScheme(location) != "file") return location;
-  std::string path = PercentDecode(location.substr(5));
-  while (path.rfind("//", 0) == 0) path.erase(0, 1);
-  return path;
-}
-
-std::string UriScheme(const std::string& uri) {
-  const size_t colon = uri.find("://");
-  if (colon == std::string::npos || colon == 0) {
-    // "file:/abs" (one slash) is what Spark writes.
-    if (uri.rfind("file:", 0) == 0) return "file";
-    return "";
-  }
-  std::string scheme = uri.substr(0, colon);
-  for (char& c : scheme) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' &&
-        c != '.') {
-      return "";
-    }
-  }
-  return AsciiLower(scheme);
-}
 
 arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     const std::string& uri, const std::map<std::string, std::string>& options) {

@@ -19,12 +19,4 @@ namespace ampdelta::storage {
 arrow::Result<std::shared_ptr<ObjectStore>> OpenObjectStore(
     const std::string& uri, const std::map<std::string, std::string>& options = {});
 
-/// \brief Return the URI scheme of `uri` in lower case, or "" for a plain path.
-std::string UriScheme(const std::string& uri);
-
-/// \brief Return `location` canonical: a `file:` URI as the decoded absolute path it
-/// names (a log may spell one file either way: `file:/a%20b`, `/a b`); anything else as
-/// it is.
-std::string CanonicalLocation(const std::string& location);
-
 }  // namespace ampdelta::storage

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/snapshot.h"
-#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/table_feature.h"
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/table_writer.h"
@@ -66,8 +66,8 @@ TEST_F(ClusteringTest, ATableRecordsItsClusteringColumnsAsSparkDoes) {
   auto snapshot = Latest();
   ASSERT_OK_AND_ASSIGN(auto columns, ClusteringColumns(*snapshot));
   EXPECT_EQ(columns, std::vector<std::string>{"block_num"});  // the schema's spelling
-  EXPECT_TRUE(HasWriterFeature(snapshot->protocol(), kClusteringFeature));
-  EXPECT_TRUE(HasWriterFeature(snapshot->protocol(), kDomainMetadataFeature));
+  EXPECT_TRUE(HasWriterFeature(snapshot->protocol(), TableFeature::kClustering));
+  EXPECT_TRUE(HasWriterFeature(snapshot->protocol(), TableFeature::kDomainMetadata));
   const auto& domain = snapshot->domain_metadata().at(kClusteringDomain);
   EXPECT_EQ(nlohmann::json::parse(domain.configuration)["clusteringColumns"],
             nlohmann::json::parse(R"([["block_num"]])"));
@@ -177,7 +177,7 @@ TEST_F(ClusteringTest, SparksPathsPlainNamesNestedAndMalformedDomainsAreRead) {
   Append(0, 9);
   const auto with = [&](const std::string& configuration) {
     TableWriteOptions options;
-    options.writer_features = {kDomainMetadataFeature, kClusteringFeature};
+    options.writer_features = {TableFeature::kDomainMetadata, TableFeature::kClustering};
     options.domains = {DomainMetadata{kClusteringDomain, configuration, false}};
     auto writer = *TableWriter::Open(store_, schema_, options);
     EXPECT_OK(writer->Commit().status());

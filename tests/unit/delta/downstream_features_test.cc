@@ -15,8 +15,8 @@
 
 #include "ampdelta/delta/log/action_json.h"
 #include "ampdelta/delta/log/log_path.h"
+#include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/log/reader_support.h"
-#include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/log/table_properties.h"
 #include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/delta/ops/merge.h"

@@ -7,7 +7,7 @@
 #include <arrow/record_batch.h>
 #include <arrow/table.h>
 
-#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/table_feature.h"
 #include "ampdelta/delta/log/type_widening.h"
 #include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/delta/ops/merge.h"
@@ -69,8 +69,8 @@ class RowTrackingTest : public ::testing::Test {
 
 TEST_F(RowTrackingTest, EveryFileGetsFreshRowIdsAboveTheHighWaterMarkAsItCommits) {
   auto snapshot = *Snapshot::Load(store_);
-  EXPECT_TRUE(HasWriterFeature(snapshot->protocol(), kRowTrackingFeature));
-  EXPECT_TRUE(HasWriterFeature(snapshot->protocol(), "domainMetadata"));
+  EXPECT_TRUE(HasWriterFeature(snapshot->protocol(), TableFeature::kRowTracking));
+  EXPECT_TRUE(HasWriterFeature(snapshot->protocol(), TableFeature::kDomainMetadata));
   const auto columns =
       **MaterializedColumns(snapshot->metadata().configuration, *snapshot->schema());
   EXPECT_EQ(columns.row_id.rfind("_row-id-col-", 0), 0u) << columns.row_id;

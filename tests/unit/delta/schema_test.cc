@@ -7,6 +7,7 @@
 #include <arrow/type.h>
 #include <arrow/util/decimal.h>
 
+#include "ampdelta/delta/log/delta_types.h"
 #include "tests/support/test_util.h"
 
 namespace ampdelta::delta {

@@ -4,8 +4,8 @@
 #include <arrow/type.h>
 #include <arrow/util/key_value_metadata.h>
 
+#include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/log/schema.h"
-#include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/log/type_widening.h"
 #include "ampdelta/storage/memory_store.h"
 #include "tests/support/test_util.h"

@@ -3,7 +3,7 @@
 #include <arrow/builder.h>
 #include <arrow/record_batch.h>
 
-#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/table_feature.h"
 #include "ampdelta/delta/ops/restore.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/loader/state/stream_state.h"
@@ -37,13 +37,13 @@ TEST(CursorLogTest, ARecordRoundTripsThroughItsDomain) {
   auto store = std::make_shared<storage::MemoryStore>("memory://t");
   auto schema = arrow::schema({arrow::field("x", arrow::int64())});
   delta::TableWriteOptions options;
-  options.writer_features = {delta::kDomainMetadataFeature};
+  options.writer_features = {delta::TableFeature::kDomainMetadata};
   options.domains = {domain};
   ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store, schema, options));
   ASSERT_OK(writer->Commit().status());
   ASSERT_OK_AND_ASSIGN(auto snapshot, delta::Snapshot::Load(store));
-  EXPECT_TRUE(
-      delta::HasWriterFeature(snapshot->protocol(), delta::kDomainMetadataFeature));
+  EXPECT_TRUE(delta::HasWriterFeature(snapshot->protocol(),
+                                      delta::TableFeature::kDomainMetadata));
   EXPECT_FALSE(snapshot->protocol().reader_features.has_value());
   ASSERT_OK_AND_ASSIGN(auto read, ReadCursorLog(*snapshot, kApp));
   ASSERT_TRUE(read.has_value());
@@ -78,7 +78,7 @@ class CursorLogTableTest : public ::testing::Test {
     delta::TableWriteOptions options;
     options.mode = mode;
     if (log) {
-      options.writer_features = {delta::kDomainMetadataFeature};
+      options.writer_features = {delta::TableFeature::kDomainMetadata};
       options.domains = {CursorDomain(kApp, *log)};
     }
     ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store_, schema_, options));
@@ -205,7 +205,7 @@ TEST_F(CursorLogTableTest, AMalformedOrNewerRecordIsAnErrorNotAFreshStart) {
             ErrorCode::kCorruptLog},
            {R"({"version":2,"networks":{}})", ErrorCode::kUnsupportedFeature}}) {
     delta::TableWriteOptions options;
-    options.writer_features = {delta::kDomainMetadataFeature};
+    options.writer_features = {delta::TableFeature::kDomainMetadata};
     options.domains = {
         delta::DomainMetadata{CursorDomainName(kApp), configuration, false}};
     ASSERT_OK_AND_ASSIGN(auto writer, delta::TableWriter::Open(store_, schema_, options));

@@ -8,6 +8,7 @@
 #include <arrow/buffer.h>
 
 #include "ampdelta/storage/local_store.h"
+#include "ampdelta/storage/location.h"
 #include "ampdelta/util/status.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_util.h"

@@ -18,7 +18,6 @@ namespace ampdelta::delta {
 
 class Snapshot;
 
-inline constexpr const char* kClusteringFeature = "clustering";
 inline constexpr const char* kClusteringDomain = "delta.clustering";
 inline constexpr const char* kLiquidProvider = "liquid";
 

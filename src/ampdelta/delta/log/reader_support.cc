@@ -9,33 +9,34 @@
 namespace ampdelta::delta {
 
 const std::vector<KnownReader>& KnownReaders() {
+  using F = TableFeature;
   // Tested: the versions the interop suite installs; each claim is asserted there.
   static const std::vector<KnownReader> readers = {
       {"spark",
        "Spark 4.1 + delta-spark 4.4",
-       {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint",
-        "typeWidening", "typeWidening-preview", "vacuumProtocolCheck"},
+       {F::kColumnMapping, F::kDeletionVectors, F::kTimestampNtz, F::kV2Checkpoint,
+        F::kTypeWidening, F::kTypeWideningPreview, F::kVacuumProtocolCheck},
        2},
       {"duckdb",
        "DuckDB 1.5 + delta extension 1.5",
-       {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint",
-        "typeWidening", "typeWidening-preview", "vacuumProtocolCheck"},
+       {F::kColumnMapping, F::kDeletionVectors, F::kTimestampNtz, F::kV2Checkpoint,
+        F::kTypeWidening, F::kTypeWideningPreview, F::kVacuumProtocolCheck},
        2},
       // Polars refuses a table at reader version 2, column mapping on or not.
-      {"polars", "Polars 2.1", {"deletionVectors", "timestampNtz"}, 1},
+      {"polars", "Polars 2.1", {F::kDeletionVectors, F::kTimestampNtz}, 1},
       // deltalake opens a table at reader version 2, and with column mapping on reads
       // every column as null.
-      {"deltalake", "deltalake 1.6", {"timestampNtz"}, 2},
+      {"deltalake", "deltalake 1.6", {F::kTimestampNtz}, 2},
       // Documented: what each one's own documentation says it reads (downstream.md).
       {"trino",
        "documented",
-       {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint",
-        "typeWidening", "vacuumProtocolCheck"},
+       {F::kColumnMapping, F::kDeletionVectors, F::kTimestampNtz, F::kV2Checkpoint,
+        F::kTypeWidening, F::kVacuumProtocolCheck},
        2},
-      {"athena", "documented", {"columnMapping", "timestampNtz"}, 2},
-      {"snowflake", "documented", {"deletionVectors", "timestampNtz"}, 1},
-      {"bigquery", "documented", {"columnMapping", "deletionVectors"}, 2},
-      {"powerbi", "documented", {"columnMapping", "deletionVectors"}, 2},
+      {"athena", "documented", {F::kColumnMapping, F::kTimestampNtz}, 2},
+      {"snowflake", "documented", {F::kDeletionVectors, F::kTimestampNtz}, 1},
+      {"bigquery", "documented", {F::kColumnMapping, F::kDeletionVectors}, 2},
+      {"powerbi", "documented", {F::kColumnMapping, F::kDeletionVectors}, 2},
   };
   return readers;
 }
@@ -77,9 +78,10 @@ std::vector<std::string> UnreadableBy(
     const std::map<std::string, std::string>& configuration) {
   const KnownReader* reader = FindReader(name);
   if (reader == nullptr) return {"(unknown reader)"};
-  const auto reads = [&](const std::string& feature) {
-    return std::find(reader->reads.begin(), reader->reads.end(), feature) !=
-           reader->reads.end();
+  const auto reads = [&](const std::string& feature_name) {
+    const auto feature = FeatureNamed(feature_name);
+    return feature && std::find(reader->reads.begin(), reader->reads.end(), *feature) !=
+                          reader->reads.end();
   };
   if (protocol.min_reader_version < 3) {
     if (protocol.min_reader_version > reader->max_legacy_reader_version) {
@@ -90,8 +92,9 @@ std::vector<std::string> UnreadableBy(
     const bool mapped =
         ColumnMappingModeOf(configuration).ValueOr(ColumnMappingMode::kNone) !=
         ColumnMappingMode::kNone;
-    if (protocol.min_reader_version == 2 && mapped && !reads("columnMapping"))
-      return {"columnMapping (reader version 2)"};
+    const std::string mapping = FeatureName(TableFeature::kColumnMapping);
+    if (protocol.min_reader_version == 2 && mapped && !reads(mapping))
+      return {mapping + " (reader version 2)"};
     return {};
   }
   std::vector<std::string> unreadable;

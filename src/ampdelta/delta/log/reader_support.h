@@ -16,6 +16,7 @@
 #include <arrow/status.h>
 
 #include "ampdelta/delta/log/actions.h"
+#include "ampdelta/delta/log/table_feature.h"
 
 namespace ampdelta::delta {
 
@@ -24,8 +25,8 @@ struct KnownReader {
   std::string name;
   /// The version tested here, or "documented" for a reader taken from its documentation.
   std::string tested;
-  /// The reader features it reads (PROTOCOL.md names); any other it cannot.
-  std::vector<std::string> reads;
+  /// The reader features it reads; any other it cannot.
+  std::vector<TableFeature> reads;
   /// The highest legacy reader version it opens (2: column mapping without features,
   /// read right only when `reads` has columnMapping).
   int max_legacy_reader_version = 2;

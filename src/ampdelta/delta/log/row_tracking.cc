@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/schema.h"
-#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/table_feature.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/status.h"
@@ -98,8 +98,8 @@ DomainMetadata RowIdHighWaterMarkDomain(int64_t high_water_mark) {
 }
 
 bool KeepsRowCommitVersions(const Protocol& protocol) {
-  return HasWriterFeature(protocol, kRowTrackingFeature) ||
-         HasWriterFeature(protocol, "typeWidening-preview");
+  return HasWriterFeature(protocol, TableFeature::kRowTracking) ||
+         HasWriterFeature(protocol, TableFeature::kTypeWideningPreview);
 }
 
 void AssignCommitVersions(int64_t version, const std::vector<Add*>& files) {

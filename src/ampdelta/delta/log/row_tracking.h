@@ -24,7 +24,6 @@
 
 namespace ampdelta::delta {
 
-inline constexpr const char* kRowTrackingFeature = "rowTracking";
 inline constexpr const char* kRowTrackingDomain = "delta.rowTracking";
 inline constexpr const char* kEnableRowTrackingKey = "delta.enableRowTracking";
 inline constexpr const char* kMaterializedRowIdKey =

@@ -19,6 +19,7 @@
 #include <arrow/util/utf8.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/delta_types.h"
 #include "ampdelta/delta/log/wide_integers.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/json_internal.h"
@@ -182,40 +183,8 @@ arrow::Result<ojson> FieldToJson(const arrow::Field& field) {
 }
 
 arrow::Result<ojson> TypeToJson(const arrow::DataType& type) {
+  if (std::optional<std::string> name = PrimitiveTypeName(type)) return ojson(*name);
   switch (type.id()) {
-    case arrow::Type::STRING:
-      return ojson("string");
-    case arrow::Type::INT64:
-      return ojson("long");
-    case arrow::Type::INT32:
-      return ojson("integer");
-    case arrow::Type::INT16:
-      return ojson("short");
-    case arrow::Type::INT8:
-      return ojson("byte");
-    case arrow::Type::FLOAT:
-      return ojson("float");
-    case arrow::Type::DOUBLE:
-      return ojson("double");
-    case arrow::Type::BOOL:
-      return ojson("boolean");
-    case arrow::Type::BINARY:
-      return ojson("binary");
-    case arrow::Type::DATE32:
-      return ojson("date");
-    case arrow::Type::NA:
-      return ojson("void");
-    case arrow::Type::TIMESTAMP: {
-      const auto& ts = static_cast<const arrow::TimestampType&>(type);
-      if (ts.unit() != arrow::TimeUnit::MICRO) break;
-      if (ts.timezone().empty()) return ojson("timestamp_ntz");
-      return ojson("timestamp");
-    }
-    case arrow::Type::DECIMAL128: {
-      const auto& dec = static_cast<const arrow::Decimal128Type&>(type);
-      return ojson("decimal(" + std::to_string(dec.precision()) + "," +
-                   std::to_string(dec.scale()) + ")");
-    }
     case arrow::Type::LIST: {
       const auto& list = static_cast<const arrow::ListType&>(type);
       ARROW_ASSIGN_OR_RAISE(ojson element, TypeToJson(*list.value_type()));
@@ -840,13 +809,6 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ConformBatch(
     columns.push_back(std::move(conformed));
   }
   return arrow::RecordBatch::Make(table_schema, batch->num_rows(), std::move(columns));
-}
-
-std::string DeltaTypeName(const arrow::DataType& type) {
-  auto encoded = TypeToJson(type);
-  if (!encoded.ok()) return type.ToString();
-  if (encoded->is_string()) return encoded->get<std::string>();
-  return (*encoded)["type"].get<std::string>();
 }
 
 bool NeedsTimestampNtz(const arrow::Schema& schema) {

@@ -135,9 +135,6 @@ std::string NestedFieldHint(const arrow::Schema& schema, const std::string& name
 /// messages that must stay one readable line whatever the input holds.
 std::string EscapeForMessage(const std::string& text);
 
-/// \brief Return the Delta type name of an Arrow type as used in messages ("long", …).
-std::string DeltaTypeName(const arrow::DataType& type);
-
 /// \brief Return true when a table schema needs the `timestampNtz` feature.
 bool NeedsTimestampNtz(const arrow::Schema& schema);
 

@@ -10,9 +10,9 @@
 
 #include "ampdelta/delta/log/action_json.h"
 #include "ampdelta/delta/log/checkpoint_reader.h"
+#include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/log/schema.h"
-#include "ampdelta/delta/log/table_features.h"
-#include "ampdelta/storage/object_store_registry.h"
+#include "ampdelta/storage/location.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"

@@ -5,6 +5,7 @@
 #include <arrow/type.h>
 #include <arrow/util/key_value_metadata.h>
 
+#include "ampdelta/delta/log/delta_types.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/json_internal.h"

@@ -13,7 +13,7 @@
 #include <arrow/util/bitmap_ops.h>
 #include <arrow/util/decimal.h>
 
-#include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/delta_types.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
 

@@ -10,7 +10,7 @@
 #include <arrow/table.h>
 #include <nlohmann/json.hpp>
 
-#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/read/predicate.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/txn/transaction.h"

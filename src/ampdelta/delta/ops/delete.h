@@ -13,7 +13,7 @@
 
 #include "ampdelta/delta/log/actions.h"
 #include "ampdelta/delta/txn/transaction.h"
-#include "ampdelta/delta/write/data_file_writer.h"
+#include "ampdelta/delta/write/data_file_options.h"
 #include "ampdelta/storage/object_store.h"
 
 namespace ampdelta::delta {

@@ -15,6 +15,7 @@
 #include <arrow/type_traits.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/delta_types.h"
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"

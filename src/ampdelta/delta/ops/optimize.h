@@ -12,7 +12,7 @@
 
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/txn/transaction.h"
-#include "ampdelta/delta/write/data_file_writer.h"
+#include "ampdelta/delta/write/data_file_options.h"
 
 namespace ampdelta::delta {
 

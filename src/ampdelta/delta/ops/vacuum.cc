@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/partitioning.h"
-#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/delta/txn/write_lease.h"
 #include "ampdelta/delta/write/change_data_writer.h"

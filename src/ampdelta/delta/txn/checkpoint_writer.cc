@@ -18,7 +18,8 @@
 #include "ampdelta/delta/log/action_json.h"
 #include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/delta/log/log_segment.h"
-#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/protocol_support.h"
+#include "ampdelta/delta/log/table_feature.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/metrics.h"
@@ -539,9 +540,10 @@ arrow::Result<CheckpointInfo> WriteCheckpoint(const Snapshot& snapshot, int64_t 
       CheckWriteSupported(snapshot.protocol(), snapshot.metadata(), *snapshot.schema()));
   // A table with V2 checkpoints may get no other kind (PROTOCOL.md "V2 Checkpoint Table
   // Feature").
-  ARROW_ASSIGN_OR_RAISE(auto info, HasWriterFeature(snapshot.protocol(), "v2Checkpoint")
-                                       ? WriteV2Checkpoint(snapshot, now_ms, options)
-                                       : WriteClassicCheckpoint(snapshot, now_ms));
+  ARROW_ASSIGN_OR_RAISE(auto info,
+                        HasWriterFeature(snapshot.protocol(), TableFeature::kV2Checkpoint)
+                            ? WriteV2Checkpoint(snapshot, now_ms, options)
+                            : WriteClassicCheckpoint(snapshot, now_ms));
   ReportCheckpoint(
       *snapshot.store(), info,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

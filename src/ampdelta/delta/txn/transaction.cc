@@ -12,9 +12,10 @@
 #include "ampdelta/delta/log/action_json.h"
 #include "ampdelta/delta/log/checkpoint_reader.h"
 #include "ampdelta/delta/log/log_segment.h"
+#include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
-#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/table_feature.h"
 #include "ampdelta/delta/log/table_properties.h"
 #include "ampdelta/delta/log/type_widening.h"
 #include "ampdelta/delta/txn/checkpoint_writer.h"
@@ -119,7 +120,7 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
   if (protocol_) actions.emplace_back(*protocol_);
   if (metadata_) {
     Metadata metadata = *metadata_;
-    if (HasWriterFeature(LeftProtocol(), "typeWidening-preview")) {
+    if (HasWriterFeature(LeftProtocol(), TableFeature::kTypeWideningPreview)) {
       // The preview records the version of each type change: this commit's.
       ARROW_ASSIGN_OR_RAISE(metadata.schema_string,
                             StampTypeChangeVersions(metadata.schema_string, version));
@@ -140,7 +141,8 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
         protocol_ ? &*protocol_
                   : (read_snapshot_ ? &read_snapshot_->protocol() : nullptr);
     // PROTOCOL.md: domainMetadata actions only in a table with the feature.
-    if (protocol == nullptr || !HasWriterFeature(*protocol, kDomainMetadataFeature)) {
+    if (protocol == nullptr ||
+        !HasWriterFeature(*protocol, TableFeature::kDomainMetadata)) {
       return InvalidInputError(
           "domain metadata '", domains_.front().domain,
           "' needs the domainMetadata table feature, which the table lacks");
@@ -165,12 +167,12 @@ arrow::Result<std::vector<Action>> Transaction::BuildActions(Version version,
 }
 
 bool Transaction::StartsRowTracking() const {
-  const bool had_feature =
-      read_snapshot_ && HasWriterFeature(read_snapshot_->protocol(), kRowTrackingFeature);
+  const bool had_feature = read_snapshot_ && HasWriterFeature(read_snapshot_->protocol(),
+                                                              TableFeature::kRowTracking);
   const bool had_enabled =
       read_snapshot_ && RowTrackingEnabled(read_snapshot_->metadata().configuration);
   return (protocol_ && !had_feature &&
-          HasWriterFeature(*protocol_, kRowTrackingFeature)) ||
+          HasWriterFeature(*protocol_, TableFeature::kRowTracking)) ||
          (metadata_ && !had_enabled && RowTrackingEnabled(metadata_->configuration));
 }
 
@@ -181,7 +183,7 @@ arrow::Result<std::optional<DomainMetadata>> Transaction::AssignRowIds(
   std::vector<Add*> files;
   for (auto& add : *adds) files.push_back(&add);
   if (KeepsRowCommitVersions(LeftProtocol())) AssignCommitVersions(version, files);
-  if (!HasWriterFeature(LeftProtocol(), kRowTrackingFeature)) return std::nullopt;
+  if (!HasWriterFeature(LeftProtocol(), TableFeature::kRowTracking)) return std::nullopt;
   // Fresh IDs go above every ID handed out: the read snapshot's and the winners'
   // since, so an attempt rebased over a concurrent commit never reuses theirs.
   int64_t high_water_mark = winners_row_id_high_water_mark_;

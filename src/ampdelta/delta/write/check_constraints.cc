@@ -7,6 +7,7 @@
 #include <arrow/scalar.h>
 #include <arrow/type.h>
 
+#include "ampdelta/delta/log/delta_types.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/util/status.h"
 

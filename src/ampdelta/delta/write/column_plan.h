@@ -13,7 +13,7 @@
 #include <arrow/type_fwd.h>
 #include <parquet/properties.h>
 
-#include "ampdelta/delta/write/data_file_writer.h"
+#include "ampdelta/delta/write/data_file_options.h"
 
 namespace ampdelta::delta {
 

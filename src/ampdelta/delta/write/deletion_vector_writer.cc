@@ -6,7 +6,7 @@
 #include <arrow/buffer.h>
 #include <nlohmann/json.hpp>
 
-#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/table_feature.h"
 #include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/util/status.h"
 #include "ampdelta/util/uuid.h"
@@ -35,7 +35,7 @@ std::string MarkedStats(const Add& file, int64_t physical_rows) {
 
 bool WritesDeletionVectors(const Snapshot& snapshot) {
   return snapshot.properties().enable_deletion_vectors &&
-         HasWriterFeature(snapshot.protocol(), "deletionVectors");
+         HasWriterFeature(snapshot.protocol(), TableFeature::kDeletionVectors);
 }
 
 DeletionVectorWriter::DeletionVectorWriter(std::shared_ptr<storage::ObjectStore> store,

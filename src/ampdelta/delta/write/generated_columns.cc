@@ -9,6 +9,7 @@
 #include <arrow/scalar.h>
 #include <arrow/type.h>
 
+#include "ampdelta/delta/log/delta_types.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/json_internal.h"

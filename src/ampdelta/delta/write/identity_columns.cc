@@ -7,6 +7,7 @@
 #include <arrow/type.h>
 #include <arrow/util/key_value_metadata.h>
 
+#include "ampdelta/delta/log/delta_types.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/util/numbers.h"
 #include "ampdelta/util/status.h"

@@ -15,7 +15,7 @@
 #include <arrow/type_fwd.h>
 
 #include "ampdelta/delta/log/actions.h"
-#include "ampdelta/delta/write/data_file_writer.h"
+#include "ampdelta/delta/write/data_file_options.h"
 #include "ampdelta/storage/object_store.h"
 
 namespace ampdelta::delta {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -12,12 +13,14 @@
 
 #include "ampdelta/delta/log/clustering.h"
 #include "ampdelta/delta/log/partitioning.h"
+#include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
-#include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/read/predicate.h"
 #include "ampdelta/delta/read/scan.h"
+#include "ampdelta/delta/txn/write_lease.h"
 #include "ampdelta/delta/write/check_constraints.h"
+#include "ampdelta/delta/write/data_file_writer.h"
 #include "ampdelta/delta/write/file_tags.h"
 #include "ampdelta/delta/write/generated_columns.h"
 #include "ampdelta/delta/write/identity_columns.h"
@@ -29,17 +32,6 @@
 #include "ampdelta/util/uuid.h"
 
 namespace ampdelta::delta {
-namespace {}  // namespace
-
-arrow::Result<SaveMode> ParseSaveMode(const std::string& mode) {
-  if (mode == "append") return SaveMode::kAppend;
-  if (mode == "overwrite") return SaveMode::kOverwrite;
-  if (mode == "error" || mode == "errorifexists") return SaveMode::kErrorIfExists;
-  if (mode == "ignore") return SaveMode::kIgnore;
-  return InvalidInputError("Invalid save mode provided: ", mode,
-                           " (use append, overwrite, error or ignore)");
-}
-
 namespace {
 
 DataFileOptions ApplyTableProperties(const TableProperties& props, DataFileOptions base) {

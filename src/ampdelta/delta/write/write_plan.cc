@@ -8,11 +8,12 @@
 
 #include "ampdelta/delta/log/clustering.h"
 #include "ampdelta/delta/log/column_mapping.h"
+#include "ampdelta/delta/log/delta_types.h"
 #include "ampdelta/delta/log/partitioning.h"
+#include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/log/reader_support.h"
 #include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
-#include "ampdelta/delta/log/table_features.h"
 #include "ampdelta/delta/log/table_properties.h"
 #include "ampdelta/delta/log/type_widening.h"
 #include "ampdelta/util/ascii.h"
@@ -332,10 +333,10 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
                                    const TableWriteOptions& options,
                                    const std::string& table_uri) {
   // Writer features this write needs: asked for, and clustering's.
-  std::vector<std::string> writer_features = options.writer_features;
+  std::vector<TableFeature> writer_features = options.writer_features;
   if (options.cluster_by && !options.cluster_by->empty()) {
-    writer_features.push_back(kDomainMetadataFeature);
-    writer_features.push_back(kClusteringFeature);
+    writer_features.push_back(TableFeature::kDomainMetadata);
+    writer_features.push_back(TableFeature::kClustering);
   }
   // Table properties as the table records them (canonical keys, checked).
   ARROW_ASSIGN_OR_RAISE(const auto configuration,
@@ -415,8 +416,8 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
     plan.table_schema = snapshot->schema();
     if (merged != nullptr) {
       if (widening.enabled &&
-          !HasWriterFeature(snapshot->protocol(), "typeWidening-preview"))
-        writer_features.push_back("typeWidening");
+          !HasWriterFeature(snapshot->protocol(), TableFeature::kTypeWideningPreview))
+        writer_features.push_back(TableFeature::kTypeWidening);
       // New or widened columns: the commit carries the new metadata.
       Metadata metadata = snapshot->metadata();
       ARROW_ASSIGN_OR_RAISE(merged, MapNewColumns(*merged, snapshot, &metadata));
@@ -434,7 +435,7 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
     ARROW_RETURN_NOT_OK(ApplyProperties(snapshot, configuration, &plan, &protocol));
     const bool features_missing =
         std::any_of(writer_features.begin(), writer_features.end(),
-                    [&](const std::string& f) { return !HasWriterFeature(protocol, f); });
+                    [&](TableFeature f) { return !HasWriterFeature(protocol, f); });
     if (features_missing) {
       const Metadata& metadata =
           plan.new_metadata ? *plan.new_metadata : snapshot->metadata();

@@ -15,7 +15,7 @@
 
 #include "ampdelta/delta/log/actions.h"
 #include "ampdelta/delta/log/snapshot.h"
-#include "ampdelta/delta/write/table_writer.h"
+#include "ampdelta/delta/write/table_write_options.h"
 
 namespace ampdelta::delta {
 

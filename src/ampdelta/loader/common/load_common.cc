@@ -6,6 +6,7 @@
 
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/ops/vacuum.h"
+#include "ampdelta/delta/write/data_file_options.h"
 #include "ampdelta/loader/common/telemetry.h"
 #include "ampdelta/storage/credentials.h"
 #include "ampdelta/storage/object_store_registry.h"

@@ -21,7 +21,7 @@
 #include "ampdelta/amp/server_error.h"
 #include "ampdelta/amp/stream_interpreter.h"
 #include "ampdelta/delta/log/schema.h"
-#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/table_feature.h"
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/table_writer.h"
@@ -895,7 +895,7 @@ class StreamLoad {
     return config_.state.cursor_in_log ||
            (snapshot_ != nullptr &&
             delta::HasWriterFeature(snapshot_->protocol(),
-                                    delta::kDomainMetadataFeature));
+                                    delta::TableFeature::kDomainMetadata));
   }
 
   bool HasCursorDomain() const {
@@ -1246,7 +1246,7 @@ LoadResult LoadStream(amp::Client& client, const std::string& sql,
     // One write lease for the stream's life: each commit's files are written under it.
     ARROW_ASSIGN_OR_RAISE(write.lease, delta::WriteLease::Acquire(store));
     if (config.state.cursor_in_log)
-      write.writer_features.push_back(delta::kDomainMetadataFeature);
+      write.writer_features.push_back(delta::TableFeature::kDomainMetadata);
     StreamLoad load(client, sql, config, options, store, std::move(write), result);
     arrow::Status ran = load.Run();
     load.Summarise();

@@ -1,8 +1,9 @@
 #pragma once
 
-/// \file table_features.h
-/// \brief Which protocol versions and table features ampdelta reads and writes
-/// (PROTOCOL.md "Protocol Evolution", "Table Features").
+/// \file protocol_support.h
+/// \brief Which protocols ampdelta reads and writes, and the protocol a write needs
+/// (PROTOCOL.md "Protocol Evolution", "Table Features"); the features themselves are in
+/// table_feature.h.
 
 #include <map>
 #include <memory>
@@ -13,11 +14,9 @@
 #include <arrow/type_fwd.h>
 
 #include "ampdelta/delta/log/actions.h"
+#include "ampdelta/delta/log/table_feature.h"
 
 namespace ampdelta::delta {
-
-/// The writer feature domain metadata needs.
-inline constexpr const char* kDomainMetadataFeature = "domainMetadata";
 
 /// \brief Fail with kUnsupportedFeature, listing the features, unless ampdelta can read a
 /// table with this protocol.
@@ -37,29 +36,24 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
 /// (reader 3 only for the reader features `timestampNtz` and `deletionVectors`).
 Protocol ProtocolForNewTable(const arrow::Schema& schema,
                              const std::map<std::string, std::string>& configuration = {},
-                             const std::vector<std::string>& writer_features = {});
+                             const std::vector<TableFeature>& writer_features = {});
 
 /// \brief Return `existing` upgraded (never downgraded) to what a table with this schema
 /// and configuration needs, as ProtocolForNewTable: a legacy protocol stays legacy while
 /// only the change data feed is asked for; otherwise the features are listed, with those
 /// the legacy versions implied (as Spark lists them). `writer_features` are needed
 /// whatever the configuration says (`domainMetadata` for a stream's cursor in the log,
-/// `clustering`).
+/// `clustering`, `typeWidening` for a widened column). A reader-writer feature is listed
+/// for readers too (TableFeatureInfo::kind), also where the table listed it for writers
+/// only.
 Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
                          const std::map<std::string, std::string>& configuration,
-                         const std::vector<std::string>& writer_features = {});
-
-/// \brief Return true when the table's protocol has writer feature `feature`.
-bool HasWriterFeature(const Protocol& protocol, const std::string& feature);
+                         const std::vector<TableFeature>& writer_features = {});
 
 /// \brief Return the weakest protocol that has everything `existing` and `required` have:
 /// both legacy, the higher versions; otherwise table features (reader 3 when either needs
 /// reader features, writer 7) listing the features of both, legacy versions' implied ones
 /// included, so a table never loses a feature it had.
 Protocol CombineProtocols(const Protocol& existing, const Protocol& required);
-
-/// \brief Return the writer features a protocol implies (explicit list at writer v7,
-/// legacy features for lower versions).
-std::vector<std::string> ImpliedWriterFeatures(const Protocol& protocol);
 
 }  // namespace ampdelta::delta

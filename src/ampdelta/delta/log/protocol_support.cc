@@ -1,8 +1,7 @@
-#include "ampdelta/delta/log/table_features.h"
+#include "ampdelta/delta/log/protocol_support.h"
 
 #include <algorithm>
 #include <functional>
-#include <set>
 
 #include <arrow/type.h>
 #include <arrow/util/key_value_metadata.h>
@@ -17,37 +16,14 @@
 namespace ampdelta::delta {
 namespace {
 
-// Reader features whose reading rules ampdelta implements.
-const std::set<std::string>& ReadableFeatures() {
-  static const std::set<std::string> features = {
-      "columnMapping",       "deletionVectors", "timestampNtz",        "v2Checkpoint",
-      "vacuumProtocolCheck", "typeWidening",    "typeWidening-preview"};
-  return features;
+bool Readable(const std::string& name) {
+  const auto feature = FeatureNamed(name);
+  return feature && InfoOf(*feature).readable;
 }
 
-// Writer features ampdelta implements or can safely carry when unused.
-const std::set<std::string>& WritableFeatures() {
-  static const std::set<std::string> features = {
-      "appendOnly", "invariants", "checkConstraints", "generatedColumns",
-      "changeDataFeed", "timestampNtz", "deletionVectors", "domainMetadata",
-      "vacuumProtocolCheck", "identityColumns", "allowColumnDefaults",
-      "inCommitTimestamp",
-      // Physical names and field ids in data files, partition values and statistics
-      // (column_mapping.h).
-      "columnMapping",
-      // ampdelta never changes a column's type: it reads files of a narrower type with
-      // the table's (scan.cc) and keeps `delta.typeChanges` with the rest of the schema.
-      "typeWidening",
-      // Statistics for the clustering columns; optimize clusters (clustering.h).
-      "clustering",
-      // Checkpoints in the V2 layout (checkpoint_writer.h).
-      "v2Checkpoint",
-      // Fresh row IDs at commit (transaction.cc), kept through rewrites (row_tracking.h).
-      "rowTracking",
-      // Type widening's preview: commit versions on new files and in each type change
-      // record (row_tracking.h, type_widening.h).
-      "typeWidening-preview"};
-  return features;
+bool Writable(const std::string& name) {
+  const auto feature = FeatureNamed(name);
+  return feature && InfoOf(*feature).writable;
 }
 
 std::string JoinNames(const std::vector<std::string>& names) {
@@ -90,20 +66,6 @@ bool ConfigTrue(const std::map<std::string, std::string>& configuration,
 
 }  // namespace
 
-std::vector<std::string> ImpliedWriterFeatures(const Protocol& protocol) {
-  if (protocol.min_writer_version >= 7) {
-    return protocol.writer_features.value_or(std::vector<std::string>{});
-  }
-  std::vector<std::string> features;
-  const int v = protocol.min_writer_version;
-  if (v >= 2) features.insert(features.end(), {"appendOnly", "invariants"});
-  if (v >= 3) features.push_back("checkConstraints");
-  if (v >= 4) features.insert(features.end(), {"changeDataFeed", "generatedColumns"});
-  if (v >= 5) features.push_back("columnMapping");
-  if (v >= 6) features.push_back("identityColumns");
-  return features;
-}
-
 arrow::Status CheckReadSupported(const Protocol& protocol) {
   if (protocol.min_reader_version < 1 || protocol.min_reader_version > 3) {
     return MakeError(ErrorCode::kUnsupportedFeature, arrow::StatusCode::NotImplemented,
@@ -117,7 +79,7 @@ arrow::Status CheckReadSupported(const Protocol& protocol) {
     }
     std::vector<std::string> unknown;
     for (const auto& feature : *protocol.reader_features) {
-      if (ReadableFeatures().count(feature) == 0) unknown.push_back(feature);
+      if (!Readable(feature)) unknown.push_back(feature);
     }
     if (!unknown.empty()) {
       return MakeError(
@@ -138,20 +100,20 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
   }
   std::vector<std::string> refused;
   for (const auto& feature : ImpliedWriterFeatures(protocol)) {
-    if (WritableFeatures().count(feature) == 0) refused.push_back(feature);
+    if (!Writable(feature)) refused.push_back(feature);
   }
   // Features ampdelta can carry only while nothing uses them. CHECK constraints are
   // enforced by the writer (check_constraints.h), which refuses one it cannot evaluate;
   // identity and generated columns get their values there too (identity_columns.h,
   // generated_columns.h, which refuses an expression it cannot evaluate).
   if (HasFieldMetadata(schema, "delta.invariants"))
-    refused.push_back("invariants (in use)");
+    refused.push_back(FeatureName(TableFeature::kInvariants) + " (in use)");
   if (HasFieldMetadata(schema, "CURRENT_DEFAULT")) {
-    refused.push_back("allowColumnDefaults (in use)");
+    refused.push_back(FeatureName(TableFeature::kAllowColumnDefaults) + " (in use)");
   }
   const auto mapping = ColumnMappingModeOf(metadata.configuration);
   if (!mapping.ok()) {
-    refused.push_back("columnMapping (mode " +
+    refused.push_back(FeatureName(TableFeature::kColumnMapping) + " (mode " +
                       metadata.configuration.at(kColumnMappingModeKey) + ")");
   } else if (*mapping != ColumnMappingMode::kNone) {
     ARROW_RETURN_NOT_OK(CheckColumnMapping(schema));
@@ -177,68 +139,51 @@ arrow::Status CheckWriteSupported(const Protocol& protocol, const Metadata& meta
 
 Protocol ProtocolForNewTable(const arrow::Schema& schema,
                              const std::map<std::string, std::string>& configuration,
-                             const std::vector<std::string>& writer_features) {
+                             const std::vector<TableFeature>& writer_features) {
   return UpgradeProtocol(Protocol{}, schema, configuration, writer_features);
 }
 
-bool HasWriterFeature(const Protocol& protocol, const std::string& feature) {
-  const std::vector<std::string> features = ImpliedWriterFeatures(protocol);
-  return std::find(features.begin(), features.end(), feature) != features.end();
-}
-
-namespace {
-
-// The reader features a protocol has: listed, or implied by legacy reader version 2
-// (column mapping).
-std::vector<std::string> ImpliedReaderFeatures(const Protocol& protocol) {
-  if (protocol.min_reader_version >= 3) {
-    return protocol.reader_features.value_or(std::vector<std::string>{});
-  }
-  return protocol.min_reader_version == 2 ? std::vector<std::string>{"columnMapping"}
-                                          : std::vector<std::string>{};
-}
-
-}  // namespace
-
 Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
                          const std::map<std::string, std::string>& configuration,
-                         const std::vector<std::string>& writer_features_needed) {
+                         const std::vector<TableFeature>& writer_features_needed) {
   std::vector<std::string> reader;
   std::vector<std::string> writer;
-  for (const auto& feature : writer_features_needed) {
-    if (!HasWriterFeature(existing, feature)) writer.push_back(feature);
-  }
-  if (NeedsTimestampNtz(schema)) {
-    reader.push_back("timestampNtz");
-    writer.push_back("timestampNtz");
-  }
+  // A feature the table needs: listed for writers, and for readers too when its kind
+  // says readers must know it, wherever the table does not list it yet.
+  const std::vector<std::string> existing_reader = ImpliedReaderFeatures(existing);
+  const auto need = [&](TableFeature feature) {
+    const std::string name = FeatureName(feature);
+    if (!HasWriterFeature(existing, feature)) writer.push_back(name);
+    if (InfoOf(feature).kind == FeatureKind::kReaderWriter &&
+        std::find(existing_reader.begin(), existing_reader.end(), name) ==
+            existing_reader.end()) {
+      reader.push_back(name);
+    }
+  };
+  for (const auto feature : writer_features_needed) need(feature);
+  if (NeedsTimestampNtz(schema)) need(TableFeature::kTimestampNtz);
   if (ConfigTrue(configuration, "delta.enableDeletionVectors")) {
-    reader.push_back("deletionVectors");
-    writer.push_back("deletionVectors");
+    need(TableFeature::kDeletionVectors);
   }
-  if (TypeWideningEnabled(configuration) && !HasWriterFeature(existing, "typeWidening") &&
-      !HasWriterFeature(existing, "typeWidening-preview")) {
-    reader.push_back("typeWidening");
-    writer.push_back("typeWidening");
+  if (TypeWideningEnabled(configuration) &&
+      !HasWriterFeature(existing, TableFeature::kTypeWideningPreview)) {
+    need(TableFeature::kTypeWidening);
   }
   const auto policy = configuration.find("delta.checkpointPolicy");
   if (policy != configuration.end() && AsciiLower(policy->second) == "v2") {
-    reader.push_back("v2Checkpoint");
-    writer.push_back("v2Checkpoint");
+    need(TableFeature::kV2Checkpoint);
   }
   if (ConfigTrue(configuration, "delta.enableInCommitTimestamps")) {
-    writer.push_back("inCommitTimestamp");
+    need(TableFeature::kInCommitTimestamp);
   }
   if (RowTrackingEnabled(configuration) &&
-      !HasWriterFeature(existing, kRowTrackingFeature)) {
-    writer.push_back(kDomainMetadataFeature);
-    writer.push_back(kRowTrackingFeature);
+      !HasWriterFeature(existing, TableFeature::kRowTracking)) {
+    writer.push_back(FeatureName(TableFeature::kDomainMetadata));
+    writer.push_back(FeatureName(TableFeature::kRowTracking));
   }
   if (ColumnMappingModeOf(configuration).ValueOr(ColumnMappingMode::kNone) !=
-          ColumnMappingMode::kNone &&
-      !HasWriterFeature(existing, "columnMapping")) {
-    reader.push_back("columnMapping");
-    writer.push_back("columnMapping");
+      ColumnMappingMode::kNone) {
+    need(TableFeature::kColumnMapping);
   }
   const bool change_feed = ConfigTrue(configuration, "delta.enableChangeDataFeed");
   Protocol protocol = existing;
@@ -248,8 +193,10 @@ Protocol UpgradeProtocol(const Protocol& existing, const arrow::Schema& schema,
       protocol.min_writer_version = std::max(protocol.min_writer_version, 4);
     return protocol;
   }
-  if (change_feed) writer.push_back("changeDataFeed");
-  if (ConfigTrue(configuration, "delta.appendOnly")) writer.push_back("appendOnly");
+  if (change_feed) writer.push_back(FeatureName(TableFeature::kChangeDataFeed));
+  if (ConfigTrue(configuration, "delta.appendOnly")) {
+    writer.push_back(FeatureName(TableFeature::kAppendOnly));
+  }
   const auto add = [](std::vector<std::string>* out,
                       const std::vector<std::string>& more) {
     for (const auto& feature : more) {
