@@ -18,7 +18,7 @@ TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_container_overflo
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ARROW_DEFAULT_MEMORY_POOL=system
 
-.PHONY: soak-ops setup setup-build build build-only build-release check-layering check-format \
+.PHONY: soak-ops setup setup-build build build-only build-release check-layering check-sizes check-format \
   check-format-only check-headers check-headers-only test test-fast test-unit test-integration \
   ctest-only test-interop interop-only test-python python-only test-docs docs-only sdk-only wheel \
   wheel-only \
@@ -52,6 +52,12 @@ test:
 check-layering:
 	@python3 scripts/check_layering.py --self-test
 	@python3 scripts/check_layering.py
+
+# Functions at most 80 lines, files at most 800, but the named debt (scripts/check_sizes.py);
+# lizard is in the test venv.
+check-sizes:
+	@$(VENV_PY) scripts/check_sizes.py --self-test
+	@$(VENV_PY) scripts/check_sizes.py
 
 # Every C++ file is as clang-format (.clang-format) writes it.
 check-format: setup-build

@@ -72,6 +72,7 @@ phase "checks: layering, format, headers" "${MAKE_CMD[@]}" check-layering check-
 phase "ctest: unit, integration, conformance" "${MAKE_CMD[@]}" ctest-only
 phase "fuzz: ${FUZZ_SECONDS:-30} s per target" "${MAKE_CMD[@]}" fuzz-only
 join "set-up: test venv, Spark jars, emulators"
+phase "checks: function and file sizes" "${MAKE_CMD[@]}" check-sizes
 beside "wheel: the Python package" nice -n 19 "${MAKE_CMD[@]}" wheel-only
 phase "interop: tests/interop" "${MAKE_CMD[@]}" interop-only
 join "wheel: the Python package"
