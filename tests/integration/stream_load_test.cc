@@ -922,7 +922,7 @@ TEST_F(StreamLoadTest,
   auto expiring = loader::ParseDeltaLakeConfig(
       R"({"table_path": ")" + table_ +
       R"(", "optimize_after_write": false, "table_properties": )"
-      R"({"delta.setTransactionRetentionDuration": "interval 1 millisecond"}})");
+      R"({"delta.setTransactionRetentionDuration": "interval 1 second"}})");
   ASSERT_OK(expiring.status());
   loader::LoadOptions batch;
   batch.destination = "blocks";
@@ -935,12 +935,15 @@ TEST_F(StreamLoadTest,
   options.takeover = loader::TakeoverMode::kAfterTableMax;
   options.stream_reorg_window_blocks = 10;
   ASSERT_TRUE(loader::LoadStream(*amp_, kBlocks, Config(), options).success);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Past the retention: a record the stream did not write again would be forgotten. (A
+  // retention of a millisecond was shorter than writing one commit file under load: the
+  // record the newest commit wrote expired against that commit's own file time.)
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   ASSERT_OK(server_->AdvanceHead(5));
   ASSERT_TRUE(Stream(kFirst + 104).success);
   const auto app_id = loader::StreamAppId(kBlocks);
   ASSERT_EQ(loader::TakeoverBlocks(*Snapshot(), app_id).count("mainnet"), 1u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   ASSERT_OK(server_->chain()->Reorg(20));  // forks below the takeover block
   ASSERT_OK(server_->AdvanceHead(1));
   const auto after = Stream(kFirst + 105);
