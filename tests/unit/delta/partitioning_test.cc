@@ -84,6 +84,16 @@ TEST(PartitioningTest, DecimalValuesParseExactlyAtTheColumnsScale) {
   // Digits the scale cannot hold are an error, never a rounded value.
   EXPECT_THAT(ParsePartitionValue(std::string("1.555"), arrow::decimal128(10, 2)),
               testing::HasErrorCode(ErrorCode::kCorruptLog));
+  // An exponent far past 38 digits (found by the fuzzer: it crashed Arrow's Rescale) is
+  // exact only for zero.
+  ASSERT_OK_AND_ASSIGN(auto zero, ParsePartitionValue(std::string("+0e-20180512"),
+                                                      arrow::decimal128(10, 2)));
+  EXPECT_EQ(zero->ToString(), "0.00");
+  for (const char* text : {"1e-20180512", "1e20180512", "1e-41", "1E41"}) {
+    EXPECT_THAT(ParsePartitionValue(std::string(text), arrow::decimal128(38, 18)),
+                testing::HasErrorCode(ErrorCode::kCorruptLog))
+        << text;
+  }
 }
 
 TEST(PartitioningTest, HostileValuesFromTheLogAreErrorsNotExceptions) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include <arrow/array.h>
@@ -185,6 +186,17 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> ParsePartitionValue(
     int32_t precision = 0;
     int32_t scale = 0;
     if (arrow::Decimal128::FromString(*value, &number, &precision, &scale).ok()) {
+      // Arrow's Rescale reads past its table of powers of ten for a step of more than
+      // 38 digits ("0e-20180512"); no value but zero survives such a step exactly.
+      const int64_t step = static_cast<int64_t>(scale) - decimal.scale();
+      if (std::abs(step) > arrow::Decimal128Type::kMaxPrecision) {
+        if (number == arrow::Decimal128(0)) {
+          return std::make_shared<arrow::Decimal128Scalar>(number, type);
+        }
+        return MakeError(ErrorCode::kCorruptLog, arrow::StatusCode::Invalid,
+                         "bad partition value '", *value, "' for type ",
+                         type->ToString());
+      }
       auto rescaled = number.Rescale(scale, decimal.scale());
       if (rescaled.ok() && rescaled->FitsInPrecision(decimal.precision())) {
         return std::make_shared<arrow::Decimal128Scalar>(*rescaled, type);
