@@ -34,6 +34,15 @@ LISTENING_RE = re.compile(
 STARTUP_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 
+# Programs the suites start take Ctrl-C as from a terminal. A suite run in the background
+# by a non-interactive shell (`make test &`; make_test.sh's jobs beside a phase) inherits
+# SIGINT ignored, and so would every program it starts: Python then never installs its
+# handler, a Python child sent Ctrl-C never raises KeyboardInterrupt, and its test hangs.
+# A handler here (reset to the default action in each exec'd child) undoes the inherited
+# ignore.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 # Quickstart chain served by default: 100 blocks from 24,000,000 on network "mainnet".
 QUICKSTART_DATASET = "acme/eth_mainnet"
 QUICKSTART_FIRST = 24_000_000

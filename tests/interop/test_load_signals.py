@@ -12,6 +12,7 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -165,3 +166,18 @@ def test_a_stalled_backfill_stops_at_once_and_counts_no_failed_partition(tmp_pat
             assert "partitions_failed=0" in done.stderr, describe(done, sig)
             assert "partitions_stopped=" in done.stderr, describe(done, sig)
             assert "stopped" in done.stderr, describe(done, sig)
+
+
+def test_a_python_program_the_suite_starts_raises_keyboard_interrupt_on_ctrl_c():
+    """The harness, not the loader: a suite started in the background (SIGINT ignored, as
+    a non-interactive shell's `&` leaves it) still starts programs that take Ctrl-C as
+    from a terminal (conftest.py), or every Ctrl-C test of a Python program hangs."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; print('ready', flush=True); "
+         "time.sleep(30); sys.exit(3)"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "ready\n"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=10)
+    assert "KeyboardInterrupt" in err, err
+    assert proc.returncode == -signal.SIGINT, err  # Python's exit on KeyboardInterrupt
