@@ -19,12 +19,37 @@
 #include "ampdelta/delta/write/data_file_writer.h"
 #include "ampdelta/delta/write/deletion_vector_writer.h"
 #include "ampdelta/delta/write/file_tags.h"
+#include "ampdelta/delta/write/row_edit.h"
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::delta {
 
 namespace {
+
+// Where a delete's edited rows go: its own writers (a delete writes no new rows, so it
+// needs no TableWriter).
+class DeleteSink : public RowSink {
+ public:
+  DeleteSink(DataFileWriter* files, ChangeDataWriter* changes,
+             DeletionVectorWriter* deletion_vectors)
+      : files_(files), changes_(changes), deletion_vectors_(deletion_vectors) {}
+
+  DeletionVectorWriter* deletion_vectors() override { return deletion_vectors_; }
+  bool records_changes() const override { return changes_ != nullptr; }
+  arrow::Status RecordChange(const std::shared_ptr<arrow::RecordBatch>& rows,
+                             ChangeType type) override {
+    return changes_->Write(rows, type);
+  }
+  arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& rows) override {
+    return files_->Write(rows);
+  }
+
+ private:
+  DataFileWriter* files_;
+  ChangeDataWriter* changes_;
+  DeletionVectorWriter* deletion_vectors_;
+};
 
 // A delete of the rows matching `predicate_text`, or of every row when it is unset.
 arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
@@ -65,7 +90,8 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
     if (changes) (void)changes->Abort();
     if (deletion_vectors) (void)deletion_vectors->Abort();
   };
-  std::vector<Add> marked;
+  DeleteSink sink(writer.get(), changes.get(), deletion_vectors.get());
+  RowEdit edit(*snapshot, &sink);
   std::vector<Remove> removes;
   std::vector<std::string> read;
   // The files whose tags the delete's output keeps: a stream's recorded block ranges are
@@ -109,36 +135,18 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
       }
       continue;
     }
-    // Rewrite the file without the matching rows, keeping their row IDs, or mark them
-    // (which, without a change feed to record them in, needs only the predicate's
-    // columns).
-    ARROW_ASSIGN_OR_RAISE(auto table,
-                          deletion_vectors && !changes
-                              ? ReadDataFile(*snapshot, file, predicate->columns())
-                              : ReadDataFileWithRowIds(*snapshot, file));
-    ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch());
+    // The matching rows go (row_edit.h): marked, or the file rewritten without them.
+    ARROW_ASSIGN_OR_RAISE(auto batch, edit.Read(file, predicate->columns()));
     ARROW_ASSIGN_OR_RAISE(auto matches, predicate->Evaluate(*batch));
     ARROW_ASSIGN_OR_RAISE(arrow::Datum keep,
                           arrow::compute::CallFunction("invert", {matches}));
-    ARROW_ASSIGN_OR_RAISE(arrow::Datum kept, arrow::compute::Filter(batch, keep));
-    auto remaining = kept.record_batch();
-    const int64_t deleted = batch->num_rows() - remaining->num_rows();
-    if (deleted == 0) continue;  // statistics were loose: the file stays as it is
-    result.rows_deleted += deleted;
-    removes.push_back(RemoveFor(file));
-    if (changes) {
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum gone, arrow::compute::Filter(batch, matches));
-      ARROW_RETURN_NOT_OK(changes->Write(gone.record_batch(), ChangeType::kDelete));
+    ARROW_ASSIGN_OR_RAISE(const FileEdit done, edit.Drop(file, batch, keep.make_array()));
+    // None: statistics were loose, and the file stays as it is.
+    result.rows_deleted += done.rows_removed;
+    if (done.rows_removed > 0 && done.marked == nullptr) {  // rewritten, or emptied
+      result.rows_copied += done.rows_kept;
+      rewritten.push_back(&file);
     }
-    if (deletion_vectors && remaining->num_rows() > 0) {
-      ARROW_ASSIGN_OR_RAISE(Add add,
-                            deletion_vectors->MarkDeleted(file, *keep.make_array()));
-      marked.push_back(std::move(add));
-      continue;
-    }
-    result.rows_copied += remaining->num_rows();
-    rewritten.push_back(&file);
-    if (remaining->num_rows() > 0) ARROW_RETURN_NOT_OK(writer->Write(remaining));
   }
   const auto tags = MergeFileTags(rewritten);
   if (writer->rows_written() == 0 && emptied_tagged != nullptr && tags &&
@@ -158,6 +166,8 @@ arrow::Result<DeleteResult> Delete(std::shared_ptr<storage::ObjectStore> store,
   }
   // The copies keep what their sources' tags say (a stream's recorded block ranges).
   for (auto& add : adds) add.tags = tags;
+  std::vector<Add> marked = edit.TakeMarked();
+  for (auto& remove : edit.removes()) removes.push_back(std::move(remove));
   if (removes.empty()) {
     abort();
     return result;

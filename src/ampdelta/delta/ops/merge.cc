@@ -20,7 +20,7 @@
 #include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/read/predicate.h"
-#include "ampdelta/delta/read/scan.h"
+#include "ampdelta/delta/write/row_edit.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"
 #include "ampdelta/util/status.h"
@@ -394,9 +394,7 @@ arrow::Result<MergeResult> MergeOnce(
   KeptRowIds kept_row_ids(std::move(tracked));
   if (snapshot != nullptr && !last.empty()) {
     ARROW_ASSIGN_OR_RAISE(auto prune, KeyRangePredicate(conformed, schema, indices));
-    std::vector<Remove> removes;
-    std::vector<Add> marked_files;
-    std::vector<std::string> read;
+    RowEdit edit(*snapshot, writer.get());
     for (const auto& file : snapshot->files()) {
       if (prune &&
           prune->Classify(file, snapshot->partition_columns()) == FileMatch::kNone) {
@@ -404,9 +402,7 @@ arrow::Result<MergeResult> MergeOnce(
         continue;
       }
       ++result.files_read;
-      read.push_back(snapshot->FileKey(file.path));
-      ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFileWithRowIds(*snapshot, file));
-      ARROW_ASSIGN_OR_RAISE(auto read_rows, table->CombineChunksToBatch());
+      ARROW_ASSIGN_OR_RAISE(auto read_rows, edit.Read(file));
       ARROW_ASSIGN_OR_RAISE(auto rows, WithoutColumns(read_rows, kept_row_ids.names()));
       ARROW_ASSIGN_OR_RAISE(rows, ConformBatch(rows, schema));
       auto keys = KeyEncoder::Encode(*rows, indices);
@@ -421,34 +417,25 @@ arrow::Result<MergeResult> MergeOnce(
           ++replaced;
         }
       }
-      if (replaced == 0) continue;  // statistics were loose: the file stays as it is
-      if (writer->records_changes()) {
-        std::vector<bool> replaced_rows(keep.size());
-        for (size_t row = 0; row < keep.size(); ++row) replaced_rows[row] = !keep[row];
-        ARROW_ASSIGN_OR_RAISE(auto before, FilterRows(rows, replaced_rows));
-        ARROW_RETURN_NOT_OK(writer->RecordChange(before, ChangeType::kUpdatePreimage));
-      }
-      result.rows_updated += replaced;
-      removes.push_back(RemoveFor(file));
-      if (auto* dvs = writer->deletion_vectors();
-          dvs != nullptr && replaced < rows->num_rows()) {
-        // The file stays with the replaced rows marked deleted.
-        ARROW_ASSIGN_OR_RAISE(auto mask, MaskOf(keep));
-        ARROW_ASSIGN_OR_RAISE(Add marked, dvs->MarkDeleted(file, *mask));
-        marked_files.push_back(std::move(marked));
-        ++result.files_marked;
+      if (replaced == 0) {
+        edit.AlsoRead(file);  // statistics were loose: the file stays as it is
         continue;
       }
-      ++result.files_rewritten;
-      if (replaced < rows->num_rows()) {
-        ARROW_ASSIGN_OR_RAISE(auto carried, kept_row_ids.Carry(rows, read_rows));
-        ARROW_ASSIGN_OR_RAISE(auto remaining, FilterRows(carried, keep));
-        result.rows_copied += remaining->num_rows();
-        ARROW_RETURN_NOT_OK(writer->Write(remaining));
+      // The replaced rows go (row_edit.h); a rewrite carries the kept rows' row IDs.
+      std::shared_ptr<arrow::RecordBatch> carried;
+      if (edit.rewrites() && replaced < rows->num_rows()) {
+        ARROW_ASSIGN_OR_RAISE(carried, kept_row_ids.Carry(rows, read_rows));
       }
+      ARROW_ASSIGN_OR_RAISE(auto mask, MaskOf(keep));
+      ARROW_ASSIGN_OR_RAISE(
+          const FileEdit done,
+          edit.Drop(file, rows, mask, ChangeType::kUpdatePreimage, std::move(carried)));
+      result.rows_updated += replaced;
+      if (done.marked != nullptr) ++result.files_marked;
+      if (done.marked == nullptr) ++result.files_rewritten;
+      if (done.rewritten) result.rows_copied += done.rows_kept;
     }
-    writer->StageRemoves(std::move(removes), std::move(read));
-    writer->StageAdds(std::move(marked_files));
+    writer->StageEdit(&edit);
   }
 
   // The source rows that survive: the last occurrence of each key, and every null-keyed

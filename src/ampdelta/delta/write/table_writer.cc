@@ -351,6 +351,11 @@ void TableWriter::StageAdds(std::vector<Add> files) {
   for (auto& file : files) impl_->staged_adds.push_back(std::move(file));
 }
 
+void TableWriter::StageEdit(RowEdit* edit) {
+  StageRemoves(std::move(edit->removes()), std::move(edit->read_keys()));
+  StageAdds(edit->TakeMarked());
+}
+
 void TableWriter::WatchRemovals(std::set<std::string> keys,
                                 std::set<std::string> tag_keys) {
   impl_->watched = std::move(keys);

@@ -20,6 +20,7 @@
 #include "ampdelta/delta/write/change_data_writer.h"
 #include "ampdelta/delta/write/data_file_options.h"
 #include "ampdelta/delta/write/deletion_vector_writer.h"
+#include "ampdelta/delta/write/row_edit.h"
 #include "ampdelta/delta/write/table_write_options.h"
 
 namespace ampdelta::delta {
@@ -37,8 +38,9 @@ struct TableWriteResult {
   int64_t files_marked = 0;
 };
 
-/// \brief One write operation. Thread-compatible.
-class TableWriter {
+/// \brief One write operation; the sink of the rows its RowEdit rewrites.
+/// Thread-compatible.
+class TableWriter : public RowSink {
  public:
   /// \brief Prepare a write of batches with `source_schema` into the table at `store`.
   ///
@@ -50,7 +52,7 @@ class TableWriter {
       std::shared_ptr<storage::ObjectStore> store,
       const std::shared_ptr<arrow::Schema>& source_schema, TableWriteOptions options);
 
-  ~TableWriter();
+  ~TableWriter() override;
 
   /// \brief Return true when nothing will be written (mode ignore, table exists).
   bool skipped() const;
@@ -61,7 +63,7 @@ class TableWriter {
 
   /// \brief Convert and write a batch (values that do not fit fail naming column and
   /// value).
-  arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& batch);
+  arrow::Status Write(const std::shared_ptr<arrow::RecordBatch>& batch) override;
 
   /// \brief Return `batch` in the table schema as Write writes it: values for the
   /// identity columns it lacks, generated columns it lacks computed (a merge conforms its
@@ -80,18 +82,18 @@ class TableWriter {
   /// them (WritesDeletionVectors; never for an overwrite), else null. The adds it returns
   /// go to StageAdds, with the removes of the files they replace; its files are deleted
   /// when the write does not commit.
-  DeletionVectorWriter* deletion_vectors();
+  DeletionVectorWriter* deletion_vectors() override;
 
   /// \brief Return true when the table records a change data feed: a caller that removes
   /// or rewrites rows must then report them with RecordChange().
-  bool records_changes() const;
+  bool records_changes() const override;
 
   /// \brief Record rows this commit deletes, updates or (alongside recorded deletes)
   /// inserts in the change data feed; nothing when the table has none. Rows written
   /// with Write() are not recorded by themselves: a commit that records any change must
   /// record every change (change_data_writer.h).
   arrow::Status RecordChange(const std::shared_ptr<arrow::RecordBatch>& rows,
-                             ChangeType type);
+                             ChangeType type) override;
 
   /// \brief Commit an application transaction with the data (exactly-once streaming).
   void SetAppTransaction(SetTransaction txn);
@@ -110,6 +112,10 @@ class TableWriter {
   /// so that a write of no rows still leaves its file tags in the table. Call it last,
   /// before Commit().
   arrow::Status WriteEmptyFile();
+
+  /// \brief Stage what `edit` did (its removes, read files and marked files) in this
+  /// commit.
+  void StageEdit(RowEdit* edit);
 
   /// \brief Add `files` as they are (e.g. re-tagged existing files, dataChange=false) in
   /// the same commit.

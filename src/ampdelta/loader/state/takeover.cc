@@ -13,6 +13,7 @@
 #include "ampdelta/delta/log/column_mapping.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/read/scan.h"
+#include "ampdelta/delta/write/row_edit.h"
 #include "ampdelta/loader/state/stream_tags.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/status.h"
@@ -45,17 +46,26 @@ std::optional<std::pair<int64_t, int64_t>> StatsSpan(const delta::Add& file,
   return std::make_pair(*low, *high);
 }
 
+arrow::Status NoBlockColumn(const std::string& column) {
+  return InvalidInputError("the table has no block column '", column,
+                           "' (name it with --block-column)");
+}
+
 arrow::Result<std::shared_ptr<arrow::Array>> BlockValues(const arrow::Table& table,
                                                          const std::string& column) {
   const int index = delta::FindFieldIgnoreCase(*table.schema(), column);
-  if (index < 0) {
-    return InvalidInputError("the table has no block column '", column,
-                             "' (name it with --block-column)");
-  }
+  if (index < 0) return NoBlockColumn(column);
   auto chunks = table.column(index)->chunks();
   if (chunks.empty()) return arrow::MakeArrayOfNull(arrow::int64(), 0);
   ARROW_ASSIGN_OR_RAISE(auto values, arrow::Concatenate(chunks));
   return arrow::compute::Cast(*values, arrow::int64());
+}
+
+arrow::Result<std::shared_ptr<arrow::Array>> BlockValues(const arrow::RecordBatch& rows,
+                                                         const std::string& column) {
+  const int index = delta::FindFieldIgnoreCase(*rows.schema(), column);
+  if (index < 0) return NoBlockColumn(column);
+  return arrow::compute::Cast(*rows.column(index), arrow::int64());
 }
 
 }  // namespace
@@ -245,75 +255,44 @@ arrow::Result<std::vector<int64_t>> RowsIn(
   return counts;
 }
 
+// The rows to keep: those whose block lies outside [bound, last], or is null (in no
+// block a stream could send again).
+arrow::Result<std::shared_ptr<arrow::Array>> KeepOutside(const arrow::RecordBatch& rows,
+                                                         const std::string& column,
+                                                         int64_t bound, int64_t last) {
+  ARROW_ASSIGN_OR_RAISE(auto values, BlockValues(rows, column));
+  ARROW_ASSIGN_OR_RAISE(arrow::Datum below, arrow::compute::CallFunction(
+                                                "less", {values, arrow::Datum(bound)}));
+  ARROW_ASSIGN_OR_RAISE(arrow::Datum above, arrow::compute::CallFunction(
+                                                "greater", {values, arrow::Datum(last)}));
+  ARROW_ASSIGN_OR_RAISE(arrow::Datum outside,
+                        arrow::compute::CallFunction("or", {below, above}));
+  ARROW_ASSIGN_OR_RAISE(arrow::Datum nulls,
+                        arrow::compute::CallFunction("is_null", {values}));
+  ARROW_ASSIGN_OR_RAISE(arrow::Datum keep,
+                        arrow::compute::CallFunction("or_kleene", {outside, nulls}));
+  return keep.make_array();
+}
+
 arrow::Result<int64_t> StageForeignUndo(const delta::Snapshot& snapshot,
                                         const std::string& column, uint64_t from,
                                         delta::TableWriter* writer, uint64_t to) {
   const auto bound = static_cast<int64_t>(std::min<uint64_t>(from, INT64_MAX));
   const auto last = static_cast<int64_t>(std::min<uint64_t>(to, INT64_MAX));
   int64_t removed_rows = 0;
-  std::vector<delta::Remove> removes;
-  std::vector<delta::Add> marked_files;
-  std::vector<std::string> read;
+  delta::RowEdit edit(snapshot, writer);
   for (const auto& file : snapshot.files()) {
     if (!IsForeignFile(file)) continue;
     const auto stats =
         StatsSpan(file, delta::PhysicalColumnName(*snapshot.schema(), column));
     // Wholly outside [from, to]: kept.
     if (stats && (stats->second < bound || stats->first > last)) continue;
-    // Marking rows (without a change feed to record them in) needs the block column only.
-    const bool marks_only =
-        writer->deletion_vectors() != nullptr && !writer->records_changes();
-    // Rows copied keep their row IDs (row_tracking.h).
-    ARROW_ASSIGN_OR_RAISE(auto table,
-                          marks_only ? delta::ReadDataFile(snapshot, file, {column})
-                                     : delta::ReadDataFileWithRowIds(snapshot, file));
-    ARROW_ASSIGN_OR_RAISE(auto values, BlockValues(*table, column));
-    ARROW_ASSIGN_OR_RAISE(arrow::Datum below, arrow::compute::CallFunction(
-                                                  "less", {values, arrow::Datum(bound)}));
-    ARROW_ASSIGN_OR_RAISE(
-        arrow::Datum above,
-        arrow::compute::CallFunction("greater", {values, arrow::Datum(last)}));
-    ARROW_ASSIGN_OR_RAISE(arrow::Datum keep,
-                          arrow::compute::CallFunction("or", {below, above}));
-    // Rows with a null block stay (they are in no block a stream could re-send).
-    ARROW_ASSIGN_OR_RAISE(arrow::Datum nulls,
-                          arrow::compute::CallFunction("is_null", {values}));
-    ARROW_ASSIGN_OR_RAISE(arrow::Datum keep_or_null,
-                          arrow::compute::CallFunction("or_kleene", {keep, nulls}));
-    ARROW_ASSIGN_OR_RAISE(arrow::Datum kept,
-                          arrow::compute::Filter(arrow::Datum(table), keep_or_null));
-    const int64_t kept_rows = kept.table()->num_rows();
-    const int64_t removed = table->num_rows() - kept_rows;
-    if (removed == 0) continue;
-    removed_rows += removed;
-    removes.push_back(delta::RemoveFor(file));
-    read.push_back(snapshot.FileKey(file.path));
-    if (writer->records_changes()) {
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum gone,
-                            arrow::compute::CallFunction("invert", {keep_or_null}));
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum deleted,
-                            arrow::compute::Filter(arrow::Datum(table), gone));
-      ARROW_ASSIGN_OR_RAISE(auto rows, deleted.table()->CombineChunksToBatch());
-      ARROW_RETURN_NOT_OK(writer->RecordChange(rows, delta::ChangeType::kDelete));
-    }
-    if (kept_rows == 0) continue;
-    if (auto* dvs = writer->deletion_vectors()) {
-      // The file stays, the rows from the block on marked deleted.
-      ARROW_ASSIGN_OR_RAISE(delta::Add marked,
-                            dvs->MarkDeleted(file, *keep_or_null.make_array()));
-      marked_files.push_back(std::move(marked));
-      continue;
-    }
-    arrow::TableBatchReader reader(*kept.table());
-    while (true) {
-      std::shared_ptr<arrow::RecordBatch> batch;
-      ARROW_RETURN_NOT_OK(reader.ReadNext(&batch));
-      if (batch == nullptr) break;
-      ARROW_RETURN_NOT_OK(writer->Write(batch));
-    }
+    ARROW_ASSIGN_OR_RAISE(auto rows, edit.Read(file, {column}));
+    ARROW_ASSIGN_OR_RAISE(auto keep, KeepOutside(*rows, column, bound, last));
+    ARROW_ASSIGN_OR_RAISE(const delta::FileEdit done, edit.Drop(file, rows, keep));
+    removed_rows += done.rows_removed;
   }
-  writer->StageRemoves(std::move(removes), std::move(read));
-  writer->StageAdds(std::move(marked_files));
+  writer->StageEdit(&edit);
   return removed_rows;
 }
 

@@ -13,7 +13,7 @@
 #include <arrow/table.h>
 
 #include "ampdelta/delta/log/schema.h"
-#include "ampdelta/delta/read/scan.h"
+#include "ampdelta/delta/write/row_edit.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::loader {
@@ -21,7 +21,7 @@ namespace {
 
 // Rows to keep: those whose _amp_batch_id names none of `ids` and whose block lies in
 // none of `spans` (the invalidated spans of their file).
-arrow::Result<std::pair<std::shared_ptr<arrow::Array>, int64_t>> KeepMask(
+arrow::Result<std::shared_ptr<arrow::Array>> KeepMask(
     const arrow::RecordBatch& rows, const std::set<std::string>& ids,
     const std::vector<amp::BlockRange>& spans, const std::string& block_column) {
   auto column = rows.GetColumnByName(kBatchIdColumn);
@@ -49,7 +49,6 @@ arrow::Result<std::pair<std::shared_ptr<arrow::Array>, int64_t>> KeepMask(
   };
   arrow::BooleanBuilder mask;
   ARROW_RETURN_NOT_OK(mask.Reserve(rows.num_rows()));
-  int64_t kept = 0;
   const auto* values = static_cast<const arrow::StringArray*>(column.get());
   for (int64_t i = 0; i < rows.num_rows(); ++i) {
     bool keep = true;
@@ -65,10 +64,8 @@ arrow::Result<std::pair<std::shared_ptr<arrow::Array>, int64_t>> KeepMask(
     if (keep && blocks != nullptr && blocks->IsValid(i))
       keep = !in_span(blocks->Value(i));
     mask.UnsafeAppend(keep);
-    kept += keep ? 1 : 0;
   }
-  ARROW_ASSIGN_OR_RAISE(auto array, mask.Finish());
-  return std::make_pair(std::shared_ptr<arrow::Array>(array), kept);
+  return mask.Finish();
 }
 
 // Set (or, when empty, erase) a stream's tag.
@@ -129,13 +126,10 @@ arrow::Result<std::vector<const delta::Add*>> AffectedFiles(
   return affected;
 }
 
-// Rows marked in deletion vectors (and not recorded in a change feed) are never copied:
-// the columns that decide which go are all the undo reads (none: every column).
-std::vector<std::string> MarkingColumns(const delta::Snapshot& snapshot,
-                                        const std::string& block_column,
-                                        delta::TableWriter* writer) {
+// The columns that decide which rows an undo removes: its batch ids and its blocks.
+std::vector<std::string> DecidingColumns(const delta::Snapshot& snapshot,
+                                         const std::string& block_column) {
   std::vector<std::string> columns;
-  if (writer->deletion_vectors() == nullptr || writer->records_changes()) return columns;
   for (const std::string& name : {std::string(kBatchIdColumn), block_column}) {
     if (delta::FindFieldIgnoreCase(*snapshot.schema(), name) >= 0)
       columns.push_back(name);
@@ -151,18 +145,18 @@ void SetStreamTags(delta::Add* file, const std::string& app_id,
 }
 
 // The undo of one affected file, staged in a writer: the file re-tagged when none of its
-// rows go, else removed, with its kept rows marked in a deletion vector or rewritten.
+// rows go, else its undone rows removed (row_edit.h), a file that stays re-tagged.
 class FileUndo {
  public:
   FileUndo(const delta::Snapshot& snapshot, const std::string& app_id,
            const Invalidation& undo, const std::string& block_column,
            delta::TableWriter* writer)
-      : snapshot_(snapshot),
-        app_id_(app_id),
+      : app_id_(app_id),
         undo_(undo),
         block_column_(block_column),
         writer_(writer),
-        marking_columns_(MarkingColumns(snapshot, block_column, writer)) {}
+        deciding_columns_(DecidingColumns(snapshot, block_column)),
+        edit_(snapshot, writer) {}
 
   arrow::Status Stage(const delta::Add& file, UndoStaged* staged) {
     ARROW_ASSIGN_OR_RAISE(FileRecord record, ReadFileRecord(file, app_id_));
@@ -174,51 +168,32 @@ class FileUndo {
     for (const auto& span : record.spans) {
       (valid(span) ? remaining.spans : invalid_spans).push_back(span);
     }
-    read_.push_back(snapshot_.FileKey(file.path));
-    // Rows copied keep their row IDs (row_tracking.h).
-    ARROW_ASSIGN_OR_RAISE(auto table,
-                          marking_columns_.empty()
-                              ? delta::ReadDataFileWithRowIds(snapshot_, file)
-                              : delta::ReadDataFile(snapshot_, file, marking_columns_));
-    ARROW_ASSIGN_OR_RAISE(auto rows, table->CombineChunksToBatch());
+    ARROW_ASSIGN_OR_RAISE(auto rows, edit_.Read(file, deciding_columns_));
     ARROW_ASSIGN_OR_RAISE(auto keep,
                           KeepMask(*rows, undo_.batch_ids, invalid_spans, block_column_));
-    const int64_t kept = keep.second;
-    const int64_t removed = rows->num_rows() - kept;
-    if (removed == 0) {
+    ARROW_ASSIGN_OR_RAISE(const delta::FileEdit done, edit_.Drop(file, rows, keep));
+    if (done.rows_removed == 0) {
       // The tags named a microbatch whose rows went to another file: re-tag only.
+      edit_.AlsoRead(file);
       delta::Add copy = file;
       copy.data_change = false;
       SetStreamTags(&copy, app_id_, remaining);
       retagged_.push_back(std::move(copy));
       return arrow::Status::OK();
     }
-    staged->rows_removed += removed;
-    removes_.push_back(delta::RemoveFor(file));
-    if (writer_->records_changes()) {
-      // The change data feed shows the undo as deletes of exactly these rows.
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum gone,
-                            arrow::compute::CallFunction("invert", {keep.first}));
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum deleted, arrow::compute::Filter(rows, gone));
-      ARROW_RETURN_NOT_OK(
-          writer_->RecordChange(deleted.record_batch(), delta::ChangeType::kDelete));
-    }
-    if (kept == 0) return arrow::Status::OK();
-    if (auto* dvs = writer_->deletion_vectors()) {
+    staged->rows_removed += done.rows_removed;
+    if (done.marked != nullptr) {
       // The file stays, its undone rows marked deleted; its tags name what is left.
-      ARROW_ASSIGN_OR_RAISE(delta::Add marked, dvs->MarkDeleted(file, *keep.first));
-      SetStreamTags(&marked, app_id_, remaining);
-      retagged_.push_back(std::move(marked));
+      SetStreamTags(done.marked, app_id_, remaining);
       ++staged->files_marked;
-      return arrow::Status::OK();
     }
-    ++staged->files_rewritten;
-    ARROW_ASSIGN_OR_RAISE(arrow::Datum filtered,
-                          arrow::compute::Filter(rows, keep.first));
-    ARROW_RETURN_NOT_OK(writer_->Write(filtered.record_batch()));
-    kept_.ranges.insert(kept_.ranges.end(), remaining.ranges.begin(),
-                        remaining.ranges.end());
-    kept_.spans.insert(kept_.spans.end(), remaining.spans.begin(), remaining.spans.end());
+    if (done.rewritten) {
+      ++staged->files_rewritten;
+      kept_.ranges.insert(kept_.ranges.end(), remaining.ranges.begin(),
+                          remaining.ranges.end());
+      kept_.spans.insert(kept_.spans.end(), remaining.spans.begin(),
+                         remaining.spans.end());
+    }
     return arrow::Status::OK();
   }
 
@@ -231,22 +206,20 @@ class FileUndo {
     SetTag(&kept_tags, RangesTagKey(app_id_), kept_.ranges);
     SetTag(&kept_tags, SpansTagKey(app_id_), kept_.spans);
     if (!kept_tags.empty()) writer_->SetFileTags(kept_tags);
-    writer_->StageRemoves(std::move(removes_), std::move(read_));
+    writer_->StageEdit(&edit_);
     writer_->StageAdds(std::move(retagged_));
     writer_->AddOperationMetrics(
         {{"numDeletedRows", std::to_string(staged.rows_removed)}});
   }
 
  private:
-  const delta::Snapshot& snapshot_;
   const std::string& app_id_;
   const Invalidation& undo_;
   const std::string& block_column_;
   delta::TableWriter* writer_;
-  const std::vector<std::string> marking_columns_;
-  std::vector<delta::Remove> removes_;
+  const std::vector<std::string> deciding_columns_;
+  delta::RowEdit edit_;
   std::vector<delta::Add> retagged_;
-  std::vector<std::string> read_;
   FileRecord kept_;
 };
 
