@@ -43,7 +43,6 @@ LONG_FUNCTIONS = {
     "src/ampdelta/delta/write/table_writer.cc": {
         "ampdelta::delta::TableWriter::Impl::Prepare": 91,
         "ampdelta::delta::TableWriter::Commit": 114},
-    "src/ampdelta/delta/write/write_plan.cc": {"ampdelta::delta::PlanWrite": 179},
     "src/ampdelta/devserver/query.cc": {"ampdelta::devserver::TypeLiteral": 89},
     "src/ampdelta/devserver/sql.cc": {"ampdelta::devserver::sql::Tokenize": 98,
                                       "ampdelta::devserver::sql::Parser::ParseSelect": 93},

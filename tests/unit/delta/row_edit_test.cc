@@ -189,5 +189,21 @@ TEST_F(RowEditTest, ARewriteGivenInAnotherShapeIsWhatIsWrittenAgain) {
   EXPECT_NE(sink.written[0]->GetColumnByName("extra"), nullptr);
 }
 
+TEST_F(RowEditTest, AKeepMaskWithANullIsAnErrorAndChangesNothing) {
+  auto snapshot = TableOfTenBlocks(/*deletion_vectors=*/true);
+  RecordingSink sink(&vectors_, /*changes=*/true);
+  RowEdit edit(*snapshot, &sink);
+  const Add& file = snapshot->files().front();
+  ASSERT_OK_AND_ASSIGN(auto rows, edit.Read(file));
+  arrow::BooleanBuilder keep;
+  ASSERT_OK(keep.AppendValues(std::vector<bool>(9, true)));
+  ASSERT_OK(keep.AppendNull());
+  ASSERT_OK_AND_ASSIGN(auto mask, keep.Finish());
+  EXPECT_FALSE(edit.Drop(file, rows, mask).ok());
+  EXPECT_TRUE(edit.removes().empty());
+  EXPECT_TRUE(sink.recorded.empty());
+  EXPECT_TRUE(edit.TakeMarked().empty());
+}
+
 }  // namespace
 }  // namespace ampdelta::delta

@@ -43,6 +43,10 @@ arrow::Result<FileEdit> RowEdit::Drop(const Add& file,
                                       ChangeType change,
                                       std::shared_ptr<arrow::RecordBatch> rewrite) {
   FileEdit edit;
+  if (keep->null_count() != 0) {
+    // Filter drops a null, a deletion vector marks it, the change feed would miss it.
+    return arrow::Status::Invalid("a row edit's keep mask holds nulls: decide each row");
+  }
   ARROW_ASSIGN_OR_RAISE(auto kept, Filtered(rows, keep));
   edit.rows_kept = kept->num_rows();
   edit.rows_removed = rows->num_rows() - edit.rows_kept;

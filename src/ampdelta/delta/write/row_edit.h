@@ -74,7 +74,7 @@ class RowEdit {
   /// \brief Remove the rows of `rows` (from Read) where `keep` is false: recorded in the
   /// change feed as `change`, then marked, or the file removed and its kept rows written
   /// again (`rewrite`'s rows instead of `rows`' when given: a merge's, in its new
-  /// schema). Nothing happens when `keep` removes no row.
+  /// schema). Nothing happens when `keep` removes no row; a null in `keep` is an error.
   arrow::Result<FileEdit> Drop(const Add& file,
                                const std::shared_ptr<arrow::RecordBatch>& rows,
                                const std::shared_ptr<arrow::Array>& keep,

@@ -326,46 +326,244 @@ arrow::Status PlanClustering(const Snapshot* snapshot, const TableWriteOptions& 
   return arrow::Status::OK();
 }
 
+// Writer features this write needs: asked for, and clustering's.
+std::vector<TableFeature> RequestedWriterFeatures(const TableWriteOptions& options) {
+  std::vector<TableFeature> features = options.writer_features;
+  if (options.cluster_by && !options.cluster_by->empty()) {
+    features.push_back(TableFeature::kDomainMetadata);
+    features.push_back(TableFeature::kClustering);
+  }
+  return features;
+}
+
+// The data's schema in the table's types (and, for an existing table, its names).
+arrow::Result<std::shared_ptr<arrow::Schema>> IncomingSchema(
+    const Snapshot* snapshot, const arrow::Schema& source_schema,
+    const TableWriteOptions& options,
+    const std::map<std::string, std::string>& configuration) {
+  TypeMapping mapping = options.types;
+  mapping.column_mapping =
+      ColumnMappingModeOf(snapshot ? snapshot->metadata().configuration : configuration)
+          .ValueOr(ColumnMappingMode::kNone) != ColumnMappingMode::kNone;
+  return snapshot ? ToTableSchemaInto(source_schema, mapping, *snapshot->schema())
+                  : ToTableSchema(source_schema, mapping);
+}
+
+// An overwrite may replace the schema (and partitioning) when the new rows do not fit
+// the table's; when they fit, the table keeps its metadata.
+bool ReplacesSchema(const Snapshot& snapshot, const arrow::Schema& incoming,
+                    const TableWriteOptions& options,
+                    const std::vector<std::string>& partition_by) {
+  if (options.mode != SaveMode::kOverwrite || !options.overwrite_schema) return false;
+  const bool partitioning_differs =
+      !partition_by.empty() && !SameColumns(partition_by, snapshot.partition_columns());
+  return partitioning_differs ||
+         !ReconcileSchema(*snapshot.schema(), incoming, options.merge_schema, Widening{})
+              .ok();
+}
+
+// A write into the table's partitioning: partition_by, when given, must be it, and
+// every load must bring the partition columns (rows without them would all land in the
+// null partition), but for a generated one the writer computes (generated_columns.h).
+arrow::Status CheckPartitioningKept(const Snapshot& snapshot,
+                                    const arrow::Schema& incoming,
+                                    const std::vector<std::string>& partition_by) {
+  const auto& partition_columns = snapshot.partition_columns();
+  if (!partition_by.empty() && !SameColumns(partition_by, partition_columns)) {
+    return InvalidInputError(
+        "Specified table partitioning does not match table partitioning: "
+        "specified ",
+        PythonList(partition_by), ", table ", PythonList(partition_columns));
+  }
+  std::vector<std::string> absent;
+  const auto& table = *snapshot.schema();
+  for (const auto& column : partition_columns) {
+    const int index = FindFieldIgnoreCase(table, column);
+    const bool computed = index >= 0 && ComputedByWriter(*table.field(index));
+    if (!computed && FindFieldIgnoreCase(incoming, column) < 0) absent.push_back(column);
+  }
+  if (absent.empty()) return arrow::Status::OK();
+  std::vector<std::string> available;
+  for (const auto& field : incoming.fields()) available.push_back(field->name());
+  return InvalidInputError("Partition columns ", PythonSet(absent),
+                           " not found in the data; "
+                           "the table is partitioned by ",
+                           PythonList(partition_columns),
+                           "; available columns: ", PythonList(available));
+}
+
+// Schema evolution of an existing table: new columns, and types widened where the table
+// allows it or this write does (type widening's feature then added to the request).
+arrow::Status PlanSchemaEvolution(const Snapshot& snapshot,
+                                  const std::shared_ptr<arrow::Schema>& incoming,
+                                  const TableWriteOptions& options,
+                                  const std::map<std::string, std::string>& configuration,
+                                  std::vector<TableFeature>* writer_features,
+                                  WritePlan* plan) {
+  Widening widening;
+  widening.enabled =
+      options.merge_schema && (TypeWideningEnabled(snapshot.metadata().configuration) ||
+                               TypeWideningEnabled(configuration));
+  widening.pinned =
+      ColumnsExpressionsUse(*snapshot.schema(), snapshot.metadata().configuration);
+  ARROW_ASSIGN_OR_RAISE(auto merged, ReconcileSchema(*snapshot.schema(), *incoming,
+                                                     options.merge_schema, widening));
+  plan->table_schema = snapshot.schema();
+  if (merged == nullptr) return arrow::Status::OK();
+  if (widening.enabled &&
+      !HasWriterFeature(snapshot.protocol(), TableFeature::kTypeWideningPreview))
+    writer_features->push_back(TableFeature::kTypeWidening);
+  // New or widened columns: the commit carries the new metadata.
+  Metadata metadata = snapshot.metadata();
+  ARROW_ASSIGN_OR_RAISE(merged, MapNewColumns(*merged, &snapshot, &metadata));
+  ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*merged));
+  plan->table_schema = merged;
+  if (NeedsTimestampNtz(*merged) && !NeedsTimestampNtz(*snapshot.schema())) {
+    return InvalidInputError(
+        "adding a timestamp column without time zone needs the "
+        "timestampNtz table feature, which ampdelta does not add to "
+        "existing tables");
+  }
+  plan->new_metadata = std::move(metadata);
+  return arrow::Status::OK();
+}
+
+// The protocol of a write into an existing table: its own, with what the properties and
+// the requested features need.
+arrow::Status PlanProtocolUpgrade(const Snapshot& snapshot,
+                                  const std::map<std::string, std::string>& configuration,
+                                  const std::vector<TableFeature>& writer_features,
+                                  WritePlan* plan) {
+  Protocol protocol = snapshot.protocol();
+  ARROW_RETURN_NOT_OK(ApplyProperties(&snapshot, configuration, plan, &protocol));
+  const bool features_missing =
+      std::any_of(writer_features.begin(), writer_features.end(),
+                  [&](TableFeature f) { return !HasWriterFeature(protocol, f); });
+  if (features_missing) {
+    const Metadata& metadata =
+        plan->new_metadata ? *plan->new_metadata : snapshot.metadata();
+    protocol = UpgradeProtocol(protocol, *plan->table_schema, metadata.configuration,
+                               writer_features);
+  }
+  if (!(protocol == snapshot.protocol())) plan->new_protocol = std::move(protocol);
+  return arrow::Status::OK();
+}
+
+// A write into an existing table that keeps its schema (or evolves it).
+arrow::Status PlanWriteIntoTable(const Snapshot& snapshot,
+                                 const std::shared_ptr<arrow::Schema>& incoming,
+                                 const TableWriteOptions& options,
+                                 const std::map<std::string, std::string>& configuration,
+                                 std::vector<TableFeature> writer_features,
+                                 WritePlan* plan) {
+  // A table ampdelta cannot write is refused before anything about the data.
+  ARROW_RETURN_NOT_OK(
+      CheckWriteSupported(snapshot.protocol(), snapshot.metadata(), *snapshot.schema()));
+  ARROW_RETURN_NOT_OK(CheckPartitioningKept(snapshot, *incoming, plan->partition_by));
+  plan->partition_columns = snapshot.partition_columns();
+  ARROW_RETURN_NOT_OK(PlanSchemaEvolution(snapshot, incoming, options, configuration,
+                                          &writer_features, plan));
+  return PlanProtocolUpgrade(snapshot, configuration, writer_features, plan);
+}
+
+// The partitioning an overwrite that replaces the schema keeps when none is given: the
+// table's, when the new rows still have those columns (in any case; the new schema's
+// spelling wins) and some column still lands in the data files.
+std::vector<std::string> KeptPartitioning(const Snapshot& snapshot,
+                                          const arrow::Schema& incoming) {
+  std::vector<std::string> kept;
+  for (const auto& column : snapshot.partition_columns()) {
+    const int index = FindFieldIgnoreCase(incoming, column);
+    if (index < 0 || !IsPartitionableType(*incoming.field(index)->type())) return {};
+    kept.push_back(incoming.field(index)->name());
+  }
+  if (static_cast<int>(kept.size()) >= incoming.num_fields()) return {};
+  return kept;
+}
+
+// The metadata of a new table, or of one whose schema an overwrite replaces (which keeps
+// its id, configuration and creation time).
+arrow::Result<Metadata> NewTableMetadata(
+    const Snapshot* snapshot, const TableWriteOptions& options,
+    const std::map<std::string, std::string>& configuration, WritePlan* plan) {
+  Metadata metadata;
+  metadata.id = snapshot ? snapshot->metadata().id : NewUuid();
+  metadata.name = options.name;
+  metadata.description = options.description;
+  metadata.partition_columns = plan->partition_columns;
+  metadata.configuration = snapshot ? snapshot->metadata().configuration : configuration;
+  if (RowTrackingEnabled(metadata.configuration))
+    NameMaterializedColumns(&metadata.configuration);
+  ARROW_ASSIGN_OR_RAISE(plan->table_schema,
+                        MapNewColumns(*plan->table_schema, snapshot, &metadata));
+  ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*plan->table_schema));
+  metadata.created_time =
+      snapshot ? snapshot->metadata().created_time : std::optional<int64_t>(NowMs());
+  return metadata;
+}
+
+// A new table, or an overwrite that replaces the schema.
+arrow::Status PlanNewTable(const Snapshot* snapshot,
+                           const std::shared_ptr<arrow::Schema>& incoming,
+                           const TableWriteOptions& options,
+                           const std::map<std::string, std::string>& configuration,
+                           const std::vector<TableFeature>& writer_features,
+                           WritePlan* plan) {
+  plan->table_schema = incoming;
+  plan->partition_columns = plan->partition_by;
+  if (plan->partition_columns.empty() && snapshot) {
+    plan->partition_columns = KeptPartitioning(*snapshot, *incoming);
+  }
+  ARROW_ASSIGN_OR_RAISE(Metadata metadata,
+                        NewTableMetadata(snapshot, options, configuration, plan));
+  Protocol protocol =
+      ProtocolForNewTable(*plan->table_schema, metadata.configuration, writer_features);
+  if (snapshot) {
+    ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
+                                            *snapshot->schema()));
+    // A replaced schema keeps every feature the table has (never a downgrade).
+    protocol = CombineProtocols(snapshot->protocol(), protocol);
+  }
+  plan->new_metadata = std::move(metadata);
+  ARROW_RETURN_NOT_OK(ApplyProperties(snapshot, configuration, plan, &protocol));
+  plan->new_protocol = protocol;
+  return arrow::Status::OK();
+}
+
+// What holds of the table as the write leaves it: change data and row tracking column
+// names free, clustering recorded, the declared readers able to read it.
+arrow::Status CheckPlannedTable(const Snapshot* snapshot,
+                                const TableWriteOptions& options, WritePlan* plan) {
+  ARROW_RETURN_NOT_OK(CheckChangeDataColumns(snapshot, *plan));
+  const Metadata& metadata =
+      plan->new_metadata ? *plan->new_metadata : snapshot->metadata();
+  // No column may take the names row tracking keeps row IDs in.
+  ARROW_RETURN_NOT_OK(
+      MaterializedColumns(metadata.configuration, *plan->table_schema).status());
+  ARROW_RETURN_NOT_OK(PlanClustering(snapshot, options, plan));
+  ARROW_ASSIGN_OR_RAISE(const auto readers, ParseReaderNames(options.readers));
+  return CheckReaders(readers,
+                      plan->new_protocol ? *plan->new_protocol : snapshot->protocol(),
+                      metadata.configuration);
+}
+
 }  // namespace
 
 arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
                                    const arrow::Schema& source_schema,
                                    const TableWriteOptions& options,
                                    const std::string& table_uri) {
-  // Writer features this write needs: asked for, and clustering's.
-  std::vector<TableFeature> writer_features = options.writer_features;
-  if (options.cluster_by && !options.cluster_by->empty()) {
-    writer_features.push_back(TableFeature::kDomainMetadata);
-    writer_features.push_back(TableFeature::kClustering);
-  }
   // Table properties as the table records them (canonical keys, checked).
   ARROW_ASSIGN_OR_RAISE(const auto configuration,
                         NormalizeTableProperties(options.configuration));
   WritePlan plan;
-  TypeMapping mapping = options.types;
-  mapping.column_mapping =
-      ColumnMappingModeOf(snapshot ? snapshot->metadata().configuration : configuration)
-          .ValueOr(ColumnMappingMode::kNone) != ColumnMappingMode::kNone;
-  ARROW_ASSIGN_OR_RAISE(
-      auto incoming, snapshot
-                         ? ToTableSchemaInto(source_schema, mapping, *snapshot->schema())
-                         : ToTableSchema(source_schema, mapping));
+  ARROW_ASSIGN_OR_RAISE(auto incoming,
+                        IncomingSchema(snapshot, source_schema, options, configuration));
   // partition_by must name columns of the data (the seed's message and the columns).
   ARROW_ASSIGN_OR_RAISE(plan.partition_by,
                         ResolvePartitionColumns(options.partition_by, *incoming));
-  // An overwrite may replace the schema (and partitioning) when the new rows do not fit
-  // the table's; when they fit, the table keeps its metadata.
-  bool replace_schema = false;
-  if (snapshot && options.mode == SaveMode::kOverwrite && options.overwrite_schema) {
-    const bool partitioning_differs =
-        !plan.partition_by.empty() &&
-        !SameColumns(plan.partition_by, snapshot->partition_columns());
-    replace_schema =
-        partitioning_differs ||
-        !ReconcileSchema(*snapshot->schema(), *incoming, options.merge_schema, Widening{})
-             .ok();
-  }
-  if (snapshot && !replace_schema) {
+  if (snapshot != nullptr &&
+      !ReplacesSchema(*snapshot, *incoming, options, plan.partition_by)) {
     if (options.mode == SaveMode::kErrorIfExists) {
       return InvalidInputError("table already exists at ", table_uri, " (mode error)");
     }
@@ -373,138 +571,13 @@ arrow::Result<WritePlan> PlanWrite(const Snapshot* snapshot,
       plan.skipped = true;
       return plan;
     }
-    // A table ampdelta cannot write is refused before anything about the data.
-    ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
-                                            *snapshot->schema()));
-    if (!plan.partition_by.empty() &&
-        !SameColumns(plan.partition_by, snapshot->partition_columns())) {
-      return InvalidInputError(
-          "Specified table partitioning does not match table partitioning: "
-          "specified ",
-          PythonList(plan.partition_by), ", table ",
-          PythonList(snapshot->partition_columns()));
-    }
-    plan.partition_columns = snapshot->partition_columns();
-    // Every load must bring the partition columns: rows without them would all land in
-    // the null partition. A generated one the writer computes (generated_columns.h).
-    std::vector<std::string> absent;
-    const auto& table = *snapshot->schema();
-    for (const auto& column : plan.partition_columns) {
-      const int index = FindFieldIgnoreCase(table, column);
-      const bool computed = index >= 0 && ComputedByWriter(*table.field(index));
-      if (!computed && FindFieldIgnoreCase(*incoming, column) < 0)
-        absent.push_back(column);
-    }
-    if (!absent.empty()) {
-      std::vector<std::string> available;
-      for (const auto& field : incoming->fields()) available.push_back(field->name());
-      return InvalidInputError("Partition columns ", PythonSet(absent),
-                               " not found in the data; "
-                               "the table is partitioned by ",
-                               PythonList(plan.partition_columns),
-                               "; available columns: ", PythonList(available));
-    }
-    // Schema evolution widens types where the table allows it, or this write does.
-    Widening widening;
-    widening.enabled = options.merge_schema &&
-                       (TypeWideningEnabled(snapshot->metadata().configuration) ||
-                        TypeWideningEnabled(configuration));
-    widening.pinned =
-        ColumnsExpressionsUse(*snapshot->schema(), snapshot->metadata().configuration);
-    ARROW_ASSIGN_OR_RAISE(auto merged, ReconcileSchema(*snapshot->schema(), *incoming,
-                                                       options.merge_schema, widening));
-    plan.table_schema = snapshot->schema();
-    if (merged != nullptr) {
-      if (widening.enabled &&
-          !HasWriterFeature(snapshot->protocol(), TableFeature::kTypeWideningPreview))
-        writer_features.push_back(TableFeature::kTypeWidening);
-      // New or widened columns: the commit carries the new metadata.
-      Metadata metadata = snapshot->metadata();
-      ARROW_ASSIGN_OR_RAISE(merged, MapNewColumns(*merged, snapshot, &metadata));
-      ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*merged));
-      plan.table_schema = merged;
-      if (NeedsTimestampNtz(*merged) && !NeedsTimestampNtz(*snapshot->schema())) {
-        return InvalidInputError(
-            "adding a timestamp column without time zone needs the "
-            "timestampNtz table feature, which ampdelta does not add to "
-            "existing tables");
-      }
-      plan.new_metadata = std::move(metadata);
-    }
-    Protocol protocol = snapshot->protocol();
-    ARROW_RETURN_NOT_OK(ApplyProperties(snapshot, configuration, &plan, &protocol));
-    const bool features_missing =
-        std::any_of(writer_features.begin(), writer_features.end(),
-                    [&](TableFeature f) { return !HasWriterFeature(protocol, f); });
-    if (features_missing) {
-      const Metadata& metadata =
-          plan.new_metadata ? *plan.new_metadata : snapshot->metadata();
-      protocol = UpgradeProtocol(protocol, *plan.table_schema, metadata.configuration,
-                                 writer_features);
-    }
-    if (!(protocol == snapshot->protocol())) plan.new_protocol = std::move(protocol);
+    ARROW_RETURN_NOT_OK(PlanWriteIntoTable(*snapshot, incoming, options, configuration,
+                                           RequestedWriterFeatures(options), &plan));
   } else {
-    // A new table (or an overwrite that replaces the schema).
-    plan.table_schema = incoming;
-    plan.partition_columns = plan.partition_by;
-    if (plan.partition_columns.empty() && snapshot) {
-      // Keep the table's partitioning when the new rows still have those columns (in
-      // any case; the new schema's spelling wins) ...
-      bool all_present = true;
-      std::vector<std::string> kept;
-      for (const auto& column : snapshot->partition_columns()) {
-        const int index = FindFieldIgnoreCase(*incoming, column);
-        all_present = all_present && index >= 0 &&
-                      IsPartitionableType(*incoming->field(index)->type());
-        if (index >= 0) kept.push_back(incoming->field(index)->name());
-      }
-      // ... and some column still lands in the data files.
-      all_present =
-          all_present &&
-          static_cast<int>(snapshot->partition_columns().size()) < incoming->num_fields();
-      if (all_present) plan.partition_columns = std::move(kept);
-    }
-    Metadata metadata;
-    metadata.id = snapshot ? snapshot->metadata().id : NewUuid();
-    metadata.name = options.name;
-    metadata.description = options.description;
-    metadata.partition_columns = plan.partition_columns;
-    metadata.configuration =
-        snapshot ? snapshot->metadata().configuration : configuration;
-    if (RowTrackingEnabled(metadata.configuration))
-      NameMaterializedColumns(&metadata.configuration);
-    ARROW_ASSIGN_OR_RAISE(plan.table_schema,
-                          MapNewColumns(*plan.table_schema, snapshot, &metadata));
-    ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*plan.table_schema));
-    metadata.created_time =
-        snapshot ? snapshot->metadata().created_time : std::optional<int64_t>(NowMs());
-    Protocol protocol =
-        ProtocolForNewTable(*plan.table_schema, metadata.configuration, writer_features);
-    if (snapshot) {
-      ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
-                                              *snapshot->schema()));
-      // A replaced schema keeps every feature the table has (never a downgrade).
-      protocol = CombineProtocols(snapshot->protocol(), protocol);
-    }
-    plan.new_metadata = std::move(metadata);
-    ARROW_RETURN_NOT_OK(ApplyProperties(snapshot, configuration, &plan, &protocol));
-    plan.new_protocol = protocol;
+    ARROW_RETURN_NOT_OK(PlanNewTable(snapshot, incoming, options, configuration,
+                                     RequestedWriterFeatures(options), &plan));
   }
-  ARROW_RETURN_NOT_OK(CheckChangeDataColumns(snapshot, plan));
-  // No column may take the names row tracking keeps row IDs in.
-  ARROW_RETURN_NOT_OK(MaterializedColumns(plan.new_metadata
-                                              ? plan.new_metadata->configuration
-                                              : snapshot->metadata().configuration,
-                                          *plan.table_schema)
-                          .status());
-  ARROW_RETURN_NOT_OK(PlanClustering(snapshot, options, &plan));
-  // The declared readers must read the table as this write leaves it.
-  ARROW_ASSIGN_OR_RAISE(const auto readers, ParseReaderNames(options.readers));
-  const Metadata& metadata =
-      plan.new_metadata ? *plan.new_metadata : snapshot->metadata();
-  ARROW_RETURN_NOT_OK(
-      CheckReaders(readers, plan.new_protocol ? *plan.new_protocol : snapshot->protocol(),
-                   metadata.configuration));
+  ARROW_RETURN_NOT_OK(CheckPlannedTable(snapshot, options, &plan));
   return plan;
 }
 
