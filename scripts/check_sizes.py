@@ -33,7 +33,6 @@ LONG_FUNCTIONS = {
     "src/ampdelta/delta/log/log_segment.cc": {"ampdelta::delta::BuildLogSegment": 84},
     "src/ampdelta/delta/log/schema.cc": {"ampdelta::delta::ToTableType": 103},
     "src/ampdelta/delta/log/snapshot.cc": {"ampdelta::delta::Snapshot::Replay": 83},
-    "src/ampdelta/delta/ops/delete.cc": {"ampdelta::delta::Delete": 160},
     "src/ampdelta/delta/ops/merge.cc": {"ampdelta::delta::MergeOnce": 171},
     "src/ampdelta/delta/ops/optimize.cc": {"ampdelta::delta::Optimize": 179},
     "src/ampdelta/delta/ops/restore.cc": {"ampdelta::delta::RestoreOnce": 101},

@@ -137,6 +137,24 @@ TEST_F(DeletionVectorWriteTest, ADeleteMarksRowsAndKeepsTheFile) {
   EXPECT_TRUE(Latest()->files().empty());
 }
 
+TEST_F(DeletionVectorWriteTest, ADeleteThatFailsHalfwayLeavesNoDeletionVectorBehind) {
+  ASSERT_OK(WriteBatches(store_, {Blocks(0, 10)}, WithDeletionVectors()).status());
+  ASSERT_OK(WriteBatches(store_, {Blocks(10, 20)}).status());
+  auto before = Latest();
+  ASSERT_EQ(before->files().size(), 2u);
+  // The second file is unreadable: the delete marks rows of the first (writing its
+  // deletion vector), then fails on the second.
+  const std::string second = before->FileKey(before->files()[1].path);
+  ASSERT_OK(store_->Put(second, arrow::Buffer::FromString("not parquet"),
+                        storage::PutMode::kOverwrite));
+  EXPECT_FALSE(DeleteRows(store_, "block_num < 5 OR block_num >= 15").ok());
+  EXPECT_EQ(Latest()->version(), before->version());
+  ASSERT_OK_AND_ASSIGN(auto objects, store_->List("", ""));
+  for (const auto& object : objects) {
+    EXPECT_EQ(object.path.find("deletion_vector_"), std::string::npos) << object.path;
+  }
+}
+
 TEST_F(DeletionVectorWriteTest, AFileReadsSomeColumnsWithItsDeletionVectorApplied) {
   ASSERT_OK(WriteBatches(store_, {Blocks(0, 10)}, WithDeletionVectors()).status());
   ASSERT_OK(DeleteRows(store_, "block_num < 3").status());
