@@ -11,6 +11,7 @@
 
 #include "ampdelta/delta/log/action_json.h"
 #include "ampdelta/delta/log/delta_types.h"
+#include "ampdelta/delta/log/file_stats.h"
 #include "ampdelta/delta/log/reader_support.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/read/scan.h"

@@ -1,7 +1,5 @@
 #include "ampdelta/delta/log/actions.h"
 
-#include "ampdelta/util/json_internal.h"
-
 namespace ampdelta::delta {
 
 Remove RemoveFor(const Add& add, bool data_change) {
@@ -26,13 +24,6 @@ std::string DeletionVectorDescriptor::UniqueId() const {
   std::string id = storage_type + path_or_inline_dv;
   if (offset) id += "@" + std::to_string(*offset);
   return id;
-}
-
-std::optional<int64_t> StatsNumRecords(const Add& add) {
-  if (!add.stats) return std::nullopt;
-  auto stats = json_util::ParseJson(*add.stats);
-  if (!stats.is_object() || !stats.contains("numRecords")) return std::nullopt;
-  return json_util::AsInt64(stats["numRecords"]);
 }
 
 }  // namespace ampdelta::delta

@@ -182,10 +182,6 @@ struct Sidecar {
 /// values, size, statistics and deletion vector (extendedFileMetadata).
 Remove RemoveFor(const Add& add, bool data_change = true);
 
-/// \brief Return the row count a file's statistics record (`numRecords`, before any
-/// deletion vector); nullopt when it has no statistics or they do not say.
-std::optional<int64_t> StatsNumRecords(const Add& add);
-
 /// \brief Any action.
 using Action = std::variant<Protocol, Metadata, Add, Remove, SetTransaction,
                             DomainMetadata, CommitInfo, Cdc, CheckpointMetadata, Sidecar>;

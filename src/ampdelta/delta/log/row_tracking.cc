@@ -8,6 +8,7 @@
 #include <arrow/type.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/file_stats.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/table_feature.h"
 #include "ampdelta/util/ascii.h"

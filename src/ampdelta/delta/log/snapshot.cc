@@ -10,6 +10,7 @@
 
 #include "ampdelta/delta/log/action_json.h"
 #include "ampdelta/delta/log/checkpoint_reader.h"
+#include "ampdelta/delta/log/file_stats.h"
 #include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/storage/location.h"

@@ -12,6 +12,7 @@
 #include <arrow/table.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/file_stats.h"
 #include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/read/predicate.h"
 #include "ampdelta/delta/read/scan.h"

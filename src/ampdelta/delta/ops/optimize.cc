@@ -14,6 +14,7 @@
 
 #include "ampdelta/delta/log/clustering.h"
 #include "ampdelta/delta/log/column_mapping.h"
+#include "ampdelta/delta/log/file_stats.h"
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/log/row_tracking.h"
@@ -41,22 +42,16 @@ constexpr int64_t kStitchMinGroupBytes = 4 * 1024 * 1024;
 // A file's lowest and highest value of `column`, from its statistics.
 std::optional<std::pair<nlohmann::json, nlohmann::json>> StatsRange(
     const Add& file, const std::string& column) {
-  if (!file.stats) return std::nullopt;
-  const auto stats = nlohmann::json::parse(*file.stats, nullptr, false);
-  if (!stats.is_object()) return std::nullopt;
-  auto value = [&](const char* kind) -> std::optional<nlohmann::json> {
-    auto values = stats.find(kind);
-    if (values == stats.end() || !values->is_object()) return std::nullopt;
-    for (auto it = values->begin(); it != values->end(); ++it) {
-      if (EqualsIgnoreAsciiCase(it.key(), column) && !it->is_null() &&
-          (it->is_number() || it->is_string())) {
-        return *it;
-      }
+  const FileStats stats = FileStats::Of(file);
+  auto value = [&](StatsSection section) -> std::optional<nlohmann::json> {
+    const FileStats::Json* bound = stats.FindIgnoringCase(section, column);
+    if (bound == nullptr || !(bound->is_number() || bound->is_string())) {
+      return std::nullopt;
     }
-    return std::nullopt;
+    return nlohmann::json(*bound);
   };
-  auto low = value("minValues");
-  auto high = value("maxValues");
+  auto low = value(StatsSection::kMinValues);
+  auto high = value(StatsSection::kMaxValues);
   if (!low || !high || low->is_number() != high->is_number()) return std::nullopt;
   return std::make_pair(std::move(*low), std::move(*high));
 }

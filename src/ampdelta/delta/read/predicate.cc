@@ -9,8 +9,8 @@
 #include <arrow/record_batch.h>
 #include <arrow/scalar.h>
 #include <arrow/type.h>
-#include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/file_stats.h"
 #include "ampdelta/delta/log/partitioning.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/log/type_widening.h"
@@ -21,7 +21,6 @@ namespace ampdelta::delta {
 namespace {
 
 namespace cp = arrow::compute;
-using nlohmann::json;
 
 arrow::Status BadPredicate(const std::string& text, const std::string& why) {
   return InvalidInputError("invalid predicate '", text, "': ", why);
@@ -173,7 +172,7 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> BindLiteral(const std::string& tex
 }
 
 // Compare a scalar with a stats JSON value of the same column; nullopt when unknown.
-std::optional<int> CompareToStat(const arrow::Scalar& value, const json& stat,
+std::optional<int> CompareToStat(const arrow::Scalar& value, const FileStats::Json& stat,
                                  const arrow::DataType& type, bool is_max) {
   std::shared_ptr<arrow::Scalar> bound;
   if (type.id() == arrow::Type::TIMESTAMP || type.id() == arrow::Type::DATE32) {
@@ -489,7 +488,7 @@ arrow::Result<std::shared_ptr<arrow::Array>> Predicate::EvaluateKleene(
 }
 
 FileMatch Predicate::ClassifyTerm(const Term& term, const Add& file, bool is_partition,
-                                  const void* stats_ptr) const {
+                                  const FileStats& stats) const {
   if (is_partition) {
     const std::optional<std::string> raw =
         FindPartitionValue(file.partition_values, term.key);
@@ -506,31 +505,20 @@ FileMatch Predicate::ClassifyTerm(const Term& term, const Add& file, bool is_par
     const auto& booleans = static_cast<const arrow::BooleanArray&>(*matched);
     return booleans.IsValid(0) && booleans.Value(0) ? FileMatch::kAll : FileMatch::kNone;
   }
-  const json& stats = *static_cast<const json*>(stats_ptr);
-  if (!stats.is_object() || !stats.contains("numRecords")) return FileMatch::kSome;
-  const int64_t rows =
-      stats["numRecords"].is_number_integer() ? stats["numRecords"].get<int64_t>() : -1;
-  std::optional<int64_t> nulls;
-  if (stats.contains("nullCount") && stats["nullCount"].contains(term.key) &&
-      stats["nullCount"][term.key].is_number_integer()) {
-    nulls = stats["nullCount"][term.key].get<int64_t>();
-  }
+  if (!stats.num_records()) return FileMatch::kSome;
+  const int64_t rows = *stats.num_records();
+  const std::optional<int64_t> nulls = stats.NullCount({term.key});
   if (term.function == "is_null" || term.function == "is_valid") {
-    if (!nulls || rows < 0) return FileMatch::kSome;
+    if (!nulls) return FileMatch::kSome;
     const bool all_null = *nulls == rows;
     const bool none_null = *nulls == 0;
     if (term.function == "is_null")
       return none_null ? FileMatch::kNone : all_null ? FileMatch::kAll : FileMatch::kSome;
     return all_null ? FileMatch::kNone : none_null ? FileMatch::kAll : FileMatch::kSome;
   }
-  if (rows >= 0 && nulls && *nulls == rows)
-    return FileMatch::kNone;  // all null: no match
-  const json* min = stats.contains("minValues") && stats["minValues"].contains(term.key)
-                        ? &stats["minValues"][term.key]
-                        : nullptr;
-  const json* max = stats.contains("maxValues") && stats["maxValues"].contains(term.key)
-                        ? &stats["maxValues"][term.key]
-                        : nullptr;
+  if (nulls && *nulls == rows) return FileMatch::kNone;  // all null: no match
+  const FileStats::Json* min = stats.Find(StatsSection::kMinValues, {term.key});
+  const FileStats::Json* max = stats.Find(StatsSection::kMaxValues, {term.key});
   if (min == nullptr || max == nullptr || !term.trusts_min_max) return FileMatch::kSome;
   // c_min = sign(value - min), c_max = sign(value - max)
   auto c_min = CompareToStat(*term.value, *min, *term.type, false);
@@ -570,13 +558,13 @@ FileMatch Predicate::ClassifyTerm(const Term& term, const Add& file, bool is_par
 
 FileMatch Predicate::Classify(const Add& file,
                               const std::vector<std::string>& partition_columns) const {
-  json stats = file.stats ? json::parse(*file.stats, nullptr, false) : json();
-  if (file.deletion_vector) stats = json();  // deleted rows make bounds loose
+  // Deleted rows make the bounds and counts loose.
+  const FileStats stats = file.deletion_vector ? FileStats() : FileStats::Of(file);
   // A condition ANDed beside the terms may exclude rows the terms keep: never all.
   FileMatch overall = opaque_ ? FileMatch::kSome : FileMatch::kAll;
   for (const auto& term : terms_) {
     const bool is_partition = IsPartitionColumn(partition_columns, term.column);
-    const FileMatch match = ClassifyTerm(term, file, is_partition, &stats);
+    const FileMatch match = ClassifyTerm(term, file, is_partition, stats);
     if (match == FileMatch::kNone) return FileMatch::kNone;
     if (match == FileMatch::kSome) overall = FileMatch::kSome;
   }

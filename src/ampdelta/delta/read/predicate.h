@@ -17,6 +17,8 @@
 
 namespace ampdelta::delta {
 
+class FileStats;
+
 /// \brief What a predicate can say about a whole file.
 enum class FileMatch : uint8_t {
   /// No row of the file can match.
@@ -75,7 +77,7 @@ class Predicate {
   static Term MakeTerm(const arrow::Field& field, std::string function,
                        std::shared_ptr<arrow::Scalar> value);
   FileMatch ClassifyTerm(const Term& term, const Add& file, bool is_partition,
-                         const void* stats) const;
+                         const FileStats& stats) const;
 
   std::string text_;
   // The whole condition, evaluated on rows (SQL's three values: and_kleene, or_kleene).

@@ -6,6 +6,7 @@
 #include <arrow/buffer.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/file_stats.h"
 #include "ampdelta/delta/log/table_feature.h"
 #include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/util/status.h"
@@ -18,18 +19,6 @@ namespace {
 // PROTOCOL.md "Deletion Vector File Storage Format": the first (here the only) DV of a
 // file starts right after the version byte.
 constexpr int32_t kFirstDvOffset = 1;
-
-// The file's statistics with the physical row count and loose bounds: min and max may
-// now describe deleted rows only (PROTOCOL.md "Per-file Statistics", tightBounds).
-std::string MarkedStats(const Add& file, int64_t physical_rows) {
-  nlohmann::ordered_json stats =
-      file.stats ? nlohmann::ordered_json::parse(*file.stats, nullptr, false)
-                 : nlohmann::ordered_json::object();
-  if (!stats.is_object()) stats = nlohmann::ordered_json::object();
-  stats["numRecords"] = physical_rows;
-  stats["tightBounds"] = false;
-  return stats.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 }  // namespace
 
@@ -92,7 +81,9 @@ arrow::Result<Add> DeletionVectorWriter::MarkDeleted(const Add& file,
   dv.cardinality = after.cardinality();
   Add marked = file;
   marked.deletion_vector = std::move(dv);
-  marked.stats = MarkedStats(file, physical_rows);
+  // min and max may now describe deleted rows only (PROTOCOL.md "Per-file
+  // Statistics", tightBounds).
+  marked.stats = FileStats::Of(file).WithLooseBounds(physical_rows);
   marked.data_change = true;
   return marked;
 }

@@ -19,6 +19,7 @@
 #include <arrow/util/value_parsing.h>
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/file_stats.h"
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/time_format.h"
@@ -233,22 +234,6 @@ void PlaceAt(ojson* root, const std::vector<std::string>& path, ojson value) {
   (*node)[path.back()] = std::move(value);
 }
 
-// The value at `path` under `section` of `stats`, or nullptr.
-const ojson* FindAt(const ojson& stats, const char* section,
-                    const std::vector<std::string>& path) {
-  const ojson* node = &stats;
-  auto found = node->find(section);
-  if (found == node->end()) return nullptr;
-  node = &*found;
-  for (const auto& part : path) {
-    if (!node->is_object()) return nullptr;
-    found = node->find(part);
-    if (found == node->end()) return nullptr;
-    node = &*found;
-  }
-  return node;
-}
-
 void CollectLeafPaths(const arrow::Field& field, std::vector<std::string> path,
                       std::vector<std::pair<std::vector<std::string>, Kind>>* leaves) {
   path.push_back(field.name());
@@ -313,18 +298,16 @@ bool Less(Kind kind, const ojson& a, const ojson& b) {
 
 // The least (or greatest) bound of a leaf over the parts; nullopt when a part without a
 // bound has values (its bound was not collected) or the bounds do not compare.
-std::optional<ojson> MergedBound(const std::vector<ojson>& parts, const char* section,
+std::optional<ojson> MergedBound(const std::vector<FileStats>& parts,
+                                 StatsSection section,
                                  const std::vector<std::string>& path, Kind kind,
                                  bool least) {
   std::optional<ojson> best;
-  for (const ojson& part : parts) {
-    const ojson* bound = FindAt(part, section, path);
+  for (const FileStats& part : parts) {
+    const ojson* bound = part.Find(section, path);
     if (bound == nullptr || bound->is_null()) {
-      const ojson* nulls = FindAt(part, "nullCount", path);
-      const auto records = part.find("numRecords");
-      const bool only_nulls = nulls != nullptr && nulls->is_number_integer() &&
-                              records != part.end() && *nulls == *records;
-      if (!only_nulls) return std::nullopt;
+      const std::optional<int64_t> nulls = part.NullCount(path);
+      if (!nulls || nulls != part.num_records()) return std::nullopt;
       continue;
     }
     if (!best) {
@@ -342,11 +325,10 @@ std::optional<ojson> MergedBound(const std::vector<ojson>& parts, const char* se
 
 std::string MergeStats(const std::vector<std::optional<std::string>>& parts,
                        const arrow::Schema& schema, int64_t num_records) {
-  std::vector<ojson> parsed;
+  std::vector<FileStats> parsed;
   for (const auto& part : parts) {
-    if (!part) return ojson{{"numRecords", num_records}}.dump();
-    parsed.push_back(ojson::parse(*part, nullptr, false));
-    if (!parsed.back().is_object()) return ojson{{"numRecords", num_records}}.dump();
+    parsed.emplace_back(part);
+    if (!parsed.back().known()) return ojson{{"numRecords", num_records}}.dump();
   }
   std::vector<std::pair<std::vector<std::string>, Kind>> leaves;
   for (const auto& field : schema.fields()) CollectLeafPaths(*field, {}, &leaves);
@@ -358,15 +340,16 @@ std::string MergeStats(const std::vector<std::optional<std::string>>& parts,
     const Kind kind = leaf.second;
     int64_t nulls = 0;
     const bool counted =
-        std::all_of(parsed.begin(), parsed.end(), [&](const ojson& part) {
-          const ojson* count = FindAt(part, "nullCount", path);
-          if (count == nullptr || !count->is_number_integer()) return false;
-          nulls += count->get<int64_t>();
+        std::all_of(parsed.begin(), parsed.end(), [&](const FileStats& part) {
+          const std::optional<int64_t> count = part.NullCount(path);
+          if (!count) return false;
+          nulls += *count;
           return true;
         });
     if (counted) PlaceAt(&null_count, path, nulls);
-    auto low = MergedBound(parsed, "minValues", path, kind, /*least=*/true);
-    auto high = MergedBound(parsed, "maxValues", path, kind, /*least=*/false);
+    auto low = MergedBound(parsed, StatsSection::kMinValues, path, kind, /*least=*/true);
+    auto high =
+        MergedBound(parsed, StatsSection::kMaxValues, path, kind, /*least=*/false);
     if (low && high) {
       PlaceAt(&min_values, path, std::move(*low));
       PlaceAt(&max_values, path, std::move(*high));

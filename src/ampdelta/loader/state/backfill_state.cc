@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ampdelta/delta/log/file_stats.h"
 #include "ampdelta/loader/state/takeover.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/numbers.h"

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ampdelta/delta/log/column_mapping.h"
+#include "ampdelta/delta/log/file_stats.h"
 #include "ampdelta/delta/log/schema.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/write/row_edit.h"
@@ -27,21 +28,14 @@ constexpr const char* kLegacyTakeoverInfix = "/takeover/";
 // A file's [min, max] of `column` from its statistics; nullopt when they do not say.
 std::optional<std::pair<int64_t, int64_t>> StatsSpan(const delta::Add& file,
                                                      const std::string& column) {
-  if (!file.stats) return std::nullopt;
-  auto stats = nlohmann::json::parse(*file.stats, nullptr, false);
-  if (stats.is_discarded() || !stats.is_object()) return std::nullopt;
-  auto find = [&](const char* kind) -> std::optional<int64_t> {
-    auto values = stats.find(kind);
-    if (values == stats.end() || !values->is_object()) return std::nullopt;
-    for (auto it = values->begin(); it != values->end(); ++it) {
-      if (EqualsIgnoreAsciiCase(it.key(), column) && it->is_number_integer()) {
-        return it->get<int64_t>();
-      }
-    }
-    return std::nullopt;
+  const delta::FileStats stats = delta::FileStats::Of(file);
+  auto find = [&](delta::StatsSection section) -> std::optional<int64_t> {
+    const delta::FileStats::Json* bound = stats.FindIgnoringCase(section, column);
+    if (bound == nullptr || !bound->is_number_integer()) return std::nullopt;
+    return bound->get<int64_t>();
   };
-  auto low = find("minValues");
-  auto high = find("maxValues");
+  auto low = find(delta::StatsSection::kMinValues);
+  auto high = find(delta::StatsSection::kMaxValues);
   if (!low || !high) return std::nullopt;
   return std::make_pair(*low, *high);
 }
