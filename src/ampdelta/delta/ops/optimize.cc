@@ -204,19 +204,12 @@ bool CompressedWith(const parquet::FileMetaData& footer, Codec codec) {
   return any_wanted;
 }
 
-// The files of `bin`, opened, when stitching them is worth it and keeps what a rewrite
-// would: no deleted rows to purge, no row IDs to keep (a table tracking them keeps them
-// in columns a rewrite adds), the codec asked for, at most an eighth of the rows in
-// small row groups, one schema. nullopt otherwise.
+// The files of a stitch bin, opened, when their footers say stitching them keeps what a
+// rewrite would: the codec asked for, at most an eighth of the rows in small row groups,
+// one schema. nullopt otherwise.
 arrow::Result<std::optional<std::vector<StitchInput>>> StitchInputs(
     const Snapshot& snapshot, const std::vector<const Add*>& bin,
     int64_t min_rows_per_group, Codec codec) {
-  if (min_rows_per_group <= 0 || RowTrackingEnabled(snapshot.metadata().configuration))
-    return std::nullopt;
-  if (std::any_of(bin.begin(), bin.end(),
-                  [](const Add* file) { return file->deletion_vector.has_value(); })) {
-    return std::nullopt;
-  }
   std::vector<StitchInput> inputs;
   int64_t rows = 0;
   int64_t rows_in_small_groups = 0;
@@ -295,6 +288,330 @@ arrow::Result<std::optional<Add>> TryStitch(
   return std::move(*stitched);
 }
 
+// How a bin's files become new ones.
+enum class BinStrategy : uint8_t {
+  // Their row groups copied into one file when the footers allow (StitchInputs), else
+  // rewritten.
+  kStitch,
+  // Their rows read (deleted ones dropped, row IDs kept) and written again.
+  kRewrite,
+  // Their rows read, sorted by the clustering columns and written into files of about
+  // the target size.
+  kCluster,
+};
+
+// Files compacted together, with how.
+struct OptimizeBin {
+  std::vector<const Add*> files;
+  BinStrategy strategy = BinStrategy::kRewrite;
+};
+
+// What an optimize will do, decided from the log alone.
+struct OptimizePlan {
+  std::vector<std::string> clustering;      // the table's clustering columns
+  std::vector<std::string> partition_keys;  // files' partitionValues keys (physical)
+  std::vector<OptimizeBin> bins;
+};
+
+// Files' partitionValues keys: physical names under column mapping.
+std::vector<std::string> PartitionKeys(const Snapshot& snapshot) {
+  std::vector<std::string> keys;
+  for (const auto& column : snapshot.partition_columns()) {
+    keys.push_back(PhysicalColumnName(*snapshot.schema(), column));
+  }
+  return keys;
+}
+
+// Small files (or files with deleted rows to purge), grouped by partition and by the
+// keys of their tags: files of one writer's bookkeeping (a stream's block ranges) are
+// never merged with files outside it, whose rows that bookkeeping does not describe.
+std::map<std::string, std::vector<const Add*>> CandidateGroups(
+    const Snapshot& snapshot, const OptimizeOptions& options, const OptimizePlan& plan) {
+  std::map<std::string, std::vector<const Add*>> groups;
+  for (const auto& add : snapshot.files()) {
+    // A clustered table's large files count too: they may overlap others.
+    if (plan.clustering.empty() && add.size >= options.target_size &&
+        !add.deletion_vector) {
+      continue;
+    }
+    if (options.eligible && !options.eligible(add)) continue;
+    std::string group = PartitionFolder(plan.partition_keys, add.partition_values);
+    if (add.tags) {
+      for (const auto& [key, value] : *add.tags) group += std::string(1, '\0') + key;
+    }
+    groups[group].push_back(&add);
+  }
+  return groups;
+}
+
+// `files` packed in their order into bins of about `target_size`.
+std::vector<std::vector<const Add*>> PackBins(const std::vector<const Add*>& files,
+                                              int64_t target_size) {
+  std::vector<std::vector<const Add*>> bins;
+  std::vector<const Add*> bin;
+  int64_t bytes = 0;
+  for (const Add* file : files) {
+    if (!bin.empty() && bytes + file->size > target_size) FlushBin(&bin, &bytes, &bins);
+    bin.push_back(file);
+    bytes += file->size;
+  }
+  FlushBin(&bin, &bytes, &bins);
+  return bins;
+}
+
+// A packed bin is stitched only where that keeps what a rewrite would: no deleted rows
+// to purge, no row IDs to keep (a table tracking them keeps them in columns a rewrite
+// adds).
+BinStrategy PackedBinStrategy(const Snapshot& snapshot, const OptimizeOptions& options,
+                              const std::vector<const Add*>& bin) {
+  if (options.stitch_min_rows_per_group <= 0 ||
+      RowTrackingEnabled(snapshot.metadata().configuration)) {
+    return BinStrategy::kRewrite;
+  }
+  const bool purges = std::any_of(bin.begin(), bin.end(), [](const Add* file) {
+    return file->deletion_vector.has_value();
+  });
+  return purges ? BinStrategy::kRewrite : BinStrategy::kStitch;
+}
+
+// The bins of one candidate group: clustered, or packed in the order asked for.
+void PlanGroup(const Snapshot& snapshot, const OptimizeOptions& options,
+               std::vector<const Add*> files, OptimizePlan* plan) {
+  if (!plan->clustering.empty()) {
+    for (auto& bin :
+         ClusteringBins(std::move(files),
+                        PhysicalColumnName(*snapshot.schema(), plan->clustering.front()),
+                        options.target_size)) {
+      plan->bins.push_back({std::move(bin), BinStrategy::kCluster});
+    }
+    return;
+  }
+  if (options.order_by) {
+    OrderByLeast(&files, PhysicalColumnName(*snapshot.schema(), *options.order_by));
+  }
+  for (auto& bin : PackBins(files, options.target_size)) {
+    const BinStrategy strategy = PackedBinStrategy(snapshot, options, bin);
+    plan->bins.push_back({std::move(bin), strategy});
+  }
+}
+
+arrow::Result<OptimizePlan> PlanOptimize(const Snapshot& snapshot,
+                                         const OptimizeOptions& options) {
+  OptimizePlan plan;
+  ARROW_ASSIGN_OR_RAISE(plan.clustering, ClusteringColumns(snapshot));
+  plan.partition_keys = PartitionKeys(snapshot);
+  for (auto& [group, files] : CandidateGroups(snapshot, options, plan)) {
+    PlanGroup(snapshot, options, std::move(files), &plan);
+  }
+  return plan;
+}
+
+// An optimize's execution: each bin written its way, then one commit. Every failure
+// deletes the files written.
+class OptimizeRun {
+ public:
+  static arrow::Result<std::unique_ptr<OptimizeRun>> Open(
+      std::shared_ptr<const Snapshot> snapshot, const OptimizeOptions& options,
+      const OptimizePlan& plan) {
+    auto run =
+        std::unique_ptr<OptimizeRun>(new OptimizeRun(std::move(snapshot), options, plan));
+    ARROW_ASSIGN_OR_RAISE(run->lease_, WriteLease::Acquire(run->store()));
+    run->file_options_ = FileOptionsForTable(run->snapshot_.get(), options.files);
+    run->file_options_.target_file_size = options.target_size;
+    run->file_options_.num_threads = 1;  // one output file per bin
+    run->file_options_.file_token = run->lease_->token();
+    return run;
+  }
+
+  arrow::Result<OptimizeResult> Execute() {
+    auto done = ExecuteOrFail();
+    if (!done.ok()) Abort();
+    return done;
+  }
+
+ private:
+  OptimizeRun(std::shared_ptr<const Snapshot> snapshot, const OptimizeOptions& options,
+              const OptimizePlan& plan)
+      : snapshot_(std::move(snapshot)), options_(options), plan_(plan) {}
+
+  const std::shared_ptr<storage::ObjectStore>& store() const {
+    return snapshot_->store();
+  }
+
+  arrow::Result<OptimizeResult> ExecuteOrFail() {
+    for (const OptimizeBin& bin : plan_.bins) {
+      ARROW_RETURN_NOT_OK(RunBin(bin));
+    }
+    return Commit();
+  }
+
+  arrow::Status RunBin(const OptimizeBin& bin) {
+    ARROW_ASSIGN_OR_RAISE(std::optional<NullableStringMap> tags, BinTags(bin.files));
+    partitions_.insert(
+        PartitionFolder(plan_.partition_keys, bin.files.front()->partition_values));
+    switch (bin.strategy) {
+      case BinStrategy::kStitch: {
+        ARROW_ASSIGN_OR_RAISE(bool stitched, Stitch(bin.files, tags));
+        if (stitched) return arrow::Status::OK();
+        return Rewrite(bin.files, tags);
+      }
+      case BinStrategy::kRewrite:
+        return Rewrite(bin.files, tags);
+      case BinStrategy::kCluster:
+        return Cluster(bin.files, tags);
+    }
+    return arrow::Status::OK();
+  }
+
+  arrow::Result<std::optional<NullableStringMap>> BinTags(
+      const std::vector<const Add*>& files) const {
+    if (options_.merge_tags) return options_.merge_tags(files);
+    return MergeFileTags(files);
+  }
+
+  // True when the files were stitched into one; false when they must be rewritten.
+  arrow::Result<bool> Stitch(const std::vector<const Add*>& files,
+                             const std::optional<NullableStringMap>& tags) {
+    ARROW_ASSIGN_OR_RAISE(
+        std::optional<Add> stitched,
+        TryStitch(*snapshot_, files, options_, file_options_, plan_.partition_keys));
+    if (!stitched) return false;
+    for (const Add* file : files) Replace(*file);
+    stitched->tags = tags;
+    result_.rows += StatsNumRecords(*stitched).value_or(0);
+    result_.files_stitched += static_cast<int64_t>(files.size());
+    adds_.push_back(std::move(*stitched));
+    return true;
+  }
+
+  arrow::Status Rewrite(const std::vector<const Add*>& files,
+                        const std::optional<NullableStringMap>& tags) {
+    ARROW_ASSIGN_OR_RAISE(auto writer, MakeWriter(file_options_));
+    for (const Add* file : files) {
+      ARROW_ASSIGN_OR_RAISE(auto rows, ReadToReplace(*file));
+      ARROW_ASSIGN_OR_RAISE(const int64_t written, WriteRows(*rows, writer.get()));
+      result_.rows += written;
+    }
+    return FinishBin(files, tags, std::nullopt, writer.get());
+  }
+
+  // The bin's rows sorted by the clustering columns, into files that follow each other
+  // in that order.
+  arrow::Status Cluster(const std::vector<const Add*>& files,
+                        const std::optional<NullableStringMap>& tags) {
+    ARROW_ASSIGN_OR_RAISE(auto writer, MakeWriter(ClusteredFileOptions(files)));
+    std::vector<std::shared_ptr<arrow::Table>> tables;
+    for (const Add* file : files) {
+      ARROW_ASSIGN_OR_RAISE(auto rows, ReadToReplace(*file));
+      tables.push_back(std::move(rows));
+    }
+    ARROW_ASSIGN_OR_RAISE(auto rows, arrow::ConcatenateTables(tables));
+    tables.clear();
+    ARROW_ASSIGN_OR_RAISE(rows, SortedBy(rows, plan_.clustering));
+    ARROW_ASSIGN_OR_RAISE(const int64_t written, WriteRows(*rows, writer.get()));
+    result_.rows += written;
+    return FinishBin(files, tags, std::string(kLiquidProvider), writer.get());
+  }
+
+  // Sorted rows go to files of about the target size, however small: a file per slice
+  // of the order is what data skipping needs (the writer rolls files only at row groups
+  // of at least 1 MiB otherwise).
+  DataFileOptions ClusteredFileOptions(const std::vector<const Add*>& files) const {
+    DataFileOptions bin_options = file_options_;
+    int64_t rows = 0;
+    int64_t bytes = 0;
+    for (const Add* file : files) {
+      rows += StatsNumRecords(*file).value_or(0);
+      bytes += file->size;
+    }
+    if (rows > 0 && bytes > options_.target_size) {
+      bin_options.max_rows_per_file = std::max<int64_t>(
+          1,
+          static_cast<int64_t>(static_cast<double>(options_.target_size) *
+                               static_cast<double>(rows) / static_cast<double>(bytes)));
+    }
+    return bin_options;
+  }
+
+  arrow::Result<std::unique_ptr<DataFileWriter>> MakeWriter(
+      const DataFileOptions& bin_options) const {
+    return DataFileWriter::Make(store(), snapshot_->schema(),
+                                snapshot_->partition_columns(), bin_options);
+  }
+
+  // A file's live rows with their row IDs (row_tracking.h), which they keep in the files
+  // they move to; the file is removed by the commit.
+  arrow::Result<std::shared_ptr<arrow::Table>> ReadToReplace(const Add& file) {
+    ARROW_ASSIGN_OR_RAISE(auto rows, ReadDataFileWithRowIds(*snapshot_, file));
+    Replace(file);
+    return rows;
+  }
+
+  void Replace(const Add& file) {
+    removes_.push_back(RemoveFor(file, /*data_change=*/false));
+    read_.push_back(snapshot_->FileKey(file.path));
+  }
+
+  arrow::Status FinishBin(const std::vector<const Add*>& files,
+                          const std::optional<NullableStringMap>& tags,
+                          const std::optional<std::string>& clustering_provider,
+                          DataFileWriter* writer) {
+    if (writer->rows_written() == 0 && tags && !tags->empty()) {
+      // Only 0-row files (what a delete leaves to hold a stream's ranges): one keeps
+      // them.
+      ARROW_RETURN_NOT_OK(writer->WriteEmptyFile(files.front()->partition_values));
+    }
+    ARROW_ASSIGN_OR_RAISE(auto bin_files, writer->Finish());
+    for (auto& add : bin_files) {
+      add.tags = tags;
+      add.clustering_provider = clustering_provider;
+      adds_.push_back(std::move(add));
+    }
+    return arrow::Status::OK();
+  }
+
+  arrow::Result<OptimizeResult> Commit() {
+    result_.files_removed = static_cast<int64_t>(removes_.size());
+    result_.files_added = static_cast<int64_t>(adds_.size());
+    result_.partitions_optimized = static_cast<int64_t>(partitions_.size());
+    Transaction txn(store(), snapshot_, options_.commit);
+    txn.SetDataChange(false);
+    txn.ReadFiles(read_);
+    txn.AddFiles(adds_);
+    txn.RemoveFiles(std::move(removes_));
+    std::map<std::string, std::string> parameters = {
+        {"predicate", "[]"}, {"targetSize", std::to_string(options_.target_size)}};
+    if (!plan_.clustering.empty()) {
+      parameters["clusterBy"] = nlohmann::json(plan_.clustering).dump();
+    }
+    txn.SetOperation("OPTIMIZE", std::move(parameters));
+    txn.SetOperationMetrics(
+        {{"numRemovedFiles", std::to_string(result_.files_removed)},
+         {"numAddedFiles", std::to_string(result_.files_added)},
+         {"partitionsOptimized", std::to_string(result_.partitions_optimized)}});
+    ARROW_ASSIGN_OR_RAISE(auto committed, txn.Commit());
+    result_.version = committed.version;
+    return result_;
+  }
+
+  void Abort() {
+    std::vector<std::string> written;
+    for (const auto& add : adds_) written.push_back(DecodeLogPath(add.path));
+    (void)store()->DeleteMany(written);
+  }
+
+  std::shared_ptr<const Snapshot> snapshot_;
+  const OptimizeOptions& options_;
+  const OptimizePlan& plan_;
+  std::shared_ptr<WriteLease> lease_;
+  DataFileOptions file_options_;
+  OptimizeResult result_;
+  std::set<std::string> partitions_;
+  std::vector<Add> adds_;
+  std::vector<Remove> removes_;
+  std::vector<std::string> read_;
+};
+
 }  // namespace
 
 arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> store,
@@ -305,182 +622,12 @@ arrow::Result<OptimizeResult> Optimize(std::shared_ptr<storage::ObjectStore> sto
 
 arrow::Result<OptimizeResult> Optimize(std::shared_ptr<const Snapshot> snapshot,
                                        const OptimizeOptions& options) {
-  const std::shared_ptr<storage::ObjectStore>& store = snapshot->store();
   ARROW_RETURN_NOT_OK(CheckWriteSupported(snapshot->protocol(), snapshot->metadata(),
                                           *snapshot->schema()));
-  // Small files (or files with deleted rows to purge), grouped by partition and by the
-  // keys of their tags: files of one writer's bookkeeping (a stream's block ranges) are
-  // never merged with files outside it, whose rows that bookkeeping does not describe.
-  ARROW_ASSIGN_OR_RAISE(const std::vector<std::string> clustering,
-                        ClusteringColumns(*snapshot));
-  // Files' partitionValues keys: physical names under column mapping.
-  std::vector<std::string> partition_keys;
-  for (const auto& column : snapshot->partition_columns()) {
-    partition_keys.push_back(PhysicalColumnName(*snapshot->schema(), column));
-  }
-  std::map<std::string, std::vector<const Add*>> by_partition;
-  for (const auto& add : snapshot->files()) {
-    // A clustered table's large files count too: they may overlap others.
-    if (clustering.empty() && add.size >= options.target_size && !add.deletion_vector)
-      continue;
-    if (options.eligible && !options.eligible(add)) continue;
-    std::string group = PartitionFolder(partition_keys, add.partition_values);
-    if (add.tags) {
-      for (const auto& [key, value] : *add.tags) group += std::string(1, '\0') + key;
-    }
-    by_partition[group].push_back(&add);
-  }
-  // Bins of about target_size; a bin of one file without deletions gains nothing.
-  std::vector<std::vector<const Add*>> bins;
-  for (auto& [partition, files] : by_partition) {
-    if (!clustering.empty()) {
-      for (auto& bin : ClusteringBins(
-               files, PhysicalColumnName(*snapshot->schema(), clustering.front()),
-               options.target_size)) {
-        bins.push_back(std::move(bin));
-      }
-      continue;
-    }
-    if (options.order_by) {
-      OrderByLeast(&files, PhysicalColumnName(*snapshot->schema(), *options.order_by));
-    }
-    std::vector<const Add*> bin;
-    int64_t bytes = 0;
-    auto flush = [&] { FlushBin(&bin, &bytes, &bins); };
-    for (const Add* file : files) {
-      if (!bin.empty() && bytes + file->size > options.target_size) flush();
-      bin.push_back(file);
-      bytes += file->size;
-    }
-    flush();
-  }
-  OptimizeResult result;
-  if (bins.empty()) return result;
-  ARROW_ASSIGN_OR_RAISE(auto lease, WriteLease::Acquire(store));
-  DataFileOptions file_options = FileOptionsForTable(snapshot.get(), options.files);
-  file_options.target_file_size = options.target_size;
-  file_options.num_threads = 1;  // one output file per bin
-  file_options.file_token = lease->token();
-  std::set<std::string> partitions;
-  std::vector<Add> adds;
-  std::vector<Remove> removes;
-  std::vector<std::string> read;
-  // Files written by bins already finished are deleted when anything fails.
-  std::vector<std::string> written;
-  auto discard = [&](arrow::Status status) {
-    for (const auto& add : adds) written.push_back(DecodeLogPath(add.path));
-    (void)store->DeleteMany(written);
-    return status;
-  };
-  auto bin_tags = [&](const std::vector<const Add*>& bin)
-      -> arrow::Result<std::optional<NullableStringMap>> {
-    if (options.merge_tags) return options.merge_tags(bin);
-    return MergeFileTags(bin);
-  };
-  arrow::Status compacted = [&]() -> arrow::Status {
-    for (const auto& bin : bins) {
-      ARROW_ASSIGN_OR_RAISE(std::optional<NullableStringMap> tags, bin_tags(bin));
-      if (clustering.empty()) {
-        ARROW_ASSIGN_OR_RAISE(
-            std::optional<Add> stitched,
-            TryStitch(*snapshot, bin, options, file_options, partition_keys));
-        if (stitched) {
-          for (const Add* file : bin) {
-            removes.push_back(RemoveFor(*file, /*data_change=*/false));
-            read.push_back(snapshot->FileKey(file->path));
-          }
-          stitched->tags = tags;
-          result.rows += StatsNumRecords(*stitched).value_or(0);
-          result.files_stitched += static_cast<int64_t>(bin.size());
-          adds.push_back(std::move(*stitched));
-          partitions.insert(
-              PartitionFolder(partition_keys, bin.front()->partition_values));
-          continue;
-        }
-      }
-      DataFileOptions bin_options = file_options;
-      if (!clustering.empty()) {
-        // Sorted rows go to files of about the target size, however small: a file per
-        // slice of the order is what data skipping needs (the writer rolls files only
-        // at row groups of at least 1 MiB otherwise).
-        int64_t rows = 0;
-        int64_t bytes = 0;
-        for (const Add* file : bin) {
-          rows += StatsNumRecords(*file).value_or(0);
-          bytes += file->size;
-        }
-        if (rows > 0 && bytes > options.target_size) {
-          bin_options.max_rows_per_file = std::max<int64_t>(
-              1, static_cast<int64_t>(static_cast<double>(options.target_size) *
-                                      static_cast<double>(rows) /
-                                      static_cast<double>(bytes)));
-        }
-      }
-      ARROW_ASSIGN_OR_RAISE(
-          auto writer, DataFileWriter::Make(store, snapshot->schema(),
-                                            snapshot->partition_columns(), bin_options));
-      std::vector<std::shared_ptr<arrow::Table>> tables;
-      for (const Add* file : bin) {
-        // Rows keep their row IDs (row_tracking.h) in the files they move to.
-        ARROW_ASSIGN_OR_RAISE(auto table, ReadDataFileWithRowIds(*snapshot, *file));
-        removes.push_back(RemoveFor(*file, /*data_change=*/false));
-        read.push_back(snapshot->FileKey(file->path));
-        if (!clustering.empty()) {
-          tables.push_back(std::move(table));
-          continue;
-        }
-        ARROW_ASSIGN_OR_RAISE(const int64_t rows, WriteRows(*table, writer.get()));
-        result.rows += rows;
-      }
-      if (!clustering.empty()) {
-        // The bin's rows sorted by the clustering columns, into files that follow each
-        // other in that order.
-        ARROW_ASSIGN_OR_RAISE(auto rows, arrow::ConcatenateTables(tables));
-        tables.clear();
-        ARROW_ASSIGN_OR_RAISE(rows, SortedBy(rows, clustering));
-        ARROW_ASSIGN_OR_RAISE(const int64_t sorted_rows, WriteRows(*rows, writer.get()));
-        result.rows += sorted_rows;
-      }
-      if (writer->rows_written() == 0 && tags && !tags->empty()) {
-        // Only 0-row files (what a delete leaves to hold a stream's ranges): one keeps
-        // them.
-        ARROW_RETURN_NOT_OK(writer->WriteEmptyFile(bin.front()->partition_values));
-      }
-      ARROW_ASSIGN_OR_RAISE(auto bin_files, writer->Finish());
-      for (auto& add : bin_files) {
-        add.tags = tags;
-        if (!clustering.empty()) add.clustering_provider = std::string(kLiquidProvider);
-        adds.push_back(std::move(add));
-      }
-      partitions.insert(PartitionFolder(partition_keys, bin.front()->partition_values));
-    }
-    return arrow::Status::OK();
-  }();
-  if (!compacted.ok()) return discard(compacted);
-  for (const auto& add : adds) written.push_back(DecodeLogPath(add.path));
-  result.files_removed = static_cast<int64_t>(removes.size());
-  result.files_added = static_cast<int64_t>(adds.size());
-  result.partitions_optimized = static_cast<int64_t>(partitions.size());
-  Transaction txn(store, snapshot, options.commit);
-  txn.SetDataChange(false);
-  txn.ReadFiles(read);
-  txn.AddFiles(std::move(adds));
-  txn.RemoveFiles(std::move(removes));
-  std::map<std::string, std::string> parameters = {
-      {"predicate", "[]"}, {"targetSize", std::to_string(options.target_size)}};
-  if (!clustering.empty()) parameters["clusterBy"] = nlohmann::json(clustering).dump();
-  txn.SetOperation("OPTIMIZE", std::move(parameters));
-  txn.SetOperationMetrics(
-      {{"numRemovedFiles", std::to_string(result.files_removed)},
-       {"numAddedFiles", std::to_string(result.files_added)},
-       {"partitionsOptimized", std::to_string(result.partitions_optimized)}});
-  auto committed = txn.Commit();
-  if (!committed.ok()) {
-    (void)store->DeleteMany(written);
-    return committed.status();
-  }
-  result.version = committed->version;
-  return result;
+  ARROW_ASSIGN_OR_RAISE(const OptimizePlan plan, PlanOptimize(*snapshot, options));
+  if (plan.bins.empty()) return OptimizeResult{};
+  ARROW_ASSIGN_OR_RAISE(auto run, OptimizeRun::Open(std::move(snapshot), options, plan));
+  return run->Execute();
 }
 
 }  // namespace ampdelta::delta
