@@ -2,9 +2,11 @@
 
 /// \file numbers.h
 /// \brief Decimal numbers from text without exceptions (std::stoll and friends throw on
-/// text that is not a number or out of range, which hostile input makes routine).
+/// text that is not a number or out of range, which hostile input makes routine), and
+/// sums of counts a hostile log gives without overflow.
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -23,5 +25,14 @@ std::optional<uint64_t> ParseUint64(std::string_view text);
 /// strtod, `inf` and `nan` too).
 /// \return nullopt for empty or malformed text and for a value outside the double range
 std::optional<double> ParseDouble(std::string_view text);
+
+/// \brief Return `a + b`, held at the int64 limit it would pass (signed overflow is
+/// undefined behaviour; sizes and row counts come from logs anyone may write).
+inline int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<int64_t>::max()
+               : std::numeric_limits<int64_t>::min();
+}
 
 }  // namespace ampdelta

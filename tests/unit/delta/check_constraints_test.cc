@@ -151,6 +151,28 @@ TEST(CheckConstraintsTest, AnOrBesideTheComparisonsNeverClassifiesAFileAsAllMatc
   EXPECT_EQ(excluded.Classify(file, {}), FileMatch::kNone);
 }
 
+TEST(CheckConstraintsTest, AFileWhoseStatisticsAreBrokenIsReadNeverSkipped) {
+  const auto schema = arrow::schema({arrow::field("x", arrow::int64())});
+  ASSERT_OK_AND_ASSIGN(auto predicate, Predicate::Parse("x = 15", schema));
+  const std::string bounds = R"("minValues":{"x":10},"maxValues":{"x":20})";
+  const std::vector<std::string> broken = {
+      R"({"numRecords":-1,"nullCount":{"x":-1},)" + bounds + "}",
+      R"({"numRecords":1.5,)" + bounds + "}",
+      R"({"numRecords":2,"minValues":{"x":"ten"},"maxValues":{"x":20}})",
+      R"({"numRecords":2,"nullCount":{"x":18446744073709551615},)" + bounds + "}",
+      R"({"numRecords":2,"minValues":)" + std::string(2000, '[')};
+  Add file;
+  file.path = "f.parquet";
+  for (const std::string& stats : broken) {
+    file.stats = stats;
+    EXPECT_EQ(predicate.Classify(file, {}), FileMatch::kSome) << stats;
+  }
+  file.stats = "{\"numRecords\":2," + bounds + "}";
+  EXPECT_EQ(predicate.Classify(file, {}), FileMatch::kSome);
+  file.stats = "{\"numRecords\":2,\"minValues\":{\"x\":16},\"maxValues\":{\"x\":20}}";
+  EXPECT_EQ(predicate.Classify(file, {}), FileMatch::kNone);
+}
+
 TEST(CheckConstraintsTest, HostileConditionsAreRefusedOrEvaluatedNeverACrash) {
   const auto schema = arrow::schema({arrow::field("x", arrow::int64())});
   std::string deep;

@@ -35,11 +35,16 @@ TEST(FileStatsTest, StatisticsNestedPastTheJsonDepthLimitSayNothing) {
   EXPECT_EQ(stats.num_records(), std::nullopt);
 }
 
-TEST(FileStatsTest, RowCountsOutsideInt64AreUnknown) {
+TEST(FileStatsTest, RowCountsThatAreNegativeOrOutsideInt64AreUnknown) {
   EXPECT_EQ(Parse(R"({"numRecords":18446744073709551615})").num_records(), std::nullopt);
   EXPECT_EQ(Parse(R"({"numRecords":1.5})").num_records(), std::nullopt);
   EXPECT_EQ(Parse(R"({"numRecords":"7"})").num_records(), std::nullopt);
   EXPECT_EQ(Parse(R"({"numRecords":7})").num_records(), 7);
+  // A negative count would make a predicate's "every row is null" true of any file.
+  EXPECT_EQ(Parse(R"({"numRecords":-1,"nullCount":{"a":-1}})").num_records(),
+            std::nullopt);
+  EXPECT_EQ(Parse(R"({"numRecords":-1,"nullCount":{"a":-1}})").NullCount({"a"}),
+            std::nullopt);
   Add add;
   add.stats = R"({"numRecords":9,"nullCount":{"a":-1}})";
   EXPECT_EQ(StatsNumRecords(add), 9);

@@ -18,6 +18,14 @@ const char* SectionKey(StatsSection section) {
   return "";
 }
 
+// A count of rows: a non-negative integer (a negative one, from a broken writer, would
+// make every comparison with it wrong).
+std::optional<int64_t> Count(const FileStats::Json& value) {
+  const std::optional<int64_t> count = json_util::AsInt64(value);
+  if (!count || *count < 0) return std::nullopt;
+  return count;
+}
+
 }  // namespace
 
 FileStats::FileStats(const std::optional<std::string>& text) {
@@ -31,7 +39,7 @@ std::optional<int64_t> FileStats::num_records() const {
   if (!known()) return std::nullopt;
   auto it = json_.find("numRecords");
   if (it == json_.end()) return std::nullopt;
-  return json_util::AsInt64(*it);
+  return Count(*it);
 }
 
 const FileStats::Json* FileStats::Find(StatsSection section,
@@ -62,7 +70,7 @@ const FileStats::Json* FileStats::FindIgnoringCase(StatsSection section,
 std::optional<int64_t> FileStats::NullCount(const std::vector<std::string>& path) const {
   const Json* count = Find(StatsSection::kNullCount, path);
   if (count == nullptr) return std::nullopt;
-  return json_util::AsInt64(*count);
+  return Count(*count);
 }
 
 std::string FileStats::WithLooseBounds(int64_t num_records) const {

@@ -40,7 +40,7 @@ class FileStats {
   /// \brief Return true when the statistics are a JSON object.
   bool known() const { return json_.is_object(); }
   /// \brief Return `numRecords` (the physical rows, before any deletion vector); nullopt
-  /// when absent or not an integer in range.
+  /// when absent or not a non-negative int64.
   std::optional<int64_t> num_records() const;
   /// \brief Return the entry of `section` at `path` (a nested column's names from the
   /// top, physical); nullptr when absent.
@@ -48,7 +48,8 @@ class FileStats {
   /// \brief Return the entry of `section` for top-level column `column` in any ASCII
   /// case (the table's names resolve so); nullptr when absent or null.
   const Json* FindIgnoringCase(StatsSection section, std::string_view column) const;
-  /// \brief Return the null count at `path`; nullopt when absent or not an integer.
+  /// \brief Return the null count at `path`; nullopt when absent or not a non-negative
+  /// int64.
   std::optional<int64_t> NullCount(const std::vector<std::string>& path) const;
 
   /// \brief Return the statistics as JSON text with `numRecords` set to `num_records`

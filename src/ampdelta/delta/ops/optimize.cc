@@ -30,6 +30,7 @@
 #include "ampdelta/util/ascii.h"
 #include "ampdelta/util/clock.h"
 #include "ampdelta/util/logging.h"
+#include "ampdelta/util/numbers.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::delta {
@@ -478,7 +479,7 @@ class OptimizeRun {
     if (!stitched) return false;
     for (const Add* file : files) Replace(*file);
     stitched->tags = tags;
-    result_.rows += StatsNumRecords(*stitched).value_or(0);
+    result_.rows = SaturatingAdd(result_.rows, StatsNumRecords(*stitched).value_or(0));
     result_.files_stitched += static_cast<int64_t>(files.size());
     adds_.push_back(std::move(*stitched));
     return true;
@@ -521,18 +522,22 @@ class OptimizeRun {
     int64_t rows = 0;
     int64_t bytes = 0;
     for (const Add* file : files) {
-      rows += StatsNumRecords(*file).value_or(0);
-      bytes += file->size;
+      rows = SaturatingAdd(rows, StatsNumRecords(*file).value_or(0));
+      bytes = SaturatingAdd(bytes, file->size);
     }
     if (rows > 0 && bytes > options_.target_size) {
-      bin_options.max_rows_per_file = std::max<int64_t>(
-          1,
-          static_cast<int64_t>(static_cast<double>(options_.target_size) *
-                               static_cast<double>(rows) / static_cast<double>(bytes)));
+      // Below 2^63 before the cast, which is undefined past it.
+      const double per_file =
+          std::min(static_cast<double>(options_.target_size) * static_cast<double>(rows) /
+                       static_cast<double>(bytes),
+                   9e18);
+      bin_options.max_rows_per_file =
+          std::max<int64_t>(1, static_cast<int64_t>(per_file));
     }
     return bin_options;
   }
 
+  // A bin's writer; one dropped unfinished (its bin failed) deletes what it wrote.
   arrow::Result<std::unique_ptr<DataFileWriter>> MakeWriter(
       const DataFileOptions& bin_options) const {
     return DataFileWriter::Make(store(), snapshot_->schema(),

@@ -342,9 +342,8 @@ std::string MergeStats(const std::vector<std::optional<std::string>>& parts,
     const bool counted =
         std::all_of(parsed.begin(), parsed.end(), [&](const FileStats& part) {
           const std::optional<int64_t> count = part.NullCount(path);
-          if (!count) return false;
-          nulls += *count;
-          return true;
+          // A sum past int64 (hostile statistics) is not counted.
+          return count && !__builtin_add_overflow(nulls, *count, &nulls);
         });
     if (counted) PlaceAt(&null_count, path, nulls);
     auto low = MergedBound(parsed, StatsSection::kMinValues, path, kind, /*least=*/true);

@@ -17,6 +17,7 @@
 #include "ampdelta/delta/write/row_edit.h"
 #include "ampdelta/loader/state/stream_tags.h"
 #include "ampdelta/util/ascii.h"
+#include "ampdelta/util/numbers.h"
 #include "ampdelta/util/status.h"
 
 namespace ampdelta::loader {
@@ -146,7 +147,7 @@ int64_t ForeignRows(const delta::Snapshot& snapshot, const std::string& except_t
   int64_t rows = 0;
   for (const auto& file : snapshot.files()) {
     if (IsForeignFile(file, except_tag)) {
-      rows += delta::StatsNumRecords(file).value_or(1);
+      rows = SaturatingAdd(rows, delta::StatsNumRecords(file).value_or(1));
     }
   }
   return rows;
@@ -231,7 +232,7 @@ arrow::Result<std::vector<int64_t>> RowsIn(
       }
       if (holding.empty()) continue;
       if (!read) {
-        for (size_t i : holding) counts[i] += *rows;
+        for (size_t i : holding) counts[i] = SaturatingAdd(counts[i], *rows);
         continue;
       }
     }
