@@ -310,11 +310,9 @@ arrow::Status RecordSourceChanges(TableWriter* writer,
   return writer->RecordChange(added, ChangeType::kInsert);
 }
 
-arrow::Result<MergeResult> MergeOnce(
-    const std::shared_ptr<storage::ObjectStore>& store,
-    const std::shared_ptr<arrow::Schema>& source_schema,
-    const std::vector<std::shared_ptr<arrow::RecordBatch>>& source,
-    const MergeOptions& options) {
+// The commit's write options: an append that is serializable (a concurrent append
+// conflicts), recorded as Spark records a MERGE.
+TableWriteOptions MergeWriteOptions(const MergeOptions& options) {
   TableWriteOptions write = options.write;
   write.mode = SaveMode::kAppend;
   write.operation = "MERGE";
@@ -327,30 +325,36 @@ arrow::Result<MergeResult> MergeOnce(
   write.operation_parameters["predicate"] = predicate;
   write.operation_parameters["matchedPredicates"] = R"([{"actionType":"update"}])";
   write.operation_parameters["notMatchedPredicates"] = R"([{"actionType":"insert"}])";
-  ARROW_ASSIGN_OR_RAISE(auto writer, TableWriter::Open(store, source_schema, write));
-  const auto& schema = writer->table_schema();
+  return write;
+}
+
+std::string FieldNames(const arrow::Schema& schema) {
+  std::vector<std::string> names;
+  for (const auto& field : schema.fields()) names.push_back(field->name());
+  return json_util::DumpJsonLossy(nlohmann::json(names));
+}
+
+// The key columns' indices in the table's schema as the writer will write it; each key
+// is in the source and the existing table (key names are case-insensitive, as every
+// Delta column name), named once, and of a type that encodes.
+arrow::Result<std::vector<int>> ResolveKeys(const TableWriter& writer,
+                                            const arrow::Schema& source_schema,
+                                            const std::vector<std::string>& keys) {
+  const auto& schema = writer.table_schema();
+  const auto& existing = writer.read_snapshot();
   std::vector<int> indices;
-  for (const auto& key : options.keys) {
-    // Key names are case-insensitive, as every Delta column name.
+  for (const auto& key : keys) {
     const int index = FindFieldIgnoreCase(*schema, key);
-    if (index < 0 || FindFieldIgnoreCase(*source_schema, key) < 0) {
-      std::vector<std::string> available;
-      for (const auto& field : source_schema->fields())
-        available.push_back(field->name());
-      return InvalidInputError("merge key column '", key,
-                               "' not found in the data; available columns: ",
-                               json_util::DumpJsonLossy(nlohmann::json(available)));
+    if (index < 0 || FindFieldIgnoreCase(source_schema, key) < 0) {
+      return InvalidInputError(
+          "merge key column '", key,
+          "' not found in the data; available columns: ", FieldNames(source_schema));
     }
     // A key the existing table lacks matches no row: every source row would be a new one.
-    const auto& existing = writer->read_snapshot();
     if (existing != nullptr && FindFieldIgnoreCase(*existing->schema(), key) < 0) {
-      std::vector<std::string> columns;
-      for (const auto& field : existing->schema()->fields())
-        columns.push_back(field->name());
       return InvalidInputError("merge key column '", key,
-                               "' is not a column of the table; table "
-                               "columns: ",
-                               nlohmann::json(columns).dump());
+                               "' is not a column of the table; table columns: ",
+                               FieldNames(*existing->schema()));
     }
     if (std::find(indices.begin(), indices.end(), index) != indices.end()) {
       return InvalidInputError("merge_keys lists column '", key,
@@ -359,127 +363,218 @@ arrow::Result<MergeResult> MergeOnce(
     ARROW_RETURN_NOT_OK(KeyEncoder::CheckType(*schema->field(index)));
     indices.push_back(index);
   }
+  return indices;
+}
 
-  MergeResult result;
-  // The source in the table's types, so its keys encode exactly as the table's do.
-  std::vector<std::shared_ptr<arrow::RecordBatch>> conformed;
-  std::vector<std::vector<std::optional<std::string>>> source_keys;
-  // key -> (batch, row) of its last occurrence.
+// The source in the table's types, so its keys encode exactly as the table's do.
+struct MergeSource {
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;   // none empty
+  std::vector<std::vector<std::optional<std::string>>> keys;  // per batch, per row
+  // key -> (batch, row) of its last occurrence: the row that wins.
   std::unordered_map<std::string, std::pair<size_t, int64_t>> last;
+  int64_t rows = 0;
+
+  bool Wins(const std::string& key, size_t batch, int64_t row) const {
+    const auto& winner = last.at(key);
+    return winner.first == batch && winner.second == row;
+  }
+};
+
+arrow::Result<MergeSource> ConformSource(
+    TableWriter* writer, const std::vector<std::shared_ptr<arrow::RecordBatch>>& source,
+    const std::vector<int>& indices) {
+  MergeSource conformed;
   for (const auto& batch : source) {
     if (batch->num_rows() == 0) continue;
     ARROW_ASSIGN_OR_RAISE(auto converted, writer->Conform(batch));
     auto keys = KeyEncoder::Encode(*converted, indices);
     for (int64_t row = 0; row < converted->num_rows(); ++row) {
       const auto& key = keys[static_cast<size_t>(row)];
-      if (key) last[*key] = {conformed.size(), row};
+      if (key) conformed.last[*key] = {conformed.batches.size(), row};
     }
-    result.source_rows += converted->num_rows();
-    conformed.push_back(std::move(converted));
-    source_keys.push_back(std::move(keys));
+    conformed.rows += converted->num_rows();
+    conformed.batches.push_back(std::move(converted));
+    conformed.keys.push_back(std::move(keys));
+  }
+  return conformed;
+}
+
+// The table files a merge reads: those the source's key ranges may match, in the
+// table's order, decided from partition values and statistics before any is read.
+struct MergePlan {
+  std::vector<const Add*> files;
+  int64_t files_skipped = 0;
+};
+
+arrow::Result<MergePlan> PlanMerge(const Snapshot& snapshot, const MergeSource& source,
+                                   const std::shared_ptr<arrow::Schema>& schema,
+                                   const std::vector<int>& indices) {
+  MergePlan plan;
+  ARROW_ASSIGN_OR_RAISE(auto prune, KeyRangePredicate(source.batches, schema, indices));
+  for (const auto& file : snapshot.files()) {
+    if (prune &&
+        prune->Classify(file, snapshot.partition_columns()) == FileMatch::kNone) {
+      ++plan.files_skipped;
+    } else {
+      plan.files.push_back(&file);
+    }
+  }
+  return plan;
+}
+
+// A merge's execution through its writer: the table rows a source row replaces go (their
+// identity values and row IDs passed to the replacing rows), then the winning source
+// rows are written and the whole committed.
+class MergeRun {
+ public:
+  MergeRun(TableWriter* writer, const MergeSource& source, std::vector<int> indices,
+           std::optional<MaterializedRowColumns> tracked)
+      : writer_(writer),
+        source_(source),
+        indices_(std::move(indices)),
+        kept_identity_(*writer->table_schema(), writer->generated_identity_columns()),
+        kept_row_ids_(std::move(tracked)) {
+    result_.source_rows = source.rows;
   }
 
-  const auto& snapshot = writer->read_snapshot();
-  if (snapshot != nullptr && result.source_rows == 0) {
-    ARROW_RETURN_NOT_OK(writer->Abort());
-    return result;  // nothing to merge: no commit
+  arrow::Status ReplaceMatchedRows(const Snapshot& snapshot, const MergePlan& plan) {
+    result_.files_skipped = plan.files_skipped;
+    RowEdit edit(snapshot, writer_);
+    for (const Add* file : plan.files) {
+      ++result_.files_read;
+      ARROW_RETURN_NOT_OK(ReplaceInFile(*file, &edit));
+    }
+    writer_->StageEdit(&edit);
+    return arrow::Status::OK();
   }
-  std::unordered_set<std::string> matched;
-  KeptIdentity kept_identity(*schema, writer->generated_identity_columns());
+
+  // The source rows that survive: the last occurrence of each key, and every null-keyed
+  // row.
+  arrow::Status WriteSource() {
+    for (size_t b = 0; b < source_.batches.size(); ++b) {
+      ARROW_RETURN_NOT_OK(WriteSourceBatch(b));
+    }
+    const int64_t kept = result_.source_rows - result_.source_duplicates;
+    result_.rows_inserted = kept - static_cast<int64_t>(matched_.size());
+    return arrow::Status::OK();
+  }
+
+  arrow::Result<MergeResult> Commit() {
+    writer_->AddOperationMetrics({
+        {"numSourceRows", std::to_string(result_.source_rows)},
+        {"numTargetRowsInserted", std::to_string(result_.rows_inserted)},
+        {"numTargetRowsUpdated", std::to_string(result_.rows_updated)},
+        {"numTargetRowsCopied", std::to_string(result_.rows_copied)},
+        {"numTargetRowsDeleted", "0"},
+        {"numTargetFilesRemoved", std::to_string(result_.files_rewritten)},
+        {"numTargetDeletionVectorsAdded", std::to_string(result_.files_marked)},
+    });
+    ARROW_ASSIGN_OR_RAISE(result_.write, writer_->Commit());
+    return result_;
+  }
+
+ private:
+  arrow::Status ReplaceInFile(const Add& file, RowEdit* edit) {
+    ARROW_ASSIGN_OR_RAISE(auto read_rows, edit->Read(file));
+    ARROW_ASSIGN_OR_RAISE(auto rows, WithoutColumns(read_rows, kept_row_ids_.names()));
+    ARROW_ASSIGN_OR_RAISE(rows, ConformBatch(rows, writer_->table_schema()));
+    auto keys = KeyEncoder::Encode(*rows, indices_);
+    std::vector<bool> keep(keys.size(), true);
+    int64_t replaced = 0;
+    for (size_t row = 0; row < keys.size(); ++row) {
+      if (!keys[row] || source_.last.count(*keys[row]) == 0) continue;
+      keep[row] = false;
+      matched_.insert(*keys[row]);
+      kept_identity_.Remember(*rows, static_cast<int64_t>(row), *keys[row]);
+      kept_row_ids_.Remember(*read_rows, static_cast<int64_t>(row), *keys[row]);
+      ++replaced;
+    }
+    if (replaced == 0) {
+      edit->AlsoRead(file);  // statistics were loose: the file stays as it is
+      return arrow::Status::OK();
+    }
+    // The replaced rows go (row_edit.h); a rewrite carries the kept rows' row IDs.
+    std::shared_ptr<arrow::RecordBatch> carried;
+    if (edit->rewrites() && replaced < rows->num_rows()) {
+      ARROW_ASSIGN_OR_RAISE(carried, kept_row_ids_.Carry(rows, read_rows));
+    }
+    ARROW_ASSIGN_OR_RAISE(auto mask, MaskOf(keep));
+    ARROW_ASSIGN_OR_RAISE(
+        const FileEdit done,
+        edit->Drop(file, rows, mask, ChangeType::kUpdatePreimage, std::move(carried)));
+    result_.rows_updated += replaced;
+    if (done.marked != nullptr) ++result_.files_marked;
+    if (done.marked == nullptr) ++result_.files_rewritten;
+    if (done.rewritten) result_.rows_copied += done.rows_kept;
+    return arrow::Status::OK();
+  }
+
+  arrow::Status WriteSourceBatch(size_t b) {
+    const auto& keys = source_.keys[b];
+    std::vector<bool> keep(keys.size(), true);
+    int64_t dropped = 0;
+    for (size_t row = 0; row < keys.size(); ++row) {
+      if (keys[row] && !source_.Wins(*keys[row], b, static_cast<int64_t>(row))) {
+        keep[row] = false;
+        ++dropped;
+      }
+    }
+    result_.source_duplicates += dropped;
+    ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::RecordBatch> rows,
+                          kept_identity_.Apply(source_.batches[b], keys));
+    ARROW_ASSIGN_OR_RAISE(rows, kept_row_ids_.Apply(rows, keys));
+    if (dropped > 0) {
+      ARROW_ASSIGN_OR_RAISE(rows, FilterRows(rows, keep));
+    }
+    if (rows->num_rows() == 0) return arrow::Status::OK();
+    ARROW_RETURN_NOT_OK(writer_->Write(rows));
+    if (writer_->records_changes() && !matched_.empty()) {
+      // Rows that replaced a table row are updates; the rest are inserts.
+      ARROW_RETURN_NOT_OK(RecordSourceChanges(writer_, rows, indices_, matched_));
+    }
+    return arrow::Status::OK();
+  }
+
+  TableWriter* writer_;
+  const MergeSource& source_;
+  const std::vector<int> indices_;
+  KeptIdentity kept_identity_;
+  KeptRowIds kept_row_ids_;
+  std::unordered_set<std::string> matched_;
+  MergeResult result_;
+};
+
+arrow::Result<MergeResult> MergeOnce(
+    const std::shared_ptr<storage::ObjectStore>& store,
+    const std::shared_ptr<arrow::Schema>& source_schema,
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& source,
+    const MergeOptions& options) {
+  ARROW_ASSIGN_OR_RAISE(
+      auto writer, TableWriter::Open(store, source_schema, MergeWriteOptions(options)));
+  ARROW_ASSIGN_OR_RAISE(const std::vector<int> indices,
+                        ResolveKeys(*writer, *source_schema, options.keys));
+  ARROW_ASSIGN_OR_RAISE(const MergeSource conformed,
+                        ConformSource(writer.get(), source, indices));
+  const auto& snapshot = writer->read_snapshot();
+  if (snapshot != nullptr && conformed.rows == 0) {
+    ARROW_RETURN_NOT_OK(writer->Abort());
+    return MergeResult{};  // nothing to merge: no commit
+  }
   std::optional<MaterializedRowColumns> tracked;
   if (snapshot != nullptr) {
     ARROW_ASSIGN_OR_RAISE(tracked, MaterializedColumns(snapshot->metadata().configuration,
                                                        *snapshot->schema()));
   }
-  KeptRowIds kept_row_ids(std::move(tracked));
-  if (snapshot != nullptr && !last.empty()) {
-    ARROW_ASSIGN_OR_RAISE(auto prune, KeyRangePredicate(conformed, schema, indices));
-    RowEdit edit(*snapshot, writer.get());
-    for (const auto& file : snapshot->files()) {
-      if (prune &&
-          prune->Classify(file, snapshot->partition_columns()) == FileMatch::kNone) {
-        ++result.files_skipped;
-        continue;
-      }
-      ++result.files_read;
-      ARROW_ASSIGN_OR_RAISE(auto read_rows, edit.Read(file));
-      ARROW_ASSIGN_OR_RAISE(auto rows, WithoutColumns(read_rows, kept_row_ids.names()));
-      ARROW_ASSIGN_OR_RAISE(rows, ConformBatch(rows, schema));
-      auto keys = KeyEncoder::Encode(*rows, indices);
-      std::vector<bool> keep(keys.size(), true);
-      int64_t replaced = 0;
-      for (size_t row = 0; row < keys.size(); ++row) {
-        if (keys[row] && last.count(*keys[row]) != 0) {
-          keep[row] = false;
-          matched.insert(*keys[row]);
-          kept_identity.Remember(*rows, static_cast<int64_t>(row), *keys[row]);
-          kept_row_ids.Remember(*read_rows, static_cast<int64_t>(row), *keys[row]);
-          ++replaced;
-        }
-      }
-      if (replaced == 0) {
-        edit.AlsoRead(file);  // statistics were loose: the file stays as it is
-        continue;
-      }
-      // The replaced rows go (row_edit.h); a rewrite carries the kept rows' row IDs.
-      std::shared_ptr<arrow::RecordBatch> carried;
-      if (edit.rewrites() && replaced < rows->num_rows()) {
-        ARROW_ASSIGN_OR_RAISE(carried, kept_row_ids.Carry(rows, read_rows));
-      }
-      ARROW_ASSIGN_OR_RAISE(auto mask, MaskOf(keep));
-      ARROW_ASSIGN_OR_RAISE(
-          const FileEdit done,
-          edit.Drop(file, rows, mask, ChangeType::kUpdatePreimage, std::move(carried)));
-      result.rows_updated += replaced;
-      if (done.marked != nullptr) ++result.files_marked;
-      if (done.marked == nullptr) ++result.files_rewritten;
-      if (done.rewritten) result.rows_copied += done.rows_kept;
-    }
-    writer->StageEdit(&edit);
+  MergeRun run(writer.get(), conformed, indices, std::move(tracked));
+  // Only null keys match nothing.
+  if (snapshot != nullptr && !conformed.last.empty()) {
+    ARROW_ASSIGN_OR_RAISE(
+        const MergePlan plan,
+        PlanMerge(*snapshot, conformed, writer->table_schema(), indices));
+    ARROW_RETURN_NOT_OK(run.ReplaceMatchedRows(*snapshot, plan));
   }
-
-  // The source rows that survive: the last occurrence of each key, and every null-keyed
-  // row.
-  for (size_t b = 0; b < conformed.size(); ++b) {
-    const auto& keys = source_keys[b];
-    std::vector<bool> keep(keys.size(), true);
-    int64_t dropped = 0;
-    for (size_t row = 0; row < keys.size(); ++row) {
-      if (!keys[row]) continue;
-      const auto& winner = last.at(*keys[row]);
-      if (winner.first != b || winner.second != static_cast<int64_t>(row)) {
-        keep[row] = false;
-        ++dropped;
-      }
-    }
-    result.source_duplicates += dropped;
-    ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::RecordBatch> rows,
-                          kept_identity.Apply(conformed[b], keys));
-    ARROW_ASSIGN_OR_RAISE(rows, kept_row_ids.Apply(rows, keys));
-    if (dropped > 0) {
-      ARROW_ASSIGN_OR_RAISE(rows, FilterRows(rows, keep));
-    }
-    if (rows->num_rows() == 0) continue;
-    ARROW_RETURN_NOT_OK(writer->Write(rows));
-    if (writer->records_changes() && !matched.empty()) {
-      // Rows that replaced a table row are updates; the rest are inserts.
-      ARROW_RETURN_NOT_OK(RecordSourceChanges(writer.get(), rows, indices, matched));
-    }
-  }
-  const int64_t kept = result.source_rows - result.source_duplicates;
-  result.rows_inserted = kept - static_cast<int64_t>(matched.size());
-
-  writer->AddOperationMetrics({
-      {"numSourceRows", std::to_string(result.source_rows)},
-      {"numTargetRowsInserted", std::to_string(result.rows_inserted)},
-      {"numTargetRowsUpdated", std::to_string(result.rows_updated)},
-      {"numTargetRowsCopied", std::to_string(result.rows_copied)},
-      {"numTargetRowsDeleted", "0"},
-      {"numTargetFilesRemoved", std::to_string(result.files_rewritten)},
-      {"numTargetDeletionVectorsAdded", std::to_string(result.files_marked)},
-  });
-  ARROW_ASSIGN_OR_RAISE(result.write, writer->Commit());
-  return result;
+  ARROW_RETURN_NOT_OK(run.WriteSource());
+  return run.Commit();
 }
 
 }  // namespace
