@@ -34,7 +34,6 @@ LONG_FUNCTIONS = {
     "src/ampdelta/delta/log/schema.cc": {"ampdelta::delta::ToTableType": 103},
     "src/ampdelta/delta/log/snapshot.cc": {"ampdelta::delta::Snapshot::Replay": 83},
     "src/ampdelta/delta/ops/restore.cc": {"ampdelta::delta::RestoreOnce": 101},
-    "src/ampdelta/delta/ops/vacuum.cc": {"ampdelta::delta::Vacuum": 129},
     "src/ampdelta/delta/read/deletion_vector.cc": {
         "ampdelta::delta::ParsePortableBitmap32": 112},
     "src/ampdelta/delta/write/table_writer.cc": {
