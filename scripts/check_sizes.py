@@ -36,9 +36,6 @@ LONG_FUNCTIONS = {
     "src/ampdelta/delta/ops/restore.cc": {"ampdelta::delta::RestoreOnce": 101},
     "src/ampdelta/delta/read/deletion_vector.cc": {
         "ampdelta::delta::ParsePortableBitmap32": 112},
-    "src/ampdelta/delta/write/table_writer.cc": {
-        "ampdelta::delta::TableWriter::Impl::Prepare": 91,
-        "ampdelta::delta::TableWriter::Commit": 114},
     "src/ampdelta/devserver/query.cc": {"ampdelta::devserver::TypeLiteral": 89},
     "src/ampdelta/devserver/sql.cc": {"ampdelta::devserver::sql::Tokenize": 98,
                                       "ampdelta::devserver::sql::Parser::ParseSelect": 93},

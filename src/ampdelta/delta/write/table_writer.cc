@@ -76,6 +76,7 @@ class TableWriter::Impl {
   std::shared_ptr<const Snapshot> snapshot;
   std::shared_ptr<arrow::Schema> table_schema;
   std::vector<std::string> partition_columns;
+  std::vector<std::string> clustering_columns;
   std::optional<Metadata> new_metadata;
   std::optional<Protocol> new_protocol;
   std::unique_ptr<DataFileWriter> writer;
@@ -99,6 +100,11 @@ class TableWriter::Impl {
   bool skipped = false;
   bool done = false;
   bool committed = false;
+
+  struct WrittenFiles {
+    std::vector<Add> adds;
+    std::vector<Cdc> changes;
+  };
 
   // Before a commit names its files they must still exist. Vacuums that honour leases
   // cannot have deleted them while the lease is held; if it is gone (a vacuum judged this
@@ -133,86 +139,22 @@ class TableWriter::Impl {
   }
 
   arrow::Status Prepare(const std::shared_ptr<arrow::Schema>& source_schema) {
-    if (options.read_snapshot != nullptr) {
-      snapshot = options.read_snapshot;
-    } else if (!options.expect_new_table) {
-      auto loaded = Snapshot::Load(store);
-      if (loaded.ok()) {
-        snapshot = *loaded;
-      } else if (!IsError(loaded.status(), ErrorCode::kNotFound)) {
-        return loaded.status();
-      }
-    }
+    ARROW_RETURN_NOT_OK(LoadSnapshot());
     ARROW_ASSIGN_OR_RAISE(WritePlan plan, PlanWrite(snapshot.get(), *source_schema,
                                                     options, store->root_uri()));
     if (plan.skipped) {
       skipped = true;
       return arrow::Status::OK();
     }
-    options.partition_by = plan.partition_by;
-    table_schema = std::move(plan.table_schema);
-    partition_columns = std::move(plan.partition_columns);
-    new_metadata = std::move(plan.new_metadata);
-    new_protocol = std::move(plan.new_protocol);
-    ARROW_ASSIGN_OR_RAISE(identity, IdentityAssigner::Make(*table_schema, *source_schema,
-                                                           options.rewrites_rows));
-    ARROW_ASSIGN_OR_RAISE(generated, GeneratedColumns::Make(table_schema, *source_schema,
-                                                            options.rewrites_rows));
-    if (plan.clustering_domain) options.domains.push_back(*plan.clustering_domain);
+    ARROW_RETURN_NOT_OK(AdoptPlan(std::move(plan), *source_schema));
     // Vacuum must not take the files for garbage before they are committed.
     lease = options.lease;
     if (lease == nullptr) {
       ARROW_ASSIGN_OR_RAISE(owned_lease, WriteLease::Acquire(store));
       lease = owned_lease;
     }
-    DataFileOptions file_options = FileOptionsForTable(snapshot.get(), options.files);
-    file_options.file_token = lease->token();
-    if (!snapshot) {
-      // A new table's first files follow the properties it is created with.
-      file_options = ApplyTableProperties(ParseTableProperties(options.configuration),
-                                          std::move(file_options));
-    }
-    file_options.stats.always_indexed = plan.clustering_columns;
-    // Every row the write adds must satisfy the table's CHECK constraints.
-    const Metadata* metadata = new_metadata ? &*new_metadata
-                               : snapshot   ? &snapshot->metadata()
-                                            : nullptr;
-    ARROW_ASSIGN_OR_RAISE(
-        auto constraints,
-        TableConstraints(
-            metadata ? metadata->configuration : std::map<std::string, std::string>{},
-            table_schema));
-    // A table that tracks rows keeps the IDs of the rows a rewrite copies in its
-    // materialized columns (rows without them are new).
-    ARROW_ASSIGN_OR_RAISE(
-        auto tracked, MaterializedColumns(metadata ? metadata->configuration
-                                                   : std::map<std::string, std::string>{},
-                                          *table_schema));
-    file_options.row_tracking_columns =
-        tracked ? tracked->names() : std::vector<std::string>{};
-    // Conversion to the table schema runs on the writer threads.
-    file_options.prepare =
-        [schema = table_schema, generated = generated, tracked,
-         checks = std::make_shared<const std::vector<CheckConstraint>>(
-             std::move(constraints))](const std::shared_ptr<arrow::RecordBatch>& batch)
-        -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
-      std::shared_ptr<arrow::RecordBatch> rows = batch;
-      if (tracked) {
-        ARROW_ASSIGN_OR_RAISE(rows, WithoutColumns(batch, tracked->names()));
-      }
-      ARROW_ASSIGN_OR_RAISE(auto conformed, generated->empty()
-                                                ? ConformBatch(rows, schema)
-                                                : generated->Conform(rows));
-      ARROW_RETURN_NOT_OK(CheckRows(*checks, *conformed));
-      if (tracked) return WithMaterializedColumns(conformed, batch, *tracked);
-      return conformed;
-    };
-    if (new_metadata) {
-      change_feed =
-          ParseTableProperties(new_metadata->configuration).enable_change_data_feed;
-    } else if (snapshot) {
-      change_feed = snapshot->properties().enable_change_data_feed;
-    }
+    ARROW_ASSIGN_OR_RAISE(DataFileOptions file_options, FileOptions());
+    change_feed = WritesChangeFeed();
     change_options = file_options;
     if (snapshot && options.mode != SaveMode::kOverwrite &&
         WritesDeletionVectors(*snapshot)) {
@@ -224,6 +166,97 @@ class TableWriter::Impl {
     return arrow::Status::OK();
   }
 
+  // The table written to: the snapshot given, else the latest, else none (a new table).
+  arrow::Status LoadSnapshot() {
+    if (options.read_snapshot != nullptr) {
+      snapshot = options.read_snapshot;
+      return arrow::Status::OK();
+    }
+    if (options.expect_new_table) return arrow::Status::OK();
+    auto loaded = Snapshot::Load(store);
+    if (loaded.ok()) {
+      snapshot = *loaded;
+    } else if (!IsError(loaded.status(), ErrorCode::kNotFound)) {
+      return loaded.status();
+    }
+    return arrow::Status::OK();
+  }
+
+  arrow::Status AdoptPlan(WritePlan plan, const arrow::Schema& source_schema) {
+    options.partition_by = plan.partition_by;
+    table_schema = std::move(plan.table_schema);
+    partition_columns = std::move(plan.partition_columns);
+    new_metadata = std::move(plan.new_metadata);
+    new_protocol = std::move(plan.new_protocol);
+    clustering_columns = std::move(plan.clustering_columns);
+    ARROW_ASSIGN_OR_RAISE(identity, IdentityAssigner::Make(*table_schema, source_schema,
+                                                           options.rewrites_rows));
+    ARROW_ASSIGN_OR_RAISE(generated, GeneratedColumns::Make(table_schema, source_schema,
+                                                            options.rewrites_rows));
+    if (plan.clustering_domain) options.domains.push_back(*plan.clustering_domain);
+    return arrow::Status::OK();
+  }
+
+  // The table's configuration as this commit leaves it.
+  std::map<std::string, std::string> Configuration() const {
+    if (new_metadata) return new_metadata->configuration;
+    if (snapshot) return snapshot->metadata().configuration;
+    return {};
+  }
+
+  bool WritesChangeFeed() const {
+    if (new_metadata) {
+      return ParseTableProperties(new_metadata->configuration).enable_change_data_feed;
+    }
+    return snapshot && snapshot->properties().enable_change_data_feed;
+  }
+
+  // The data files' options: the table's, this write's lease, statistics for the
+  // clustering columns, and the conversion every batch goes through.
+  arrow::Result<DataFileOptions> FileOptions() const {
+    DataFileOptions file_options = FileOptionsForTable(snapshot.get(), options.files);
+    file_options.file_token = lease->token();
+    if (!snapshot) {
+      // A new table's first files follow the properties it is created with.
+      file_options = ApplyTableProperties(ParseTableProperties(options.configuration),
+                                          std::move(file_options));
+    }
+    file_options.stats.always_indexed = clustering_columns;
+    // Every row the write adds must satisfy the table's CHECK constraints.
+    ARROW_ASSIGN_OR_RAISE(auto constraints,
+                          TableConstraints(Configuration(), table_schema));
+    // A table that tracks rows keeps the IDs of the rows a rewrite copies in its
+    // materialized columns (rows without them are new).
+    ARROW_ASSIGN_OR_RAISE(auto tracked,
+                          MaterializedColumns(Configuration(), *table_schema));
+    file_options.row_tracking_columns =
+        tracked ? tracked->names() : std::vector<std::string>{};
+    file_options.prepare = BatchConversion(std::move(constraints), std::move(tracked));
+    return file_options;
+  }
+
+  // Each batch in the table's schema (generated columns filled), checked against the
+  // table's CHECK constraints, its row IDs carried; it runs on the writer threads.
+  decltype(DataFileOptions::prepare) BatchConversion(
+      std::vector<CheckConstraint> constraints,
+      std::optional<MaterializedRowColumns> tracked) const {
+    return [schema = table_schema, generated = generated, tracked = std::move(tracked),
+            checks = std::make_shared<const std::vector<CheckConstraint>>(
+                std::move(constraints))](const std::shared_ptr<arrow::RecordBatch>& batch)
+               -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
+      std::shared_ptr<arrow::RecordBatch> rows = batch;
+      if (tracked) {
+        ARROW_ASSIGN_OR_RAISE(rows, WithoutColumns(batch, tracked->names()));
+      }
+      ARROW_ASSIGN_OR_RAISE(auto conformed, generated->empty()
+                                                ? ConformBatch(rows, schema)
+                                                : generated->Conform(rows));
+      ARROW_RETURN_NOT_OK(CheckRows(*checks, *conformed));
+      if (tracked) return WithMaterializedColumns(conformed, batch, *tracked);
+      return conformed;
+    };
+  }
+
   // The commit records the identity values handed out: the metadata carries the new
   // high-water marks (a concurrent writer that read the old ones then conflicts).
   arrow::Status RecordHighWaterMarks() {
@@ -233,6 +266,129 @@ class TableWriter::Impl {
     ARROW_ASSIGN_OR_RAISE(metadata.schema_string, SchemaToJson(*schema));
     new_metadata = std::move(metadata);
     return arrow::Status::OK();
+  }
+
+  // The files written (checked still there, identity high-water marks recorded) and the
+  // change data; nothing is left behind on failure.
+  arrow::Result<WrittenFiles> FinishFiles() {
+    WrittenFiles files;
+    auto finished = writer->Finish();
+    if (finished.ok() && changes) {
+      auto recorded = changes->Finish();
+      if (recorded.ok()) {
+        files.changes = std::move(*recorded);
+      } else {
+        finished = recorded.status();
+      }
+    }
+    if (!finished.ok()) return Fail(finished.status());
+    files.adds = std::move(*finished);
+    arrow::Status present = CheckFilesExist(files.adds);
+    if (present.ok()) present = RecordHighWaterMarks();
+    if (!present.ok()) return Fail(present);
+    if (file_tags) {
+      for (auto& add : files.adds) add.tags = file_tags;
+    }
+    for (auto& add : staged_adds) files.adds.push_back(std::move(add));
+    return files;
+  }
+
+  // Modes error and ignore create a table or write nothing: another writer's table, made
+  // meanwhile, is not appended to.
+  bool CreateOnly() const {
+    return snapshot == nullptr && (options.mode == SaveMode::kErrorIfExists ||
+                                   options.mode == SaveMode::kIgnore);
+  }
+
+  void StageTable(Transaction* txn) const {
+    if (CreateOnly()) txn->CreateOnly();
+    if (new_protocol) txn->SetProtocol(*new_protocol);
+    if (new_metadata) txn->SetMetadata(*new_metadata);
+  }
+
+  void StageConflictRules(Transaction* txn) {
+    txn->ReadFiles(read_keys);
+    txn->WatchRemovals(std::move(watched), std::move(watched_tags));
+    if (options.serializable) txn->ConflictWithConcurrentAppends();
+  }
+
+  void StageFiles(WrittenFiles files, Transaction* txn, TableWriteResult* result) {
+    std::vector<Remove> removes = std::move(staged_removes);
+    if (options.mode == SaveMode::kOverwrite && snapshot) {
+      removes.clear();
+      for (const auto& add : snapshot->files()) removes.push_back(RemoveFor(add));
+      txn->ReplaceWholeTable();
+    }
+    result->rows = writer->rows_written();
+    result->bytes = writer->bytes_written();
+    // A file marked in a deletion vector is re-added, not written, and stays.
+    result->files_marked =
+        deletion_vectors ? static_cast<int64_t>(deletion_vectors->files().size()) : 0;
+    result->files_added = static_cast<int64_t>(files.adds.size()) - result->files_marked;
+    result->files_removed = static_cast<int64_t>(removes.size()) - result->files_marked;
+    txn->AddFiles(std::move(files.adds));
+    txn->RemoveFiles(std::move(removes));
+    txn->AddChangeFiles(std::move(files.changes));
+  }
+
+  // What the caller's bookkeeping asks of the commit: its app transaction, the app IDs
+  // and adds it claims, its records and domains.
+  void StageBookkeeping(Transaction* txn) const {
+    if (options.app_transaction) txn->SetAppTransaction(*options.app_transaction);
+    if (options.overlapping_app_ids) {
+      txn->ConflictWithAppIds(options.overlapping_app_ids);
+      txn->SupersedeAppIds(options.superseded_app_ids);
+    }
+    if (options.claimed_adds) txn->ConflictWithAdds(options.claimed_adds);
+    for (const auto& record : options.transaction_records) {
+      txn->AddTransactionRecord(record);
+    }
+    for (const auto& domain : options.domains) txn->SetDomainMetadata(domain);
+  }
+
+  void RecordOperation(const TableWriteResult& result, Transaction* txn) const {
+    std::map<std::string, std::string> parameters = options.operation_parameters;
+    if (options.operation == "WRITE") {
+      static const char* kModes[] = {"Append", "Overwrite", "ErrorIfExists", "Ignore"};
+      parameters["mode"] = kModes[static_cast<int>(options.mode)];
+      parameters["partitionBy"] = nlohmann::json(partition_columns).dump();
+    }
+    txn->SetOperation(options.operation, parameters);
+    std::map<std::string, std::string> metrics = {
+        {"numFiles", std::to_string(result.files_added)},
+        {"numOutputRows", std::to_string(result.rows)},
+        {"numOutputBytes", std::to_string(result.bytes)},
+        {"numRemovedFiles", std::to_string(result.files_removed)}};
+    if (result.files_marked > 0) {
+      metrics["numDeletionVectorsAdded"] = std::to_string(result.files_marked);
+    }
+    for (const auto& [key, value] : extra_metrics) metrics[key] = value;
+    txn->SetOperationMetrics(std::move(metrics));
+  }
+
+  // A commit that failed: nothing references the files, so they go and the table stays
+  // exactly as it was. A table created meanwhile is what mode ignore asks to skip.
+  arrow::Result<TableWriteResult> CommitFailed(const arrow::Status& status,
+                                               TableWriteResult result) {
+    (void)Fail(status);
+    const ErrorDetail* detail = GetErrorDetail(status);
+    if (!CreateOnly() || detail == nullptr ||
+        detail->subcode() != kTableCreatedConcurrently) {
+      return status;
+    }
+    if (options.mode == SaveMode::kIgnore) {
+      skipped = true;  // as if the table had been there: nothing written
+      return result;
+    }
+    return InvalidInputError("table already exists at ", store->root_uri(),
+                             " (mode error; another writer created it meanwhile)");
+  }
+
+  // Delete what the write wrote and give up its lease; return `status`.
+  arrow::Status Fail(arrow::Status status) {
+    (void)AbortFiles();
+    ReleaseLease();
+    return status;
   }
 
   // Delete the files of a write that does not commit, change data included.
@@ -375,109 +531,15 @@ arrow::Result<TableWriteResult> TableWriter::Commit() {
   if (impl_->skipped) return result;
   if (impl_->done) return arrow::Status::Invalid("write already committed");
   impl_->done = true;
-  auto finished = impl_->writer->Finish();
-  std::vector<Cdc> changes;
-  if (finished.ok() && impl_->changes) {
-    auto recorded = impl_->changes->Finish();
-    if (recorded.ok()) {
-      changes = std::move(*recorded);
-    } else {
-      finished = recorded.status();
-    }
-  }
-  if (!finished.ok()) {
-    (void)impl_->AbortFiles();
-    impl_->ReleaseLease();
-    return finished.status();
-  }
-  std::vector<Add> adds = std::move(*finished);
-  arrow::Status present = impl_->CheckFilesExist(adds);
-  if (present.ok()) present = impl_->RecordHighWaterMarks();
-  if (!present.ok()) {
-    (void)impl_->AbortFiles();
-    impl_->ReleaseLease();
-    return present;
-  }
-  if (impl_->file_tags) {
-    for (auto& add : adds) add.tags = impl_->file_tags;
-  }
-  for (auto& add : impl_->staged_adds) adds.push_back(std::move(add));
+  ARROW_ASSIGN_OR_RAISE(Impl::WrittenFiles files, impl_->FinishFiles());
   Transaction txn(impl_->store, impl_->snapshot, impl_->options.commit);
-  // Modes error and ignore create a table or write nothing: another writer's table, made
-  // meanwhile, is not appended to.
-  const bool create_only =
-      impl_->snapshot == nullptr && (impl_->options.mode == SaveMode::kErrorIfExists ||
-                                     impl_->options.mode == SaveMode::kIgnore);
-  if (create_only) txn.CreateOnly();
-  if (impl_->new_protocol) txn.SetProtocol(*impl_->new_protocol);
-  if (impl_->new_metadata) txn.SetMetadata(*impl_->new_metadata);
-  std::vector<Remove> removes = std::move(impl_->staged_removes);
-  txn.ReadFiles(impl_->read_keys);
-  txn.WatchRemovals(std::move(impl_->watched), std::move(impl_->watched_tags));
-  if (impl_->options.serializable) txn.ConflictWithConcurrentAppends();
-  const bool overwrite = impl_->options.mode == SaveMode::kOverwrite && impl_->snapshot;
-  if (overwrite) {
-    removes.clear();
-    for (const auto& add : impl_->snapshot->files()) removes.push_back(RemoveFor(add));
-    txn.ReplaceWholeTable();
-  }
-  result.rows = impl_->writer->rows_written();
-  result.bytes = impl_->writer->bytes_written();
-  // A file marked in a deletion vector is re-added, not written, and stays.
-  result.files_marked =
-      impl_->deletion_vectors
-          ? static_cast<int64_t>(impl_->deletion_vectors->files().size())
-          : 0;
-  result.files_added = static_cast<int64_t>(adds.size()) - result.files_marked;
-  result.files_removed = static_cast<int64_t>(removes.size()) - result.files_marked;
-  txn.AddFiles(std::move(adds));
-  txn.RemoveFiles(std::move(removes));
-  txn.AddChangeFiles(std::move(changes));
-  if (impl_->options.app_transaction)
-    txn.SetAppTransaction(*impl_->options.app_transaction);
-  if (impl_->options.overlapping_app_ids) {
-    txn.ConflictWithAppIds(impl_->options.overlapping_app_ids);
-    txn.SupersedeAppIds(impl_->options.superseded_app_ids);
-  }
-  if (impl_->options.claimed_adds) txn.ConflictWithAdds(impl_->options.claimed_adds);
-  for (const auto& record : impl_->options.transaction_records) {
-    txn.AddTransactionRecord(record);
-  }
-  for (const auto& domain : impl_->options.domains) txn.SetDomainMetadata(domain);
-  std::map<std::string, std::string> parameters = impl_->options.operation_parameters;
-  if (impl_->options.operation == "WRITE") {
-    static const char* kModes[] = {"Append", "Overwrite", "ErrorIfExists", "Ignore"};
-    parameters["mode"] = kModes[static_cast<int>(impl_->options.mode)];
-    parameters["partitionBy"] = nlohmann::json(impl_->partition_columns).dump();
-  }
-  txn.SetOperation(impl_->options.operation, parameters);
-  std::map<std::string, std::string> metrics = {
-      {"numFiles", std::to_string(result.files_added)},
-      {"numOutputRows", std::to_string(result.rows)},
-      {"numOutputBytes", std::to_string(result.bytes)},
-      {"numRemovedFiles", std::to_string(result.files_removed)}};
-  if (result.files_marked > 0) {
-    metrics["numDeletionVectorsAdded"] = std::to_string(result.files_marked);
-  }
-  for (const auto& [key, value] : impl_->extra_metrics) metrics[key] = value;
-  txn.SetOperationMetrics(std::move(metrics));
+  impl_->StageTable(&txn);
+  impl_->StageConflictRules(&txn);
+  impl_->StageFiles(std::move(files), &txn, &result);
+  impl_->StageBookkeeping(&txn);
+  impl_->RecordOperation(result, &txn);
   auto committed = txn.Commit();
-  if (!committed.ok()) {
-    // Nothing references the files: remove them so the table stays exactly as it was.
-    (void)impl_->AbortFiles();
-    impl_->ReleaseLease();
-    const ErrorDetail* detail = GetErrorDetail(committed.status());
-    if (create_only && detail != nullptr &&
-        detail->subcode() == kTableCreatedConcurrently) {
-      if (impl_->options.mode == SaveMode::kIgnore) {
-        impl_->skipped = true;  // as if the table had been there: nothing written
-        return result;
-      }
-      return InvalidInputError("table already exists at ", impl_->store->root_uri(),
-                               " (mode error; another writer created it meanwhile)");
-    }
-    return committed.status();
-  }
+  if (!committed.ok()) return impl_->CommitFailed(committed.status(), std::move(result));
   impl_->ReleaseLease();
   impl_->committed = true;
   result.committed = true;
