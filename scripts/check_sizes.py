@@ -33,7 +33,6 @@ LONG_FUNCTIONS = {
     "src/ampdelta/delta/log/log_segment.cc": {"ampdelta::delta::BuildLogSegment": 84},
     "src/ampdelta/delta/log/schema.cc": {"ampdelta::delta::ToTableType": 103},
     "src/ampdelta/delta/log/snapshot.cc": {"ampdelta::delta::Snapshot::Replay": 83},
-    "src/ampdelta/delta/ops/restore.cc": {"ampdelta::delta::RestoreOnce": 101},
     "src/ampdelta/delta/read/deletion_vector.cc": {
         "ampdelta::delta::ParsePortableBitmap32": 112},
     "src/ampdelta/devserver/query.cc": {"ampdelta::devserver::TypeLiteral": 89},

@@ -53,6 +53,105 @@ arrow::Status CheckSameColumnMapping(const Snapshot& latest, const Snapshot& tar
                    "mode was set");
 }
 
+// What a restore changes, decided from the two versions' logs: the target's files the
+// latest lacks come back, the latest's files the target lacks go, the files both hold
+// stay (a concurrent commit that removes one makes the restore start over).
+struct RestorePlan {
+  std::vector<const Add*> revived;
+  std::vector<std::string> revived_keys;  // their data and deletion-vector files
+  std::vector<Remove> removes;
+  std::vector<std::string> kept;
+};
+
+RestorePlan PlanRestore(const Snapshot& latest, const Snapshot& target) {
+  std::set<std::string> in_target;
+  std::set<std::string> in_latest;
+  for (const auto& add : target.files())
+    in_target.insert(FileIdentity(target, add.path, add.deletion_vector));
+  for (const auto& add : latest.files())
+    in_latest.insert(FileIdentity(latest, add.path, add.deletion_vector));
+  RestorePlan plan;
+  for (const auto& add : target.files()) {
+    if (in_latest.count(FileIdentity(target, add.path, add.deletion_vector)) != 0)
+      continue;
+    plan.revived.push_back(&add);
+    plan.revived_keys.push_back(target.FileKey(add.path));
+    if (auto dv = DeletionVectorFileKey(add.deletion_vector)) {
+      plan.revived_keys.push_back(*dv);
+    }
+  }
+  for (const auto& add : latest.files()) {
+    if (in_target.count(FileIdentity(latest, add.path, add.deletion_vector)) == 0) {
+      plan.removes.push_back(RemoveFor(add, /*data_change=*/true));
+    } else {
+      plan.kept.push_back(latest.FileKey(add.path));
+    }
+  }
+  return plan;
+}
+
+// The revived files' adds, once each file (and deletion vector) is found still there.
+arrow::Result<std::vector<Add>> RevivedAdds(const Snapshot& target,
+                                            const RestorePlan& plan, Version version) {
+  const auto& store = target.store();
+  std::vector<Add> adds;
+  for (const Add* add : plan.revived) {
+    if (auto dv = DeletionVectorFileKey(add->deletion_vector);
+        dv && !store->Head(*dv).ok()) {
+      return InvalidInputError("cannot restore version ", version,
+                               ": its deletion vector ", *dv,
+                               " no longer exists (vacuumed)");
+    }
+    auto head = store->Head(target.FileKey(add->path));
+    if (!head.ok()) {
+      return InvalidInputError("cannot restore version ", version, ": its file ",
+                               target.FileKey(add->path), " no longer exists (vacuumed)");
+    }
+    Add restored = *add;
+    restored.data_change = true;
+    adds.push_back(std::move(restored));
+  }
+  return adds;
+}
+
+// The target's metadata, but for what stays given since: column IDs (a column added
+// later must not reuse one) and identity values (as Spark's RESTORE keeps them).
+arrow::Result<Metadata> RestoredMetadata(const Snapshot& latest, const Snapshot& target) {
+  Metadata restored = target.metadata();
+  if (restored.configuration.count(kMaxColumnIdKey) != 0) {
+    restored.configuration[kMaxColumnIdKey] = std::to_string(
+        std::max(MaxColumnId(*latest.schema(), latest.metadata().configuration),
+                 MaxColumnId(*target.schema(), restored.configuration)));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto marked,
+                        KeepHighWaterMarks(target.schema(), *latest.schema()));
+  if (marked != target.schema()) {
+    ARROW_ASSIGN_OR_RAISE(restored.schema_string, SchemaToJson(*marked));
+  }
+  return restored;
+}
+
+// Domains go back to the target's state too (a stream's cursor, clustering columns),
+// all but the row ID high-water mark: IDs handed out since stay handed out.
+void StageRestoredDomains(const Snapshot& latest, const Snapshot& target,
+                          Transaction* txn) {
+  for (const auto& [name, domain] : latest.domain_metadata()) {
+    if (name == kRowTrackingDomain) continue;
+    auto then = target.domain_metadata().find(name);
+    if (then == target.domain_metadata().end()) {
+      txn->SetDomainMetadata(
+          DomainMetadata{name, domain.configuration, /*removed=*/true});
+    }
+  }
+  for (const auto& [name, domain] : target.domain_metadata()) {
+    if (name == kRowTrackingDomain) continue;
+    auto now = latest.domain_metadata().find(name);
+    if (now == latest.domain_metadata().end() || !(now->second == domain)) {
+      txn->SetDomainMetadata(domain);
+    }
+  }
+}
+
 arrow::Result<CommitReport> RestoreOnce(
     const std::shared_ptr<storage::ObjectStore>& store, Version version,
     const CommitOptions& commit) {
@@ -62,93 +161,25 @@ arrow::Result<CommitReport> RestoreOnce(
   ARROW_RETURN_NOT_OK(
       CheckWriteSupported(latest->protocol(), latest->metadata(), *latest->schema()));
   ARROW_RETURN_NOT_OK(CheckSameColumnMapping(*latest, *target));
-  std::set<std::string> in_target;
-  std::set<std::string> in_latest;
-  for (const auto& add : target->files())
-    in_target.insert(FileIdentity(*target, add.path, add.deletion_vector));
-  for (const auto& add : latest->files())
-    in_latest.insert(FileIdentity(*latest, add.path, add.deletion_vector));
+  RestorePlan plan = PlanRestore(*latest, *target);
   // The files to add back are protected by a lease before they are checked, and checked
   // only once no vacuum that could have missed the lease is running (write_lease.h).
-  std::vector<std::string> revived;
-  for (const auto& add : target->files()) {
-    if (in_latest.count(FileIdentity(*target, add.path, add.deletion_vector)) != 0)
-      continue;
-    revived.push_back(target->FileKey(add.path));
-    if (auto dv = DeletionVectorFileKey(add.deletion_vector)) revived.push_back(*dv);
-  }
   ARROW_ASSIGN_OR_RAISE(auto lease,
-                        WriteLease::Acquire(store, LeaseKind::kWrite, revived));
+                        WriteLease::Acquire(store, LeaseKind::kWrite, plan.revived_keys));
   ARROW_RETURN_NOT_OK(WaitForVacuums(*store, std::chrono::minutes(10)));
-  std::vector<Add> adds;
-  for (const auto& add : target->files()) {
-    if (in_latest.count(FileIdentity(*target, add.path, add.deletion_vector)) != 0)
-      continue;
-    if (auto dv = DeletionVectorFileKey(add.deletion_vector);
-        dv && !store->Head(*dv).ok()) {
-      return InvalidInputError("cannot restore version ", version,
-                               ": its deletion vector ", *dv,
-                               " no longer exists (vacuumed)");
-    }
-    auto head = store->Head(target->FileKey(add.path));
-    if (!head.ok()) {
-      return InvalidInputError("cannot restore version ", version, ": its file ",
-                               target->FileKey(add.path), " no longer exists (vacuumed)");
-    }
-    Add restored = add;
-    restored.data_change = true;
-    adds.push_back(std::move(restored));
-  }
-  std::vector<Remove> removes;
-  // The files the target shares with the latest version stay: a concurrent commit that
-  // removes one of them (a compaction, a delete) makes the restore start over.
-  std::vector<std::string> kept;
-  for (const auto& add : latest->files()) {
-    if (in_target.count(FileIdentity(*latest, add.path, add.deletion_vector)) == 0) {
-      removes.push_back(RemoveFor(add, /*data_change=*/true));
-    } else {
-      kept.push_back(latest->FileKey(add.path));
-    }
-  }
+  ARROW_ASSIGN_OR_RAISE(std::vector<Add> adds, RevivedAdds(*target, plan, version));
   Transaction txn(store, latest, commit);
-  txn.ReadFiles(kept);
-  Metadata restored = target->metadata();
-  if (restored.configuration.count(kMaxColumnIdKey) != 0) {
-    // Ids given since stay given: a column added later must not reuse one.
-    restored.configuration[kMaxColumnIdKey] = std::to_string(
-        std::max(MaxColumnId(*latest->schema(), latest->metadata().configuration),
-                 MaxColumnId(*target->schema(), restored.configuration)));
-  }
-  // Identity values handed out since stay handed out, as Spark's RESTORE keeps them.
-  ARROW_ASSIGN_OR_RAISE(auto marked,
-                        KeepHighWaterMarks(target->schema(), *latest->schema()));
-  if (marked != target->schema()) {
-    ARROW_ASSIGN_OR_RAISE(restored.schema_string, SchemaToJson(*marked));
-  }
+  txn.ReadFiles(plan.kept);
+  ARROW_ASSIGN_OR_RAISE(Metadata restored, RestoredMetadata(*latest, *target));
   if (!(restored == latest->metadata())) txn.SetMetadata(std::move(restored));
-  // Domains go back to the target's state too (a stream's cursor, clustering columns),
-  // all but the row ID high-water mark: IDs handed out since stay handed out.
-  for (const auto& [name, domain] : latest->domain_metadata()) {
-    if (name == kRowTrackingDomain) continue;
-    auto then = target->domain_metadata().find(name);
-    if (then == target->domain_metadata().end()) {
-      txn.SetDomainMetadata(DomainMetadata{name, domain.configuration, /*removed=*/true});
-    }
-  }
-  for (const auto& [name, domain] : target->domain_metadata()) {
-    if (name == kRowTrackingDomain) continue;
-    auto now = latest->domain_metadata().find(name);
-    if (now == latest->domain_metadata().end() || !(now->second == domain)) {
-      txn.SetDomainMetadata(domain);
-    }
-  }
+  StageRestoredDomains(*latest, *target, &txn);
   // The result is the target's files whatever happened meanwhile: what concurrent commits
   // added is removed as well (a stream notices and loads it again).
   txn.ReplaceWholeTable();
   const int64_t added = static_cast<int64_t>(adds.size());
-  const int64_t removed = static_cast<int64_t>(removes.size());
+  const int64_t removed = static_cast<int64_t>(plan.removes.size());
   txn.AddFiles(std::move(adds));
-  txn.RemoveFiles(std::move(removes));
+  txn.RemoveFiles(std::move(plan.removes));
   txn.SetOperation("RESTORE", {{"version", std::to_string(version)}});
   txn.SetOperationMetrics({{"numRestoredFiles", std::to_string(added)},
                            {"numRemovedFiles", std::to_string(removed)}});
