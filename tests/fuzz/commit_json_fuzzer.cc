@@ -13,6 +13,7 @@
 #include "ampdelta/delta/log/log_path.h"
 #include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/schema_json.h"
 #include "ampdelta/delta/log/snapshot.h"
 #include "ampdelta/delta/log/table_properties.h"
 #include "ampdelta/storage/memory_store.h"

@@ -8,6 +8,7 @@
 
 #include "ampdelta/delta/log/delta_types.h"
 #include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/schema_json.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace delta = ampdelta::delta;

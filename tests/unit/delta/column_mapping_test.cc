@@ -6,6 +6,7 @@
 #include <arrow/util/key_value_metadata.h>
 
 #include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/schema_json.h"
 #include "ampdelta/delta/ops/delete.h"
 #include "ampdelta/delta/ops/optimize.h"
 #include "ampdelta/delta/ops/restore.h"

@@ -9,6 +9,7 @@
 #include <arrow/util/key_value_metadata.h>
 
 #include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/schema_json.h"
 #include "ampdelta/delta/ops/merge.h"
 #include "ampdelta/delta/ops/restore.h"
 #include "ampdelta/delta/txn/transaction.h"

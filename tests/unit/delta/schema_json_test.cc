@@ -1,5 +1,7 @@
 // Hostile schemaString input: every malformed schema is an error, never an exception.
 
+#include "ampdelta/delta/log/schema_json.h"
+
 #include <string>
 #include <utility>
 

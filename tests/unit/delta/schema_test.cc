@@ -8,6 +8,7 @@
 #include <arrow/util/decimal.h>
 
 #include "ampdelta/delta/log/delta_types.h"
+#include "ampdelta/delta/log/schema_json.h"
 #include "tests/support/test_util.h"
 
 namespace ampdelta::delta {

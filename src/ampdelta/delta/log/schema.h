@@ -22,14 +22,6 @@
 
 namespace ampdelta::delta {
 
-/// \brief Parse a `schemaString` into an Arrow schema.
-arrow::Result<std::shared_ptr<arrow::Schema>> SchemaFromJson(
-    std::string_view schema_string);
-
-/// \brief Serialise a table schema as a `schemaString`.
-/// \return Invalid when a field's type is not Delta-representable
-arrow::Result<std::string> SchemaToJson(const arrow::Schema& schema);
-
 /// \brief How unsigned integers become Delta's signed ones in a new column.
 enum class IntegerMapping : uint8_t {
   /// Widened so every value fits: uint8 → short, uint16 → integer, uint32 → long;

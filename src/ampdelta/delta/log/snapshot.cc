@@ -13,6 +13,7 @@
 #include "ampdelta/delta/log/file_stats.h"
 #include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/schema_json.h"
 #include "ampdelta/storage/location.h"
 #include "ampdelta/util/json_internal.h"
 #include "ampdelta/util/logging.h"

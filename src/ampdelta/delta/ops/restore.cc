@@ -15,6 +15,7 @@
 #include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/schema_json.h"
 #include "ampdelta/delta/read/deletion_vector.h"
 #include "ampdelta/delta/txn/write_lease.h"
 #include "ampdelta/delta/write/identity_columns.h"

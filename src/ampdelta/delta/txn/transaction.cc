@@ -15,6 +15,7 @@
 #include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/schema_json.h"
 #include "ampdelta/delta/log/table_feature.h"
 #include "ampdelta/delta/log/table_properties.h"
 #include "ampdelta/delta/log/type_widening.h"

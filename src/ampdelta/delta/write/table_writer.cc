@@ -16,6 +16,7 @@
 #include "ampdelta/delta/log/protocol_support.h"
 #include "ampdelta/delta/log/row_tracking.h"
 #include "ampdelta/delta/log/schema.h"
+#include "ampdelta/delta/log/schema_json.h"
 #include "ampdelta/delta/read/predicate.h"
 #include "ampdelta/delta/read/scan.h"
 #include "ampdelta/delta/txn/write_lease.h"
