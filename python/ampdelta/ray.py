@@ -274,6 +274,226 @@ def _raise_failures(failures: dict, shards: list, total: int) -> None:
     raise cls(message, failures, shards)
 
 
+def _check_arguments(url, sql, table_path, num_shards, num_workers_per_shard,
+                     max_task_retries, reorg_buffer, then_stream, until_block) -> None:
+    import ampdelta
+
+    for name, value in (("url", url), ("sql", sql)):
+        if not isinstance(value, str) or not value.strip():
+            raise ampdelta.InvalidInputError(f"backfill(): {name} must be a non-empty string")
+    if not isinstance(table_path, (str, os.PathLike)) or not str(table_path):
+        raise ampdelta.InvalidInputError("backfill(): table_path must be a path or URL")
+    for name, value in (("num_shards", num_shards),
+                        ("num_workers_per_shard", num_workers_per_shard),
+                        ("max_task_retries", max_task_retries)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ampdelta.InvalidInputError(
+                f"backfill(): {name} must be an integer, got {value!r}")
+    if max_task_retries < 0:
+        raise ampdelta.InvalidInputError("backfill(): max_task_retries must be at least 0")
+    if num_shards < 1:
+        raise ValueError("num_shards must be at least 1")
+    if num_workers_per_shard < 1:
+        raise ValueError("num_workers_per_shard must be at least 1")
+    if reorg_buffer is not None and reorg_buffer < 1:
+        raise ValueError("reorg_buffer must be at least 1 block")
+    if until_block is not None and not then_stream:
+        raise ValueError("until_block stops the stream: it needs then_stream=True")
+
+
+# The load() keywords backfill() sets itself (as its own arguments, where it has them).
+_RESERVED_LOAD_OPTIONS = frozenset({
+    "connection", "destination", "read_all", "shard", "progress", "stream", "then_stream",
+    "until_block", "num_workers", "partition_size", "min_block", "max_block",
+    "block_column", "reorg_buffer", "mode", "parallel_config"})
+
+
+@dataclasses.dataclass
+class _Plan:
+    """What the driver fixed before any shard runs: the range, and each shard's spec."""
+    network: str
+    first_block: int
+    head: int
+    low: Optional[int]
+    high: Optional[int]
+    shardable: bool
+    connection: dict
+    destination: str
+    load_args: dict
+    spec: dict
+
+
+def _plan(url, sql, table_path, num_shards, token, storage_options, config,
+          partition_size, min_block, max_block, block_column, buffer,
+          num_workers_per_shard, load_options) -> _Plan:
+    connection = dict(config or {})
+    connection["table_path"] = str(table_path)
+    if storage_options:
+        connection["storage_options"] = dict(storage_options)
+    destination = str(table_path).rstrip("/").rsplit("/", 1)[-1] or "backfill"
+
+    # Fix the range once, here, and hand it to every shard. Shards must cut the same range
+    # into the same grid cells (the loader refuses shards without max_block): each shard
+    # probing the head itself would see a different head while the chain grows, cut its
+    # partitions to a different final block and, with the default partition_size, derive a
+    # different grid from its range (and the shards' plan records of one range would then
+    # disagree). The cell holding the last final block could be cut short by one shard and
+    # loaded by none, leaving a gap the stream refuses to start after. So the driver reads
+    # the head the way the loader's planning does (the ranges the server reports for the
+    # query, probed over no blocks) and passes max_block = head - reorg_buffer, a block the
+    # loader accepts as final in every shard since the head only grows; min_block defaults
+    # to the server's first block, fixed here too. The blocks above max_block are left to
+    # the driver's own load after the shards, which sees the newer head.
+    network, first_block, head = _probe_coverage(url, sql, block_column, token)
+    final_block = head - buffer if head >= buffer else None
+    low = min_block if min_block is not None else first_block
+    high = max_block if max_block is not None else final_block
+    shardable = (final_block is not None and high is not None and low <= high
+                 and high <= final_block and high >= first_block)
+
+    clash = sorted(_RESERVED_LOAD_OPTIONS & set(load_options or {}))
+    if clash:
+        raise ValueError(f"load_options cannot set {', '.join(clash)}: backfill() sets "
+                         "them (as its own arguments, where it has them)")
+    load_args: dict[str, Any] = {**dict(load_options or {}),
+                                 "num_workers": num_workers_per_shard,
+                                 "block_column": block_column, "reorg_buffer": buffer,
+                                 "min_block": low, "max_block": high}
+    if partition_size is not None:
+        load_args["partition_size"] = partition_size
+    spec = {"url": url, "auth_token": token, "sql": sql, "destination": destination,
+            # Shards never compact (the loader skips it too): the driver does, once.
+            "config": dict(connection, optimize_after_write=False, vacuum_after_write=False),
+            "shards": num_shards, "load": load_args}
+    return _Plan(network=network, first_block=first_block, head=head, low=low, high=high,
+                 shardable=shardable, connection=connection, destination=destination,
+                 load_args=load_args, spec=spec)
+
+
+def _run_shards(ray, plan: _Plan, num_shards: int, max_task_retries: int,
+                ray_remote_args, progress, task_hook) -> list:
+    """Run every shard as a Ray task; return their dicts in shard order, or raise
+    BackfillError naming each shard that failed after its retries."""
+    remote_args = {"num_cpus": 1, **dict(ray_remote_args or {})}
+    task = ray.remote(_run_shard).options(max_retries=max_task_retries,
+                                          retry_exceptions=True, **remote_args)
+    pending = {task.remote(plan.spec, index, task_hook): index
+               for index in range(num_shards)}
+    results: dict = {}
+    failures: dict = {}
+    try:
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                index = pending.pop(ref)
+                try:
+                    shard = ray.get(ref)
+                except ray.exceptions.RayError as error:
+                    shard = {"shard": index, "ok": False, **_failure_from(error)}
+                results[index] = shard
+                if not shard.get("ok"):
+                    failures[index] = {k: shard.get(k)
+                                       for k in ("error", "code", "error_class", "message")}
+                if callable(progress):
+                    progress(shard)
+                else:
+                    _say(progress, _shard_line(len(results), num_shards, shard))
+    except BaseException:
+        for ref in pending:  # KeyboardInterrupt: stop the shards after their commits
+            ray.cancel(ref)
+        raise
+    shards = [results[i] for i in range(num_shards)]
+    if failures:
+        _raise_failures(failures, shards, num_shards)
+    return shards
+
+
+def _partition_totals(shards: list) -> dict:
+    return {"planned": sum(s.get("partitions", 0) for s in shards),
+            "loaded": sum(s.get("partitions_loaded", 0) for s in shards),
+            "skipped": sum(s.get("partitions_skipped", 0) for s in shards),
+            "failed": sum(s.get("partitions_failed", 0) for s in shards)}
+
+
+class _Driver:
+    """The driver's own run after the shards: the same query as one (unsharded) parallel
+    load, with the user's range. Every partition of the shards is recorded, so it loads
+    only what is missing: without max_block, the blocks that became final meanwhile (its
+    head is newer) and then the reorg window through the stream, up to its head; with
+    then_stream, the stream on. Also when nothing could be sharded (no final block yet,
+    or a max_block the loader must refuse, which it then does with its own message).
+    Then one compaction, and the summary."""
+
+    def __init__(self, url, sql, table_path, token, storage_options, plan: _Plan,
+                 min_block, max_block, compact, progress, shards, started):
+        self.url, self.sql, self.table_path, self.token = url, sql, table_path, token
+        self.storage_options, self.plan, self.compact = storage_options, plan, compact
+        self.progress, self.shards, self.started = progress, shards, started
+        self.config = dict(plan.connection)
+        self.config.setdefault("optimize_after_write", False)  # compaction: below, once
+        self.args = {k: v for k, v in dict(plan.load_args, min_block=min_block,
+                                            max_block=max_block).items() if v is not None}
+        self.rows = sum(s.get("rows", 0) for s in shards)
+
+    def load(self, read_all: bool, **extra):
+        import ampdelta
+
+        client = ampdelta.Client(self.url, auth_token=self.token)
+        return client.sql(self.sql).load(config=self.config,
+                                         destination=self.plan.destination,
+                                         read_all=read_all, **self.args, **extra)
+
+    def table(self):
+        import ampdelta
+
+        if self.storage_options:
+            return ampdelta.Table(str(self.table_path),
+                                  storage_options=dict(self.storage_options))
+        return ampdelta.Table(str(self.table_path))
+
+    def optimize(self, loaded_rows: int) -> Optional[dict]:
+        if not self.compact or loaded_rows == 0:
+            return None  # a re-run that loaded nothing commits nothing
+        _say(self.progress, f"compacting {self.table_path}")
+        return self.table().optimize()
+
+    def summary(self, tail_rows: int, optimized: Optional[dict]) -> BackfillResult:
+        import ampdelta
+
+        try:
+            version = self.table().version()
+        except ampdelta.Error:
+            version = None
+        plan = self.plan
+        return BackfillResult(rows=self.rows + tail_rows, shards=self.shards,
+                              partitions=_partition_totals(self.shards),
+                              duration=time.perf_counter() - self.started,
+                              table_version=version, network=plan.network,
+                              min_block=plan.low if plan.shardable else None,
+                              max_block=plan.high if plan.shardable else None,
+                              head=plan.head, tail_rows=tail_rows, optimize=optimized)
+
+    def hand_off(self, until_block: Optional[int]) -> StreamHandOff:
+        optimized = self.optimize(self.rows)
+        extra: dict[str, Any] = {"then_stream": True}
+        if until_block is not None:
+            extra["until_block"] = until_block
+        _say(self.progress, f"handing over to the stream of {self.plan.network}")
+        return StreamHandOff(self.load(False, **extra), self.summary(0, optimized))
+
+    def finish(self, need_final: bool) -> BackfillResult:
+        tail_rows = 0
+        if need_final:
+            tail_rows = int(self.load(True).rows_loaded)
+            if tail_rows:
+                _say(self.progress, f"{tail_rows} rows above block {self.plan.high} loaded "
+                                    "by the driver's run")
+        optimized = self.optimize(self.rows + tail_rows)
+        done = self.summary(tail_rows, optimized)
+        _say(self.progress, str(done))
+        return done
+
+
 def backfill(url: str, sql: str, table_path: str, num_shards: int = 4, *,
              storage_options: Optional[Mapping[str, str]] = None,
              config: Optional[Mapping[str, Any]] = None,
@@ -321,172 +541,23 @@ def backfill(url: str, sql: str, table_path: str, num_shards: int = 4, *,
     stderr as it finishes (a callable is called with each shard's dict instead).
     """
     ray = _import_ray()
-    import ampdelta
-
-    for name, value in (("url", url), ("sql", sql)):
-        if not isinstance(value, str) or not value.strip():
-            raise ampdelta.InvalidInputError(f"backfill(): {name} must be a non-empty string")
-    if not isinstance(table_path, (str, os.PathLike)) or not str(table_path):
-        raise ampdelta.InvalidInputError("backfill(): table_path must be a path or URL")
-    for name, value in (("num_shards", num_shards),
-                        ("num_workers_per_shard", num_workers_per_shard),
-                        ("max_task_retries", max_task_retries)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ampdelta.InvalidInputError(
-                f"backfill(): {name} must be an integer, got {value!r}")
-    if max_task_retries < 0:
-        raise ampdelta.InvalidInputError("backfill(): max_task_retries must be at least 0")
-    if num_shards < 1:
-        raise ValueError("num_shards must be at least 1")
-    if num_workers_per_shard < 1:
-        raise ValueError("num_workers_per_shard must be at least 1")
-    if reorg_buffer is not None and reorg_buffer < 1:
-        raise ValueError("reorg_buffer must be at least 1 block")
-    if until_block is not None and not then_stream:
-        raise ValueError("until_block stops the stream: it needs then_stream=True")
+    _check_arguments(url, sql, table_path, num_shards, num_workers_per_shard,
+                     max_task_retries, reorg_buffer, then_stream, until_block)
     started = time.perf_counter()
     token = auth_token if auth_token is not None else os.environ.get("AMP_AUTH_TOKEN")
     buffer = reorg_buffer if reorg_buffer is not None else DEFAULT_REORG_BUFFER
-    connection = dict(config or {})
-    connection["table_path"] = str(table_path)
-    if storage_options:
-        connection["storage_options"] = dict(storage_options)
-    destination = str(table_path).rstrip("/").rsplit("/", 1)[-1] or "backfill"
-
-    # Fix the range once, here, and hand it to every shard. Shards must cut the same range
-    # into the same grid cells (the loader refuses shards without max_block): each shard
-    # probing the head itself would see a different head while the chain grows, cut its
-    # partitions to a different final block and, with the default partition_size, derive a
-    # different grid from its range (and the shards' plan records of one range would then
-    # disagree). The cell holding the last final block could be cut short by one shard and
-    # loaded by none, leaving a gap the stream refuses to start after. So the driver reads
-    # the head the way the loader's planning does (the ranges the server reports for the
-    # query, probed over no blocks) and passes max_block = head - reorg_buffer, a block the
-    # loader accepts as final in every shard since the head only grows; min_block defaults
-    # to the server's first block, fixed here too. The blocks above max_block are left to
-    # the driver's own load after the shards, which sees the newer head.
-    network, first_block, head = _probe_coverage(url, sql, block_column, token)
-    final_block = head - buffer if head >= buffer else None
-    low = min_block if min_block is not None else first_block
-    high = max_block if max_block is not None else final_block
-    shardable = (final_block is not None and high is not None and low <= high
-                 and high <= final_block and high >= first_block)
-
-    reserved = {"connection", "destination", "read_all", "shard", "progress", "stream",
-                "then_stream", "until_block", "num_workers", "partition_size", "min_block",
-                "max_block", "block_column", "reorg_buffer", "mode", "parallel_config"}
-    clash = sorted(reserved & set(load_options or {}))
-    if clash:
-        raise ValueError(f"load_options cannot set {', '.join(clash)}: backfill() sets "
-                         "them (as its own arguments, where it has them)")
-    load_args: dict[str, Any] = {**dict(load_options or {}),
-                                 "num_workers": num_workers_per_shard,
-                                 "block_column": block_column, "reorg_buffer": buffer,
-                                 "min_block": low, "max_block": high}
-    if partition_size is not None:
-        load_args["partition_size"] = partition_size
-    spec = {"url": url, "auth_token": token, "sql": sql, "destination": destination,
-            # Shards never compact (the loader skips it too): the driver does, once.
-            "config": dict(connection, optimize_after_write=False, vacuum_after_write=False),
-            "shards": num_shards, "load": load_args}
-
+    plan = _plan(url, sql, table_path, num_shards, token, storage_options, config,
+                 partition_size, min_block, max_block, block_column, buffer,
+                 num_workers_per_shard, load_options)
     shards: list = []
-    failures: dict = {}
-    if shardable:
-        _say(progress, f"backfill of {network} blocks {low}..{high} (head {head}) into "
-                       f"{table_path}: {num_shards} shards of {num_workers_per_shard} "
-                       f"workers")
-        remote_args = {"num_cpus": 1, **dict(ray_remote_args or {})}
-        task = ray.remote(_run_shard).options(max_retries=max_task_retries,
-                                              retry_exceptions=True, **remote_args)
-        pending = {task.remote(spec, index, _task_hook): index for index in range(num_shards)}
-        results: dict = {}
-        try:
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
-                for ref in ready:
-                    index = pending.pop(ref)
-                    try:
-                        shard = ray.get(ref)
-                    except ray.exceptions.RayError as error:
-                        shard = {"shard": index, "ok": False, **_failure_from(error)}
-                    results[index] = shard
-                    if not shard.get("ok"):
-                        failures[index] = {k: shard.get(k)
-                                           for k in ("error", "code", "error_class",
-                                                     "message")}
-                    if callable(progress):
-                        progress(shard)
-                    else:
-                        _say(progress, _shard_line(len(results), num_shards, shard))
-        except BaseException:
-            for ref in pending:  # KeyboardInterrupt: stop the shards after their commits
-                ray.cancel(ref)
-            raise
-        shards = [results[i] for i in range(num_shards)]
-        if failures:
-            _raise_failures(failures, shards, num_shards)
-
-    rows = sum(s.get("rows", 0) for s in shards)
-    partitions = {"planned": sum(s.get("partitions", 0) for s in shards),
-                  "loaded": sum(s.get("partitions_loaded", 0) for s in shards),
-                  "skipped": sum(s.get("partitions_skipped", 0) for s in shards),
-                  "failed": sum(s.get("partitions_failed", 0) for s in shards)}
-
-    # The driver's own run: the same query as one (unsharded) parallel load, with the
-    # user's range. Every partition of the shards is recorded, so it loads only what is
-    # missing: without max_block, the blocks that became final meanwhile (its head is
-    # newer) and then the reorg window through the stream, up to its head; with
-    # then_stream, the stream on. Also when nothing could be sharded (no final block yet,
-    # or a max_block the loader must refuse, which it then does with its own message).
-    final_config = dict(connection)
-    final_config.setdefault("optimize_after_write", False)  # compaction: below, once
-    final_args = {k: v for k, v in dict(load_args, min_block=min_block,
-                                         max_block=max_block).items() if v is not None}
-    need_final = then_stream or max_block is None or not shardable
-
-    def final_load(read_all: bool, **extra):
-        client = ampdelta.Client(url, auth_token=token)
-        return client.sql(sql).load(config=final_config, destination=destination,
-                                    read_all=read_all, **final_args, **extra)
-
-    def table():
-        if storage_options:
-            return ampdelta.Table(str(table_path), storage_options=dict(storage_options))
-        return ampdelta.Table(str(table_path))
-
-    def summary(tail_rows: int, optimized: Optional[dict]) -> BackfillResult:
-        try:
-            version = table().version()
-        except ampdelta.Error:
-            version = None
-        return BackfillResult(rows=rows + tail_rows, shards=shards, partitions=partitions,
-                              duration=time.perf_counter() - started, table_version=version,
-                              network=network, min_block=low if shardable else None,
-                              max_block=high if shardable else None, head=head,
-                              tail_rows=tail_rows, optimize=optimized)
-
-    def optimize(loaded_rows: int) -> Optional[dict]:
-        if not compact or loaded_rows == 0:
-            return None  # a re-run that loaded nothing commits nothing
-        _say(progress, f"compacting {table_path}")
-        return table().optimize()
-
+    if plan.shardable:
+        _say(progress, f"backfill of {plan.network} blocks {plan.low}..{plan.high} (head "
+                       f"{plan.head}) into {table_path}: {num_shards} shards of "
+                       f"{num_workers_per_shard} workers")
+        shards = _run_shards(ray, plan, num_shards, max_task_retries, ray_remote_args,
+                             progress, _task_hook)
+    driver = _Driver(url, sql, table_path, token, storage_options, plan, min_block,
+                     max_block, compact, progress, shards, started)
     if then_stream:
-        optimized = optimize(rows)
-        extra = {"then_stream": True}
-        if until_block is not None:
-            extra["until_block"] = until_block
-        _say(progress, f"handing over to the stream of {network}")
-        return StreamHandOff(final_load(False, **extra), summary(0, optimized))
-
-    tail_rows = 0
-    if need_final:
-        result = final_load(True)
-        tail_rows = int(result.rows_loaded)
-        if tail_rows:
-            _say(progress, f"{tail_rows} rows above block {high} loaded by the driver's run")
-    optimized = optimize(rows + tail_rows)
-    done = summary(tail_rows, optimized)
-    _say(progress, str(done))
-    return done
+        return driver.hand_off(until_block)
+    return driver.finish(max_block is None or not plan.shardable)
