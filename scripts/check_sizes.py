@@ -39,7 +39,6 @@ LONG_FUNCTIONS = {
                                       "ampdelta::devserver::sql::Parser::ParseSelect": 93},
     "src/ampdelta/devserver/synthetic_chain.cc": {
         "ampdelta::devserver::SyntheticChain::View::Transactions": 196},
-    "src/ampdelta/loader/batch/batch_loader.cc": {"ampdelta::loader::Run": 83},
     "src/ampdelta/storage/aws_auth.cc": {"ampdelta::storage::AwsCredentialProvider::Make": 81},
 }
 # Files longer than MAX_FILE_LINES today, with their lines.

@@ -326,13 +326,10 @@ class BatchRun {
   int64_t rows_in_commit_ = 0;
 };
 
-arrow::Status Run(const BatchSource& source, const DeltaLakeConfig& config,
-                  const LoadOptions& options, const internal::LoadRecords& records,
-                  LoadResult* result) {
-  if (options.batch_size && *options.batch_size < 1) {
-    return InvalidInputError("batch_size must be at least 1 row, got ",
-                             *options.batch_size);
-  }
+// The load's write options: the configuration's, with the stop and the records' claims.
+arrow::Result<delta::TableWriteOptions> BatchWriteOptions(
+    const DeltaLakeConfig& config, const LoadOptions& options,
+    const internal::LoadRecords& records) {
   ARROW_ASSIGN_OR_RAISE(auto write, WriteOptions(config, options));
   // A stop during a commit's retries ends the load before its commit.
   write.commit.stop = options.stop;
@@ -342,29 +339,51 @@ arrow::Status Run(const BatchSource& source, const DeltaLakeConfig& config,
   write.superseded_app_ids = records.superseded_app_ids;
   write.claimed_adds = records.claimed_adds;
   write.read_snapshot = records.read_snapshot;
-  ARROW_ASSIGN_OR_RAISE(auto store, internal::OpenStore(config, options, result));
-  Progress progress;
-  std::optional<delta::MergeResult> merged;
+  return write;
+}
+
+// Sleep `delay` before a rerun, in slices that a stop ends early.
+arrow::Status WaitBeforeRetry(const LoadOptions& options,
+                              std::chrono::milliseconds delay) {
+  if (options.stop == nullptr) {
+    options.sleep(delay);
+    return arrow::Status::OK();
+  }
+  for (auto left = delay; left.count() > 0; left -= std::chrono::milliseconds(50)) {
+    if (Stopped(options)) return StoppedError();
+    options.sleep(std::min(left, std::chrono::milliseconds(50)));
+  }
+  return arrow::Status::OK();
+}
+
+// Run the load, again after a transient failure while nothing is committed.
+arrow::Status RunWithRetries(const BatchSource& source, const DeltaLakeConfig& config,
+                             const LoadOptions& options,
+                             const delta::TableWriteOptions& write,
+                             const std::shared_ptr<storage::ObjectStore>& store,
+                             const internal::LoadRecords& records, LoadResult* result,
+                             Progress* progress,
+                             std::optional<delta::MergeResult>* merged) {
   for (int attempt = 0;; ++attempt) {
-    progress = Progress();
+    *progress = Progress();
     bool mid_stream = false;
     arrow::Status status =
-        BatchRun(options, write, store, result->table_name, records, &progress)
-            .Run(source, &merged, &mid_stream);
-    if (status.ok()) break;
+        BatchRun(options, write, store, result->table_name, records, progress)
+            .Run(source, merged, &mid_stream);
+    if (status.ok()) return status;
     if (Stopped(options)) return StoppedError();
     // While nothing is committed a rerun is safe; a failure once the result was streaming
     // (ampd reports those as INTERNAL) may pass, a refusal at planning never does.
     const bool retryable = source.rerunnable && config.retry.enabled &&
-                           attempt < config.retry.max_retries && progress.commits == 0 &&
+                           attempt < config.retry.max_retries && progress->commits == 0 &&
                            (amp::IsTransientServerError(status) ||
                             (mid_stream && amp::IsRetryableMidStream(status)));
     if (!retryable) {
-      if (progress.commits > 0) {
+      if (progress->commits > 0) {
         return status.WithMessage(
-            status.message(), " (", progress.rows_committed,
+            status.message(), " (", progress->rows_committed,
             " rows of this load were already committed, up to table version ",
-            progress.table_version, ")");
+            progress->table_version, ")");
       }
       return status;
     }
@@ -372,15 +391,12 @@ arrow::Status Run(const BatchSource& source, const DeltaLakeConfig& config,
     telemetry::Failed(status);
     telemetry::Retrying(status, attempt + 1, config.retry.max_retries, delay);
     result->metadata["retries"] = static_cast<int64_t>(attempt + 1);
-    if (options.stop == nullptr) {
-      options.sleep(delay);
-      continue;
-    }
-    for (auto left = delay; left.count() > 0; left -= std::chrono::milliseconds(50)) {
-      if (Stopped(options)) return StoppedError();
-      options.sleep(std::min(left, std::chrono::milliseconds(50)));
-    }
+    ARROW_RETURN_NOT_OK(WaitBeforeRetry(options, delay));
   }
+}
+
+void ReportLoad(const Progress& progress, const std::optional<delta::MergeResult>& merged,
+                const LoadOptions& options, LoadResult* result) {
   result->rows_loaded = progress.rows;
   result->metadata["operation"] = std::string("load_table");
   result->metadata["rows_loaded"] = static_cast<int64_t>(progress.rows);
@@ -405,6 +421,22 @@ arrow::Status Run(const BatchSource& source, const DeltaLakeConfig& config,
     result->metadata["files_marked"] = static_cast<int64_t>(merged->files_marked);
     result->metadata["files_skipped"] = static_cast<int64_t>(merged->files_skipped);
   }
+}
+
+arrow::Status Run(const BatchSource& source, const DeltaLakeConfig& config,
+                  const LoadOptions& options, const internal::LoadRecords& records,
+                  LoadResult* result) {
+  if (options.batch_size && *options.batch_size < 1) {
+    return InvalidInputError("batch_size must be at least 1 row, got ",
+                             *options.batch_size);
+  }
+  ARROW_ASSIGN_OR_RAISE(auto write, BatchWriteOptions(config, options, records));
+  ARROW_ASSIGN_OR_RAISE(auto store, internal::OpenStore(config, options, result));
+  Progress progress;
+  std::optional<delta::MergeResult> merged;
+  ARROW_RETURN_NOT_OK(RunWithRetries(source, config, options, write, store, records,
+                                     result, &progress, &merged));
+  ReportLoad(progress, merged, options, result);
   if (progress.commits > 0)
     RunMaintenance(store, progress.snapshot, config, write, options.block_column, result);
   return arrow::Status::OK();
