@@ -155,12 +155,36 @@ void SignAwsV4(HttpRequest* request, const AwsCredentials& credentials,
                          ", Signature=" + signature);
 }
 
+namespace {
+
+// The first of a key and its older or shorter spelling that is set; "" when neither is.
+std::string EitherOption(const std::map<std::string, std::string>& options,
+                         const char* key, const char* alias) {
+  std::string value = LookupOption(options, key).value_or("");
+  return value.empty() ? LookupOption(options, alias).value_or("") : value;
+}
+
+// The STS endpoint web identity asks: the one given, else the region's.
+std::string StsEndpoint(const std::map<std::string, std::string>& options) {
+  if (auto sts = LookupOption(options, "AWS_ENDPOINT_URL_STS"); sts && !sts->empty()) {
+    return *sts;
+  }
+  const std::string region = EitherOption(options, "AWS_REGION", "AWS_DEFAULT_REGION");
+  return "https://sts." + (region.empty() ? std::string("us-east-1") : region) +
+         ".amazonaws.com";
+}
+
+}  // namespace
+
 arrow::Result<std::shared_ptr<AwsCredentialProvider>> AwsCredentialProvider::Make(
     const std::map<std::string, std::string>& options,
     std::shared_ptr<HttpClient> client) {
   auto provider = std::make_shared<AwsCredentialProvider>();
   provider->client_ = std::move(client);
   auto get = [&](const char* key) { return LookupOption(options, key).value_or(""); };
+  auto either = [&](const char* key, const char* alias) {
+    return EitherOption(options, key, alias);
+  };
   auto& settings = provider->settings_;
 
   const std::string key_id = get("AWS_ACCESS_KEY_ID");
@@ -173,9 +197,8 @@ arrow::Result<std::shared_ptr<AwsCredentialProvider>> AwsCredentialProvider::Mak
     }
     provider->kind_ = Kind::kStatic;
     provider->source_ = "static keys";
-    std::string token = get("AWS_SESSION_TOKEN");
-    if (token.empty()) token = get("AWS_TOKEN");
-    provider->cached_ = AwsCredentials{key_id, secret, token, 0};
+    provider->cached_ =
+        AwsCredentials{key_id, secret, either("AWS_SESSION_TOKEN", "AWS_TOKEN"), 0};
     provider->have_cached_ = true;
     return provider;
   }
@@ -188,18 +211,10 @@ arrow::Result<std::shared_ptr<AwsCredentialProvider>> AwsCredentialProvider::Mak
     settings["role"] = role;
     settings["session"] = get("AWS_ROLE_SESSION_NAME");
     if (settings["session"].empty()) settings["session"] = "ampdelta";
-    std::string sts = get("AWS_ENDPOINT_URL_STS");
-    if (sts.empty()) {
-      std::string region = get("AWS_REGION");
-      if (region.empty()) region = get("AWS_DEFAULT_REGION");
-      sts = "https://sts." + (region.empty() ? std::string("us-east-1") : region) +
-            ".amazonaws.com";
-    }
-    settings["sts"] = sts;
+    settings["sts"] = StsEndpoint(options);
     return provider;
   }
-  std::string profile = get("AWS_PROFILE");
-  if (profile.empty()) profile = get("AWS_DEFAULT_PROFILE");
+  const std::string profile = either("AWS_PROFILE", "AWS_DEFAULT_PROFILE");
   std::string file = get("AWS_SHARED_CREDENTIALS_FILE");
   if (file.empty()) file = HomeFile(".aws/credentials");
   std::string config = get("AWS_CONFIG_FILE");

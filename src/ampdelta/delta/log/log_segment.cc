@@ -117,6 +117,23 @@ arrow::Result<std::vector<ParsedLogPath>> ListCommits(storage::ObjectStore& stor
   return commits;
 }
 
+namespace {
+
+// In a file system a folder named like the commit after `latest` hides it from the
+// listing, and would make every later commit fail: the log is damaged.
+arrow::Status CheckNoFolderAfter(storage::ObjectStore& store, Version latest) {
+  if (!store.is_file_system()) return arrow::Status::OK();
+  auto next = store.Head(CommitPath(latest + 1));
+  const ErrorDetail* detail = next.ok() ? nullptr : GetErrorDetail(next.status());
+  if (detail != nullptr && detail->subcode() == "EISDIR") {
+    return CorruptLogError(store.root_uri(),
+                           CommitPath(latest + 1) + " is a folder, not a commit file");
+  }
+  return arrow::Status::OK();
+}
+
+}  // namespace
+
 arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
                                           std::optional<Version> target) {
   const std::string root = store.root_uri();
@@ -147,16 +164,7 @@ arrow::Result<LogSegment> BuildLogSegment(storage::ObjectStore& store,
   if (!listing.commits.empty()) latest = listing.commits.rbegin()->first;
   if (!checkpoints.empty()) latest = std::max(latest, checkpoints.front().version);
   if (latest < 0) return CorruptLogError(root, "no commit and no complete checkpoint");
-  if (store.is_file_system()) {
-    // In a file system a folder named like the next commit hides it from the listing,
-    // and would make every later commit fail: the log is damaged.
-    auto next = store.Head(CommitPath(latest + 1));
-    const ErrorDetail* detail = next.ok() ? nullptr : GetErrorDetail(next.status());
-    if (detail != nullptr && detail->subcode() == "EISDIR") {
-      return CorruptLogError(root,
-                             CommitPath(latest + 1) + " is a folder, not a commit file");
-    }
-  }
+  ARROW_RETURN_NOT_OK(CheckNoFolderAfter(store, latest));
   const Version version = target.value_or(latest);
   if (version < 0) return InvalidInputError("table version must be >= 0, got ", version);
   if (version > latest) {

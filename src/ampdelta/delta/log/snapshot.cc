@@ -317,6 +317,20 @@ void Snapshot::ApplyFileAction(Action&& action) {
   }
 }
 
+namespace {
+
+// The commits of `all` whose versions lie in (after, upto].
+std::vector<ParsedLogPath> CommitsIn(const std::vector<ParsedLogPath>& all, Version after,
+                                     Version upto) {
+  std::vector<ParsedLogPath> in;
+  for (const auto& commit : all) {
+    if (commit.version > after && commit.version <= upto) in.push_back(commit);
+  }
+  return in;
+}
+
+}  // namespace
+
 arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
     std::shared_ptr<storage::ObjectStore> store, LogSegment segment) {
   auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
@@ -353,12 +367,8 @@ arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
         if (all_commits.empty()) {
           ARROW_ASSIGN_OR_RAISE(all_commits, ListCommits(*store));
         }
-        std::vector<ParsedLogPath> needed;
-        for (const auto& commit : all_commits) {
-          if (commit.version > candidate.version && commit.version <= segment.version) {
-            needed.push_back(commit);
-          }
-        }
+        std::vector<ParsedLogPath> needed =
+            CommitsIn(all_commits, candidate.version, segment.version);
         if (static_cast<Version>(needed.size()) != segment.version - candidate.version)
           continue;
         commits = std::move(needed);
@@ -371,10 +381,7 @@ arrow::Result<std::shared_ptr<Snapshot>> Snapshot::Replay(
       if (all_commits.empty()) {
         ARROW_ASSIGN_OR_RAISE(all_commits, ListCommits(*store));
       }
-      std::vector<ParsedLogPath> needed;
-      for (const auto& commit : all_commits) {
-        if (commit.version <= segment.version) needed.push_back(commit);
-      }
+      std::vector<ParsedLogPath> needed = CommitsIn(all_commits, -1, segment.version);
       const bool complete = static_cast<Version>(needed.size()) == segment.version + 1 &&
                             (needed.empty() || needed.front().version == 0);
       if (!complete) {
