@@ -40,7 +40,6 @@ LONG_FUNCTIONS = {
 }
 # Files longer than MAX_FILE_LINES today, with their lines.
 LONG_FILES = {
-    "src/ampdelta/loader/backfill/parallel_loader.cc": 827,
     "src/ampdelta/loader/stream/stream_loader.cc": 1257,
 }
 

@@ -20,6 +20,7 @@
 #include "ampdelta/delta/write/table_writer.h"
 #include "ampdelta/delta/write/write_plan.h"
 #include "ampdelta/loader/backfill/coverage.h"
+#include "ampdelta/loader/backfill/partition_grid.h"
 #include "ampdelta/loader/batch/recorded_load.h"
 #include "ampdelta/loader/common/load_common.h"
 #include "ampdelta/loader/common/telemetry.h"
@@ -36,53 +37,8 @@ namespace {
 
 using internal::Backoff;
 
-constexpr uint64_t kMaxDefaultPartitionBlocks = 1'000'000;
-constexpr int kPartitionsPerWorker = 4;
-// Row groups a partition flushes at its share of the memory budget stay large enough to
-// stitch (optimize.h) at this share.
-constexpr int64_t kMinPartitionBudgetMib = 16;
 // A partition re-plans after losing a race for its blocks at most this often.
 constexpr int kMaxReplans = 16;
-
-struct Partition {
-  uint64_t cell = 0;  // grid index
-  BlockSpan span;
-};
-
-// The missing spans cut at the grid's cell boundaries, keeping this shard's cells.
-std::vector<Partition> PlanPartitions(const std::vector<BlockSpan>& missing,
-                                      uint64_t size, const ParallelOptions& parallel) {
-  std::vector<Partition> partitions;
-  for (const auto& span : missing) {
-    for (uint64_t cell = span.first / size; cell <= span.last / size; ++cell) {
-      if (cell % static_cast<uint64_t>(parallel.shard_count) !=
-          static_cast<uint64_t>(parallel.shard_index)) {
-        continue;
-      }
-      const uint64_t low = std::max(span.first, cell * size);
-      const uint64_t high = std::min(span.last, cell * size + (size - 1));
-      partitions.push_back({cell, {low, high}});
-    }
-  }
-  return partitions;
-}
-
-// A partition's load: no compaction (the backfill compacts once, at its end), and its
-// share of the load's writer memory budget and cores, which the partitions loading at
-// once split rather than each taking the whole (at least kMinPartitionBudgetMib each).
-DeltaLakeConfig PartitionConfig(const DeltaLakeConfig& config, int workers) {
-  DeltaLakeConfig partition = config;
-  partition.optimize_after_write = false;
-  partition.vacuum_after_write = false;
-  const int64_t shares = std::max(1, workers);
-  const int64_t budget_mib = config.memory_budget_mib.value_or(
-      delta::DataFileOptions{}.memory_budget_bytes >> 20);
-  partition.memory_budget_mib = std::max(kMinPartitionBudgetMib, budget_mib / shares);
-  if (!config.writer_threads) {
-    partition.writer_threads = std::max<int64_t>(1, UsableCores() / shares);
-  }
-  return partition;
-}
 
 arrow::Result<std::shared_ptr<const delta::Snapshot>> LoadSnapshot(
     const std::shared_ptr<storage::ObjectStore>& store) {
@@ -150,7 +106,8 @@ class ParallelLoad {
       ReportStaleRecords(state);
       const auto missing = state.Missing(coverage_.network, *range_);
       if (snapshot) ARROW_RETURN_NOT_OK(CheckOtherWriters(*snapshot, missing));
-      partitions = PlanPartitions(missing, grid_.partition_size, parallel_);
+      partitions = PlanPartitions(missing, grid_.partition_size, parallel_.shard_index,
+                                  parallel_.shard_count);
     }
     AMPDELTA_LOG_INFO(
         "backfill of ", coverage_.network, " blocks ",
@@ -302,15 +259,8 @@ class ParallelLoad {
     if (parallel_.partition_size) {
       grid_.partition_size = *parallel_.partition_size;
     } else if (range_) {
-      // Shards running with other worker counts must cut the same grid.
-      const uint64_t blocks = range_->last - range_->first + 1;
-      const uint64_t count =
-          static_cast<uint64_t>(parallel_.shard_count) *
-          (parallel_.shard_count > 1
-               ? 16
-               : static_cast<uint64_t>(parallel_.num_workers) * kPartitionsPerWorker);
-      grid_.partition_size = std::clamp<uint64_t>((blocks + count - 1) / count, 1,
-                                                  kMaxDefaultPartitionBlocks);
+      grid_.partition_size =
+          DefaultPartitionSize(*range_, parallel_.shard_count, parallel_.num_workers);
     }
     return arrow::Status::OK();
   }
@@ -686,7 +636,8 @@ class ParallelLoad {
       ARROW_ASSIGN_OR_RAISE(const Remaining uncovered,
                             StillMissing(snapshot.get(), *range_));
       for (const auto& partition :
-           PlanPartitions(uncovered.missing, grid_.partition_size, parallel_)) {
+           PlanPartitions(uncovered.missing, grid_.partition_size, parallel_.shard_index,
+                          parallel_.shard_count)) {
         missing.push_back(partition.span);
       }
     }
