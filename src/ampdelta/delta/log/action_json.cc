@@ -225,145 +225,167 @@ ojson StringMapToJson(const std::map<std::string, std::string>& map) {
 
 namespace internal {
 
+namespace {
+
+arrow::Result<Action> ParseAdd(Reader& r, const std::string& source) {
+  Add add;
+  ARROW_ASSIGN_OR_RAISE(add.path, r.String("path"));
+  ARROW_ASSIGN_OR_RAISE(add.partition_values, r.NullableMap("partitionValues", false));
+  ARROW_ASSIGN_OR_RAISE(add.size, r.Int("size"));
+  ARROW_ASSIGN_OR_RAISE(auto mtime, r.OptInt("modificationTime"));
+  add.modification_time = mtime.value_or(0);
+  ARROW_ASSIGN_OR_RAISE(add.data_change, r.Bool("dataChange", true));
+  ARROW_ASSIGN_OR_RAISE(add.stats, r.OptString("stats"));
+  ARROW_ASSIGN_OR_RAISE(add.tags, r.OptNullableMap("tags"));
+  ARROW_ASSIGN_OR_RAISE(add.deletion_vector, ParseDv(r.Child("deletionVector"), source));
+  ARROW_ASSIGN_OR_RAISE(add.base_row_id, r.OptInt("baseRowId"));
+  ARROW_ASSIGN_OR_RAISE(add.default_row_commit_version,
+                        r.OptInt("defaultRowCommitVersion"));
+  ARROW_ASSIGN_OR_RAISE(add.clustering_provider, r.OptString("clusteringProvider"));
+  return add;
+}
+
+arrow::Result<Action> ParseRemove(Reader& r, const std::string& source) {
+  Remove remove;
+  ARROW_ASSIGN_OR_RAISE(remove.path, r.String("path"));
+  ARROW_ASSIGN_OR_RAISE(remove.deletion_timestamp, r.OptInt("deletionTimestamp"));
+  ARROW_ASSIGN_OR_RAISE(remove.data_change, r.Bool("dataChange", true));
+  ARROW_ASSIGN_OR_RAISE(remove.extended_file_metadata, r.OptBool("extendedFileMetadata"));
+  ARROW_ASSIGN_OR_RAISE(remove.partition_values, r.OptNullableMap("partitionValues"));
+  ARROW_ASSIGN_OR_RAISE(remove.size, r.OptInt("size"));
+  ARROW_ASSIGN_OR_RAISE(remove.stats, r.OptString("stats"));
+  ARROW_ASSIGN_OR_RAISE(remove.tags, r.OptNullableMap("tags"));
+  ARROW_ASSIGN_OR_RAISE(remove.deletion_vector,
+                        ParseDv(r.Child("deletionVector"), source));
+  ARROW_ASSIGN_OR_RAISE(remove.base_row_id, r.OptInt("baseRowId"));
+  ARROW_ASSIGN_OR_RAISE(remove.default_row_commit_version,
+                        r.OptInt("defaultRowCommitVersion"));
+  return remove;
+}
+
+arrow::Result<Action> ParseMetadata(Reader& r, const std::string& source) {
+  Metadata metadata;
+  ARROW_ASSIGN_OR_RAISE(metadata.id, r.String("id"));
+  ARROW_ASSIGN_OR_RAISE(metadata.name, r.OptString("name"));
+  ARROW_ASSIGN_OR_RAISE(metadata.description, r.OptString("description"));
+  if (const json* format = r.Child("format")) {
+    Reader f(*format, "metaData.format", source);
+    ARROW_ASSIGN_OR_RAISE(auto provider, f.OptString("provider"));
+    metadata.format.provider = provider.value_or("parquet");
+    ARROW_ASSIGN_OR_RAISE(metadata.format.options, f.StringMap("options"));
+  }
+  // Optional here: only the metaData that wins replay must have a schema (see
+  // Snapshot).
+  ARROW_ASSIGN_OR_RAISE(auto schema_string, r.OptString("schemaString"));
+  metadata.schema_string = schema_string.value_or("");
+  ARROW_ASSIGN_OR_RAISE(auto partitions, r.OptStringList("partitionColumns"));
+  metadata.partition_columns = partitions.value_or(std::vector<std::string>{});
+  ARROW_ASSIGN_OR_RAISE(metadata.configuration, r.StringMap("configuration"));
+  ARROW_ASSIGN_OR_RAISE(metadata.created_time, r.OptInt("createdTime"));
+  return metadata;
+}
+
+arrow::Result<Action> ParseProtocol(Reader& r) {
+  Protocol protocol;
+  ARROW_ASSIGN_OR_RAISE(protocol.min_reader_version, r.Int32("minReaderVersion"));
+  ARROW_ASSIGN_OR_RAISE(protocol.min_writer_version, r.Int32("minWriterVersion"));
+  ARROW_ASSIGN_OR_RAISE(protocol.reader_features, r.OptStringList("readerFeatures"));
+  ARROW_ASSIGN_OR_RAISE(protocol.writer_features, r.OptStringList("writerFeatures"));
+  return protocol;
+}
+
+arrow::Result<Action> ParseTxn(Reader& r) {
+  SetTransaction txn;
+  ARROW_ASSIGN_OR_RAISE(txn.app_id, r.String("appId"));
+  ARROW_ASSIGN_OR_RAISE(txn.version, r.Int("version"));
+  ARROW_ASSIGN_OR_RAISE(txn.last_updated, r.OptInt("lastUpdated"));
+  return txn;
+}
+
+arrow::Result<Action> ParseDomainMetadata(Reader& r) {
+  DomainMetadata domain;
+  ARROW_ASSIGN_OR_RAISE(domain.domain, r.String("domain"));
+  ARROW_ASSIGN_OR_RAISE(domain.configuration, r.String("configuration"));
+  ARROW_ASSIGN_OR_RAISE(domain.removed, r.Bool("removed", false));
+  return domain;
+}
+
+arrow::Result<Action> ParseCommitInfo(Reader& r, const json& body) {
+  // Free-form: take what is well-typed and keep the rest as raw JSON.
+  CommitInfo info;
+  info.raw_json = json_util::DumpJsonLossy(body);
+  auto integer = [&](const char* key) -> std::optional<int64_t> {
+    auto it = body.find(key);
+    if (it != body.end()) return json_util::AsInt64(*it);
+    return std::nullopt;
+  };
+  auto text = [&](const char* key) -> std::string {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return "";
+    return it->is_string() ? it->get<std::string>() : json_util::DumpJsonLossy(*it);
+  };
+  info.timestamp = integer("timestamp");
+  info.in_commit_timestamp = integer("inCommitTimestamp");
+  info.read_version = integer("readVersion");
+  info.operation = text("operation");
+  info.engine_info = text("engineInfo");
+  info.txn_id = text("txnId");
+  if (body.contains("isolationLevel") && body["isolationLevel"].is_string()) {
+    info.isolation_level = body["isolationLevel"].get<std::string>();
+  }
+  if (body.contains("isBlindAppend") && body["isBlindAppend"].is_boolean()) {
+    info.is_blind_append = body["isBlindAppend"].get<bool>();
+  }
+  ARROW_ASSIGN_OR_RAISE(info.operation_parameters, r.StringMap("operationParameters"));
+  ARROW_ASSIGN_OR_RAISE(info.operation_metrics, r.StringMap("operationMetrics"));
+  // commitInfo is free-form: tags of another shape are not ours to refuse.
+  if (body.contains("tags") && body["tags"].is_object()) {
+    ARROW_ASSIGN_OR_RAISE(info.tags, r.StringMap("tags"));
+  }
+  return info;
+}
+
+arrow::Result<Action> ParseCdc(Reader& r) {
+  Cdc cdc;
+  ARROW_ASSIGN_OR_RAISE(cdc.path, r.String("path"));
+  ARROW_ASSIGN_OR_RAISE(cdc.partition_values, r.NullableMap("partitionValues", false));
+  ARROW_ASSIGN_OR_RAISE(auto size, r.OptInt("size"));
+  cdc.size = size.value_or(0);
+  ARROW_ASSIGN_OR_RAISE(cdc.data_change, r.Bool("dataChange", false));
+  return cdc;
+}
+
+arrow::Result<Action> ParseCheckpointMetadata(Reader& r) {
+  CheckpointMetadata metadata;
+  ARROW_ASSIGN_OR_RAISE(metadata.version, r.Int("version"));
+  return metadata;
+}
+
+arrow::Result<Action> ParseSidecar(Reader& r) {
+  Sidecar sidecar;
+  ARROW_ASSIGN_OR_RAISE(sidecar.path, r.String("path"));
+  ARROW_ASSIGN_OR_RAISE(sidecar.size_in_bytes, r.Int("sizeInBytes"));
+  ARROW_ASSIGN_OR_RAISE(auto mtime, r.OptInt("modificationTime"));
+  sidecar.modification_time = mtime.value_or(0);
+  return sidecar;
+}
+
+}  // namespace
+
 arrow::Result<Action> ActionFromJson(const std::string& name, const json& body,
                                      const std::string& source) {
   if (!body.is_object()) return Corrupt(source, name + " is not an object");
   Reader r(body, name.c_str(), source);
-  if (name == kAdd) {
-    Add add;
-    ARROW_ASSIGN_OR_RAISE(add.path, r.String("path"));
-    ARROW_ASSIGN_OR_RAISE(add.partition_values, r.NullableMap("partitionValues", false));
-    ARROW_ASSIGN_OR_RAISE(add.size, r.Int("size"));
-    ARROW_ASSIGN_OR_RAISE(auto mtime, r.OptInt("modificationTime"));
-    add.modification_time = mtime.value_or(0);
-    ARROW_ASSIGN_OR_RAISE(add.data_change, r.Bool("dataChange", true));
-    ARROW_ASSIGN_OR_RAISE(add.stats, r.OptString("stats"));
-    ARROW_ASSIGN_OR_RAISE(add.tags, r.OptNullableMap("tags"));
-    ARROW_ASSIGN_OR_RAISE(add.deletion_vector,
-                          ParseDv(r.Child("deletionVector"), source));
-    ARROW_ASSIGN_OR_RAISE(add.base_row_id, r.OptInt("baseRowId"));
-    ARROW_ASSIGN_OR_RAISE(add.default_row_commit_version,
-                          r.OptInt("defaultRowCommitVersion"));
-    ARROW_ASSIGN_OR_RAISE(add.clustering_provider, r.OptString("clusteringProvider"));
-    return add;
-  }
-  if (name == kRemove) {
-    Remove remove;
-    ARROW_ASSIGN_OR_RAISE(remove.path, r.String("path"));
-    ARROW_ASSIGN_OR_RAISE(remove.deletion_timestamp, r.OptInt("deletionTimestamp"));
-    ARROW_ASSIGN_OR_RAISE(remove.data_change, r.Bool("dataChange", true));
-    ARROW_ASSIGN_OR_RAISE(remove.extended_file_metadata,
-                          r.OptBool("extendedFileMetadata"));
-    ARROW_ASSIGN_OR_RAISE(remove.partition_values, r.OptNullableMap("partitionValues"));
-    ARROW_ASSIGN_OR_RAISE(remove.size, r.OptInt("size"));
-    ARROW_ASSIGN_OR_RAISE(remove.stats, r.OptString("stats"));
-    ARROW_ASSIGN_OR_RAISE(remove.tags, r.OptNullableMap("tags"));
-    ARROW_ASSIGN_OR_RAISE(remove.deletion_vector,
-                          ParseDv(r.Child("deletionVector"), source));
-    ARROW_ASSIGN_OR_RAISE(remove.base_row_id, r.OptInt("baseRowId"));
-    ARROW_ASSIGN_OR_RAISE(remove.default_row_commit_version,
-                          r.OptInt("defaultRowCommitVersion"));
-    return remove;
-  }
-  if (name == kMetaData) {
-    Metadata metadata;
-    ARROW_ASSIGN_OR_RAISE(metadata.id, r.String("id"));
-    ARROW_ASSIGN_OR_RAISE(metadata.name, r.OptString("name"));
-    ARROW_ASSIGN_OR_RAISE(metadata.description, r.OptString("description"));
-    if (const json* format = r.Child("format")) {
-      Reader f(*format, "metaData.format", source);
-      ARROW_ASSIGN_OR_RAISE(auto provider, f.OptString("provider"));
-      metadata.format.provider = provider.value_or("parquet");
-      ARROW_ASSIGN_OR_RAISE(metadata.format.options, f.StringMap("options"));
-    }
-    // Optional here: only the metaData that wins replay must have a schema (see
-    // Snapshot).
-    ARROW_ASSIGN_OR_RAISE(auto schema_string, r.OptString("schemaString"));
-    metadata.schema_string = schema_string.value_or("");
-    ARROW_ASSIGN_OR_RAISE(auto partitions, r.OptStringList("partitionColumns"));
-    metadata.partition_columns = partitions.value_or(std::vector<std::string>{});
-    ARROW_ASSIGN_OR_RAISE(metadata.configuration, r.StringMap("configuration"));
-    ARROW_ASSIGN_OR_RAISE(metadata.created_time, r.OptInt("createdTime"));
-    return metadata;
-  }
-  if (name == kProtocol) {
-    Protocol protocol;
-    ARROW_ASSIGN_OR_RAISE(protocol.min_reader_version, r.Int32("minReaderVersion"));
-    ARROW_ASSIGN_OR_RAISE(protocol.min_writer_version, r.Int32("minWriterVersion"));
-    ARROW_ASSIGN_OR_RAISE(protocol.reader_features, r.OptStringList("readerFeatures"));
-    ARROW_ASSIGN_OR_RAISE(protocol.writer_features, r.OptStringList("writerFeatures"));
-    return protocol;
-  }
-  if (name == kTxn) {
-    SetTransaction txn;
-    ARROW_ASSIGN_OR_RAISE(txn.app_id, r.String("appId"));
-    ARROW_ASSIGN_OR_RAISE(txn.version, r.Int("version"));
-    ARROW_ASSIGN_OR_RAISE(txn.last_updated, r.OptInt("lastUpdated"));
-    return txn;
-  }
-  if (name == kDomainMetadata) {
-    DomainMetadata domain;
-    ARROW_ASSIGN_OR_RAISE(domain.domain, r.String("domain"));
-    ARROW_ASSIGN_OR_RAISE(domain.configuration, r.String("configuration"));
-    ARROW_ASSIGN_OR_RAISE(domain.removed, r.Bool("removed", false));
-    return domain;
-  }
-  if (name == kCommitInfo) {
-    // Free-form: take what is well-typed and keep the rest as raw JSON.
-    CommitInfo info;
-    info.raw_json = json_util::DumpJsonLossy(body);
-    auto integer = [&](const char* key) -> std::optional<int64_t> {
-      auto it = body.find(key);
-      if (it != body.end()) return json_util::AsInt64(*it);
-      return std::nullopt;
-    };
-    auto text = [&](const char* key) -> std::string {
-      auto it = body.find(key);
-      if (it == body.end() || it->is_null()) return "";
-      return it->is_string() ? it->get<std::string>() : json_util::DumpJsonLossy(*it);
-    };
-    info.timestamp = integer("timestamp");
-    info.in_commit_timestamp = integer("inCommitTimestamp");
-    info.read_version = integer("readVersion");
-    info.operation = text("operation");
-    info.engine_info = text("engineInfo");
-    info.txn_id = text("txnId");
-    if (body.contains("isolationLevel") && body["isolationLevel"].is_string()) {
-      info.isolation_level = body["isolationLevel"].get<std::string>();
-    }
-    if (body.contains("isBlindAppend") && body["isBlindAppend"].is_boolean()) {
-      info.is_blind_append = body["isBlindAppend"].get<bool>();
-    }
-    ARROW_ASSIGN_OR_RAISE(info.operation_parameters, r.StringMap("operationParameters"));
-    ARROW_ASSIGN_OR_RAISE(info.operation_metrics, r.StringMap("operationMetrics"));
-    // commitInfo is free-form: tags of another shape are not ours to refuse.
-    if (body.contains("tags") && body["tags"].is_object()) {
-      ARROW_ASSIGN_OR_RAISE(info.tags, r.StringMap("tags"));
-    }
-    return info;
-  }
-  if (name == kCdc) {
-    Cdc cdc;
-    ARROW_ASSIGN_OR_RAISE(cdc.path, r.String("path"));
-    ARROW_ASSIGN_OR_RAISE(cdc.partition_values, r.NullableMap("partitionValues", false));
-    ARROW_ASSIGN_OR_RAISE(auto size, r.OptInt("size"));
-    cdc.size = size.value_or(0);
-    ARROW_ASSIGN_OR_RAISE(cdc.data_change, r.Bool("dataChange", false));
-    return cdc;
-  }
-  if (name == kCheckpointMetadata) {
-    CheckpointMetadata metadata;
-    ARROW_ASSIGN_OR_RAISE(metadata.version, r.Int("version"));
-    return metadata;
-  }
-  if (name == kSidecar) {
-    Sidecar sidecar;
-    ARROW_ASSIGN_OR_RAISE(sidecar.path, r.String("path"));
-    ARROW_ASSIGN_OR_RAISE(sidecar.size_in_bytes, r.Int("sizeInBytes"));
-    ARROW_ASSIGN_OR_RAISE(auto mtime, r.OptInt("modificationTime"));
-    sidecar.modification_time = mtime.value_or(0);
-    return sidecar;
-  }
+  if (name == kAdd) return ParseAdd(r, source);
+  if (name == kRemove) return ParseRemove(r, source);
+  if (name == kMetaData) return ParseMetadata(r, source);
+  if (name == kProtocol) return ParseProtocol(r);
+  if (name == kTxn) return ParseTxn(r);
+  if (name == kDomainMetadata) return ParseDomainMetadata(r);
+  if (name == kCommitInfo) return ParseCommitInfo(r, body);
+  if (name == kCdc) return ParseCdc(r);
+  if (name == kCheckpointMetadata) return ParseCheckpointMetadata(r);
+  if (name == kSidecar) return ParseSidecar(r);
   return arrow::Status::KeyError(name);
 }
 
