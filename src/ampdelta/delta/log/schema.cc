@@ -98,6 +98,59 @@ arrow::Status CheckUniqueNames(const arrow::FieldVector& fields,
 // 2^64-1 has 20 digits: every uint64 fits decimal(20,0).
 std::shared_ptr<arrow::DataType> Unsigned64Decimal() { return arrow::decimal128(20, 0); }
 
+arrow::Result<std::shared_ptr<arrow::DataType>> ToTableList(const std::string& column,
+                                                            const arrow::DataType& type,
+                                                            const TypeMapping& mapping) {
+  const auto& child = *type.field(0);
+  ARROW_ASSIGN_OR_RAISE(auto element,
+                        ToTableType(column + ".element", *child.type(), mapping));
+  return arrow::list(arrow::field("element", std::move(element), child.nullable()));
+}
+
+arrow::Result<std::shared_ptr<arrow::DataType>> ToTableMap(const std::string& column,
+                                                           const arrow::MapType& map,
+                                                           const TypeMapping& mapping) {
+  ARROW_ASSIGN_OR_RAISE(auto key, ToTableType(column + ".key", *map.key_type(), mapping));
+  ARROW_ASSIGN_OR_RAISE(auto value,
+                        ToTableType(column + ".value", *map.item_type(), mapping));
+  return std::make_shared<arrow::MapType>(
+      arrow::field("key", std::move(key), false),
+      arrow::field("value", std::move(value), map.item_field()->nullable()));
+}
+
+arrow::Result<std::shared_ptr<arrow::DataType>> ToTableStruct(
+    const std::string& column, const arrow::DataType& type, const TypeMapping& mapping) {
+  if (type.num_fields() == 0) {
+    return UnsupportedType(column, type,
+                           "a struct without fields, which Parquet cannot store (an "
+                           "empty Solidity tuple, say): leave it out of the query");
+  }
+  arrow::FieldVector fields;
+  for (const auto& child : type.fields()) {
+    ARROW_ASSIGN_OR_RAISE(auto field,
+                          ToTableField(column + "." + child->name(), *child, mapping));
+    fields.push_back(std::move(field));
+  }
+  ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, column, mapping.column_mapping));
+  return arrow::struct_(std::move(fields));
+}
+
+// Stored as decimal128 when the declared precision fits Delta's 38 digits, else as
+// `wide` says.
+arrow::Result<std::shared_ptr<arrow::DataType>> ToTableDecimal256(
+    const std::string& column, const arrow::Decimal256Type& dec, WideIntegers wide) {
+  if (dec.precision() <= arrow::Decimal128Type::kMaxPrecision) {
+    return arrow::decimal128(dec.precision(), dec.scale());
+  }
+  if (wide == WideIntegers::kString) return arrow::utf8();
+  if (dec.scale() > arrow::Decimal128Type::kMaxPrecision || dec.scale() < 0) {
+    return UnsupportedType(column, dec,
+                           "its scale does not fit a Delta decimal; store it with "
+                           "wide_integers \"string\"");
+  }
+  return arrow::decimal128(arrow::Decimal128Type::kMaxPrecision, dec.scale());
+}
+
 arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& column,
                                                             const arrow::DataType& type,
                                                             const TypeMapping& mapping) {
@@ -150,51 +203,15 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ToTableType(const std::string& c
     case arrow::Type::LARGE_LIST:
     case arrow::Type::FIXED_SIZE_LIST:
     case arrow::Type::LIST_VIEW:
-    case arrow::Type::LARGE_LIST_VIEW: {
-      const auto& child = *type.field(0);
-      ARROW_ASSIGN_OR_RAISE(auto element,
-                            ToTableType(column + ".element", *child.type(), mapping));
-      return arrow::list(arrow::field("element", std::move(element), child.nullable()));
-    }
-    case arrow::Type::MAP: {
-      const auto& map = static_cast<const arrow::MapType&>(type);
-      ARROW_ASSIGN_OR_RAISE(auto key,
-                            ToTableType(column + ".key", *map.key_type(), mapping));
-      ARROW_ASSIGN_OR_RAISE(auto value,
-                            ToTableType(column + ".value", *map.item_type(), mapping));
-      return std::make_shared<arrow::MapType>(
-          arrow::field("key", std::move(key), false),
-          arrow::field("value", std::move(value), map.item_field()->nullable()));
-    }
-    case arrow::Type::STRUCT: {
-      if (type.num_fields() == 0) {
-        return UnsupportedType(column, type,
-                               "a struct without fields, which Parquet cannot store (an "
-                               "empty Solidity tuple, say): leave it out of the query");
-      }
-      arrow::FieldVector fields;
-      for (const auto& child : type.fields()) {
-        ARROW_ASSIGN_OR_RAISE(
-            auto field, ToTableField(column + "." + child->name(), *child, mapping));
-        fields.push_back(std::move(field));
-      }
-      ARROW_RETURN_NOT_OK(CheckUniqueNames(fields, column, mapping.column_mapping));
-      return arrow::struct_(std::move(fields));
-    }
-    case arrow::Type::DECIMAL256: {
-      // Stored as decimal128 when the declared precision fits Delta's 38 digits.
-      const auto& dec = static_cast<const arrow::Decimal256Type&>(type);
-      if (dec.precision() <= arrow::Decimal128Type::kMaxPrecision) {
-        return arrow::decimal128(dec.precision(), dec.scale());
-      }
-      if (mapping.wide_integers == WideIntegers::kString) return arrow::utf8();
-      if (dec.scale() > arrow::Decimal128Type::kMaxPrecision || dec.scale() < 0) {
-        return UnsupportedType(column, type,
-                               "its scale does not fit a Delta decimal; store it with "
-                               "wide_integers \"string\"");
-      }
-      return arrow::decimal128(arrow::Decimal128Type::kMaxPrecision, dec.scale());
-    }
+    case arrow::Type::LARGE_LIST_VIEW:
+      return ToTableList(column, type, mapping);
+    case arrow::Type::MAP:
+      return ToTableMap(column, static_cast<const arrow::MapType&>(type), mapping);
+    case arrow::Type::STRUCT:
+      return ToTableStruct(column, type, mapping);
+    case arrow::Type::DECIMAL256:
+      return ToTableDecimal256(column, static_cast<const arrow::Decimal256Type&>(type),
+                               mapping.wide_integers);
     case arrow::Type::HALF_FLOAT:
       return UnsupportedType(column, type, "cast it to float in the query");
     default:
