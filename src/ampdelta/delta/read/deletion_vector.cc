@@ -305,116 +305,158 @@ constexpr size_t kBitsetBytes = 8192;
 // accepts containers whose contents are inconsistent (bitset cardinalities that disagree
 // with the bits, unsorted arrays, empty or overlapping runs), and iterating such a bitmap
 // can crash. A DV is untrusted input, so parse it here instead.
-arrow::Result<RoaringPtr> ParsePortableBitmap32(std::string_view* in) {
-  std::string_view data = *in;
-  auto need = [&data](size_t n, const char* what) -> arrow::Status {
+// The unread rest of a serialized bitmap.
+struct BitmapBytes {
+  std::string_view data;
+
+  arrow::Status Need(size_t n, const char* what) const {
     if (data.size() < n) return CorruptBitmap("truncated ", what);
     return arrow::Status::OK();
-  };
-  ARROW_RETURN_NOT_OK(need(4, "cookie"));
-  const uint32_t cookie = LoadLE32(Bytes(data));
-  data.remove_prefix(4);
+  }
+};
+
+// A run container of the chunk whose values start at `high`: runs that neither overlap
+// nor pass the chunk, holding `cardinality` values.
+arrow::Status ReadRunContainer(BitmapBytes* in, uint32_t key, uint32_t cardinality,
+                               roaring_bitmap_t* bitmap) {
+  const uint32_t high = key << 16;
+  ARROW_RETURN_NOT_OK(in->Need(2, "run count"));
+  const uint32_t runs = LoadLE16(Bytes(in->data));
+  in->data.remove_prefix(2);
+  ARROW_RETURN_NOT_OK(in->Need(static_cast<size_t>(runs) * 4, "runs"));
+  const uint8_t* p = Bytes(in->data);
+  uint32_t total = 0;
+  int64_t previous_end = -1;
+  for (uint32_t r = 0; r < runs; ++r, p += 4) {
+    const uint32_t start = LoadLE16(p);
+    const uint32_t end = start + LoadLE16(p + 2);  // inclusive: the field is length - 1
+    if (static_cast<int64_t>(start) <= previous_end || end > 0xFFFF) {
+      return CorruptBitmap("run container ", key, " has overlapping or oversized runs");
+    }
+    previous_end = end;
+    total += end - start + 1;
+    roaring_bitmap_add_range_closed(bitmap, high | start, high | end);
+  }
+  in->data.remove_prefix(static_cast<size_t>(runs) * 4);
+  if (total != cardinality) {
+    return CorruptBitmap("run container ", key, " holds ", total,
+                         " values but its header says ", cardinality);
+  }
+  return arrow::Status::OK();
+}
+
+// An array container: `cardinality` strictly ascending 16-bit values.
+arrow::Status ReadArrayContainer(BitmapBytes* in, uint32_t key, uint32_t cardinality,
+                                 std::vector<uint32_t>* values) {
+  const uint32_t high = key << 16;
+  ARROW_RETURN_NOT_OK(in->Need(static_cast<size_t>(cardinality) * 2, "array container"));
+  const uint8_t* p = Bytes(in->data);
+  int64_t previous = -1;
+  for (uint32_t v = 0; v < cardinality; ++v, p += 2) {
+    const uint32_t low = LoadLE16(p);
+    if (static_cast<int64_t>(low) <= previous) {
+      return CorruptBitmap("array container ", key, " is not strictly ascending");
+    }
+    previous = low;
+    values->push_back(high | low);
+  }
+  in->data.remove_prefix(static_cast<size_t>(cardinality) * 2);
+  return arrow::Status::OK();
+}
+
+// A bitset container: 65,536 bits, `cardinality` of them set.
+arrow::Status ReadBitsetContainer(BitmapBytes* in, uint32_t key, uint32_t cardinality,
+                                  std::vector<uint32_t>* values) {
+  const uint32_t high = key << 16;
+  ARROW_RETURN_NOT_OK(in->Need(kBitsetBytes, "bitset container"));
+  const uint8_t* p = Bytes(in->data);
+  for (uint32_t byte = 0; byte < kBitsetBytes; ++byte) {
+    for (uint32_t bit = 0; bit < 8; ++bit) {
+      if ((p[byte] >> bit) & 1) values->push_back(high | (byte * 8 + bit));
+    }
+  }
+  in->data.remove_prefix(kBitsetBytes);
+  if (values->size() != cardinality) {
+    return CorruptBitmap("bitset container ", key, " holds ", values->size(),
+                         " values but its header says ", cardinality);
+  }
+  return arrow::Status::OK();
+}
+
+// The header of a portable 32-bit bitmap: its container count, the run flags (with the
+// run cookie) and the container headers; the offsets, which only help random access,
+// are skipped.
+struct BitmapHeader {
   uint32_t size = 0;
   std::string_view run_flags;
+  std::string_view headers;
+
+  bool IsRun(uint32_t i) const {
+    return !run_flags.empty() && (static_cast<uint8_t>(run_flags[i / 8]) >> (i % 8)) & 1;
+  }
+};
+
+arrow::Result<BitmapHeader> ReadBitmapHeader(BitmapBytes* in) {
+  BitmapHeader header;
+  ARROW_RETURN_NOT_OK(in->Need(4, "cookie"));
+  const uint32_t cookie = LoadLE32(Bytes(in->data));
+  in->data.remove_prefix(4);
   bool has_offsets = true;
   if ((cookie & 0xFFFF) == kSerialCookie) {
-    size = (cookie >> 16) + 1;
-    const size_t flag_bytes = (size + 7) / 8;
-    ARROW_RETURN_NOT_OK(need(flag_bytes, "run-container flags"));
-    run_flags = data.substr(0, flag_bytes);
-    data.remove_prefix(flag_bytes);
-    has_offsets = size >= kNoOffsetThreshold;
+    header.size = (cookie >> 16) + 1;
+    const size_t flag_bytes = (header.size + 7) / 8;
+    ARROW_RETURN_NOT_OK(in->Need(flag_bytes, "run-container flags"));
+    header.run_flags = in->data.substr(0, flag_bytes);
+    in->data.remove_prefix(flag_bytes);
+    has_offsets = header.size >= kNoOffsetThreshold;
   } else if (cookie == kSerialCookieNoRun) {
-    ARROW_RETURN_NOT_OK(need(4, "container count"));
-    size = LoadLE32(Bytes(data));
-    data.remove_prefix(4);
-    if (size > 65536) return CorruptBitmap("container count ", size, " exceeds 65536");
+    ARROW_RETURN_NOT_OK(in->Need(4, "container count"));
+    header.size = LoadLE32(Bytes(in->data));
+    in->data.remove_prefix(4);
+    if (header.size > 65536) {
+      return CorruptBitmap("container count ", header.size, " exceeds 65536");
+    }
   } else {
     return CorruptBitmap("unknown 32-bit bitmap cookie ", cookie);
   }
-  ARROW_RETURN_NOT_OK(need(static_cast<size_t>(size) * 4, "container headers"));
-  const std::string_view headers = data.substr(0, static_cast<size_t>(size) * 4);
-  data.remove_prefix(headers.size());
+  const size_t header_bytes = static_cast<size_t>(header.size) * 4;
+  ARROW_RETURN_NOT_OK(in->Need(header_bytes, "container headers"));
+  header.headers = in->data.substr(0, header_bytes);
+  in->data.remove_prefix(header_bytes);
   if (has_offsets) {
-    // The offsets only help random access; the containers follow in order anyway.
-    ARROW_RETURN_NOT_OK(need(static_cast<size_t>(size) * 4, "container offsets"));
-    data.remove_prefix(static_cast<size_t>(size) * 4);
+    ARROW_RETURN_NOT_OK(in->Need(header_bytes, "container offsets"));
+    in->data.remove_prefix(header_bytes);
   }
+  return header;
+}
 
+arrow::Result<RoaringPtr> ParsePortableBitmap32(std::string_view* in) {
+  BitmapBytes bytes{*in};
+  ARROW_ASSIGN_OR_RAISE(const BitmapHeader header, ReadBitmapHeader(&bytes));
   RoaringPtr bitmap(roaring_bitmap_create());
   if (bitmap == nullptr) return arrow::Status::OutOfMemory("cannot allocate a bitmap");
   std::vector<uint32_t> values;
   int32_t previous_key = -1;
-  for (uint32_t i = 0; i < size; ++i) {
-    const uint8_t* header = Bytes(headers) + 4 * i;
-    const uint32_t key = LoadLE16(header);
-    const uint32_t cardinality = LoadLE16(header + 2) + 1;
+  for (uint32_t i = 0; i < header.size; ++i) {
+    const uint8_t* container = Bytes(header.headers) + 4 * i;
+    const uint32_t key = LoadLE16(container);
+    const uint32_t cardinality = LoadLE16(container + 2) + 1;
     if (static_cast<int32_t>(key) <= previous_key) {
       return CorruptBitmap("container keys are not ascending (", key, " after ",
                            previous_key, ")");
     }
     previous_key = static_cast<int32_t>(key);
-    const uint32_t high = key << 16;
-    const bool is_run =
-        !run_flags.empty() && (static_cast<uint8_t>(run_flags[i / 8]) >> (i % 8)) & 1;
-    if (is_run) {
-      ARROW_RETURN_NOT_OK(need(2, "run count"));
-      const uint32_t runs = LoadLE16(Bytes(data));
-      data.remove_prefix(2);
-      ARROW_RETURN_NOT_OK(need(static_cast<size_t>(runs) * 4, "runs"));
-      const uint8_t* p = Bytes(data);
-      uint32_t total = 0;
-      int64_t previous_end = -1;
-      for (uint32_t r = 0; r < runs; ++r, p += 4) {
-        const uint32_t start = LoadLE16(p);
-        const uint32_t end =
-            start + LoadLE16(p + 2);  // inclusive: the field is length - 1
-        if (static_cast<int64_t>(start) <= previous_end || end > 0xFFFF) {
-          return CorruptBitmap("run container ", key,
-                               " has overlapping or oversized runs");
-        }
-        previous_end = end;
-        total += end - start + 1;
-        roaring_bitmap_add_range_closed(bitmap.get(), high | start, high | end);
-      }
-      data.remove_prefix(static_cast<size_t>(runs) * 4);
-      if (total != cardinality) {
-        return CorruptBitmap("run container ", key, " holds ", total,
-                             " values but its header says ", cardinality);
-      }
-    } else if (cardinality <= kMaxArrayCardinality) {
-      ARROW_RETURN_NOT_OK(need(static_cast<size_t>(cardinality) * 2, "array container"));
-      const uint8_t* p = Bytes(data);
-      values.clear();
-      int64_t previous = -1;
-      for (uint32_t v = 0; v < cardinality; ++v, p += 2) {
-        const uint32_t low = LoadLE16(p);
-        if (static_cast<int64_t>(low) <= previous) {
-          return CorruptBitmap("array container ", key, " is not strictly ascending");
-        }
-        previous = low;
-        values.push_back(high | low);
-      }
-      data.remove_prefix(static_cast<size_t>(cardinality) * 2);
-      roaring_bitmap_add_many(bitmap.get(), values.size(), values.data());
-    } else {
-      ARROW_RETURN_NOT_OK(need(kBitsetBytes, "bitset container"));
-      const uint8_t* p = Bytes(data);
-      values.clear();
-      for (uint32_t byte = 0; byte < kBitsetBytes; ++byte) {
-        for (uint32_t bit = 0; bit < 8; ++bit) {
-          if ((p[byte] >> bit) & 1) values.push_back(high | (byte * 8 + bit));
-        }
-      }
-      data.remove_prefix(kBitsetBytes);
-      if (values.size() != cardinality) {
-        return CorruptBitmap("bitset container ", key, " holds ", values.size(),
-                             " values but its header says ", cardinality);
-      }
-      roaring_bitmap_add_many(bitmap.get(), values.size(), values.data());
+    if (header.IsRun(i)) {
+      ARROW_RETURN_NOT_OK(ReadRunContainer(&bytes, key, cardinality, bitmap.get()));
+      continue;
     }
+    values.clear();
+    ARROW_RETURN_NOT_OK(cardinality <= kMaxArrayCardinality
+                            ? ReadArrayContainer(&bytes, key, cardinality, &values)
+                            : ReadBitsetContainer(&bytes, key, cardinality, &values));
+    roaring_bitmap_add_many(bitmap.get(), values.size(), values.data());
   }
-  *in = data;
+  *in = bytes.data;
   return bitmap;
 }
 
