@@ -298,13 +298,6 @@ constexpr uint32_t kNoOffsetThreshold = 4;
 constexpr uint32_t kMaxArrayCardinality = 4096;
 constexpr size_t kBitsetBytes = 8192;
 
-// Consume one 32-bit roaring bitmap in the portable format (RoaringFormatSpec) from the
-// front of `*in`, validating it completely, and build it through CRoaring's add API.
-//
-// CRoaring 0.2.66's roaring_bitmap_portable_deserialize_safe only bounds its reads: it
-// accepts containers whose contents are inconsistent (bitset cardinalities that disagree
-// with the bits, unsorted arrays, empty or overlapping runs), and iterating such a bitmap
-// can crash. A DV is untrusted input, so parse it here instead.
 // The unread rest of a serialized bitmap.
 struct BitmapBytes {
   std::string_view data;
@@ -430,6 +423,13 @@ arrow::Result<BitmapHeader> ReadBitmapHeader(BitmapBytes* in) {
   return header;
 }
 
+// Consume one 32-bit roaring bitmap in the portable format (RoaringFormatSpec) from the
+// front of `*in`, validating it completely, and build it through CRoaring's add API.
+//
+// CRoaring 0.2.66's roaring_bitmap_portable_deserialize_safe only bounds its reads: it
+// accepts containers whose contents are inconsistent (bitset cardinalities that disagree
+// with the bits, unsorted arrays, empty or overlapping runs), and iterating such a bitmap
+// can crash. A DV is untrusted input, so parse it here instead.
 arrow::Result<RoaringPtr> ParsePortableBitmap32(std::string_view* in) {
   BitmapBytes bytes{*in};
   ARROW_ASSIGN_OR_RAISE(const BitmapHeader header, ReadBitmapHeader(&bytes));
